@@ -1,0 +1,38 @@
+// openblas: sgemm / dgemm from the system OpenBLAS (row-major CBLAS interface).
+#include <cblas.h>
+
+#include <climits>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cpu_gemm.hpp"
+
+namespace tessera::kernels {
+
+namespace {
+// CBLAS takes int dimensions (LP64 OpenBLAS): refuse what does not fit rather than wrap.
+blasint checked(std::int64_t v) {
+  if (v > static_cast<std::int64_t>(INT_MAX))
+    throw std::length_error("dimension " + std::to_string(v) + " exceeds the BLAS integer range");
+  return static_cast<blasint>(v);
+}
+}  // namespace
+
+template <>
+void openblas_gemm<float>(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, checked(m), checked(n), checked(k), 1.0f, a, checked(k), b,
+              checked(n), 0.0f, c, checked(n));
+}
+
+template <>
+void openblas_gemm<double>(std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b,
+                           double* c) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, checked(m), checked(n), checked(k), 1.0, a, checked(k), b,
+              checked(n), 0.0, c, checked(n));
+}
+
+int openblas_threads() { return openblas_get_num_threads(); }
+const char* openblas_config_string() { return openblas_get_config(); }
+
+}  // namespace tessera::kernels

@@ -1,0 +1,47 @@
+#pragma once
+// CUDA_CHECK / CUBLAS_CHECK: every CUDA runtime and cuBLAS call goes through one of these, so a
+// failure becomes a tessera::DeviceError naming the call, where it was made and what went
+// wrong, instead of an error code nobody reads. CUDA_CHECK_LAUNCH() after every kernel launch
+// turns a bad launch configuration into the same kind of error at the line that caused it.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "core/error.hpp"
+
+namespace tessera::kernels {
+
+[[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* call, const char* file,
+                                          int line) {
+  throw DeviceError(std::string("CUDA call ") + call + " failed at " + file + ":" +
+                    std::to_string(line) + ": " + cudaGetErrorName(err) + " (" +
+                    cudaGetErrorString(err) + ")");
+}
+
+[[noreturn]] inline void throw_cublas_error(cublasStatus_t status, const char* call,
+                                            const char* file, int line) {
+  throw DeviceError(std::string("cuBLAS call ") + call + " failed at " + file + ":" +
+                    std::to_string(line) + ": " + cublasGetStatusName(status) + " (" +
+                    cublasGetStatusString(status) + ")");
+}
+
+}  // namespace tessera::kernels
+
+#define CUDA_CHECK(call)                                                           \
+  do {                                                                             \
+    const cudaError_t tessera_cuda_err_ = (call);                                  \
+    if (tessera_cuda_err_ != cudaSuccess)                                          \
+      ::tessera::kernels::throw_cuda_error(tessera_cuda_err_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+#define CUBLAS_CHECK(call)                                                             \
+  do {                                                                                 \
+    const cublasStatus_t tessera_cublas_status_ = (call);                              \
+    if (tessera_cublas_status_ != CUBLAS_STATUS_SUCCESS)                               \
+      ::tessera::kernels::throw_cublas_error(tessera_cublas_status_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+// After a <<<...>>> launch: launch errors (bad configuration, no kernel image for this GPU)
+// are reported by cudaGetLastError, not by the launch itself.
+#define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())

@@ -1,0 +1,117 @@
+// The GPU kernel registry and dispatcher: finds a kernel by name, checks the problem once for
+// every kernel (sizes, pointers, the kernel's own limits, like CUTLASS's can_implement() before
+// run()), handles the empty cases, and runs it. Also the shared per-device GpuContext.
+#include <cublas_v2.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda_check.hpp"
+#include "kernels/gpu_gemm.hpp"
+#include "kernels/gpu_kernel.hpp"
+
+namespace tessera::kernels {
+
+// ---- GpuContext --------------------------------------------------------------------------------
+
+GpuContext::~GpuContext() {
+  if (cublas_) (void)cublasDestroy(cublas_);
+}
+
+cublasContext* GpuContext::cublas() {
+  if (!cublas_) {
+    cublasHandle_t handle = nullptr;
+    CUBLAS_CHECK(cublasCreate(&handle));
+    const cublasStatus_t status = cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH);
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      (void)cublasDestroy(handle);
+      throw_cublas_error(status, "cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH)", __FILE__,
+                         __LINE__);
+    }
+    cublas_ = handle;
+  }
+  return cublas_;
+}
+
+// ---- registry ----------------------------------------------------------------------------------
+
+namespace {
+
+// Every GPU kernel, in bench order: the naive baseline first, the vendor baseline last. One
+// entry per technique file (see kernels/gpu_kernel.hpp); each contributes its variants.
+const std::vector<GpuKernel>& registry() {
+  static const std::vector<GpuKernel> all = [] {
+    std::vector<GpuKernel> kernels;
+    for (auto technique : {
+             naive_kernels,
+             tiled_kernels,
+             cublas_kernels,  // keep last: the baseline the others are compared with
+         }) {
+      for (GpuKernel& kernel : technique()) kernels.push_back(std::move(kernel));
+    }
+    return kernels;
+  }();
+  return all;
+}
+
+const GpuKernel* find_kernel(const std::string& name) {
+  for (const GpuKernel& kernel : registry())
+    if (kernel.name == name) return &kernel;
+  return nullptr;
+}
+
+std::string known_kernels() {
+  std::string list;
+  for (const GpuKernel& kernel : registry()) list += (list.empty() ? "" : ", ") + kernel.name;
+  return list;
+}
+
+bool fail(std::string* why, std::string reason) {
+  if (why) *why = std::move(reason);
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> gpu_kernel_names() {
+  std::vector<std::string> names;
+  for (const GpuKernel& kernel : registry()) names.push_back(kernel.name);
+  return names;
+}
+
+std::string gpu_kernel_summary(const std::string& kernel) {
+  const GpuKernel* found = find_kernel(kernel);
+  return found ? found->summary : std::string();
+}
+
+bool gpu_can_implement(const std::string& kernel, const GpuGemm& g, std::string* why) {
+  const GpuKernel* found = find_kernel(kernel);
+  if (!found) {
+    return fail(why, "unknown GPU kernel '" + kernel + "' (known: " + known_kernels() + ")");
+  }
+  if (g.dtype != DType::f32 && g.dtype != DType::f64)
+    return fail(why, "GPU kernels take float32 or float64");
+  if (g.m < 0 || g.n < 0 || g.k < 0) {
+    return fail(why, "negative GEMM size " + std::to_string(g.m) + "x" + std::to_string(g.n) +
+                         "x" + std::to_string(g.k));
+  }
+  if (found->can_implement && g.m > 0 && g.n > 0 && g.k > 0) return found->can_implement(g, why);
+  return true;
+}
+
+void gpu_gemm(const std::string& kernel, const GpuGemm& g, GpuContext& ctx) {
+  std::string why;
+  if (!gpu_can_implement(kernel, g, &why)) throw InputError(why);
+  if (g.m == 0 || g.n == 0) return;  // C is empty
+  if (!g.c || (g.k > 0 && (!g.a || !g.b)))
+    throw InputError("GPU GEMM without a device buffer for A, B or C");
+  if (g.k == 0) {  // an empty sum: C = 0 (all-zero bits are 0.0)
+    CUDA_CHECK(cudaMemsetAsync(g.c, 0, static_cast<std::size_t>(g.m * g.n) * dtype_size(g.dtype),
+                               g.stream));
+    return;
+  }
+  find_kernel(kernel)->run(g, ctx);
+}
+
+}  // namespace tessera::kernels

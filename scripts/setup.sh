@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# tessera: install what the build and the tests need, with apt, and only what is missing.
+#
+#   scripts/setup.sh            # build + test dependencies
+#   scripts/setup.sh --slurm    # also slurm-wlm + munge (for the local-Slurm test)
+#   scripts/setup.sh --parallel-hdf5   # libhdf5-openmpi-dev instead of the serial HDF5
+#
+# Idempotent: every dependency is first looked for on the machine (headers, tools, a python
+# that imports h5py); apt is touched only for what is missing. Catch2 v3 is not in Debian 12's
+# main suite: the bookworm-backports suite is added, built from the mirror apt already uses.
+set -euo pipefail
+
+want_slurm=0
+want_phdf5=0
+for arg in "$@"; do
+  case "$arg" in
+    --slurm) want_slurm=1 ;;
+    --parallel-hdf5) want_phdf5=1 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+log() { echo "[setup] $*"; }
+
+have_header() { # any of the given paths exists
+  local p
+  for p in "$@"; do [ -e "$p" ] && return 0; done
+  return 1
+}
+
+python_with_h5py() {
+  local py
+  for py in /usr/bin/python3 "$(command -v python3 2>/dev/null || true)"; do
+    [ -n "$py" ] && [ -x "$py" ] || continue
+    "$py" -c 'import h5py, numpy' >/dev/null 2>&1 && { echo "$py"; return 0; }
+  done
+  return 1
+}
+
+catch2_v3_present() {
+  local f
+  for f in /usr/lib/cmake/Catch2/Catch2ConfigVersion.cmake \
+           /usr/lib/*/cmake/Catch2/Catch2ConfigVersion.cmake \
+           /usr/local/lib/cmake/Catch2/Catch2ConfigVersion.cmake \
+           /usr/share/cmake/Catch2/Catch2ConfigVersion.cmake; do
+    [ -f "$f" ] && grep -q 'PACKAGE_VERSION "3\.' "$f" && return 0
+  done
+  return 1
+}
+
+missing=()
+need_backports=0
+command -v cmake >/dev/null     || missing+=(cmake)
+command -v ninja >/dev/null     || missing+=(ninja-build)
+command -v g++ >/dev/null       || missing+=(g++)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+command -v mpicxx >/dev/null && command -v mpirun >/dev/null || missing+=(libopenmpi-dev openmpi-bin)
+if [ "$want_phdf5" = 1 ]; then
+  have_header /usr/include/hdf5/openmpi/hdf5.h || missing+=(libhdf5-openmpi-dev)
+else
+  have_header /usr/include/hdf5/serial/hdf5.h /usr/include/hdf5.h || missing+=(libhdf5-dev)
+fi
+have_header /usr/include/CLI/CLI.hpp           || missing+=(libcli11-dev)
+have_header /usr/include/nlohmann/json.hpp     || missing+=(nlohmann-json3-dev)
+have_header /usr/include/fmt/core.h            || missing+=(libfmt-dev)
+# OpenBLAS itself, not only some cblas.h (reference BLAS ships one too)
+have_header /usr/lib/*/libopenblas.so /usr/lib/*/openblas*/libopenblas.so /usr/lib/libopenblas.so \
+  || missing+=(libopenblas-dev)
+python_with_h5py >/dev/null || missing+=(python3-h5py python3-numpy)
+if ! catch2_v3_present; then need_backports=1; fi
+if [ "$want_slurm" = 1 ]; then
+  command -v slurmctld >/dev/null && command -v slurmd >/dev/null || missing+=(slurm-wlm)
+  command -v munged >/dev/null || missing+=(munge)
+fi
+
+if [ ${#missing[@]} -eq 0 ] && [ "$need_backports" = 0 ]; then
+  log "all dependencies present; apt not touched"
+  exit 0
+fi
+
+if ! command -v apt-get >/dev/null; then
+  log "missing: ${missing[*]} $([ $need_backports = 1 ] && echo catch2-v3)" >&2
+  log "no apt-get on this machine: install these with your package manager" >&2
+  exit 1
+fi
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+
+add_backports() {
+  # Derive the Debian mirror from apt's own configuration; never write a host into the repo.
+  local codename uri
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  [ -n "$codename" ] || { log "cannot tell the Debian codename" >&2; return 1; }
+  if grep -rqsE "^[^#]*${codename}-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    return 0
+  fi
+  uri=$(grep -hsE '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' \
+        | grep -v -- '-security' | grep -E '/debian/?$' | head -n1 || true)
+  if [ -z "$uri" ]; then
+    uri=$(grep -hsE '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
+          | awk '{ for (i = 2; i <= NF; i++) if ($i !~ /^\[/) { print $i; exit } }' \
+          | grep -E '/debian/?$' | head -n1 || true)
+  fi
+  [ -n "$uri" ] || { log "no Debian mirror found in apt's sources" >&2; return 1; }
+  log "adding ${codename}-backports from $uri"
+  printf 'Types: deb\nURIs: %s\nSuites: %s-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$uri" "$codename" | $SUDO tee /etc/apt/sources.list.d/tessera-backports.sources >/dev/null
+}
+
+if [ "$need_backports" = 1 ]; then add_backports; fi
+log "installing: ${missing[*]} $([ $need_backports = 1 ] && echo 'catch2 (backports)')"
+$SUDO apt-get update -qq
+if [ ${#missing[@]} -gt 0 ]; then
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+if [ "$need_backports" = 1 ]; then
+  codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+  $SUDO apt-get install -y -qq --no-install-recommends "catch2/${codename}-backports" >/dev/null
+fi
+catch2_v3_present || { log "Catch2 v3 still missing after install" >&2; exit 1; }
+python_with_h5py >/dev/null || { log "no python3 with h5py + numpy after install" >&2; exit 1; }
+log "done"

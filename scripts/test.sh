@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The README's second command: set up, build and run the whole test suite.
+#   TESSERA_BUILD_DIR  build folder (default: build)
+#   extra arguments go to ctest (e.g. -R mpi, -L unit)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=${TESSERA_BUILD_DIR:-$repo/build}
+bash "$repo/scripts/setup.sh"
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_WARNINGS_AS_ERRORS=ON
+fi
+cmake --build "$build" -j "$(nproc)"
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@"

@@ -1,0 +1,60 @@
+#pragma once
+// The compute step as a backend: the pipeline hands a backend one local GEMM on host memory
+// (its block of C) and gets back the time of each phase the backend went through. Backends
+// know nothing of MPI or HDF5.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+
+namespace tessera::backend {
+
+// C = A * B, all row-major and contiguous on the host: A is m x k, B is k x n, C is m x n.
+struct GemmProblem {
+  DType dtype = DType::f64;
+  std::int64_t m = 0, n = 0, k = 0;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;
+};
+
+struct PhaseTime {
+  std::string name;  // "compute" on the CPU; "h2d", "kernel", "d2h" on a GPU
+  double seconds = 0;
+};
+
+// Where a rank sits on its node; a GPU backend picks its device from this.
+struct Placement {
+  int local_rank = 0;
+  int local_size = 1;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;    // "cpu" or "cuda"
+  virtual std::string device() const = 0;  // e.g. "cpu (2 threads)" or "NVIDIA H200"
+  virtual int device_id() const { return -1; }
+  virtual std::vector<std::string> kernels() const = 0;  // selectable names, first is the default
+  virtual std::string default_kernel() const { return kernels().front(); }
+  // Throws InputError for an unknown kernel name, DeviceError for device failures.
+  virtual std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) = 0;
+  // Human-readable warnings raised while setting up (e.g. "2 ranks share GPU 0").
+  virtual std::vector<std::string> warnings() const { return {}; }
+};
+
+// "cpu", "cuda" or "auto" (cuda when a GPU is visible and tessera was built with CUDA).
+std::unique_ptr<Backend> make_backend(const std::string& name, const Placement& where);
+
+// Backend names compiled into this build.
+std::vector<std::string> compiled_backends();
+
+// Number of visible GPUs (0 when built without CUDA or when none is visible).
+int visible_gpu_count();
+
+// Description of the visible GPUs, one line each (empty when none).
+std::vector<std::string> describe_gpus();
+
+}  // namespace tessera::backend

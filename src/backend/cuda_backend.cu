@@ -1,0 +1,213 @@
+// The CUDA backend: one GPU per rank. gemm() copies A and B to the device, runs the chosen
+// kernel from the registry (kernels/gpu_gemm.hpp) and copies C back, timing each phase with
+// CUDA events.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cuda_backend.hpp"
+#include "core/error.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/cuda_resources.hpp"
+#include "kernels/gpu_gemm.hpp"
+
+namespace tessera::backend {
+namespace {
+
+using kernels::DeviceBuffer;
+using kernels::Event;
+using kernels::HostRegistration;
+using kernels::Stream;
+
+// The kernel used when none is named (or "auto"): the best hand-written kernel so far.
+constexpr const char* kDefaultKernel = "tiled32";
+
+// Host buffers at least this large are page-locked for their copy (see HostRegistration).
+// Below it the pageable copy costs about as much as registering would.
+constexpr std::size_t kPinMinBytes = std::size_t{32} << 20;
+
+std::string shape_str(std::int64_t rows, std::int64_t cols) {
+  return std::to_string(rows) + " x " + std::to_string(cols);
+}
+
+std::string pci_bus_id(int device) {
+  char id[32] = {};
+  if (cudaDeviceGetPCIBusId(id, sizeof id, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "";
+  }
+  std::string text = id;
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return text;
+}
+
+// Host seconds of a step that is not device work (registering host memory).
+template <class F>
+double host_seconds(F&& step) {
+  const auto start = std::chrono::steady_clock::now();
+  step();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const Placement& where)
+      : device_(select_device(where, &warnings_)), device_name_(describe(device_)) {}
+
+  std::string name() const override { return "cuda"; }
+  std::string device() const override { return device_name_; }
+  int device_id() const override { return device_; }
+  std::vector<std::string> warnings() const override { return warnings_; }
+
+  // The default first, then the rest in registry (bench) order.
+  std::vector<std::string> kernels() const override {
+    std::vector<std::string> names{kDefaultKernel};
+    for (const std::string& kernel : kernels::gpu_kernel_names())
+      if (kernel != kDefaultKernel) names.push_back(kernel);
+    return names;
+  }
+  std::string default_kernel() const override { return kDefaultKernel; }
+
+  std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) override {
+    const std::string name = (kernel.empty() || kernel == "auto") ? kDefaultKernel : kernel;
+    const auto known = kernels::gpu_kernel_names();
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (const std::string& k : kernels()) list += (list.empty() ? "" : ", ") + k;
+      throw InputError("unknown kernel '" + kernel + "' for the cuda backend (choose from: " +
+                       list + ", or auto)");
+    }
+    kernels::GpuGemm g{p.dtype, p.m, p.n, p.k, nullptr, nullptr, nullptr, stream_.get()};
+    std::string why;
+    if (!kernels::gpu_can_implement(name, g, &why))
+      throw InputError("kernel '" + name + "' cannot run this GEMM: " + why);
+    if (p.m == 0 || p.n == 0) return {{"h2d", 0.0}, {"kernel", 0.0}, {"d2h", 0.0}};
+    if (!p.c || (p.k > 0 && (!p.a || !p.b)))
+      throw InputError("cuda backend: GEMM without host buffers for A, B or C");
+
+    CUDA_CHECK(cudaSetDevice(device_));
+    const std::size_t elem = dtype_size(p.dtype);
+    const std::size_t a_bytes = static_cast<std::size_t>(p.m * p.k) * elem;
+    const std::size_t b_bytes = static_cast<std::size_t>(p.k * p.n) * elem;
+    const std::size_t c_bytes = static_cast<std::size_t>(p.m * p.n) * elem;
+    const std::string of_gemm =
+        " of a " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k) +
+        " " + dtype_name(p.dtype) + " GEMM that needs " +
+        kernels::format_bytes(static_cast<double>(a_bytes + b_bytes + c_bytes)) + " on the GPU";
+    DeviceBuffer a(a_bytes, "A (" + shape_str(p.m, p.k) + ")" + of_gemm);
+    DeviceBuffer b(b_bytes, "B (" + shape_str(p.k, p.n) + ")" + of_gemm);
+    DeviceBuffer c(c_bytes, "C (" + shape_str(p.m, p.n) + ")" + of_gemm);
+    g.a = a.get();
+    g.b = b.get();
+    g.c = c.get();
+
+    // Page-lock large host buffers so the copies run at full bus speed. Registering costs host
+    // time too, so it is counted in the phase it serves (A, B in h2d; C in d2h).
+    HostRegistration pin_a, pin_b, pin_c;
+    const double pin_in_seconds = host_seconds([&] {
+      pin_a = HostRegistration(p.a, a_bytes, kPinMinBytes);
+      pin_b = HostRegistration(p.b, b_bytes, kPinMinBytes);
+    });
+    const double pin_out_seconds =
+        host_seconds([&] { pin_c = HostRegistration(p.c, c_bytes, kPinMinBytes); });
+
+    const cudaStream_t s = stream_.get();
+    Event start, copied_in, computed, copied_out;
+    start.record(s);
+    if (a_bytes) CUDA_CHECK(cudaMemcpyAsync(a.get(), p.a, a_bytes, cudaMemcpyHostToDevice, s));
+    if (b_bytes) CUDA_CHECK(cudaMemcpyAsync(b.get(), p.b, b_bytes, cudaMemcpyHostToDevice, s));
+    copied_in.record(s);
+    kernels::gpu_gemm(name, g, context_);
+    computed.record(s);
+    CUDA_CHECK(cudaMemcpyAsync(p.c, c.get(), c_bytes, cudaMemcpyDeviceToHost, s));
+    copied_out.record(s);
+    stream_.synchronize();
+
+    return {{"h2d", pin_in_seconds + copied_in.seconds_since(start)},
+            {"kernel", computed.seconds_since(copied_in)},
+            {"d2h", pin_out_seconds + copied_out.seconds_since(computed)}};
+  }
+
+ private:
+  // GPU local_rank % count among the visible ones; makes it current. Warns when ranks share.
+  static int select_device(const Placement& where, std::vector<std::string>* warnings) {
+    int count = 0;
+    const cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count == 0) {
+      (void)cudaGetLastError();
+      throw DeviceError(std::string("cuda backend: no GPU visible to this process (") +
+                        (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices") +
+                        "); check the driver, CUDA_VISIBLE_DEVICES and the job's GPU binding");
+    }
+    const int local_rank = std::max(where.local_rank, 0);
+    const int device = local_rank % count;
+    CUDA_CHECK(cudaSetDevice(device));
+    if (where.local_size > count) {
+      warnings->push_back(std::to_string(where.local_size) + " ranks on this node share " +
+                          std::to_string(count) + (count == 1 ? " GPU" : " GPUs") +
+                          "; local rank " + std::to_string(local_rank) + " uses GPU " +
+                          std::to_string(device));
+    }
+    return device;
+  }
+
+  // "NVIDIA H200 [0000:1b:00.0]"
+  static std::string describe(int device) {
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    const std::string pci = pci_bus_id(device);
+    return std::string(prop.name) + (pci.empty() ? "" : " [" + pci + "]");
+  }
+
+  // Declaration order is construction order: the device is chosen (and made current) before
+  // the stream and the cuBLAS handle are created on it.
+  std::vector<std::string> warnings_;
+  int device_;
+  std::string device_name_;
+  Stream stream_;
+  kernels::GpuContext context_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const Placement& where) {
+  return std::make_unique<CudaBackend>(where);
+}
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();  // no driver, no device: not an error here
+    return 0;
+  }
+  return count;
+}
+
+std::vector<std::string> cuda_describe_devices() {
+  std::vector<std::string> lines;
+  const int count = cuda_device_count();
+  for (int device = 0; device < count; ++device) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      lines.push_back(std::to_string(device) + ": (properties unavailable)");
+      continue;
+    }
+    char line[512];
+    std::snprintf(line, sizeof line, "%d: %s (sm_%d%d, %.1f GiB, %d SMs)", device, prop.name,
+                  prop.major, prop.minor,
+                  static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0),
+                  prop.multiProcessorCount);
+    lines.emplace_back(line);
+  }
+  return lines;
+}
+
+}  // namespace tessera::backend

@@ -1,0 +1,22 @@
+#pragma once
+// Entry points of the CUDA backend (compiled only when TESSERA_HAVE_CUDA).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+
+namespace tessera::backend {
+
+// One GPU per rank, chosen from the node-local rank among the GPUs this process can see
+// (CUDA_VISIBLE_DEVICES / Slurm's binding are honoured by the CUDA runtime itself).
+// Throws DeviceError when no GPU is usable.
+std::unique_ptr<Backend> make_cuda_backend(const Placement& where);
+
+// Visible GPUs; 0 when none (or the driver cannot be reached). Never throws.
+int cuda_device_count();
+
+// "0: NVIDIA H200 (sm_90, 139.8 GiB)" ... one line per visible GPU. Never throws.
+std::vector<std::string> cuda_describe_devices();
+
+}  // namespace tessera::backend

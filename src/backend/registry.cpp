@@ -1,0 +1,51 @@
+// Backend selection: "cpu", "cuda" or "auto".
+#include "backend/backend.hpp"
+#include "core/error.hpp"
+#ifdef TESSERA_HAVE_CUDA
+#include "backend/cuda_backend.hpp"
+#endif
+
+namespace tessera::backend {
+
+std::unique_ptr<Backend> make_cpu_backend();  // cpu_backend.cpp
+
+std::vector<std::string> compiled_backends() {
+#ifdef TESSERA_HAVE_CUDA
+  return {"cpu", "cuda"};
+#else
+  return {"cpu"};
+#endif
+}
+
+int visible_gpu_count() {
+#ifdef TESSERA_HAVE_CUDA
+  return cuda_device_count();
+#else
+  return 0;
+#endif
+}
+
+std::vector<std::string> describe_gpus() {
+#ifdef TESSERA_HAVE_CUDA
+  return cuda_describe_devices();
+#else
+  return {};
+#endif
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& name, const Placement& where) {
+  if (name == "cpu") return make_cpu_backend();
+  if (name == "cuda" || name == "auto") {
+#ifdef TESSERA_HAVE_CUDA
+    if (cuda_device_count() > 0) return make_cuda_backend(where);
+    if (name == "cuda") throw InputError("--backend cuda: no GPU is visible to this process");
+#else
+    (void)where;
+    if (name == "cuda") throw InputError("--backend cuda: this tessera was built without CUDA");
+#endif
+    return make_cpu_backend();
+  }
+  throw InputError("unknown backend '" + name + "' (choose: auto, cpu, cuda)");
+}
+
+}  // namespace tessera::backend

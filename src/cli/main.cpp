@@ -1,0 +1,162 @@
+// tessera: the command line. Thin: parses options, starts MPI, calls the run layer, and turns
+// every failure into one clear line and a nonzero exit on every rank.
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/version.hpp"
+#include "dist/comm.hpp"
+#include "run/bench.hpp"
+#include "run/generate.hpp"
+#include "run/info.hpp"
+#include "run/pipeline.hpp"
+#include "run/verify.hpp"
+
+namespace {
+
+constexpr int kExitError = 1;
+constexpr int kExitVerifyFailed = 3;
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+int world_size() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+void add_run_options(CLI::App* run, tessera::run::RunOptions& o) {
+  run->add_option("--a", o.a, "A (M x K) as FILE:/DATASET")->required();
+  run->add_option("--b", o.b, "B (K x N) as FILE:/DATASET")->required();
+  run->add_option("--c", o.c, "where to write C (M x N), FILE:/DATASET")->required();
+  run->add_option("--report", o.report, "write the JSON report here (schema: docs/report.md)");
+  run->add_option("--grid", o.grid, "process grid PRxPC (default: chosen from M, N, K and the rank count)");
+  run->add_option("--backend", o.backend, "auto (GPU when visible), cpu or cuda")->capture_default_str();
+  run->add_option("--kernel", o.kernel, "kernel of the backend; auto = the backend's default (see `tessera info`)")
+      ->capture_default_str();
+  run->add_option("--dtype", o.dtype, "compute precision: auto (f32 if A and B are float32, else f64), f32, f64")
+      ->capture_default_str();
+  run->add_option("--baseline", o.baseline, "also time this kernel on each rank's block and report the speedup");
+  run->add_flag("--overwrite", o.overwrite, "replace an existing output file");
+  run->add_flag("--quiet,-q", o.quiet, "print no report table");
+  // --config belongs to the top-level app (CLI11 reads subcommand options from a [run] table
+  // there); fallthrough lets `tessera run --config F.toml` reach it.
+  run->fallthrough();
+  run->footer("Options can also come from a TOML file: --config F.toml with a [run] table, keys = option names\n"
+              "(see configs/). Options on the command line override the file.");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const int rank = world_rank();
+
+  CLI::App app{"tessera: distributed dense matrix multiply, HDF5 in and out, one GPU (or CPU) per MPI rank"};
+  app.set_version_flag("--version", std::string("tessera ") + tessera::kVersion);
+  app.require_subcommand(1);
+  app.set_config("--config", "", "TOML file of options: a [run] table holds `tessera run` options");
+  app.allow_config_extras(CLI::config_extras_mode::error);
+
+  tessera::run::GenerateOptions gen;
+  auto* g = app.add_subcommand("generate", "write a random matrix into an HDF5 file");
+  g->add_option("--out,-o", gen.out, "FILE:/DATASET to create")->required();
+  g->add_option("--rows", gen.rows, "rows")->required();
+  g->add_option("--cols", gen.cols, "columns")->required();
+  g->add_option("--dtype", gen.dtype, "f32 or f64")->capture_default_str();
+  g->add_option("--seed", gen.seed, "random seed")->capture_default_str();
+  g->add_option("--dist", gen.dist, "uniform [low, high), normal (0, 1) or integers [low, high]")->capture_default_str();
+  g->add_option("--low", gen.low, "lower bound")->capture_default_str();
+  g->add_option("--high", gen.high, "upper bound")->capture_default_str();
+  g->add_option("--chunk", gen.chunk, "chunked layout RxC (default contiguous)");
+  g->add_option("--gzip", gen.gzip, "gzip level 1-9 (implies chunking)")->capture_default_str();
+  g->add_flag("--overwrite", gen.overwrite, "replace an existing file");
+
+  tessera::run::RunOptions ro;
+  auto* r = app.add_subcommand("run", "C = A * B over the MPI ranks; write C and report per-rank timing");
+  add_run_options(r, ro);
+
+  tessera::run::VerifyOptions vo;
+  auto* v = app.add_subcommand("verify", "check C against A * B computed independently in float64");
+  v->add_option("--a", vo.a, "A as FILE:/DATASET")->required();
+  v->add_option("--b", vo.b, "B as FILE:/DATASET")->required();
+  v->add_option("--c", vo.c, "C as FILE:/DATASET")->required();
+  v->add_option("--safety", vo.safety, "allowed multiple of the rounding bound gamma_K")->capture_default_str();
+  v->add_option("--tolerance", vo.tolerance, "also require rel. Frobenius error <= this");
+  v->add_option("--dtype", vo.dtype, "precision C was computed in (default: C's stored type)");
+
+  bool info_json = false;
+  auto* in = app.add_subcommand("info", "version, build features, MPI, HDF5, BLAS and GPUs");
+  in->add_flag("--json", info_json, "print JSON");
+
+  tessera::run::BenchOptions bo;
+  auto* b = app.add_subcommand("bench", "time every kernel on one device against the vendor baseline");
+  b->add_option("--backend", bo.backend, "auto, cpu or cuda")->capture_default_str();
+  b->add_option("--sizes", bo.sizes, "sizes: N (cube) or MxNxK; default depends on the backend")->delimiter(',');
+  b->add_option("--dtypes", bo.dtypes, "f32,f64 (default both)")->delimiter(',');
+  b->add_option("--kernels", bo.kernels, "kernels to time (default all)")->delimiter(',');
+  b->add_option("--warmup", bo.warmup, "untimed launches first")->capture_default_str();
+  b->add_option("--repeats", bo.repeats, "timed launches; the median is reported")->capture_default_str();
+  b->add_option("--seed", bo.seed, "random seed")->capture_default_str();
+  b->add_option("--json", bo.json_path, "write results as JSON");
+  b->add_option("--csv", bo.csv_path, "write results as CSV");
+
+  int code = 0;
+  try {
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ConfigError& e) {
+      if (rank == 0) std::fprintf(stderr, "tessera: error: config file: %s (unknown key, or not under [run]?)\n", e.what());
+      MPI_Finalize();
+      return e.get_exit_code();
+    } catch (const CLI::ParseError& e) {
+      // Every rank parsed the same arguments; one prints.
+      if (rank == 0) code = app.exit(e);
+      else code = e.get_exit_code();
+      MPI_Finalize();
+      return code;
+    }
+    const tessera::dist::Comm world(MPI_COMM_WORLD);
+    if (*g) {
+      if (rank == 0) tessera::run::generate(gen);
+    } else if (*r) {
+      tessera::run::run_job(ro, world);
+    } else if (*v) {
+      const auto res = tessera::run::verify(vo, world);
+      if (rank == 0) std::printf("%s\n", res.summary.c_str());
+      code = res.passed ? 0 : kExitVerifyFailed;
+    } else if (*in) {
+      const auto info = tessera::run::collect_info(world);
+      if (rank == 0) std::fputs(info_json ? (info.dump(2) + "\n").c_str() : tessera::run::format_info(info).c_str(), stdout);
+    } else if (*b) {
+      if (rank == 0) code = tessera::run::run_bench(bo);
+    }
+  } catch (const tessera::dist::JobError& e) {
+    // Every rank agreed on this failure: rank 0 says it once, everyone exits nonzero.
+    if (rank == 0) {
+      if (e.origin() == 0)
+        std::fprintf(stderr, "tessera: error: %s\n", e.what());
+      else
+        std::fprintf(stderr, "tessera: error (rank %d): %s\n", e.origin(), e.what());
+    }
+    code = kExitError;
+  } catch (const std::exception& e) {
+    // A failure only this rank saw (outside a collective step): say it and end the whole job,
+    // so no other rank waits forever.
+    std::fprintf(stderr, "tessera: error%s: %s\n",
+                 world_size() > 1 ? (" (rank " + std::to_string(rank) + ")").c_str() : "", e.what());
+    std::fflush(stderr);
+    if (world_size() > 1) MPI_Abort(MPI_COMM_WORLD, kExitError);
+    code = kExitError;
+  }
+  std::fflush(stdout);
+  MPI_Finalize();
+  return code;
+}

@@ -1,0 +1,124 @@
+#include "dist/comm.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+
+namespace tessera::dist {
+
+void throw_mpi_error(const char* call, const char* file, int line, int code) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  throw CommError(std::string("MPI call failed: ") + call + " (" + file + ":" + std::to_string(line) +
+                  "): " + std::string(text, static_cast<std::size_t>(len)));
+}
+
+Comm::Comm(MPI_Comm comm) : comm_(comm) {
+  TESSERA_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+  TESSERA_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+}
+
+NodeInfo Comm::node() const {
+  NodeInfo info;
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  TESSERA_MPI_CHECK(MPI_Get_processor_name(name, &len));
+  info.host.assign(name, static_cast<std::size_t>(len));
+  MPI_Comm local = MPI_COMM_NULL;
+  TESSERA_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
+  TESSERA_MPI_CHECK(MPI_Comm_rank(local, &info.local_rank));
+  TESSERA_MPI_CHECK(MPI_Comm_size(local, &info.local_size));
+  TESSERA_MPI_CHECK(MPI_Comm_free(&local));
+  return info;
+}
+
+void Comm::step(const std::function<void()>& body) const {
+  std::string error;
+  try {
+    body();
+  } catch (const JobError&) {
+    throw;  // already agreed on by every rank
+  } catch (const std::exception& e) {
+    error = e.what();
+    if (error.empty()) error = "unknown error";
+  }
+  // Lowest failing rank wins so the message is deterministic.
+  int mine = error.empty() ? INT_MAX : rank_;
+  int first = INT_MAX;
+  TESSERA_MPI_CHECK(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm_));
+  if (first == INT_MAX) return;
+  throw JobError(broadcast(error, first), first);
+}
+
+namespace {
+constexpr std::size_t kMaxMessage = std::size_t{1} << 30;
+}
+
+void Comm::send_bytes(const void* data, std::size_t bytes, int dest, int tag) const {
+  const auto* p = static_cast<const char*>(data);
+  do {
+    const std::size_t n = std::min(bytes, kMaxMessage);
+    TESSERA_MPI_CHECK(MPI_Send(p, static_cast<int>(n), MPI_BYTE, dest, tag, comm_));
+    p += n;
+    bytes -= n;
+  } while (bytes > 0);
+}
+
+void Comm::recv_bytes(void* data, std::size_t bytes, int source, int tag) const {
+  auto* p = static_cast<char*>(data);
+  do {
+    const std::size_t n = std::min(bytes, kMaxMessage);
+    TESSERA_MPI_CHECK(MPI_Recv(p, static_cast<int>(n), MPI_BYTE, source, tag, comm_, MPI_STATUS_IGNORE));
+    p += n;
+    bytes -= n;
+  } while (bytes > 0);
+}
+
+std::string Comm::broadcast(std::string text, int root) const {
+  std::uint64_t len = text.size();
+  TESSERA_MPI_CHECK(MPI_Bcast(&len, 1, MPI_UINT64_T, root, comm_));
+  text.resize(len);
+  if (len > 0) TESSERA_MPI_CHECK(MPI_Bcast(text.data(), static_cast<int>(len), MPI_CHAR, root, comm_));
+  return text;
+}
+
+std::vector<std::string> Comm::gather(const std::string& text, int root) const {
+  const int len = static_cast<int>(text.size());
+  std::vector<int> lens(rank_ == root ? static_cast<std::size_t>(size_) : 0);
+  TESSERA_MPI_CHECK(MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, root, comm_));
+  std::vector<int> displs(lens.size());
+  std::string all;
+  if (rank_ == root) {
+    int offset = 0;
+    for (std::size_t r = 0; r < lens.size(); ++r) {
+      displs[r] = offset;
+      offset += lens[r];
+    }
+    all.resize(static_cast<std::size_t>(offset));
+  }
+  TESSERA_MPI_CHECK(MPI_Gatherv(text.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, root,
+                                comm_));
+  std::vector<std::string> out;
+  for (std::size_t r = 0; r < lens.size(); ++r)
+    out.push_back(all.substr(static_cast<std::size_t>(displs[r]), static_cast<std::size_t>(lens[r])));
+  return out;
+}
+
+double Comm::max(double v) const {
+  double r = 0;
+  TESSERA_MPI_CHECK(MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_MAX, comm_));
+  return r;
+}
+double Comm::min(double v) const {
+  double r = 0;
+  TESSERA_MPI_CHECK(MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_MIN, comm_));
+  return r;
+}
+double Comm::sum(double v) const {
+  double r = 0;
+  TESSERA_MPI_CHECK(MPI_Allreduce(&v, &r, 1, MPI_DOUBLE, MPI_SUM, comm_));
+  return r;
+}
+
+}  // namespace tessera::dist

@@ -1,0 +1,70 @@
+#pragma once
+// MPI plumbing, and nothing else: checked calls, node-local placement, error agreement,
+// large point-to-point transfers and string gathers. Knows nothing of HDF5 or the GPU.
+#include <mpi.h>
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+#define TESSERA_MPI_CHECK(call)                                                          \
+  do {                                                                                   \
+    const int tessera_mpi_rc_ = (call);                                                  \
+    if (tessera_mpi_rc_ != MPI_SUCCESS)                                                  \
+      ::tessera::dist::throw_mpi_error(#call, __FILE__, __LINE__, tessera_mpi_rc_);      \
+  } while (0)
+
+namespace tessera::dist {
+
+[[noreturn]] void throw_mpi_error(const char* call, const char* file, int line, int code);
+
+// A failure that every rank of the job has agreed on: the message comes from the lowest
+// failing rank (`origin`). main() prints it once, on rank 0, and every rank exits nonzero.
+class JobError : public Error {
+ public:
+  JobError(const std::string& message, int origin) : Error(message), origin_(origin) {}
+  int origin() const { return origin_; }
+
+ private:
+  int origin_;
+};
+
+struct NodeInfo {
+  std::string host;
+  int local_rank = 0;  // rank among the ranks of this node (MPI_Comm_split_type shared)
+  int local_size = 1;
+};
+
+class Comm {
+ public:
+  explicit Comm(MPI_Comm comm);
+  MPI_Comm get() const { return comm_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  NodeInfo node() const;
+
+  // Runs `step` on every rank; if it threw on any rank, every rank throws the same JobError
+  // carrying the first failing rank's message. Every rank must call it the same number of
+  // times: it is a collective (one MPI_Allreduce + one broadcast on failure).
+  void step(const std::function<void()>& body) const;
+
+  // Blocking transfers of any size (split into messages of at most 1 GiB, as MPI counts are int).
+  void send_bytes(const void* data, std::size_t bytes, int dest, int tag) const;
+  void recv_bytes(void* data, std::size_t bytes, int source, int tag) const;
+
+  std::string broadcast(std::string text, int root) const;
+  std::vector<std::string> gather(const std::string& text, int root) const;  // filled on root only
+  double max(double v) const;
+  double min(double v) const;
+  double sum(double v) const;
+
+ private:
+  MPI_Comm comm_;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace tessera::dist

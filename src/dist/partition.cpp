@@ -1,0 +1,90 @@
+#include "dist/partition.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <tuple>
+
+#include "core/error.hpp"
+
+namespace tessera::dist {
+
+Range split(std::int64_t extent, int parts, int index) {
+  const std::int64_t base = extent / parts;
+  const std::int64_t extra = extent % parts;
+  const std::int64_t i = index;
+  const std::int64_t begin = i * base + std::min(i, extra);
+  return {begin, begin + base + (i < extra ? 1 : 0)};
+}
+
+GridShape parse_grid(const std::string& text) {
+  const auto bad = [&]() {
+    return InputError("invalid --grid '" + text + "': expected PRxPC with positive integers, e.g. 2x3");
+  };
+  const auto x = text.find_first_of("xX");
+  if (x == std::string::npos || x == 0 || x + 1 >= text.size()) throw bad();
+  const auto parse = [&](const std::string& s) {
+    if (s.size() > 6 || !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); }))
+      throw bad();
+    const int v = std::stoi(s);
+    if (v < 1) throw bad();
+    return v;
+  };
+  return {parse(text.substr(0, x)), parse(text.substr(x + 1))};
+}
+
+static std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+GridCost grid_cost(std::int64_t m, std::int64_t n, std::int64_t k, GridShape g) {
+  const std::int64_t rows = ceil_div(m, g.rows);
+  const std::int64_t cols = ceil_div(n, g.cols);
+  return {rows * cols, rows * k + k * cols + rows * cols, g.size()};
+}
+
+GridShape choose_grid(std::int64_t m, std::int64_t n, std::int64_t k, int nranks) {
+  GridShape best{1, 1};
+  auto key = [&](GridShape g) {
+    const GridCost c = grid_cost(m, n, k, g);
+    return std::make_tuple(c.max_block_elements, c.max_words, c.ranks_used, g.rows);
+  };
+  auto best_key = key(best);
+  const std::int64_t max_pr = std::min<std::int64_t>(m, nranks);
+  for (int pr = 1; pr <= max_pr; ++pr) {
+    const std::int64_t max_pc = std::min<std::int64_t>(n, nranks / pr);
+    for (int pc = 1; pc <= max_pc; ++pc) {
+      const GridShape g{pr, pc};
+      const auto kk = key(g);
+      if (kk < best_key) {
+        best = g;
+        best_key = kk;
+      }
+    }
+  }
+  return best;
+}
+
+Partition::Partition(std::int64_t m, std::int64_t n, std::int64_t k, int nranks, GridShape grid)
+    : m_(m), n_(n), k_(k), nranks_(nranks), grid_(grid) {
+  if (m < 1 || n < 1 || k < 1)
+    throw InputError("matrix dimensions must be >= 1, got M=" + std::to_string(m) +
+                     " N=" + std::to_string(n) + " K=" + std::to_string(k));
+  if (nranks < 1) throw InputError("need at least one rank");
+  if (grid.rows < 1 || grid.cols < 1) throw InputError("grid " + grid.str() + " is empty");
+  if (grid.size() > nranks)
+    throw InputError("grid " + grid.str() + " needs " + std::to_string(grid.size()) + " ranks but the job has " +
+                     std::to_string(nranks));
+  if (grid.rows > m)
+    throw InputError("grid " + grid.str() + " has " + std::to_string(grid.rows) + " block rows but C has only M=" +
+                     std::to_string(m) + " rows");
+  if (grid.cols > n)
+    throw InputError("grid " + grid.str() + " has " + std::to_string(grid.cols) +
+                     " block columns but C has only N=" + std::to_string(n) + " columns");
+}
+
+std::int64_t Partition::a_elements(int rank) const { return active(rank) ? rows_of(rank).size() * k_ : 0; }
+std::int64_t Partition::b_elements(int rank) const { return active(rank) ? k_ * cols_of(rank).size() : 0; }
+std::int64_t Partition::c_elements(int rank) const {
+  return active(rank) ? rows_of(rank).size() * cols_of(rank).size() : 0;
+}
+double Partition::flops(int rank) const { return 2.0 * static_cast<double>(c_elements(rank)) * static_cast<double>(k_); }
+
+}  // namespace tessera::dist

@@ -1,0 +1,83 @@
+#pragma once
+// All index math of the distribution lives here: the process grid, block extents and offsets,
+// which rank owns which block. Pure: no MPI, no I/O, unit-tested exhaustively on small sizes.
+//
+// C (M x N) is split into pr x pc blocks. Block rows differ in height by at most one, block
+// columns likewise. Rank r < pr*pc sits at grid position (r / pc, r % pc) and owns block
+// (i, j): it needs the A rows of block-row i (all K columns) and the B columns of block-column
+// j (all K rows). Ranks r >= pr*pc are idle (P may exceed the number of useful blocks).
+#include <cstdint>
+#include <string>
+
+namespace tessera::dist {
+
+struct Range {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+  std::int64_t size() const { return end - begin; }
+  bool operator==(const Range& o) const { return begin == o.begin && end == o.end; }
+};
+
+struct GridShape {
+  int rows = 1;  // pr
+  int cols = 1;  // pc
+  int size() const { return rows * cols; }
+  std::string str() const { return std::to_string(rows) + "x" + std::to_string(cols); }
+  bool operator==(const GridShape& o) const { return rows == o.rows && cols == o.cols; }
+};
+
+// Split [0, extent) into `parts` contiguous ranges whose sizes differ by at most one; the
+// first extent % parts ranges are one longer.
+Range split(std::int64_t extent, int parts, int index);
+
+// Parse "PRxPC" (e.g. "2x3"). Throws InputError naming the text on anything else.
+GridShape parse_grid(const std::string& text);
+
+// Cost model used to pick a grid for M, N, K on P ranks. Lower is better.
+struct GridCost {
+  std::int64_t max_block_elements = 0;  // largest C block: the compute on the slowest rank
+  std::int64_t max_words = 0;           // A rows + B columns + C block held by one rank
+  int ranks_used = 0;
+};
+GridCost grid_cost(std::int64_t m, std::int64_t n, std::int64_t k, GridShape g);
+
+// Choose pr x pc with pr <= M, pc <= N, pr*pc <= P: first the smallest largest block (the
+// critical path of the compute), then the fewest words a rank reads and holds (A panel +
+// B panel + C block), then the fewest ranks. Ranks beyond pr*pc stay idle.
+GridShape choose_grid(std::int64_t m, std::int64_t n, std::int64_t k, int nranks);
+
+class Partition {
+ public:
+  // Throws InputError if a dimension is < 1, nranks < 1, or the grid needs more ranks than
+  // nranks or has more block rows than M (block columns than N).
+  Partition(std::int64_t m, std::int64_t n, std::int64_t k, int nranks, GridShape grid);
+
+  std::int64_t m() const { return m_; }
+  std::int64_t n() const { return n_; }
+  std::int64_t k() const { return k_; }
+  int nranks() const { return nranks_; }
+  GridShape grid() const { return grid_; }
+
+  bool active(int rank) const { return rank >= 0 && rank < grid_.size(); }
+  int block_row(int rank) const { return rank / grid_.cols; }  // i; only for active ranks
+  int block_col(int rank) const { return rank % grid_.cols; }  // j
+  int owner(int i, int j) const { return i * grid_.cols + j; }
+
+  Range rows(int i) const { return split(m_, grid_.rows, i); }  // rows of C and A in block-row i
+  Range cols(int j) const { return split(n_, grid_.cols, j); }  // cols of C and B in block-col j
+  Range rows_of(int rank) const { return rows(block_row(rank)); }
+  Range cols_of(int rank) const { return cols(block_col(rank)); }
+
+  // Element counts a rank holds; 0 for idle ranks. 64-bit throughout.
+  std::int64_t a_elements(int rank) const;
+  std::int64_t b_elements(int rank) const;
+  std::int64_t c_elements(int rank) const;
+  double flops(int rank) const;  // 2 * rows * cols * K
+
+ private:
+  std::int64_t m_, n_, k_;
+  int nranks_;
+  GridShape grid_;
+};
+
+}  // namespace tessera::dist

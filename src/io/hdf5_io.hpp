@@ -1,0 +1,104 @@
+#pragma once
+// HDF5 input and output of 2-D row-major matrices (as h5py / numpy write them).
+// Knows nothing of MPI or CUDA. Every failure throws InputError (bad user input: missing file,
+// missing dataset, wrong rank or type) or IoError (the file system or the library failed), with
+// one line that names the file and dataset.
+//
+// Types: float32 and float64 datasets are read as they are; integer datasets (any width,
+// signed or not) are converted to float64 on read, exactly up to 2^53; anything else
+// (strings, compounds, float16, complex) is refused.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+
+namespace tessera::io {
+
+// "file.h5:/group/name". The dataset path must start with '/'; the last ':' followed by '/'
+// splits file and dataset, so file names containing ':' still work.
+struct DatasetRef {
+  std::string file;
+  std::string path;
+  static DatasetRef parse(const std::string& text);  // throws InputError
+  std::string str() const { return file + ":" + path; }
+};
+
+struct DatasetInfo {
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::string stored_type;  // "float32", "float64", "int32", "uint8", ...
+  bool is_integer = false;
+  DType natural = DType::f64;  // float32 -> f32; float64 and integers -> f64
+  std::string layout;          // "contiguous", "chunked" or "compact"
+  std::vector<std::int64_t> chunk;  // chunk dims when chunked
+  std::vector<std::string> filters;  // e.g. {"deflate"}
+};
+
+// Open read-only and describe. Throws InputError: file missing, not an HDF5 file / truncated or
+// corrupt, dataset missing, not a dataset, not 2-D, unsupported type.
+DatasetInfo inspect(const DatasetRef& ref);
+
+// Read rows [row0, row0+nrows) x cols [col0, col0+ncols) into `out` (row-major, nrows x ncols,
+// converted to `as`). Only that hyperslab is read from the file.
+void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
+                std::int64_t ncols, DType as, void* out);
+
+// Attributes written on a dataset.
+struct Attribute {
+  std::string name;
+  enum class Kind { text, integer, real, integers } kind = Kind::text;
+  std::string text;
+  std::int64_t integer = 0;
+  double real = 0;
+  std::vector<std::int64_t> integers;
+  static Attribute of(std::string name, std::string v);
+  static Attribute of(std::string name, const char* v) { return of(std::move(name), std::string(v)); }
+  static Attribute of(std::string name, std::int64_t v);
+  static Attribute of(std::string name, double v);
+  static Attribute of(std::string name, std::vector<std::int64_t> v);
+};
+
+struct WriteOptions {
+  bool overwrite = false;
+  std::vector<std::int64_t> chunk;  // empty: contiguous; else {rows, cols}
+  int gzip_level = 0;               // 0: none; 1..9 needs chunk (defaulted if empty)
+};
+
+// Writes a new HDF5 file holding one 2-D dataset, block by block, under a temporary name
+// ("<file>.tessera-partial-<pid>") in the target's directory; commit() closes and renames it
+// into place. Destroyed without commit() (an error, an exception) the temporary file is
+// removed, so a failed run never leaves a file that looks complete.
+//
+// The constructor fails early (before any compute) with InputError if the target file exists
+// and !overwrite, or if the directory does not exist or is not writable; IoError if the
+// temporary file cannot be created.
+class MatrixWriter {
+ public:
+  MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int64_t cols, DType dtype,
+               const WriteOptions& opts);
+  ~MatrixWriter();
+  MatrixWriter(const MatrixWriter&) = delete;
+  MatrixWriter& operator=(const MatrixWriter&) = delete;
+
+  // data: nrows x ncols row-major of `dtype`, placed at (row0, col0).
+  void write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
+                   const void* data);
+  void set_attributes(const std::vector<Attribute>& attrs);
+  // Flush, close, rename into place. If !overwrite and the target appeared meanwhile, fails.
+  void commit();
+  const std::string& temporary_path() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Read all attributes of a dataset as text (for `verify`, tests and `info`).
+std::vector<std::pair<std::string, std::string>> read_attributes(const DatasetRef& ref);
+
+std::string library_version();  // e.g. "1.10.8"
+bool library_is_parallel();     // H5_HAVE_PARALLEL
+
+}  // namespace tessera::io

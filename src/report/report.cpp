@@ -1,0 +1,191 @@
+#include "report/report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+
+namespace tessera::report {
+
+double RankRecord::phase(const std::string& name) const {
+  for (const auto& [n, s] : phases)
+    if (n == name) return s;
+  return 0;
+}
+bool RankRecord::has_phase(const std::string& name) const {
+  return std::any_of(phases.begin(), phases.end(), [&](const auto& p) { return p.first == name; });
+}
+double RankRecord::compute_seconds() const { return has_phase("kernel") ? phase("kernel") : phase("compute"); }
+double RankRecord::gflops() const {
+  const double s = compute_seconds();
+  return s > 0 ? flops / s * 1e-9 : 0;
+}
+
+double JobReport::total_flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+double JobReport::max_compute_seconds() const {
+  double mx = 0;
+  for (const auto& r : ranks)
+    if (r.active) mx = std::max(mx, r.compute_seconds());
+  return mx;
+}
+double JobReport::mean_compute_seconds() const {
+  double sum = 0;
+  int count = 0;
+  for (const auto& r : ranks)
+    if (r.active) {
+      sum += r.compute_seconds();
+      ++count;
+    }
+  return count > 0 ? sum / count : 0;
+}
+double JobReport::load_imbalance() const {
+  const double mean = mean_compute_seconds();
+  return mean > 0 ? max_compute_seconds() / mean : 1.0;
+}
+double JobReport::aggregate_gflops() const {
+  const double s = max_compute_seconds();
+  return s > 0 ? total_flops() / s * 1e-9 : 0;
+}
+
+nlohmann::json to_json(const RankRecord& r) {
+  nlohmann::json phases = nlohmann::json::object();
+  for (const auto& [n, s] : r.phases) phases[n] = s;
+  nlohmann::json order = nlohmann::json::array();
+  for (const auto& p : r.phases) order.push_back(p.first);
+  nlohmann::json j = {{"rank", r.rank},
+                      {"host", r.host},
+                      {"device", r.device},
+                      {"device_id", r.device_id},
+                      {"active", r.active},
+                      {"block", {{"row", r.block_row}, {"col", r.block_col}}},
+                      {"rows", {r.row_begin, r.row_end}},
+                      {"cols", {r.col_begin, r.col_end}},
+                      {"flops", r.flops},
+                      {"gflops", r.gflops()},
+                      {"phases", phases},
+                      {"phase_order", order},
+                      {"warnings", r.warnings}};
+  if (!r.baseline_kernel.empty()) {
+    const double s = r.compute_seconds();
+    j["baseline"] = {{"kernel", r.baseline_kernel},
+                     {"seconds", r.baseline_seconds},
+                     {"speedup", s > 0 ? r.baseline_seconds / s : 0.0}};
+  }
+  return j;
+}
+
+RankRecord rank_from_json(const nlohmann::json& j) {
+  RankRecord r;
+  r.rank = j.at("rank").get<int>();
+  r.host = j.at("host").get<std::string>();
+  r.device = j.at("device").get<std::string>();
+  r.device_id = j.at("device_id").get<int>();
+  r.active = j.at("active").get<bool>();
+  r.block_row = j.at("block").at("row").get<int>();
+  r.block_col = j.at("block").at("col").get<int>();
+  r.row_begin = j.at("rows").at(0).get<std::int64_t>();
+  r.row_end = j.at("rows").at(1).get<std::int64_t>();
+  r.col_begin = j.at("cols").at(0).get<std::int64_t>();
+  r.col_end = j.at("cols").at(1).get<std::int64_t>();
+  r.flops = j.at("flops").get<double>();
+  for (const auto& name : j.at("phase_order")) {
+    const auto n = name.get<std::string>();
+    r.phases.emplace_back(n, j.at("phases").at(n).get<double>());
+  }
+  r.warnings = j.at("warnings").get<std::vector<std::string>>();
+  if (j.contains("baseline")) {
+    r.baseline_kernel = j["baseline"].at("kernel").get<std::string>();
+    r.baseline_seconds = j["baseline"].at("seconds").get<double>();
+  }
+  return r;
+}
+
+nlohmann::json to_json(const JobReport& r) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& rr : r.ranks) ranks.push_back(to_json(rr));
+  return {{"schema", "tessera.report/1"},
+          {"tessera_version", r.version},
+          {"started_at", r.started_at},
+          {"inputs", {{"a", r.a}, {"b", r.b}}},
+          {"output", r.c},
+          {"shape", {{"m", r.m}, {"n", r.n}, {"k", r.k}}},
+          {"dtype", r.dtype},
+          {"grid", {{"rows", r.grid_rows}, {"cols", r.grid_cols}}},
+          {"nranks", r.nranks},
+          {"algorithm", r.algorithm},
+          {"backend", r.backend},
+          {"kernel", r.kernel},
+          {"totals",
+           {{"wall_seconds", r.wall_seconds},
+            {"flops", r.total_flops()},
+            {"aggregate_gflops", r.aggregate_gflops()},
+            {"max_compute_seconds", r.max_compute_seconds()},
+            {"mean_compute_seconds", r.mean_compute_seconds()},
+            {"load_imbalance", r.load_imbalance()}}},
+          {"ranks", ranks}};
+}
+
+namespace {
+std::string ms(double s) { return fmt::format("{:.1f}", s * 1e3); }
+}  // namespace
+
+std::string format_table(const JobReport& r) {
+  // Columns: every phase any rank reported, in first-seen order.
+  std::vector<std::string> names;
+  for (const auto& rr : r.ranks)
+    for (const auto& p : rr.phases)
+      if (std::find(names.begin(), names.end(), p.first) == names.end()) names.push_back(p.first);
+  const bool baseline = std::any_of(r.ranks.begin(), r.ranks.end(), [](const auto& x) { return !x.baseline_kernel.empty(); });
+
+  std::string out = fmt::format("tessera {}: C({}x{}) = A({}x{}) * B({}x{}), {}, grid {}x{} on {} rank{}, {} / {}\n",
+                                r.version, r.m, r.n, r.m, r.k, r.k, r.n, r.dtype, r.grid_rows, r.grid_cols, r.nranks,
+                                r.nranks == 1 ? "" : "s", r.backend, r.kernel);
+  out += fmt::format("{:>4}  {:<12} {:<24} {:>7} {:>19} {:>10}", "rank", "host", "device", "block", "rows x cols",
+                     "GFLOP/s");
+  for (const auto& n : names) out += fmt::format(" {:>9}", n + "/ms");
+  if (baseline) out += fmt::format(" {:>12}", "x baseline");
+  out += "\n";
+  for (const auto& rr : r.ranks) {
+    std::string dev = rr.device.size() > 24 ? rr.device.substr(0, 23) + "~" : rr.device;
+    std::string host = rr.host.size() > 12 ? rr.host.substr(0, 11) + "~" : rr.host;
+    if (!rr.active) {
+      out += fmt::format("{:>4}  {:<12} {:<24} {:>7}   idle: the {}x{} grid needs {} of {} ranks\n", rr.rank, host, dev,
+                         "-", r.grid_rows, r.grid_cols, r.grid_rows * r.grid_cols, r.nranks);
+      continue;
+    }
+    out += fmt::format("{:>4}  {:<12} {:<24} {:>7} {:>19} {:>10.1f}", rr.rank, host, dev,
+                       fmt::format("({},{})", rr.block_row, rr.block_col),
+                       fmt::format("{}x{}", rr.row_end - rr.row_begin, rr.col_end - rr.col_begin), rr.gflops());
+    for (const auto& n : names) out += fmt::format(" {:>9}", rr.has_phase(n) ? ms(rr.phase(n)) : "-");
+    if (baseline) {
+      const double s = rr.compute_seconds();
+      out += rr.baseline_kernel.empty() || s <= 0 ? fmt::format(" {:>12}", "-")
+                                                  : fmt::format(" {:>11.2f}x", rr.baseline_seconds / s);
+    }
+    out += "\n";
+  }
+  out += fmt::format("total: wall {:.3f} s, {:.1f} GFLOP/s aggregate (2MNK / slowest rank's compute), load imbalance {:.2f} (max/mean compute)\n",
+                     r.wall_seconds, r.aggregate_gflops(), r.load_imbalance());
+  if (baseline) {
+    for (const auto& rr : r.ranks)
+      if (!rr.baseline_kernel.empty()) {
+        out += fmt::format("baseline: speedup of {} over {} on the same block, per rank (GPU: kernel time)\n", r.kernel,
+                           rr.baseline_kernel);
+        break;
+      }
+  }
+  for (const auto& rr : r.ranks)
+    for (const auto& w : rr.warnings) out += fmt::format("warning (rank {}): {}\n", rr.rank, w);
+  return out;
+}
+
+std::string utc_timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+}  // namespace tessera::report

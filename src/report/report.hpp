@@ -1,0 +1,63 @@
+#pragma once
+// The job report: data first (JSON, schema in docs/report.md), then a table for people.
+// Knows nothing of MPI, HDF5 or CUDA: the pipeline fills these structs.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tessera::report {
+
+using Phases = std::vector<std::pair<std::string, double>>;  // in the order they ran
+
+struct RankRecord {
+  int rank = 0;
+  std::string host;
+  std::string device;       // "cpu (...)" or the GPU name
+  int device_id = -1;
+  bool active = false;      // false: idle, the grid needs fewer ranks than the job has
+  int block_row = -1, block_col = -1;
+  std::int64_t row_begin = 0, row_end = 0, col_begin = 0, col_end = 0;
+  double flops = 0;
+  Phases phases;            // seconds: read, compute (h2d, kernel, d2h on a GPU), gather, write
+  std::string baseline_kernel;  // --baseline: the kernel compared against on the same block
+  double baseline_seconds = 0;  // its compute time (kernel time on a GPU)
+  std::vector<std::string> warnings;
+
+  double phase(const std::string& name) const;  // 0 when absent
+  bool has_phase(const std::string& name) const;
+  // Seconds the rate is taken over: the kernel alone when the backend reports it, else compute.
+  double compute_seconds() const;
+  double gflops() const;
+};
+
+struct JobReport {
+  std::string version;
+  std::string started_at;  // ISO 8601, UTC
+  std::string a, b, c;     // dataset references
+  std::int64_t m = 0, n = 0, k = 0;
+  std::string dtype;
+  int grid_rows = 1, grid_cols = 1;
+  int nranks = 1;
+  std::string algorithm = "panels";
+  std::string backend, kernel;
+  double wall_seconds = 0;
+  std::vector<RankRecord> ranks;
+
+  double total_flops() const;
+  double max_compute_seconds() const;
+  double mean_compute_seconds() const;  // over active ranks
+  double load_imbalance() const;        // max / mean compute over active ranks
+  double aggregate_gflops() const;      // total flops / slowest rank's compute
+};
+
+nlohmann::json to_json(const RankRecord& r);
+RankRecord rank_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const JobReport& r);
+std::string format_table(const JobReport& r);
+
+std::string utc_timestamp();
+
+}  // namespace tessera::report

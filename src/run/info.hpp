@@ -1,0 +1,12 @@
+#pragma once
+// `tessera info`: version, build features, MPI, HDF5, BLAS, GPUs, and what Slurm set.
+#include <nlohmann/json.hpp>
+
+#include "dist/comm.hpp"
+
+namespace tessera::run {
+
+nlohmann::json collect_info(const dist::Comm& comm);
+std::string format_info(const nlohmann::json& info);
+
+}  // namespace tessera::run

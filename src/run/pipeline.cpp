@@ -1,0 +1,299 @@
+#include "run/pipeline.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "core/error.hpp"
+#include "core/version.hpp"
+#include "dist/partition.hpp"
+#include "io/hdf5_io.hpp"
+#include "report/report.hpp"
+
+namespace tessera::run {
+
+namespace {
+
+constexpr int kRoot = 0;
+constexpr int kTagBlock = 101;
+
+// Everything rank 0 decides after looking at the inputs; broadcast to all ranks.
+struct Plan {
+  std::int64_t m = 0, n = 0, k = 0;
+  DType dtype = DType::f64;
+  dist::GridShape grid;
+};
+
+DType pick_dtype(const std::string& want, const io::DatasetInfo& a, const io::DatasetInfo& b) {
+  if (want == "f32" || want == "float32") return DType::f32;
+  if (want == "f64" || want == "float64") return DType::f64;
+  if (want != "auto") throw InputError("invalid --dtype '" + want + "' (choose: auto, f32, f64)");
+  return a.natural == DType::f32 && b.natural == DType::f32 ? DType::f32 : DType::f64;
+}
+
+std::string canonical(const std::string& path) {
+  std::error_code ec;
+  auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path), ec);
+  return ec ? path : p.string();
+}
+
+void check_report_path(const std::string& path) {
+  if (path.empty()) return;
+  auto dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  if (!std::filesystem::is_directory(dir))
+    throw InputError("report directory '" + dir.string() + "' does not exist (--report " + path + ")");
+  if (access(dir.c_str(), W_OK) != 0)
+    throw InputError("report directory '" + dir.string() + "' is not writable (--report " + path + ")");
+}
+
+// Rank 0 looks at the inputs and decides shapes, dtype and grid. Throws InputError.
+Plan make_plan(const RunOptions& o, int nranks) {
+  const auto aref = io::DatasetRef::parse(o.a);
+  const auto bref = io::DatasetRef::parse(o.b);
+  const auto cref = io::DatasetRef::parse(o.c);
+  const auto c_file = canonical(cref.file);
+  if (c_file == canonical(aref.file) || c_file == canonical(bref.file))
+    throw InputError("output file '" + cref.file +
+                     "' is also an input file; tessera writes C to a file of its own (choose another --c)");
+  const auto a = io::inspect(aref);
+  const auto b = io::inspect(bref);
+  for (const auto& [name, ref, info] : {std::tuple{"A", &aref, &a}, std::tuple{"B", &bref, &b}})
+    if (info->rows < 1 || info->cols < 1)
+      throw InputError(std::string(name) + " '" + ref->str() + "' has a zero dimension (" +
+                       std::to_string(info->rows) + "x" + std::to_string(info->cols) + ")");
+  if (a.cols != b.rows)
+    throw InputError("inner dimensions disagree: A '" + aref.str() + "' is " + std::to_string(a.rows) + "x" +
+                     std::to_string(a.cols) + " but B '" + bref.str() + "' is " + std::to_string(b.rows) + "x" +
+                     std::to_string(b.cols) + " (A's columns must equal B's rows)");
+  Plan plan;
+  plan.m = a.rows;
+  plan.n = b.cols;
+  plan.k = a.cols;
+  plan.dtype = pick_dtype(o.dtype, a, b);
+  plan.grid = o.grid.empty() ? dist::choose_grid(plan.m, plan.n, plan.k, nranks) : dist::parse_grid(o.grid);
+  dist::Partition check(plan.m, plan.n, plan.k, nranks, plan.grid);  // validates the grid
+  check_report_path(o.report);
+  return plan;
+}
+
+std::string encode(const Plan& p) {
+  return std::to_string(p.m) + " " + std::to_string(p.n) + " " + std::to_string(p.k) + " " +
+         std::to_string(static_cast<int>(p.dtype)) + " " + std::to_string(p.grid.rows) + " " +
+         std::to_string(p.grid.cols);
+}
+Plan decode(const std::string& s) {
+  Plan p;
+  int dt = 0;
+  std::sscanf(s.c_str(), "%ld %ld %ld %d %d %d", &p.m, &p.n, &p.k, &dt, &p.grid.rows, &p.grid.cols);
+  p.dtype = static_cast<DType>(dt);
+  return p;
+}
+
+class Stopwatch {
+ public:
+  Stopwatch() : start_(MPI_Wtime()) {}
+  double seconds() const { return MPI_Wtime() - start_; }
+
+ private:
+  double start_;
+};
+
+}  // namespace
+
+void run_job(const RunOptions& o, const dist::Comm& comm) {
+  const Stopwatch wall;
+  const int rank = comm.rank();
+  report::JobReport job;
+  job.version = kVersion;
+  job.started_at = report::utc_timestamp();
+  job.a = o.a;
+  job.b = o.b;
+  job.c = o.c;
+  job.nranks = comm.size();
+
+  // 1. Rank 0 validates the inputs and the output location, then tells everyone the plan.
+  Plan plan;
+  std::unique_ptr<io::MatrixWriter> writer;  // rank 0 only
+  comm.step([&] {
+    if (rank != kRoot) return;
+    plan = make_plan(o, comm.size());
+    io::WriteOptions wo;
+    wo.overwrite = o.overwrite;
+    writer = std::make_unique<io::MatrixWriter>(io::DatasetRef::parse(o.c), plan.m, plan.n, plan.dtype, wo);
+  });
+  plan = decode(comm.broadcast(encode(plan), kRoot));
+  const dist::Partition part(plan.m, plan.n, plan.k, comm.size(), plan.grid);
+  const std::size_t esize = dtype_size(plan.dtype);
+
+  report::RankRecord me;
+  me.rank = rank;
+  me.active = part.active(rank);
+  const auto node = comm.node();
+  me.host = node.host;
+  if (me.active) {
+    me.block_row = part.block_row(rank);
+    me.block_col = part.block_col(rank);
+    const auto rows = part.rows_of(rank), cols = part.cols_of(rank);
+    me.row_begin = rows.begin;
+    me.row_end = rows.end;
+    me.col_begin = cols.begin;
+    me.col_end = cols.end;
+    me.flops = part.flops(rank);
+  }
+
+  // 2. Backend (GPU selection happens here). Idle ranks set one up too, to report placement.
+  std::unique_ptr<backend::Backend> be;
+  std::string kernel;
+  comm.step([&] {
+    be = backend::make_backend(o.backend, {node.local_rank, node.local_size});
+    kernel = o.kernel == "auto" ? be->default_kernel() : o.kernel;
+    const auto names = be->kernels();
+    if (std::find(names.begin(), names.end(), kernel) == names.end()) {
+      std::string list;
+      for (const auto& nm : names) list += (list.empty() ? "" : ", ") + nm;
+      throw InputError("unknown kernel '" + kernel + "' for the " + be->name() + " backend (choose: auto, " + list + ")");
+    }
+    if (!o.baseline.empty() && std::find(names.begin(), names.end(), o.baseline) == names.end())
+      throw InputError("unknown --baseline kernel '" + o.baseline + "' for the " + be->name() + " backend");
+    me.device = be->device();
+    me.device_id = be->device_id();
+    me.warnings = be->warnings();
+  });
+  job.backend = comm.broadcast(be->name(), kRoot);
+  job.kernel = comm.broadcast(kernel, kRoot);
+
+  // 3. Each active rank reads only its hyperslabs: A rows of its block-row, B columns of its block-column.
+  std::vector<unsigned char> a, b, c;
+  comm.step([&] {
+    if (!me.active) return;
+    const Stopwatch t;
+    const auto rows = part.rows_of(rank), cols = part.cols_of(rank);
+    a.resize(static_cast<std::size_t>(part.a_elements(rank)) * esize);
+    b.resize(static_cast<std::size_t>(part.b_elements(rank)) * esize);
+    c.resize(static_cast<std::size_t>(part.c_elements(rank)) * esize);
+    io::read_block(io::DatasetRef::parse(o.a), rows.begin, rows.size(), 0, plan.k, plan.dtype, a.data());
+    io::read_block(io::DatasetRef::parse(o.b), 0, plan.k, cols.begin, cols.size(), plan.dtype, b.data());
+    me.phases.emplace_back("read", t.seconds());
+  });
+
+  // 4. Compute the local block.
+  comm.step([&] {
+    if (!me.active) return;
+    const backend::GemmProblem prob{plan.dtype, part.rows_of(rank).size(), part.cols_of(rank).size(), plan.k,
+                                    a.data(), b.data(), c.data()};
+    if (!o.baseline.empty()) {
+      std::vector<unsigned char> scratch(c.size());
+      auto bprob = prob;
+      bprob.c = scratch.data();
+      be->gemm(o.baseline, bprob);  // warm-up: module load, handles
+      report::RankRecord tmp;
+      tmp.phases = [&] {
+        report::Phases ph;
+        for (auto& p : be->gemm(o.baseline, bprob)) ph.emplace_back(p.name, p.seconds);
+        return ph;
+      }();
+      me.baseline_kernel = o.baseline;
+      me.baseline_seconds = tmp.compute_seconds();
+      be->gemm(kernel, prob);  // the same warm-up for the measured kernel, so the comparison is fair
+    }
+    const Stopwatch t;
+    const auto phases = be->gemm(kernel, prob);
+    me.phases.emplace_back("compute", t.seconds());
+    for (const auto& p : phases)
+      if (p.name != "compute") me.phases.emplace_back(p.name, p.seconds);
+  });
+
+  // 5. Gather the blocks to rank 0, which writes each as it arrives (memory: one block).
+  // Rank 0 keeps receiving after a write error so no sender is left blocked; the error is
+  // then agreed on by every rank.
+  comm.step([&] {
+    const Stopwatch t;
+    if (rank != kRoot) {
+      if (me.active) comm.send_bytes(c.data(), c.size(), kRoot, kTagBlock);
+      if (me.active) me.phases.emplace_back("gather", t.seconds());
+      return;
+    }
+    std::optional<std::string> write_error;
+    double write_s = 0;
+    std::vector<unsigned char> buf;
+    for (int r = 0; r < part.grid().size(); ++r) {
+      const auto rows = part.rows_of(r), cols = part.cols_of(r);
+      const unsigned char* data = c.data();
+      if (r != kRoot) {
+        buf.resize(static_cast<std::size_t>(part.c_elements(r)) * esize);
+        comm.recv_bytes(buf.data(), buf.size(), r, kTagBlock);
+        data = buf.data();
+      }
+      if (write_error) continue;
+      const Stopwatch tw;
+      try {
+        writer->write_block(rows.begin, cols.begin, rows.size(), cols.size(), data);
+      } catch (const std::exception& e) {
+        write_error = e.what();
+      }
+      write_s += tw.seconds();
+    }
+    me.phases.emplace_back("gather", t.seconds() - write_s);
+    me.phases.emplace_back("write", write_s);
+    if (write_error) throw IoError(*write_error);
+  });
+  a = {};
+  b = {};
+  c = {};
+
+  // 6. Rank 0 labels and commits the result: only now does the output file appear.
+  job.m = plan.m;
+  job.n = plan.n;
+  job.k = plan.k;
+  job.dtype = dtype_name(plan.dtype);
+  job.grid_rows = plan.grid.rows;
+  job.grid_cols = plan.grid.cols;
+  comm.step([&] {
+    if (rank != kRoot) return;
+    const Stopwatch t;
+    job.wall_seconds = wall.seconds();
+    writer->set_attributes({io::Attribute::of("shape", std::vector<std::int64_t>{plan.m, plan.n}),
+                            io::Attribute::of("dtype", dtype_name(plan.dtype)),
+                            io::Attribute::of("process_grid", plan.grid.str()),
+                            io::Attribute::of("nranks", std::int64_t{comm.size()}),
+                            io::Attribute::of("algorithm", job.algorithm),
+                            io::Attribute::of("backend", job.backend),
+                            io::Attribute::of("kernel", job.kernel),
+                            io::Attribute::of("inputs", o.a + " * " + o.b),
+                            io::Attribute::of("tessera_version", kVersion),
+                            io::Attribute::of("created", job.started_at),
+                            io::Attribute::of("wall_seconds", job.wall_seconds)});
+    writer->commit();
+    writer.reset();
+    // Attribute writing and the rename are part of the write phase.
+    for (auto& p : me.phases)
+      if (p.first == "write") p.second += t.seconds();
+  });
+
+  // 7. Report: rank 0 collects every rank's record.
+  const auto records = comm.gather(report::to_json(me).dump(), kRoot);
+  job.wall_seconds = comm.max(wall.seconds());
+  comm.step([&] {
+    if (rank != kRoot) return;
+    for (const auto& text : records) job.ranks.push_back(report::rank_from_json(nlohmann::json::parse(text)));
+    if (!o.quiet) std::fputs(report::format_table(job).c_str(), stdout);
+    std::fflush(stdout);
+    if (!o.report.empty()) {
+      std::ofstream out(o.report);
+      out << report::to_json(job).dump(2) << "\n";
+      out.close();
+      if (!out) throw IoError("cannot write report '" + o.report + "'");
+    }
+  });
+}
+
+}  // namespace tessera::run

@@ -1,0 +1,27 @@
+#pragma once
+// `tessera run`: the distributed multiply. HDF5 -> each rank reads its A rows and B columns ->
+// backend computes its C block -> blocks gathered to rank 0 -> written under a temporary name
+// and renamed on success -> per-rank report.
+#include <string>
+
+#include "dist/comm.hpp"
+
+namespace tessera::run {
+
+struct RunOptions {
+  std::string a, b, c;       // FILE:/DATASET
+  std::string report;        // JSON report path ("" = none)
+  std::string grid;          // "PRxPC" or "" (chosen)
+  std::string backend = "auto";
+  std::string kernel = "auto";
+  std::string dtype = "auto";  // auto | f32 | f64
+  std::string baseline;      // kernel to compare against on the same block ("" = none)
+  bool overwrite = false;
+  bool quiet = false;        // no table on stdout
+};
+
+// Collective over `comm`. Returns normally on success; throws dist::JobError (agreed on by
+// every rank) on any failure.
+void run_job(const RunOptions& opts, const dist::Comm& comm);
+
+}  // namespace tessera::run

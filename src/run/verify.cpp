@@ -1,0 +1,93 @@
+#include "run/verify.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/error.hpp"
+#include "dist/partition.hpp"
+#include "io/hdf5_io.hpp"
+#include "kernels/cpu_gemm.hpp"
+
+namespace tessera::run {
+
+namespace {
+struct Shapes {
+  std::int64_t m = 0, n = 0, k = 0;
+  int dtype = 1;
+};
+}  // namespace
+
+VerifyResult verify(const VerifyOptions& o, const dist::Comm& comm) {
+  const auto aref = io::DatasetRef::parse(o.a);
+  const auto bref = io::DatasetRef::parse(o.b);
+  const auto cref = io::DatasetRef::parse(o.c);
+  Shapes s;
+  comm.step([&] {
+    if (comm.rank() != 0) return;
+    const auto a = io::inspect(aref), b = io::inspect(bref), c = io::inspect(cref);
+    if (a.cols != b.rows)
+      throw InputError(fmt::format("inner dimensions disagree: A '{}' is {}x{} but B '{}' is {}x{}", aref.str(), a.rows,
+                                   a.cols, bref.str(), b.rows, b.cols));
+    if (c.rows != a.rows || c.cols != b.cols)
+      throw InputError(fmt::format("C '{}' is {}x{} but A*B is {}x{}", cref.str(), c.rows, c.cols, a.rows, b.cols));
+    if (a.rows < 1 || a.cols < 1 || b.cols < 1) throw InputError("A or B has a zero dimension");
+    s = {a.rows, b.cols, a.cols, static_cast<int>(c.natural)};
+    if (o.dtype == "f32" || o.dtype == "float32") s.dtype = static_cast<int>(DType::f32);
+    else if (o.dtype == "f64" || o.dtype == "float64") s.dtype = static_cast<int>(DType::f64);
+    else if (!o.dtype.empty()) throw InputError("invalid --dtype '" + o.dtype + "' (choose: f32, f64)");
+  });
+  TESSERA_MPI_CHECK(MPI_Bcast(&s, sizeof s, MPI_BYTE, 0, comm.get()));
+  const DType dtype = static_cast<DType>(s.dtype);
+  const dist::Partition part(s.m, s.n, s.k, comm.size(), dist::choose_grid(s.m, s.n, s.k, comm.size()));
+
+  double err2 = 0, ref2 = 0, max_norm = 0, nonfinite = 0;
+  const double bound = o.safety * gamma_bound(dtype, s.k) + 4 * gamma_bound(DType::f64, s.k);
+  comm.step([&] {
+    const int r = comm.rank();
+    if (!part.active(r)) return;
+    const auto rows = part.rows_of(r), cols = part.cols_of(r);
+    const auto mr = rows.size(), nc = cols.size();
+    std::vector<double> a(static_cast<std::size_t>(mr * s.k)), b(static_cast<std::size_t>(s.k * nc)),
+        c(static_cast<std::size_t>(mr * nc)), ref(c.size()), mag(c.size());
+    io::read_block(aref, rows.begin, mr, 0, s.k, DType::f64, a.data());
+    io::read_block(bref, 0, s.k, cols.begin, nc, DType::f64, b.data());
+    io::read_block(cref, rows.begin, mr, cols.begin, nc, DType::f64, c.data());
+    kernels::openblas_gemm<double>(mr, nc, s.k, a.data(), b.data(), ref.data());
+    for (auto& x : a) x = std::fabs(x);
+    for (auto& x : b) x = std::fabs(x);
+    kernels::openblas_gemm<double>(mr, nc, s.k, a.data(), b.data(), mag.data());
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      if (!std::isfinite(c[i])) {
+        nonfinite += 1;
+        continue;
+      }
+      const double d = std::fabs(c[i] - ref[i]);
+      err2 += d * d;
+      ref2 += ref[i] * ref[i];
+      // An element whose |A||B| is 0 must come out exactly 0.
+      const double norm = mag[i] > 0 ? d / mag[i] : (d > 0 ? INFINITY : 0.0);
+      max_norm = std::max(max_norm, norm);
+    }
+  });
+  VerifyResult res;
+  err2 = comm.sum(err2);
+  ref2 = comm.sum(ref2);
+  res.max_normalized = comm.max(max_norm);
+  res.nonfinite = static_cast<long long>(comm.sum(nonfinite));
+  res.rel_frobenius = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  res.bound = bound;
+  res.passed = res.nonfinite == 0 && res.max_normalized <= bound && (o.tolerance <= 0 || res.rel_frobenius <= o.tolerance);
+  res.summary = fmt::format(
+      "verify {}: {} vs float64 A*B ({}x{}x{}): rel. Frobenius error {:.3e}{}, max |C-AB|/(|A||B|) {:.3e} {} bound {:.3e} "
+      "({} x gamma_K for {}, K={}){}",
+      res.passed ? "PASSED" : "FAILED", o.c, s.m, s.n, s.k, res.rel_frobenius,
+      o.tolerance > 0 ? fmt::format(" (tolerance {:.1e})", o.tolerance) : "", res.max_normalized,
+      res.max_normalized <= bound ? "<=" : ">", bound, o.safety, dtype_name(dtype), s.k,
+      res.nonfinite ? fmt::format(", {} non-finite elements", res.nonfinite) : "");
+  return res;
+}
+
+}  // namespace tessera::run

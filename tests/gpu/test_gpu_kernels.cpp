@@ -1,0 +1,371 @@
+// GPU kernels and the CUDA backend against a float64 CPU reference. Every kernel of the
+// registry is tested, so a kernel added there is tested here without a new line.
+//
+// Tags: [gpu] on every case (each SKIPs, visibly, when no GPU is visible); [small] on the
+// cases cheap enough for compute-sanitizer; hidden [.] cases are run by hand:
+//   tessera_gpu_tests "[huge]"      M or N above 2^31 (16 GiB of device memory, ~1 min)
+//   tessera_gpu_tests "[pinning]"   pageable vs registered host copies, timed
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+
+#include <cblas.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "backend/cuda_backend.hpp"
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/cuda_resources.hpp"
+#include "kernels/gpu_gemm.hpp"
+
+namespace {
+
+using namespace tessera;
+using kernels::DeviceBuffer;
+using kernels::GpuContext;
+using kernels::GpuGemm;
+using kernels::Stream;
+
+struct Shape {
+  std::int64_t m, n, k;
+};
+
+std::string shape_str(const Shape& s) {
+  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+}
+
+template <class T>
+constexpr DType dtype_of() {
+  return sizeof(T) == 4 ? DType::f32 : DType::f64;
+}
+
+// Uniform in [-1, 1), rounded to T: random, signed, never all zeros.
+template <class T>
+std::vector<T> random_matrix(std::int64_t rows, std::int64_t cols, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> dist(-1.0, 1.0);
+  std::vector<T> x(static_cast<std::size_t>(rows * cols));
+  for (T& v : x) v = static_cast<T>(dist(rng));
+  return x;
+}
+
+// C = A * B in float64, row-major: textbook loops for small problems, OpenBLAS dgemm for large.
+void reference_gemm(const Shape& s, const std::vector<double>& a, const std::vector<double>& b,
+                    std::vector<double>& c) {
+  c.assign(static_cast<std::size_t>(s.m * s.n), 0.0);
+  if (static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) > 1e7) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m),
+                static_cast<int>(s.n), static_cast<int>(s.k), 1.0, a.data(),
+                static_cast<int>(s.k), b.data(), static_cast<int>(s.n), 0.0, c.data(),
+                static_cast<int>(s.n));
+    return;
+  }
+  for (std::int64_t i = 0; i < s.m; ++i)
+    for (std::int64_t p = 0; p < s.k; ++p) {
+      const double aip = a[static_cast<std::size_t>(i * s.k + p)];
+      for (std::int64_t j = 0; j < s.n; ++j)
+        c[static_cast<std::size_t>(i * s.n + j)] +=
+            aip * b[static_cast<std::size_t>(p * s.n + j)];
+    }
+}
+
+// The inputs of one problem in T, and what every kernel's output is compared with: the exact
+// product up to float64 rounding, and |A| |B| for the error bound.
+template <class T>
+struct Problem {
+  Shape shape;
+  std::vector<T> a, b;
+  std::vector<double> ref, abs_ref;
+
+  Problem(const Shape& s, std::uint64_t seed) : shape(s) {
+    std::mt19937_64 rng(seed);
+    a = random_matrix<T>(s.m, s.k, rng);
+    b = random_matrix<T>(s.k, s.n, rng);
+    std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end());  // exact upcast
+    reference_gemm(s, a64, b64, ref);
+    for (double& v : a64) v = std::fabs(v);
+    for (double& v : b64) v = std::fabs(v);
+    reference_gemm(s, a64, b64, abs_ref);
+  }
+};
+
+template <class T>
+std::vector<T> to_host(const DeviceBuffer& d, std::size_t count) {
+  std::vector<T> x(count);
+  CUDA_CHECK(cudaMemcpy(x.data(), d.get(), count * sizeof(T), cudaMemcpyDeviceToHost));
+  return x;
+}
+
+// Runs `kernel` on the device with C poisoned with NaN first (all-ones bits), so an element
+// the kernel never writes fails the comparison.
+template <class T>
+std::vector<T> run_kernel(const std::string& kernel, const Problem<T>& p, GpuContext& ctx,
+                          const Stream& stream) {
+  const Shape& s = p.shape;
+  DeviceBuffer a(p.a.size() * sizeof(T), "A"), b(p.b.size() * sizeof(T), "B");
+  DeviceBuffer c(static_cast<std::size_t>(s.m * s.n) * sizeof(T), "C");
+  CUDA_CHECK(cudaMemcpy(a.get(), p.a.data(), a.bytes(), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(b.get(), p.b.data(), b.bytes(), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemset(c.get(), 0xFF, c.bytes()));
+  const GpuGemm g{dtype_of<T>(), s.m, s.n, s.k, a.get(), b.get(), c.get(), stream.get()};
+  kernels::gpu_gemm(kernel, g, ctx);
+  stream.synchronize();
+  return to_host<T>(c, static_cast<std::size_t>(s.m * s.n));
+}
+
+// Elementwise |C - Cref| <= (2 gamma_k(T) + gamma_k(f64)) (|A| |B|)_ij: the forward-error bound
+// of a length-k dot product in T, with a safety factor of 2, plus the reference's own rounding.
+// Returns "" when every element is within, else a description of the first one that is not.
+template <class T>
+std::string compare(const std::vector<T>& c, const Problem<T>& p) {
+  const double gamma =
+      2 * gamma_bound(dtype_of<T>(), p.shape.k) + gamma_bound(DType::f64, p.shape.k);
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    const double err = std::fabs(static_cast<double>(c[i]) - p.ref[i]);
+    if (!(err <= gamma * p.abs_ref[i])) {  // also catches NaN
+      if (bad++ == 0) first = i;
+    }
+  }
+  if (bad == 0) return "";
+  const auto n = static_cast<std::size_t>(p.shape.n);
+  std::ostringstream out;
+  out.precision(10);
+  out << bad << " of " << c.size() << " elements out of bounds; first C(" << first / n << ", "
+      << first % n << ") = " << c[first] << ", reference " << p.ref[first] << ", allowed error "
+      << gamma * p.abs_ref[first];
+  return out.str();
+}
+
+template <class T>
+void check_every_kernel(const Shape& s) {
+  const Problem<T> p(s, 0x7e55e7a + static_cast<std::uint64_t>(s.m * 31 + s.n * 7 + s.k));
+  GpuContext ctx;
+  Stream stream;
+  for (const std::string& kernel : kernels::gpu_kernel_names()) {
+    INFO("kernel " << kernel << ", " << dtype_name(dtype_of<T>()) << ", " << shape_str(s));
+    std::string why;
+    if (!kernels::gpu_can_implement(kernel, GpuGemm{dtype_of<T>(), s.m, s.n, s.k}, &why)) {
+      WARN("kernel " << kernel << " cannot run " << shape_str(s) << ": " << why);
+      continue;
+    }
+    const std::vector<T> c = run_kernel<T>(kernel, p, ctx, stream);
+    CHECK(compare(c, p) == "");
+  }
+}
+
+void check_every_kernel(const Shape& s, DType dtype) {
+  if (dtype == DType::f32)
+    check_every_kernel<float>(s);
+  else
+    check_every_kernel<double>(s);
+}
+
+}  // namespace
+
+// The one case that runs without a GPU: CI has neither GPU nor driver, and asking must be safe.
+TEST_CASE("cuda_device_count answers without throwing with or without a GPU", "[gpu][small]") {
+  int count = -1;
+  REQUIRE_NOTHROW(count = backend::cuda_device_count());
+  CHECK(count >= 0);
+  std::vector<std::string> lines;
+  REQUIRE_NOTHROW(lines = backend::cuda_describe_devices());
+  CHECK(lines.size() == static_cast<std::size_t>(count));
+  for (const std::string& line : lines) CHECK(line.find("(sm_") != std::string::npos);
+}
+
+TEST_CASE("every GPU kernel matches a float64 reference on small and odd shapes",
+          "[gpu][small]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  const Shape shape = GENERATE(values<Shape>({
+      {1, 1, 1},
+      {17, 33, 9},
+      {1000, 1, 1000},
+      {1, 1000, 1000},
+      {65, 130, 67},
+      {2100000, 3, 2},  // more row tiles than gridDim.y allows (65535): the kernels must stride
+  }));
+  const DType dtype = GENERATE(DType::f32, DType::f64);
+  check_every_kernel(shape, dtype);
+}
+
+TEST_CASE("every GPU kernel matches a float64 reference on large shapes", "[gpu][large]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  const Shape shape = GENERATE(values<Shape>({{1023, 1025, 1027}, {2048, 2048, 2048}}));
+  const DType dtype = GENERATE(DType::f32, DType::f64);
+  check_every_kernel(shape, dtype);
+}
+
+TEST_CASE("k = 0 makes C zero and an empty C is left alone", "[gpu][small]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  GpuContext ctx;
+  Stream stream;
+  for (const std::string& kernel : kernels::gpu_kernel_names()) {
+    INFO("kernel " << kernel);
+    DeviceBuffer c(6 * sizeof(double), "C");
+    CUDA_CHECK(cudaMemset(c.get(), 0xFF, c.bytes()));
+    const GpuGemm no_k{DType::f64, 2, 3, 0, nullptr, nullptr, c.get(), stream.get()};
+    kernels::gpu_gemm(kernel, no_k, ctx);
+    stream.synchronize();
+    CHECK(to_host<double>(c, 6) == std::vector<double>(6, 0.0));
+    CHECK_NOTHROW(kernels::gpu_gemm(
+        kernel, GpuGemm{DType::f64, 0, 3, 5, nullptr, nullptr, nullptr, stream.get()}, ctx));
+  }
+}
+
+TEST_CASE("unknown kernels and unsupported sizes are refused with InputError", "[gpu][small]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  GpuContext ctx;
+  const GpuGemm tiny{DType::f32, 1, 1, 1};
+  std::string why;
+  CHECK_FALSE(kernels::gpu_can_implement("no-such-kernel", tiny, &why));
+  CHECK(why.find("no-such-kernel") != std::string::npos);
+  CHECK_THROWS_AS(kernels::gpu_gemm("no-such-kernel", tiny, ctx), InputError);
+
+  // cuBLAS takes int sizes: refused before anything is launched (no buffers needed).
+  const GpuGemm tall{DType::f32, std::int64_t{1} << 31, 1, 1};
+  CHECK_FALSE(kernels::gpu_can_implement("cublas", tall, &why));
+  CHECK(why.find("2^31") != std::string::npos);
+  CHECK_THROWS_AS(kernels::gpu_gemm("cublas", tall, ctx), InputError);
+  CHECK(kernels::gpu_can_implement("tiled32", tall));
+  CHECK_FALSE(kernels::gpu_can_implement("tiled32", GpuGemm{DType::f32, -1, 1, 1}));
+
+  auto backend = backend::make_cuda_backend({0, 1});
+  std::vector<float> a(1, 1.0f), b(1, 2.0f), c(1);
+  const backend::GemmProblem p{DType::f32, 1, 1, 1, a.data(), b.data(), c.data()};
+  CHECK_THROWS_AS(backend->gemm("no-such-kernel", p), InputError);
+}
+
+TEST_CASE("the cuda backend computes through the Backend interface and times its phases",
+          "[gpu][small]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  auto backend = backend::make_cuda_backend({0, 1});
+  CHECK(backend->name() == "cuda");
+  CHECK(backend->device_id() == 0);
+  CHECK(backend->device().find('[') != std::string::npos);  // "NAME [pci bus id]"
+  CHECK(backend->warnings().empty());
+  CHECK(backend->default_kernel() == "tiled32");
+  const std::vector<std::string> names = backend->kernels();
+  REQUIRE(names.front() == backend->default_kernel());
+  CHECK(names.size() == kernels::gpu_kernel_names().size());
+
+  const Shape s{65, 33, 47};
+  const Problem<double> p64(s, 1);
+  const Problem<float> p32(s, 2);
+  std::vector<std::string> all = names;
+  all.push_back("auto");
+  for (const std::string& kernel : all) {
+    INFO("kernel " << kernel);
+    std::vector<double> c64(static_cast<std::size_t>(s.m * s.n),
+                            std::numeric_limits<double>::quiet_NaN());
+    const auto phases = backend->gemm(
+        kernel, {DType::f64, s.m, s.n, s.k, p64.a.data(), p64.b.data(), c64.data()});
+    REQUIRE(phases.size() == 3);
+    CHECK(phases[0].name == "h2d");
+    CHECK(phases[1].name == "kernel");
+    CHECK(phases[2].name == "d2h");
+    for (const auto& phase : phases) CHECK(phase.seconds >= 0);
+    CHECK(compare(c64, p64) == "");
+
+    std::vector<float> c32(static_cast<std::size_t>(s.m * s.n),
+                           std::numeric_limits<float>::quiet_NaN());
+    backend->gemm(kernel, {DType::f32, s.m, s.n, s.k, p32.a.data(), p32.b.data(), c32.data()});
+    CHECK(compare(c32, p32) == "");
+  }
+}
+
+TEST_CASE("the cuda backend warns when ranks share a GPU", "[gpu][small]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  const int count = backend::cuda_device_count();
+  auto backend = backend::make_cuda_backend({count, count + 1});
+  CHECK(backend->device_id() == 0);  // local rank `count` wraps around to GPU 0
+  REQUIRE(backend->warnings().size() == 1);
+  CHECK(backend->warnings()[0].find("share") != std::string::npos);
+}
+
+TEST_CASE("the cuda backend pins large host buffers and computes correctly", "[gpu]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  // A is 5000 x 1100 float64 = 42 MiB: above the backend's pinning threshold.
+  const Shape s{5000, 7, 1100};
+  const Problem<double> p(s, 3);
+  std::vector<double> c(static_cast<std::size_t>(s.m * s.n));
+  auto backend = backend::make_cuda_backend({0, 1});
+  const auto phases =
+      backend->gemm("tiled32", {DType::f64, s.m, s.n, s.k, p.a.data(), p.b.data(), c.data()});
+  CHECK(phases.size() == 3);
+  CHECK(compare(c, p) == "");
+}
+
+// M or N above 2^31 elements: 64-bit offsets and grid striding. 2 x 8 GiB of device memory.
+TEST_CASE("hand-written kernels index matrices beyond 2^31 elements", "[.][gpu][huge]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  const std::int64_t big = (std::int64_t{1} << 31) + 33;
+  GpuContext ctx;
+  Stream stream;
+  for (const Shape& s : {Shape{big, 1, 1}, Shape{1, big, 1}}) {
+    // k = 1 and values exact in float: C = A * 0.5 exactly.
+    const std::int64_t len = std::max(s.m, s.n);
+    std::vector<float> x(static_cast<std::size_t>(len));
+    for (std::int64_t i = 0; i < len; ++i)
+      x[static_cast<std::size_t>(i)] = static_cast<float>(i % 4093 - 2046);
+    const float one_half = 0.5f;
+    DeviceBuffer dx(x.size() * sizeof(float), "long operand");
+    DeviceBuffer dh(sizeof(float), "1x1 operand");
+    DeviceBuffer dc(x.size() * sizeof(float), "C");
+    CUDA_CHECK(cudaMemcpy(dx.get(), x.data(), dx.bytes(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(dh.get(), &one_half, sizeof one_half, cudaMemcpyHostToDevice));
+    // A is m x 1 and B 1 x 1 (tall case), or A 1 x 1 and B 1 x n (wide case).
+    const void* a = s.m > 1 ? dx.get() : dh.get();
+    const void* b = s.m > 1 ? dh.get() : dx.get();
+    for (const std::string& kernel : kernels::gpu_kernel_names()) {
+      INFO("kernel " << kernel << ", " << shape_str(s));
+      const GpuGemm g{DType::f32, s.m, s.n, s.k, a, b, dc.get(), stream.get()};
+      if (!kernels::gpu_can_implement(kernel, g)) continue;  // cuBLAS: int sizes
+      CUDA_CHECK(cudaMemset(dc.get(), 0xFF, dc.bytes()));
+      kernels::gpu_gemm(kernel, g, ctx);
+      stream.synchronize();
+      const std::vector<float> c = to_host<float>(dc, x.size());
+      std::size_t bad = 0;
+      for (std::size_t i = 0; i < c.size(); ++i) bad += c[i] != x[i] * 0.5f;
+      CHECK(bad == 0);
+    }
+  }
+}
+
+// Not a check: prints what registering host memory buys for one copy (the backend registers
+// large buffers; this is the measurement behind that choice).
+TEST_CASE("pageable vs registered host-to-device copies", "[.][gpu][pinning]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  for (const std::size_t bytes : {std::size_t{64} << 20, std::size_t{1} << 30}) {
+    std::vector<char> host(bytes, 1);
+    DeviceBuffer dev(bytes, "copy target");
+    CUDA_CHECK(cudaMemcpy(dev.get(), host.data(), bytes, cudaMemcpyHostToDevice));  // warm up
+    using clock = std::chrono::steady_clock;
+    auto t0 = clock::now();
+    CUDA_CHECK(cudaMemcpy(dev.get(), host.data(), bytes, cudaMemcpyHostToDevice));
+    auto t1 = clock::now();
+    double registered_copy = 0;
+    {
+      kernels::HostRegistration pin(host.data(), bytes, 0);
+      REQUIRE(pin.registered());
+      const auto t2 = clock::now();
+      CUDA_CHECK(cudaMemcpy(dev.get(), host.data(), bytes, cudaMemcpyHostToDevice));
+      registered_copy = std::chrono::duration<double>(clock::now() - t2).count();
+    }
+    auto t3 = clock::now();
+    const double pageable = std::chrono::duration<double>(t1 - t0).count();
+    const double with_pinning = std::chrono::duration<double>(t3 - t1).count();
+    const double gib = static_cast<double>(bytes) / (1 << 30);
+    WARN(kernels::format_bytes(static_cast<double>(bytes))
+         << ": pageable copy " << gib / pageable << " GiB/s; register + copy + unregister "
+         << gib / with_pinning << " GiB/s (the copy alone " << gib / registered_copy << " GiB/s)");
+  }
+}

@@ -1,0 +1,135 @@
+"""Bad input: each case must end within 10 s with one clear message naming the cause, a nonzero
+exit on every rank, and no output file (nor temporary leftovers)."""
+import os
+import shutil
+
+import h5py
+import numpy as np
+
+from common import Runner, SKIP, check, fail, leftovers, parser, write
+
+p = parser(__doc__)
+p.add_argument("--case", required=True)
+args = p.parse_args()
+r = Runner(args)
+rng = np.random.default_rng(1)
+
+A = r.path("a.h5")
+B = r.path("b.h5")
+write(A, "/A", rng.random((6, 5)))
+write(B, "/B", rng.random((5, 4)))
+out_dir = r.path("out")
+os.makedirs(out_dir)
+C = os.path.join(out_dir, "c.h5")
+
+
+def base(a=f"{A}:/A", b=f"{B}:/B", c=f"{C}:/C"):
+    return ["run", "--a", a, "--b", b, "--c", c, "--backend", "cpu"]
+
+
+cmd = None
+expect = None
+direct = False
+env = None
+case = args.case
+if case == "missing-file":
+    cmd, expect = base(a=r.path("nope.h5") + ":/A"), "nope.h5"
+elif case == "missing-dataset":
+    cmd, expect = base(a=f"{A}:/missing"), "/missing"
+elif case == "group-not-dataset":
+    with h5py.File(A, "a") as f:
+        f.create_group("grp")
+    cmd, expect = base(a=f"{A}:/grp"), "/grp"
+elif case == "not-2d":
+    write(A, "/cube", rng.random((2, 3, 4)))
+    cmd, expect = base(a=f"{A}:/cube"), "3-D"
+elif case == "unsupported-dtype":
+    with h5py.File(A, "a") as f:
+        f.create_dataset("strings", data=np.array([[b"x", b"y"], [b"z", b"w"]]))
+    cmd, expect = base(a=f"{A}:/strings"), "unsupported type"
+elif case == "float16":
+    write(A, "/half", rng.random((6, 5)).astype(np.float16))
+    cmd, expect = base(a=f"{A}:/half"), "unsupported type"
+elif case == "inner-dims":
+    write(B, "/B7", rng.random((7, 4)))
+    cmd, expect = base(b=f"{B}:/B7"), "inner dimensions disagree"
+elif case == "zero-dim":
+    write(A, "/empty", np.zeros((0, 5)))
+    cmd, expect = base(a=f"{A}:/empty"), "zero dimension"
+elif case == "output-exists":
+    write(C, "/C", np.ones((2, 2)))
+    cmd, expect = base(), "--overwrite"
+elif case == "output-dir-missing":
+    cmd, expect = base(c=r.path("no/such/dir/c.h5") + ":/C"), "does not exist"
+elif case == "output-dir-not-writable":
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            print("SKIP: running as root without setpriv; cannot make a directory unwritable")
+            raise SystemExit(SKIP)
+        # Root ignores permissions: run tessera (one process, no launcher) as 'nobody'.
+        os.chmod(r.dir, 0o755)
+        for f in (A, B):
+            os.chmod(f, 0o644)
+        os.chmod(out_dir, 0o555)
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", args.tessera] + base()
+        env = {"HOME": "/tmp", "TMPDIR": "/tmp"}
+    else:
+        os.chmod(out_dir, 0o555)
+        cmd = base()
+    expect = "not writable"
+elif case == "corrupt-file":
+    with open(A, "wb") as f:
+        f.write(os.urandom(4096))
+    cmd, expect = base(), "not an HDF5 file"
+elif case == "truncated-file":
+    big = r.path("big.h5")
+    write(big, "/A", rng.random((300, 5)))
+    size = os.path.getsize(big)
+    with open(big, "r+b") as f:
+        f.truncate(size // 2)
+    cmd, expect = base(a=f"{big}:/A"), "big.h5"
+elif case == "bad-grid-syntax":
+    cmd, expect = base() + ["--grid", "2by2"], "invalid --grid"
+elif case == "grid-too-big":
+    cmd, expect = base() + ["--grid", "3x3"], "needs 9 ranks"
+elif case == "unknown-config-key":
+    cfg = r.path("bad.toml")
+    with open(cfg, "w") as f:
+        f.write(f'[run]\na = "{A}:/A"\nb = "{B}:/B"\nc = "{C}:/C"\nbogus_key = 3\n')
+    cmd, expect = ["run", "--config", cfg], "bogus_key"
+elif case == "output-is-input":
+    cmd, expect = base(c=f"{A}:/C"), "also an input file"
+elif case == "bad-dataset-ref":
+    cmd, expect = base(a=A), "expected FILE:/PATH"
+elif case == "unknown-kernel":
+    cmd, expect = base() + ["--kernel", "warp9"], "unknown kernel 'warp9'"
+elif case == "unknown-backend":
+    cmd, expect = base()[:-2] + ["--backend", "tpu"], "unknown backend 'tpu'"
+elif case == "report-dir-missing":
+    cmd, expect = base() + ["--report", r.path("nodir/r.json")], "report directory"
+elif case == "bad-dtype":
+    cmd, expect = base() + ["--dtype", "f16"], "invalid --dtype"
+else:
+    fail(f"unknown case {case}")
+
+if env is not None or cmd[0] == "setpriv":
+    import subprocess, time
+    t0 = time.monotonic()
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})}, cwd=r.dir)
+    res.seconds = time.monotonic() - t0
+    print(res.stdout + res.stderr)
+else:
+    res = r.run(cmd, expect_ok=False, timeout=60)
+check(res.returncode != 0, "must exit nonzero")
+check(res.seconds < 10, f"took {res.seconds:.1f} s (limit 10 s)")
+check(expect in res.stderr, f"stderr must mention {expect!r}")
+errors = [l for l in res.stderr.splitlines() if "error" in l.lower()]
+check(len(errors) == 1, f"expected exactly one error line, got {len(errors)}")
+check("Traceback" not in res.stderr and "terminate called" not in res.stderr, "no stack traces")
+if case == "output-exists":
+    with h5py.File(C, "r") as f:
+        check(f["/C"].shape == (2, 2), "the existing output must be untouched")
+else:
+    check(not os.path.exists(C), "no output file may be written")
+check(not leftovers(out_dir), "no temporary leftovers")
+print("PASS")

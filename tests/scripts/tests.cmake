@@ -1,0 +1,38 @@
+# Script tests: MPI end to end against numpy, every error case, the configs and the demo.
+
+# Odd and prime shapes, K = 1, 1x1x1, on 1-4 ranks (CPU backend; CI has no GPU).
+add_mpi_test(mpi.f64.odd.np1 1 e2e_run.py --m 17 --n 33 --k 9 --dtype f64)
+add_mpi_test(mpi.f64.odd.np2 2 e2e_run.py --m 31 --n 29 --k 37 --dtype f64)
+add_mpi_test(mpi.f64.odd.np3 3 e2e_run.py --m 101 --n 67 --k 53 --dtype f64 --kernel cpu-tiled)
+add_mpi_test(mpi.f64.odd.np4 4 e2e_run.py --m 129 --n 257 --k 65 --dtype f64)
+add_mpi_test(mpi.f32.odd.np3 3 e2e_run.py --m 123 --n 45 --k 1027 --dtype f32)
+add_mpi_test(mpi.f32.k1.np2 2 e2e_run.py --m 13 --n 7 --k 1 --dtype f32 --kernel cpu-naive)
+add_mpi_test(mpi.f64.1x1x1.np4 4 e2e_run.py --m 1 --n 1 --k 1 --dtype f64)
+add_mpi_test(mpi.f64.grid2x2.np4 4 e2e_run.py --m 9 --n 10 --k 11 --dtype f64 --grid 2x2)
+add_mpi_test(mpi.f64.grid1x3.np4 4 e2e_run.py --m 9 --n 10 --k 11 --dtype f64 --grid 1x3)
+add_mpi_test(mpi.f32.chunked.np2 2 e2e_run.py --m 70 --n 90 --k 50 --dtype f32 --layout chunked)
+add_mpi_test(mpi.f64.gzip.np3 3 e2e_run.py --m 64 --n 80 --k 96 --dtype f64 --layout gzip)
+add_mpi_test(mpi.f64.samefile.np2 2 e2e_run.py --m 20 --n 21 --k 22 --dtype f64 --same-file)
+add_mpi_test(mpi.int32.np2 2 e2e_run.py --m 15 --n 16 --k 17 --dtype i32)
+add_mpi_test(mpi.f64.baseline.np2 2 e2e_run.py --m 40 --n 50 --k 60 --dtype f64 --baseline cpu-naive)
+
+# The CUDA backend end to end; skipped (visibly) where fewer GPUs are visible.
+add_mpi_test(mpi.cuda.np1 1 e2e_run.py --m 1023 --n 1025 --k 1027 --dtype f32 --backend cuda --need-gpus 1)
+add_mpi_test(mpi.cuda.np2 2 e2e_run.py --m 517 --n 1031 --k 259 --dtype f64 --backend cuda --need-gpus 2 --baseline naive)
+
+foreach(case missing-file missing-dataset group-not-dataset not-2d unsupported-dtype float16 inner-dims zero-dim
+        output-exists output-dir-missing output-dir-not-writable corrupt-file truncated-file bad-grid-syntax
+        grid-too-big unknown-config-key output-is-input bad-dataset-ref unknown-kernel unknown-backend
+        report-dir-missing bad-dtype)
+  add_mpi_test(error.${case} 2 errors.py --case ${case})
+endforeach()
+
+foreach(cfg demo workstation)
+  add_mpi_test(config.${cfg} 2 config_run.py --config configs/${cfg}.toml)
+endforeach()
+
+# The README's demo command, as written (setup is a no-op once installed; the build is reused).
+add_test(NAME readme.demo COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/demo.sh)
+set_tests_properties(readme.demo PROPERTIES TIMEOUT 600 PROCESSORS 2
+  ENVIRONMENT "TESSERA_BUILD_DIR=${PROJECT_BINARY_DIR};TESSERA_DEMO_SIZE=512;TESSERA_DEMO_DIR=${CMAKE_CURRENT_BINARY_DIR}/demo-work;OMPI_MCA_btl_vader_single_copy_mechanism=none")
+file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/demo-work)

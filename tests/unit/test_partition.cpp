@@ -1,0 +1,113 @@
+// The partition's index math, exhaustively for small sizes, and at sizes past 2^31 without
+// allocating anything. No MPI, no GPU.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+
+#include <cstdint>
+#include <set>
+#include <vector>
+
+#include "core/error.hpp"
+#include "dist/partition.hpp"
+
+using tessera::dist::choose_grid;
+using tessera::dist::GridShape;
+using tessera::dist::parse_grid;
+using tessera::dist::Partition;
+using tessera::dist::split;
+
+TEST_CASE("split covers 0..extent with sizes differing by at most one", "[partition]") {
+  for (std::int64_t extent = 1; extent <= 40; ++extent) {
+    for (int parts = 1; parts <= extent; ++parts) {
+      std::int64_t next = 0, smallest = extent, largest = 0;
+      for (int i = 0; i < parts; ++i) {
+        const auto r = split(extent, parts, i);
+        REQUIRE(r.begin == next);
+        REQUIRE(r.size() >= 1);
+        smallest = std::min(smallest, r.size());
+        largest = std::max(largest, r.size());
+        next = r.end;
+      }
+      REQUIRE(next == extent);
+      REQUIRE(largest - smallest <= 1);
+    }
+  }
+}
+
+TEST_CASE("every element of C is owned by exactly one active rank", "[partition]") {
+  for (std::int64_t m = 1; m <= 9; ++m)
+    for (std::int64_t n = 1; n <= 9; ++n)
+      for (int p = 1; p <= 13; ++p) {
+        const GridShape g = choose_grid(m, n, 5, p);
+        REQUIRE(g.size() <= p);
+        REQUIRE(g.rows <= m);
+        REQUIRE(g.cols <= n);
+        const Partition part(m, n, 5, p, g);
+        std::vector<int> owner(static_cast<std::size_t>(m * n), -1);
+        std::int64_t total = 0;
+        for (int r = 0; r < p; ++r) {
+          if (!part.active(r)) {
+            REQUIRE(part.c_elements(r) == 0);
+            continue;
+          }
+          REQUIRE(part.owner(part.block_row(r), part.block_col(r)) == r);
+          const auto rows = part.rows_of(r), cols = part.cols_of(r);
+          REQUIRE(part.a_elements(r) == rows.size() * 5);
+          REQUIRE(part.b_elements(r) == 5 * cols.size());
+          total += part.c_elements(r);
+          for (auto i = rows.begin; i < rows.end; ++i)
+            for (auto j = cols.begin; j < cols.end; ++j) {
+              REQUIRE(owner[static_cast<std::size_t>(i * n + j)] == -1);
+              owner[static_cast<std::size_t>(i * n + j)] = r;
+            }
+        }
+        REQUIRE(total == m * n);
+        for (int o : owner) REQUIRE(o >= 0);
+      }
+}
+
+TEST_CASE("choose_grid uses all ranks when that shrinks the largest block", "[partition]") {
+  CHECK(choose_grid(100, 100, 100, 1) == GridShape{1, 1});
+  CHECK(choose_grid(100, 100, 100, 4) == GridShape{2, 2});
+  CHECK(choose_grid(100, 100, 100, 2).size() == 2);
+  CHECK(choose_grid(100, 100, 100, 3).size() == 3);   // prime: 3x1 or 1x3
+  CHECK(choose_grid(100, 100, 100, 7).size() == 7);
+  CHECK(choose_grid(1000, 10, 50, 4) == GridShape{4, 1});  // tall C: split rows
+  CHECK(choose_grid(10, 1000, 50, 4) == GridShape{1, 4});  // wide C: split columns
+  CHECK(choose_grid(1, 1, 1, 5) == GridShape{1, 1});       // more ranks than elements: idle ranks
+  CHECK(choose_grid(2, 1, 7, 4) == GridShape{2, 1});
+}
+
+TEST_CASE("parse_grid accepts PRxPC and rejects everything else", "[partition]") {
+  CHECK(parse_grid("2x3") == GridShape{2, 3});
+  CHECK(parse_grid("1X1") == GridShape{1, 1});
+  for (const char* bad : {"", "x", "2x", "x3", "0x2", "2x0", "-1x2", "2*3", "axb", "2x3x4", "9999999x1"})
+    CHECK_THROWS_AS(parse_grid(bad), tessera::InputError);
+}
+
+TEST_CASE("Partition refuses grids that do not fit", "[partition]") {
+  CHECK_THROWS_AS(Partition(4, 4, 4, 3, GridShape{2, 2}), tessera::InputError);  // needs 4 ranks
+  CHECK_THROWS_AS(Partition(1, 4, 4, 4, GridShape{2, 1}), tessera::InputError);  // 2 block rows, M = 1
+  CHECK_THROWS_AS(Partition(4, 1, 4, 4, GridShape{1, 2}), tessera::InputError);
+  CHECK_THROWS_AS(Partition(0, 4, 4, 1, GridShape{1, 1}), tessera::InputError);
+  CHECK_THROWS_AS(Partition(4, 4, 0, 1, GridShape{1, 1}), tessera::InputError);
+  CHECK_NOTHROW(Partition(4, 4, 4, 9, GridShape{2, 2}));  // 5 idle ranks are fine
+}
+
+TEST_CASE("offsets and counts stay exact beyond 2^31 elements", "[partition]") {
+  // 100000 x 90000 C with K = 70000 on 6 ranks: blocks of ~1.5e9 elements, A panels of ~2.3e9.
+  const std::int64_t m = 100000, n = 90000, k = 70000;
+  const Partition part(m, n, k, 6, choose_grid(m, n, k, 6));
+  std::int64_t c_total = 0;
+  double flops = 0;
+  for (int r = 0; r < 6; ++r) {
+    c_total += part.c_elements(r);
+    flops += part.flops(r);
+    REQUIRE(part.a_elements(r) == part.rows_of(r).size() * k);
+    REQUIRE(part.a_elements(r) > (std::int64_t{1} << 31));
+  }
+  REQUIRE(c_total == m * n);
+  REQUIRE(flops == 2.0 * m * n * k);
+  const auto last = split(std::int64_t{3} << 40, 7, 6);
+  REQUIRE(last.end == (std::int64_t{3} << 40));
+}
