@@ -114,10 +114,13 @@ class HostRegistration {
   void* ptr_ = nullptr;
 };
 
-// A non-blocking stream (it does not synchronise with the legacy default stream).
+// An ordinary (blocking) stream: work on the legacy default stream, such as a plain cudaMemcpy
+// or cudaMemset, waits for the work queued here and the other way round, so mixing the two is
+// safe. (A pageable cudaMemcpy may return before its DMA is done: a non-blocking stream could
+// start reading the destination too early.)
 class Stream {
  public:
-  Stream() { CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  Stream() { CUDA_CHECK(cudaStreamCreate(&stream_)); }
   ~Stream() {
     if (stream_) (void)cudaStreamDestroy(stream_);
   }

@@ -46,6 +46,8 @@ void add_run_options(CLI::App* run, tessera::run::RunOptions& o) {
   run->add_option("--baseline", o.baseline, "also time this kernel on each rank's block and report the speedup");
   run->add_flag("--overwrite", o.overwrite, "replace an existing output file");
   run->add_flag("--quiet,-q", o.quiet, "print no report table");
+  run->add_flag("--verify", o.verify, "check C with Freivalds' test (O(n^2)) before writing it; fail if wrong");
+  run->add_flag("--allow-nonfinite", o.allow_nonfinite, "multiply inputs holding NaN/Inf instead of refusing them");
   // --config belongs to the top-level app (CLI11 reads subcommand options from a [run] table
   // there); fallthrough lets `tessera run --config F.toml` reach it.
   run->fallthrough();
@@ -88,8 +90,10 @@ int main(int argc, char** argv) {
   v->add_option("--a", vo.a, "A as FILE:/DATASET")->required();
   v->add_option("--b", vo.b, "B as FILE:/DATASET")->required();
   v->add_option("--c", vo.c, "C as FILE:/DATASET")->required();
-  v->add_option("--safety", vo.safety, "allowed multiple of the rounding bound gamma_K")->capture_default_str();
-  v->add_option("--tolerance", vo.tolerance, "also require rel. Frobenius error <= this");
+  v->add_flag("--full", vo.full, "recompute A*B in float64 and compare every element (O(n^3): small sizes)");
+  v->add_option("--vectors", vo.vectors, "Freivalds: random vectors")->capture_default_str();
+  v->add_option("--safety", vo.safety, "allowed multiple of the rounding bound (default: 8 Freivalds, 2 --full)");
+  v->add_option("--tolerance", vo.tolerance, "--full: also require rel. Frobenius error <= this");
   v->add_option("--dtype", vo.dtype, "precision C was computed in (default: C's stored type)");
 
   bool info_json = false;
@@ -138,6 +142,9 @@ int main(int argc, char** argv) {
     } else if (*b) {
       if (rank == 0) code = tessera::run::run_bench(bo);
     }
+  } catch (const tessera::run::VerificationFailed& e) {
+    if (rank == 0) std::fprintf(stderr, "tessera: verification failed: %s\n", e.what());
+    code = kExitVerifyFailed;
   } catch (const tessera::dist::JobError& e) {
     // Every rank agreed on this failure: rank 0 says it once, everyone exits nonzero.
     if (rank == 0) {

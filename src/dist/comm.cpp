@@ -19,6 +19,47 @@ Comm::Comm(MPI_Comm comm) : comm_(comm) {
   TESSERA_MPI_CHECK(MPI_Comm_size(comm_, &size_));
 }
 
+Comm::~Comm() {
+  if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+Comm::Comm(Comm&& other) noexcept
+    : comm_(other.comm_), owned_(other.owned_), rank_(other.rank_), size_(other.size_) {
+  other.comm_ = MPI_COMM_NULL;
+  other.owned_ = false;
+}
+
+Comm Comm::split(int color) const {
+  MPI_Comm sub = MPI_COMM_NULL;
+  TESSERA_MPI_CHECK(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, rank_, &sub));
+  Comm out;
+  if (sub == MPI_COMM_NULL) return out;
+  out.comm_ = sub;
+  out.owned_ = true;
+  TESSERA_MPI_CHECK(MPI_Comm_rank(sub, &out.rank_));
+  TESSERA_MPI_CHECK(MPI_Comm_size(sub, &out.size_));
+  return out;
+}
+
+Comm Comm::split_node() const {
+  MPI_Comm sub = MPI_COMM_NULL;
+  TESSERA_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &sub));
+  Comm out;
+  out.comm_ = sub;
+  out.owned_ = true;
+  TESSERA_MPI_CHECK(MPI_Comm_rank(sub, &out.rank_));
+  TESSERA_MPI_CHECK(MPI_Comm_size(sub, &out.size_));
+  return out;
+}
+
+void Comm::sum_in_place(double* values, std::size_t count) const {
+  for (std::size_t done = 0; done < count;) {
+    const std::size_t n = std::min<std::size_t>(count - done, std::size_t{1} << 27);
+    TESSERA_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values + done, static_cast<int>(n), MPI_DOUBLE, MPI_SUM, comm_));
+    done += n;
+  }
+}
+
 NodeInfo Comm::node() const {
   NodeInfo info;
   char name[MPI_MAX_PROCESSOR_NAME] = {};

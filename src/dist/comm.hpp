@@ -40,7 +40,19 @@ struct NodeInfo {
 
 class Comm {
  public:
-  explicit Comm(MPI_Comm comm);
+  explicit Comm(MPI_Comm comm);  // borrows comm
+  ~Comm();
+  Comm(Comm&& other) noexcept;
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+  Comm& operator=(Comm&&) = delete;
+
+  // Collective: ranks passing the same color form a new communicator (owned, freed on
+  // destruction), ordered by rank; color < 0 gets an empty Comm (valid() false).
+  Comm split(int color) const;
+  bool valid() const { return comm_ != MPI_COMM_NULL; }
+  // Collective: the ranks sharing this rank's node (MPI_COMM_TYPE_SHARED).
+  Comm split_node() const;
   MPI_Comm get() const { return comm_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -60,9 +72,13 @@ class Comm {
   double max(double v) const;
   double min(double v) const;
   double sum(double v) const;
+  // Elementwise sum over the ranks, result on every rank.
+  void sum_in_place(double* values, std::size_t count) const;
 
  private:
-  MPI_Comm comm_;
+  Comm() = default;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  bool owned_ = false;
   int rank_ = 0;
   int size_ = 1;
 };

@@ -1,4 +1,5 @@
 #include "io/hdf5_io.hpp"
+#include "io/cleanup.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -660,6 +661,7 @@ struct MatrixWriter::Impl {
     (void)file.close();
     H5Eclear2(H5E_DEFAULT);
     if (created) (void)::unlink(temp_path.c_str());
+    if (created) forget_temporary(temp_path);
   }
 };
 
@@ -729,7 +731,7 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
     }
   }
 
-  w.temp_path = target.file + ".tessera-partial-" + std::to_string(::getpid());
+  w.temp_path = temporary_name(target.file);
   if (::stat(w.temp_path.c_str(), &st) == 0)
     throw IoError("cannot create temporary file " + in_quotes(w.temp_path) +
                   ": it already exists (left by an earlier run?); remove it");
@@ -741,6 +743,7 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
   w.file = own_file(H5Fcreate(w.temp_path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()));
   if (!w.file.valid()) throw_io("cannot create temporary file " + in_quotes(w.temp_path));
   w.created = true;
+  register_temporary(w.temp_path);  // removed on SIGTERM / SIGINT too
 
   Handle lcpl = own_plist(H5Pcreate(H5P_LINK_CREATE));
   if (!lcpl.valid() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0)
@@ -815,6 +818,7 @@ void MatrixWriter::commit() {
     if (::link(w.temp_path.c_str(), w.target.file.c_str()) == 0) {
       w.committed = true;
       (void)::unlink(w.temp_path.c_str());
+      forget_temporary(w.temp_path);
       return;
     }
     if (errno == EEXIST) throw appeared();
@@ -824,6 +828,7 @@ void MatrixWriter::commit() {
   if (std::rename(w.temp_path.c_str(), w.target.file.c_str()) != 0)
     throw IoError(what + ": " + std::strerror(errno));
   w.committed = true;
+  forget_temporary(w.temp_path);
 }
 
 const std::string& MatrixWriter::temporary_path() const { return impl_->temp_path; }

@@ -122,6 +122,7 @@ nlohmann::json to_json(const JobReport& r) {
             {"max_compute_seconds", r.max_compute_seconds()},
             {"mean_compute_seconds", r.mean_compute_seconds()},
             {"load_imbalance", r.load_imbalance()}}},
+          {"verification", r.verification},
           {"ranks", ranks}};
 }
 

@@ -45,6 +45,7 @@ struct JobReport {
   std::string backend, kernel;
   double wall_seconds = 0;
   std::vector<RankRecord> ranks;
+  nlohmann::json verification;  // --verify: method, passed, vectors, residuals (null otherwise)
 
   double total_flops() const;
   double max_compute_seconds() const;

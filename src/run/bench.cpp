@@ -47,7 +47,7 @@ double tolerance(DType t) { return t == DType::f32 ? 1e-5 : 1e-12; }
 
 const char* short_name(DType t) { return t == DType::f32 ? "f32" : "f64"; }
 
-// CPU kernels above this size are too slow to time ten times.
+// cpu-naive above this size takes seconds a launch: too slow to time ten times per dtype.
 constexpr std::int64_t kCpuNaiveMax = 1024;
 
 struct Size {
@@ -248,28 +248,31 @@ DeviceInfo gpu_info(const std::string& device) {
           {"1024", "2048", "4096", "8192", "4099x4097x4095"}};
 }
 
+// Copies ordered on the bench's stream, finished on return.
 template <class T>
-std::vector<T> download(const kernels::DeviceBuffer& d, std::size_t count) {
+std::vector<T> download(const kernels::DeviceBuffer& d, std::size_t count, const kernels::Stream& stream) {
   std::vector<T> x(count);
-  CUDA_CHECK(cudaMemcpy(x.data(), d.get(), count * sizeof(T), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpyAsync(x.data(), d.get(), count * sizeof(T), cudaMemcpyDeviceToHost, stream.get()));
+  stream.synchronize();
   return x;
 }
 
-kernels::DeviceBuffer upload(const void* host, std::size_t bytes, const std::string& what) {
+kernels::DeviceBuffer upload(const void* host, std::size_t bytes, const std::string& what,
+                             const kernels::Stream& stream) {
   kernels::DeviceBuffer d(bytes, what);
-  CUDA_CHECK(cudaMemcpy(d.get(), host, bytes, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpyAsync(d.get(), host, bytes, cudaMemcpyHostToDevice, stream.get()));
+  stream.synchronize();
   return d;
 }
 
 // C = A * B in float64 with cuBLAS: fast, and independent of the hand-written kernels.
 std::vector<double> gpu_reference(const Size& s, const std::vector<double>& a, const std::vector<double>& b,
                                   kernels::GpuContext& ctx, const kernels::Stream& stream) {
-  const kernels::DeviceBuffer da = upload(a.data(), a.size() * sizeof(double), "A (float64 reference)");
-  const kernels::DeviceBuffer db = upload(b.data(), b.size() * sizeof(double), "B (float64 reference)");
+  const kernels::DeviceBuffer da = upload(a.data(), a.size() * sizeof(double), "A (float64 reference)", stream);
+  const kernels::DeviceBuffer db = upload(b.data(), b.size() * sizeof(double), "B (float64 reference)", stream);
   const kernels::DeviceBuffer dc(static_cast<std::size_t>(s.m * s.n) * sizeof(double), "C (float64 reference)");
   kernels::gpu_gemm("cublas", {DType::f64, s.m, s.n, s.k, da.get(), db.get(), dc.get(), stream.get()}, ctx);
-  stream.synchronize();
-  return download<double>(dc, static_cast<std::size_t>(s.m * s.n));
+  return download<double>(dc, static_cast<std::size_t>(s.m * s.n), stream);
 }
 
 template <class T>
@@ -283,8 +286,8 @@ void bench_gpu(const Size& s, const Inputs& in, const std::vector<std::string>& 
   const std::vector<double> ref = gpu_reference(s, rounded<double>(a), rounded<double>(b), ctx, stream);
 
   const std::size_t c_count = static_cast<std::size_t>(s.m * s.n);
-  const kernels::DeviceBuffer da = upload(a.data(), a.size() * sizeof(T), "A");
-  const kernels::DeviceBuffer db = upload(b.data(), b.size() * sizeof(T), "B");
+  const kernels::DeviceBuffer da = upload(a.data(), a.size() * sizeof(T), "A", stream);
+  const kernels::DeviceBuffer db = upload(b.data(), b.size() * sizeof(T), "B", stream);
   const kernels::DeviceBuffer dc(c_count * sizeof(T), "C");
   const kernels::GpuGemm g{dtype, s.m, s.n, s.k, da.get(), db.get(), dc.get(), stream.get()};
   std::vector<kernels::Event> start(static_cast<std::size_t>(opts.repeats));
@@ -303,7 +306,7 @@ void bench_gpu(const Size& s, const Inputs& in, const std::vector<std::string>& 
         stop[i].record(stream.get());
       }
       for (std::size_t i = 0; i < start.size(); ++i) row.seconds.push_back(stop[i].seconds_since(start[i]));
-      row.rel_error = rel_frobenius_error(download<T>(dc, c_count), ref);
+      row.rel_error = rel_frobenius_error(download<T>(dc, c_count, stream), ref);
     }
     progress_done(row);
     rows.push_back(std::move(row));

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -15,8 +16,12 @@
 #include "core/error.hpp"
 #include "core/version.hpp"
 #include "dist/partition.hpp"
+#include "io/cleanup.hpp"
 #include "io/hdf5_io.hpp"
 #include "report/report.hpp"
+#include "run/freivalds.hpp"
+
+#include <fmt/format.h>
 
 namespace tessera::run {
 
@@ -98,6 +103,65 @@ Plan decode(const std::string& s) {
   return p;
 }
 
+// Refuses NaN / Inf in A or B (count and first position) unless --allow-nonfinite. Collective.
+void check_finite(const RunOptions& o, const dist::Comm& comm, const dist::Partition& part, DType dtype, bool active,
+                  const void* a, const void* b) {
+  const int rank = comm.rank();
+  struct Scan {
+    double count = 0;
+    double first = INFINITY;  // row-major index in the whole matrix (exact below 2^53)
+  };
+  auto scan = [&](const void* data, std::int64_t rows, std::int64_t cols, std::int64_t row0, std::int64_t col0,
+                  std::int64_t ld_total) {
+    Scan s;
+    for (std::int64_t i = 0; i < rows; ++i)
+      for (std::int64_t j = 0; j < cols; ++j) {
+        const std::size_t at = static_cast<std::size_t>(i * cols + j);
+        const double v = dtype == DType::f32 ? static_cast<const float*>(data)[at] : static_cast<const double*>(data)[at];
+        if (!std::isfinite(v)) {
+          if (s.count == 0) s.first = static_cast<double>((row0 + i) * ld_total + col0 + j);
+          s.count += 1;
+        }
+      }
+    return s;
+  };
+  Scan sa, sb;
+  if (active && part.block_col(rank) == 0) sa = scan(a, part.rows_of(rank).size(), part.k(), part.rows_of(rank).begin, 0, part.k());
+  if (active && part.block_row(rank) == 0)
+    sb = scan(b, part.k(), part.cols_of(rank).size(), 0, part.cols_of(rank).begin, part.n());
+  const double na = comm.sum(sa.count), nb = comm.sum(sb.count);
+  const double fa = comm.min(sa.first), fb = comm.min(sb.first);
+  comm.step([&] {
+    if (rank != kRoot || o.allow_nonfinite) return;
+    auto where = [](double first, std::int64_t cols) {
+      const auto idx = static_cast<std::int64_t>(first);
+      return "(" + std::to_string(idx / cols) + ", " + std::to_string(idx % cols) + ")";
+    };
+    if (na > 0)
+      throw InputError("A '" + o.a + "' holds " + std::to_string(static_cast<long long>(na)) +
+                       " non-finite value(s) (NaN/Inf), the first at " + where(fa, part.k()) +
+                       "; pass --allow-nonfinite to multiply anyway");
+    if (nb > 0)
+      throw InputError("B '" + o.b + "' holds " + std::to_string(static_cast<long long>(nb)) +
+                       " non-finite value(s) (NaN/Inf), the first at " + where(fb, part.n()) +
+                       "; pass --allow-nonfinite to multiply anyway");
+  });
+}
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// MemTotal of this node (0 if unknown). Not MemAvailable: page cache is reclaimable, and some
+// virtual machines grow their memory as it is used.
+double node_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit)
+    if (key == "MemTotal:") return kib * 1024.0;
+  return 0;
+}
+
 class Stopwatch {
  public:
   Stopwatch() : start_(MPI_Wtime()) {}
@@ -123,13 +187,16 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   // 1. Rank 0 validates the inputs and the output location, then tells everyone the plan.
   Plan plan;
   std::unique_ptr<io::MatrixWriter> writer;  // rank 0 only
+  std::vector<std::string> stale;            // leftovers of earlier runs (rank 0)
   comm.step([&] {
     if (rank != kRoot) return;
     plan = make_plan(o, comm.size());
     io::WriteOptions wo;
     wo.overwrite = o.overwrite;
+    stale = io::clean_stale_temporaries(io::DatasetRef::parse(o.c).file);
     writer = std::make_unique<io::MatrixWriter>(io::DatasetRef::parse(o.c), plan.m, plan.n, plan.dtype, wo);
   });
+  for (const auto& note : stale) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
   plan = decode(comm.broadcast(encode(plan), kRoot));
   const dist::Partition part(plan.m, plan.n, plan.k, comm.size(), plan.grid);
   const std::size_t esize = dtype_size(plan.dtype);
@@ -171,6 +238,23 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   job.backend = comm.broadcast(be->name(), kRoot);
   job.kernel = comm.broadcast(kernel, kRoot);
 
+  // Host memory, refused up front: what the ranks of each node hold against the node's memory.
+  {
+    const double need = static_cast<double>(part.a_elements(rank) + part.b_elements(rank) +
+                                            part.c_elements(rank) * (o.baseline.empty() ? 1 : 2)) *
+                        static_cast<double>(esize);
+    const dist::Comm node_comm = comm.split_node();
+    const double node_need = node_comm.sum(need);
+    comm.step([&] {
+      const double total = node_memory_bytes();
+      if (total > 0 && node_need > total)
+        throw InputError(fmt::format(
+            "the {} rank(s) on {} need {:.1f} GiB of host memory for their blocks (this rank {:.1f} GiB: A rows, B "
+            "columns and C block of a {} grid) but the node has {:.1f} GiB; use more ranks on more nodes",
+            node_comm.size(), me.host, node_need / kGiB, need / kGiB, plan.grid.str(), total / kGiB));
+    });
+  }
+
   // 3. Each active rank reads only its hyperslabs: A rows of its block-row, B columns of its block-column.
   std::vector<unsigned char> a, b, c;
   comm.step([&] {
@@ -184,6 +268,9 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     io::read_block(io::DatasetRef::parse(o.b), 0, plan.k, cols.begin, cols.size(), plan.dtype, b.data());
     me.phases.emplace_back("read", t.seconds());
   });
+
+  // Non-finite inputs: counted once per element (A on block-column 0, B on block-row 0).
+  check_finite(o, comm, part, plan.dtype, me.active, a.data(), b.data());
 
   // 4. Compute the local block.
   comm.step([&] {
@@ -211,6 +298,16 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     for (const auto& p : phases)
       if (p.name != "compute") me.phases.emplace_back(p.name, p.seconds);
   });
+
+  // Optional: Freivalds' check on the blocks still in memory, before anything is written.
+  std::optional<FreivaldsResult> verified;
+  if (o.verify) {
+    const Stopwatch t;
+    verified = freivalds(comm, part, plan.dtype, plan.dtype, a.data(), b.data(), c.data(), kFreivaldsVectors,
+                         kFreivaldsSafety, 0x7e55e7a);
+    if (me.active) me.phases.emplace_back("verify", t.seconds());
+    if (!verified->passed) throw VerificationFailed("result not written: " + verified->summary);
+  }
 
   // 5. Gather the blocks to rank 0, which writes each as it arrives (memory: one block).
   // Rank 0 keeps receiving after a write error so no sender is left blocked; the error is
@@ -272,6 +369,11 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
                             io::Attribute::of("tessera_version", kVersion),
                             io::Attribute::of("created", job.started_at),
                             io::Attribute::of("wall_seconds", job.wall_seconds)});
+    if (verified)
+      writer->set_attributes({io::Attribute::of("verified", verified->passed ? "passed" : "failed"),
+                              io::Attribute::of("verify_method", "freivalds"),
+                              io::Attribute::of("verify_vectors", std::int64_t{verified->vectors}),
+                              io::Attribute::of("verify_max_relative_residual", verified->max_relative)});
     writer->commit();
     writer.reset();
     // Attribute writing and the rename are part of the write phase.
@@ -285,7 +387,12 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   comm.step([&] {
     if (rank != kRoot) return;
     for (const auto& text : records) job.ranks.push_back(report::rank_from_json(nlohmann::json::parse(text)));
+    if (verified) {
+      job.verification = {{"method", "freivalds"}, {"passed", verified->passed}, {"vectors", verified->vectors},
+                          {"max_relative_residual", verified->max_relative}, {"max_bound_ratio", verified->max_ratio}};
+    }
     if (!o.quiet) std::fputs(report::format_table(job).c_str(), stdout);
+    if (verified && !o.quiet) std::printf("%s\n", verified->summary.c_str());
     std::fflush(stdout);
     if (!o.report.empty()) {
       std::ofstream out(o.report);

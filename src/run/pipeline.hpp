@@ -4,6 +4,7 @@
 // and renamed on success -> per-rank report.
 #include <string>
 
+#include "core/error.hpp"
 #include "dist/comm.hpp"
 
 namespace tessera::run {
@@ -18,10 +19,18 @@ struct RunOptions {
   std::string baseline;      // kernel to compare against on the same block ("" = none)
   bool overwrite = false;
   bool quiet = false;        // no table on stdout
+  bool verify = false;       // Freivalds' check of C before it is written (run/freivalds.hpp)
+  bool allow_nonfinite = false;  // multiply inputs holding NaN / Inf instead of refusing them
+};
+
+// Thrown (on every rank) when --verify finds C wrong: nothing is written.
+class VerificationFailed : public Error {
+ public:
+  using Error::Error;
 };
 
 // Collective over `comm`. Returns normally on success; throws dist::JobError (agreed on by
-// every rank) on any failure.
+// every rank) on any failure, VerificationFailed when --verify rejects C.
 void run_job(const RunOptions& opts, const dist::Comm& comm);
 
 }  // namespace tessera::run

@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -97,28 +96,39 @@ struct Problem {
   }
 };
 
+// Copies and fills ordered on `stream` with the kernels, finished on return.
 template <class T>
-std::vector<T> to_host(const DeviceBuffer& d, std::size_t count) {
+std::vector<T> to_host(const DeviceBuffer& d, std::size_t count, const Stream& stream) {
   std::vector<T> x(count);
-  CUDA_CHECK(cudaMemcpy(x.data(), d.get(), count * sizeof(T), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpyAsync(x.data(), d.get(), count * sizeof(T), cudaMemcpyDeviceToHost,
+                             stream.get()));
+  stream.synchronize();
   return x;
 }
 
-// Runs `kernel` on the device with C poisoned with NaN first (all-ones bits), so an element
-// the kernel never writes fails the comparison.
+void to_device(const DeviceBuffer& d, const void* host, const Stream& stream) {
+  CUDA_CHECK(cudaMemcpyAsync(d.get(), host, d.bytes(), cudaMemcpyHostToDevice, stream.get()));
+  stream.synchronize();
+}
+
+// All-ones bits: NaN in float and double, so an element a kernel never writes fails.
+void poison(const DeviceBuffer& d, const Stream& stream) {
+  CUDA_CHECK(cudaMemsetAsync(d.get(), 0xFF, d.bytes(), stream.get()));
+}
+
+// Runs `kernel` on the device with C poisoned with NaN first.
 template <class T>
 std::vector<T> run_kernel(const std::string& kernel, const Problem<T>& p, GpuContext& ctx,
                           const Stream& stream) {
   const Shape& s = p.shape;
   DeviceBuffer a(p.a.size() * sizeof(T), "A"), b(p.b.size() * sizeof(T), "B");
   DeviceBuffer c(static_cast<std::size_t>(s.m * s.n) * sizeof(T), "C");
-  CUDA_CHECK(cudaMemcpy(a.get(), p.a.data(), a.bytes(), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemcpy(b.get(), p.b.data(), b.bytes(), cudaMemcpyHostToDevice));
-  CUDA_CHECK(cudaMemset(c.get(), 0xFF, c.bytes()));
+  to_device(a, p.a.data(), stream);
+  to_device(b, p.b.data(), stream);
+  poison(c, stream);
   const GpuGemm g{dtype_of<T>(), s.m, s.n, s.k, a.get(), b.get(), c.get(), stream.get()};
   kernels::gpu_gemm(kernel, g, ctx);
-  stream.synchronize();
-  return to_host<T>(c, static_cast<std::size_t>(s.m * s.n));
+  return to_host<T>(c, static_cast<std::size_t>(s.m * s.n), stream);
 }
 
 // Elementwise |C - Cref| <= (2 gamma_k(T) + gamma_k(f64)) (|A| |B|)_ij: the forward-error bound
@@ -211,11 +221,10 @@ TEST_CASE("k = 0 makes C zero and an empty C is left alone", "[gpu][small]") {
   for (const std::string& kernel : kernels::gpu_kernel_names()) {
     INFO("kernel " << kernel);
     DeviceBuffer c(6 * sizeof(double), "C");
-    CUDA_CHECK(cudaMemset(c.get(), 0xFF, c.bytes()));
+    poison(c, stream);
     const GpuGemm no_k{DType::f64, 2, 3, 0, nullptr, nullptr, c.get(), stream.get()};
     kernels::gpu_gemm(kernel, no_k, ctx);
-    stream.synchronize();
-    CHECK(to_host<double>(c, 6) == std::vector<double>(6, 0.0));
+    CHECK(to_host<double>(c, 6, stream) == std::vector<double>(6, 0.0));
     CHECK_NOTHROW(kernels::gpu_gemm(
         kernel, GpuGemm{DType::f64, 0, 3, 5, nullptr, nullptr, nullptr, stream.get()}, ctx));
   }
@@ -238,23 +247,23 @@ TEST_CASE("unknown kernels and unsupported sizes are refused with InputError", "
   CHECK(kernels::gpu_can_implement("tiled32", tall));
   CHECK_FALSE(kernels::gpu_can_implement("tiled32", GpuGemm{DType::f32, -1, 1, 1}));
 
-  auto backend = backend::make_cuda_backend({0, 1});
+  auto cuda = backend::make_cuda_backend({0, 1});
   std::vector<float> a(1, 1.0f), b(1, 2.0f), c(1);
   const backend::GemmProblem p{DType::f32, 1, 1, 1, a.data(), b.data(), c.data()};
-  CHECK_THROWS_AS(backend->gemm("no-such-kernel", p), InputError);
+  CHECK_THROWS_AS(cuda->gemm("no-such-kernel", p), InputError);
 }
 
 TEST_CASE("the cuda backend computes through the Backend interface and times its phases",
           "[gpu][small]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
-  auto backend = backend::make_cuda_backend({0, 1});
-  CHECK(backend->name() == "cuda");
-  CHECK(backend->device_id() == 0);
-  CHECK(backend->device().find('[') != std::string::npos);  // "NAME [pci bus id]"
-  CHECK(backend->warnings().empty());
-  CHECK(backend->default_kernel() == "tiled32");
-  const std::vector<std::string> names = backend->kernels();
-  REQUIRE(names.front() == backend->default_kernel());
+  auto cuda = backend::make_cuda_backend({0, 1});
+  CHECK(cuda->name() == "cuda");
+  CHECK(cuda->device_id() == 0);
+  CHECK(cuda->device().find('[') != std::string::npos);  // "NAME [pci bus id]"
+  CHECK(cuda->warnings().empty());
+  CHECK(cuda->default_kernel() == "tiled32");
+  const std::vector<std::string> names = cuda->kernels();
+  REQUIRE(names.front() == cuda->default_kernel());
   CHECK(names.size() == kernels::gpu_kernel_names().size());
 
   const Shape s{65, 33, 47};
@@ -266,7 +275,7 @@ TEST_CASE("the cuda backend computes through the Backend interface and times its
     INFO("kernel " << kernel);
     std::vector<double> c64(static_cast<std::size_t>(s.m * s.n),
                             std::numeric_limits<double>::quiet_NaN());
-    const auto phases = backend->gemm(
+    const auto phases = cuda->gemm(
         kernel, {DType::f64, s.m, s.n, s.k, p64.a.data(), p64.b.data(), c64.data()});
     REQUIRE(phases.size() == 3);
     CHECK(phases[0].name == "h2d");
@@ -277,7 +286,7 @@ TEST_CASE("the cuda backend computes through the Backend interface and times its
 
     std::vector<float> c32(static_cast<std::size_t>(s.m * s.n),
                            std::numeric_limits<float>::quiet_NaN());
-    backend->gemm(kernel, {DType::f32, s.m, s.n, s.k, p32.a.data(), p32.b.data(), c32.data()});
+    cuda->gemm(kernel, {DType::f32, s.m, s.n, s.k, p32.a.data(), p32.b.data(), c32.data()});
     CHECK(compare(c32, p32) == "");
   }
 }
@@ -285,10 +294,10 @@ TEST_CASE("the cuda backend computes through the Backend interface and times its
 TEST_CASE("the cuda backend warns when ranks share a GPU", "[gpu][small]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
   const int count = backend::cuda_device_count();
-  auto backend = backend::make_cuda_backend({count, count + 1});
-  CHECK(backend->device_id() == 0);  // local rank `count` wraps around to GPU 0
-  REQUIRE(backend->warnings().size() == 1);
-  CHECK(backend->warnings()[0].find("share") != std::string::npos);
+  auto cuda = backend::make_cuda_backend({count, count + 1});
+  CHECK(cuda->device_id() == 0);  // local rank `count` wraps around to GPU 0
+  REQUIRE(cuda->warnings().size() == 1);
+  CHECK(cuda->warnings()[0].find("share") != std::string::npos);
 }
 
 TEST_CASE("the cuda backend pins large host buffers and computes correctly", "[gpu]") {
@@ -297,9 +306,9 @@ TEST_CASE("the cuda backend pins large host buffers and computes correctly", "[g
   const Shape s{5000, 7, 1100};
   const Problem<double> p(s, 3);
   std::vector<double> c(static_cast<std::size_t>(s.m * s.n));
-  auto backend = backend::make_cuda_backend({0, 1});
+  auto cuda = backend::make_cuda_backend({0, 1});
   const auto phases =
-      backend->gemm("tiled32", {DType::f64, s.m, s.n, s.k, p.a.data(), p.b.data(), c.data()});
+      cuda->gemm("tiled32", {DType::f64, s.m, s.n, s.k, p.a.data(), p.b.data(), c.data()});
   CHECK(phases.size() == 3);
   CHECK(compare(c, p) == "");
 }
@@ -320,8 +329,8 @@ TEST_CASE("hand-written kernels index matrices beyond 2^31 elements", "[.][gpu][
     DeviceBuffer dx(x.size() * sizeof(float), "long operand");
     DeviceBuffer dh(sizeof(float), "1x1 operand");
     DeviceBuffer dc(x.size() * sizeof(float), "C");
-    CUDA_CHECK(cudaMemcpy(dx.get(), x.data(), dx.bytes(), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(dh.get(), &one_half, sizeof one_half, cudaMemcpyHostToDevice));
+    to_device(dx, x.data(), stream);
+    to_device(dh, &one_half, stream);
     // A is m x 1 and B 1 x 1 (tall case), or A 1 x 1 and B 1 x n (wide case).
     const void* a = s.m > 1 ? dx.get() : dh.get();
     const void* b = s.m > 1 ? dh.get() : dx.get();
@@ -329,10 +338,9 @@ TEST_CASE("hand-written kernels index matrices beyond 2^31 elements", "[.][gpu][
       INFO("kernel " << kernel << ", " << shape_str(s));
       const GpuGemm g{DType::f32, s.m, s.n, s.k, a, b, dc.get(), stream.get()};
       if (!kernels::gpu_can_implement(kernel, g)) continue;  // cuBLAS: int sizes
-      CUDA_CHECK(cudaMemset(dc.get(), 0xFF, dc.bytes()));
+      poison(dc, stream);
       kernels::gpu_gemm(kernel, g, ctx);
-      stream.synchronize();
-      const std::vector<float> c = to_host<float>(dc, x.size());
+      const std::vector<float> c = to_host<float>(dc, x.size(), stream);
       std::size_t bad = 0;
       for (std::size_t i = 0; i < c.size(); ++i) bad += c[i] != x[i] * 0.5f;
       CHECK(bad == 0);
@@ -347,17 +355,22 @@ TEST_CASE("pageable vs registered host-to-device copies", "[.][gpu][pinning]") {
   for (const std::size_t bytes : {std::size_t{64} << 20, std::size_t{1} << 30}) {
     std::vector<char> host(bytes, 1);
     DeviceBuffer dev(bytes, "copy target");
-    CUDA_CHECK(cudaMemcpy(dev.get(), host.data(), bytes, cudaMemcpyHostToDevice));  // warm up
+    // A pageable cudaMemcpy may return before its DMA is done: synchronise before reading clocks.
+    const auto copy = [&] {
+      CUDA_CHECK(cudaMemcpy(dev.get(), host.data(), bytes, cudaMemcpyHostToDevice));
+      CUDA_CHECK(cudaDeviceSynchronize());
+    };
+    copy();  // warm up
     using clock = std::chrono::steady_clock;
     auto t0 = clock::now();
-    CUDA_CHECK(cudaMemcpy(dev.get(), host.data(), bytes, cudaMemcpyHostToDevice));
+    copy();
     auto t1 = clock::now();
     double registered_copy = 0;
     {
       kernels::HostRegistration pin(host.data(), bytes, 0);
       REQUIRE(pin.registered());
       const auto t2 = clock::now();
-      CUDA_CHECK(cudaMemcpy(dev.get(), host.data(), bytes, cudaMemcpyHostToDevice));
+      copy();
       registered_copy = std::chrono::duration<double>(clock::now() - t2).count();
     }
     auto t3 = clock::now();

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/cleanup.hpp"
 #include "io/hdf5_io.hpp"
 
 namespace fs = std::filesystem;
@@ -596,7 +597,7 @@ TEST_CASE("writer uses a temporary file until commit", "[io][writer]") {
   TempDir dir;
   const DatasetRef ref{dir.file("c.h5"), "/C"};
   MatrixWriter w(ref, 3, 3, DType::f64, {});
-  CHECK(w.temporary_path() == ref.file + ".tessera-partial-" + std::to_string(::getpid()));
+  CHECK(w.temporary_path() == tessera::io::temporary_name(ref.file));
   CHECK(fs::exists(w.temporary_path()));
   CHECK_FALSE(fs::exists(ref.file));
   const auto m = make_matrix<double>(3, 3);
@@ -746,7 +747,7 @@ TEST_CASE("writer rejects bad options and blocks", "[io][writer]") {
 TEST_CASE("writer names a stale temporary file it cannot replace", "[io][writer]") {
   TempDir dir;
   const DatasetRef ref{dir.file("c.h5"), "/C"};
-  const std::string stale = ref.file + ".tessera-partial-" + std::to_string(::getpid());
+  const std::string stale = tessera::io::temporary_name(ref.file);
   std::ofstream(stale) << "stale";
   CHECK_THROWS_AS(MatrixWriter(ref, 2, 2, DType::f64, {}), IoError);
   CHECK_THROWS_WITH(MatrixWriter(ref, 2, 2, DType::f64, {}), ContainsSubstring(stale));

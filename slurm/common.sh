@@ -1,0 +1,140 @@
+# shellcheck shell=bash
+# Helpers shared by the slurm/*.sbatch scripts; sourced, never run by itself.
+#
+# Every variable is optional; set it in the environment of `sbatch` (sbatch passes the
+# environment on) or at the top of a script:
+#   TESSERA_HOME      the tessera repository: slurm/, configs/, scripts/  (default: $SLURM_SUBMIT_DIR)
+#   TESSERA           the tessera binary                    (default: $SLURM_SUBMIT_DIR/build/tessera)
+#   TESSERA_CONFIG    the problem: a TOML file with a [run] table (default: $TESSERA_HOME/configs/slurm.toml)
+#   TESSERA_OUT       parent of the job's output folder     (default: $SLURM_SUBMIT_DIR/runs)
+#   TESSERA_LAUNCHER  srun-pmix | srun-pmi2 | mpirun        (default: detected, see tessera_detect_launcher)
+# Relative paths, in the config too, are relative to $SLURM_SUBMIT_DIR (where sbatch was run).
+# The job writes C, the JSON report and a copy of the config to $TESSERA_OUT/$SLURM_JOB_ID/.
+
+tessera_die() {
+  echo "tessera-slurm: error: $*" >&2
+  exit 1
+}
+
+# The [run] table's string value of KEY in a TOML file ("" when absent).
+tessera_config_value() {
+  awk -v key="$1" '
+    /^[[:space:]]*\[/ { in_run = ($0 ~ /^[[:space:]]*\[run\][[:space:]]*(#.*)?$/); next }
+    in_run && $0 ~ ("^[[:space:]]*" key "[[:space:]]*=") {
+      sub(/^[^=]*=[[:space:]]*/, "")
+      if (match($0, /^"[^"]*"/) || match($0, /^\047[^\047]*\047/)) print substr($0, 2, RLENGTH - 2)
+      exit
+    }' "$2"
+}
+
+# srun-pmix where Slurm offers PMIx, else srun-pmi2, else mpirun (Open MPI reads the allocation).
+tessera_detect_launcher() {
+  if [ -n "${TESSERA_LAUNCHER:-}" ]; then
+    case "$TESSERA_LAUNCHER" in
+      srun-pmix|srun-pmi2|mpirun) return 0 ;;
+      *) tessera_die "TESSERA_LAUNCHER='$TESSERA_LAUNCHER': use srun-pmix, srun-pmi2 or mpirun" ;;
+    esac
+  fi
+  local types=""
+  if command -v srun >/dev/null; then types=$(srun --mpi=list 2>&1 || true); fi
+  if grep -qE '^[[:space:]]*pmix([[:space:]]|$)' <<<"$types"; then
+    TESSERA_LAUNCHER=srun-pmix
+  elif grep -qE '^[[:space:]]*pmi2([[:space:]]|$)' <<<"$types"; then
+    TESSERA_LAUNCHER=srun-pmi2
+  else
+    TESSERA_LAUNCHER=mpirun
+  fi
+}
+
+# tessera_launch NTASKS COMMAND...: COMMAND on NTASKS ranks of the allocation (all when NTASKS is "").
+tessera_launch() {
+  local n=$1
+  shift
+  local opts=()
+  case "$TESSERA_LAUNCHER" in
+    srun-pmix|srun-pmi2)
+      if [ -n "$n" ]; then opts+=(--ntasks="$n"); fi
+      srun --mpi="${TESSERA_LAUNCHER#srun-}" "${opts[@]}" "$@"
+      ;;
+    mpirun)
+      command -v mpirun >/dev/null || tessera_die "TESSERA_LAUNCHER=mpirun but no mpirun on PATH"
+      if [ -n "$n" ]; then opts+=(-np "$n"); fi
+      if [ "$(id -u)" = 0 ]; then opts+=(--allow-run-as-root); fi
+      # Slurm confines the job to its CPUs; Open MPI's default core binding would pin each
+      # rank's OpenBLAS threads to one core.
+      mpirun --bind-to none "${opts[@]}" "$@"
+      ;;
+  esac
+}
+
+# One line per rank: where it runs and which GPUs Slurm left it.
+tessera_show_placement() {
+  # shellcheck disable=SC2016  # expanded by each rank's shell, not here
+  tessera_launch "" bash -c 'echo "rank ${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${SLURM_PROCID:-?}}} on $(hostname -s):" \
+    "SLURM_LOCALID=${SLURM_LOCALID:-unset} CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}"'
+}
+
+# Input dataset FILE:/PATH of option NAME (a or b): --NAME from the arguments, else the config.
+tessera_input() {
+  local name=$1
+  shift
+  local ref=""
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --"$name") ref=${2:-} && shift ;;
+      --"$name"=*) ref=${1#*=} ;;
+    esac
+    shift
+  done
+  [ -n "$ref" ] || ref=$(tessera_config_value "$name" "$TESSERA_CONFIG")
+  echo "$ref"
+}
+
+# Sets TESSERA, TESSERA_CONFIG, TESSERA_LAUNCHER and TESSERA_JOB_OUT, checks the binary, the
+# config and the input files (before anything is launched), and creates the output folder.
+# Arguments: the extra `tessera run` options given to the job (to see --a/--b overrides).
+tessera_setup() {
+  [ -n "${SLURM_JOB_ID:-}" ] || tessera_die "not inside a Slurm job: submit with sbatch"
+  local submit=${SLURM_SUBMIT_DIR:-$PWD}
+  cd "$submit" || tessera_die "cannot enter the submit directory $submit"
+  TESSERA_HOME=${TESSERA_HOME:-$submit}
+  TESSERA=${TESSERA:-$submit/build/tessera}
+  TESSERA_CONFIG=${TESSERA_CONFIG:-$TESSERA_HOME/configs/slurm.toml}
+  [ -x "$TESSERA" ] || tessera_die "no tessera binary at $TESSERA: build it (cmake --build build) or set TESSERA=/path/to/tessera"
+  [ -f "$TESSERA_CONFIG" ] || tessera_die "config $TESSERA_CONFIG not found: set TESSERA_CONFIG to a TOML file with a [run] table"
+
+  local name ref file
+  for name in a b; do
+    ref=$(tessera_input "$name" "$@")
+    [ -n "$ref" ] || tessera_die "no input '$name' in $TESSERA_CONFIG ([run] table) nor --$name on the command line"
+    file=${ref%:/*}
+    [ -f "$file" ] || tessera_die "input $name = $ref: file $file not found (relative to $submit);" \
+      "create it, e.g. $TESSERA generate --out $ref --rows 8192 --cols 8192"
+    [ -r "$file" ] || tessera_die "input $name = $ref: file $file is not readable"
+  done
+
+  TESSERA_JOB_OUT=${TESSERA_OUT:-$submit/runs}/$SLURM_JOB_ID
+  mkdir -p "$TESSERA_JOB_OUT" || tessera_die "cannot create the output folder $TESSERA_JOB_OUT"
+  cp "$TESSERA_CONFIG" "$TESSERA_JOB_OUT/"
+
+  # srun no longer passes the job's --cpus-per-task on to its steps (Slurm >= 22.05);
+  # each rank's BLAS threads use its CPUs, no more.
+  if [ -n "${SLURM_CPUS_PER_TASK:-}" ]; then
+    export SRUN_CPUS_PER_TASK=$SLURM_CPUS_PER_TASK
+    export OPENBLAS_NUM_THREADS=${OPENBLAS_NUM_THREADS:-$SLURM_CPUS_PER_TASK}
+    export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$SLURM_CPUS_PER_TASK}
+  fi
+
+  tessera_detect_launcher
+  echo "tessera-slurm: job $SLURM_JOB_ID on ${SLURM_JOB_NUM_NODES:-1} node(s) (${SLURM_JOB_NODELIST:-?}), ${SLURM_NTASKS:-?} task(s)"
+  echo "tessera-slurm: binary $TESSERA, config $TESSERA_CONFIG, launcher $TESSERA_LAUNCHER"
+  echo "tessera-slurm: output $TESSERA_JOB_OUT"
+}
+
+# The job's multiply: every task of the allocation, C and the report into the job's folder.
+# Arguments: extra `tessera run` options (they override the config).
+tessera_run_job() {
+  tessera_launch "" "$TESSERA" run --config "$TESSERA_CONFIG" \
+    --c "$TESSERA_JOB_OUT/c.h5:/C" --report "$TESSERA_JOB_OUT/report.json" "$@"
+  echo "tessera-slurm: result $TESSERA_JOB_OUT/c.h5:/C, report $TESSERA_JOB_OUT/report.json"
+}

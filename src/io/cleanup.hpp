@@ -1,0 +1,23 @@
+#pragma once
+// Temporary output files and fatal signals. A run killed by SIGTERM / SIGINT / SIGHUP (mpirun
+// ends the remaining ranks with SIGTERM when one dies) removes its temporary output file before
+// dying, so nothing half-written stays behind. SIGKILL cannot be caught: a file it leaves is
+// named "<output>.tessera-partial-<host>-<pid>" and the next run writing that output removes it
+// (same host, process gone) or reports it.
+#include <string>
+#include <vector>
+
+namespace tessera::io {
+
+// Register / forget a temporary path to unlink on a fatal signal. At most a few at once.
+void register_temporary(const std::string& path);
+void forget_temporary(const std::string& path);
+
+// "<file>.tessera-partial-<host>-<pid>" for this process.
+std::string temporary_name(const std::string& file);
+
+// Looks for leftovers of `file` from earlier runs: removes those of dead processes of this
+// host, and returns one line per leftover (removed or kept) for the user.
+std::vector<std::string> clean_stale_temporaries(const std::string& file);
+
+}  // namespace tessera::io
