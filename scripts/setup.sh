@@ -54,7 +54,6 @@ need_backports=0
 command -v cmake >/dev/null     || missing+=(cmake)
 command -v ninja >/dev/null     || missing+=(ninja-build)
 command -v g++ >/dev/null       || missing+=(g++)
-command -v pkg-config >/dev/null || missing+=(pkg-config)
 command -v mpicxx >/dev/null && command -v mpirun >/dev/null || missing+=(libopenmpi-dev openmpi-bin)
 if [ "$want_phdf5" = 1 ]; then
   have_header /usr/include/hdf5/openmpi/hdf5.h || missing+=(libhdf5-openmpi-dev)
