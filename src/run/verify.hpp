@@ -6,6 +6,7 @@
 // element against the rounding-error bound of a length-K dot product,
 //   |C - AB|_ij <= safety * gamma_K(dtype of C) * (|A||B|)_ij,   gamma_K = K u / (1 - K u),
 // which holds for any summation order. The relative Frobenius error is reported too.
+#include <cstdint>
 #include <string>
 
 #include "dist/comm.hpp"
