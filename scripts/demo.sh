@@ -14,7 +14,11 @@ bash "$repo/scripts/setup.sh"
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
-cmake --build "$build" --target tessera -j "$(nproc)" >/dev/null
+if ! log=$(cmake --build "$build" --target tessera -j "$(nproc)" 2>&1); then
+  echo "$log" >&2
+  echo "[demo] build failed: cmake --build $build" >&2
+  exit 1
+fi
 tessera="$build/tessera"
 
 mpi_flags=(--oversubscribe)

@@ -69,8 +69,10 @@ have_header /usr/lib/*/libopenblas.so /usr/lib/*/openblas*/libopenblas.so /usr/l
 python_with_h5py >/dev/null || missing+=(python3-h5py python3-numpy)
 if ! catch2_v3_present; then need_backports=1; fi
 if [ "$want_slurm" = 1 ]; then
-  command -v slurmctld >/dev/null && command -v slurmd >/dev/null || missing+=(slurm-wlm)
-  command -v munged >/dev/null || missing+=(munge)
+  # the daemons live in /usr/sbin, which a user's PATH may lack
+  have_tool() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ]; }
+  have_tool slurmctld && have_tool slurmd && have_tool sbatch || missing+=(slurm-wlm)
+  have_tool munged && have_tool mungekey || missing+=(munge)
 fi
 
 if [ ${#missing[@]} -eq 0 ] && [ "$need_backports" = 0 ]; then

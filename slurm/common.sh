@@ -67,11 +67,12 @@ tessera_launch() {
   esac
 }
 
-# One line per rank: where it runs and which GPUs Slurm left it.
+# One line per rank: where it runs, its node-local rank and the GPUs it sees (tessera takes
+# the one at its node-local rank, modulo their number: under srun --gpus-per-task=1, its own).
 tessera_show_placement() {
   # shellcheck disable=SC2016  # expanded by each rank's shell, not here
-  tessera_launch "" bash -c 'echo "rank ${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${SLURM_PROCID:-?}}} on $(hostname -s):" \
-    "SLURM_LOCALID=${SLURM_LOCALID:-unset} CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}"'
+  tessera_launch "" bash -c 'echo "placement: rank ${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-?}} on $(hostname -s)," \
+    "local rank ${OMPI_COMM_WORLD_LOCAL_RANK:-${SLURM_LOCALID:-?}}, CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}"'
 }
 
 # Input dataset FILE:/PATH of option NAME (a or b): --NAME from the arguments, else the config.

@@ -136,7 +136,7 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  // GPU local_rank % count among the visible ones; makes it current. Warns when ranks share.
+  // GPU local_rank % count among the visible ones; makes it current.
   static int select_device(const Placement& where, std::vector<std::string>* warnings) {
     int count = 0;
     const cudaError_t err = cudaGetDeviceCount(&count);
@@ -149,12 +149,9 @@ class CudaBackend final : public Backend {
     const int local_rank = std::max(where.local_rank, 0);
     const int device = local_rank % count;
     CUDA_CHECK(cudaSetDevice(device));
-    if (where.local_size > count) {
-      warnings->push_back(std::to_string(where.local_size) + " ranks on this node share " +
-                          std::to_string(count) + (count == 1 ? " GPU" : " GPUs") +
-                          "; local rank " + std::to_string(local_rank) + " uses GPU " +
-                          std::to_string(device));
-    }
+    // Whether ranks share a GPU is decided by the caller, which can compare the PCI bus ids of
+    // all ranks on the node (under srun --gpus-per-task=1 each rank sees "GPU 0", a different one).
+    (void)warnings;
     return device;
   }
 

@@ -137,8 +137,16 @@ int main(int argc, char** argv) {
       if (rank == 0) std::printf("%s\n", res.summary.c_str());
       code = res.passed ? 0 : kExitVerifyFailed;
     } else if (*in) {
-      const auto info = tessera::run::collect_info(world);
-      if (rank == 0) std::fputs(info_json ? (info.dump(2) + "\n").c_str() : tessera::run::format_info(info).c_str(), stdout);
+      // Every rank's view (GPUs, Slurm variables differ per rank), printed by rank 0.
+      const auto views = world.gather(tessera::run::collect_info(world).dump(), 0);
+      if (rank == 0) {
+        nlohmann::json all = nlohmann::json::array();
+        for (const auto& view : views) all.push_back(nlohmann::json::parse(view));
+        if (info_json)
+          std::fputs(((views.size() == 1 ? all[0] : all).dump(2) + "\n").c_str(), stdout);
+        else
+          for (const auto& view : all) std::fputs(tessera::run::format_info(view).c_str(), stdout);
+      }
     } else if (*b) {
       if (rank == 0) code = tessera::run::run_bench(bo);
     }

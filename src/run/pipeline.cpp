@@ -150,6 +150,32 @@ void check_finite(const RunOptions& o, const dist::Comm& comm, const dist::Parti
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// Ranks of one node on the same GPU (same name and PCI bus id) compete for it: say so. The
+// device string is what identifies a GPU across processes, whatever CUDA_VISIBLE_DEVICES says.
+void warn_shared_gpus(const dist::Comm& comm, report::RankRecord& me) {
+  const dist::Comm node = comm.split_node();
+  const auto devices = node.gather(me.device_id >= 0 ? me.device : std::string(), 0);
+  const auto ranks = node.gather(std::to_string(comm.rank()), 0);
+  std::string note;
+  if (node.rank() == 0) {
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      if (devices[i].empty() || std::find(devices.begin(), devices.begin() + static_cast<long>(i), devices[i]) !=
+                                    devices.begin() + static_cast<long>(i))
+        continue;  // no GPU, or reported with its first user
+      std::string sharing;
+      int users = 0;
+      for (std::size_t j = i; j < devices.size(); ++j)
+        if (devices[j] == devices[i]) {
+          sharing += (sharing.empty() ? "" : ", ") + ranks[j];
+          ++users;
+        }
+      if (users > 1) note += (note.empty() ? "" : "; ") + std::string("ranks ") + sharing + " share " + devices[i];
+    }
+  }
+  note = node.broadcast(note, 0);
+  if (!note.empty() && node.rank() == 0) me.warnings.push_back(note + " (fewer GPUs than ranks on this node)");
+}
+
 // MemTotal of this node (0 if unknown). Not MemAvailable: page cache is reclaimable, and some
 // virtual machines grow their memory as it is used.
 double node_memory_bytes() {
@@ -235,6 +261,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     me.device_id = be->device_id();
     me.warnings = be->warnings();
   });
+  warn_shared_gpus(comm, me);
   job.backend = comm.broadcast(be->name(), kRoot);
   job.kernel = comm.broadcast(kernel, kRoot);
 

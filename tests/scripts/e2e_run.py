@@ -24,7 +24,7 @@ args = p.parse_args()
 
 if args.need_gpus:
     info = Runner(args).run(["info", "--json"], np_=1)
-    gpus = len(json.loads(info.stdout)["gpus"])
+    gpus = len(json.loads(info.stdout)["gpus"])  # one rank: one view
     if gpus < args.need_gpus:
         print(f"SKIP: needs {args.need_gpus} GPU(s), {gpus} visible")
         raise SystemExit(SKIP)
@@ -83,6 +83,11 @@ for entry in rep["ranks"]:
     if args.baseline:
         check(entry["baseline"]["speedup"] > 0, "baseline speedup missing")
 check(covered == args.m * args.n, "active ranks' blocks must cover C exactly")
+if args.backend == "cuda" and args.need_gpus >= args.np:
+    ids = [e["device_id"] for e in rep["ranks"]]
+    names = [e["device"] for e in rep["ranks"]]
+    check(len(set(names)) == args.np, f"each rank must have its own GPU, got {names} (ids {ids})")
+    check(not any(e["warnings"] for e in rep["ranks"]), "no GPU-sharing warning expected")
 grid = f"{rep['grid']['rows']}x{rep['grid']['cols']}"
 if args.grid:
     check(grid == args.grid, f"grid {grid} != requested {args.grid}")

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Strong-scaling report from tessera's JSON reports (one `tessera run --report` per rank count,
+the same problem each time; schema in docs/report.md).
+
+    scripts/scaling_report.py --out runs/1234/scaling runs/1234/report-n*.json
+
+writes PREFIX.md, a markdown table with one row per report: the time of each phase (the
+maximum over ranks, in milliseconds), the wall time, the aggregate GFLOP/s, and speedup and parallel
+efficiency of the wall time against the smallest rank count; and PREFIX.png, a plot of the
+same, where matplotlib is installed (without it the plot is skipped, and the table says so).
+Standard library only, apart from matplotlib."""
+import argparse
+import json
+import os
+import sys
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            rep = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"scaling_report: {path}: {e}")
+    if rep.get("schema") != "tessera.report/1":
+        sys.exit(f"scaling_report: {path}: not a tessera report (schema {rep.get('schema')!r})")
+    return rep
+
+
+def phase_names(reports):
+    """Every phase that ran, in the order the ranks ran them."""
+    names = []
+    for rep in reports:
+        for rank in rep["ranks"]:
+            for name in rank.get("phase_order", list(rank.get("phases", {}))):
+                if name not in names:
+                    names.append(name)
+    return names
+
+
+def max_phase(rep, name):
+    times = [r["phases"][name] for r in rep["ranks"] if name in r.get("phases", {})]
+    return max(times) if times else None
+
+
+def problem(rep):
+    s = rep["shape"]
+    return (s["m"], s["n"], s["k"], rep["dtype"])
+
+
+def rows(reports, phases):
+    base = reports[0]
+    base_p, base_t = base["nranks"], base["totals"]["wall_seconds"]
+    out = []
+    for rep in reports:
+        p, t = rep["nranks"], rep["totals"]["wall_seconds"]
+        speedup = base_t / t if t > 0 else float("nan")
+        out.append({
+            "ranks": p,
+            "active": sum(1 for r in rep["ranks"] if r.get("active", True)),
+            "grid": f"{rep['grid']['rows']}x{rep['grid']['cols']}",
+            "phases": {name: max_phase(rep, name) for name in phases},
+            "wall": t,
+            "gflops": rep["totals"].get("aggregate_gflops"),
+            "speedup": speedup,
+            "efficiency": speedup * base_p / p,
+        })
+    return out
+
+
+def ms(seconds):
+    return "–" if seconds is None else f"{1e3 * seconds:.1f}"
+
+
+def table(reports, phases, table_rows):
+    m, n, k, dtype = problem(reports[0])
+    backends = sorted({f"{r['backend']} / {r['kernel']}" for r in reports})
+    lines = [
+        f"# Strong scaling: C ({m}×{n}) = A ({m}×{k}) · B ({k}×{n}), {dtype}, {', '.join(backends)}",
+        "",
+        "Time per phase: the slowest rank's, in milliseconds. Speedup and efficiency: of the wall time, "
+        f"against {table_rows[0]['ranks']} rank(s).",
+        "",
+        "| ranks | grid | " + " | ".join(f"{p} ms" for p in phases) + " | wall ms | GFLOP/s | speedup | efficiency |",
+        "|---:|:---:|" + "---:|" * len(phases) + "---:|---:|---:|---:|",
+    ]
+    for r in table_rows:
+        ranks = str(r["ranks"]) if r["active"] == r["ranks"] else f"{r['ranks']} ({r['active']} active)"
+        gflops = "–" if r["gflops"] is None else f"{r['gflops']:.1f}"
+        lines.append(f"| {ranks} | {r['grid']} | " + " | ".join(ms(r["phases"][p]) for p in phases)
+                     + f" | {ms(r['wall'])} | {gflops} | {r['speedup']:.2f} | {100 * r['efficiency']:.0f}% |")
+    return lines
+
+
+def plot(path, phases, table_rows, title):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "plot skipped: matplotlib is not installed (apt install python3-matplotlib, or pip install matplotlib)"
+    ranks = [r["ranks"] for r in table_rows]
+    fig, (ax_t, ax_s) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for name in phases:
+        pts = [(r["ranks"], r["phases"][name]) for r in table_rows if r["phases"][name]]
+        if pts:
+            ax_t.plot([p for p, _ in pts], [1e3 * t for _, t in pts], marker="o", label=name)
+    ax_t.plot(ranks, [1e3 * r["wall"] for r in table_rows], marker="s", color="black", label="wall")
+    ax_t.set(xscale="log", yscale="log", xlabel="ranks", ylabel="ms (slowest rank)", title="time per phase")
+    ax_t.legend(fontsize="small")
+    ax_s.plot(ranks, [r["speedup"] for r in table_rows], marker="o", label="measured (wall)")
+    ax_s.plot(ranks, [p / ranks[0] for p in ranks], linestyle="--", color="gray", label="ideal")
+    ax_s.set(xlabel="ranks", ylabel=f"speedup over {ranks[0]} rank(s)", title="speedup")
+    ax_s.legend(fontsize="small")
+    for ax in (ax_t, ax_s):
+        ax.set_xticks(ranks, [str(p) for p in ranks])
+        ax.grid(True, alpha=0.3)
+    fig.suptitle(title, fontsize="medium")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return f"plot: {path}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("reports", nargs="+", metavar="REPORT.json")
+    ap.add_argument("--out", default="scaling", metavar="PREFIX", help="writes PREFIX.md and PREFIX.png")
+    args = ap.parse_args()
+
+    reports = sorted((load(p) for p in args.reports), key=lambda r: r["nranks"])
+    problems = {problem(r) for r in reports}
+    if len(problems) > 1:
+        sys.exit(f"scaling_report: the reports are not of one problem (m, n, k, dtype): {sorted(problems)}")
+    phases = phase_names(reports)
+    table_rows = rows(reports, phases)
+    lines = table(reports, phases, table_rows)
+    note = plot(args.out + ".png", phases, table_rows, lines[0].lstrip("# "))
+    lines += ["", f"![strong scaling]({os.path.basename(args.out)}.png)" if note.startswith("plot: ") else note]
+    with open(args.out + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    print(f"table: {args.out}.md")
+    if note.startswith("plot: "):
+        print(note)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,443 @@
+"""The slurm/ scripts as written, against a real single-node Slurm on localhost.
+
+Starts munged, slurmctld and slurmd (Debian's packages) with everything in a temporary folder:
+a generated slurm.conf, its own munge key and socket, free ports, and two placeholder GPUs
+(gres backed by character devices that are /dev/null) so that the GPU scripts' --gpus-per-task
+can be scheduled and Slurm's binding (CUDA_VISIBLE_DEVICES per rank) checked. Generates small
+inputs at the paths configs/slurm.toml names, in the submit directory, and submits with
+`sbatch --wait` the CPU job, the one-node and multi-node jobs on 2 tasks (srun --mpi=pmix and
+mpirun), the strong-scaling job (1 and 2 ranks, then scripts/scaling_report.py) and a job whose
+input is missing. Checks exit statuses, C against numpy, the reports and the logs. The daemons
+are stopped by PID and the folder removed at the end, also on failure.
+
+Needs root (munged runs as the munge user, slurmd as root). Slurm and munge are installed with
+`scripts/setup.sh --slurm` when missing; where that fails the test is skipped (exit 77).
+With --lint it only runs `bash -n` (and shellcheck, where installed) on the slurm/ scripts."""
+import glob
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+
+import h5py
+import numpy as np
+
+from common import SKIP, check, check_product, fail, leftovers, parser, write
+
+SBIN_PATH = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
+TOOLS = ("munged", "mungekey", "munge", "slurmctld", "slurmd", "sbatch", "sinfo", "scancel", "srun")
+N_GPUS = 2  # placeholder GPUs of the local node
+JOBS_TIMEOUT = 240  # all jobs, from submission; they take ~15 s on 2 CPUs
+
+
+def lint(src):
+    scripts = sorted(glob.glob(os.path.join(src, "slurm", "*.sbatch")))
+    check(len(scripts) >= 4, f"expected the slurm/*.sbatch scripts, found {scripts}")
+    for path in scripts + [os.path.join(src, "slurm", "common.sh")]:
+        rel = os.path.relpath(path, src)
+        p = subprocess.run(["bash", "-n", path], capture_output=True, text=True)
+        check(p.returncode == 0, f"bash -n {rel}: {p.stderr.strip()}")
+        with open(path) as f:
+            lines = f.read().splitlines()
+        if path.endswith(".sbatch"):
+            check(lines[0] == "#!/bin/bash" and lines[1].startswith("# "), f"{rel}: no header comment")
+            check(any(line.startswith("#SBATCH --job-name=") for line in lines), f"{rel}: no #SBATCH --job-name")
+        print(f"ok: bash -n {rel}")
+    with open(os.path.join(src, "scripts", "scaling_report.py")) as f:
+        compile(f.read(), "scripts/scaling_report.py", "exec")
+    shellcheck = shutil.which("shellcheck")
+    if not shellcheck:
+        print("note: shellcheck is not installed: shellcheck part skipped (apt-get install shellcheck)")
+        return
+    rels = [os.path.relpath(s, src) for s in scripts] + ["slurm/common.sh"]
+    p = subprocess.run([shellcheck, "-x"] + rels, capture_output=True, text=True, cwd=src)
+    sys.stdout.write(p.stdout + p.stderr)
+    check(p.returncode == 0, "shellcheck found problems")
+    print(f"ok: shellcheck -x {' '.join(rels)}")
+
+
+def skip(reason):
+    print(f"SKIP: {reason}", flush=True)
+    sys.exit(SKIP)
+
+
+def tool(name):
+    return shutil.which(name, path=SBIN_PATH)
+
+
+def ensure_slurm(src):
+    if os.geteuid() != 0:
+        skip("needs root: the local Slurm runs munged as the munge user and slurmd as root")
+    missing = [t for t in TOOLS if not tool(t)]
+    if missing:
+        print(f"slurm/munge tools missing ({', '.join(missing)}): bash scripts/setup.sh --slurm", flush=True)
+        p = subprocess.run(["bash", os.path.join(src, "scripts", "setup.sh"), "--slurm"])
+        missing = [t for t in TOOLS if not tool(t)]
+        if p.returncode != 0 or missing:
+            skip(f"Slurm could not be installed (setup.sh --slurm exit {p.returncode}; missing: {', '.join(missing)})")
+    if (os.cpu_count() or 1) < 2:
+        skip("the 2-task jobs need a machine with 2 CPUs")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tail(path, n=40):
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except OSError:
+        return "(none)\n"
+
+
+class LocalSlurm:
+    """munged + slurmctld + slurmd in `root`, started in start() and stopped by PID in stop()."""
+
+    def __init__(self, root):
+        self.root = root
+        self.procs = []  # (name, Popen), in start order
+        self.host = socket.gethostname().split(".")[0]
+        self.conf = os.path.join(root, "etc", "slurm.conf")
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_", "SRUN_", "SALLOC_"))}
+        self.env["SLURM_CONF"] = self.conf
+        self.env["PATH"] = SBIN_PATH
+        self.real_gpu_devices = False
+
+    def _spawn(self, name, cmd, **kw):
+        log = open(os.path.join(self.root, "log", f"{name}.out"), "w")
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env,
+                                stdin=subprocess.DEVNULL, cwd=self.root, **kw)
+        log.close()
+        self.procs.append((name, proc))
+        return proc
+
+    def _wait(self, what, cond, timeout, proc=None):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc is not None and proc.poll() is not None:
+                self.dump_logs()
+                fail(f"{what}: the daemon exited with status {proc.returncode}")
+            if cond():
+                return
+            time.sleep(0.2)
+        self.dump_logs()
+        fail(f"{what}: not ready after {timeout} s")
+
+    def start_munge(self):
+        mdir = os.path.join(self.root, "munge")
+        os.makedirs(mdir)
+        os.chmod(mdir, 0o755)  # munged: clients need to reach the socket
+        shutil.chown(mdir, "munge", "munge")
+        self.socket = os.path.join(mdir, "munge.socket")
+        key = os.path.join(mdir, "munge.key")
+        as_munge = dict(user="munge", group="munge", extra_groups=[])
+        subprocess.run([tool("mungekey"), "--create", "--keyfile", key], check=True, **as_munge)
+        proc = self._spawn("munged", [tool("munged"), "--foreground", "--socket", self.socket, "--key-file", key,
+                                      "--pid-file", os.path.join(mdir, "munged.pid"),
+                                      "--log-file", os.path.join(mdir, "munged.log"),
+                                      "--seed-file", os.path.join(mdir, "munged.seed")], **as_munge)
+        munge = tool("munge")
+        self._wait("munged", lambda: subprocess.run([munge, "--socket", self.socket, "-n"], capture_output=True)
+                   .returncode == 0, 15, proc)
+
+    def fake_gpus(self):
+        """GPU gres files for the node: character devices (Slurm then sets CUDA_VISIBLE_DEVICES per
+        task), or plain files where mknod is not allowed (Slurm still counts and schedules them)."""
+        paths = [os.path.join(self.root, "dev", f"gpu{i}") for i in range(N_GPUS)]
+        try:
+            for p in paths:
+                os.mknod(p, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+            self.real_gpu_devices = True
+        except OSError as e:
+            print(f"note: mknod not allowed ({e}); placeholder GPUs are plain files, binding not checked")
+            for p in paths:
+                if not os.path.exists(p):
+                    open(p, "w").close()
+        return os.path.join(self.root, "dev", f"gpu[0-{N_GPUS - 1}]")
+
+    def write_conf(self):
+        r = self.root
+        gpus = self.fake_gpus()
+        conf = f"""# Generated by tests/scripts/slurm_local.py: a one-node cluster on localhost.
+ClusterName=tessera-test
+SlurmctldHost={self.host}(127.0.0.1)
+SlurmctldPort={free_port()}
+SlurmdPort={free_port()}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={self.socket}
+StateSaveLocation={r}/state
+SlurmdSpoolDir={r}/spool
+TmpFS={r}/tmp
+SlurmctldPidFile={r}/run/slurmctld.pid
+SlurmdPidFile={r}/run/slurmd.pid
+SlurmctldLogFile={r}/log/slurmctld.log
+SlurmdLogFile={r}/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/builtin
+SwitchType=switch/none
+MpiDefault=none
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MailProg=/bin/true
+ReturnToService=2
+# sbatch --wait polls every 2 s only while MinJobAge / 2 <= 2 (else at 2, 10, 42 s)
+MinJobAge=4
+KillWait=5
+GresTypes=gpu
+NodeName={self.host} NodeAddr=127.0.0.1 CPUs={os.cpu_count()} Gres=gpu:{N_GPUS} State=UNKNOWN
+PartitionName=local Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
+"""
+        with open(self.conf, "w") as f:
+            f.write(conf)
+        with open(os.path.join(r, "etc", "gres.conf"), "w") as f:
+            f.write(f"Name=gpu File={gpus}\n")
+        print(conf, end="")
+
+    def node_state(self):
+        p = subprocess.run([tool("sinfo"), "-h", "-N", "-o", "%T"], capture_output=True, text=True, env=self.env)
+        return p.stdout.strip() if p.returncode == 0 else ""
+
+    def start(self):
+        os.chmod(self.root, 0o755)  # the munge user must reach its folder
+        for d in ("etc", "state", "spool", "tmp", "run", "log", "dev", "submit"):
+            os.makedirs(os.path.join(self.root, d))
+        t0 = time.monotonic()
+        self.start_munge()
+        self.write_conf()
+        ctld = self._spawn("slurmctld", [tool("slurmctld"), "-D"])
+        self._wait("slurmctld", lambda: self.node_state() != "", 30, ctld)
+        slurmd = self._spawn("slurmd", [tool("slurmd"), "-D"])
+        # "unknown*" until slurmd registers, then "idle" (or the reason it is not: sinfo -R)
+        self._wait("slurmd", lambda: not self.node_state().startswith("unk"), 30, slurmd)
+        state = self.node_state()
+        if state != "idle":
+            p = subprocess.run([tool("sinfo"), "-R"], capture_output=True, text=True, env=self.env)
+            self.dump_logs()
+            fail(f"node state {state!r}, not idle:\n{p.stdout}")
+        print(f"ok: local Slurm up, node {self.host} idle ({time.monotonic() - t0:.1f} s)", flush=True)
+
+    def dump_logs(self):
+        for name in ("slurmctld.log", "slurmd.log", "slurmctld.out", "slurmd.out", "munged.out"):
+            print(f"---- {name} (tail) ----\n{tail(os.path.join(self.root, 'log', name))}", end="")
+        print(f"---- munged.log (tail) ----\n{tail(os.path.join(self.root, 'munge', 'munged.log'))}", end="")
+
+    def cancel_all(self):
+        if any(name == "slurmctld" and p.poll() is None for name, p in self.procs):
+            subprocess.run([tool("scancel"), "--full", "--user", "root"], env=self.env, capture_output=True)
+
+    def stop(self):
+        self.cancel_all()
+        for name, proc in reversed(self.procs):  # slurmd, slurmctld, then munged
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    print(f"note: {name} (pid {proc.pid}) ignored SIGTERM; killed")
+                    proc.kill()
+                    proc.wait()
+            print(f"stopped {name} (pid {proc.pid}, status {proc.returncode})")
+        self.procs = []
+
+
+class Job:
+    """One sbatch of slurm/SCRIPT; its log is slurm-<the script's --job-name>-<id>.out."""
+
+    def __init__(self, src, name, script, sbatch_opts=(), env=None, args=(), ranks=1):
+        self.name, self.script, self.sbatch_opts = name, os.path.join(src, "slurm", script), list(sbatch_opts)
+        self.env, self.args, self.ranks = env or {}, list(args), ranks
+        with open(self.script) as f:
+            self.job_name = next(line.split("=", 1)[1].strip() for line in f if line.startswith("#SBATCH --job-name="))
+
+
+def submit_all(cluster, jobs, submit_dir):
+    """sbatch --wait every job at once (Slurm runs them as the CPUs allow); returns when all ended."""
+    running = []
+    for job in jobs:
+        cmd = [tool("sbatch"), "--wait", "--parsable"] + job.sbatch_opts + [job.script] + job.args
+        print("$ " + " ".join([f"{k}={v}" for k, v in job.env.items() if k.startswith("TESSERA_C")
+                               or k == "TESSERA_LAUNCHER"] + cmd), flush=True)
+        env = dict(cluster.env, **job.env)
+        running.append((job, time.monotonic(), subprocess.Popen(cmd, cwd=submit_dir, env=env, text=True,
+                                                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
+    deadline = time.monotonic() + JOBS_TIMEOUT
+    for job, t0, proc in running:
+        try:
+            out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            cluster.cancel_all()
+            for _, _, p in running:
+                p.kill()
+            cluster.dump_logs()
+            fail(f"job {job.name}: not finished {JOBS_TIMEOUT} s after submission")
+        job.status, job.seconds = proc.returncode, time.monotonic() - t0
+        job.id = out.strip().split(";")[0]
+        if not job.id.isdigit():
+            fail(f"job {job.name}: sbatch printed no job id (status {proc.returncode}): {out}{err}")
+        job.log = os.path.join(submit_dir, f"slurm-{job.job_name}-{job.id}.out")
+        job.out_dir = os.path.join(submit_dir, "runs", job.id)
+        print(f"==== job {job.name} (id {job.id}): sbatch --wait status {job.status}, {job.seconds:.1f} s ====")
+        sys.stdout.write(err + tail(job.log, 200))
+    sys.stdout.flush()
+
+
+def check_result(job, a, b, dtype):
+    check(job.status == 0, f"job {job.name}: exit status {job.status} (log above)")
+    with h5py.File(os.path.join(job.out_dir, "c.h5"), "r") as f:
+        c = f["/C"][...]
+    check_product(a, b, c, dtype)
+    check(not leftovers(job.out_dir), f"job {job.name}: partial files left in {job.out_dir}")
+    check(os.path.isfile(os.path.join(job.out_dir, "slurm.toml")), f"job {job.name}: config not copied")
+
+
+def check_report(path, ranks, backend=None):
+    with open(path) as f:
+        rep = json.load(f)
+    check(rep["schema"] == "tessera.report/1", f"{path}: schema {rep['schema']}")
+    check(rep["nranks"] == ranks and len(rep["ranks"]) == ranks,
+          f"{path}: {len(rep['ranks'])} rank entries, nranks {rep['nranks']}, expected {ranks}")
+    check([r["rank"] for r in rep["ranks"]] == list(range(ranks)), f"{path}: ranks out of order")
+    if backend:
+        check(rep["backend"] == backend, f"{path}: backend {rep['backend']}, expected {backend}")
+    print(f"ok: {os.path.basename(path)}: {ranks} rank(s), grid {rep['grid']['rows']}x{rep['grid']['cols']}, "
+          f"backend {rep['backend']}")
+    return rep
+
+
+def check_placement(job, cluster, launcher):
+    """The lines of slurm/common.sh's tessera_show_placement: under srun --gpus-per-task=1 each rank
+    sees its own GPU; under mpirun every rank sees the node's GPUs and has its own local rank."""
+    with open(job.log) as f:
+        lines = [line.strip() for line in f if line.startswith("placement: rank ")]
+    check(len(lines) == job.ranks, f"job {job.name}: {len(lines)} placement lines, expected {job.ranks}")
+    local = sorted(int(line.split("local rank ")[1].split(",")[0]) for line in lines)
+    check(local == list(range(job.ranks)), f"job {job.name}: local ranks {local}")
+    if not cluster.real_gpu_devices:
+        return
+    seen = sorted(line.split("CUDA_VISIBLE_DEVICES=")[1] for line in lines)
+    all_gpus = ",".join(str(i) for i in range(N_GPUS))
+    expect = [str(i) for i in range(job.ranks)] if launcher == "srun" else [all_gpus] * job.ranks
+    check(seen == expect, f"job {job.name}: ranks see CUDA_VISIBLE_DEVICES {seen}, expected {expect}")
+    print(f"ok: job {job.name}: placement (local ranks {local}, CUDA_VISIBLE_DEVICES {' / '.join(seen)})")
+
+
+def main():
+    p = parser(__doc__)
+    p.add_argument("--lint", action="store_true", help="only bash -n / shellcheck the slurm/ scripts")
+    args = p.parse_args()
+    src = os.path.abspath(args.source_dir)
+    if args.lint:
+        lint(src)
+        print("PASS")
+        return
+    ensure_slurm(src)
+    for sig in (signal.SIGTERM, signal.SIGHUP):  # so that `finally` stops the daemons
+        signal.signal(sig, lambda s, f: sys.exit(f"killed by signal {s}"))
+
+    t_start = time.monotonic()
+    root = tempfile.mkdtemp(prefix="tessera-slurm-")
+    cluster = LocalSlurm(root)
+    try:
+        cluster.start()
+        submit = os.path.join(root, "submit")
+
+        # Inputs where configs/slurm.toml says, relative to the submit directory.
+        with open(os.path.join(src, "configs", "slurm.toml"), "rb") as f:
+            cfg = tomllib.load(f)["run"]
+        rng = np.random.default_rng(11)
+        m, n, k, dtype = 67, 53, 45, np.float32
+        a = (rng.random((m, k)) * 2 - 1).astype(dtype)
+        b = (rng.random((k, n)) * 2 - 1).astype(dtype)
+        for ref, mat in ((cfg["a"], a), (cfg["b"], b)):
+            file, _, dset = ref.rpartition(":/")
+            os.makedirs(os.path.join(submit, os.path.dirname(file)), exist_ok=True)
+            write(os.path.join(submit, file), "/" + dset, mat)
+        with open(os.path.join(submit, "missing.toml"), "w") as f:
+            f.write(f'[run]\na = "nowhere/a.h5:/A"\nb = "{cfg["b"]}"\nc = "c.h5:/C"\n')
+
+        base_env = {"TESSERA_HOME": src, "TESSERA": os.path.abspath(args.tessera), "TESSERA_PYTHON": sys.executable}
+        # The scripts' resources scaled down to this machine; the GPU scripts' jobs compute on the
+        # CPU: the placeholder GPUs' numbers would name real devices on a machine that has some.
+        small = ["--nodes=1", "--ntasks-per-node=2", "--cpus-per-task=1"]
+        on_cpu = ["--backend", "cpu"]
+        jobs = [
+            Job(src, "cpu", "tessera-cpu.sbatch", ["--ntasks-per-node=1", "--cpus-per-task=1"], base_env),
+            Job(src, "missing-input", "tessera-cpu.sbatch", ["--ntasks-per-node=1", "--cpus-per-task=1"],
+                dict(base_env, TESSERA_CONFIG="missing.toml")),
+            Job(src, "node", "tessera-node.sbatch", small, base_env, args=on_cpu, ranks=2),
+            Job(src, "multinode-mpirun", "tessera-multinode.sbatch", small,
+                dict(base_env, TESSERA_LAUNCHER="mpirun"), args=on_cpu, ranks=2),
+            Job(src, "scaling", "strong-scaling.sbatch", small, base_env, args=on_cpu, ranks=2),
+        ]
+        submit_all(cluster, jobs, submit)
+        by_name = {job.name: job for job in jobs}
+
+        job = by_name["cpu"]
+        check_result(job, a, b, dtype)
+        check_report(os.path.join(job.out_dir, "report.json"), 1, backend="cpu")
+        with open(job.log) as f:
+            check("launcher srun-pmix" in f.read(), "cpu job: the launcher detected is not srun-pmix")
+
+        job = by_name["missing-input"]
+        check(job.status == 1, f"missing-input job: exit status {job.status}, expected 1")
+        with open(job.log) as f:
+            log = f.read()
+        check("tessera-slurm: error: input a = nowhere/a.h5:/A: file nowhere/a.h5 not found" in log,
+              "missing-input job: no clear message naming the missing file")
+        check("tessera-slurm: binary" not in log, "missing-input job: got past the input check")
+        print("ok: missing input: exit 1 with a message naming the file, nothing launched")
+
+        for name, launcher in (("node", "srun"), ("multinode-mpirun", "mpirun")):
+            job = by_name[name]
+            check_result(job, a, b, dtype)
+            check_report(os.path.join(job.out_dir, "report.json"), 2, backend="cpu")
+            check_placement(job, cluster, launcher)
+        with open(by_name["multinode-mpirun"].log) as f:
+            check("launcher mpirun" in f.read(), "multinode job: TESSERA_LAUNCHER=mpirun not used")
+
+        job = by_name["scaling"]
+        check_result(job, a, b, dtype)
+        check_placement(job, cluster, "srun")
+        for ranks in (1, 2):
+            check_report(os.path.join(job.out_dir, f"report-n{ranks}.json"), ranks)
+        with open(os.path.join(job.out_dir, "scaling.md")) as f:
+            table = f.read()
+        rows = [line for line in table.splitlines() if line.startswith("| ") and line[2].isdigit()]
+        check([r.split("|")[1].strip() for r in rows] == ["1", "2"], f"scaling.md: rows {rows}")
+        check("1.00 | 100% |" in rows[0], f"scaling.md: the first row is not the baseline: {rows[0]}")
+        has_mpl = subprocess.run([sys.executable, "-c", "import matplotlib"], capture_output=True).returncode == 0
+        png = os.path.join(job.out_dir, "scaling.png")
+        if has_mpl:
+            with open(png, "rb") as f:
+                check(f.read(8) == b"\x89PNG\r\n\x1a\n", "scaling.png is not a PNG")
+            print("ok: scaling.md (rows 1, 2) and scaling.png")
+        else:
+            check("plot skipped" in table and not os.path.exists(png), "scaling.md: no 'plot skipped' note")
+            print("ok: scaling.md (rows 1, 2); no matplotlib here, the table says the plot was skipped")
+
+        print("job times (sbatch --wait): " + ", ".join(f"{j.name} {j.seconds:.1f} s" for j in jobs))
+    finally:
+        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"PASS ({time.monotonic() - t_start:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()
