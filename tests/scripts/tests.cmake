@@ -36,3 +36,15 @@ add_test(NAME readme.demo COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/demo.sh)
 set_tests_properties(readme.demo PROPERTIES TIMEOUT 600 PROCESSORS 2
   ENVIRONMENT "TESSERA_BUILD_DIR=${PROJECT_BINARY_DIR};TESSERA_DEMO_SIZE=512;TESSERA_DEMO_DIR=${CMAKE_CURRENT_BINARY_DIR}/demo-work;OMPI_MCA_btl_vader_single_copy_mechanism=none")
 file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/demo-work)
+
+# Faults: a rank killed mid-run, the writer killed, a failing write.
+foreach(case rank-killed writer-killed write-fails)
+  add_mpi_test(fault.${case} 2 faults.py --case ${case})
+endforeach()
+
+# Verification: run --verify, a planted wrong element caught, non-finite inputs.
+foreach(dtype f32 f64)
+  add_mpi_test(verify.planted-error.${dtype} 3 verify_cases.py --case planted-error --dtype ${dtype})
+endforeach()
+add_mpi_test(verify.run-verify.np4 4 verify_cases.py --case verified-run)
+add_mpi_test(verify.nonfinite.np2 2 verify_cases.py --case nonfinite --dtype f64)

@@ -1,0 +1,129 @@
+"""Faults: a rank killed mid-run, the writer killed (its leftover cleaned by the next run), a
+write that fails (file size limit: the same path as a full disk). Each must end promptly with a
+nonzero status and leave no output that looks complete."""
+import os
+import signal
+import subprocess
+import time
+
+import h5py
+import numpy as np
+
+from common import SKIP, Runner, check, check_product, fail, leftovers, parser, write
+
+p = parser(__doc__)
+p.add_argument("--case", required=True, choices=["rank-killed", "writer-killed", "write-fails"])
+args = p.parse_args()
+r = Runner(args)
+rng = np.random.default_rng(3)
+out_dir = r.path("out")
+os.makedirs(out_dir)
+C = os.path.join(out_dir, "c.h5")
+
+
+def children(pid):
+    """All descendant pids of pid (mpirun starts the ranks as its children)."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            with open(f"/proc/{parent}/task/{parent}/children") as f:
+                kids = [int(x) for x in f.read().split()]
+        except OSError:
+            kids = []
+        found += kids
+        todo += kids
+    return found
+
+
+def tessera_ranks(mpirun_pid, expected, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ranks = []
+        for pid in children(mpirun_pid):
+            try:
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+            except OSError:
+                continue
+            if cmd and os.path.basename(cmd[0].decode()) == "tessera":
+                ranks.append(pid)
+        if len(ranks) == expected:
+            return sorted(ranks)
+        time.sleep(0.05)
+    fail(f"did not find {expected} tessera ranks under mpirun")
+
+
+if args.case in ("rank-killed", "writer-killed"):
+    # Big enough for cpu-naive to run for several seconds on each rank.
+    n = 1500
+    a = rng.random((n, n))
+    b = rng.random((n, n))
+    write(r.path("a.h5"), "/A", a)
+    write(r.path("b.h5"), "/B", b)
+    cmd = r.cmd(["run", "--a", r.path("a.h5") + ":/A", "--b", r.path("b.h5") + ":/B", "--c", C + ":/C",
+                 "--backend", "cpu", "--kernel", "cpu-naive", "--grid", "2x1"], np_=2)
+    print("$ " + " ".join(cmd), flush=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=r.dir)
+    ranks = tessera_ranks(proc.pid, 2)
+    time.sleep(1.0)  # inside the compute phase
+    check(proc.poll() is None, "the job ended before the fault was injected; make it bigger")
+    # Rank order is the pid order for mpirun's local launch; either way one dies.
+    victim = ranks[0] if args.case == "writer-killed" else ranks[1]
+    if args.case == "writer-killed":
+        # The writer is rank 0: find it by its temporary output file's pid.
+        tmp = [f for f in os.listdir(out_dir) if ".tessera-partial-" in f]
+        check(len(tmp) == 1, f"expected one temporary output, found {tmp}")
+        victim = int(tmp[0].rsplit("-", 1)[1])
+    t0 = time.monotonic()
+    os.kill(victim, signal.SIGKILL)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        fail("the job did not end within 30 s of a rank's death")
+    took = time.monotonic() - t0
+    print(out + err)
+    print(f"job ended {took:.1f} s after SIGKILL, status {proc.returncode}")
+    check(proc.returncode != 0, "a job with a killed rank must exit nonzero")
+    check(took < 10, f"took {took:.1f} s to end (limit 10 s)")
+    check(not os.path.exists(C), "no output file may appear")
+    left = leftovers(out_dir)
+    if args.case == "rank-killed":
+        # rank 0 was ended with SIGTERM by mpirun: its handler removed the temporary file.
+        check(not left, f"temporary files left: {left}")
+    else:
+        # SIGKILL cannot be caught: the leftover is named as such and the next run removes it.
+        check(len(left) == 1, f"expected the killed writer's leftover, found {left}")
+        res = r.run(["run", "--a", r.path("a.h5") + ":/A", "--b", r.path("b.h5") + ":/B", "--c", C + ":/C",
+                     "--backend", "cpu"], np_=2)
+        check("removed" in res.stderr and left[0] in res.stderr, "the next run must say it removed the leftover")
+        check(not leftovers(out_dir), "the leftover must be gone")
+        with h5py.File(C, "r") as f:
+            check_product(a, b, f["/C"][...], np.float64)
+elif args.case == "write-fails":
+    a = rng.random((300, 200))
+    b = rng.random((200, 400))
+    write(r.path("a.h5"), "/A", a)
+    write(r.path("b.h5"), "/B", b)
+    # A full disk: the output directory is a 256 kB tmpfs; C is 300 x 400 doubles = 960 kB.
+    if os.geteuid() != 0:
+        print("SKIP: mounting a small tmpfs (a full disk) needs root")
+        raise SystemExit(SKIP)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", out_dir],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        print("SKIP: cannot mount a tmpfs here: " + mounted.stderr.strip())
+        raise SystemExit(SKIP)
+    try:
+        res = r.run(["run", "--a", r.path("a.h5") + ":/A", "--b", r.path("b.h5") + ":/B", "--c", C + ":/C",
+                     "--backend", "cpu"], np_=2, expect_ok=False, timeout=60)
+        check(res.returncode != 0, "must exit nonzero")
+        check(res.seconds < 10, f"took {res.seconds:.1f} s")
+        errors = [l for l in res.stderr.splitlines() if l.startswith("tessera: error")]
+        check(len(errors) == 1, f"expected one error line, got {errors}")
+        check("c.h5" in errors[0], "the message must name the output")
+        check(not os.path.exists(C), "no output file may appear")
+        check(not leftovers(out_dir), "no temporary leftovers")
+    finally:
+        subprocess.run(["umount", out_dir])
+print("PASS")
