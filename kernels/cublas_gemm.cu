@@ -49,11 +49,46 @@ void run_cublas(const GpuGemm& g, GpuContext& ctx) {
   }
 }
 
+// The opt-in tensor-core baselines, on the same float32 data as tessera's "tf32" and "bf16"
+// kernels: cublasGemmEx with float32 A, B, C and a compute type that lets cuBLAS round the
+// inputs to TF32 or BF16 itself (FP32 accumulation). Both run on a second handle in the default
+// math mode (the first is pedantic). The BF16 path thus includes cuBLAS's own conversion of the
+// float32 inputs, as tessera's bf16 kernel does; a GEMM on BF16-stored inputs (the machine
+// notes' 773 TFLOP/s) skips that and is the faster ceiling.
+bool cublas_tc_can_implement(const GpuGemm& g, std::string* why) {
+  return f32_only(g, why) && cublas_can_implement(g, why);
+}
+
+void run_cublas_ex(const GpuGemm& g, GpuContext& ctx, cublasComputeType_t compute) {
+  cublasHandle_t handle = ctx.cublas_tensor_op();
+  CUBLAS_CHECK(cublasSetStream(handle, g.stream));
+  const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+  const float alpha = 1, beta = 0;
+  CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, g.b, CUDA_R_32F, n,
+                            g.a, CUDA_R_32F, k, &beta, g.c, CUDA_R_32F, n, compute,
+                            CUBLAS_GEMM_DEFAULT));
+}
+
+void run_cublas_tf32(const GpuGemm& g, GpuContext& ctx) {
+  run_cublas_ex(g, ctx, CUBLAS_COMPUTE_32F_FAST_TF32);
+}
+void run_cublas_bf16(const GpuGemm& g, GpuContext& ctx) {
+  run_cublas_ex(g, ctx, CUBLAS_COMPUTE_32F_FAST_16BF);
+}
+
 }  // namespace
 
+// All opt-in: `auto` and `tessera tune` choose among tessera's own kernels; cuBLAS is the
+// yardstick, and a user may still name it.
 std::vector<GpuKernel> cublas_kernels() {
-  return {{"cublas", "cuBLAS SGEMM/DGEMM, pedantic math (no TF32)", &cublas_can_implement,
-           &run_cublas}};
+  return {
+      {"cublas", "cuBLAS SGEMM/DGEMM, pedantic math (no TF32)", &cublas_can_implement,
+       &run_cublas, 0.0, true, "cublas"},
+      {"cublas-tf32", "cuBLAS GemmEx on float32, CUBLAS_COMPUTE_32F_FAST_TF32 (opt-in baseline)",
+       &cublas_tc_can_implement, &run_cublas_tf32, 0x1p-11, true, "cublas-tf32"},
+      {"cublas-bf16", "cuBLAS GemmEx on float32, CUBLAS_COMPUTE_32F_FAST_16BF (opt-in baseline)",
+       &cublas_tc_can_implement, &run_cublas_bf16, 0x1p-8, true, "cublas-bf16"},
+  };
 }
 
 }  // namespace tessera::kernels

@@ -17,6 +17,16 @@ namespace tessera::kernels {
 
 GpuContext::~GpuContext() {
   if (cublas_) (void)cublasDestroy(cublas_);
+  if (cublas_tensor_op_) (void)cublasDestroy(cublas_tensor_op_);
+}
+
+cublasContext* GpuContext::cublas_tensor_op() {
+  if (!cublas_tensor_op_) {
+    cublasHandle_t handle = nullptr;
+    CUBLAS_CHECK(cublasCreate(&handle));  // CUBLAS_DEFAULT_MATH: the compute type decides
+    cublas_tensor_op_ = handle;
+  }
+  return cublas_tensor_op_;
 }
 
 cublasContext* GpuContext::cublas() {
@@ -46,6 +56,10 @@ const std::vector<GpuKernel>& registry() {
     for (auto technique : {
              naive_kernels,
              tiled_kernels,
+             regtile_kernels,
+             vectorized_kernels,
+             warptile_kernels,
+             tensorcore_kernels,
              cublas_kernels,  // keep last: the baseline the others are compared with
          }) {
       for (GpuKernel& kernel : technique()) kernels.push_back(std::move(kernel));
@@ -73,6 +87,45 @@ bool fail(std::string* why, std::string reason) {
 }
 
 }  // namespace
+
+bool f32_only(const GpuGemm& g, std::string* why) {
+  if (g.dtype == DType::f32) return true;
+  return fail(why, "tensor-core kernels take float32 data only (they round it to TF32 or BF16); "
+                   "use a full-precision kernel for float64");
+}
+
+void allow_dynamic_smem(const void* kernel, std::size_t bytes) {
+  if (bytes <= 48 * 1024) return;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(bytes)));
+}
+
+bool gpu_kernel_traits(const std::string& kernel, GpuKernelTraits* out) {
+  const GpuKernel* found = find_kernel(kernel);
+  if (!found) return false;
+  if (out) {
+    out->summary = found->summary;
+    out->input_unit_roundoff = found->input_unit_roundoff;
+    out->opt_in = found->opt_in;
+    out->baseline = found->baseline.empty() ? "cublas" : found->baseline;
+  }
+  return true;
+}
+
+std::vector<std::string> gpu_auto_candidates() {
+  std::vector<std::string> names;
+  for (const GpuKernel& kernel : registry())
+    if (!kernel.opt_in) names.push_back(kernel.name);
+  return names;
+}
+
+double gpu_error_bound(const std::string& kernel, DType dtype, std::int64_t k) {
+  const GpuKernel* found = find_kernel(kernel);
+  const double u_in = found ? found->input_unit_roundoff : 0.0;
+  if (u_in == 0.0) return gamma_bound(dtype, k);
+  // Inputs rounded to u_in, exact products, a float32 sum (see gpu_gemm.hpp).
+  return 2 * u_in + u_in * u_in + gamma_bound(DType::f32, k) * (1 + u_in) * (1 + u_in);
+}
 
 std::vector<std::string> gpu_kernel_names() {
   std::vector<std::string> names;

@@ -1,7 +1,8 @@
 #pragma once
 // GPU GEMM kernels behind one dispatcher: C = A * B on device memory, row-major and contiguous
 // (A is m x k, B is k x n, C is m x n), asynchronously on a stream. Kernels are chosen by name
-// from a registry ("naive", "naive16", "tiled16", "tiled32", "cublas", ...); the CUDA backend and
+// from a registry ("naive", "tiled32", "regtile", "vectorized", "warptile-128x128", "dmma", the
+// opt-in tensor-core "tf32"/"bf16", "cublas", ...; docs/kernels.md); the CUDA backend and
 // `tessera bench` list them from here, so a kernel added to the registry shows up in both.
 // Knows nothing of MPI, HDF5 or the CLI.
 #include <cuda_runtime_api.h>
@@ -37,9 +38,13 @@ class GpuContext {
   GpuContext& operator=(const GpuContext&) = delete;
 
   cublasContext* cublas();
+  // A second handle in the default math mode, for the opt-in tensor-core baselines
+  // ("cublas-tf32", "cublas-bf16"), which ask for reduced precision explicitly.
+  cublasContext* cublas_tensor_op();
 
  private:
   cublasContext* cublas_ = nullptr;
+  cublasContext* cublas_tensor_op_ = nullptr;
 };
 
 // Registered kernel names, in bench order (the naive baseline first, cuBLAS last).
@@ -47,6 +52,30 @@ std::vector<std::string> gpu_kernel_names();
 
 // A one-line description of a kernel ("" for an unknown name).
 std::string gpu_kernel_summary(const std::string& kernel);
+
+// What a kernel promises, for choosing it and checking it.
+struct GpuKernelTraits {
+  std::string summary;
+  // Unit roundoff of the inputs as multiplied (2^-11 TF32, 2^-8 BF16); 0 = the dtype's own.
+  double input_unit_roundoff = 0;
+  bool opt_in = false;   // chosen only when named: reduced precision, or a vendor library
+  std::string baseline;  // the kernel `tessera bench` compares its speed with
+};
+
+// Traits of a registered kernel; false (and *out untouched) for an unknown name.
+bool gpu_kernel_traits(const std::string& kernel, GpuKernelTraits* out);
+
+// The kernels `--kernel auto` and `tessera tune` choose from: tessera's own full-precision
+// kernels (not opt-in), in registry order.
+std::vector<std::string> gpu_auto_candidates();
+
+// Componentwise forward-error bound of `kernel` on a length-k product in `dtype`:
+// |C - A*B| <= bound * (|A| |B|) elementwise. For full-precision kernels gamma_k(dtype). For
+// kernels that round the inputs to a narrower format with unit roundoff u_in first (TF32, BF16):
+// each product a*b becomes a(1+d1) * b(1+d2) with |d1|, |d2| <= u_in, an error of at most
+// (2 u_in + u_in^2) |a||b|; that product is exact in float32 (11 x 11 and 8 x 8 significant bits
+// fit in 24), and the float32 sum of k of them adds gamma_k(f32) (1 + u_in)^2 |a||b|.
+double gpu_error_bound(const std::string& kernel, DType dtype, std::int64_t k);
 
 // Whether `kernel` can run a problem of g's type and sizes (the kernel exists, the sizes are
 // valid and within its limits; the pointers are not looked at, so this may be asked before

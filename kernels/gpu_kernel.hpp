@@ -8,8 +8,10 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/gpu_gemm.hpp"
@@ -17,6 +19,18 @@
 namespace tessera::kernels {
 
 struct GpuKernel {
+  GpuKernel(std::string name_, std::string summary_,
+            bool (*can_implement_)(const GpuGemm&, std::string*),
+            void (*run_)(const GpuGemm&, GpuContext&), double input_unit_roundoff_ = 0,
+            bool opt_in_ = false, std::string baseline_ = "")
+      : name(std::move(name_)),
+        summary(std::move(summary_)),
+        can_implement(can_implement_),
+        run(run_),
+        input_unit_roundoff(input_unit_roundoff_),
+        opt_in(opt_in_),
+        baseline(std::move(baseline_)) {}
+
   std::string name;
   std::string summary;
   // Limits of this kernel beyond the dispatcher's own checks (sizes >= 0, non-null pointers);
@@ -24,12 +38,24 @@ struct GpuKernel {
   bool (*can_implement)(const GpuGemm& g, std::string* why) = nullptr;
   // Enqueue on g.stream; called only with m, n, k >= 1. Throws DeviceError on failure.
   void (*run)(const GpuGemm& g, GpuContext& ctx) = nullptr;
+  // Unit roundoff of the format A and B are rounded to before they are multiplied: 2^-11 for
+  // TF32 (10 explicit mantissa bits), 2^-8 for BF16 (7); 0 means the dtype's own (exact inputs).
+  double input_unit_roundoff = 0;
+  // Chosen only when named: reduced precision (tensor cores) or a vendor library. `auto` and
+  // `tessera tune` consider only the kernels that are not opt-in.
+  bool opt_in = false;
+  // What `tessera bench` compares this kernel's speed with ("" = "cublas", pedantic FP32/FP64).
+  std::string baseline;
 };
 
 // The technique files.
 std::vector<GpuKernel> naive_kernels();   // kernels/naive.cu
 std::vector<GpuKernel> tiled_kernels();   // kernels/tiled.cu
-std::vector<GpuKernel> cublas_kernels();  // kernels/cublas_gemm.cu
+std::vector<GpuKernel> regtile_kernels();     // kernels/regtile.cu
+std::vector<GpuKernel> vectorized_kernels();  // kernels/vectorized.cu
+std::vector<GpuKernel> warptile_kernels();    // kernels/warptile.cu
+std::vector<GpuKernel> tensorcore_kernels();  // kernels/tensorcore.cu
+std::vector<GpuKernel> cublas_kernels();      // kernels/cublas_gemm.cu
 
 // ---- helpers for launchers -------------------------------------------------------------------
 
@@ -50,5 +76,28 @@ inline dim3 tile_grid(std::int64_t m, std::int64_t n, int tile_m, int tile_n) {
   return dim3(static_cast<unsigned>(std::min(tiles_n, kMaxGridX)),
               static_cast<unsigned>(std::min(tiles_m, kMaxGridY)), 1);
 }
+
+// Grid-stride loop over the tiles of C owned by this block (see tile_grid): calls
+// body(tile_m, tile_n) with the tile's row and column index. Depends only on the block, so every
+// thread of a block makes the same calls (each body may hold __syncthreads()).
+template <class Body>
+__device__ __forceinline__ void for_each_tile(std::int64_t m, std::int64_t n, int tile_m_size,
+                                              int tile_n_size, Body&& body) {
+  const std::int64_t tiles_m = ceil_div(m, tile_m_size);
+  const std::int64_t tiles_n = ceil_div(n, tile_n_size);
+  for (std::int64_t tm = blockIdx.y; tm < tiles_m; tm += gridDim.y)
+    for (std::int64_t tn = blockIdx.x; tn < tiles_n; tn += gridDim.x) body(tm, tn);
+}
+
+// Whether p is aligned to `bytes` (16-byte vector loads and cp.async need it).
+inline bool is_aligned(const void* p, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+}
+
+// Refuses anything but float32: the tensor-core kernels convert float32 inputs.
+bool f32_only(const GpuGemm& g, std::string* why);
+
+// Raises a kernel's dynamic shared-memory limit when it needs more than the default 48 KiB.
+void allow_dynamic_smem(const void* kernel, std::size_t bytes);
 
 }  // namespace tessera::kernels

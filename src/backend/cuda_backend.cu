@@ -16,6 +16,7 @@
 #include "kernels/cuda_check.hpp"
 #include "kernels/cuda_resources.hpp"
 #include "kernels/gpu_gemm.hpp"
+#include "run/tune.hpp"
 
 namespace tessera::backend {
 namespace {
@@ -25,8 +26,13 @@ using kernels::Event;
 using kernels::HostRegistration;
 using kernels::Stream;
 
-// The kernel used when none is named (or "auto"): the best hand-written kernel so far.
-constexpr const char* kDefaultKernel = "tiled32";
+// `--kernel auto` without a tune file: tessera's fastest own kernels (cuBLAS is a yardstick, to
+// be named explicitly). float32: the warp-tiled cp.async kernel, with 64x64 tiles when 128x128
+// tiles would leave SMs idle; float64: the FP64 tensor-core kernel. A tune file written by
+// `tessera tune` on this GPU overrides these (run/tune.hpp).
+constexpr const char* kDefaultF32 = "warptile-128x128";
+constexpr const char* kDefaultF32Small = "warptile-64x64";
+constexpr const char* kDefaultF64 = "dmma";
 
 // Host buffers at least this large are page-locked for their copy (see HostRegistration).
 // Below it the pageable copy costs about as much as registering would.
@@ -59,7 +65,10 @@ double host_seconds(F&& step) {
 class CudaBackend final : public Backend {
  public:
   explicit CudaBackend(const Placement& where)
-      : device_(select_device(where, &warnings_)), device_name_(describe(device_)) {}
+      : device_(select_device(where, &warnings_)),
+        device_name_(describe(device_)),
+        sm_count_(multiprocessors(device_)),
+        tuned_(load_tuned(device_, &warnings_)) {}
 
   std::string name() const override { return "cuda"; }
   std::string device() const override { return device_name_; }
@@ -68,15 +77,40 @@ class CudaBackend final : public Backend {
 
   // The default first, then the rest in registry (bench) order.
   std::vector<std::string> kernels() const override {
-    std::vector<std::string> names{kDefaultKernel};
+    const std::string first = default_kernel();
+    std::vector<std::string> names{first};
     for (const std::string& kernel : kernels::gpu_kernel_names())
-      if (kernel != kDefaultKernel) names.push_back(kernel);
+      if (kernel != first) names.push_back(kernel);
     return names;
   }
-  std::string default_kernel() const override { return kDefaultKernel; }
+
+  // What `auto` means when the problem is not known yet (the pipeline asks before it has
+  // partitioned): the choice for the largest tuned float32 size, else the built-in default.
+  std::string default_kernel() const override {
+    const run::TunedChoice* largest = nullptr;
+    for (const auto& c : tuned_.choices)
+      if (c.dtype == DType::f32 && usable(c.kernel, c.dtype) &&
+          (!largest || c.m * c.n * c.k > largest->m * largest->n * largest->k))
+        largest = &c;
+    return largest ? largest->kernel : kDefaultF32;
+  }
+
+  // `auto` for one GEMM: the tuned winner of the nearest tuned size of this dtype, if it can run
+  // the problem; else the built-in default for the dtype and size.
+  std::string resolve_kernel(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const {
+    const std::string tuned = run::tuned_kernel(tuned_, dtype, m, n, k);
+    if (!tuned.empty() && usable(tuned, dtype) &&
+        kernels::gpu_can_implement(tuned, kernels::GpuGemm{dtype, m, n, k}))
+      return tuned;
+    if (dtype == DType::f64) return kDefaultF64;
+    // Fewer 128x128 tiles than two per SM: smaller tiles keep more SMs busy.
+    const std::int64_t tiles = ((m + 127) / 128) * ((n + 127) / 128);
+    return tiles < 2 * static_cast<std::int64_t>(sm_count_) ? kDefaultF32Small : kDefaultF32;
+  }
 
   std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) override {
-    const std::string name = (kernel.empty() || kernel == "auto") ? kDefaultKernel : kernel;
+    const std::string name =
+        (kernel.empty() || kernel == "auto") ? resolve_kernel(p.dtype, p.m, p.n, p.k) : kernel;
     const auto known = kernels::gpu_kernel_names();
     if (std::find(known.begin(), known.end(), name) == known.end()) {
       std::string list;
@@ -155,6 +189,36 @@ class CudaBackend final : public Backend {
     return device;
   }
 
+  static int multiprocessors(int device) {
+    int count = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+    return count;
+  }
+
+  // A kernel a tune file may name for `auto`: registered, not opt-in (no reduced precision, no
+  // cuBLAS), and taking this dtype (dmma is float64 only).
+  static bool usable(const std::string& kernel, DType dtype) {
+    kernels::GpuKernelTraits traits;
+    return kernels::gpu_kernel_traits(kernel, &traits) && !traits.opt_in &&
+           kernels::gpu_can_implement(kernel, kernels::GpuGemm{dtype, 1, 1, 1});
+  }
+
+  // The tune file for this GPU (run/tune.hpp), if any. Choices naming kernels this build does
+  // not have (or may not choose) are ignored, with a warning.
+  static run::TuneTable load_tuned(int device, std::vector<std::string>* warnings) {
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    run::TuneTable table = run::load_tune_table(prop.name);
+    for (const auto& c : table.choices) {
+      if (!usable(c.kernel, c.dtype)) {
+        warnings->push_back("tune file " + table.path + " names kernel '" + c.kernel +
+                            "', which this build cannot choose for " + dtype_name(c.dtype) +
+                            "; using the built-in choice there");
+      }
+    }
+    return table;
+  }
+
   // "NVIDIA H200 [0000:1b:00.0]"
   static std::string describe(int device) {
     cudaDeviceProp prop{};
@@ -168,6 +232,8 @@ class CudaBackend final : public Backend {
   std::vector<std::string> warnings_;
   int device_;
   std::string device_name_;
+  int sm_count_;
+  run::TuneTable tuned_;
   Stream stream_;
   kernels::GpuContext context_;
 };

@@ -14,6 +14,7 @@
 #include "run/generate.hpp"
 #include "run/info.hpp"
 #include "run/pipeline.hpp"
+#include "run/tune.hpp"
 #include "run/verify.hpp"
 
 namespace {
@@ -33,9 +34,10 @@ int world_size() {
 }
 
 void add_run_options(CLI::App* run, tessera::run::RunOptions& o) {
-  run->add_option("--a", o.a, "A (M x K) as FILE:/DATASET")->required();
-  run->add_option("--b", o.b, "B (K x N) as FILE:/DATASET")->required();
-  run->add_option("--c", o.c, "where to write C (M x N), FILE:/DATASET")->required();
+  // --a/--b/--c are required unless --dry-run (checked after parsing).
+  run->add_option("--a", o.a, "A (M x K) as FILE:/DATASET");
+  run->add_option("--b", o.b, "B (K x N) as FILE:/DATASET");
+  run->add_option("--c", o.c, "where to write C (M x N), FILE:/DATASET");
   run->add_option("--report", o.report, "write the JSON report here (schema: docs/report.md)");
   run->add_option("--grid", o.grid, "process grid PRxPC (default: chosen from M, N, K and the rank count)");
   run->add_option("--backend", o.backend, "auto (GPU when visible), cpu or cuda")->capture_default_str();
@@ -48,6 +50,14 @@ void add_run_options(CLI::App* run, tessera::run::RunOptions& o) {
   run->add_flag("--quiet,-q", o.quiet, "print no report table");
   run->add_flag("--verify", o.verify, "check C with Freivalds' test (O(n^2)) before writing it; fail if wrong");
   run->add_flag("--allow-nonfinite", o.allow_nonfinite, "multiply inputs holding NaN/Inf instead of refusing them");
+  run->add_option("--progress", o.progress, "progress lines on stderr: auto (runs predicted over 5 s), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  run->add_flag("--dry-run", o.dry_run, "print grid, memory, communication and predicted time; run nothing");
+  run->add_option("--m", o.m, "--dry-run: rows of A and C (instead of --a/--b)");
+  run->add_option("--n", o.n, "--dry-run: columns of B and C");
+  run->add_option("--k", o.k, "--dry-run: columns of A, rows of B");
+  run->add_option("--ranks", o.ranks, "--dry-run: plan for this many ranks (default: the job's)");
   // --config belongs to the top-level app (CLI11 reads subcommand options from a [run] table
   // there); fallthrough lets `tessera run --config F.toml` reach it.
   run->fallthrough();
@@ -112,6 +122,15 @@ int main(int argc, char** argv) {
   b->add_option("--json", bo.json_path, "write results as JSON");
   b->add_option("--csv", bo.csv_path, "write results as CSV");
 
+  tessera::run::TuneOptions to;
+  auto* tu = app.add_subcommand("tune", "time tessera's GPU kernels here and store the fastest for --kernel auto");
+  tu->add_option("--sizes", to.sizes, "sizes: N (cube) or MxNxK (default 1024,2048,4096,8192)")->delimiter(',');
+  tu->add_option("--dtypes", to.dtypes, "f32,f64 (default both)")->delimiter(',');
+  tu->add_option("--out", to.out, "tune file to write (default $TESSERA_TUNE_FILE or ~/.cache/tessera/tuned-<gpu>.json)");
+  tu->add_option("--warmup", to.warmup, "untimed launches first")->capture_default_str();
+  tu->add_option("--repeats", to.repeats, "timed launches; the median decides")->capture_default_str();
+  tu->add_option("--seed", to.seed, "random seed")->capture_default_str();
+
   int code = 0;
   try {
     try {
@@ -131,6 +150,13 @@ int main(int argc, char** argv) {
     if (*g) {
       if (rank == 0) tessera::run::generate(gen);
     } else if (*r) {
+      if (!ro.dry_run)
+        for (const auto& [name, value] : {std::pair{"--a", &ro.a}, {"--b", &ro.b}, {"--c", &ro.c}})
+          if (value->empty()) {
+            if (rank == 0) std::fprintf(stderr, "tessera: error: run: %s is required (FILE:/DATASET)\n", name);
+            MPI_Finalize();
+            return kExitError;
+          }
       tessera::run::run_job(ro, world);
     } else if (*v) {
       const auto res = tessera::run::verify(vo, world);
@@ -149,6 +175,8 @@ int main(int argc, char** argv) {
       }
     } else if (*b) {
       if (rank == 0) code = tessera::run::run_bench(bo);
+    } else if (*tu) {
+      if (rank == 0) code = tessera::run::run_tune(to);
     }
   } catch (const tessera::run::VerificationFailed& e) {
     if (rank == 0) std::fprintf(stderr, "tessera: verification failed: %s\n", e.what());

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <string>
 #include <tuple>
 
 #include "core/error.hpp"
@@ -32,12 +34,24 @@ GridShape parse_grid(const std::string& text) {
   return {parse(text.substr(0, x)), parse(text.substr(x + 1))};
 }
 
-static std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+static std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
+// Costs only rank grids against each other: a product or sum beyond int64 saturates (no overflow
+// UB on absurd shapes, which a corrupt or hostile HDF5 header can claim; Partition refuses them).
+static std::int64_t mul_sat(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+static std::int64_t add_sat(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
 
 GridCost grid_cost(std::int64_t m, std::int64_t n, std::int64_t k, GridShape g) {
   const std::int64_t rows = ceil_div(m, g.rows);
   const std::int64_t cols = ceil_div(n, g.cols);
-  return {rows * cols, rows * k + k * cols + rows * cols, g.size()};
+  const std::int64_t block = mul_sat(rows, cols);
+  return {block, add_sat(add_sat(mul_sat(rows, k), mul_sat(k, cols)), block), g.size()};
 }
 
 GridShape choose_grid(std::int64_t m, std::int64_t n, std::int64_t k, int nranks) {
@@ -67,10 +81,17 @@ Partition::Partition(std::int64_t m, std::int64_t n, std::int64_t k, int nranks,
   if (m < 1 || n < 1 || k < 1)
     throw InputError("matrix dimensions must be >= 1, got M=" + std::to_string(m) +
                      " N=" + std::to_string(n) + " K=" + std::to_string(k));
+  // Every element and byte count (x8 for float64, A + B + C summed) must stay exact in int64.
+  constexpr std::int64_t kMaxElements = std::int64_t{1} << 58;
+  for (const auto& [name, r, c] : {std::tuple{"A", m, k}, std::tuple{"B", k, n}, std::tuple{"C", m, n}})
+    if (r > kMaxElements / c)
+      throw InputError(std::string(name) + " (" + std::to_string(r) + "x" + std::to_string(c) +
+                       ") has more than 2^58 elements: too large to index");
   if (nranks < 1) throw InputError("need at least one rank");
   if (grid.rows < 1 || grid.cols < 1) throw InputError("grid " + grid.str() + " is empty");
-  if (grid.size() > nranks)
-    throw InputError("grid " + grid.str() + " needs " + std::to_string(grid.size()) + " ranks but the job has " +
+  const std::int64_t grid_ranks = std::int64_t{grid.rows} * grid.cols;  // int would overflow: up to 999999^2
+  if (grid_ranks > nranks)
+    throw InputError("grid " + grid.str() + " needs " + std::to_string(grid_ranks) + " ranks but the job has " +
                      std::to_string(nranks));
   if (grid.rows > m)
     throw InputError("grid " + grid.str() + " has " + std::to_string(grid.rows) + " block rows but C has only M=" +

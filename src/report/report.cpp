@@ -64,7 +64,8 @@ nlohmann::json to_json(const RankRecord& r) {
                       {"gflops", r.gflops()},
                       {"phases", phases},
                       {"phase_order", order},
-                      {"warnings", r.warnings}};
+                      {"warnings", r.warnings},
+                      {"peak_host_bytes", r.peak_host_bytes}};
   if (!r.baseline_kernel.empty()) {
     const double s = r.compute_seconds();
     j["baseline"] = {{"kernel", r.baseline_kernel},
@@ -93,6 +94,7 @@ RankRecord rank_from_json(const nlohmann::json& j) {
     r.phases.emplace_back(n, j.at("phases").at(n).get<double>());
   }
   r.warnings = j.at("warnings").get<std::vector<std::string>>();
+  r.peak_host_bytes = j.value("peak_host_bytes", std::int64_t{0});
   if (j.contains("baseline")) {
     r.baseline_kernel = j["baseline"].at("kernel").get<std::string>();
     r.baseline_seconds = j["baseline"].at("seconds").get<double>();

@@ -25,6 +25,7 @@ struct RankRecord {
   std::string baseline_kernel;  // --baseline: the kernel compared against on the same block
   double baseline_seconds = 0;  // its compute time (kernel time on a GPU)
   std::vector<std::string> warnings;
+  std::int64_t peak_host_bytes = 0;  // peak resident memory of the rank's process
 
   double phase(const std::string& name) const;  // 0 when absent
   bool has_phase(const std::string& name) const;

@@ -1,5 +1,6 @@
 #include "run/pipeline.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,7 +20,9 @@
 #include "io/cleanup.hpp"
 #include "io/hdf5_io.hpp"
 #include "report/report.hpp"
+#include "run/dryrun.hpp"
 #include "run/freivalds.hpp"
+#include "run/progress.hpp"
 
 #include <fmt/format.h>
 
@@ -188,6 +191,13 @@ double node_memory_bytes() {
   return 0;
 }
 
+// Peak resident set of this process so far (Linux reports KiB).
+std::int64_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
+}
+
 class Stopwatch {
  public:
   Stopwatch() : start_(MPI_Wtime()) {}
@@ -197,9 +207,51 @@ class Stopwatch {
   double start_;
 };
 
+// --dry-run: rank 0 prints the plan; nothing is read beyond the input files' shapes.
+void dry_run(const RunOptions& o, const dist::Comm& comm) {
+  comm.step([&] {
+    if (comm.rank() != kRoot) return;
+    std::int64_t m = o.m, n = o.n, k = o.k;
+    DType dtype = o.dtype == "f64" || o.dtype == "float64" ? DType::f64 : DType::f32;
+    if (!o.a.empty() || !o.b.empty()) {
+      const auto a = io::inspect(io::DatasetRef::parse(o.a));
+      const auto b = io::inspect(io::DatasetRef::parse(o.b));
+      if (a.cols != b.rows)
+        throw InputError("inner dimensions disagree: A is " + std::to_string(a.rows) + "x" + std::to_string(a.cols) +
+                         ", B is " + std::to_string(b.rows) + "x" + std::to_string(b.cols));
+      m = a.rows;
+      n = b.cols;
+      k = a.cols;
+      dtype = pick_dtype(o.dtype, a, b);
+    } else if (o.dtype != "auto" && o.dtype != "f32" && o.dtype != "float32" && o.dtype != "f64" &&
+               o.dtype != "float64") {
+      throw InputError("invalid --dtype '" + o.dtype + "' (choose: auto, f32, f64)");
+    }
+    if (m < 1 || n < 1 || k < 1)
+      throw InputError("--dry-run needs --a and --b, or --m, --n and --k (each >= 1)");
+    const int ranks = o.ranks > 0 ? o.ranks : comm.size();
+    if (ranks > 100000) throw InputError("--ranks " + std::to_string(ranks) + " is beyond 100,000");
+    const auto grid = o.grid.empty() ? dist::choose_grid(m, n, k, ranks) : dist::parse_grid(o.grid);
+    const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
+    const DryRun plan = plan_run(m, n, k, dtype, ranks, grid, gpu);
+    std::fputs(plan.to_text(m, n, k, dtype, gpu).c_str(), stdout);
+    if (!o.report.empty()) {
+      check_report_path(o.report);
+      std::ofstream out(o.report);
+      nlohmann::json j = plan.to_json();
+      j["shape"] = {{"m", m}, {"n", n}, {"k", k}};
+      j["dtype"] = dtype_name(dtype);
+      j["backend"] = gpu ? "cuda" : "cpu";
+      out << j.dump(2) << "\n";
+      if (!out) throw IoError("cannot write report '" + o.report + "'");
+    }
+  });
+}
+
 }  // namespace
 
 void run_job(const RunOptions& o, const dist::Comm& comm) {
+  if (o.dry_run) return dry_run(o, comm);
   const Stopwatch wall;
   const int rank = comm.rank();
   report::JobReport job;
@@ -226,6 +278,13 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   plan = decode(comm.broadcast(encode(plan), kRoot));
   const dist::Partition part(plan.m, plan.n, plan.k, comm.size(), plan.grid);
   const std::size_t esize = dtype_size(plan.dtype);
+  bool show_progress = o.progress == "on";
+  if (o.progress == "auto" && rank == kRoot) {
+    const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
+    show_progress = plan_run(plan.m, plan.n, plan.k, plan.dtype, comm.size(), plan.grid, gpu).predicted_seconds > 5;
+  }
+  Progress progress(rank == kRoot && show_progress);
+  progress.step("plan: " + plan.grid.str() + " grid, " + dtype_name(plan.dtype));
 
   report::RankRecord me;
   me.rank = rank;
@@ -282,6 +341,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     });
   }
 
+  progress.step("reading A rows and B columns on " + std::to_string(part.grid().size()) + " rank(s)");
   // 3. Each active rank reads only its hyperslabs: A rows of its block-row, B columns of its block-column.
   std::vector<unsigned char> a, b, c;
   comm.step([&] {
@@ -299,6 +359,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   // Non-finite inputs: counted once per element (A on block-column 0, B on block-row 0).
   check_finite(o, comm, part, plan.dtype, me.active, a.data(), b.data());
 
+  progress.step("computing C blocks with " + kernel);
   // 4. Compute the local block.
   comm.step([&] {
     if (!me.active) return;
@@ -336,6 +397,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     if (!verified->passed) throw VerificationFailed("result not written: " + verified->summary);
   }
 
+  progress.step("gathering and writing C");
   // 5. Gather the blocks to rank 0, which writes each as it arrives (memory: one block).
   // Rank 0 keeps receiving after a write error so no sender is left blocked; the error is
   // then agreed on by every rank.
@@ -358,6 +420,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
         data = buf.data();
       }
       if (write_error) continue;
+      progress.step("writing C: block " + std::to_string(r + 1) + " of " + std::to_string(part.grid().size()));
       const Stopwatch tw;
       try {
         writer->write_block(rows.begin, cols.begin, rows.size(), cols.size(), data);
@@ -408,7 +471,9 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
       if (p.first == "write") p.second += t.seconds();
   });
 
+  progress.finish();
   // 7. Report: rank 0 collects every rank's record.
+  me.peak_host_bytes = peak_rss_bytes();
   const auto records = comm.gather(report::to_json(me).dump(), kRoot);
   job.wall_seconds = comm.max(wall.seconds());
   comm.step([&] {

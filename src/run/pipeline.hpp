@@ -2,6 +2,7 @@
 // `tessera run`: the distributed multiply. HDF5 -> each rank reads its A rows and B columns ->
 // backend computes its C block -> blocks gathered to rank 0 -> written under a temporary name
 // and renamed on success -> per-rank report.
+#include <cstdint>
 #include <string>
 
 #include "core/error.hpp"
@@ -21,6 +22,10 @@ struct RunOptions {
   bool quiet = false;        // no table on stdout
   bool verify = false;       // Freivalds' check of C before it is written (run/freivalds.hpp)
   bool allow_nonfinite = false;  // multiply inputs holding NaN / Inf instead of refusing them
+  bool dry_run = false;      // print the plan (run/dryrun.hpp), run nothing
+  std::int64_t m = 0, n = 0, k = 0;  // --dry-run without input files
+  int ranks = 0;             // --dry-run for this many ranks (default: the job's)
+  std::string progress = "auto";  // on | off | auto (on when the predicted time exceeds 5 s)
 };
 
 // Thrown (on every rank) when --verify finds C wrong: nothing is written.

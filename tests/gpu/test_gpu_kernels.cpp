@@ -10,8 +10,12 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -25,6 +29,7 @@
 #include "kernels/cuda_check.hpp"
 #include "kernels/cuda_resources.hpp"
 #include "kernels/gpu_gemm.hpp"
+#include "run/tune.hpp"
 
 namespace {
 
@@ -131,13 +136,16 @@ std::vector<T> run_kernel(const std::string& kernel, const Problem<T>& p, GpuCon
   return to_host<T>(c, static_cast<std::size_t>(s.m * s.n), stream);
 }
 
-// Elementwise |C - Cref| <= (2 gamma_k(T) + gamma_k(f64)) (|A| |B|)_ij: the forward-error bound
-// of a length-k dot product in T, with a safety factor of 2, plus the reference's own rounding.
+// Elementwise |C - Cref| <= (2 bound + gamma_k(f64)) (|A| |B|)_ij, with `bound` the kernel's
+// componentwise forward-error bound (kernels::gpu_error_bound): gamma_k(T) for a length-k dot
+// product in T; for tensor-core kernels that round the inputs to TF32/BF16 (unit roundoff u_in)
+// 2 u_in + u_in^2 + gamma_k(f32) (1 + u_in)^2. A safety factor of 2 (it also covers tensor cores
+// whose adders truncate rather than round), plus the reference's own rounding.
 // Returns "" when every element is within, else a description of the first one that is not.
 template <class T>
-std::string compare(const std::vector<T>& c, const Problem<T>& p) {
-  const double gamma =
-      2 * gamma_bound(dtype_of<T>(), p.shape.k) + gamma_bound(DType::f64, p.shape.k);
+std::string compare(const std::vector<T>& c, const Problem<T>& p, const std::string& kernel) {
+  const double gamma = 2 * kernels::gpu_error_bound(kernel, dtype_of<T>(), p.shape.k) +
+                       gamma_bound(DType::f64, p.shape.k);
   std::size_t bad = 0, first = 0;
   for (std::size_t i = 0; i < c.size(); ++i) {
     const double err = std::fabs(static_cast<double>(c[i]) - p.ref[i]);
@@ -155,12 +163,25 @@ std::string compare(const std::vector<T>& c, const Problem<T>& p) {
   return out.str();
 }
 
+// The registry's kernels, or those named in $TESSERA_TEST_KERNELS (comma-separated; unknown
+// names are reported by the dispatcher): lets the sanitizer runs take only the new kernels.
+std::vector<std::string> kernels_under_test() {
+  const std::vector<std::string> all = kernels::gpu_kernel_names();
+  const char* env = std::getenv("TESSERA_TEST_KERNELS");
+  if (!env || !*env) return all;
+  std::vector<std::string> chosen;
+  std::stringstream list(env);
+  for (std::string name; std::getline(list, name, ',');)
+    if (!name.empty()) chosen.push_back(name);
+  return chosen;
+}
+
 template <class T>
 void check_every_kernel(const Shape& s) {
   const Problem<T> p(s, 0x7e55e7a + static_cast<std::uint64_t>(s.m * 31 + s.n * 7 + s.k));
   GpuContext ctx;
   Stream stream;
-  for (const std::string& kernel : kernels::gpu_kernel_names()) {
+  for (const std::string& kernel : kernels_under_test()) {
     INFO("kernel " << kernel << ", " << dtype_name(dtype_of<T>()) << ", " << shape_str(s));
     std::string why;
     if (!kernels::gpu_can_implement(kernel, GpuGemm{dtype_of<T>(), s.m, s.n, s.k}, &why)) {
@@ -168,7 +189,7 @@ void check_every_kernel(const Shape& s) {
       continue;
     }
     const std::vector<T> c = run_kernel<T>(kernel, p, ctx, stream);
-    CHECK(compare(c, p) == "");
+    CHECK(compare(c, p, kernel) == "");
   }
 }
 
@@ -201,7 +222,26 @@ TEST_CASE("every GPU kernel matches a float64 reference on small and odd shapes"
       {1000, 1, 1000},
       {1, 1000, 1000},
       {65, 130, 67},
+      {130, 132, 36},   // N, K multiples of 4: the 16-byte paths, with partial edge tiles
+      {200, 68, 260},   // several k blocks through the cp.async pipeline, aligned rows
+      {67, 131, 100},   // several k blocks, unaligned rows (scalar copies of B)
       {2100000, 3, 2},  // more row tiles than gridDim.y allows (65535): the kernels must stride
+  }));
+  const DType dtype = GENERATE(DType::f32, DType::f64);
+  check_every_kernel(shape, dtype);
+}
+
+// The odd shapes without the 2.1M-row one: small enough for compute-sanitizer's racecheck,
+// which instruments every shared-memory access (scripts/kernel-bench.sh runs this case).
+TEST_CASE("every GPU kernel matches a float64 reference under the sanitizers", "[gpu][sanitize]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  const Shape shape = GENERATE(values<Shape>({
+      {1, 1, 1},
+      {17, 33, 9},
+      {65, 130, 67},
+      {130, 132, 36},
+      {67, 131, 100},
+      {200, 68, 260},
   }));
   const DType dtype = GENERATE(DType::f32, DType::f64);
   check_every_kernel(shape, dtype);
@@ -209,7 +249,7 @@ TEST_CASE("every GPU kernel matches a float64 reference on small and odd shapes"
 
 TEST_CASE("every GPU kernel matches a float64 reference on large shapes", "[gpu][large]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
-  const Shape shape = GENERATE(values<Shape>({{1023, 1025, 1027}, {2048, 2048, 2048}}));
+  const Shape shape = GENERATE(values<Shape>({{1023, 1025, 1027}, {2048, 2048, 2048}, {1024, 1028, 1032}}));
   const DType dtype = GENERATE(DType::f32, DType::f64);
   check_every_kernel(shape, dtype);
 }
@@ -261,7 +301,9 @@ TEST_CASE("the cuda backend computes through the Backend interface and times its
   CHECK(cuda->device_id() == 0);
   CHECK(cuda->device().find('[') != std::string::npos);  // "NAME [pci bus id]"
   CHECK(cuda->warnings().empty());
-  CHECK(cuda->default_kernel() == "tiled32");
+  // auto: one of tessera's own full-precision kernels, never cuBLAS or a tensor-core mode.
+  const std::vector<std::string> own = kernels::gpu_auto_candidates();
+  CHECK(std::find(own.begin(), own.end(), cuda->default_kernel()) != own.end());
   const std::vector<std::string> names = cuda->kernels();
   REQUIRE(names.front() == cuda->default_kernel());
   CHECK(names.size() == kernels::gpu_kernel_names().size());
@@ -273,22 +315,79 @@ TEST_CASE("the cuda backend computes through the Backend interface and times its
   all.push_back("auto");
   for (const std::string& kernel : all) {
     INFO("kernel " << kernel);
-    std::vector<double> c64(static_cast<std::size_t>(s.m * s.n),
-                            std::numeric_limits<double>::quiet_NaN());
-    const auto phases = cuda->gemm(
-        kernel, {DType::f64, s.m, s.n, s.k, p64.a.data(), p64.b.data(), c64.data()});
-    REQUIRE(phases.size() == 3);
-    CHECK(phases[0].name == "h2d");
-    CHECK(phases[1].name == "kernel");
-    CHECK(phases[2].name == "d2h");
-    for (const auto& phase : phases) CHECK(phase.seconds >= 0);
-    CHECK(compare(c64, p64) == "");
-
-    std::vector<float> c32(static_cast<std::size_t>(s.m * s.n),
-                           std::numeric_limits<float>::quiet_NaN());
-    cuda->gemm(kernel, {DType::f32, s.m, s.n, s.k, p32.a.data(), p32.b.data(), c32.data()});
-    CHECK(compare(c32, p32) == "");
+    // The bound of what auto resolves to is the largest of the candidates': gamma_k.
+    const std::string bound_of = kernel == "auto" ? "tiled32" : kernel;
+    if (kernel == "auto" || kernels::gpu_can_implement(kernel, GpuGemm{DType::f64, s.m, s.n, s.k})) {
+      std::vector<double> c64(static_cast<std::size_t>(s.m * s.n),
+                              std::numeric_limits<double>::quiet_NaN());
+      const auto phases = cuda->gemm(
+          kernel, {DType::f64, s.m, s.n, s.k, p64.a.data(), p64.b.data(), c64.data()});
+      REQUIRE(phases.size() == 3);
+      CHECK(phases[0].name == "h2d");
+      CHECK(phases[1].name == "kernel");
+      CHECK(phases[2].name == "d2h");
+      for (const auto& phase : phases) CHECK(phase.seconds >= 0);
+      CHECK(compare(c64, p64, bound_of) == "");
+    }
+    if (kernel == "auto" || kernels::gpu_can_implement(kernel, GpuGemm{DType::f32, s.m, s.n, s.k})) {
+      std::vector<float> c32(static_cast<std::size_t>(s.m * s.n),
+                             std::numeric_limits<float>::quiet_NaN());
+      cuda->gemm(kernel, {DType::f32, s.m, s.n, s.k, p32.a.data(), p32.b.data(), c32.data()});
+      CHECK(compare(c32, p32, bound_of) == "");
+    }
   }
+}
+
+TEST_CASE("tensor-core kernels are opt-in, float32 only, and carry their input precision",
+          "[gpu][small]") {
+  const std::vector<std::string> own = kernels::gpu_auto_candidates();
+  for (const std::string kernel : {"tf32", "bf16", "cublas", "cublas-tf32", "cublas-bf16"}) {
+    INFO("kernel " << kernel);
+    kernels::GpuKernelTraits traits;
+    REQUIRE(kernels::gpu_kernel_traits(kernel, &traits));
+    CHECK(traits.opt_in);
+    CHECK(std::find(own.begin(), own.end(), kernel) == own.end());
+  }
+  kernels::GpuKernelTraits tf32, bf16;
+  REQUIRE(kernels::gpu_kernel_traits("tf32", &tf32));
+  REQUIRE(kernels::gpu_kernel_traits("bf16", &bf16));
+  CHECK(tf32.input_unit_roundoff == 0x1p-11);
+  CHECK(bf16.input_unit_roundoff == 0x1p-8);
+  CHECK(tf32.baseline == "cublas-tf32");
+  CHECK(bf16.baseline == "cublas-bf16");
+  std::string why;
+  CHECK_FALSE(kernels::gpu_can_implement("tf32", GpuGemm{DType::f64, 8, 8, 8}, &why));
+  CHECK(why.find("float32") != std::string::npos);
+  CHECK_FALSE(kernels::gpu_can_implement("dmma", GpuGemm{DType::f32, 8, 8, 8}, &why));
+  CHECK(kernels::gpu_error_bound("tf32", DType::f32, 100) > kernels::gpu_error_bound("tiled32", DType::f32, 100));
+  CHECK(kernels::gpu_error_bound("tiled32", DType::f64, 100) == gamma_bound(DType::f64, 100));
+}
+
+// Host only: the tune file `tessera tune` writes and `--kernel auto` reads.
+TEST_CASE("tune files are read and the nearest tuned size decides", "[gpu][small]") {
+  const std::string path = "tessera-test-tune.json";
+  {
+    std::ofstream f(path);
+    f << R"({"format": "tessera-tune-1", "device": "Test GPU", "choices": [
+          {"dtype": "f32", "m": 1024, "n": 1024, "k": 1024, "kernel": "warptile-64x64", "gflops": 1},
+          {"dtype": "f32", "m": 8192, "n": 8192, "k": 8192, "kernel": "warptile-128x128", "gflops": 2},
+          {"dtype": "f64", "m": 4096, "n": 4096, "k": 4096, "kernel": "dmma", "gflops": 3}]})";
+  }
+  const run::TuneTable t = run::read_tune_file(path);
+  CHECK(t.device == "Test GPU");
+  REQUIRE(t.choices.size() == 3);
+  CHECK(run::tuned_kernel(t, DType::f32, 900, 1100, 1000) == "warptile-64x64");
+  CHECK(run::tuned_kernel(t, DType::f32, 5000, 9000, 7000) == "warptile-128x128");
+  CHECK(run::tuned_kernel(t, DType::f64, 10, 10, 10) == "dmma");
+  CHECK(run::sanitize_device_name("NVIDIA H200 [0000:1b:00.0]") == "NVIDIA_H200");
+  {
+    std::ofstream f(path);
+    f << "{\"format\": \"something else\"}";
+  }
+  CHECK_THROWS_AS(run::read_tune_file(path), InputError);
+  std::remove(path.c_str());
+  const run::TuneTable empty;
+  CHECK(run::tuned_kernel(empty, DType::f32, 1, 1, 1).empty());
 }
 
 TEST_CASE("the cuda backend warns when ranks share a GPU", "[gpu][small]") {
@@ -310,7 +409,7 @@ TEST_CASE("the cuda backend pins large host buffers and computes correctly", "[g
   const auto phases =
       cuda->gemm("tiled32", {DType::f64, s.m, s.n, s.k, p.a.data(), p.b.data(), c.data()});
   CHECK(phases.size() == 3);
-  CHECK(compare(c, p) == "");
+  CHECK(compare(c, p, "tiled32") == "");
 }
 
 // M or N above 2^31 elements: 64-bit offsets and grid striding. 2 x 8 GiB of device memory.

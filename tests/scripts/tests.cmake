@@ -48,3 +48,7 @@ foreach(dtype f32 f64)
 endforeach()
 add_mpi_test(verify.run-verify.np4 4 verify_cases.py --case verified-run)
 add_mpi_test(verify.nonfinite.np2 2 verify_cases.py --case nonfinite --dtype f64)
+
+# Dry run: any rank count without launching; predicted memory vs a real run's peak.
+add_mpi_test(dryrun.memory.np2 2 dryrun.py --case memory)
+add_mpi_test(dryrun.many-ranks 1 dryrun.py --case many-ranks)

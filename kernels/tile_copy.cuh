@@ -1,0 +1,116 @@
+#pragma once
+// Device helpers the tiled kernels share: 16-byte vector access to registers and shared memory,
+// and the asynchronous global -> shared copy (cp.async, sm_80+) with zero fill for edge tiles.
+// Internal to kernels/.
+#include <cstdint>
+
+namespace tessera::kernels {
+
+// 16 bytes of T: float4 or double2. Vec<T>::kWidth elements.
+template <class T>
+struct Vec;
+template <>
+struct Vec<float> {
+  using type = float4;
+  static constexpr int kWidth = 4;
+};
+template <>
+struct Vec<double> {
+  using type = double2;
+  static constexpr int kWidth = 2;
+};
+
+// Element w of a vector, and setting it; w is a compile-time constant after unrolling, so these
+// are register moves (taking a register array's address instead can put it in local memory).
+__device__ __forceinline__ float vec_get(const float4& v, int w) {
+  return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+}
+__device__ __forceinline__ double vec_get(const double2& v, int w) { return w == 0 ? v.x : v.y; }
+__device__ __forceinline__ void vec_set(float4& v, int w, float x) {
+  if (w == 0) v.x = x;
+  else if (w == 1) v.y = x;
+  else if (w == 2) v.z = x;
+  else v.w = x;
+}
+__device__ __forceinline__ void vec_set(double2& v, int w, double x) {
+  if (w == 0) v.x = x;
+  else v.y = x;
+}
+
+// Four consecutive elements from 16-byte-aligned (shared) memory into registers: one LDS.128
+// for float, two for double.
+template <class T>
+__device__ __forceinline__ void load4(const T* src, T* dst) {
+  using V = typename Vec<T>::type;
+  constexpr int W = Vec<T>::kWidth;
+#pragma unroll
+  for (int v = 0; v < 4 / W; ++v) {
+    const V x = reinterpret_cast<const V*>(src)[v];
+#pragma unroll
+    for (int w = 0; w < W; ++w) dst[v * W + w] = vec_get(x, w);
+  }
+}
+
+// Four consecutive registers to 16-byte-aligned memory: one 16-byte store (two for double).
+template <class T>
+__device__ __forceinline__ void store4(T* dst, const T* src) {
+  using V = typename Vec<T>::type;
+  constexpr int W = Vec<T>::kWidth;
+#pragma unroll
+  for (int v = 0; v < 4 / W; ++v) {
+    V x;
+#pragma unroll
+    for (int w = 0; w < W; ++w) vec_set(x, w, src[v * W + w]);
+    reinterpret_cast<V*>(dst)[v] = x;
+  }
+}
+
+// Four consecutive elements of a row of C: 16-byte stores when `vec` (the row is 16-byte
+// aligned, so col, a multiple of 4, is too) and all four are inside C, else scalar stores of
+// the elements inside C.
+template <class T>
+__device__ __forceinline__ void store4_guarded(T* c_row, std::int64_t col, std::int64_t n,
+                                               const T* v, bool vec) {
+  if (vec && col + 3 < n) {
+    store4(c_row + col, v);
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (col + j < n) c_row[col + j] = v[j];
+  }
+}
+
+// cp.async: copies BYTES (4, 8 or 16) from global to shared memory without a round trip through
+// registers, so the copy of the next tile overlaps the arithmetic on this one. When `valid` is
+// false nothing is read and the destination is filled with zeros (the src-size operand is 0):
+// that is how edge tiles are padded. `src` must still be a valid global address (callers pass
+// the matrix base then). 16-byte copies bypass L1 (.cg): each tile is read once per block.
+template <int BYTES>
+__device__ __forceinline__ void cp_async(void* dst, const void* src, bool valid) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  const auto s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  const auto g = static_cast<unsigned long long>(__cvta_generic_to_global(src));
+  const int src_bytes = valid ? BYTES : 0;
+  if constexpr (BYTES == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(g), "r"(src_bytes)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(g), "n"(BYTES),
+                 "r"(src_bytes)
+                 : "memory");
+  }
+}
+
+// Closes the group of cp.async issued since the last commit.
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+// Waits until at most N of this thread's committed groups are still in flight. Other threads'
+// copies are visible only after a __syncthreads() that follows.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+}  // namespace tessera::kernels

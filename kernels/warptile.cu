@@ -1,0 +1,248 @@
+// Warp tiling and a multi-stage cp.async pipeline, on top of vectorized.cu.
+//
+// 1. Pipelining: vectorized.cu loads a k block, waits for it, computes, and only then loads the
+//    next: the loads' latency (~600 cycles from DRAM) is exposed once per k block. Here the
+//    block keeps STAGES k blocks in shared memory and copies them with cp.async (sm_80+), which
+//    moves global memory straight to shared memory without a round trip through registers and
+//    without blocking the thread: while the warps compute on block kt, the copies of blocks
+//    kt+1 .. kt+STAGES-1 are in flight. One __syncthreads() per k block (not two).
+// 2. Warp tiling: the block tile is split into warp tiles (WM x WN) and each warp's 32 threads
+//    cover their warp tile in (4 x 4)-element pieces, MSUB x NSUB of them per thread. The
+//    threads of a warp then read a small, contiguous set of 16-byte words of the A and B tiles
+//    (128 and 64 bytes in the 128x128 float configuration): LDS.128 with broadcast and no bank
+//    conflicts, and a warp's working set stays small for the L1/shared-memory crossbar.
+// 3. The A tile is transposed on the way into shared memory with 4-byte (8 for double)
+//    cp.async copies, mapped so that a warp covers 4 rows x 8 consecutive k: 32-byte runs in
+//    global memory and, with 16 bytes of padding per row of the transposed tile, 32 different
+//    banks on the shared-memory side. B rows are copied 16 bytes at a time when they are
+//    16-byte aligned (N a multiple of 4 floats / 2 doubles, aligned base), else element-wise.
+//
+// Edges: cp.async with a source size of 0 writes zeros, so edge tiles are zero-padded in
+// shared memory; stores to C are guarded. Any M, N, K >= 1.
+//
+// Prediction (float, 128x128x16, 8x8 per thread, 3 stages, 256 threads, 2 blocks/SM): per k
+// step a thread issues 4 LDS.128 for 64 FFMA, and the loads are hidden behind two k blocks of
+// arithmetic; this is the recipe that reaches 80-95% of cuBLAS SGEMM, so ~42-48 TFLOP/s at
+// 8192 on the H200 (cuBLAS 51). Smaller tiles (128x64, 64x64) give more blocks for small or
+// thin problems (1024^3 has only 64 tiles of 128x128 for 132 SMs). float64 uses half the tile
+// area (64x64, 4x8 per thread); DFMA runs at half the FFMA rate, so at most ~60-65% of cuBLAS
+// DGEMM, which uses the FP64 tensor cores (see tensorcore.cu's "dmma" for those).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda_check.hpp"
+#include "kernels/gpu_kernel.hpp"
+#include "kernels/tile_copy.cuh"
+
+namespace tessera::kernels {
+namespace {
+
+// A tile configuration: block tile BM x BN x BK, warp tile WM x WN, each thread MSUB x NSUB
+// pieces of 4 x 4, STAGES k blocks in shared memory, MIN_BLOCKS blocks per SM to plan
+// registers for (__launch_bounds__).
+template <class T_, int BM_, int BN_, int BK_, int WM_, int WN_, int MSUB_, int NSUB_, int STAGES_,
+          int MIN_BLOCKS_>
+struct WarpTileConfig {
+  using T = T_;
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_;
+  static constexpr int MSUB = MSUB_, NSUB = NSUB_, STAGES = STAGES_, kMinBlocks = MIN_BLOCKS_;
+  static constexpr int TM = 4 * MSUB, TN = 4 * NSUB;  // C elements per thread: TM x TN
+  static constexpr int kWarpsM = BM / WM, kWarpsN = BN / WN;
+  static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+  static constexpr int kLaneRows = WM / TM, kLaneCols = WN / TN;  // a warp's threads: rows x cols
+  static constexpr int W = Vec<T>::kWidth;                        // elements per 16 bytes
+  static constexpr int kLdA = BM + W;  // transposed A tile, padded by 16 bytes per row
+  static constexpr int kLdB = BN;
+  static constexpr int kStageElems = BK * kLdA + BK * kLdB;
+  static constexpr std::size_t kSmemBytes = std::size_t{STAGES} * kStageElems * sizeof(T);
+
+  static_assert(BM % WM == 0 && BN % WN == 0, "warptile: warp tiles divide the block tile");
+  static_assert(WM % TM == 0 && WN % TN == 0, "warptile: thread pieces divide the warp tile");
+  static_assert(kLaneRows * kLaneCols == 32, "warptile: a warp tile is covered by 32 threads");
+  static_assert(kThreads <= 1024, "warptile: at most 1024 threads per block");
+  static_assert(BK % 8 == 0 && BM % 4 == 0, "warptile: A is copied 4 rows x 8 k per warp");
+  static_assert(kThreads % 8 == 0 && BN % W == 0, "warptile: whole copies of A and B");
+  static_assert(STAGES >= 2, "warptile: at least double buffering");
+  static_assert((kLdA * sizeof(T)) % 16 == 0 && (BK * kLdA * sizeof(T)) % 16 == 0 &&
+                    (kStageElems * sizeof(T)) % 16 == 0,
+                "warptile: rows and stages start on 16-byte boundaries (LDS.128, 16-byte cp.async)");
+  static_assert(kSmemBytes <= 227 * 1024, "warptile: the stages fit an SM's shared memory");
+};
+
+template <class Cfg, bool VEC_B>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
+    warptile_gemm_kernel(std::int64_t m, std::int64_t n, std::int64_t k,
+                         const typename Cfg::T* __restrict__ a,
+                         const typename Cfg::T* __restrict__ b, typename Cfg::T* __restrict__ c,
+                         bool vec_c) {
+  using T = typename Cfg::T;
+  constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, W = Cfg::W;
+  constexpr int kThreads = Cfg::kThreads, kLdA = Cfg::kLdA, kLdB = Cfg::kLdB;
+  constexpr int STAGES = Cfg::STAGES, MSUB = Cfg::MSUB, NSUB = Cfg::NSUB;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* const smem = reinterpret_cast<T*>(smem_raw);
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / 32, lane = tid % 32;
+  // First row and column of this thread's first 4 x 4 piece in the block tile; piece (s, t)
+  // is WM / MSUB rows and WN / NSUB columns further.
+  const int m_base = (warp / Cfg::kWarpsN) * Cfg::WM + (lane / Cfg::kLaneCols) * 4;
+  const int n_base = (warp % Cfg::kWarpsN) * Cfg::WN + (lane % Cfg::kLaneCols) * 4;
+  const std::int64_t k_blocks = ceil_div(k, BK);
+
+  for_each_tile(m, n, BM, BN, [&](std::int64_t tile_m, std::int64_t tile_n) {
+    const std::int64_t row0 = tile_m * BM, col0 = tile_n * BN;
+
+    // What this thread copies, fixed for the tile (so that the k loop keeps few registers):
+    // A rows a_row + j * kARowStep (j < kARows) at k offsets a_k + 8 h (h < BK / 8); B rows
+    // b_row + j * kBRowStep (j < kBRows) at columns b_col .. b_col + kBWidth - 1.
+    constexpr int kARowStep = kThreads / 8, kARows = BM / kARowStep;
+    constexpr int kBWidth = VEC_B ? W : 1;
+    constexpr int kBChunksPerRow = BN / kBWidth;
+    constexpr int kBRowStep = kThreads / kBChunksPerRow, kBRows = BK / kBRowStep;
+    static_assert(BM % kARowStep == 0, "warptile: A rows are split evenly over the threads");
+    static_assert(kThreads % kBChunksPerRow == 0 && BK % kBRowStep == 0,
+                  "warptile: B rows are split evenly over the threads");
+    const int a_row = tid / 8, a_k = tid % 8;
+    const int b_row = tid / kBChunksPerRow, b_col = (tid % kBChunksPerRow) * kBWidth;
+    bool a_row_ok[kARows];
+#pragma unroll
+    for (int j = 0; j < kARows; ++j) a_row_ok[j] = row0 + a_row + j * kARowStep < m;
+    // n % W == 0 on the vector path: a chunk is all inside or all outside B.
+    const bool b_col_ok = col0 + b_col < n;
+    const T* const a_src = a + (row0 + a_row) * k + a_k;  // 64-bit offsets throughout
+    const T* const b_src = b + std::int64_t{b_row} * n + col0 + b_col;
+
+    // Issues the copies of k block kb into stage `stage` (zeros outside A and B).
+    auto load_stage = [&](int stage, std::int64_t kb) {
+      T* const As = smem + stage * Cfg::kStageElems;
+      T* const Bs = As + BK * kLdA;
+      const std::int64_t k0 = kb * BK;
+#pragma unroll
+      for (int h = 0; h < BK / 8; ++h) {
+        const bool k_ok = k0 + a_k + 8 * h < k;
+#pragma unroll
+        for (int j = 0; j < kARows; ++j) {
+          const bool ok = k_ok && a_row_ok[j];
+          const T* src = a_src + std::int64_t{j * kARowStep} * k + k0 + 8 * h;
+          cp_async<sizeof(T)>(&As[(a_k + 8 * h) * kLdA + a_row + j * kARowStep], ok ? src : a, ok);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kBRows; ++j) {
+        const std::int64_t q = k0 + b_row + j * kBRowStep;
+        const bool ok = b_col_ok && q < k;
+        const T* src = b_src + (k0 + j * kBRowStep) * n;
+        cp_async<kBWidth * sizeof(T)>(&Bs[(b_row + j * kBRowStep) * kLdB + b_col], ok ? src : b, ok);
+      }
+    };
+
+    T acc[Cfg::TM][Cfg::TN] = {};
+    // Prologue: the first STAGES - 1 k blocks in flight. One commit group per k block, empty
+    // ones included, so that "group kb" is always the kb-th commit.
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (s < k_blocks) load_stage(s, s);
+      cp_async_commit();
+    }
+    for (std::int64_t kb = 0; kb < k_blocks; ++kb) {
+      // This thread's copies of block kb are done (at most STAGES - 2 younger groups pending)...
+      cp_async_wait<STAGES - 2>();
+      // ...and everyone's are, and every thread has finished computing on block kb - 1, whose
+      // stage the prefetch below overwrites.
+      __syncthreads();
+      const std::int64_t next = kb + STAGES - 1;
+      if (next < k_blocks) load_stage(static_cast<int>(next % STAGES), next);
+      cp_async_commit();
+
+      const T* const As = smem + static_cast<int>(kb % STAGES) * Cfg::kStageElems;
+      const T* const Bs = As + BK * kLdA;
+#pragma unroll
+      for (int p = 0; p < BK; ++p) {
+        T ar[Cfg::TM], br[Cfg::TN];
+#pragma unroll
+        for (int s = 0; s < MSUB; ++s) load4(&As[p * kLdA + m_base + s * (Cfg::WM / MSUB)], &ar[4 * s]);
+#pragma unroll
+        for (int t = 0; t < NSUB; ++t) load4(&Bs[p * kLdB + n_base + t * (Cfg::WN / NSUB)], &br[4 * t]);
+#pragma unroll
+        for (int i = 0; i < Cfg::TM; ++i)
+#pragma unroll
+          for (int j = 0; j < Cfg::TN; ++j) acc[i][j] = fma(ar[i], br[j], acc[i][j]);
+      }
+    }
+    // Drain the (empty) trailing groups, and let every thread finish reading the stages before
+    // the next tile's prologue (grid-stride loop) writes them again.
+    cp_async_wait<0>();
+    __syncthreads();
+
+#pragma unroll
+    for (int s = 0; s < MSUB; ++s)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const std::int64_t r = row0 + m_base + s * (Cfg::WM / MSUB) + i;
+        if (r >= m) continue;
+#pragma unroll
+        for (int t = 0; t < NSUB; ++t) {
+          const std::int64_t col = col0 + n_base + t * (Cfg::WN / NSUB);
+          store4_guarded(c + r * n, col, n, &acc[4 * s + i][4 * t], vec_c);
+        }
+      }
+  });
+}
+
+template <class Cfg>
+void launch_warptile(const GpuGemm& g) {
+  using T = typename Cfg::T;
+  constexpr int W = Cfg::W;
+  // 16-byte copies of B need 16-byte-aligned rows: an aligned base, a row length in whole chunks.
+  const bool vec_b = g.n % W == 0 && is_aligned(g.b, 16);
+  const bool vec_c = g.n % W == 0 && is_aligned(g.c, 16);
+  const auto* a = static_cast<const T*>(g.a);
+  const auto* b = static_cast<const T*>(g.b);
+  auto* c = static_cast<T*>(g.c);
+  const dim3 grid = tile_grid(g.m, g.n, Cfg::BM, Cfg::BN);
+  if (vec_b) {
+    allow_dynamic_smem(reinterpret_cast<const void*>(&warptile_gemm_kernel<Cfg, true>), Cfg::kSmemBytes);
+    warptile_gemm_kernel<Cfg, true><<<grid, Cfg::kThreads, Cfg::kSmemBytes, g.stream>>>(g.m, g.n, g.k, a, b, c, vec_c);
+  } else {
+    allow_dynamic_smem(reinterpret_cast<const void*>(&warptile_gemm_kernel<Cfg, false>), Cfg::kSmemBytes);
+    warptile_gemm_kernel<Cfg, false><<<grid, Cfg::kThreads, Cfg::kSmemBytes, g.stream>>>(g.m, g.n, g.k, a, b, c, vec_c);
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+//                                   T       BM   BN  BK  WM  WN MSUB NSUB STAGES MIN_BLOCKS
+using F32_128x128 = WarpTileConfig<float,  128, 128, 16, 64, 32, 2,   2,   3,     2>;  // 256 thr
+using F32_128x64  = WarpTileConfig<float,  128,  64, 16, 64, 32, 2,   2,   3,     3>;  // 128 thr
+using F32_64x64   = WarpTileConfig<float,   64,  64, 16, 32, 32, 1,   2,   3,     4>;  // 128 thr
+using F64_64x64   = WarpTileConfig<double,  64,  64, 16, 32, 32, 1,   2,   3,     3>;  // 128 thr
+using F64_64x32   = WarpTileConfig<double,  64,  32, 16, 32, 16, 1,   1,   3,     4>;  // 128 thr
+using F64_32x32   = WarpTileConfig<double,  32,  32, 16, 32, 16, 1,   1,   3,     6>;  //  64 thr
+
+template <class F32, class F64>
+void run_warptile(const GpuGemm& g, GpuContext&) {
+  if (g.dtype == DType::f32)
+    launch_warptile<F32>(g);
+  else
+    launch_warptile<F64>(g);
+}
+
+}  // namespace
+
+std::vector<GpuKernel> warptile_kernels() {
+  return {
+      {"warptile-128x128",
+       "warp tiles + 3-stage cp.async pipeline, 128x128x16 tiles, 8x8 per thread (f64: 64x64, 4x8)",
+       nullptr, &run_warptile<F32_128x128, F64_64x64>},
+      {"warptile-128x64",
+       "warp tiles + 3-stage cp.async pipeline, 128x64x16 tiles, 8x8 per thread (f64: 64x32, 4x4)",
+       nullptr, &run_warptile<F32_128x64, F64_64x32>},
+      {"warptile-64x64",
+       "warp tiles + 3-stage cp.async pipeline, 64x64x16 tiles, 4x8 per thread (f64: 32x32, 4x4)",
+       nullptr, &run_warptile<F32_64x64, F64_32x32>},
+  };
+}
+
+}  // namespace tessera::kernels

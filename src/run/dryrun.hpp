@@ -1,0 +1,59 @@
+#pragma once
+// `tessera run --dry-run`: what a run would need and do, without doing it. For M, N, K (from the
+// input files or --m/--n/--k) on P ranks (the job's, or --ranks up to 100,000 without
+// launching them): the grid, per-rank host and GPU memory, communication volume per rank and in
+// total, and a predicted time from a machine model (bandwidths and kernel rates measured on the
+// H200 machine, docs/performance.md). Pure: no MPI, no files.
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.hpp"
+#include "dist/partition.hpp"
+
+namespace tessera::run {
+
+// Rates of the machine a run is predicted for. Defaults: measured 2026-11-29 on the H200
+// machine (docs/performance.md) and, for files, a conservative parallel file system.
+struct MachineModel {
+  double h2d_bytes_per_s = 50e9;       // pinned host -> device (measured 53 GB/s)
+  double d2h_bytes_per_s = 50e9;       // device -> host (measured 55 GB/s)
+  double gather_bytes_per_s = 8e9;     // MPI point-to-point to rank 0, host memory
+  double read_bytes_per_s = 2e9;       // HDF5 hyperslab reads, per rank
+  double write_bytes_per_s = 1.5e9;    // HDF5 write on rank 0
+  double gpu_flops = 8.0e12;           // the default GPU kernel's rate (tiled32 f32: 8.2 TFLOP/s)
+  double cpu_flops = 50e9;             // OpenBLAS on one rank's cores
+  // Resident memory of a rank before its data: libraries, MPI and OpenBLAS buffers. Measured as
+  // the peak RSS of a 1x1x1 run (2 ranks, CPU backend, development machine): 172-176 MiB.
+  std::int64_t host_overhead_bytes = 176ll << 20;
+  // What a GPU rank adds to that (CUDA context, cuBLAS handle, pinned staging): measured on the
+  // H200 machine as the peak RSS difference of a 1x1x1 run with --backend cuda and cpu.
+  std::int64_t gpu_host_overhead_bytes = 0;
+};
+
+struct RankPlan {
+  std::int64_t rows = 0, cols = 0;
+  std::int64_t host_bytes = 0;     // A rows + B columns + C block (+ the gather buffer on rank 0)
+  std::int64_t gpu_bytes = 0;      // device copies of A rows, B columns, C block
+  std::int64_t read_bytes = 0;     // from the input files
+  std::int64_t send_bytes = 0;     // C block to rank 0 (0 on rank 0 and idle ranks)
+  double seconds = 0;              // predicted: read + h2d + compute + d2h + gather
+};
+
+struct DryRun {
+  dist::GridShape grid;
+  int ranks = 1;
+  RankPlan largest;                // the rank with the largest block (the critical path)
+  RankPlan root;                   // rank 0: also receives and writes everything
+  std::int64_t total_read_bytes = 0;
+  std::int64_t total_comm_bytes = 0;  // bytes sent to rank 0 in all
+  double predicted_seconds = 0;    // slowest rank's path + rank 0's receive + write
+  nlohmann::json to_json() const;
+  std::string to_text(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, bool gpu) const;
+};
+
+DryRun plan_run(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, int ranks, const dist::GridShape& grid,
+                bool gpu, const MachineModel& model = {});
+
+}  // namespace tessera::run
