@@ -4,6 +4,8 @@
 #   scripts/setup.sh            # build + test dependencies
 #   scripts/setup.sh --slurm    # also slurm-wlm + munge (for the local-Slurm test)
 #   scripts/setup.sh --parallel-hdf5   # libhdf5-openmpi-dev instead of the serial HDF5
+#   scripts/setup.sh --fuzz     # also clang, its libFuzzer/sanitizer runtimes and llvm-symbolizer
+#                               # (scripts/sanitize.sh)
 #
 # Idempotent: every dependency is first looked for on the machine (headers, tools, a python
 # that imports h5py); apt is touched only for what is missing. Catch2 v3 is not in Debian 12's
@@ -12,11 +14,13 @@ set -euo pipefail
 
 want_slurm=0
 want_phdf5=0
+want_fuzz=0
 for arg in "$@"; do
   case "$arg" in
     --slurm) want_slurm=1 ;;
     --parallel-hdf5) want_phdf5=1 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --fuzz) want_fuzz=1 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -49,8 +53,23 @@ catch2_v3_present() {
   return 1
 }
 
+# clang's major version, its libFuzzer archive and an llvm-symbolizer (for --fuzz).
+clang_major() { clang++ -dumpversion 2>/dev/null | cut -d. -f1; }
+libfuzzer_present() {
+  local dir
+  dir=$(clang++ -print-resource-dir 2>/dev/null) || return 1
+  [ -f "$dir/lib/linux/libclang_rt.fuzzer-$(uname -m).a" ] || [ -f "$dir/lib/$(uname -m)-unknown-linux-gnu/libclang_rt.fuzzer.a" ]
+}
+symbolizer_present() {
+  command -v llvm-symbolizer >/dev/null || command -v "llvm-symbolizer-$(clang_major)" >/dev/null
+}
+fuzz_tools_present() {
+  command -v clang >/dev/null && command -v clang++ >/dev/null && libfuzzer_present && symbolizer_present
+}
+
 missing=()
 need_backports=0
+need_fuzz=0
 command -v cmake >/dev/null     || missing+=(cmake)
 command -v ninja >/dev/null     || missing+=(ninja-build)
 command -v g++ >/dev/null       || missing+=(g++)
@@ -75,13 +94,15 @@ if [ "$want_slurm" = 1 ]; then
   have_tool munged && have_tool mungekey || missing+=(munge)
 fi
 
-if [ ${#missing[@]} -eq 0 ] && [ "$need_backports" = 0 ]; then
+if [ "$want_fuzz" = 1 ] && ! fuzz_tools_present; then need_fuzz=1; fi
+
+if [ ${#missing[@]} -eq 0 ] && [ "$need_backports" = 0 ] && [ "$need_fuzz" = 0 ]; then
   log "all dependencies present; apt not touched"
   exit 0
 fi
 
 if ! command -v apt-get >/dev/null; then
-  log "missing: ${missing[*]} $([ $need_backports = 1 ] && echo catch2-v3)" >&2
+  log "missing: ${missing[*]} $([ $need_backports = 1 ] && echo catch2-v3) $([ $need_fuzz = 1 ] && echo clang-libfuzzer)" >&2
   log "no apt-get on this machine: install these with your package manager" >&2
   exit 1
 fi
@@ -111,7 +132,7 @@ add_backports() {
 }
 
 if [ "$need_backports" = 1 ]; then add_backports; fi
-log "installing: ${missing[*]} $([ $need_backports = 1 ] && echo 'catch2 (backports)')"
+log "installing: ${missing[*]} $([ $need_backports = 1 ] && echo 'catch2 (backports)') $([ $need_fuzz = 1 ] && echo 'clang + libFuzzer')"
 $SUDO apt-get update -qq
 if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
@@ -119,6 +140,22 @@ fi
 if [ "$need_backports" = 1 ]; then
   codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
   $SUDO apt-get install -y -qq --no-install-recommends "catch2/${codename}-backports" >/dev/null
+fi
+if [ "$need_fuzz" = 1 ]; then
+  command -v clang++ >/dev/null || $SUDO apt-get install -y -qq --no-install-recommends clang >/dev/null
+  ver=$(clang_major)
+  fuzz_pkgs=()
+  if ! libfuzzer_present; then
+    # Debian 12 and later ship libFuzzer and the sanitizer runtimes in libclang-rt-N-dev; older
+    # releases in libclang-common-N-dev.
+    if apt-cache show "libclang-rt-$ver-dev" >/dev/null 2>&1; then fuzz_pkgs+=("libclang-rt-$ver-dev")
+    else fuzz_pkgs+=("libclang-common-$ver-dev"); fi
+  fi
+  symbolizer_present || fuzz_pkgs+=("llvm-$ver")
+  if [ ${#fuzz_pkgs[@]} -gt 0 ]; then
+    $SUDO apt-get install -y -qq --no-install-recommends "${fuzz_pkgs[@]}" >/dev/null
+  fi
+  fuzz_tools_present || { log "clang, libFuzzer or llvm-symbolizer still missing after install" >&2; exit 1; }
 fi
 catch2_v3_present || { log "Catch2 v3 still missing after install" >&2; exit 1; }
 python_with_h5py >/dev/null || { log "no python3 with h5py + numpy after install" >&2; exit 1; }

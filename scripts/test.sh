@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # The README's second command: set up, build and run the whole test suite.
 #   TESSERA_BUILD_DIR  build folder (default: build)
+#   TESSERA_SKIP_SANITIZE=1  skip scripts/sanitize.sh (ASan+UBSan tests and bounded fuzzing, after ctest)
 #   extra arguments go to ctest (e.g. -R mpi, -L unit)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${TESSERA_BUILD_DIR:-$repo/build}
 bash "$repo/scripts/setup.sh"
 bash "$repo/scripts/setup.sh" --slurm || echo "slurm could not be installed; the local-Slurm test will be skipped"
+[ "${TESSERA_SKIP_SANITIZE:-0}" = 1 ] || bash "$repo/scripts/setup.sh" --fuzz
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_WARNINGS_AS_ERRORS=ON
 fi
 cmake --build "$build" -j "$(nproc)"
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@"
+if [ "${TESSERA_SKIP_SANITIZE:-0}" != 1 ]; then
+  bash "$repo/scripts/sanitize.sh"
+fi

@@ -39,6 +39,11 @@ class Backend {
   virtual int device_id() const { return -1; }
   virtual std::vector<std::string> kernels() const = 0;  // selectable names, first is the default
   virtual std::string default_kernel() const { return kernels().front(); }
+  // The kernel "auto" stands for on a problem of this type and shape (e.g. a tuned choice).
+  virtual std::string resolve_kernel(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const {
+    (void)dtype, (void)m, (void)n, (void)k;
+    return default_kernel();
+  }
   // Throws InputError for an unknown kernel name, DeviceError for device failures.
   virtual std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) = 0;
   // Human-readable warnings raised while setting up (e.g. "2 ranks share GPU 0").

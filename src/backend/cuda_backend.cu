@@ -97,7 +97,7 @@ class CudaBackend final : public Backend {
 
   // `auto` for one GEMM: the tuned winner of the nearest tuned size of this dtype, if it can run
   // the problem; else the built-in default for the dtype and size.
-  std::string resolve_kernel(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const {
+  std::string resolve_kernel(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const override {
     const std::string tuned = run::tuned_kernel(tuned_, dtype, m, n, k);
     if (!tuned.empty() && usable(tuned, dtype) &&
         kernels::gpu_can_implement(tuned, kernels::GpuGemm{dtype, m, n, k}))

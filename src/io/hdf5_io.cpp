@@ -656,7 +656,9 @@ struct MatrixWriter::Impl {
     // Closing flushes HDF5's caches. If that flush fails (full disk, quota), HDF5 1.10 frees the
     // file but keeps its id, and the library crashes at exit (HDFFV-11052). The file is being
     // discarded anyway, so empty it first: that returns the space the final flush needs.
-    if (created && (file.valid() || dataset.valid())) (void)::truncate(temp_path.c_str(), 0);
+    if (created && (file.valid() || dataset.valid()) && ::truncate(temp_path.c_str(), 0) != 0) {
+      // nothing more to do: the file is unlinked below either way
+    }
     (void)dataset.close();
     (void)file.close();
     H5Eclear2(H5E_DEFAULT);

@@ -307,7 +307,12 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   std::string kernel;
   comm.step([&] {
     be = backend::make_backend(o.backend, {node.local_rank, node.local_size});
-    kernel = o.kernel == "auto" ? be->default_kernel() : o.kernel;
+    // "auto": the backend's choice for this rank's block (the tuned winner on a GPU). Idle
+    // ranks ask for the largest block, so the report names one kernel.
+    const int who = me.active ? rank : 0;
+    kernel = o.kernel == "auto" ? be->resolve_kernel(plan.dtype, part.rows_of(who).size(), part.cols_of(who).size(),
+                                                     plan.k)
+                                : o.kernel;
     const auto names = be->kernels();
     if (std::find(names.begin(), names.end(), kernel) == names.end()) {
       std::string list;

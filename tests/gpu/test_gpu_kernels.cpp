@@ -390,13 +390,14 @@ TEST_CASE("tune files are read and the nearest tuned size decides", "[gpu][small
   CHECK(run::tuned_kernel(empty, DType::f32, 1, 1, 1).empty());
 }
 
-TEST_CASE("the cuda backend warns when ranks share a GPU", "[gpu][small]") {
+TEST_CASE("the cuda backend picks GPU local rank mod the visible GPUs", "[gpu][small]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
   const int count = backend::cuda_device_count();
   auto cuda = backend::make_cuda_backend({count, count + 1});
   CHECK(cuda->device_id() == 0);  // local rank `count` wraps around to GPU 0
-  REQUIRE(cuda->warnings().size() == 1);
-  CHECK(cuda->warnings()[0].find("share") != std::string::npos);
+  // Sharing is reported by the pipeline, which compares PCI bus ids across the node's ranks
+  // (under srun --gpus-per-task=1 every rank sees one "GPU 0", each a different one).
+  CHECK(cuda->warnings().empty());
 }
 
 TEST_CASE("the cuda backend pins large host buffers and computes correctly", "[gpu]") {

@@ -20,6 +20,7 @@ p.add_argument("--grid", default="")
 p.add_argument("--same-file", action="store_true", help="A and B in one file")
 p.add_argument("--baseline", default="")
 p.add_argument("--need-gpus", type=int, default=0)
+p.add_argument("--expect-shared-gpu", action="store_true", help="more ranks than GPUs: a warning is expected")
 args = p.parse_args()
 
 if args.need_gpus:
@@ -83,7 +84,11 @@ for entry in rep["ranks"]:
     if args.baseline:
         check(entry["baseline"]["speedup"] > 0, "baseline speedup missing")
 check(covered == args.m * args.n, "active ranks' blocks must cover C exactly")
-if args.backend == "cuda" and args.need_gpus >= args.np:
+if args.expect_shared_gpu:
+    warned = [w for e in rep["ranks"] for w in e["warnings"]]
+    check(any("share" in w for w in warned), f"expected a GPU-sharing warning, got {warned}")
+    check("warning" in res.stdout, "the table shows the warning")
+elif args.backend == "cuda" and args.need_gpus >= args.np:
     ids = [e["device_id"] for e in rep["ranks"]]
     names = [e["device"] for e in rep["ranks"]]
     check(len(set(names)) == args.np, f"each rank must have its own GPU, got {names} (ids {ids})")
