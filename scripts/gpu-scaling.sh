@@ -4,10 +4,15 @@
 #     (gather to rank 0), file I/O excluded: max over ranks of `compute` + rank 0's `gather`.
 #  2. End to end HDF5 -> HDF5 at 16384^3 fp32 on 1 GPU: tessera (whole process, mpirun included)
 #     against the h5py + torch script a user would write (scripts/torch_baseline.py), same files.
-# Usage: scripts/gpu-scaling.sh OUTDIR [KERNEL]    (KERNEL default: auto)
+#  With ALGORITHM ksplit (or auto) the 2-rank runs split K and sum C over NVLink with NCCL; the
+#  1-rank baseline always runs panels (the plain product on one GPU). For ksplit
+#  `compute` holds h2d + kernel + reduce + d2h (compute and communication), and there is no gather.
+# Usage: scripts/gpu-scaling.sh OUTDIR [KERNEL] [ALGORITHM]    (KERNEL default: auto; ALGORITHM
+#        default: panels; also ksplit or auto)
 set -uo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 kernel=${2:-auto}
+algorithm=${3:-panels}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${TESSERA_BUILD_DIR:-$repo/build-gpu}
 data=${TESSERA_SCALING_DATA:-/tmp/tessera-scaling}
@@ -23,8 +28,11 @@ for n in 16384 32768; do
   [ -f "$data/a$n.h5" ] || "$t" generate --out "$data/a$n.h5:/A" --rows $n --cols $n --seed 1
   [ -f "$data/b$n.h5" ] || "$t" generate --out "$data/b$n.h5:/B" --rows $n --cols $n --seed 2
   for np in 1 2; do
+    alg=$algorithm
+    [ "$np" = 1 ] && alg=panels
     mpirun --bind-to none -np $np "$t" run --a "$data/a$n.h5:/A" --b "$data/b$n.h5:/B" --c "$data/c$n-$np.h5:/C" \
-      --backend cuda --kernel "$kernel" --overwrite --report "$out/run-$n-np$np.json" | tee "$out/run-$n-np$np.txt"
+      --backend cuda --kernel "$kernel" --algorithm "$alg" --overwrite --report "$out/run-$n-np$np.json" |
+      tee "$out/run-$n-np$np.txt"
   done
 done
 

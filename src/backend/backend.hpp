@@ -48,6 +48,22 @@ class Backend {
   virtual std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) = 0;
   // Human-readable warnings raised while setting up (e.g. "2 ranks share GPU 0").
   virtual std::vector<std::string> warnings() const { return {}; }
+
+  // --- ksplit (run/ksplit.hpp): partial products summed on the devices, without MPI here. The
+  // caller gets a group id from one rank (new_reduce_group_id), hands its bytes to every rank,
+  // and each joins (collective); then gemm_on_device keeps C on the device and reduce_to_host
+  // sums it onto `root`. Backends that cannot (the CPU, CUDA without NCCL) keep these defaults
+  // and the caller sums on the host instead.
+  virtual bool supports_device_reduce() const { return false; }
+  virtual std::vector<unsigned char> new_reduce_group_id();
+  virtual void join_reduce_group(const std::vector<unsigned char>& id, int rank, int size);
+  // C = A * B into a device buffer the backend keeps. p.c is not written: on the root it may name
+  // the host C that reduce_to_host will fill (the backend may prepare it, e.g. page-lock it while
+  // the kernel runs), elsewhere nullptr. Phases "h2d", "kernel".
+  virtual std::vector<PhaseTime> gemm_on_device(const std::string& kernel, const GemmProblem& p);
+  // Collective over the group: sums the kept C of every rank onto `root`, which copies the sum to
+  // host_c (m x n of the last gemm_on_device); frees the kept C. Phases "reduce", and "d2h" on root.
+  virtual std::vector<PhaseTime> reduce_to_host(int root, void* host_c);
 };
 
 // "cpu", "cuda" or "auto" (cuda when a GPU is visible and tessera was built with CUDA).
@@ -55,6 +71,9 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const Placement& 
 
 // Backend names compiled into this build.
 std::vector<std::string> compiled_backends();
+
+// Whether this build can sum on the devices (the CUDA backend built with NCCL).
+bool device_reduce_compiled();
 
 // Number of visible GPUs (0 when built without CUDA or when none is visible).
 int visible_gpu_count();

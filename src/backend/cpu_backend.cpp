@@ -53,6 +53,25 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
+// The device-reduction defaults (backend.hpp): callers ask supports_device_reduce() first.
+namespace {
+[[noreturn]] void no_device_reduce(const Backend& be) {
+  throw Error("the " + be.name() + " backend cannot sum partial products on the device (built without NCCL)");
+}
+}  // namespace
+std::vector<unsigned char> Backend::new_reduce_group_id() { no_device_reduce(*this); }
+void Backend::join_reduce_group(const std::vector<unsigned char>&, int, int) { no_device_reduce(*this); }
+std::vector<PhaseTime> Backend::gemm_on_device(const std::string&, const GemmProblem&) { no_device_reduce(*this); }
+std::vector<PhaseTime> Backend::reduce_to_host(int, void*) { no_device_reduce(*this); }
+
+bool device_reduce_compiled() {
+#ifdef TESSERA_HAVE_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
 
 }  // namespace tessera::backend

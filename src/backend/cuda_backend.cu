@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "backend/cuda_backend.hpp"
+#ifdef TESSERA_HAVE_NCCL
+#include "backend/nccl_reduce.hpp"
+#endif
 #include "core/error.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/cuda_resources.hpp"
@@ -169,6 +172,107 @@ class CudaBackend final : public Backend {
             {"d2h", pin_out_seconds + copied_out.seconds_since(computed)}};
   }
 
+#ifdef TESSERA_HAVE_NCCL
+  // ksplit: the partial C stays on the device and NCCL sums it onto the root's GPU.
+  bool supports_device_reduce() const override { return true; }
+
+  std::vector<unsigned char> new_reduce_group_id() override {
+    CUDA_CHECK(cudaSetDevice(device_));
+    return nccl_unique_id();
+  }
+
+  void join_reduce_group(const std::vector<unsigned char>& id, int rank, int size) override {
+    CUDA_CHECK(cudaSetDevice(device_));
+    reducer_ = std::make_unique<NcclReducer>(id, rank, size);
+    group_rank_ = rank;
+    // NCCL connects peers on the first collective: do that now, not inside the timed reduce.
+    DeviceBuffer warm(std::size_t{1} << 20, "NCCL warm-up buffer");
+    CUDA_CHECK(cudaMemsetAsync(warm.get(), 0, warm.bytes(), stream_.get()));
+    reducer_->reduce_sum(warm.get(), warm.bytes() / sizeof(float), DType::f32, 0, stream_.get());
+    stream_.synchronize();
+  }
+
+  std::vector<PhaseTime> gemm_on_device(const std::string& kernel, const GemmProblem& p) override {
+    const std::string name =
+        (kernel.empty() || kernel == "auto") ? resolve_kernel(p.dtype, p.m, p.n, std::max<std::int64_t>(p.k, 1)) : kernel;
+    kernels::GpuGemm g{p.dtype, p.m, p.n, p.k, nullptr, nullptr, nullptr, stream_.get()};
+    std::string why;
+    if (!kernels::gpu_can_implement(name, g, &why))
+      throw InputError("kernel '" + name + "' cannot run this GEMM: " + why);
+    if (p.k > 0 && (!p.a || !p.b)) throw InputError("cuda backend: GEMM without host buffers for A or B");
+
+    CUDA_CHECK(cudaSetDevice(device_));
+    const std::size_t elem = dtype_size(p.dtype);
+    const std::size_t a_bytes = static_cast<std::size_t>(p.m * p.k) * elem;
+    const std::size_t b_bytes = static_cast<std::size_t>(p.k * p.n) * elem;
+    const std::size_t c_bytes = static_cast<std::size_t>(p.m * p.n) * elem;
+    // Checked up front, so the message says what ksplit needs rather than which buffer failed.
+    // NCCL wants a little memory of its own besides: keep 512 MiB spare.
+    std::size_t free_bytes = 0, total_bytes = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const std::size_t need = a_bytes + b_bytes + c_bytes + (std::size_t{512} << 20);
+    if (need > free_bytes)
+      throw DeviceError("ksplit needs " + kernels::format_bytes(static_cast<double>(need)) + " on GPU " +
+                        std::to_string(device_) + " (partial C " + shape_str(p.m, p.n) + ", A " + shape_str(p.m, p.k) +
+                        ", B " + shape_str(p.k, p.n) + " " + dtype_name(p.dtype) + ", 512 MiB for NCCL) but " +
+                        kernels::format_bytes(static_cast<double>(free_bytes)) + " of " +
+                        kernels::format_bytes(static_cast<double>(total_bytes)) +
+                        " are free: use --algorithm panels or a smaller problem");
+    const std::string of_gemm = " of a ksplit partial product";
+    DeviceBuffer a(a_bytes, "A (" + shape_str(p.m, p.k) + ")" + of_gemm);
+    DeviceBuffer b(b_bytes, "B (" + shape_str(p.k, p.n) + ")" + of_gemm);
+    kept_c_ = DeviceBuffer(c_bytes, "C (" + shape_str(p.m, p.n) + ")" + of_gemm);
+    kept_count_ = static_cast<std::size_t>(p.m * p.n);
+    kept_dtype_ = p.dtype;
+    g.a = a.get();
+    g.b = b.get();
+    g.c = kept_c_.get();
+
+    // Page-lock B while A copies, and the host C (p.c, where reduce_to_host will copy the sum on
+    // the root) while the kernel runs: registering costs host time, about 1 s per 20 GiB.
+    const cudaStream_t s = stream_.get();
+    Event copied_in, computed;
+    const double h2d_seconds = host_seconds([&] {
+      HostRegistration pin_a(p.a, a_bytes, kPinMinBytes);
+      if (a_bytes) CUDA_CHECK(cudaMemcpyAsync(a.get(), p.a, a_bytes, cudaMemcpyHostToDevice, s));
+      HostRegistration pin_b(p.b, b_bytes, kPinMinBytes);
+      if (b_bytes) CUDA_CHECK(cudaMemcpyAsync(b.get(), p.b, b_bytes, cudaMemcpyHostToDevice, s));
+      copied_in.record(s);
+      CUDA_CHECK(cudaEventSynchronize(copied_in.get()));  // before the registrations end
+    });
+    // A rank with an empty K range (K < ranks) contributes zeros.
+    if (p.k == 0)
+      CUDA_CHECK(cudaMemsetAsync(kept_c_.get(), 0, c_bytes, s));
+    else if (c_bytes)
+      kernels::gpu_gemm(name, g, context_);
+    computed.record(s);
+    kept_pin_c_ = HostRegistration(p.c, c_bytes, kPinMinBytes);
+    stream_.synchronize();  // A and B are freed on return
+    return {{"h2d", h2d_seconds}, {"kernel", computed.seconds_since(copied_in)}};
+  }
+
+  std::vector<PhaseTime> reduce_to_host(int root, void* host_c) override {
+    if (!reducer_) throw Error("cuda backend: reduce_to_host before join_reduce_group");
+    CUDA_CHECK(cudaSetDevice(device_));
+    const std::size_t c_bytes = kept_count_ * dtype_size(kept_dtype_);
+    const bool is_root = group_rank_ == root;
+    const cudaStream_t s = stream_.get();
+    Event start, reduced, copied_out;
+    start.record(s);
+    if (kept_count_) reducer_->reduce_sum(kept_c_.get(), kept_count_, kept_dtype_, root, s);
+    reduced.record(s);
+    if (is_root && c_bytes) CUDA_CHECK(cudaMemcpyAsync(host_c, kept_c_.get(), c_bytes, cudaMemcpyDeviceToHost, s));
+    copied_out.record(s);
+    stream_.synchronize();
+    std::vector<PhaseTime> phases{{"reduce", reduced.seconds_since(start)}};
+    if (is_root) phases.push_back({"d2h", copied_out.seconds_since(reduced)});
+    kept_c_ = DeviceBuffer();
+    kept_pin_c_ = HostRegistration();
+    kept_count_ = 0;
+    return phases;
+  }
+#endif
+
  private:
   // GPU local_rank % count among the visible ones; makes it current.
   static int select_device(const Placement& where, std::vector<std::string>* warnings) {
@@ -236,6 +340,16 @@ class CudaBackend final : public Backend {
   run::TuneTable tuned_;
   Stream stream_;
   kernels::GpuContext context_;
+#ifdef TESSERA_HAVE_NCCL
+  // ksplit state: the NCCL group (destroyed before the stream, declared after it) and the
+  // partial C kept on the device between gemm_on_device and reduce_to_host.
+  std::unique_ptr<NcclReducer> reducer_;
+  int group_rank_ = 0;
+  DeviceBuffer kept_c_;
+  HostRegistration kept_pin_c_;  // the root's host C, page-locked for the final copy
+  std::size_t kept_count_ = 0;
+  DType kept_dtype_ = DType::f32;
+#endif
 };
 
 }  // namespace

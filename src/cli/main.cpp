@@ -39,6 +39,7 @@ void add_run_options(CLI::App* run, tessera::run::RunOptions& o) {
   run->add_option("--b", o.b, "B (K x N) as FILE:/DATASET");
   run->add_option("--c", o.c, "where to write C (M x N), FILE:/DATASET");
   run->add_option("--report", o.report, "write the JSON report here (schema: docs/report.md)");
+  run->add_option("--algorithm", o.algorithm, "panels (C blocks), ksplit (K split, partials summed; NCCL on GPUs) or auto")->capture_default_str();
   run->add_option("--grid", o.grid, "process grid PRxPC (default: chosen from M, N, K and the rank count)");
   run->add_option("--backend", o.backend, "auto (GPU when visible), cpu or cuda")->capture_default_str();
   run->add_option("--kernel", o.kernel, "kernel of the backend; auto = the backend's default (see `tessera info`)")

@@ -108,4 +108,15 @@ std::int64_t Partition::c_elements(int rank) const {
 }
 double Partition::flops(int rank) const { return 2.0 * static_cast<double>(c_elements(rank)) * static_cast<double>(k_); }
 
+KSplit::KSplit(std::int64_t m, std::int64_t n, std::int64_t k, int nranks) : m_(m), n_(n), k_(k), nranks_(nranks) {
+  if (m < 1 || n < 1 || k < 1)
+    throw InputError("matrix dimensions must be >= 1, got M=" + std::to_string(m) + " N=" + std::to_string(n) +
+                     " K=" + std::to_string(k));
+  if (nranks < 1) throw InputError("need at least one rank, got " + std::to_string(nranks));
+}
+
+double KSplit::flops(int rank) const {
+  return 2.0 * static_cast<double>(m_) * static_cast<double>(n_) * static_cast<double>(k_range(rank).size());
+}
+
 }  // namespace tessera::dist

@@ -80,4 +80,29 @@ class Partition {
   GridShape grid_;
 };
 
+// The ksplit algorithm (run/ksplit.hpp): the P ranks split K instead of C. Rank r multiplies
+// A[:, K_r] (all M rows) by B[K_r, :] (all N columns) into a partial C of the full M x N, and
+// the partials are summed. K_r = split(K, P, r): contiguous, sizes differing by at most one;
+// when K < P the last P - K ranges are empty (those ranks contribute zeros).
+class KSplit {
+ public:
+  // Throws InputError if a dimension is < 1 or nranks < 1.
+  KSplit(std::int64_t m, std::int64_t n, std::int64_t k, int nranks);
+
+  std::int64_t m() const { return m_; }
+  std::int64_t n() const { return n_; }
+  std::int64_t k() const { return k_; }
+  int nranks() const { return nranks_; }
+
+  Range k_range(int rank) const { return split(k_, nranks_, rank); }  // may be empty
+  std::int64_t a_elements(int rank) const { return m_ * k_range(rank).size(); }  // M x |K_r|
+  std::int64_t b_elements(int rank) const { return k_range(rank).size() * n_; }  // |K_r| x N
+  std::int64_t c_elements() const { return m_ * n_; }                           // the partial C
+  double flops(int rank) const;  // 2 * M * N * |K_r|
+
+ private:
+  std::int64_t m_, n_, k_;
+  int nranks_;
+};
+
 }  // namespace tessera::dist

@@ -22,6 +22,7 @@
 #include "report/report.hpp"
 #include "run/dryrun.hpp"
 #include "run/freivalds.hpp"
+#include "run/ksplit.hpp"
 #include "run/progress.hpp"
 
 #include <fmt/format.h>
@@ -202,6 +203,7 @@ class Stopwatch {
  public:
   Stopwatch() : start_(MPI_Wtime()) {}
   double seconds() const { return MPI_Wtime() - start_; }
+  double started() const { return start_; }
 
  private:
   double start_;
@@ -266,9 +268,12 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   Plan plan;
   std::unique_ptr<io::MatrixWriter> writer;  // rank 0 only
   std::vector<std::string> stale;            // leftovers of earlier runs (rank 0)
+  std::string algorithm;                     // decided by rank 0 (run/ksplit.hpp)
   comm.step([&] {
     if (rank != kRoot) return;
     plan = make_plan(o, comm.size());
+    const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
+    algorithm = choose_algorithm(o, gpu, backend::device_reduce_compiled(), comm.size(), plan.m, plan.n, plan.k);
     io::WriteOptions wo;
     wo.overwrite = o.overwrite;
     stale = io::clean_stale_temporaries(io::DatasetRef::parse(o.c).file);
@@ -276,6 +281,8 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   });
   for (const auto& note : stale) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
   plan = decode(comm.broadcast(encode(plan), kRoot));
+  if (comm.broadcast(algorithm, kRoot) == "ksplit")
+    return run_ksplit(o, comm, KSplitStart{plan.m, plan.n, plan.k, plan.dtype, std::move(writer), wall.started(), job});
   const dist::Partition part(plan.m, plan.n, plan.k, comm.size(), plan.grid);
   const std::size_t esize = dtype_size(plan.dtype);
   bool show_progress = o.progress == "on";

@@ -17,6 +17,7 @@ struct RunOptions {
   std::string backend = "auto";
   std::string kernel = "auto";
   std::string dtype = "auto";  // auto | f32 | f64
+  std::string algorithm = "auto";  // auto | panels | ksplit (run/ksplit.hpp)
   std::string baseline;      // kernel to compare against on the same block ("" = none)
   bool overwrite = false;
   bool quiet = false;        // no table on stdout

@@ -17,6 +17,7 @@ p.add_argument("--layout", default="contiguous", choices=["contiguous", "chunked
 p.add_argument("--backend", default="cpu")
 p.add_argument("--kernel", default="auto")
 p.add_argument("--grid", default="")
+p.add_argument("--algorithm", default="", help="passed to tessera run --algorithm (default: tessera's own)")
 p.add_argument("--same-file", action="store_true", help="A and B in one file")
 p.add_argument("--baseline", default="")
 p.add_argument("--need-gpus", type=int, default=0)
@@ -55,6 +56,8 @@ if args.grid:
     cmd += ["--grid", args.grid]
 if args.baseline:
     cmd += ["--baseline", args.baseline]
+if args.algorithm:
+    cmd += ["--algorithm", args.algorithm]
 res = r.run(cmd)
 
 with h5py.File(c_file, "r") as f:
@@ -73,17 +76,27 @@ check(not leftovers(os.path.dirname(c_file)), "temporary files left next to C")
 rep = json.load(open(report))
 check(rep["nranks"] == args.np, "report nranks")
 check(len(rep["ranks"]) == args.np, "report must have one entry per rank")
+if args.algorithm in ("panels", "ksplit"):
+    check(rep["algorithm"] == args.algorithm, f"report algorithm {rep['algorithm']} != {args.algorithm}")
+    algo_attr = attrs["algorithm"].decode() if isinstance(attrs["algorithm"], bytes) else str(attrs["algorithm"])
+    check(algo_attr == args.algorithm, f"C attribute algorithm {algo_attr} != {args.algorithm}")
+if args.algorithm == "auto" and args.backend == "cpu":
+    check(rep["algorithm"] == "panels", f"auto on the CPU backend chose {rep['algorithm']}, expected panels")
+ksplit = rep["algorithm"] == "ksplit"
 covered = 0
 for entry in rep["ranks"]:
     if not entry["active"]:
         continue
     rows, cols = entry["rows"], entry["cols"]
     covered += (rows[1] - rows[0]) * (cols[1] - cols[0])
-    for phase in ["read", "compute", "write" if entry["rank"] == 0 else "gather"]:
+    # ksplit: every rank holds a partial of all of C, summed onto rank 0 ("reduce").
+    last = "write" if entry["rank"] == 0 else ("reduce" if ksplit else "gather")
+    for phase in ["read", "compute", last] + (["reduce"] if ksplit else []):
         check(phase in entry["phases"], f"rank {entry['rank']} lacks phase {phase}")
     if args.baseline:
         check(entry["baseline"]["speedup"] > 0, "baseline speedup missing")
-check(covered == args.m * args.n, "active ranks' blocks must cover C exactly")
+expected = args.m * args.n * (args.np if ksplit else 1)
+check(covered == expected, "active ranks' blocks must cover C exactly (ksplit: each rank all of C)")
 if args.expect_shared_gpu:
     warned = [w for e in rep["ranks"] for w in e["warnings"]]
     check(any("share" in w for w in warned), f"expected a GPU-sharing warning, got {warned}")

@@ -55,3 +55,19 @@ add_mpi_test(dryrun.many-ranks 1 dryrun.py --case many-ranks)
 
 # 3 ranks on the 2-GPU machine: two share a GPU, and the report says so (skipped below 2 GPUs).
 add_mpi_test(mpi.cuda.shared.np3 3 e2e_run.py --m 300 --n 301 --k 302 --dtype f32 --backend cuda --need-gpus 2 --expect-shared-gpu)
+
+# ksplit: the ranks split K and sum partial products (MPI_Reduce on the CPU; NCCL on GPUs).
+# Odd shapes, K < ranks (ranks with an empty K range contribute zeros), f32 and f64, 1-4 ranks.
+add_mpi_test(ksplit.f64.odd.np1 1 e2e_run.py --m 17 --n 33 --k 9 --dtype f64 --algorithm ksplit)
+add_mpi_test(ksplit.f64.odd.np2 2 e2e_run.py --m 31 --n 29 --k 37 --dtype f64 --algorithm ksplit)
+add_mpi_test(ksplit.f32.odd.np3 3 e2e_run.py --m 123 --n 45 --k 1027 --dtype f32 --algorithm ksplit --kernel cpu-tiled)
+add_mpi_test(ksplit.f64.odd.np4 4 e2e_run.py --m 129 --n 257 --k 65 --dtype f64 --algorithm ksplit --kernel cpu-naive)
+add_mpi_test(ksplit.f64.k-lt-p.np4 4 e2e_run.py --m 13 --n 11 --k 2 --dtype f64 --algorithm ksplit)
+add_mpi_test(ksplit.f32.k1.np3 3 e2e_run.py --m 7 --n 5 --k 1 --dtype f32 --algorithm ksplit)
+add_mpi_test(ksplit.f32.chunked.np2 2 e2e_run.py --m 70 --n 90 --k 50 --dtype f32 --layout chunked --algorithm ksplit)
+add_mpi_test(ksplit.int32.np3 3 e2e_run.py --m 15 --n 16 --k 17 --dtype i32 --algorithm ksplit)
+# auto on the CPU backend stays panels.
+add_mpi_test(ksplit.auto-cpu-is-panels.np2 2 e2e_run.py --m 20 --n 20 --k 40 --dtype f64 --algorithm auto)
+# On GPUs (NCCL where built with it); skipped (visibly) where fewer GPUs are visible.
+add_mpi_test(ksplit.cuda.f32.np2 2 e2e_run.py --m 517 --n 1031 --k 1029 --dtype f32 --backend cuda --need-gpus 2 --algorithm ksplit)
+add_mpi_test(ksplit.cuda.f64.k-lt-p.np2 2 e2e_run.py --m 65 --n 33 --k 1 --dtype f64 --backend cuda --need-gpus 2 --algorithm ksplit)

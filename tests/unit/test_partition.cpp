@@ -3,6 +3,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <vector>
@@ -110,4 +111,38 @@ TEST_CASE("offsets and counts stay exact beyond 2^31 elements", "[partition]") {
   REQUIRE(flops == 2.0 * m * n * k);
   const auto last = split(std::int64_t{3} << 40, 7, 6);
   REQUIRE(last.end == (std::int64_t{3} << 40));
+}
+
+TEST_CASE("ksplit: the K ranges tile 0..K, empty ranges when K < P", "[partition][ksplit]") {
+  using tessera::dist::KSplit;
+  for (std::int64_t k = 1; k <= 12; ++k)
+    for (int p = 1; p <= 9; ++p) {
+      const KSplit ks(5, 7, k, p);
+      std::int64_t next = 0, a = 0, b = 0, smallest = k, largest = 0;
+      double flops = 0;
+      for (int r = 0; r < p; ++r) {
+        const auto kr = ks.k_range(r);
+        REQUIRE(kr.begin == next);
+        REQUIRE((kr.size() == 0) == (r >= k));  // empty exactly past K
+        smallest = std::min(smallest, kr.size());
+        largest = std::max(largest, kr.size());
+        next = kr.end;
+        a += ks.a_elements(r);
+        b += ks.b_elements(r);
+        flops += ks.flops(r);
+        REQUIRE(ks.c_elements() == 35);
+      }
+      REQUIRE(next == k);
+      REQUIRE(largest - smallest <= 1);
+      REQUIRE(a == 5 * k);
+      REQUIRE(b == k * 7);
+      REQUIRE(flops == 2.0 * 5 * 7 * static_cast<double>(k));
+    }
+  // Past 2^31 elements without overflow.
+  const KSplit big(std::int64_t{1} << 20, std::int64_t{1} << 20, 3, 2);
+  REQUIRE(big.c_elements() == (std::int64_t{1} << 40));
+  REQUIRE(big.a_elements(0) == (std::int64_t{1} << 21));
+  REQUIRE(big.k_range(1).size() == 1);
+  REQUIRE_THROWS_AS(KSplit(0, 1, 1, 1), tessera::InputError);
+  REQUIRE_THROWS_AS(KSplit(1, 1, 1, 0), tessera::InputError);
 }

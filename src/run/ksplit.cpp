@@ -1,0 +1,299 @@
+#include "run/ksplit.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "core/error.hpp"
+#include "core/version.hpp"
+#include "dist/partition.hpp"
+#include "run/dryrun.hpp"
+#include "run/progress.hpp"
+
+namespace tessera::run {
+
+namespace {
+
+constexpr int kRoot = 0;
+
+double seconds_since(double start) { return MPI_Wtime() - start; }
+
+std::int64_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
+}
+
+// Elementwise sum of every rank's `count` elements onto root's `data` (in place there), in
+// messages of at most 2^30 elements, as MPI counts are int.
+void host_reduce(void* data, std::size_t count, DType dtype, const dist::Comm& comm) {
+  const MPI_Datatype type = dtype == DType::f32 ? MPI_FLOAT : MPI_DOUBLE;
+  auto* bytes = static_cast<unsigned char*>(data);
+  const std::size_t esize = dtype_size(dtype);
+  for (std::size_t done = 0; done < count;) {
+    const std::size_t n = std::min<std::size_t>(count - done, std::size_t{1} << 30);
+    void* at = bytes + done * esize;
+    if (comm.rank() == kRoot)
+      TESSERA_MPI_CHECK(MPI_Reduce(MPI_IN_PLACE, at, static_cast<int>(n), type, MPI_SUM, kRoot, comm.get()));
+    else
+      TESSERA_MPI_CHECK(MPI_Reduce(at, nullptr, static_cast<int>(n), type, MPI_SUM, kRoot, comm.get()));
+    done += n;
+  }
+}
+
+// Non-finite values in this rank's A columns and B rows (disjoint across ranks, so each element
+// is counted once): count and first position as a row-major index of the whole matrix.
+struct Scan {
+  double count = 0;
+  double first = INFINITY;
+};
+Scan scan(const void* data, DType dtype, std::int64_t rows, std::int64_t cols, std::int64_t row0, std::int64_t col0,
+          std::int64_t ld_total) {
+  Scan s;
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const auto at = static_cast<std::size_t>(i * cols + j);
+      const double v = dtype == DType::f32 ? static_cast<const float*>(data)[at] : static_cast<const double*>(data)[at];
+      if (!std::isfinite(v)) {
+        if (s.count == 0) s.first = static_cast<double>((row0 + i) * ld_total + col0 + j);
+        s.count += 1;
+      }
+    }
+  return s;
+}
+
+// "ranks 0, 2 share NVIDIA H200 [...]; ..." for ranks whose `gpu` (host|device, "" for none)
+// is the same; "" when none share. Collective; the same text on every rank.
+std::string shared_gpus(const dist::Comm& comm, const std::string& gpu) {
+  const auto all = comm.gather(gpu, kRoot);
+  std::string note;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i].empty() || std::find(all.begin(), all.begin() + static_cast<long>(i), all[i]) != all.begin() + static_cast<long>(i))
+      continue;  // no GPU, or reported with its first user
+    std::string ranks;
+    int users = 0;
+    for (std::size_t j = i; j < all.size(); ++j)
+      if (all[j] == all[i]) {
+        ranks += (ranks.empty() ? "" : ", ") + std::to_string(j);
+        ++users;
+      }
+    if (users > 1)
+      note += (note.empty() ? "" : "; ") + std::string("ranks ") + ranks + " share " + all[i].substr(all[i].find('|') + 1);
+  }
+  return comm.broadcast(note, kRoot);
+}
+
+}  // namespace
+
+std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nranks, std::int64_t m, std::int64_t n,
+                             std::int64_t k) {
+  const std::string& want = o.algorithm;
+  if (want != "auto" && want != "panels" && want != "ksplit")
+    throw InputError("invalid --algorithm '" + want + "' (choose: auto, panels, ksplit)");
+  if (want == "ksplit" && o.verify) throw InputError("--verify needs --algorithm panels (run `tessera verify` after ksplit)");
+  if (want == "ksplit" && !o.baseline.empty()) throw InputError("--baseline needs --algorithm panels");
+  if (want != "auto") return want;
+  const bool fits_model = 2 * k >= std::max(m, n);
+  return cuda && nccl && nranks >= 2 && !o.verify && o.baseline.empty() && fits_model ? "ksplit" : "panels";
+}
+
+void run_ksplit(const RunOptions& o, const dist::Comm& comm, KSplitStart start) {
+  const int rank = comm.rank();
+  const dist::KSplit ks(start.m, start.n, start.k, comm.size());
+  const DType dtype = start.dtype;
+  const std::size_t esize = dtype_size(dtype);
+  const dist::Range kr = ks.k_range(rank);
+  report::JobReport job = std::move(start.job);
+  job.algorithm = "ksplit";
+
+  bool show_progress = o.progress == "on";
+  if (o.progress == "auto" && rank == kRoot) {
+    const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
+    const auto grid = dist::choose_grid(ks.m(), ks.n(), ks.k(), comm.size());
+    show_progress = plan_run(ks.m(), ks.n(), ks.k(), dtype, comm.size(), grid, gpu).predicted_seconds > 5;
+  }
+  Progress progress(rank == kRoot && show_progress);
+  progress.step("plan: ksplit, K split over " + std::to_string(comm.size()) + " rank(s), " + dtype_name(dtype));
+
+  // Every rank holds a partial of all of C; a rank with an empty K range (K < ranks) holds zeros.
+  report::RankRecord me;
+  me.rank = rank;
+  me.active = true;
+  const auto node = comm.node();
+  me.host = node.host;
+  me.block_row = 0;
+  me.block_col = 0;
+  me.row_end = ks.m();
+  me.col_end = ks.n();
+  me.flops = ks.flops(rank);
+
+  // 1. Backend and kernel. `auto`: the backend's choice for the largest partial product.
+  std::unique_ptr<backend::Backend> be;
+  std::string kernel;
+  comm.step([&] {
+    be = backend::make_backend(o.backend, {node.local_rank, node.local_size});
+    kernel = o.kernel == "auto" ? be->resolve_kernel(dtype, ks.m(), ks.n(), ks.k_range(0).size()) : o.kernel;
+    const auto names = be->kernels();
+    if (std::find(names.begin(), names.end(), kernel) == names.end()) {
+      std::string list;
+      for (const auto& nm : names) list += (list.empty() ? "" : ", ") + nm;
+      throw InputError("unknown kernel '" + kernel + "' for the " + be->name() + " backend (choose: auto, " + list + ")");
+    }
+    me.device = be->device();
+    me.device_id = be->device_id();
+    me.warnings = be->warnings();
+  });
+  job.backend = comm.broadcast(be->name(), kRoot);
+  job.kernel = comm.broadcast(kernel, kRoot);
+  if (!o.grid.empty()) me.warnings.push_back("--grid " + o.grid + " is ignored by --algorithm ksplit (it splits K)");
+  // Ranks on one GPU (same host, same name and PCI bus id): NCCL refuses a group with one GPU
+  // twice, so they sum on the host, and the report says they share it.
+  const std::string shared = shared_gpus(comm, me.device_id >= 0 ? me.host + "|" + me.device : std::string());
+  if (!shared.empty() && rank == kRoot)
+    me.warnings.push_back(shared + " (fewer GPUs than ranks); ksplit sums their partial products on the host");
+  // Device reduction only when every rank's backend can (one rank without NCCL: all on the host).
+  const bool device_reduce = shared.empty() && comm.min(be->supports_device_reduce() ? 1.0 : 0.0) > 0;
+  if (!device_reduce && be->name() == "cuda" && rank == kRoot)
+    me.warnings.push_back(
+        "ksplit: built without NCCL, so partial products are summed on the host with MPI_Reduce after D2H (correct, "
+        "slower)");
+
+  // 2. Inputs: this rank's K columns of A and K rows of B (nothing when its K range is empty).
+  progress.step("reading A columns and B rows on " + std::to_string(comm.size()) + " rank(s)");
+  std::vector<unsigned char> a, b, c;
+  comm.step([&] {
+    const double t = MPI_Wtime();
+    a.resize(static_cast<std::size_t>(ks.a_elements(rank)) * esize);
+    b.resize(static_cast<std::size_t>(ks.b_elements(rank)) * esize);
+    // C: on rank 0 for the result; on every rank when summing on the host. Zeros: the partial of
+    // a rank with an empty K range. Allocated (and touched) here, outside the timed compute.
+    if (rank == kRoot || !device_reduce) c.assign(static_cast<std::size_t>(ks.c_elements()) * esize, 0);
+    if (kr.size() > 0) {
+      io::read_block(io::DatasetRef::parse(o.a), 0, ks.m(), kr.begin, kr.size(), dtype, a.data());
+      io::read_block(io::DatasetRef::parse(o.b), kr.begin, kr.size(), 0, ks.n(), dtype, b.data());
+    }
+    me.phases.emplace_back("read", seconds_since(t));
+  });
+
+  // Non-finite inputs: every element sits in exactly one rank's slices.
+  {
+    const Scan sa = scan(a.data(), dtype, ks.m(), kr.size(), 0, kr.begin, ks.k());
+    const Scan sb = scan(b.data(), dtype, kr.size(), ks.n(), kr.begin, 0, ks.n());
+    const double na = comm.sum(sa.count), nb = comm.sum(sb.count);
+    const double fa = comm.min(sa.first), fb = comm.min(sb.first);
+    comm.step([&] {
+      if (rank != kRoot || o.allow_nonfinite) return;
+      auto where = [](double first, std::int64_t cols) {
+        const auto idx = static_cast<std::int64_t>(first);
+        return "(" + std::to_string(idx / cols) + ", " + std::to_string(idx % cols) + ")";
+      };
+      if (na > 0)
+        throw InputError("A '" + o.a + "' holds " + std::to_string(static_cast<long long>(na)) +
+                         " non-finite value(s) (NaN/Inf), the first at " + where(fa, ks.k()) +
+                         "; pass --allow-nonfinite to multiply anyway");
+      if (nb > 0)
+        throw InputError("B '" + o.b + "' holds " + std::to_string(static_cast<long long>(nb)) +
+                         " non-finite value(s) (NaN/Inf), the first at " + where(fb, ks.n()) +
+                         "; pass --allow-nonfinite to multiply anyway");
+    });
+  }
+
+  // 3. The NCCL group: rank 0 makes the id, MPI hands it to everyone, each joins (collective).
+  if (device_reduce) {
+    std::string id;
+    comm.step([&] {
+      if (rank != kRoot) return;
+      const auto bytes = be->new_reduce_group_id();
+      id.assign(bytes.begin(), bytes.end());
+    });
+    id = comm.broadcast(id, kRoot);
+    comm.step([&] { be->join_reduce_group(std::vector<unsigned char>(id.begin(), id.end()), rank, comm.size()); });
+  }
+
+  // 4. Partial product, then the sum onto rank 0. `compute` covers both (compute and
+  // communication); its parts are h2d, kernel, reduce and d2h (or the CPU's compute and reduce).
+  progress.step("computing partial products with " + kernel + " and summing them on rank 0");
+  const backend::GemmProblem prob{dtype, ks.m(), ks.n(), kr.size(), a.data(), b.data(), c.empty() ? nullptr : c.data()};
+  report::Phases parts;
+  const double t_compute = MPI_Wtime();
+  comm.step([&] {
+    if (device_reduce) {
+      for (const auto& p : be->gemm_on_device(kernel, prob)) parts.emplace_back(p.name, p.seconds);
+      return;
+    }
+    if (kr.size() == 0) return;  // C stays zero
+    for (const auto& p : be->gemm(kernel, prob))
+      parts.emplace_back(p.name == "compute" ? "partial" : p.name, p.seconds);
+  });
+  comm.step([&] {
+    if (device_reduce) {
+      for (const auto& p : be->reduce_to_host(kRoot, rank == kRoot ? c.data() : nullptr))
+        parts.emplace_back(p.name, p.seconds);
+      return;
+    }
+    const double t = MPI_Wtime();
+    host_reduce(c.data(), static_cast<std::size_t>(ks.c_elements()), dtype, comm);
+    parts.emplace_back("reduce", seconds_since(t));
+  });
+  me.phases.emplace_back("compute", seconds_since(t_compute));
+  for (const auto& p : parts) me.phases.push_back(p);
+  a = {};
+  b = {};
+  if (rank != kRoot) c = {};
+
+  // 5. Rank 0 writes C in one piece, labels it and commits: only now does the output appear.
+  progress.step("writing C");
+  job.m = ks.m();
+  job.n = ks.n();
+  job.k = ks.k();
+  job.dtype = dtype_name(dtype);
+  job.grid_rows = 1;
+  job.grid_cols = 1;
+  comm.step([&] {
+    if (rank != kRoot) return;
+    const double t = MPI_Wtime();
+    start.writer->write_block(0, 0, ks.m(), ks.n(), c.data());
+    job.wall_seconds = seconds_since(start.started);
+    start.writer->set_attributes({io::Attribute::of("shape", std::vector<std::int64_t>{ks.m(), ks.n()}),
+                                  io::Attribute::of("dtype", dtype_name(dtype)),
+                                  io::Attribute::of("process_grid", "1x1x" + std::to_string(comm.size())),
+                                  io::Attribute::of("nranks", std::int64_t{comm.size()}),
+                                  io::Attribute::of("algorithm", job.algorithm),
+                                  io::Attribute::of("backend", job.backend),
+                                  io::Attribute::of("kernel", job.kernel),
+                                  io::Attribute::of("inputs", o.a + " * " + o.b),
+                                  io::Attribute::of("tessera_version", kVersion),
+                                  io::Attribute::of("created", job.started_at),
+                                  io::Attribute::of("wall_seconds", job.wall_seconds)});
+    start.writer->commit();
+    start.writer.reset();
+    me.phases.emplace_back("write", seconds_since(t));
+  });
+  c = {};
+
+  progress.finish();
+  // 6. Report: rank 0 collects every rank's record.
+  me.peak_host_bytes = peak_rss_bytes();
+  const auto records = comm.gather(report::to_json(me).dump(), kRoot);
+  job.wall_seconds = comm.max(seconds_since(start.started));
+  comm.step([&] {
+    if (rank != kRoot) return;
+    for (const auto& text : records) job.ranks.push_back(report::rank_from_json(nlohmann::json::parse(text)));
+    if (!o.quiet) std::fputs(report::format_table(job).c_str(), stdout);
+    std::fflush(stdout);
+    if (!o.report.empty()) {
+      std::ofstream out(o.report);
+      out << report::to_json(job).dump(2) << "\n";
+      out.close();
+      if (!out) throw IoError("cannot write report '" + o.report + "'");
+    }
+  });
+}
+
+}  // namespace tessera::run
