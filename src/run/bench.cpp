@@ -3,6 +3,7 @@
 // events around each launch (copies are not the kernels' cost); on the CPU with steady_clock.
 // Results are data first (rows -> JSON/CSV), then a table.
 #include "run/bench.hpp"
+#include "run/gemm_size.hpp"
 
 #include <cblas.h>
 #include <fmt/format.h>
@@ -58,35 +59,9 @@ const char* short_name(DType t) { return t == DType::f32 ? "f32" : "f64"; }
 // cpu-naive above this size takes seconds a launch: too slow to time ten times per dtype.
 constexpr std::int64_t kCpuNaiveMax = 1024;
 
-struct Size {
-  std::int64_t m = 0, n = 0, k = 0;
-  std::string label() const { return fmt::format("{}x{}x{}", m, n, k); }
-  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
-};
+using Size = GemmSize;
 
-Size parse_size(const std::string& text) {
-  std::vector<std::int64_t> dims;
-  std::size_t pos = 0;
-  while (pos <= text.size()) {
-    const std::size_t x = text.find_first_of("xX", pos);
-    const std::string part = text.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
-    std::size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (part.empty() || used != part.size() || v < 1)
-      throw InputError("bench: size '" + text + "' is not N or MxNxK with positive integers");
-    dims.push_back(v);
-    if (x == std::string::npos) break;
-    pos = x + 1;
-  }
-  if (dims.size() == 1) return {dims[0], dims[0], dims[0]};
-  if (dims.size() == 3) return {dims[0], dims[1], dims[2]};
-  throw InputError("bench: size '" + text + "' is not N or MxNxK");
-}
+Size parse_size(const std::string& text) { return parse_gemm_size(text, "bench"); }
 
 DType parse_dtype(const std::string& text) {
   if (text == "f32" || text == "float32") return DType::f32;

@@ -1,4 +1,5 @@
 #include "run/ksplit.hpp"
+#include "run/checks.hpp"
 
 #include <sys/resource.h>
 
@@ -45,48 +46,6 @@ void host_reduce(void* data, std::size_t count, DType dtype, const dist::Comm& c
       TESSERA_MPI_CHECK(MPI_Reduce(at, nullptr, static_cast<int>(n), type, MPI_SUM, kRoot, comm.get()));
     done += n;
   }
-}
-
-// Non-finite values in this rank's A columns and B rows (disjoint across ranks, so each element
-// is counted once): count and first position as a row-major index of the whole matrix.
-struct Scan {
-  double count = 0;
-  double first = INFINITY;
-};
-Scan scan(const void* data, DType dtype, std::int64_t rows, std::int64_t cols, std::int64_t row0, std::int64_t col0,
-          std::int64_t ld_total) {
-  Scan s;
-  for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t j = 0; j < cols; ++j) {
-      const auto at = static_cast<std::size_t>(i * cols + j);
-      const double v = dtype == DType::f32 ? static_cast<const float*>(data)[at] : static_cast<const double*>(data)[at];
-      if (!std::isfinite(v)) {
-        if (s.count == 0) s.first = static_cast<double>((row0 + i) * ld_total + col0 + j);
-        s.count += 1;
-      }
-    }
-  return s;
-}
-
-// "ranks 0, 2 share NVIDIA H200 [...]; ..." for ranks whose `gpu` (host|device, "" for none)
-// is the same; "" when none share. Collective; the same text on every rank.
-std::string shared_gpus(const dist::Comm& comm, const std::string& gpu) {
-  const auto all = comm.gather(gpu, kRoot);
-  std::string note;
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    if (all[i].empty() || std::find(all.begin(), all.begin() + static_cast<long>(i), all[i]) != all.begin() + static_cast<long>(i))
-      continue;  // no GPU, or reported with its first user
-    std::string ranks;
-    int users = 0;
-    for (std::size_t j = i; j < all.size(); ++j)
-      if (all[j] == all[i]) {
-        ranks += (ranks.empty() ? "" : ", ") + std::to_string(j);
-        ++users;
-      }
-    if (users > 1)
-      note += (note.empty() ? "" : "; ") + std::string("ranks ") + ranks + " share " + all[i].substr(all[i].find('|') + 1);
-  }
-  return comm.broadcast(note, kRoot);
 }
 
 }  // namespace
@@ -154,7 +113,7 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, KSplitStart start) 
   if (!o.grid.empty()) me.warnings.push_back("--grid " + o.grid + " is ignored by --algorithm ksplit (it splits K)");
   // Ranks on one GPU (same host, same name and PCI bus id): NCCL refuses a group with one GPU
   // twice, so they sum on the host, and the report says they share it.
-  const std::string shared = shared_gpus(comm, me.device_id >= 0 ? me.host + "|" + me.device : std::string());
+  const std::string shared = shared_gpu_note(comm, me.device_id >= 0 ? me.host + "|" + me.device : std::string());
   if (!shared.empty() && rank == kRoot)
     me.warnings.push_back(shared + " (fewer GPUs than ranks); ksplit sums their partial products on the host");
   // Device reduction only when every rank's backend can (one rank without NCCL: all on the host).
@@ -182,27 +141,8 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, KSplitStart start) 
   });
 
   // Non-finite inputs: every element sits in exactly one rank's slices.
-  {
-    const Scan sa = scan(a.data(), dtype, ks.m(), kr.size(), 0, kr.begin, ks.k());
-    const Scan sb = scan(b.data(), dtype, kr.size(), ks.n(), kr.begin, 0, ks.n());
-    const double na = comm.sum(sa.count), nb = comm.sum(sb.count);
-    const double fa = comm.min(sa.first), fb = comm.min(sb.first);
-    comm.step([&] {
-      if (rank != kRoot || o.allow_nonfinite) return;
-      auto where = [](double first, std::int64_t cols) {
-        const auto idx = static_cast<std::int64_t>(first);
-        return "(" + std::to_string(idx / cols) + ", " + std::to_string(idx % cols) + ")";
-      };
-      if (na > 0)
-        throw InputError("A '" + o.a + "' holds " + std::to_string(static_cast<long long>(na)) +
-                         " non-finite value(s) (NaN/Inf), the first at " + where(fa, ks.k()) +
-                         "; pass --allow-nonfinite to multiply anyway");
-      if (nb > 0)
-        throw InputError("B '" + o.b + "' holds " + std::to_string(static_cast<long long>(nb)) +
-                         " non-finite value(s) (NaN/Inf), the first at " + where(fb, ks.n()) +
-                         "; pass --allow-nonfinite to multiply anyway");
-    });
-  }
+  refuse_nonfinite(comm, o.a, scan_nonfinite(a.data(), dtype, ks.m(), kr.size(), 0, kr.begin, ks.k()), ks.k(), o.b,
+                   scan_nonfinite(b.data(), dtype, kr.size(), ks.n(), kr.begin, 0, ks.n()), ks.n(), o.allow_nonfinite);
 
   // 3. The NCCL group: rank 0 makes the id, MPI hands it to everyone, each joins (collective).
   if (device_reduce) {

@@ -20,6 +20,7 @@
 #include "io/cleanup.hpp"
 #include "io/hdf5_io.hpp"
 #include "report/report.hpp"
+#include "run/checks.hpp"
 #include "run/dryrun.hpp"
 #include "run/freivalds.hpp"
 #include "run/ksplit.hpp"
@@ -107,78 +108,7 @@ Plan decode(const std::string& s) {
   return p;
 }
 
-// Refuses NaN / Inf in A or B (count and first position) unless --allow-nonfinite. Collective.
-void check_finite(const RunOptions& o, const dist::Comm& comm, const dist::Partition& part, DType dtype, bool active,
-                  const void* a, const void* b) {
-  const int rank = comm.rank();
-  struct Scan {
-    double count = 0;
-    double first = INFINITY;  // row-major index in the whole matrix (exact below 2^53)
-  };
-  auto scan = [&](const void* data, std::int64_t rows, std::int64_t cols, std::int64_t row0, std::int64_t col0,
-                  std::int64_t ld_total) {
-    Scan s;
-    for (std::int64_t i = 0; i < rows; ++i)
-      for (std::int64_t j = 0; j < cols; ++j) {
-        const std::size_t at = static_cast<std::size_t>(i * cols + j);
-        const double v = dtype == DType::f32 ? static_cast<const float*>(data)[at] : static_cast<const double*>(data)[at];
-        if (!std::isfinite(v)) {
-          if (s.count == 0) s.first = static_cast<double>((row0 + i) * ld_total + col0 + j);
-          s.count += 1;
-        }
-      }
-    return s;
-  };
-  Scan sa, sb;
-  if (active && part.block_col(rank) == 0) sa = scan(a, part.rows_of(rank).size(), part.k(), part.rows_of(rank).begin, 0, part.k());
-  if (active && part.block_row(rank) == 0)
-    sb = scan(b, part.k(), part.cols_of(rank).size(), 0, part.cols_of(rank).begin, part.n());
-  const double na = comm.sum(sa.count), nb = comm.sum(sb.count);
-  const double fa = comm.min(sa.first), fb = comm.min(sb.first);
-  comm.step([&] {
-    if (rank != kRoot || o.allow_nonfinite) return;
-    auto where = [](double first, std::int64_t cols) {
-      const auto idx = static_cast<std::int64_t>(first);
-      return "(" + std::to_string(idx / cols) + ", " + std::to_string(idx % cols) + ")";
-    };
-    if (na > 0)
-      throw InputError("A '" + o.a + "' holds " + std::to_string(static_cast<long long>(na)) +
-                       " non-finite value(s) (NaN/Inf), the first at " + where(fa, part.k()) +
-                       "; pass --allow-nonfinite to multiply anyway");
-    if (nb > 0)
-      throw InputError("B '" + o.b + "' holds " + std::to_string(static_cast<long long>(nb)) +
-                       " non-finite value(s) (NaN/Inf), the first at " + where(fb, part.n()) +
-                       "; pass --allow-nonfinite to multiply anyway");
-  });
-}
-
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-// Ranks of one node on the same GPU (same name and PCI bus id) compete for it: say so. The
-// device string is what identifies a GPU across processes, whatever CUDA_VISIBLE_DEVICES says.
-void warn_shared_gpus(const dist::Comm& comm, report::RankRecord& me) {
-  const dist::Comm node = comm.split_node();
-  const auto devices = node.gather(me.device_id >= 0 ? me.device : std::string(), 0);
-  const auto ranks = node.gather(std::to_string(comm.rank()), 0);
-  std::string note;
-  if (node.rank() == 0) {
-    for (std::size_t i = 0; i < devices.size(); ++i) {
-      if (devices[i].empty() || std::find(devices.begin(), devices.begin() + static_cast<long>(i), devices[i]) !=
-                                    devices.begin() + static_cast<long>(i))
-        continue;  // no GPU, or reported with its first user
-      std::string sharing;
-      int users = 0;
-      for (std::size_t j = i; j < devices.size(); ++j)
-        if (devices[j] == devices[i]) {
-          sharing += (sharing.empty() ? "" : ", ") + ranks[j];
-          ++users;
-        }
-      if (users > 1) note += (note.empty() ? "" : "; ") + std::string("ranks ") + sharing + " share " + devices[i];
-    }
-  }
-  note = node.broadcast(note, 0);
-  if (!note.empty() && node.rank() == 0) me.warnings.push_back(note + " (fewer GPUs than ranks on this node)");
-}
 
 // MemTotal of this node (0 if unknown). Not MemAvailable: page cache is reclaimable, and some
 // virtual machines grow their memory as it is used.
@@ -332,7 +262,10 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     me.device_id = be->device_id();
     me.warnings = be->warnings();
   });
-  warn_shared_gpus(comm, me);
+  // Ranks on one GPU (same host, name and PCI bus id, whatever CUDA_VISIBLE_DEVICES says) compete.
+  if (const auto shared = shared_gpu_note(comm, me.device_id >= 0 ? me.host + "|" + me.device : std::string());
+      !shared.empty() && rank == kRoot)
+    me.warnings.push_back(shared + " (fewer GPUs than ranks on the node)");
   job.backend = comm.broadcast(be->name(), kRoot);
   job.kernel = comm.broadcast(kernel, kRoot);
 
@@ -369,7 +302,14 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   });
 
   // Non-finite inputs: counted once per element (A on block-column 0, B on block-row 0).
-  check_finite(o, comm, part, plan.dtype, me.active, a.data(), b.data());
+  {
+    NonfiniteScan sa, sb;
+    if (me.active && part.block_col(rank) == 0)
+      sa = scan_nonfinite(a.data(), plan.dtype, part.rows_of(rank).size(), plan.k, part.rows_of(rank).begin, 0, plan.k);
+    if (me.active && part.block_row(rank) == 0)
+      sb = scan_nonfinite(b.data(), plan.dtype, plan.k, part.cols_of(rank).size(), 0, part.cols_of(rank).begin, plan.n);
+    refuse_nonfinite(comm, o.a, sa, plan.k, o.b, sb, plan.n, o.allow_nonfinite);
+  }
 
   progress.step("computing C blocks with " + kernel);
   // 4. Compute the local block.

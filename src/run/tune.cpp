@@ -3,6 +3,7 @@
 // random data (never zeros). A candidate is eligible only if its result agrees with cuBLAS
 // (pedantic, same dtype) to well within rounding, so a broken kernel can never win.
 #include "run/tune.hpp"
+#include "run/gemm_size.hpp"
 
 #include <fmt/format.h>
 
@@ -47,33 +48,9 @@ DType parse_dtype(const std::string& text) {
   throw InputError("tune: dtype '" + text + "' is not f32 or f64");
 }
 
-struct Size {
-  std::int64_t m = 0, n = 0, k = 0;
-};
+using Size = GemmSize;
 
-Size parse_size(const std::string& text) {
-  std::vector<std::int64_t> dims;
-  std::size_t pos = 0;
-  while (true) {
-    const std::size_t x = text.find_first_of("xX", pos);
-    const std::string part = text.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
-    std::size_t used = 0;
-    long long v = 0;
-    try {
-      v = std::stoll(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (part.empty() || used != part.size() || v < 1)
-      throw InputError("tune: size '" + text + "' is not N or MxNxK with positive integers");
-    dims.push_back(v);
-    if (x == std::string::npos) break;
-    pos = x + 1;
-  }
-  if (dims.size() == 1) return {dims[0], dims[0], dims[0]};
-  if (dims.size() == 3) return {dims[0], dims[1], dims[2]};
-  throw InputError("tune: size '" + text + "' is not N or MxNxK");
-}
+Size parse_size(const std::string& text) { return parse_gemm_size(text, "tune"); }
 
 std::string env(const char* name) {
   const char* v = std::getenv(name);

@@ -1,0 +1,64 @@
+#include "run/checks.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace tessera::run {
+
+NonfiniteScan scan_nonfinite(const void* data, DType dtype, std::int64_t rows, std::int64_t cols, std::int64_t row0,
+                             std::int64_t col0, std::int64_t ld_total) {
+  NonfiniteScan s;
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const auto at = static_cast<std::size_t>(i * cols + j);
+      const double v = dtype == DType::f32 ? static_cast<const float*>(data)[at] : static_cast<const double*>(data)[at];
+      if (!std::isfinite(v)) {
+        if (s.count == 0) s.first = static_cast<double>((row0 + i) * ld_total + col0 + j);
+        s.count += 1;
+      }
+    }
+  return s;
+}
+
+void refuse_nonfinite(const dist::Comm& comm, const std::string& a_name, const NonfiniteScan& a,
+                      std::int64_t a_cols, const std::string& b_name, const NonfiniteScan& b, std::int64_t b_cols,
+                      bool allowed) {
+  const double na = comm.sum(a.count), nb = comm.sum(b.count);
+  const double fa = comm.min(a.first), fb = comm.min(b.first);
+  comm.step([&] {
+    if (comm.rank() != 0 || allowed) return;
+    const auto refuse = [](const std::string& what, const std::string& name, double count, double first,
+                           std::int64_t cols) {
+      const auto idx = static_cast<std::int64_t>(first);
+      return InputError(what + " '" + name + "' holds " + std::to_string(static_cast<long long>(count)) +
+                        " non-finite value(s) (NaN/Inf), the first at (" + std::to_string(idx / cols) + ", " +
+                        std::to_string(idx % cols) + "); pass --allow-nonfinite to multiply anyway");
+    };
+    if (na > 0) throw refuse("A", a_name, na, fa, a_cols);
+    if (nb > 0) throw refuse("B", b_name, nb, fb, b_cols);
+  });
+}
+
+std::string shared_gpu_note(const dist::Comm& comm, const std::string& gpu) {
+  const auto all = comm.gather(gpu, 0);
+  std::string note;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const auto first_use = std::find(all.begin(), all.end(), all[i]) - all.begin();
+    if (all[i].empty() || static_cast<std::size_t>(first_use) != i) continue;  // no GPU, or reported already
+    std::string ranks;
+    int users = 0;
+    for (std::size_t j = i; j < all.size(); ++j)
+      if (all[j] == all[i]) {
+        ranks += (ranks.empty() ? "" : ", ") + std::to_string(j);
+        ++users;
+      }
+    if (users > 1)
+      note += (note.empty() ? "" : "; ") + std::string("ranks ") + ranks + " share " + all[i].substr(all[i].find('|') + 1);
+  }
+  return comm.broadcast(note, 0);
+}
+
+}  // namespace tessera::run
