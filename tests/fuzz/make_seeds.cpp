@@ -239,6 +239,7 @@ int main(int argc, char** argv) try {
              std::string("\x01", 1) + "[run]\na = 'x:y.h5:/A'\nb = \"\"\"b.h5:/B\"\"\"\nc = \"c.h5:/C\" # out\n"
                                       "dtype = f64\nverify = false\n[run.extra]\nkey = [1, 2]\n");
   write_text(opt / "grid.txt", std::string("\x02", 1) + "12x7");
+  write_text(opt / "grid-huge.txt", std::string("\x02", 1) + "999999x999999");  // int overflow before the fix
   write_text(opt / "dataset-ref.txt", std::string("\x02", 1) + "dir/file:with:colons.h5:/group/A");
   return 0;
 } catch (const std::exception& e) {

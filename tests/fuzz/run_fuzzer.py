@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Runs one libFuzzer target for a bounded time and sorts what it finds (scripts/sanitize.sh).
 
-A finding is attributed by the innermost stack frame that is neither the sanitizer / libFuzzer
-runtime nor the C/C++ runtime:
-  * in libhdf5 (or a compression library HDF5 calls): a libhdf5 bug. Reported with the input
+A finding is attributed by triage.py (innermost frame outside the runtimes, for every stack of the
+report: where it happened, where the memory was allocated or freed):
+  * all in libhdf5 (or a compression library HDF5 calls): a libhdf5 bug. Reported with the input
     (saved, and printed base64-encoded when small), not a failure; fuzzing goes on for the rest
     of the time (up to --max-restarts findings).
-  * anywhere else (tessera's code, the fuzz target, CLI11 compiled into it), or no usable stack,
-    or the fuzz target's own "tessera-fuzz: FINDING" (an unexpected exception, an HDF5 handle
-    left open): a tessera finding. Exit status 1.
+  * anything else (tessera's code, the fuzz target, CLI11 compiled into it, no usable stack), and
+    the fuzz target's own "tessera-fuzz: FINDING" (an unexpected exception, an HDF5 handle left
+    open): a tessera finding. Exit status 1.
 Exit status 0: no tessera finding (libhdf5 ones are listed in the summary).
 """
 import argparse
@@ -22,99 +22,7 @@ import subprocess
 import sys
 import time
 
-FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+\s+(?P<rest>.*)$")
-MODULE = re.compile(r"\((/[^()\s]+?)\+0x[0-9a-f]+\)")
-SOURCE = re.compile(r" (\S+?):\d+(?::\d+)?$")
-RUNTIME_FUNC = re.compile(r"^(__asan|__ubsan|__lsan|__sanitizer|__interceptor_|__interception|__sanitizer_|fuzzer::|"
-                          r"__libc_|__GI_|_start|raise|abort|malloc|calloc|realloc|free|operator new|operator delete|"
-                          r"__cxa_|__gxx_|_Unwind_|std::terminate|__memcpy|__memmove|__memset|memcpy|memmove|memset|"
-                          r"strlen|strnlen|strcmp|strncmp|__strlen|__strnlen|__strcmp)")
-SYSTEM_MODULE = re.compile(r"/(libc\.so|libc-|ld-linux|libstdc\+\+\.so|libgcc_s\.so|libm\.so|libpthread)")
-HDF5_MODULE = re.compile(r"/(libhdf5[^/]*|libz\.so[^/]*|libsz\.so[^/]*|libaec\.so[^/]*)$")
-ERROR_LINE = re.compile(r"(==\d+==\s*ERROR: |runtime error: |ERROR: libFuzzer: |tessera-fuzz: FINDING|"
-                        r"==\d+== ERROR: libFuzzer|ALARM: working on the last Unit)")
-
-
-def parse_frame(line):
-    """(function, source file, module) of a sanitizer stack frame line; None if it is not one."""
-    m = FRAME.match(line)
-    if not m:
-        return None
-    rest = re.sub(r"\s*\(BuildId: [0-9a-f]+\)\s*$", "", m.group("rest"))
-    module = MODULE.search(rest)
-    source = SOURCE.search(rest)
-    end = min(x.start() for x in (module, source) if x) if (module or source) else len(rest)
-    func = rest[3:end].strip() if rest.startswith("in ") else ""
-    return func, source.group(1) if source else None, module.group(1) if module else None
-
-
-def owner(frame, source_dir, binary):
-    func, path, module = frame
-    if RUNTIME_FUNC.match(func):
-        return "runtime"
-    if path:
-        if "compiler-rt" in path or "/sanitizer_common/" in path or "/libfuzzer/" in path:
-            return "runtime"
-        if path.startswith(source_dir):
-            return "tessera"
-        return "runtime" if re.match(r"(\./|csu/|\.\./)", path) else "other"  # glibc's own sources
-    if module:
-        if HDF5_MODULE.search(module):
-            return "hdf5"
-        if SYSTEM_MODULE.search(module):
-            return "runtime"
-        if os.path.realpath(module) == os.path.realpath(binary):
-            return "runtime" if not func or func.startswith(("fuzzer::", "__")) else "other"
-    return "other"
-
-
-def classify(log, source_dir, binary):
-    """Returns (verdict, kind, first error line, stack lines): verdict 'tessera' or 'hdf5'."""
-    lines = log.splitlines()
-    start = next((i for i, l in enumerate(lines) if ERROR_LINE.search(l)), None)
-    if start is None:
-        return "tessera", "unknown failure (no sanitizer report)", "", []
-    head = lines[start].strip()
-    if "tessera-fuzz: FINDING" in head:
-        return "tessera", "tessera-fuzz finding", head, lines[start:start + 40]
-    kind = head
-    summary = re.search(r"^SUMMARY: \w+: ([\w-]+)", log, re.M)
-    fuzzer = re.search(r"ERROR: libFuzzer: ([\w-]+(?: \(malloc\(\d+\)\))?)", log)
-    if "runtime error" in head:
-        kind = "undefined behaviour"
-    elif "LeakSanitizer" in head:
-        kind = "memory-leak"
-    elif "ALARM" in head:
-        kind = "timeout"
-    elif summary:
-        kind = summary.group(1)
-    elif fuzzer:
-        kind = fuzzer.group(1)
-    # The first stack after the error line; a leak report has one per leak: any non-HDF5 one counts.
-    stacks, current = [], []
-    for l in lines[start:]:
-        f = parse_frame(l)
-        if f:
-            current.append(f)
-        elif current:
-            stacks.append(current)
-            current = []
-            if "leak" not in kind.lower():
-                break
-    if current:
-        stacks.append(current)
-    shown = [l for l in lines[start:start + 60] if l.strip()]
-    if "runtime error" in head:  # UBSan names the place in the line itself
-        loc = re.search(r"(/\S+?):\d+:\d+: runtime error", head)
-        if loc:
-            return ("tessera" if loc.group(1).startswith(source_dir) else "other"), kind, head, shown
-    if not stacks:
-        return "tessera", kind + " (no stack to attribute it)", head, shown
-    verdicts = []
-    for stack in stacks:
-        who = next((o for o in (owner(f, source_dir, binary) for f in stack) if o != "runtime"), "other")
-        verdicts.append(who)
-    return ("hdf5" if all(v == "hdf5" for v in verdicts) else "tessera"), kind, head, shown
+import triage
 
 
 def final_stats(log):
@@ -170,7 +78,12 @@ def main():
         if rc is None:
             print(f"[{name}] FAIL: libFuzzer did not stop {left + 60} s into a {left} s run (log: {log_path})")
             return 1
-        verdict, kind, head, shown = classify(log, source_dir, a.fuzzer)
+        report = triage.read_report(log)
+        if report is None:
+            kind, head, shown, verdict = "failure without a sanitizer report", "", log.splitlines()[-40:], "tessera"
+        else:
+            kind, head, stacks, shown = report
+            verdict = triage.verdict(kind, head, stacks, source_dir, {os.path.realpath(a.fuzzer)})
         units = re.findall(r"Test unit written to (\S+)", log)
         unit = units[-1] if units else None
         if verdict != "hdf5":
@@ -179,6 +92,7 @@ def main():
             if unit:
                 print(f"[{name}] input saved: {unit}")
                 print(f"[{name}] reproduce: {a.fuzzer} {unit}")
+            print(f"[{name}] FAIL: {kind} in tessera's code after {runs} inputs (log: {log_path})")
             return 1
         # libhdf5's own bug: keep the input, say so, fuzz on.
         kept = None
@@ -189,7 +103,7 @@ def main():
             shutil.copyfile(unit, kept)
         hdf5_findings.append((kind, kept, head))
         print(f"[{name}] libhdf5 {kind} (reported, not a tessera failure); input saved in {kept}")
-        top = [l.strip() for l in shown if FRAME.match(l)][:10]
+        top = [l.strip() for l in shown if triage.FRAME.match(l)][:10]
         for l in top:
             print(f"[{name}]     {l}")
         if kept and os.path.getsize(kept) <= 16384:
