@@ -11,7 +11,7 @@
 
 using Catch::Matchers::ContainsSubstring;
 
-TEST_CASE("out of GPU memory names the bytes needed and free and what to do", "[gpu][small]") {
+TEST_CASE("out of GPU memory names the bytes needed and free and what to do", "[gpu][fault]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
   const std::size_t petabyte = std::size_t{1} << 50;
   try {
