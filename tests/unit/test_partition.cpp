@@ -146,3 +146,12 @@ TEST_CASE("ksplit: the K ranges tile 0..K, empty ranges when K < P", "[partition
   REQUIRE_THROWS_AS(KSplit(0, 1, 1, 1), tessera::InputError);
   REQUIRE_THROWS_AS(KSplit(1, 1, 1, 0), tessera::InputError);
 }
+
+TEST_CASE("sizes past what 64-bit byte counts can hold are refused, not wrapped", "[partition]") {
+  const std::int64_t huge = std::int64_t{1} << 40;  // a 2^40 x 2^40 dataset costs 3 KB as an HDF5 file
+  CHECK_THROWS_AS(Partition(huge, huge, 1, 1, GridShape{1, 1}), tessera::InputError);
+  CHECK_THROWS_AS(Partition(4, 4, 4, 1000000, GridShape{999999, 999999}), tessera::InputError);
+  const GridShape g = choose_grid(huge, huge, huge, 7);  // the cost model must not overflow either
+  CHECK(g.size() <= 7);
+  CHECK(g.size() >= 1);
+}
