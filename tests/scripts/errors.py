@@ -107,6 +107,12 @@ elif case == "unknown-backend":
     cmd, expect = base()[:-2] + ["--backend", "tpu"], "unknown backend 'tpu'"
 elif case == "report-dir-missing":
     cmd, expect = base() + ["--report", r.path("nodir/r.json")], "report directory"
+elif case == "too-large-for-memory":
+    # 2^20 x 2^20 float32 = 4 TiB each, declared but never written: a few kB on disk.
+    for path, name in ((A, "/huge"), (B, "/huge")):
+        with h5py.File(path, "a") as f:
+            f.create_dataset(name, shape=(2**20, 2**20), dtype="f4", chunks=(1024, 1024))
+    cmd, expect = base(a=f"{A}:/huge", b=f"{B}:/huge"), "of host memory"
 elif case == "bad-dtype":
     cmd, expect = base() + ["--dtype", "f16"], "invalid --dtype"
 else:
