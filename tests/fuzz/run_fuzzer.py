@@ -86,7 +86,16 @@ def main():
             verdict = triage.verdict(kind, head, stacks, source_dir, {os.path.realpath(a.fuzzer)})
         units = re.findall(r"Test unit written to (\S+)", log)
         unit = units[-1] if units else None
-        if verdict != "hdf5":
+        if report is not None and not stacks and unit:
+            # No stack from the sanitizer: an abort from outside the instrumented code, such as
+            # glibc's stack protector ("stack smashing detected") in libhdf5, which is built with
+            # it. Replay the input under gdb and attribute its backtrace instead.
+            gdb_stack = triage.gdb_backtrace(a.fuzzer, unit)
+            if gdb_stack:
+                stacks = [gdb_stack]
+                shown = shown + ["backtrace (gdb):"] + [f"    {f[0]} {f[2] or ''}" for f in gdb_stack[:12]]
+                verdict = triage.verdict(kind, head, stacks, source_dir, {os.path.realpath(a.fuzzer)})
+        if verdict not in ("hdf5", "unattributed"):
             print(f"[{name}] FAIL: {kind} in tessera's code (log: {log_path})")
             print("\n".join(shown[:50]))
             if unit:
@@ -102,7 +111,8 @@ def main():
             kept = os.path.join(findings, f"libhdf5-{kind.split()[0].replace('/', '_')}-{hashlib.sha1(data).hexdigest()[:12]}")
             shutil.copyfile(unit, kept)
         hdf5_findings.append((kind, kept, head))
-        print(f"[{name}] libhdf5 {kind} (reported, not a tessera failure); input saved in {kept}")
+        where = "libhdf5" if verdict == "hdf5" else "outside tessera's instrumented code (no stack)"
+        print(f"[{name}] {where}: {kind} (reported, not a tessera failure); input saved in {kept}")
         top = [l.strip() for l in shown if triage.FRAME.match(l)][:10]
         for l in top:
             print(f"[{name}]     {l}")

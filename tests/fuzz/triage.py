@@ -117,21 +117,53 @@ def read_report(log):
 
 
 def verdict(kind, head, stacks, source_dir, binaries=()):
-    """'tessera', 'hdf5', 'outside' (a leak allocated outside tessera and HDF5) or 'other' (undefined
-    behaviour in a header of another library, compiled into tessera)."""
+    """'tessera', 'hdf5', 'outside' (a leak allocated outside tessera and HDF5), 'other' (undefined
+    behaviour in a header of another library, compiled into tessera) or 'unattributed' (no stack)."""
     if kind == "tessera-fuzz finding":
         return "tessera"
     if kind == "undefined-behaviour":  # UBSan names the place in the line itself
         loc = re.search(r"(\S+?):\d+:\d+: runtime error", head)
         return "tessera" if not loc or loc.group(1).startswith(source_dir) else "other"
     if not stacks:
-        return "tessera"  # nothing to attribute it to: count it
+        # tessera's code is instrumented: its faults come with a sanitizer stack. No stack (even
+        # from gdb) means an abort outside it; reported with the input, not counted as tessera's.
+        return "unattributed"
     owners = [innermost(s, source_dir, binaries) for s in stacks]
     if kind == "memory-leak":
         if "tessera" in owners:
             return "tessera"
         return "hdf5" if all(o == "hdf5" for o in owners) else "outside"
     return "hdf5" if all(o == "hdf5" for o in owners) else "tessera"
+
+
+GDB_FRAME = re.compile(r"^#\d+\s+(?:0x[0-9a-f]+ in )?(?P<func>\S+) \(.*?\)(?: at (?P<src>\S+?):\d+| from (?P<lib>\S+))?\s*$")
+
+
+def gdb_backtrace(binary, unit, timeout=120):
+    """Frames (function, source, module, False) of the crash of `binary unit` under gdb, innermost
+    first, without the abort machinery; [] when gdb is missing or gives nothing."""
+    import shutil
+    import subprocess
+    if not shutil.which("gdb"):
+        return []
+    try:
+        out = subprocess.run(["gdb", "-batch", "-ex", "run", "-ex", "bt", "--args", binary, unit],
+                             capture_output=True, text=True, timeout=timeout).stdout
+    except subprocess.TimeoutExpired:
+        return []
+    frames = []
+    for line in out.splitlines():
+        m = GDB_FRAME.match(line.strip())
+        if not m or m.group("func") == "??":
+            continue
+        lib = m.group("lib")
+        src = m.group("src")
+        frames.append((m.group("func"), src if src and src.startswith("/") else None, lib, False))
+    # Drop the abort path (raise, abort, __stack_chk_fail, ...): glibc frames come first.
+    while frames and (frames[0][2] is None and frames[0][1] is None or
+                      RUNTIME_FUNC.match(frames[0][0]) or frames[0][0].startswith(("__", "raise", "abort"))):
+        frames.pop(0)
+    return frames
 
 
 def main():
