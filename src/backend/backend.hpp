@@ -2,9 +2,11 @@
 // The compute step as a backend: the pipeline hands a backend one local GEMM on host memory
 // (its block of C) and gets back the time of each phase the backend went through. Backends
 // know nothing of MPI or HDF5.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -31,6 +33,41 @@ struct Placement {
   int local_size = 1;
 };
 
+// Host memory for a rank's A, B and C. On a GPU backend it is page-locked, so the copies to and
+// from the device run at full speed without registering the caller's memory on the fly; the
+// pinning cost is paid once, where the memory is allocated (the read phase).
+class HostBuffer {
+ public:
+  using Free = void (*)(void*);
+  HostBuffer() = default;
+  HostBuffer(void* data, std::size_t bytes, Free free) : data_(data), bytes_(bytes), free_(free) {}
+  ~HostBuffer() {
+    if (data_) free_(data_);
+  }
+  HostBuffer(HostBuffer&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), free_(o.free_) {}
+  HostBuffer& operator=(HostBuffer&& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(bytes_, o.bytes_);
+    std::swap(free_, o.free_);
+    return *this;
+  }
+  HostBuffer(const HostBuffer&) = delete;
+  HostBuffer& operator=(const HostBuffer&) = delete;
+
+  unsigned char* data() const { return static_cast<unsigned char*>(data_); }
+  std::size_t size() const { return bytes_; }
+  bool empty() const { return bytes_ == 0; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  Free free_ = nullptr;
+};
+
+// Plain (pageable) host memory; throws std::bad_alloc.
+HostBuffer allocate_pageable(std::size_t bytes);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -46,6 +83,8 @@ class Backend {
   }
   // Throws InputError for an unknown kernel name, DeviceError for device failures.
   virtual std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) = 0;
+  // Host memory for the problems this backend will compute (pinned on a GPU backend).
+  virtual HostBuffer allocate_host(std::size_t bytes) { return allocate_pageable(bytes); }
   // Human-readable warnings raised while setting up (e.g. "2 ranks share GPU 0").
   virtual std::vector<std::string> warnings() const { return {}; }
 

@@ -1,4 +1,7 @@
 // Backend selection: "cpu", "cuda" or "auto".
+#include <cstdlib>
+#include <new>
+
 #include "backend/backend.hpp"
 #include "core/error.hpp"
 #ifdef TESSERA_HAVE_CUDA
@@ -8,6 +11,13 @@
 namespace tessera::backend {
 
 std::unique_ptr<Backend> make_cpu_backend();  // cpu_backend.cpp
+
+HostBuffer allocate_pageable(std::size_t bytes) {
+  if (bytes == 0) return {};
+  void* p = std::malloc(bytes);
+  if (!p) throw std::bad_alloc();
+  return HostBuffer(p, bytes, std::free);
+}
 
 std::vector<std::string> compiled_backends() {
 #ifdef TESSERA_HAVE_CUDA

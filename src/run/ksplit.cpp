@@ -125,14 +125,17 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, KSplitStart start) 
 
   // 2. Inputs: this rank's K columns of A and K rows of B (nothing when its K range is empty).
   progress.step("reading A columns and B rows on " + std::to_string(comm.size()) + " rank(s)");
-  std::vector<unsigned char> a, b, c;
+  backend::HostBuffer a, b, c;
   comm.step([&] {
     const double t = MPI_Wtime();
-    a.resize(static_cast<std::size_t>(ks.a_elements(rank)) * esize);
-    b.resize(static_cast<std::size_t>(ks.b_elements(rank)) * esize);
+    a = be->allocate_host(static_cast<std::size_t>(ks.a_elements(rank)) * esize);
+    b = be->allocate_host(static_cast<std::size_t>(ks.b_elements(rank)) * esize);
     // C: on rank 0 for the result; on every rank when summing on the host. Zeros: the partial of
     // a rank with an empty K range. Allocated (and touched) here, outside the timed compute.
-    if (rank == kRoot || !device_reduce) c.assign(static_cast<std::size_t>(ks.c_elements()) * esize, 0);
+    if (rank == kRoot || !device_reduce) {
+      c = be->allocate_host(static_cast<std::size_t>(ks.c_elements()) * esize);
+      std::memset(c.data(), 0, c.size());
+    }
     if (kr.size() > 0) {
       io::read_block(io::DatasetRef::parse(o.a), 0, ks.m(), kr.begin, kr.size(), dtype, a.data());
       io::read_block(io::DatasetRef::parse(o.b), kr.begin, kr.size(), 0, ks.n(), dtype, b.data());

@@ -288,14 +288,14 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
 
   progress.step("reading A rows and B columns on " + std::to_string(part.grid().size()) + " rank(s)");
   // 3. Each active rank reads only its hyperslabs: A rows of its block-row, B columns of its block-column.
-  std::vector<unsigned char> a, b, c;
+  backend::HostBuffer a, b, c;
   comm.step([&] {
     if (!me.active) return;
     const Stopwatch t;
     const auto rows = part.rows_of(rank), cols = part.cols_of(rank);
-    a.resize(static_cast<std::size_t>(part.a_elements(rank)) * esize);
-    b.resize(static_cast<std::size_t>(part.b_elements(rank)) * esize);
-    c.resize(static_cast<std::size_t>(part.c_elements(rank)) * esize);
+    a = be->allocate_host(static_cast<std::size_t>(part.a_elements(rank)) * esize);
+    b = be->allocate_host(static_cast<std::size_t>(part.b_elements(rank)) * esize);
+    c = be->allocate_host(static_cast<std::size_t>(part.c_elements(rank)) * esize);
     io::read_block(io::DatasetRef::parse(o.a), rows.begin, rows.size(), 0, plan.k, plan.dtype, a.data());
     io::read_block(io::DatasetRef::parse(o.b), 0, plan.k, cols.begin, cols.size(), plan.dtype, b.data());
     me.phases.emplace_back("read", t.seconds());
@@ -318,7 +318,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     const backend::GemmProblem prob{plan.dtype, part.rows_of(rank).size(), part.cols_of(rank).size(), plan.k,
                                     a.data(), b.data(), c.data()};
     if (!o.baseline.empty()) {
-      std::vector<unsigned char> scratch(c.size());
+      backend::HostBuffer scratch = be->allocate_host(c.size());
       auto bprob = prob;
       bprob.c = scratch.data();
       be->gemm(o.baseline, bprob);  // warm-up: module load, handles
