@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <ctime>
+#include <fstream>
+#include <stdexcept>
 
 namespace tessera::report {
 
@@ -180,6 +182,13 @@ std::string format_table(const JobReport& r) {
   for (const auto& rr : r.ranks)
     for (const auto& w : rr.warnings) out += fmt::format("warning (rank {}): {}\n", rr.rank, w);
   return out;
+}
+
+void write_json_file(const JobReport& r, const std::string& path) {
+  std::ofstream out(path);
+  out << to_json(r).dump(2) << "\n";
+  out.close();
+  if (!out) throw std::runtime_error("cannot write report '" + path + "'");
 }
 
 std::string utc_timestamp() {

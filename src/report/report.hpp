@@ -59,6 +59,8 @@ nlohmann::json to_json(const RankRecord& r);
 RankRecord rank_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const JobReport& r);
 std::string format_table(const JobReport& r);
+// Writes to_json(r) to `path`; throws std::runtime_error naming the file if that fails.
+void write_json_file(const JobReport& r, const std::string& path);
 
 std::string utc_timestamp();
 

@@ -230,12 +230,7 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, KSplitStart start) 
     for (const auto& text : records) job.ranks.push_back(report::rank_from_json(nlohmann::json::parse(text)));
     if (!o.quiet) std::fputs(report::format_table(job).c_str(), stdout);
     std::fflush(stdout);
-    if (!o.report.empty()) {
-      std::ofstream out(o.report);
-      out << report::to_json(job).dump(2) << "\n";
-      out.close();
-      if (!out) throw IoError("cannot write report '" + o.report + "'");
-    }
+    if (!o.report.empty()) report::write_json_file(job, o.report);
   });
 }
 

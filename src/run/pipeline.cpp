@@ -438,12 +438,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     if (!o.quiet) std::fputs(report::format_table(job).c_str(), stdout);
     if (verified && !o.quiet) std::printf("%s\n", verified->summary.c_str());
     std::fflush(stdout);
-    if (!o.report.empty()) {
-      std::ofstream out(o.report);
-      out << report::to_json(job).dump(2) << "\n";
-      out.close();
-      if (!out) throw IoError("cannot write report '" + o.report + "'");
-    }
+    if (!o.report.empty()) report::write_json_file(job, o.report);
   });
 }
 
