@@ -31,6 +31,9 @@ struct PhaseTime {
 struct Placement {
   int local_rank = 0;
   int local_size = 1;
+  // GPU memory a rank's GEMM may use, in bytes (--gpu-memory); 0: what the GPU has free. A
+  // block that does not fit is computed out of core, in tiles streamed through the GPU.
+  std::size_t gpu_memory_limit = 0;
 };
 
 // Host memory for a rank's A, B and C. On a GPU backend it is page-locked, so the copies to and

@@ -71,7 +71,8 @@ class CudaBackend final : public Backend {
       : device_(select_device(where, &warnings_)),
         device_name_(describe(device_)),
         sm_count_(multiprocessors(device_)),
-        tuned_(load_tuned(device_, &warnings_)) {}
+        tuned_(load_tuned(device_, &warnings_)),
+        limit_(where.gpu_memory_limit) {}
 
   std::string name() const override { return "cuda"; }
 
@@ -87,7 +88,11 @@ class CudaBackend final : public Backend {
   }
   std::string device() const override { return device_name_; }
   int device_id() const override { return device_; }
-  std::vector<std::string> warnings() const override { return warnings_; }
+  std::vector<std::string> warnings() const override {
+    auto all = warnings_;
+    if (!out_of_core_note_.empty()) all.push_back(out_of_core_note_);
+    return all;
+  }
 
   // The default first, then the rest in registry (bench) order.
   std::vector<std::string> kernels() const override {
@@ -143,6 +148,11 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaSetDevice(device_));
     const std::size_t elem = dtype_size(p.dtype);
     const std::size_t a_bytes = static_cast<std::size_t>(p.m * p.k) * elem;
+    const std::size_t b_bytes_all = static_cast<std::size_t>(p.k * p.n) * elem;
+    const std::size_t c_bytes_all = static_cast<std::size_t>(p.m * p.n) * elem;
+    const std::size_t budget = memory_budget();
+    if (a_bytes + b_bytes_all + c_bytes_all > budget) return gemm_out_of_core(name, p, budget);
+
     const std::size_t b_bytes = static_cast<std::size_t>(p.k * p.n) * elem;
     const std::size_t c_bytes = static_cast<std::size_t>(p.m * p.n) * elem;
     const std::string of_gemm =
@@ -181,6 +191,85 @@ class CudaBackend final : public Backend {
     return {{"h2d", pin_in_seconds + copied_in.seconds_since(start)},
             {"kernel", computed.seconds_since(copied_in)},
             {"d2h", pin_out_seconds + copied_out.seconds_since(computed)}};
+  }
+
+  // Bytes a GEMM may take on the GPU: --gpu-memory, else 90% of what is free now.
+  std::size_t memory_budget() const {
+    if (limit_ > 0) return limit_;
+    std::size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return SIZE_MAX;  // unknown: try in core, and let an allocation failure speak
+    }
+    return free_bytes / 10 * 9;
+  }
+
+  // Out of core: C in mr x nc tiles. Rows of A (contiguous) go up once per tile row; columns of
+  // B (strided: cudaMemcpy2D) once per tile, or once in all when nc = n; each C tile comes back
+  // into its place in the host C. Tiles are halved, the larger side first, until A rows + B
+  // columns + C tile fit the budget.
+  std::vector<PhaseTime> gemm_out_of_core(const std::string& name, const GemmProblem& p, std::size_t budget) {
+    const std::size_t elem = dtype_size(p.dtype);
+    const auto need = [&](std::int64_t mr, std::int64_t nc) {
+      return static_cast<double>(mr * p.k + p.k * nc + mr * nc) * static_cast<double>(elem);
+    };
+    std::int64_t mr = p.m, nc = p.n;
+    while (need(mr, nc) > static_cast<double>(budget) && (mr > 1 || nc > 1)) {
+      if (mr >= nc) mr = (mr + 1) / 2;
+      else nc = (nc + 1) / 2;
+    }
+    if (need(mr, nc) > static_cast<double>(budget))
+      throw DeviceError("GPU " + std::to_string(device_) + ": even one row of A and one column of B (K=" +
+                        std::to_string(p.k) + ") need " + kernels::format_bytes(need(1, 1)) + ", over the " +
+                        kernels::format_bytes(static_cast<double>(budget)) +
+                        " allowed; raise --gpu-memory or use --algorithm ksplit (it splits K)");
+    const std::string what = " (out of core, " + std::to_string(mr) + "x" + std::to_string(nc) + " tiles)";
+    DeviceBuffer a(static_cast<std::size_t>(mr * p.k) * elem, "A rows" + what);
+    DeviceBuffer b(static_cast<std::size_t>(p.k * nc) * elem, "B columns" + what);
+    DeviceBuffer c(static_cast<std::size_t>(mr * nc) * elem, "C tile" + what);
+    const cudaStream_t s = stream_.get();
+    const auto* ha = static_cast<const unsigned char*>(p.a);
+    const auto* hb = static_cast<const unsigned char*>(p.b);
+    auto* hc = static_cast<unsigned char*>(p.c);
+    double h2d = 0, kernel = 0, d2h = 0;
+    const auto timed = [&](double& total, const auto& enqueue) {
+      Event before, after;
+      before.record(s);
+      enqueue();
+      after.record(s);
+      CUDA_CHECK(cudaEventSynchronize(after.get()));
+      total += after.seconds_since(before);
+    };
+    const bool b_once = nc == p.n;
+    if (b_once) timed(h2d, [&] { CUDA_CHECK(cudaMemcpyAsync(b.get(), hb, static_cast<std::size_t>(p.k * p.n) * elem, cudaMemcpyHostToDevice, s)); });
+    for (std::int64_t i0 = 0; i0 < p.m; i0 += mr) {
+      const std::int64_t rows = std::min(mr, p.m - i0);
+      timed(h2d, [&] {
+        CUDA_CHECK(cudaMemcpyAsync(a.get(), ha + static_cast<std::size_t>(i0 * p.k) * elem,
+                                   static_cast<std::size_t>(rows * p.k) * elem, cudaMemcpyHostToDevice, s));
+      });
+      for (std::int64_t j0 = 0; j0 < p.n; j0 += nc) {
+        const std::int64_t cols = std::min(nc, p.n - j0);
+        if (!b_once)
+          timed(h2d, [&] {
+            CUDA_CHECK(cudaMemcpy2DAsync(b.get(), static_cast<std::size_t>(cols) * elem,
+                                         hb + static_cast<std::size_t>(j0) * elem, static_cast<std::size_t>(p.n) * elem,
+                                         static_cast<std::size_t>(cols) * elem, static_cast<std::size_t>(p.k),
+                                         cudaMemcpyHostToDevice, s));
+          });
+        const kernels::GpuGemm g{p.dtype, rows, cols, p.k, a.get(), b.get(), c.get(), s};
+        timed(kernel, [&] { kernels::gpu_gemm(name, g, context_); });
+        timed(d2h, [&] {
+          CUDA_CHECK(cudaMemcpy2DAsync(hc + static_cast<std::size_t>(i0 * p.n + j0) * elem,
+                                       static_cast<std::size_t>(p.n) * elem, c.get(), static_cast<std::size_t>(cols) * elem,
+                                       static_cast<std::size_t>(cols) * elem, static_cast<std::size_t>(rows),
+                                       cudaMemcpyDeviceToHost, s));
+        });
+      }
+    }
+    out_of_core_note_ = "out of core: C in " + std::to_string(mr) + "x" + std::to_string(nc) + " tiles within " +
+                        kernels::format_bytes(static_cast<double>(budget)) + " of GPU memory";
+    return {{"h2d", h2d}, {"kernel", kernel}, {"d2h", d2h}};
   }
 
 #ifdef TESSERA_HAVE_NCCL
@@ -349,6 +438,8 @@ class CudaBackend final : public Backend {
   std::string device_name_;
   int sm_count_;
   run::TuneTable tuned_;
+  std::size_t limit_;              // --gpu-memory in bytes; 0: what the GPU has free
+  std::string out_of_core_note_;   // set when a GEMM ran out of core
   Stream stream_;
   kernels::GpuContext context_;
 #ifdef TESSERA_HAVE_NCCL

@@ -54,6 +54,8 @@ void add_run_options(CLI::App* run, tessera::run::RunOptions& o) {
   run->add_option("--progress", o.progress, "progress lines on stderr: auto (runs predicted over 5 s), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
+  run->add_option("--gpu-memory", o.gpu_memory,
+                  "GPU memory a rank may use (512M, 8G, ...); a block that needs more is computed out of core");
   run->add_flag("--dry-run", o.dry_run, "print grid, memory, communication and predicted time; run nothing");
   run->add_option("--m", o.m, "--dry-run: rows of A and C (instead of --a/--b)");
   run->add_option("--n", o.n, "--dry-run: columns of B and C");

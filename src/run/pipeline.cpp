@@ -110,6 +110,28 @@ Plan decode(const std::string& s) {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// "512M", "8G", "1.5G", "4096" (bytes) -> bytes; "" -> 0. Throws InputError naming the option.
+std::size_t parse_bytes(const std::string& text, const char* option) {
+  if (text.empty()) return 0;
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = text.substr(used);
+  double scale = 0;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "K" || unit == "KiB") scale = 1024.0;
+  else if (unit == "M" || unit == "MiB") scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB") scale = kGiB;
+  else if (unit == "T" || unit == "TiB") scale = kGiB * 1024;
+  if (used == 0 || scale == 0 || !(value > 0))
+    throw InputError(std::string("invalid ") + option + " '" + text + "': expected a size like 512M, 8G or 1.5G");
+  return static_cast<std::size_t>(value * scale);
+}
+
 // MemTotal of this node (0 if unknown). Not MemAvailable: page cache is reclaimable, and some
 // virtual machines grow their memory as it is used.
 double node_memory_bytes() {
@@ -243,7 +265,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   std::unique_ptr<backend::Backend> be;
   std::string kernel;
   comm.step([&] {
-    be = backend::make_backend(o.backend, {node.local_rank, node.local_size});
+    be = backend::make_backend(o.backend, {node.local_rank, node.local_size, parse_bytes(o.gpu_memory, "--gpu-memory")});
     // "auto": the backend's choice for this rank's block (the tuned winner on a GPU). Idle
     // ranks ask for the largest block, so the report names one kernel.
     const int who = me.active ? rank : 0;
@@ -337,6 +359,8 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     me.phases.emplace_back("compute", t.seconds());
     for (const auto& p : phases)
       if (p.name != "compute") me.phases.emplace_back(p.name, p.seconds);
+    for (const auto& w : be->warnings())  // e.g. that the block ran out of core
+      if (std::find(me.warnings.begin(), me.warnings.end(), w) == me.warnings.end()) me.warnings.push_back(w);
   });
 
   // Optional: Freivalds' check on the blocks still in memory, before anything is written.

@@ -26,6 +26,7 @@ struct RunOptions {
   bool dry_run = false;      // print the plan (run/dryrun.hpp), run nothing
   std::int64_t m = 0, n = 0, k = 0;  // --dry-run without input files
   int ranks = 0;             // --dry-run for this many ranks (default: the job's)
+  std::string gpu_memory;    // --gpu-memory: "" (what the GPU has free) or e.g. 512M, 8G, bytes
   std::string progress = "auto";  // on | off | auto (on when the predicted time exceeds 5 s)
 };
 

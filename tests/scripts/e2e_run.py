@@ -22,6 +22,7 @@ p.add_argument("--same-file", action="store_true", help="A and B in one file")
 p.add_argument("--baseline", default="")
 p.add_argument("--need-gpus", type=int, default=0)
 p.add_argument("--expect-shared-gpu", action="store_true", help="more ranks than GPUs: a warning is expected")
+p.add_argument("--gpu-memory", default="", help="--gpu-memory for tessera; the block must then run out of core")
 args = p.parse_args()
 
 if args.need_gpus:
@@ -56,6 +57,8 @@ if args.grid:
     cmd += ["--grid", args.grid]
 if args.baseline:
     cmd += ["--baseline", args.baseline]
+if args.gpu_memory:
+    cmd += ["--gpu-memory", args.gpu_memory]
 if args.algorithm:
     cmd += ["--algorithm", args.algorithm]
 res = r.run(cmd)
@@ -97,6 +100,9 @@ for entry in rep["ranks"]:
         check(entry["baseline"]["speedup"] > 0, "baseline speedup missing")
 expected = args.m * args.n * (args.np if ksplit else 1)
 check(covered == expected, "active ranks' blocks must cover C exactly (ksplit: each rank all of C)")
+if args.gpu_memory:
+    notes = [w for e in rep["ranks"] for w in e["warnings"]]
+    check(any("out of core" in w for w in notes), f"expected the out-of-core note, got {notes}")
 if args.expect_shared_gpu:
     warned = [w for e in rep["ranks"] for w in e["warnings"]]
     check(any("share" in w for w in warned), f"expected a GPU-sharing warning, got {warned}")

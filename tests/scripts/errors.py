@@ -113,6 +113,8 @@ elif case == "too-large-for-memory":
         with h5py.File(path, "a") as f:
             f.create_dataset(name, shape=(2**20, 2**20), dtype="f4", chunks=(1024, 1024))
     cmd, expect = base(a=f"{A}:/huge", b=f"{B}:/huge"), "of host memory"
+elif case == "bad-gpu-memory":
+    cmd, expect = base() + ["--gpu-memory", "lots"], "invalid --gpu-memory"
 elif case == "bad-dtype":
     cmd, expect = base() + ["--dtype", "f16"], "invalid --dtype"
 else:

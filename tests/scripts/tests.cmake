@@ -23,7 +23,7 @@ add_mpi_test(mpi.cuda.np2 2 e2e_run.py --m 517 --n 1031 --k 259 --dtype f64 --ba
 foreach(case missing-file missing-dataset group-not-dataset not-2d unsupported-dtype float16 inner-dims zero-dim
         output-exists output-dir-missing output-dir-not-writable corrupt-file truncated-file bad-grid-syntax
         grid-too-big unknown-config-key output-is-input bad-dataset-ref unknown-kernel unknown-backend
-        report-dir-missing bad-dtype too-large-for-memory)
+        report-dir-missing bad-dtype too-large-for-memory bad-gpu-memory)
   add_mpi_test(error.${case} 2 errors.py --case ${case})
 endforeach()
 
@@ -71,3 +71,7 @@ add_mpi_test(ksplit.auto-cpu-is-panels.np2 2 e2e_run.py --m 20 --n 20 --k 40 --d
 # On GPUs (NCCL where built with it); skipped (visibly) where fewer GPUs are visible.
 add_mpi_test(ksplit.cuda.f32.np2 2 e2e_run.py --m 517 --n 1031 --k 1029 --dtype f32 --backend cuda --need-gpus 2 --algorithm ksplit)
 add_mpi_test(ksplit.cuda.f64.k-lt-p.np2 2 e2e_run.py --m 65 --n 33 --k 1 --dtype f64 --backend cuda --need-gpus 2 --algorithm ksplit)
+
+# Out of core: a GPU memory limit far below the block's needs; tiles streamed through the GPU.
+add_mpi_test(mpi.cuda.outofcore.f32.np1 1 e2e_run.py --m 300 --n 301 --k 302 --dtype f32 --backend cuda --need-gpus 1 --gpu-memory 400K)
+add_mpi_test(mpi.cuda.outofcore.f64.np2 2 e2e_run.py --m 257 --n 129 --k 1031 --dtype f64 --backend cuda --need-gpus 2 --gpu-memory 1.5M)
