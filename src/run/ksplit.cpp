@@ -57,9 +57,13 @@ std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nran
     throw InputError("invalid --algorithm '" + want + "' (choose: auto, panels, ksplit)");
   if (want == "ksplit" && o.verify) throw InputError("--verify needs --algorithm panels (run `tessera verify` after ksplit)");
   if (want == "ksplit" && !o.baseline.empty()) throw InputError("--baseline needs --algorithm panels");
+  if (want == "ksplit" && !o.gpu_memory.empty())
+    throw InputError("--gpu-memory (out of core) needs --algorithm panels: ksplit keeps all of C on every GPU");
   if (want != "auto") return want;
   const bool fits_model = 2 * k >= std::max(m, n);
-  return cuda && nccl && nranks >= 2 && !o.verify && o.baseline.empty() && fits_model ? "ksplit" : "panels";
+  return cuda && nccl && nranks >= 2 && !o.verify && o.baseline.empty() && o.gpu_memory.empty() && fits_model
+             ? "ksplit"
+             : "panels";
 }
 
 void run_ksplit(const RunOptions& o, const dist::Comm& comm, KSplitStart start) {
