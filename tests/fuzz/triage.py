@@ -84,6 +84,9 @@ def read_report(log):
     if start is None:
         return None
     head = lines[start].strip()
+    # ASan's next line says how the memory was touched; verdict() needs it.
+    if start + 1 < len(lines) and re.match(r"^(READ|WRITE) of size", lines[start + 1].strip()):
+        head += " | " + lines[start + 1].strip()
     summary = re.search(r"^SUMMARY: \w+: ([\w-]+)", log, re.M)
     fuzzer = re.search(r"ERROR: libFuzzer: ([\w-]+(?: \(malloc\(\d+\)\))?)", log)
     if "tessera-fuzz: FINDING" in head:
@@ -129,6 +132,11 @@ def verdict(kind, head, stacks, source_dir, binaries=()):
         # from gdb) means an abort outside it; reported with the input, not counted as tessera's.
         return "unattributed"
     owners = [innermost(s, source_dir, binaries) for s in stacks]
+    # A bad READ whose access stack is in libhdf5 is libhdf5 decoding a damaged file past its own
+    # buffers (tessera hands HDF5 buffers only to fill, i.e. to WRITE). The other stacks of such a
+    # report describe whatever block lies nearest the address, which may be one of tessera's.
+    if "| READ of size" in head and owners and owners[0] == "hdf5":
+        return "hdf5"
     if kind == "memory-leak":
         if "tessera" in owners:
             return "tessera"
