@@ -83,7 +83,7 @@ def main():
             kind, head, shown, verdict = "failure without a sanitizer report", "", log.splitlines()[-40:], "tessera"
         else:
             kind, head, stacks, shown = report
-            verdict = triage.verdict(kind, head, stacks, source_dir, {os.path.realpath(a.fuzzer)})
+            verdict = triage.verdict(kind, head, stacks, source_dir, {os.path.realpath(a.fuzzer)}, shown)
         units = re.findall(r"Test unit written to (\S+)", log)
         unit = units[-1] if units else None
         if report is not None and not stacks and unit:

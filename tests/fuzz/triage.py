@@ -119,7 +119,7 @@ def read_report(log):
     return kind, head, stacks, shown
 
 
-def verdict(kind, head, stacks, source_dir, binaries=()):
+def verdict(kind, head, stacks, source_dir, binaries=(), context=()):
     """'tessera', 'hdf5', 'outside' (a leak allocated outside tessera and HDF5), 'other' (undefined
     behaviour in a header of another library, compiled into tessera) or 'unattributed' (no stack)."""
     if kind == "tessera-fuzz finding":
@@ -137,6 +137,11 @@ def verdict(kind, head, stacks, source_dir, binaries=()):
     # report describe whatever block lies nearest the address, which may be one of tessera's.
     if "| READ of size" in head and owners and owners[0] == "hdf5":
         return "hdf5"
+    # A bad WRITE from libhdf5 is tessera's only when it lands in or just past a block tessera
+    # allocated (a buffer too small for what tessera asked HDF5 to read into it).
+    if "| WRITE of size" in head and owners and owners[0] == "hdf5":
+        ours = len(owners) > 1 and owners[-1] == "tessera"
+        return "tessera" if ours and re.search(r"bytes (to the right of|inside of)", " ".join(context)) else "hdf5"
     if kind == "memory-leak":
         if "tessera" in owners:
             return "tessera"
