@@ -38,6 +38,9 @@ class Runner:
         self.args = args
         self.tmp = tempfile.TemporaryDirectory(prefix="tessera-test-")
         self.dir = self.tmp.name
+        # Open MPI's session directory per test: concurrent launches sharing /tmp/ompi.<host>.<uid>
+        # race on creating and removing it ("mkdir ... File exists", orte_init fails).
+        os.environ["OMPI_MCA_orte_tmpdir_base"] = self.dir
 
     def path(self, name):
         return os.path.join(self.dir, name)

@@ -72,7 +72,7 @@ elif case == "output-dir-not-writable":
             os.chmod(f, 0o644)
         os.chmod(out_dir, 0o555)
         cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", args.tessera] + base()
-        env = {"HOME": "/tmp", "TMPDIR": "/tmp"}
+        env = {"HOME": "/tmp", "TMPDIR": "/tmp", "OMPI_MCA_orte_tmpdir_base": "/tmp"}
     else:
         os.chmod(out_dir, 0o555)
         cmd = base()
