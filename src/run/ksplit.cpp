@@ -1,5 +1,6 @@
 #include "run/ksplit.hpp"
 #include "run/checks.hpp"
+#include "run/result.hpp"
 
 #include <sys/resource.h>
 
@@ -207,17 +208,7 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, KSplitStart start) 
     const double t = MPI_Wtime();
     start.writer->write_block(0, 0, ks.m(), ks.n(), c.data());
     job.wall_seconds = seconds_since(start.started);
-    start.writer->set_attributes({io::Attribute::of("shape", std::vector<std::int64_t>{ks.m(), ks.n()}),
-                                  io::Attribute::of("dtype", dtype_name(dtype)),
-                                  io::Attribute::of("process_grid", "1x1x" + std::to_string(comm.size())),
-                                  io::Attribute::of("nranks", std::int64_t{comm.size()}),
-                                  io::Attribute::of("algorithm", job.algorithm),
-                                  io::Attribute::of("backend", job.backend),
-                                  io::Attribute::of("kernel", job.kernel),
-                                  io::Attribute::of("inputs", o.a + " * " + o.b),
-                                  io::Attribute::of("tessera_version", kVersion),
-                                  io::Attribute::of("created", job.started_at),
-                                  io::Attribute::of("wall_seconds", job.wall_seconds)});
+    start.writer->set_attributes(result_attributes(job, "1x1x" + std::to_string(comm.size())));
     start.writer->commit();
     start.writer.reset();
     me.phases.emplace_back("write", seconds_since(t));

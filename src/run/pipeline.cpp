@@ -21,6 +21,7 @@
 #include "io/hdf5_io.hpp"
 #include "report/report.hpp"
 #include "run/checks.hpp"
+#include "run/result.hpp"
 #include "run/dryrun.hpp"
 #include "run/freivalds.hpp"
 #include "run/ksplit.hpp"
@@ -424,17 +425,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     if (rank != kRoot) return;
     const Stopwatch t;
     job.wall_seconds = wall.seconds();
-    writer->set_attributes({io::Attribute::of("shape", std::vector<std::int64_t>{plan.m, plan.n}),
-                            io::Attribute::of("dtype", dtype_name(plan.dtype)),
-                            io::Attribute::of("process_grid", plan.grid.str()),
-                            io::Attribute::of("nranks", std::int64_t{comm.size()}),
-                            io::Attribute::of("algorithm", job.algorithm),
-                            io::Attribute::of("backend", job.backend),
-                            io::Attribute::of("kernel", job.kernel),
-                            io::Attribute::of("inputs", o.a + " * " + o.b),
-                            io::Attribute::of("tessera_version", kVersion),
-                            io::Attribute::of("created", job.started_at),
-                            io::Attribute::of("wall_seconds", job.wall_seconds)});
+    writer->set_attributes(result_attributes(job, plan.grid.str()));
     if (verified)
       writer->set_attributes({io::Attribute::of("verified", verified->passed ? "passed" : "failed"),
                               io::Attribute::of("verify_method", "freivalds"),

@@ -1,0 +1,27 @@
+#pragma once
+// The attributes every result C carries, whichever algorithm made it.
+#include <string>
+#include <vector>
+
+#include "core/version.hpp"
+#include "io/hdf5_io.hpp"
+#include "report/report.hpp"
+
+namespace tessera::run {
+
+// `grid`: how the work was split ("2x3" for panels, "1x1xP" for ksplit).
+inline std::vector<io::Attribute> result_attributes(const report::JobReport& job, const std::string& grid) {
+  return {io::Attribute::of("shape", std::vector<std::int64_t>{job.m, job.n}),
+          io::Attribute::of("dtype", job.dtype),
+          io::Attribute::of("process_grid", grid),
+          io::Attribute::of("nranks", std::int64_t{job.nranks}),
+          io::Attribute::of("algorithm", job.algorithm),
+          io::Attribute::of("backend", job.backend),
+          io::Attribute::of("kernel", job.kernel),
+          io::Attribute::of("inputs", job.a + " * " + job.b),
+          io::Attribute::of("tessera_version", kVersion),
+          io::Attribute::of("created", job.started_at),
+          io::Attribute::of("wall_seconds", job.wall_seconds)};
+}
+
+}  // namespace tessera::run
