@@ -59,7 +59,7 @@ def main():
         attempt += 1
         artifacts = os.path.join(a.work, f"artifacts-{attempt}") + "/"
         os.makedirs(artifacts, exist_ok=True)
-        cmd = [a.fuzzer, f"-max_total_time={left}", "-timeout=10", "-rss_limit_mb=2048", "-print_final_stats=1",
+        cmd = [a.fuzzer, f"-max_total_time={left}", "-timeout=10", "-rss_limit_mb=4096", "-print_final_stats=1",
                f"-artifact_prefix={artifacts}"] + ([f"-dict={a.dict}"] if a.dict else []) + a.extra + [corpus, a.seeds]
         log_path = os.path.join(a.work, f"log-{attempt}.txt")
         with open(log_path, "w") as log_file:
@@ -95,7 +95,7 @@ def main():
                 stacks = [gdb_stack]
                 shown = shown + ["backtrace (gdb):"] + [f"    {f[0]} {f[2] or ''}" for f in gdb_stack[:12]]
                 verdict = triage.verdict(kind, head, stacks, source_dir, {os.path.realpath(a.fuzzer)})
-        if verdict not in ("hdf5", "unattributed"):
+        if verdict in ("tessera", "other"):
             print(f"[{name}] FAIL: {kind} in tessera's code (log: {log_path})")
             print("\n".join(shown[:50]))
             if unit:
@@ -111,7 +111,7 @@ def main():
             kept = os.path.join(findings, f"libhdf5-{kind.split()[0].replace('/', '_')}-{hashlib.sha1(data).hexdigest()[:12]}")
             shutil.copyfile(unit, kept)
         hdf5_findings.append((kind, kept, head))
-        where = "libhdf5" if verdict == "hdf5" else "outside tessera's instrumented code (no stack)"
+        where = {"hdf5": "libhdf5", "outside": "outside tessera's code"}.get(verdict, "not attributable to tessera's code")
         print(f"[{name}] {where}: {kind} (reported, not a tessera failure); input saved in {kept}")
         top = [l.strip() for l in shown if triage.FRAME.match(l)][:10]
         for l in top:

@@ -132,6 +132,11 @@ def verdict(kind, head, stacks, source_dir, binaries=(), context=()):
         # from gdb) means an abort outside it; reported with the input, not counted as tessera's.
         return "unattributed"
     owners = [innermost(s, source_dir, binaries) for s in stacks]
+    # Resource findings (libFuzzer's RSS limit, a slow input, a signal) are tessera's only when
+    # the first stack (the largest allocation, the hanging or crashing thread) is in its code;
+    # else libhdf5, ASan's quarantine or libFuzzer itself grew: reported, not failed.
+    if kind.startswith(("out-of-memory", "timeout", "deadly signal")):
+        return "tessera" if owners and owners[0] == "tessera" else "unattributed"
     # A bad READ whose access stack is in libhdf5 is libhdf5 decoding a damaged file past its own
     # buffers (tessera hands HDF5 buffers only to fill, i.e. to WRITE). The other stacks of such a
     # report describe whatever block lies nearest the address, which may be one of tessera's.
