@@ -1,5 +1,7 @@
 #include "run/checks.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -59,6 +61,12 @@ std::string shared_gpu_note(const dist::Comm& comm, const std::string& gpu) {
       note += (note.empty() ? "" : "; ") + std::string("ranks ") + ranks + " share " + all[i].substr(all[i].find('|') + 1);
   }
   return comm.broadcast(note, 0);
+}
+
+std::int64_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
 }  // namespace tessera::run

@@ -28,4 +28,7 @@ void refuse_nonfinite(const dist::Comm& comm, const std::string& a_name, const N
 // device, "" for none), or "" when none share. Collective; the same text on every rank.
 std::string shared_gpu_note(const dist::Comm& comm, const std::string& gpu);
 
+// Peak resident memory of this process so far, in bytes (the report's peak_host_bytes).
+std::int64_t peak_rss_bytes();
+
 }  // namespace tessera::run

@@ -26,12 +26,6 @@ constexpr int kRoot = 0;
 
 double seconds_since(double start) { return MPI_Wtime() - start; }
 
-std::int64_t peak_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
-}
-
 // Elementwise sum of every rank's `count` elements onto root's `data` (in place there), in
 // messages of at most 2^30 elements, as MPI counts are int.
 void host_reduce(void* data, std::size_t count, DType dtype, const dist::Comm& comm) {

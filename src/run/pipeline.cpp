@@ -145,12 +145,6 @@ double node_memory_bytes() {
   return 0;
 }
 
-// Peak resident set of this process so far (Linux reports KiB).
-std::int64_t peak_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
-}
 
 class Stopwatch {
  public:
