@@ -37,12 +37,12 @@ void run_cublas(const GpuGemm& g, GpuContext& ctx) {
   CUBLAS_CHECK(cublasSetStream(handle, g.stream));
   const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
   if (g.dtype == DType::f32) {
-    const float alpha = 1, beta = 0;
+    const float alpha = 1, beta = g.accumulate ? 1.0f : 0.0f;
     CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
                              static_cast<const float*>(g.b), n, static_cast<const float*>(g.a), k,
                              &beta, static_cast<float*>(g.c), n));
   } else {
-    const double alpha = 1, beta = 0;
+    const double alpha = 1, beta = g.accumulate ? 1.0 : 0.0;
     CUBLAS_CHECK(cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
                              static_cast<const double*>(g.b), n, static_cast<const double*>(g.a),
                              k, &beta, static_cast<double*>(g.c), n));
@@ -63,7 +63,7 @@ void run_cublas_ex(const GpuGemm& g, GpuContext& ctx, cublasComputeType_t comput
   cublasHandle_t handle = ctx.cublas_tensor_op();
   CUBLAS_CHECK(cublasSetStream(handle, g.stream));
   const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
-  const float alpha = 1, beta = 0;
+  const float alpha = 1, beta = g.accumulate ? 1.0f : 0.0f;
   CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, g.b, CUDA_R_32F, n,
                             g.a, CUDA_R_32F, k, &beta, g.c, CUDA_R_32F, n, compute,
                             CUBLAS_GEMM_DEFAULT));
@@ -81,7 +81,7 @@ void run_cublas_bf16(const GpuGemm& g, GpuContext& ctx) {
 // All opt-in: `auto` and `tessera tune` choose among tessera's own kernels; cuBLAS is the
 // yardstick, and a user may still name it.
 std::vector<GpuKernel> cublas_kernels() {
-  return {
+  std::vector<GpuKernel> kernels{
       {"cublas", "cuBLAS SGEMM/DGEMM, pedantic math (no TF32)", &cublas_can_implement,
        &run_cublas, 0.0, true, "cublas"},
       {"cublas-tf32", "cuBLAS GemmEx on float32, CUBLAS_COMPUTE_32F_FAST_TF32 (opt-in baseline)",
@@ -89,6 +89,8 @@ std::vector<GpuKernel> cublas_kernels() {
       {"cublas-bf16", "cuBLAS GemmEx on float32, CUBLAS_COMPUTE_32F_FAST_16BF (opt-in baseline)",
        &cublas_tc_can_implement, &run_cublas_bf16, 0x1p-8, true, "cublas-bf16"},
   };
+  for (GpuKernel& kernel : kernels) kernel.accumulates = true;  // beta = 1
+  return kernels;
 }
 
 }  // namespace tessera::kernels

@@ -16,6 +16,7 @@ namespace tessera::kernels {
 // ---- GpuContext --------------------------------------------------------------------------------
 
 GpuContext::~GpuContext() {
+  if (scratch_) (void)cudaFree(scratch_);
   if (cublas_) (void)cublasDestroy(cublas_);
   if (cublas_tensor_op_) (void)cublasDestroy(cublas_tensor_op_);
 }
@@ -27,6 +28,24 @@ cublasContext* GpuContext::cublas_tensor_op() {
     cublas_tensor_op_ = handle;
   }
   return cublas_tensor_op_;
+}
+
+void* GpuContext::scratch(std::size_t bytes) {
+  if (bytes > scratch_bytes_) {
+    if (scratch_) CUDA_CHECK(cudaFree(scratch_));  // waits for the work that used it
+    scratch_ = nullptr;
+    scratch_bytes_ = 0;
+    const cudaError_t err = cudaMalloc(&scratch_, bytes);
+    if (err == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();
+      scratch_ = nullptr;
+      throw DeviceError("out of GPU memory allocating a " + std::to_string(bytes >> 20) +
+                        " MiB scratch C for an accumulating GEMM; use more ranks or a smaller --panel-width");
+    }
+    if (err != cudaSuccess) throw_cuda_error(err, "cudaMalloc", __FILE__, __LINE__);
+    scratch_bytes_ = bytes;
+  }
+  return scratch_;
 }
 
 cublasContext* GpuContext::cublas() {
@@ -81,6 +100,22 @@ std::string known_kernels() {
   return list;
 }
 
+// c[i] += t[i] for i < count (grid-stride).
+template <class T>
+__global__ void add_into(std::int64_t count, const T* __restrict__ t, T* __restrict__ c) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    c[i] += t[i];
+}
+
+template <class T>
+void launch_add_into(std::int64_t count, const void* t, void* c, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(ceil_div(count, kThreads), 65535));
+  add_into<T><<<blocks, kThreads, 0, stream>>>(count, static_cast<const T*>(t), static_cast<T*>(c));
+  CUDA_CHECK_LAUNCH();
+}
+
 bool fail(std::string* why, std::string reason) {
   if (why) *why = std::move(reason);
   return false;
@@ -108,6 +143,7 @@ bool gpu_kernel_traits(const std::string& kernel, GpuKernelTraits* out) {
     out->input_unit_roundoff = found->input_unit_roundoff;
     out->opt_in = found->opt_in;
     out->baseline = found->baseline.empty() ? "cublas" : found->baseline;
+    out->accumulates = found->accumulates;
   }
   return true;
 }
@@ -159,12 +195,22 @@ void gpu_gemm(const std::string& kernel, const GpuGemm& g, GpuContext& ctx) {
   if (g.m == 0 || g.n == 0) return;  // C is empty
   if (!g.c || (g.k > 0 && (!g.a || !g.b)))
     throw InputError("GPU GEMM without a device buffer for A, B or C");
-  if (g.k == 0) {  // an empty sum: C = 0 (all-zero bits are 0.0)
-    CUDA_CHECK(cudaMemsetAsync(g.c, 0, static_cast<std::size_t>(g.m * g.n) * dtype_size(g.dtype),
-                               g.stream));
+  const std::size_t c_bytes = static_cast<std::size_t>(g.m * g.n) * dtype_size(g.dtype);
+  if (g.k == 0) {  // an empty sum: C = 0 (all-zero bits are 0.0), or C unchanged
+    if (!g.accumulate) CUDA_CHECK(cudaMemsetAsync(g.c, 0, c_bytes, g.stream));
     return;
   }
-  find_kernel(kernel)->run(g, ctx);
+  const GpuKernel* found = find_kernel(kernel);
+  if (!g.accumulate || found->accumulates) return found->run(g, ctx);
+  // C += A * B for a kernel that only writes C: into scratch, then added.
+  GpuGemm into_scratch = g;
+  into_scratch.c = ctx.scratch(c_bytes);
+  into_scratch.accumulate = false;
+  found->run(into_scratch, ctx);
+  if (g.dtype == DType::f32)
+    launch_add_into<float>(g.m * g.n, into_scratch.c, g.c, g.stream);
+  else
+    launch_add_into<double>(g.m * g.n, into_scratch.c, g.c, g.stream);
 }
 
 }  // namespace tessera::kernels

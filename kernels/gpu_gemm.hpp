@@ -25,6 +25,10 @@ struct GpuGemm {
   const void* b = nullptr;  // device, k x n
   void* c = nullptr;        // device, m x n
   cudaStream_t stream = nullptr;
+  // C += A * B instead of C = A * B (SUMMA sums its panels this way). Kernels that cannot add
+  // into C themselves (GpuKernel::accumulates) write a scratch C the context keeps, which the
+  // dispatcher then adds: one more read and write of C per call.
+  bool accumulate = false;
 };
 
 // Per-device state the kernels share: a cuBLAS handle, created on first use on the current
@@ -41,10 +45,15 @@ class GpuContext {
   // A second handle in the default math mode, for the opt-in tensor-core baselines
   // ("cublas-tf32", "cublas-bf16"), which ask for reduced precision explicitly.
   cublasContext* cublas_tensor_op();
+  // Device scratch of at least `bytes`, kept until a larger one is asked for. Calls that use it
+  // (accumulating GEMMs) must be ordered: one stream per context.
+  void* scratch(std::size_t bytes);
 
  private:
   cublasContext* cublas_ = nullptr;
   cublasContext* cublas_tensor_op_ = nullptr;
+  void* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
 };
 
 // Registered kernel names, in bench order (the naive baseline first, cuBLAS last).
@@ -60,6 +69,7 @@ struct GpuKernelTraits {
   double input_unit_roundoff = 0;
   bool opt_in = false;   // chosen only when named: reduced precision, or a vendor library
   std::string baseline;  // the kernel `tessera bench` compares its speed with
+  bool accumulates = false;  // adds into C itself; else GpuGemm::accumulate uses a scratch C
 };
 
 // Traits of a registered kernel; false (and *out untouched) for an unknown name.
@@ -82,7 +92,7 @@ double gpu_error_bound(const std::string& kernel, DType dtype, std::int64_t k);
 // allocating); when not, `why` (if given) says why in one line. Touches no device.
 bool gpu_can_implement(const std::string& kernel, const GpuGemm& g, std::string* why = nullptr);
 
-// Enqueues C = A * B on g.stream and returns without waiting. Throws InputError when the
+// Enqueues C = A * B (C += A * B with g.accumulate) on g.stream and returns without waiting. Throws InputError when the
 // kernel is unknown or cannot implement the problem (the message says why), DeviceError when
 // a CUDA or cuBLAS call fails.
 void gpu_gemm(const std::string& kernel, const GpuGemm& g, GpuContext& ctx);

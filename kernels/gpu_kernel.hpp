@@ -46,6 +46,8 @@ struct GpuKernel {
   bool opt_in = false;
   // What `tessera bench` compares this kernel's speed with ("" = "cublas", pedantic FP32/FP64).
   std::string baseline;
+  // Honours GpuGemm::accumulate itself (C += A * B); otherwise the dispatcher emulates it.
+  bool accumulates = false;
 };
 
 // The technique files.

@@ -71,6 +71,51 @@ class HostBuffer {
 // Plain (pageable) host memory; throws std::bad_alloc.
 HostBuffer allocate_pageable(std::size_t bytes);
 
+// A communicator of devices (NCCL) that broadcasts device buffers; made by
+// Backend::join_device_group. Opaque to the caller, which hands it back to a PanelProduct.
+class DeviceGroup {
+ public:
+  virtual ~DeviceGroup() = default;
+  virtual int size() const = 0;
+};
+
+// SUMMA (run/summa.hpp): one rank's C block (m x n), summed on its device over panels of K:
+// C += A_p B_p, A_p m x w and B_p w x n (w <= max_w), each panel arriving either from this rank's
+// own blocks (stage) or from another rank (into host_*(slot) by MPI, then upload; or straight into
+// device_*(slot) by CUDA-aware MPI or broadcast). Two slots: while one multiplies, the next panel
+// arrives in the other. The CPU backend does the same on host memory, synchronously.
+// Enum `Panel` names A_p or B_p.
+class PanelProduct {
+ public:
+  enum Panel { kA = 0, kB = 1 };
+  static constexpr int kSlots = 2;
+  virtual ~PanelProduct() = default;
+  // Host staging of a slot (page-locked on a GPU): the panel, row-major and contiguous (m x w or
+  // w x n). Filled by the caller before upload().
+  virtual void* host(int slot, Panel which) = 0;
+  // Device memory of a slot, for CUDA-aware MPI; the host staging on the CPU backend.
+  virtual void* device(int slot, Panel which) = 0;
+  // Blocks until the slot's last multiply (and the copies into it) are done: it may be refilled.
+  virtual void wait_slot(int slot) = 0;
+  // Enqueue: the panel comes from the caller's memory, `rows` x `cols` at `src` with a row
+  // stride of `ld` elements (e.g. w columns of this rank's A block).
+  virtual void stage(int slot, Panel which, const void* src, std::int64_t ld, std::int64_t rows, std::int64_t cols) = 0;
+  // Enqueue: host(slot, which) -> device, `elements` of it. No-op on the CPU.
+  virtual void upload(int slot, Panel which, std::int64_t elements) = 0;
+  // Blocks until what was staged or uploaded into the slot is on the device (before CUDA-aware
+  // MPI sends from device()).
+  virtual void wait_arrived(int slot) = 0;
+  // Enqueue: broadcast `elements` of the slot's device panel from group member `root` to the
+  // group (NCCL), after what was staged into it. Only where join_device_group works.
+  virtual void broadcast(int slot, Panel which, std::int64_t elements, DeviceGroup& group, int root) = 0;
+  // Enqueue C += A_p B_p from the slot, w = the panel width, after the panel has arrived.
+  virtual void multiply(int slot, std::int64_t w) = 0;
+  // Waits for everything, copies C into the host C given at creation; the device time of each
+  // kind of step, summed over the panels (they overlap, so the sum may exceed the wall time):
+  // "h2d", "bcast" (NCCL), "kernel", "d2h" (GPU); "kernel" (CPU).
+  virtual std::vector<PhaseTime> finish() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -106,6 +151,16 @@ class Backend {
   // Collective over the group: sums the kept C of every rank onto `root`, which copies the sum to
   // host_c (m x n of the last gemm_on_device); frees the kept C. Phases "reduce", and "d2h" on root.
   virtual std::vector<PhaseTime> reduce_to_host(int root, void* host_c);
+
+  // --- summa (run/summa.hpp). host_c: the m x n C block in host memory, zero on entry (the CPU
+  // sums into it; a GPU copies its sum there in finish()). Throws DeviceError when C and two
+  // slots of panels do not fit the GPU (the message says how much is missing).
+  virtual std::unique_ptr<PanelProduct> panel_product(const std::string& kernel, DType dtype, std::int64_t m,
+                                                      std::int64_t n, std::int64_t max_w, void* host_c) = 0;
+  // A group of devices that broadcast to each other (NCCL), made like the reduce group above:
+  // one member makes the id, every member joins (collective). supports_device_reduce() says
+  // whether this works.
+  virtual std::unique_ptr<DeviceGroup> join_device_group(const std::vector<unsigned char>& id, int rank, int size);
 };
 
 // "cpu", "cuda" or "auto" (cuda when a GPU is visible and tessera was built with CUDA).

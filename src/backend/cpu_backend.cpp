@@ -1,7 +1,10 @@
 // The CPU backend: cpu-naive (the reference), cpu-tiled (cache blocking) and openblas.
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
@@ -29,9 +32,11 @@ class CpuBackend final : public Backend {
     return {{"compute", dt.count()}};
   }
 
- private:
+  std::unique_ptr<PanelProduct> panel_product(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
+                                              std::int64_t max_w, void* host_c) override;
+
   template <class T>
-  void run(const std::string& kernel, const GemmProblem& p) {
+  static void run(const std::string& kernel, const GemmProblem& p) {
     const auto* a = static_cast<const T*>(p.a);
     const auto* b = static_cast<const T*>(p.b);
     auto* c = static_cast<T*>(p.c);
@@ -51,6 +56,74 @@ class CpuBackend final : public Backend {
   }
 };
 
+// SUMMA on the CPU: panels in host slots, each product into a scratch C that is then added to
+// the caller's C (the CPU kernels write C = A * B). Synchronous: no overlap on the CPU.
+class CpuPanelProduct final : public PanelProduct {
+ public:
+  CpuPanelProduct(std::string kernel, DType dtype, std::int64_t m, std::int64_t n, std::int64_t max_w, void* host_c)
+      : kernel_(std::move(kernel)), dtype_(dtype), m_(m), n_(n), esize_(dtype_size(dtype)), c_(host_c) {
+    for (auto& slot : slots_) {
+      slot[kA].resize(static_cast<std::size_t>(m * max_w) * esize_);
+      slot[kB].resize(static_cast<std::size_t>(max_w * n) * esize_);
+    }
+    scratch_.resize(static_cast<std::size_t>(m * n) * esize_);
+  }
+  void* host(int slot, Panel which) override { return slots_[slot][which].data(); }
+  void* device(int slot, Panel which) override { return slots_[slot][which].data(); }
+  void wait_slot(int) override {}
+  void wait_arrived(int) override {}
+  void stage(int slot, Panel which, const void* src, std::int64_t ld, std::int64_t rows, std::int64_t cols) override {
+    const auto* from = static_cast<const unsigned char*>(src);
+    unsigned char* to = slots_[slot][which].data();
+    const std::size_t row_bytes = static_cast<std::size_t>(cols) * esize_;
+    for (std::int64_t r = 0; r < rows; ++r)
+      std::memcpy(to + static_cast<std::size_t>(r) * row_bytes, from + static_cast<std::size_t>(r * ld) * esize_, row_bytes);
+  }
+  void upload(int, Panel, std::int64_t) override {}
+  void broadcast(int, Panel, std::int64_t, DeviceGroup&, int) override {
+    throw Error("the cpu backend has no device broadcast");
+  }
+  void multiply(int slot, std::int64_t w) override {
+    const auto start = std::chrono::steady_clock::now();
+    const GemmProblem p{dtype_, m_, n_, w, slots_[slot][kA].data(), slots_[slot][kB].data(), scratch_.data()};
+    if (dtype_ == DType::f32) {
+      CpuBackend::run<float>(kernel_, p);
+      add<float>();
+    } else {
+      CpuBackend::run<double>(kernel_, p);
+      add<double>();
+    }
+    kernel_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  std::vector<PhaseTime> finish() override { return {{"kernel", kernel_seconds_}}; }
+
+ private:
+  template <class T>
+  void add() {
+    const auto* t = reinterpret_cast<const T*>(scratch_.data());
+    auto* c = static_cast<T*>(c_);
+    const std::int64_t count = m_ * n_;
+    for (std::int64_t i = 0; i < count; ++i) c[i] += t[i];
+  }
+  std::string kernel_;
+  DType dtype_;
+  std::int64_t m_, n_;
+  std::size_t esize_;
+  void* c_;
+  std::vector<unsigned char> slots_[kSlots][2];
+  std::vector<unsigned char> scratch_;
+  double kernel_seconds_ = 0;
+};
+
+std::unique_ptr<PanelProduct> CpuBackend::panel_product(const std::string& kernel, DType dtype, std::int64_t m,
+                                                        std::int64_t n, std::int64_t max_w, void* host_c) {
+  const auto names = kernels();
+  const std::string name = kernel == "auto" ? names.front() : kernel;
+  if (std::find(names.begin(), names.end(), name) == names.end())
+    throw InputError("unknown kernel '" + kernel + "' for the cpu backend (choose: openblas, cpu-tiled, cpu-naive)");
+  return std::make_unique<CpuPanelProduct>(name, dtype, m, n, max_w, host_c);
+}
+
 }  // namespace
 
 // The device-reduction defaults (backend.hpp): callers ask supports_device_reduce() first.
@@ -63,6 +136,9 @@ std::vector<unsigned char> Backend::new_reduce_group_id() { no_device_reduce(*th
 void Backend::join_reduce_group(const std::vector<unsigned char>&, int, int) { no_device_reduce(*this); }
 std::vector<PhaseTime> Backend::gemm_on_device(const std::string&, const GemmProblem&) { no_device_reduce(*this); }
 std::vector<PhaseTime> Backend::reduce_to_host(int, void*) { no_device_reduce(*this); }
+std::unique_ptr<DeviceGroup> Backend::join_device_group(const std::vector<unsigned char>&, int, int) {
+  no_device_reduce(*this);
+}
 
 bool device_reduce_compiled() {
 #ifdef TESSERA_HAVE_NCCL

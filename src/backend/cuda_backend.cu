@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/cuda_backend.hpp"
@@ -64,6 +65,149 @@ double host_seconds(F&& step) {
   step();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+#ifdef TESSERA_HAVE_NCCL
+class NcclGroup final : public DeviceGroup {
+ public:
+  NcclGroup(const std::vector<unsigned char>& id, int rank, int size) : nccl(id, rank, size), size_(size) {}
+  int size() const override { return size_; }
+  NcclReducer nccl;
+
+ private:
+  int size_;
+};
+#endif
+
+// SUMMA on one GPU (backend.hpp): C stays on the device; panels arrive on a copy stream into two
+// slots and multiply on a compute stream. Events order them without the host waiting: a slot's
+// copies wait for the multiply that last read it, a multiply waits for its slot's copies.
+class CudaPanelProduct final : public PanelProduct {
+ public:
+  CudaPanelProduct(int device, kernels::GpuContext& context, std::string kernel, DType dtype, std::int64_t m,
+                   std::int64_t n, std::int64_t max_w, void* host_c, std::size_t budget)
+      : device_(device), context_(context), kernel_(std::move(kernel)), dtype_(dtype), m_(m), n_(n),
+        esize_(dtype_size(dtype)), host_c_(host_c) {
+    kernels::GpuKernelTraits traits;
+    kernels::gpu_kernel_traits(kernel_, &traits);
+    const double c_bytes = static_cast<double>(m * n) * static_cast<double>(esize_);
+    const double panel_bytes = static_cast<double>((m + n) * max_w) * static_cast<double>(esize_);
+    const double need = c_bytes * (traits.accumulates ? 1 : 2) + kSlots * panel_bytes;
+    if (need > static_cast<double>(budget))
+      throw DeviceError(
+          "summa needs " + kernels::format_bytes(need) + " on GPU " + std::to_string(device) + " (C block " +
+          shape_str(m, n) + (traits.accumulates ? "" : " and its scratch copy") + ", two panels of width " +
+          std::to_string(max_w) + ") but " + kernels::format_bytes(static_cast<double>(budget)) +
+          " are allowed: use more ranks, a smaller --panel-width, or --algorithm panels (which can run out of core)");
+    const std::string what = " (summa, " + shape_str(m, n) + " C block)";
+    c_ = DeviceBuffer(static_cast<std::size_t>(c_bytes), "C" + what);
+    for (int s = 0; s < kSlots; ++s)
+      for (int p = 0; p < 2; ++p) {
+        const std::size_t bytes = static_cast<std::size_t>((p == kA ? m : n) * max_w) * esize_;
+        dev_[s][p] = DeviceBuffer(bytes, std::string(p == kA ? "A" : "B") + " panel" + what);
+        if (bytes) {
+          void* h = nullptr;
+          CUDA_CHECK(cudaHostAlloc(&h, bytes, cudaHostAllocDefault));
+          host_[s][p] = h;
+        }
+      }
+    if (c_.bytes()) CUDA_CHECK(cudaMemsetAsync(c_.get(), 0, c_.bytes(), compute_.get()));
+  }
+  ~CudaPanelProduct() override {
+    (void)cudaDeviceSynchronize();
+    for (auto& slot : host_)
+      for (void* h : slot)
+        if (h) (void)cudaFreeHost(h);
+  }
+
+  void* host(int slot, Panel which) override { return host_[slot][which]; }
+  void* device(int slot, Panel which) override { return dev_[slot][which].get(); }
+  void wait_slot(int slot) override { CUDA_CHECK(cudaEventSynchronize(consumed_[slot].get())); }
+  void wait_arrived(int slot) override { CUDA_CHECK(cudaEventSynchronize(arrived_[slot].get())); }
+
+  void stage(int slot, Panel which, const void* src, std::int64_t ld, std::int64_t rows, std::int64_t cols) override {
+    if (rows * cols == 0) return;
+    timed(h2d_, slot, [&] {
+      CUDA_CHECK(cudaMemcpy2DAsync(dev_[slot][which].get(), static_cast<std::size_t>(cols) * esize_, src,
+                                   static_cast<std::size_t>(ld) * esize_, static_cast<std::size_t>(cols) * esize_,
+                                   static_cast<std::size_t>(rows), cudaMemcpyHostToDevice, copy_.get()));
+    });
+  }
+  void upload(int slot, Panel which, std::int64_t elements) override {
+    if (elements == 0) return;
+    timed(h2d_, slot, [&] {
+      CUDA_CHECK(cudaMemcpyAsync(dev_[slot][which].get(), host_[slot][which], static_cast<std::size_t>(elements) * esize_,
+                                 cudaMemcpyHostToDevice, copy_.get()));
+    });
+  }
+  void broadcast(int slot, Panel which, std::int64_t elements, DeviceGroup& group, int root) override {
+#ifdef TESSERA_HAVE_NCCL
+    if (elements == 0) return;
+    timed(bcast_, slot, [&] {
+      static_cast<NcclGroup&>(group).nccl.broadcast(dev_[slot][which].get(), static_cast<std::size_t>(elements), dtype_,
+                                                   root, copy_.get());
+    });
+#else
+    (void)slot, (void)which, (void)elements, (void)group, (void)root;
+    throw Error("this build has no NCCL: no device broadcast");
+#endif
+  }
+  void multiply(int slot, std::int64_t w) override {
+    CUDA_CHECK(cudaSetDevice(device_));
+    CUDA_CHECK(cudaStreamWaitEvent(compute_.get(), arrived_[slot].get(), 0));
+    kernels::GpuGemm g{dtype_, m_, n_, w, dev_[slot][kA].get(), dev_[slot][kB].get(), c_.get(), compute_.get()};
+    g.accumulate = true;
+    steps_.emplace_back(&kernel_s_, std::make_unique<Event>(), std::make_unique<Event>());
+    std::get<1>(steps_.back())->record(compute_.get());
+    kernels::gpu_gemm(kernel_, g, context_);
+    std::get<2>(steps_.back())->record(compute_.get());
+    consumed_[slot].record(compute_.get());
+  }
+  std::vector<PhaseTime> finish() override {
+    CUDA_CHECK(cudaSetDevice(device_));
+    Event start, done;
+    start.record(compute_.get());
+    if (c_.bytes()) CUDA_CHECK(cudaMemcpyAsync(host_c_, c_.get(), c_.bytes(), cudaMemcpyDeviceToHost, compute_.get()));
+    done.record(compute_.get());
+    CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+    CUDA_CHECK(cudaStreamSynchronize(copy_.get()));
+    for (auto& [total, begin, end] : steps_) *total += end->seconds_since(*begin);
+    steps_.clear();
+    std::vector<PhaseTime> phases{{"h2d", h2d_}};
+    if (bcast_ > 0) phases.push_back({"bcast", bcast_});
+    phases.push_back({"kernel", kernel_s_});
+    phases.push_back({"d2h", done.seconds_since(start)});
+    return phases;
+  }
+
+ private:
+  // A copy into `slot` on the copy stream: after the multiply that last read the slot, timed,
+  // and marking the slot's panels as arrived.
+  template <class F>
+  void timed(double& total, int slot, F&& enqueue) {
+    CUDA_CHECK(cudaSetDevice(device_));
+    CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), consumed_[slot].get(), 0));
+    steps_.emplace_back(&total, std::make_unique<Event>(), std::make_unique<Event>());
+    std::get<1>(steps_.back())->record(copy_.get());
+    enqueue();
+    std::get<2>(steps_.back())->record(copy_.get());
+    arrived_[slot].record(copy_.get());
+  }
+
+  int device_;
+  kernels::GpuContext& context_;
+  std::string kernel_;
+  DType dtype_;
+  std::int64_t m_, n_;
+  std::size_t esize_;
+  void* host_c_;
+  DeviceBuffer c_;
+  DeviceBuffer dev_[kSlots][2];
+  void* host_[kSlots][2] = {};
+  Stream copy_, compute_;
+  Event arrived_[kSlots], consumed_[kSlots];  // recorded before use: an unrecorded event counts as done
+  std::vector<std::tuple<double*, std::unique_ptr<Event>, std::unique_ptr<Event>>> steps_;
+  double h2d_ = 0, bcast_ = 0, kernel_s_ = 0;
+};
 
 class CudaBackend final : public Backend {
  public:
@@ -272,7 +416,28 @@ class CudaBackend final : public Backend {
     return {{"h2d", h2d}, {"kernel", kernel}, {"d2h", d2h}};
   }
 
+  std::unique_ptr<PanelProduct> panel_product(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
+                                              std::int64_t max_w, void* host_c) override {
+    const std::string name = (kernel.empty() || kernel == "auto") ? resolve_kernel(dtype, m, n, max_w) : kernel;
+    std::string why;
+    if (!kernels::gpu_can_implement(name, kernels::GpuGemm{dtype, m, n, max_w}, &why))
+      throw InputError("kernel '" + name + "' cannot run this GEMM: " + why);
+    CUDA_CHECK(cudaSetDevice(device_));
+    return std::make_unique<CudaPanelProduct>(device_, context_, name, dtype, m, n, max_w, host_c, memory_budget());
+  }
+
 #ifdef TESSERA_HAVE_NCCL
+  std::unique_ptr<DeviceGroup> join_device_group(const std::vector<unsigned char>& id, int rank, int size) override {
+    CUDA_CHECK(cudaSetDevice(device_));
+    auto group = std::make_unique<NcclGroup>(id, rank, size);
+    // NCCL connects peers on the first collective: do that now, not inside the timed run.
+    DeviceBuffer warm(std::size_t{1} << 20, "NCCL warm-up buffer");
+    CUDA_CHECK(cudaMemsetAsync(warm.get(), 0, warm.bytes(), stream_.get()));
+    group->nccl.broadcast(warm.get(), warm.bytes() / sizeof(float), DType::f32, 0, stream_.get());
+    stream_.synchronize();
+    return group;
+  }
+
   // ksplit: the partial C stays on the device and NCCL sums it onto the root's GPU.
   bool supports_device_reduce() const override { return true; }
 

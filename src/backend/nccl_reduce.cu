@@ -49,4 +49,9 @@ void NcclReducer::reduce_sum(void* buffer, std::size_t count, DType dtype, int r
   NCCL_CHECK(ncclReduce(buffer, buffer, count, type, ncclSum, root, impl_->comm, stream));
 }
 
+void NcclReducer::broadcast(void* buffer, std::size_t count, DType dtype, int root, cudaStream_t stream) {
+  const ncclDataType_t type = dtype == DType::f32 ? ncclFloat32 : ncclFloat64;
+  NCCL_CHECK(ncclBroadcast(buffer, buffer, count, type, root, impl_->comm, stream));
+}
+
 }  // namespace tessera::backend

@@ -1,6 +1,6 @@
 #pragma once
-// NCCL glue for the ksplit algorithm: a communicator of GPUs that sums device buffers onto one
-// of them (ncclReduce over NVLink / PCIe peer links). Knows nothing of MPI: the caller makes an
+// NCCL glue for the ksplit and summa algorithms: a communicator of GPUs that sums device buffers
+// onto one of them (ncclReduce over NVLink / PCIe peer links) or broadcasts one (ncclBroadcast). Knows nothing of MPI: the caller makes an
 // id on one rank (nccl_unique_id), hands the bytes to every rank by its own means (MPI_Bcast in
 // run/ksplit.cpp), and each rank joins with them. Compiled only when TESSERA_HAVE_NCCL.
 #include <cuda_runtime_api.h>
@@ -29,6 +29,9 @@ class NcclReducer {
   // Enqueues the elementwise sum over the ranks of `count` elements of `buffer` (device) into
   // `buffer` on `root` (in place; other ranks' buffers are left as they were). Collective.
   void reduce_sum(void* buffer, std::size_t count, DType dtype, int root, cudaStream_t stream);
+  // Enqueues a broadcast of `count` elements of `buffer` (device) from `root` into `buffer` on
+  // every rank. Collective (summa's panels).
+  void broadcast(void* buffer, std::size_t count, DType dtype, int root, cudaStream_t stream);
 
  private:
   struct Impl;

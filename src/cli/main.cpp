@@ -39,7 +39,16 @@ void add_run_options(CLI::App* run, tessera::run::RunOptions& o) {
   run->add_option("--b", o.b, "B (K x N) as FILE:/DATASET");
   run->add_option("--c", o.c, "where to write C (M x N), FILE:/DATASET");
   run->add_option("--report", o.report, "write the JSON report here (schema: docs/report.md)");
-  run->add_option("--algorithm", o.algorithm, "panels (C blocks), ksplit (K split, partials summed; NCCL on GPUs) or auto")->capture_default_str();
+  run->add_option("--algorithm", o.algorithm,
+                  "panels (C blocks from whole A rows and B columns), summa (2-D blocks, panels of K broadcast along "
+                  "grid rows and columns), ksplit (K split, partials summed; NCCL on GPUs) or auto")
+      ->capture_default_str();
+  run->add_option("--comm", o.comm,
+                  "summa/ksplit data path: nccl (GPU to GPU), cuda-aware (MPI on GPU memory, if the library "
+                  "reports it), host (MPI on pinned host memory) or auto (the first that applies)")
+      ->capture_default_str();
+  run->add_option("--panel-width", o.panel_width, "summa: K panel width (0: 1024 on GPUs, 256 on CPUs)")
+      ->capture_default_str();
   run->add_option("--grid", o.grid, "process grid PRxPC (default: chosen from M, N, K and the rank count)");
   run->add_option("--backend", o.backend, "auto (GPU when visible), cpu or cuda")->capture_default_str();
   run->add_option("--kernel", o.kernel, "kernel of the backend; auto = the backend's default (see `tessera info`)")

@@ -4,7 +4,20 @@
 #include <climits>
 #include <cstdint>
 
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's extensions: MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support
+#endif
+
 namespace tessera::dist {
+
+bool mpi_cuda_aware() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
+
 
 void throw_mpi_error(const char* call, const char* file, int line, int code) {
   char text[MPI_MAX_ERROR_STRING] = {};

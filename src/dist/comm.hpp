@@ -38,6 +38,10 @@ struct NodeInfo {
   int local_size = 1;
 };
 
+// Whether the MPI library reports, at run time, that it can send and receive GPU memory
+// (Open MPI: MPIX_Query_cuda_support() from mpi-ext.h). False where the library cannot tell.
+bool mpi_cuda_aware();
+
 class Comm {
  public:
   explicit Comm(MPI_Comm comm);  // borrows comm

@@ -119,4 +119,21 @@ double KSplit::flops(int rank) const {
   return 2.0 * static_cast<double>(m_) * static_cast<double>(n_) * static_cast<double>(k_range(rank).size());
 }
 
+std::vector<SummaPanel> summa_panels(std::int64_t k, GridShape grid, std::int64_t max_width) {
+  if (k < 1 || grid.rows < 1 || grid.cols < 1 || max_width < 1)
+    throw InputError("summa panels need K >= 1, a grid of at least 1x1 and a panel width >= 1 (got K=" +
+                     std::to_string(k) + ", grid " + grid.str() + ", width " + std::to_string(max_width) + ")");
+  std::vector<SummaPanel> panels;
+  int col = 0, row = 0;  // owners of the current position; empty ranges (K < pc) are skipped
+  for (std::int64_t at = 0; at < k;) {
+    while (summa_k_cols(k, grid.cols, col).end <= at) ++col;
+    while (summa_k_rows(k, grid.rows, row).end <= at) ++row;
+    const std::int64_t end = std::min({at + max_width, summa_k_cols(k, grid.cols, col).end,
+                                       summa_k_rows(k, grid.rows, row).end});
+    panels.push_back({at, end - at, col, row});
+    at = end;
+  }
+  return panels;
+}
+
 }  // namespace tessera::dist

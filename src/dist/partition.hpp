@@ -8,6 +8,7 @@
 // j (all K rows). Ranks r >= pr*pc are idle (P may exceed the number of useful blocks).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tessera::dist {
 
@@ -104,5 +105,21 @@ class KSplit {
   std::int64_t m_, n_, k_;
   int nranks_;
 };
+
+// The summa algorithm (run/summa.hpp) on a pr x pc grid: rank (i, j) holds A(i, j) = the rows
+// of block-row i by the K columns summa_k_cols(j), and B(i, j) = the K rows summa_k_rows(i) by
+// the columns of block-column j. K is walked in panels: each lies inside one rank column's A
+// columns and one rank row's B rows (owner_col, owner_row), and is at most max_width wide.
+inline Range summa_k_cols(std::int64_t k, int pc, int j) { return split(k, pc, j); }
+inline Range summa_k_rows(std::int64_t k, int pr, int i) { return split(k, pr, i); }
+
+struct SummaPanel {
+  std::int64_t begin = 0, width = 0;  // K indices [begin, begin + width)
+  int owner_col = 0;                  // the grid column whose ranks hold these A columns
+  int owner_row = 0;                  // the grid row whose ranks hold these B rows
+};
+
+// Throws InputError if k < 1, a grid side < 1 or max_width < 1.
+std::vector<SummaPanel> summa_panels(std::int64_t k, GridShape grid, std::int64_t max_width);
 
 }  // namespace tessera::dist

@@ -117,6 +117,7 @@ nlohmann::json to_json(const JobReport& r) {
           {"grid", {{"rows", r.grid_rows}, {"cols", r.grid_cols}}},
           {"nranks", r.nranks},
           {"algorithm", r.algorithm},
+          {"comm", r.comm},
           {"backend", r.backend},
           {"kernel", r.kernel},
           {"totals",
@@ -142,9 +143,10 @@ std::string format_table(const JobReport& r) {
       if (std::find(names.begin(), names.end(), p.first) == names.end()) names.push_back(p.first);
   const bool baseline = std::any_of(r.ranks.begin(), r.ranks.end(), [](const auto& x) { return !x.baseline_kernel.empty(); });
 
-  std::string out = fmt::format("tessera {}: C({}x{}) = A({}x{}) * B({}x{}), {}, grid {}x{} on {} rank{}, {} / {}\n",
-                                r.version, r.m, r.n, r.m, r.k, r.k, r.n, r.dtype, r.grid_rows, r.grid_cols, r.nranks,
-                                r.nranks == 1 ? "" : "s", r.backend, r.kernel);
+  std::string out =
+      fmt::format("tessera {}: C({}x{}) = A({}x{}) * B({}x{}), {}, {} on a {}x{} grid of {} rank{} (comm {}), {} / {}\n",
+                  r.version, r.m, r.n, r.m, r.k, r.k, r.n, r.dtype, r.algorithm, r.grid_rows, r.grid_cols, r.nranks,
+                  r.nranks == 1 ? "" : "s", r.comm, r.backend, r.kernel);
   out += fmt::format("{:>4}  {:<12} {:<24} {:>7} {:>19} {:>10}", "rank", "host", "device", "block", "rows x cols",
                      "GFLOP/s");
   for (const auto& n : names) out += fmt::format(" {:>9}", n + "/ms");

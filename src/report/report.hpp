@@ -43,6 +43,9 @@ struct JobReport {
   int grid_rows = 1, grid_cols = 1;
   int nranks = 1;
   std::string algorithm = "panels";
+  // How ranks moved data during the compute: "host" (MPI on host memory), "nccl" (GPU to GPU),
+  // "cuda-aware" (MPI on GPU memory), "none" (one rank).
+  std::string comm = "host";
   std::string backend, kernel;
   double wall_seconds = 0;
   std::vector<RankRecord> ranks;

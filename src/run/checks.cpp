@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "core/error.hpp"
@@ -67,6 +69,33 @@ std::int64_t peak_rss_bytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+std::unique_ptr<backend::Backend> make_rank_backend(const std::string& backend_name, const backend::Placement& where,
+                                                    const std::string& kernel_name, DType dtype, std::int64_t m,
+                                                    std::int64_t n, std::int64_t k, report::RankRecord& me,
+                                                    std::string& kernel) {
+  auto be = backend::make_backend(backend_name, where);
+  kernel = kernel_name == "auto" ? be->resolve_kernel(dtype, m, n, k) : kernel_name;
+  const auto names = be->kernels();
+  if (std::find(names.begin(), names.end(), kernel) == names.end()) {
+    std::string list;
+    for (const auto& nm : names) list += (list.empty() ? "" : ", ") + nm;
+    throw InputError("unknown kernel '" + kernel + "' for the " + be->name() + " backend (choose: auto, " + list + ")");
+  }
+  me.device = be->device();
+  me.device_id = be->device_id();
+  me.warnings = be->warnings();
+  return be;
+}
+
+double node_memory_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key, unit;
+  double kib = 0;
+  while (in >> key >> kib >> unit)
+    if (key == "MemTotal:") return kib * 1024.0;
+  return 0;
 }
 
 }  // namespace tessera::run

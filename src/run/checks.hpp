@@ -1,10 +1,14 @@
 #pragma once
-// Checks both algorithms (panels, ksplit) run on every rank's data, collectively.
+// Set-up and checks every algorithm (panels, summa, ksplit) runs on every rank's data.
 #include <cstdint>
 #include <string>
 
+#include <memory>
+
+#include "backend/backend.hpp"
 #include "core/dtype.hpp"
 #include "dist/comm.hpp"
+#include "report/report.hpp"
 
 namespace tessera::run {
 
@@ -27,6 +31,21 @@ void refuse_nonfinite(const dist::Comm& comm, const std::string& a_name, const N
 // "ranks 0, 2 share NVIDIA H200 [...]" for ranks that report the same GPU (`gpu`: host and
 // device, "" for none), or "" when none share. Collective; the same text on every rank.
 std::string shared_gpu_note(const dist::Comm& comm, const std::string& gpu);
+
+// The rank's backend (`backend_name`, placed by `where`) and the kernel `kernel_name` stands for:
+// "auto" is the backend's choice for an m x n x k GEMM. Fills me.device, me.device_id and
+// me.warnings. Throws InputError for a kernel the backend does not have (listing those it has).
+// Not collective: call it inside a Comm::step.
+std::unique_ptr<backend::Backend> make_rank_backend(const std::string& backend_name, const backend::Placement& where,
+                                                    const std::string& kernel_name, DType dtype, std::int64_t m,
+                                                    std::int64_t n, std::int64_t k, report::RankRecord& me,
+                                                    std::string& kernel);
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// MemTotal of this node in bytes (0 if unknown). Not MemAvailable: page cache is reclaimable,
+// and some virtual machines grow their memory as it is used.
+double node_memory_bytes();
 
 // Peak resident memory of this process so far, in bytes (the report's peak_host_bytes).
 std::int64_t peak_rss_bytes();

@@ -45,23 +45,7 @@ void host_reduce(void* data, std::size_t count, DType dtype, const dist::Comm& c
 
 }  // namespace
 
-std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nranks, std::int64_t m, std::int64_t n,
-                             std::int64_t k) {
-  const std::string& want = o.algorithm;
-  if (want != "auto" && want != "panels" && want != "ksplit")
-    throw InputError("invalid --algorithm '" + want + "' (choose: auto, panels, ksplit)");
-  if (want == "ksplit" && o.verify) throw InputError("--verify needs --algorithm panels (run `tessera verify` after ksplit)");
-  if (want == "ksplit" && !o.baseline.empty()) throw InputError("--baseline needs --algorithm panels");
-  if (want == "ksplit" && !o.gpu_memory.empty())
-    throw InputError("--gpu-memory (out of core) needs --algorithm panels: ksplit keeps all of C on every GPU");
-  if (want != "auto") return want;
-  const bool fits_model = 2 * k >= std::max(m, n);
-  return cuda && nccl && nranks >= 2 && !o.verify && o.baseline.empty() && o.gpu_memory.empty() && fits_model
-             ? "ksplit"
-             : "panels";
-}
-
-void run_ksplit(const RunOptions& o, const dist::Comm& comm, KSplitStart start) {
+void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   const int rank = comm.rank();
   const dist::KSplit ks(start.m, start.n, start.k, comm.size());
   const DType dtype = start.dtype;
@@ -95,17 +79,8 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, KSplitStart start) 
   std::unique_ptr<backend::Backend> be;
   std::string kernel;
   comm.step([&] {
-    be = backend::make_backend(o.backend, {node.local_rank, node.local_size});
-    kernel = o.kernel == "auto" ? be->resolve_kernel(dtype, ks.m(), ks.n(), ks.k_range(0).size()) : o.kernel;
-    const auto names = be->kernels();
-    if (std::find(names.begin(), names.end(), kernel) == names.end()) {
-      std::string list;
-      for (const auto& nm : names) list += (list.empty() ? "" : ", ") + nm;
-      throw InputError("unknown kernel '" + kernel + "' for the " + be->name() + " backend (choose: auto, " + list + ")");
-    }
-    me.device = be->device();
-    me.device_id = be->device_id();
-    me.warnings = be->warnings();
+    be = make_rank_backend(o.backend, {node.local_rank, node.local_size}, o.kernel, dtype, ks.m(), ks.n(),
+                           ks.k_range(0).size(), me, kernel);
   });
   job.backend = comm.broadcast(be->name(), kRoot);
   job.kernel = comm.broadcast(kernel, kRoot);
@@ -116,8 +91,15 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, KSplitStart start) 
   if (!shared.empty() && rank == kRoot)
     me.warnings.push_back(shared + " (fewer GPUs than ranks); ksplit sums their partial products on the host");
   // Device reduction only when every rank's backend can (one rank without NCCL: all on the host).
-  const bool device_reduce = shared.empty() && comm.min(be->supports_device_reduce() ? 1.0 : 0.0) > 0;
-  if (!device_reduce && be->name() == "cuda" && rank == kRoot)
+  const bool nccl_possible = shared.empty() && comm.min(be->supports_device_reduce() ? 1.0 : 0.0) > 0;
+  comm.step([&] {
+    if (o.comm == "nccl" && !nccl_possible)
+      throw InputError("--comm nccl is not available to ksplit: the backend is not cuda with NCCL, or two ranks share "
+                       "a GPU; use --comm auto or host");
+  });
+  const bool device_reduce = nccl_possible && o.comm != "host";
+  job.comm = comm.size() == 1 ? "none" : device_reduce ? "nccl" : "host";
+  if (!device_reduce && be->name() == "cuda" && o.comm != "host" && rank == kRoot)
     me.warnings.push_back(
         "ksplit: built without NCCL, so partial products are summed on the host with MPI_Reduce after D2H (correct, "
         "slower)");

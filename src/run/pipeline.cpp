@@ -24,7 +24,9 @@
 #include "run/result.hpp"
 #include "run/dryrun.hpp"
 #include "run/freivalds.hpp"
+#include "run/handover.hpp"
 #include "run/ksplit.hpp"
+#include "run/summa.hpp"
 #include "run/progress.hpp"
 
 #include <fmt/format.h>
@@ -34,7 +36,6 @@ namespace tessera::run {
 namespace {
 
 constexpr int kRoot = 0;
-constexpr int kTagBlock = 101;
 
 // Everything rank 0 decides after looking at the inputs; broadcast to all ranks.
 struct Plan {
@@ -109,7 +110,6 @@ Plan decode(const std::string& s) {
   return p;
 }
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // "512M", "8G", "1.5G", "4096" (bytes) -> bytes; "" -> 0. Throws InputError naming the option.
 std::size_t parse_bytes(const std::string& text, const char* option) {
@@ -132,19 +132,6 @@ std::size_t parse_bytes(const std::string& text, const char* option) {
     throw InputError(std::string("invalid ") + option + " '" + text + "': expected a size like 512M, 8G or 1.5G");
   return static_cast<std::size_t>(value * scale);
 }
-
-// MemTotal of this node (0 if unknown). Not MemAvailable: page cache is reclaimable, and some
-// virtual machines grow their memory as it is used.
-double node_memory_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kib = 0;
-  std::string unit;
-  while (in >> key >> kib >> unit)
-    if (key == "MemTotal:") return kib * 1024.0;
-  return 0;
-}
-
 
 class Stopwatch {
  public:
@@ -220,7 +207,8 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     if (rank != kRoot) return;
     plan = make_plan(o, comm.size());
     const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
-    algorithm = choose_algorithm(o, gpu, backend::device_reduce_compiled(), comm.size(), plan.m, plan.n, plan.k);
+    algorithm = choose_algorithm(o, gpu, backend::device_reduce_compiled(), comm.size(), plan.m, plan.n, plan.k,
+                                 plan.grid);
     io::WriteOptions wo;
     wo.overwrite = o.overwrite;
     stale = io::clean_stale_temporaries(io::DatasetRef::parse(o.c).file);
@@ -228,8 +216,12 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   });
   for (const auto& note : stale) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
   plan = decode(comm.broadcast(encode(plan), kRoot));
-  if (comm.broadcast(algorithm, kRoot) == "ksplit")
-    return run_ksplit(o, comm, KSplitStart{plan.m, plan.n, plan.k, plan.dtype, std::move(writer), wall.started(), job});
+  algorithm = comm.broadcast(algorithm, kRoot);
+  if (algorithm != "panels") {
+    JobStart start{plan.m, plan.n, plan.k, plan.dtype, plan.grid, std::move(writer), wall.started(), job};
+    return algorithm == "ksplit" ? run_ksplit(o, comm, std::move(start)) : run_summa(o, comm, std::move(start));
+  }
+
   const dist::Partition part(plan.m, plan.n, plan.k, comm.size(), plan.grid);
   const std::size_t esize = dtype_size(plan.dtype);
   bool show_progress = o.progress == "on";
@@ -260,24 +252,16 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   std::unique_ptr<backend::Backend> be;
   std::string kernel;
   comm.step([&] {
-    be = backend::make_backend(o.backend, {node.local_rank, node.local_size, parse_bytes(o.gpu_memory, "--gpu-memory")});
     // "auto": the backend's choice for this rank's block (the tuned winner on a GPU). Idle
     // ranks ask for the largest block, so the report names one kernel.
     const int who = me.active ? rank : 0;
-    kernel = o.kernel == "auto" ? be->resolve_kernel(plan.dtype, part.rows_of(who).size(), part.cols_of(who).size(),
-                                                     plan.k)
-                                : o.kernel;
-    const auto names = be->kernels();
-    if (std::find(names.begin(), names.end(), kernel) == names.end()) {
-      std::string list;
-      for (const auto& nm : names) list += (list.empty() ? "" : ", ") + nm;
-      throw InputError("unknown kernel '" + kernel + "' for the " + be->name() + " backend (choose: auto, " + list + ")");
+    be = make_rank_backend(o.backend, {node.local_rank, node.local_size, parse_bytes(o.gpu_memory, "--gpu-memory")},
+                           o.kernel, plan.dtype, part.rows_of(who).size(), part.cols_of(who).size(), plan.k, me, kernel);
+    if (!o.baseline.empty()) {
+      const auto names = be->kernels();
+      if (std::find(names.begin(), names.end(), o.baseline) == names.end())
+        throw InputError("unknown --baseline kernel '" + o.baseline + "' for the " + be->name() + " backend");
     }
-    if (!o.baseline.empty() && std::find(names.begin(), names.end(), o.baseline) == names.end())
-      throw InputError("unknown --baseline kernel '" + o.baseline + "' for the " + be->name() + " backend");
-    me.device = be->device();
-    me.device_id = be->device_id();
-    me.warnings = be->warnings();
   });
   // Ranks on one GPU (same host, name and PCI bus id, whatever CUDA_VISIBLE_DEVICES says) compete.
   if (const auto shared = shared_gpu_note(comm, me.device_id >= 0 ? me.host + "|" + me.device : std::string());
@@ -370,40 +354,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
 
   progress.step("gathering and writing C");
   // 5. Gather the blocks to rank 0, which writes each as it arrives (memory: one block).
-  // Rank 0 keeps receiving after a write error so no sender is left blocked; the error is
-  // then agreed on by every rank.
-  comm.step([&] {
-    const Stopwatch t;
-    if (rank != kRoot) {
-      if (me.active) comm.send_bytes(c.data(), c.size(), kRoot, kTagBlock);
-      if (me.active) me.phases.emplace_back("gather", t.seconds());
-      return;
-    }
-    std::optional<std::string> write_error;
-    double write_s = 0;
-    std::vector<unsigned char> buf;
-    for (int r = 0; r < part.grid().size(); ++r) {
-      const auto rows = part.rows_of(r), cols = part.cols_of(r);
-      const unsigned char* data = c.data();
-      if (r != kRoot) {
-        buf.resize(static_cast<std::size_t>(part.c_elements(r)) * esize);
-        comm.recv_bytes(buf.data(), buf.size(), r, kTagBlock);
-        data = buf.data();
-      }
-      if (write_error) continue;
-      progress.step("writing C: block " + std::to_string(r + 1) + " of " + std::to_string(part.grid().size()));
-      const Stopwatch tw;
-      try {
-        writer->write_block(rows.begin, cols.begin, rows.size(), cols.size(), data);
-      } catch (const std::exception& e) {
-        write_error = e.what();
-      }
-      write_s += tw.seconds();
-    }
-    me.phases.emplace_back("gather", t.seconds() - write_s);
-    me.phases.emplace_back("write", write_s);
-    if (write_error) throw IoError(*write_error);
-  });
+  gather_and_write(comm, part, plan.dtype, c.data(), writer.get(), progress, me.phases);
   a = {};
   b = {};
   c = {};

@@ -17,7 +17,9 @@ struct RunOptions {
   std::string backend = "auto";
   std::string kernel = "auto";
   std::string dtype = "auto";  // auto | f32 | f64
-  std::string algorithm = "auto";  // auto | panels | ksplit (run/ksplit.hpp)
+  std::string algorithm = "auto";  // auto | panels | summa | ksplit (run/handover.hpp)
+  std::string comm = "auto";       // auto | host | cuda-aware | nccl (run/summa.hpp)
+  std::int64_t panel_width = 0;    // summa's K panel width; 0: chosen (run/summa.hpp)
   std::string baseline;      // kernel to compare against on the same block ("" = none)
   bool overwrite = false;
   bool quiet = false;        // no table on stdout

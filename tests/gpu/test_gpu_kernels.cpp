@@ -270,6 +270,79 @@ TEST_CASE("k = 0 makes C zero and an empty C is left alone", "[gpu][small]") {
   }
 }
 
+// C = A[:, :k1] B[:k1, :], then C += A[:, k1:] B[k1:, :] with GpuGemm::accumulate: natively
+// (cuBLAS beta = 1) or through the dispatcher's scratch C. Any summation order of the K products
+// keeps the gamma_k bound, so the reference and bound of the whole product apply.
+template <class T>
+void check_accumulate(const Shape& s, std::int64_t k1) {
+  const Problem<T> p(s, 0xacc + static_cast<std::uint64_t>(s.m + s.n + s.k));
+  const std::int64_t k2 = s.k - k1;
+  std::vector<T> a1(static_cast<std::size_t>(s.m * k1)), a2(static_cast<std::size_t>(s.m * k2));
+  for (std::int64_t i = 0; i < s.m; ++i)
+    for (std::int64_t q = 0; q < s.k; ++q)
+      (q < k1 ? a1[static_cast<std::size_t>(i * k1 + q)] : a2[static_cast<std::size_t>(i * k2 + q - k1)]) =
+          p.a[static_cast<std::size_t>(i * s.k + q)];
+  GpuContext ctx;
+  Stream stream;
+  DeviceBuffer da1(a1.size() * sizeof(T), "A1"), da2(a2.size() * sizeof(T), "A2");
+  DeviceBuffer db(p.b.size() * sizeof(T), "B"), dc(static_cast<std::size_t>(s.m * s.n) * sizeof(T), "C");
+  if (da1.bytes()) to_device(da1, a1.data(), stream);
+  if (da2.bytes()) to_device(da2, a2.data(), stream);
+  to_device(db, p.b.data(), stream);
+  const auto* b2 = static_cast<const unsigned char*>(db.get()) + static_cast<std::size_t>(k1 * s.n) * sizeof(T);
+  for (const std::string& kernel : kernels_under_test()) {
+    INFO("kernel " << kernel << ", " << dtype_name(dtype_of<T>()) << ", " << shape_str(s) << ", k1 = " << k1);
+    if (!kernels::gpu_can_implement(kernel, GpuGemm{dtype_of<T>(), s.m, s.n, s.k})) continue;
+    poison(dc, stream);
+    kernels::gpu_gemm(kernel, GpuGemm{dtype_of<T>(), s.m, s.n, k1, da1.get(), db.get(), dc.get(), stream.get()}, ctx);
+    GpuGemm second{dtype_of<T>(), s.m, s.n, k2, da2.get(), b2, dc.get(), stream.get()};
+    second.accumulate = true;
+    kernels::gpu_gemm(kernel, second, ctx);
+    CHECK(compare(to_host<T>(dc, static_cast<std::size_t>(s.m * s.n), stream), p, kernel) == "");
+  }
+}
+
+TEST_CASE("every GPU kernel accumulates: C += A * B", "[gpu][small]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  check_accumulate<float>({65, 130, 67}, 30);
+  check_accumulate<double>({65, 130, 67}, 30);
+  check_accumulate<float>({17, 33, 9}, 9);   // the second product has k = 0: C unchanged
+  check_accumulate<double>({1, 1, 2}, 1);
+}
+
+// SUMMA's panel product on one GPU: panels staged from a host block (strided), or uploaded
+// from the slot's staging, two slots in turn, summed on the device, against the reference.
+TEST_CASE("the cuda backend's panel product sums panels of K", "[gpu][small]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  using Panel = backend::PanelProduct::Panel;
+  auto cuda = backend::make_cuda_backend({0, 1});
+  const Shape s{67, 45, 101};
+  const Problem<double> p(s, 7);
+  for (const std::string kernel : {"auto", "warptile-64x64", "cublas"}) {
+    for (const std::int64_t w : {std::int64_t{1}, std::int64_t{16}, std::int64_t{101}}) {
+      INFO("kernel " << kernel << ", panel width " << w);
+      std::vector<double> c(static_cast<std::size_t>(s.m * s.n), 0.0);
+      auto product = cuda->panel_product(kernel, DType::f64, s.m, s.n, w, c.data());
+      int slot = 0;
+      for (std::int64_t k0 = 0; k0 < s.k; k0 += w, slot ^= 1) {
+        const std::int64_t width = std::min(w, s.k - k0);
+        product->wait_slot(slot);
+        product->stage(slot, Panel::kA, p.a.data() + k0, s.k, s.m, width);  // columns k0.. of A
+        // B's rows through the slot's staging, as a receiving rank's would come.
+        std::copy_n(p.b.data() + k0 * s.n, width * s.n, static_cast<double*>(product->host(slot, Panel::kB)));
+        product->upload(slot, Panel::kB, width * s.n);
+        product->multiply(slot, width);
+      }
+      const auto phases = product->finish();
+      CHECK(compare(c, p, kernel == std::string("auto") ? "tiled32" : kernel) == "");
+      for (const auto& ph : phases) CHECK(ph.seconds >= 0);
+    }
+  }
+  std::vector<double> c(1);
+  CHECK_THROWS_AS(cuda->panel_product("cublas", DType::f64, std::int64_t{1} << 20, std::int64_t{1} << 20, 1, c.data()),
+                  DeviceError);  // 8 TiB of C: refused up front, saying what summa needs
+}
+
 TEST_CASE("unknown kernels and unsupported sizes are refused with InputError", "[gpu][small]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
   GpuContext ctx;

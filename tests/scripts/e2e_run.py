@@ -18,6 +18,10 @@ p.add_argument("--backend", default="cpu")
 p.add_argument("--kernel", default="auto")
 p.add_argument("--grid", default="")
 p.add_argument("--algorithm", default="", help="passed to tessera run --algorithm (default: tessera's own)")
+p.add_argument("--comm", default="", help="passed to tessera run --comm")
+p.add_argument("--panel-width", type=int, default=0, help="passed to tessera run --panel-width")
+p.add_argument("--expect-algorithm", default="", help="the algorithm the report must name (for --algorithm auto)")
+p.add_argument("--expect-comm", default="", help="the comm path the report must name")
 p.add_argument("--same-file", action="store_true", help="A and B in one file")
 p.add_argument("--baseline", default="")
 p.add_argument("--need-gpus", type=int, default=0)
@@ -61,6 +65,10 @@ if args.gpu_memory:
     cmd += ["--gpu-memory", args.gpu_memory]
 if args.algorithm:
     cmd += ["--algorithm", args.algorithm]
+if args.comm:
+    cmd += ["--comm", args.comm]
+if args.panel_width:
+    cmd += ["--panel-width", str(args.panel_width)]
 res = r.run(cmd)
 
 with h5py.File(c_file, "r") as f:
@@ -79,12 +87,17 @@ check(not leftovers(os.path.dirname(c_file)), "temporary files left next to C")
 rep = json.load(open(report))
 check(rep["nranks"] == args.np, "report nranks")
 check(len(rep["ranks"]) == args.np, "report must have one entry per rank")
-if args.algorithm in ("panels", "ksplit"):
+if args.algorithm in ("panels", "summa", "ksplit"):
     check(rep["algorithm"] == args.algorithm, f"report algorithm {rep['algorithm']} != {args.algorithm}")
     algo_attr = attrs["algorithm"].decode() if isinstance(attrs["algorithm"], bytes) else str(attrs["algorithm"])
     check(algo_attr == args.algorithm, f"C attribute algorithm {algo_attr} != {args.algorithm}")
-if args.algorithm == "auto" and args.backend == "cpu":
-    check(rep["algorithm"] == "panels", f"auto on the CPU backend chose {rep['algorithm']}, expected panels")
+if args.expect_algorithm:
+    check(rep["algorithm"] == args.expect_algorithm,
+          f"--algorithm {args.algorithm or 'auto'} chose {rep['algorithm']}, expected {args.expect_algorithm}")
+if args.expect_comm:
+    check(rep["comm"] == args.expect_comm, f"report comm {rep['comm']}, expected {args.expect_comm}")
+check(rep["comm"] in ("none", "host", "nccl", "cuda-aware"), f"report comm {rep['comm']!r}")
+check(f"(comm {rep['comm']})" in res.stdout, "the table names the comm path")
 ksplit = rep["algorithm"] == "ksplit"
 covered = 0
 for entry in rep["ranks"]:
@@ -115,7 +128,7 @@ elif args.backend == "cuda" and args.need_gpus >= args.np:
 grid = f"{rep['grid']['rows']}x{rep['grid']['cols']}"
 if args.grid:
     check(grid == args.grid, f"grid {grid} != requested {args.grid}")
-check(f"grid {grid}" in res.stdout, "the table names the grid")
+check(f"{grid} grid" in res.stdout, "the table names the grid")
 check("total: wall" in res.stdout, "the table has totals")
 
 # tessera verify agrees, on the same number of ranks.

@@ -67,10 +67,33 @@ add_mpi_test(ksplit.f32.k1.np3 3 e2e_run.py --m 7 --n 5 --k 1 --dtype f32 --algo
 add_mpi_test(ksplit.f32.chunked.np2 2 e2e_run.py --m 70 --n 90 --k 50 --dtype f32 --layout chunked --algorithm ksplit)
 add_mpi_test(ksplit.int32.np3 3 e2e_run.py --m 15 --n 16 --k 17 --dtype i32 --algorithm ksplit)
 # auto on the CPU backend stays panels.
-add_mpi_test(ksplit.auto-cpu-is-panels.np2 2 e2e_run.py --m 20 --n 20 --k 40 --dtype f64 --algorithm auto)
+add_mpi_test(ksplit.auto-cpu-is-panels.np2 2 e2e_run.py --m 20 --n 20 --k 40 --dtype f64 --algorithm auto --expect-algorithm panels)
 # On GPUs (NCCL where built with it); skipped (visibly) where fewer GPUs are visible.
 add_mpi_test(ksplit.cuda.f32.np2 2 e2e_run.py --m 517 --n 1031 --k 1029 --dtype f32 --backend cuda --need-gpus 2 --algorithm ksplit)
 add_mpi_test(ksplit.cuda.f64.k-lt-p.np2 2 e2e_run.py --m 65 --n 33 --k 1 --dtype f64 --backend cuda --need-gpus 2 --algorithm ksplit)
+
+# summa: 2-D blocks, panels of K broadcast along grid rows and columns. Odd and prime shapes,
+# 1-4 ranks and 1-D and 2-D grids, narrow panels (many of them, straddling the owners' K ranges),
+# K = 1 and K < grid side (ranks with no K columns), 1x1x1, more ranks than blocks.
+add_mpi_test(summa.f64.odd.np1 1 e2e_run.py --m 17 --n 33 --k 9 --dtype f64 --algorithm summa --expect-comm none)
+add_mpi_test(summa.f64.odd.np2 2 e2e_run.py --m 31 --n 29 --k 37 --dtype f64 --algorithm summa --panel-width 5 --expect-comm host)
+add_mpi_test(summa.f32.odd.np3 3 e2e_run.py --m 123 --n 45 --k 1027 --dtype f32 --algorithm summa --kernel cpu-tiled)
+add_mpi_test(summa.f64.grid2x2.np4 4 e2e_run.py --m 129 --n 257 --k 67 --dtype f64 --algorithm summa --grid 2x2 --panel-width 7)
+add_mpi_test(summa.f64.grid1x3.np4 4 e2e_run.py --m 9 --n 10 --k 11 --dtype f64 --algorithm summa --grid 1x3 --panel-width 2)
+add_mpi_test(summa.f64.grid3x1.np3 3 e2e_run.py --m 37 --n 41 --k 43 --dtype f64 --algorithm summa --grid 3x1 --kernel cpu-naive)
+add_mpi_test(summa.f64.k1.np4 4 e2e_run.py --m 13 --n 7 --k 1 --dtype f64 --algorithm summa --grid 2x2)
+add_mpi_test(summa.f32.k-lt-side.np4 4 e2e_run.py --m 13 --n 11 --k 2 --dtype f32 --algorithm summa --grid 1x4)
+add_mpi_test(summa.f64.1x1x1.np4 4 e2e_run.py --m 1 --n 1 --k 1 --dtype f64 --algorithm summa)
+add_mpi_test(summa.f32.chunked.np2 2 e2e_run.py --m 70 --n 90 --k 50 --dtype f32 --layout chunked --algorithm summa --panel-width 16)
+add_mpi_test(summa.int32.np3 3 e2e_run.py --m 15 --n 16 --k 17 --dtype i32 --algorithm summa)
+# auto on a 2-D grid of CPU ranks is summa (a 1-D one stays panels, above).
+add_mpi_test(summa.auto-2d-cpu.np4 4 e2e_run.py --m 40 --n 40 --k 40 --dtype f64 --algorithm auto --expect-algorithm summa)
+# On GPUs: NCCL broadcasts (auto) and host-staged MPI, f32 and f64, a shared GPU (host path).
+add_mpi_test(summa.cuda.f32.np2 2 e2e_run.py --m 517 --n 1031 --k 1029 --dtype f32 --backend cuda --need-gpus 2 --algorithm summa --panel-width 100 --expect-comm nccl)
+add_mpi_test(summa.cuda.f64.host.np2 2 e2e_run.py --m 257 --n 129 --k 1031 --dtype f64 --backend cuda --need-gpus 2 --algorithm summa --comm host --panel-width 64 --expect-comm host)
+add_mpi_test(summa.cuda.f32.np1 1 e2e_run.py --m 300 --n 301 --k 302 --dtype f32 --backend cuda --need-gpus 1 --algorithm summa --panel-width 50)
+add_mpi_test(summa.cuda.shared.np3 3 e2e_run.py --m 301 --n 302 --k 303 --dtype f32 --backend cuda --need-gpus 2 --algorithm summa --expect-shared-gpu --expect-comm host)
+add_mpi_test(summa.cuda.f64.grid2x2.np4 4 e2e_run.py --m 131 --n 137 --k 139 --dtype f64 --backend cuda --need-gpus 2 --algorithm summa --grid 2x2 --panel-width 16 --expect-shared-gpu)
 
 # Out of core: a GPU memory limit far below the block's needs; tiles streamed through the GPU.
 add_mpi_test(mpi.cuda.outofcore.f32.np1 1 e2e_run.py --m 300 --n 301 --k 302 --dtype f32 --backend cuda --need-gpus 1 --gpu-memory 400K)

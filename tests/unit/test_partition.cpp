@@ -16,6 +16,7 @@ using tessera::dist::GridShape;
 using tessera::dist::parse_grid;
 using tessera::dist::Partition;
 using tessera::dist::split;
+using tessera::dist::summa_panels;
 
 TEST_CASE("split covers 0..extent with sizes differing by at most one", "[partition]") {
   for (std::int64_t extent = 1; extent <= 40; ++extent) {
@@ -154,4 +155,35 @@ TEST_CASE("sizes past what 64-bit byte counts can hold are refused, not wrapped"
   const GridShape g = choose_grid(huge, huge, huge, 7);  // the cost model must not overflow either
   CHECK(g.size() <= 7);
   CHECK(g.size() >= 1);
+}
+
+TEST_CASE("summa: panels tile 0..K, each inside one owner's A columns and B rows", "[partition][summa]") {
+  for (std::int64_t k = 1; k <= 40; ++k)
+    for (int pr = 1; pr <= 5; ++pr)
+      for (int pc = 1; pc <= 5; ++pc)
+        for (std::int64_t width : {1, 3, 7, 64}) {
+          const auto panels = summa_panels(k, GridShape{pr, pc}, width);
+          std::int64_t at = 0;
+          for (const auto& p : panels) {
+            REQUIRE(p.begin == at);
+            REQUIRE(p.width >= 1);
+            REQUIRE(p.width <= width);
+            const tessera::dist::Range a = tessera::dist::summa_k_cols(k, pc, p.owner_col), b = tessera::dist::summa_k_rows(k, pr, p.owner_row);
+            REQUIRE(a.begin <= p.begin);
+            REQUIRE(p.begin + p.width <= a.end);  // the owner column holds all of the panel's A columns
+            REQUIRE(b.begin <= p.begin);
+            REQUIRE(p.begin + p.width <= b.end);  // the owner row holds all of its B rows
+            at += p.width;
+          }
+          REQUIRE(at == k);
+          // No more panels than the width forces plus one per owner boundary.
+          REQUIRE(static_cast<std::int64_t>(panels.size()) <= (k + width - 1) / width + pr + pc);
+        }
+  REQUIRE_THROWS_AS(summa_panels(0, GridShape{1, 1}, 1), tessera::InputError);
+  REQUIRE_THROWS_AS(summa_panels(5, GridShape{1, 1}, 0), tessera::InputError);
+  // Past 2^31: one panel of the whole K on a 1x1 grid.
+  const std::int64_t big = std::int64_t{3} << 31;
+  const auto one = summa_panels(big, GridShape{1, 1}, big);
+  REQUIRE(one.size() == 1);
+  REQUIRE(one[0].width == big);
 }

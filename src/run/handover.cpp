@@ -1,0 +1,91 @@
+#include "run/handover.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <exception>
+#include <optional>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace tessera::run {
+
+namespace {
+constexpr int kRoot = 0;
+constexpr int kTagBlock = 101;
+}  // namespace
+
+std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nranks, std::int64_t m, std::int64_t n,
+                             std::int64_t k, dist::GridShape grid) {
+  const std::string& want = o.algorithm;
+  if (want != "auto" && want != "panels" && want != "summa" && want != "ksplit")
+    throw InputError("invalid --algorithm '" + want + "' (choose: auto, panels, summa, ksplit)");
+  if (want != "auto" && want != "panels") {
+    if (o.verify) throw InputError("--verify needs --algorithm panels (run `tessera verify` after " + want + ")");
+    if (!o.baseline.empty()) throw InputError("--baseline needs --algorithm panels");
+    if (!o.gpu_memory.empty())
+      throw InputError("--gpu-memory (out of core) needs --algorithm panels: " + want + " keeps " +
+                       (want == "ksplit" ? "all of C" : "its C block") + " on every GPU");
+  }
+  if (o.comm != "auto" && o.comm != "host" && o.comm != "cuda-aware" && o.comm != "nccl")
+    throw InputError("invalid --comm '" + o.comm + "' (choose: auto, host, cuda-aware, nccl)");
+  const std::string chosen = [&] {
+    if (want != "auto") return want;
+    const bool plain = !o.verify && o.baseline.empty() && o.gpu_memory.empty();
+    if (!plain || nranks < 2) return std::string("panels");
+    const bool nvlink = cuda && nccl && o.comm != "host" && o.comm != "cuda-aware";
+    if (nvlink && 2 * k >= std::max(m, n)) return std::string("ksplit");
+    if (grid.size() >= 2 && (nvlink || (grid.rows > 1 && grid.cols > 1) || o.comm == "cuda-aware"))
+      return std::string("summa");
+    return std::string("panels");
+  }();
+  if (chosen == "panels" && o.comm != "auto" && o.comm != "host")
+    throw InputError("--comm " + o.comm + " needs --algorithm summa or ksplit (panels gathers C through host MPI)");
+  if (chosen == "ksplit" && o.comm == "cuda-aware")
+    throw InputError("--comm cuda-aware needs --algorithm summa (ksplit sums with NCCL or host MPI)");
+  if (chosen != "summa" && o.panel_width != 0) throw InputError("--panel-width needs --algorithm summa");
+  if (o.panel_width < 0) throw InputError("--panel-width must be >= 1 (or 0: chosen)");
+  return chosen;
+}
+
+void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType dtype, const void* c_block,
+                      io::MatrixWriter* writer, Progress& progress, report::Phases& phases) {
+  const int rank = comm.rank();
+  const std::size_t esize = dtype_size(dtype);
+  comm.step([&] {
+    const double t = MPI_Wtime();
+    if (rank != kRoot) {
+      if (!part.active(rank)) return;
+      comm.send_bytes(c_block, static_cast<std::size_t>(part.c_elements(rank)) * esize, kRoot, kTagBlock);
+      phases.emplace_back("gather", MPI_Wtime() - t);
+      return;
+    }
+    std::optional<std::string> write_error;
+    double write_s = 0;
+    std::vector<unsigned char> buf;
+    for (int r = 0; r < part.grid().size(); ++r) {
+      const auto rows = part.rows_of(r), cols = part.cols_of(r);
+      const void* data = c_block;
+      if (r != kRoot) {
+        buf.resize(static_cast<std::size_t>(part.c_elements(r)) * esize);
+        comm.recv_bytes(buf.data(), buf.size(), r, kTagBlock);
+        data = buf.data();
+      }
+      if (write_error) continue;
+      progress.step("writing C: block " + std::to_string(r + 1) + " of " + std::to_string(part.grid().size()));
+      const double tw = MPI_Wtime();
+      try {
+        writer->write_block(rows.begin, cols.begin, rows.size(), cols.size(), data);
+      } catch (const std::exception& e) {
+        write_error = e.what();
+      }
+      write_s += MPI_Wtime() - tw;
+    }
+    phases.emplace_back("gather", MPI_Wtime() - t - write_s);
+    phases.emplace_back("write", write_s);
+    if (write_error) throw IoError(*write_error);
+  });
+}
+
+}  // namespace tessera::run

@@ -1,0 +1,47 @@
+#pragma once
+// What run_job (run/pipeline.cpp) has settled before it hands a job to the ksplit or summa
+// algorithm, and the step every algorithm that leaves C in blocks ends with.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/dtype.hpp"
+#include "dist/comm.hpp"
+#include "dist/partition.hpp"
+#include "io/hdf5_io.hpp"
+#include "report/report.hpp"
+#include "run/pipeline.hpp"
+#include "run/progress.hpp"
+
+namespace tessera::run {
+
+struct JobStart {
+  std::int64_t m = 0, n = 0, k = 0;
+  DType dtype = DType::f64;
+  dist::GridShape grid;                      // the chosen or given process grid
+  std::unique_ptr<io::MatrixWriter> writer;  // rank 0 only
+  double started = 0;                        // MPI_Wtime() when run_job began
+  report::JobReport job;                     // filled up to the inputs
+};
+
+// --algorithm auto|panels|summa|ksplit -> the one that runs. Throws InputError for an unknown
+// name, or a choice that cannot honour another option (--verify and --baseline need the
+// panels' whole A rows and B columns; --gpu-memory means out of core, which only panels does).
+// `auto` models the traffic per rank (words moved into a GPU or across the network):
+//  - ksplit when the ranks are GPUs joined by NCCL (cuda, nccl), P >= 2 and 2K >= max(M, N):
+//    each input word moves once and C is summed over NVLink (run/ksplit.hpp);
+//  - summa when P >= 2 and either the GPUs are joined by NCCL (panels are broadcast between
+//    GPUs instead of copied from the host to each) or the grid is 2-D (panels would hold pr or
+//    pc copies of A and B; summa holds one, memory O((MK + KN + MN) / P) per rank);
+//  - panels otherwise (one rank, a 1-D grid on host MPI: no broadcast saves anything).
+std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nranks, std::int64_t m, std::int64_t n,
+                             std::int64_t k, dist::GridShape grid);
+
+// Collective: each active rank's C block (laid out by `part`) goes to rank 0, which writes each
+// block as it arrives (memory: one block). Rank 0 keeps receiving after a write error so no
+// sender is left blocked; the error is then agreed on by every rank (JobError). Appends the
+// "gather" and, on rank 0, "write" phases to `phases`.
+void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType dtype, const void* c_block,
+                      io::MatrixWriter* writer, Progress& progress, report::Phases& phases);
+
+}  // namespace tessera::run

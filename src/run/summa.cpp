@@ -1,0 +1,318 @@
+#include "run/summa.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "backend/backend.hpp"
+#include "core/error.hpp"
+#include "dist/partition.hpp"
+#include "run/checks.hpp"
+#include "run/dryrun.hpp"
+#include "run/progress.hpp"
+#include "run/result.hpp"
+
+namespace tessera::run {
+
+namespace {
+
+constexpr int kRoot = 0;
+using Panel = backend::PanelProduct::Panel;
+
+double seconds_since(double start) { return MPI_Wtime() - start; }
+
+// MPI counts are int: a panel side beyond that cannot be described in one datatype.
+int mpi_int(std::int64_t v, const char* what) {
+  if (v > INT_MAX)
+    throw InputError(std::string("summa: ") + what + " of " + std::to_string(v) +
+                     " exceeds MPI's int counts; use more ranks or --algorithm panels");
+  return static_cast<int>(v);
+}
+
+// A committed MPI datatype, freed with the object.
+class Datatype {
+ public:
+  Datatype() = default;
+  explicit Datatype(MPI_Datatype t) : t_(t) { TESSERA_MPI_CHECK(MPI_Type_commit(&t_)); }
+  ~Datatype() {
+    if (t_ != MPI_DATATYPE_NULL) (void)MPI_Type_free(&t_);
+  }
+  Datatype(const Datatype&) = delete;
+  Datatype& operator=(const Datatype&) = delete;
+  MPI_Datatype get() const { return t_; }
+
+ private:
+  MPI_Datatype t_ = MPI_DATATYPE_NULL;
+};
+
+// rows x cols elements with a row stride of `ld` (a panel inside a rank's block), as one MPI item.
+MPI_Datatype strided(std::int64_t rows, std::int64_t cols, std::int64_t ld, MPI_Datatype elem) {
+  MPI_Datatype t = MPI_DATATYPE_NULL;
+  TESSERA_MPI_CHECK(MPI_Type_vector(mpi_int(rows, "a panel's row count"), mpi_int(cols, "a panel's width"),
+                                    mpi_int(ld, "a block's row length"), elem, &t));
+  return t;
+}
+
+}  // namespace
+
+std::string choose_comm(const std::string& want, bool cuda, bool nccl, bool cuda_aware) {
+  if (want == "host") return want;
+  if (want == "nccl") {
+    if (!cuda) throw InputError("--comm nccl needs the cuda backend");
+    if (!nccl)
+      throw InputError("--comm nccl is not available: this build has no NCCL, or two ranks share a GPU (NCCL takes "
+                       "one rank per GPU); use --comm auto");
+    return want;
+  }
+  if (want == "cuda-aware") {
+    if (!cuda) throw InputError("--comm cuda-aware needs the cuda backend");
+    if (!cuda_aware)
+      throw InputError("--comm cuda-aware: this MPI library does not report CUDA support at run time "
+                       "(MPIX_Query_cuda_support); use --comm host or nccl");
+    return want;
+  }
+  if (want != "auto") throw InputError("invalid --comm '" + want + "' (choose: auto, host, cuda-aware, nccl)");
+  if (cuda && nccl) return "nccl";
+  if (cuda && cuda_aware) return "cuda-aware";
+  return "host";
+}
+
+void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
+  const int rank = comm.rank();
+  const DType dtype = start.dtype;
+  const std::size_t esize = dtype_size(dtype);
+  const MPI_Datatype elem = dtype == DType::f32 ? MPI_FLOAT : MPI_DOUBLE;
+  const dist::Partition part(start.m, start.n, start.k, comm.size(), start.grid);
+  const dist::GridShape grid = part.grid();
+  const bool active = part.active(rank);
+  const int gi = active ? part.block_row(rank) : -1, gj = active ? part.block_col(rank) : -1;
+  const dist::Range rows = active ? part.rows_of(rank) : dist::Range{}, cols = active ? part.cols_of(rank) : dist::Range{};
+  const dist::Range ka = active ? dist::summa_k_cols(part.k(), grid.cols, gj) : dist::Range{};  // A(i,j)'s K columns
+  const dist::Range kb = active ? dist::summa_k_rows(part.k(), grid.rows, gi) : dist::Range{};  // B(i,j)'s K rows
+  report::JobReport job = std::move(start.job);
+  job.algorithm = "summa";
+
+  const bool gpu_wanted = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
+  bool show_progress = o.progress == "on";
+  if (o.progress == "auto" && rank == kRoot)
+    show_progress = plan_run(part.m(), part.n(), part.k(), dtype, comm.size(), grid, gpu_wanted).predicted_seconds > 5;
+  Progress progress(rank == kRoot && show_progress);
+  progress.step("plan: summa on a " + grid.str() + " grid, " + dtype_name(dtype));
+
+  report::RankRecord me;
+  me.rank = rank;
+  me.active = active;
+  const auto node = comm.node();
+  me.host = node.host;
+  if (active) {
+    me.block_row = gi;
+    me.block_col = gj;
+    me.row_begin = rows.begin;
+    me.row_end = rows.end;
+    me.col_begin = cols.begin;
+    me.col_end = cols.end;
+    me.flops = part.flops(rank);
+  }
+
+  // 1. Backend and kernel; the panel width and the communication path.
+  std::unique_ptr<backend::Backend> be;
+  std::string kernel;
+  const std::int64_t width_default = gpu_wanted ? kSummaWidthGpu : kSummaWidthCpu;
+  const std::int64_t width = std::min(part.k(), o.panel_width > 0 ? o.panel_width : width_default);
+  comm.step([&] {
+    const int who = active ? rank : 0;
+    be = make_rank_backend(o.backend, {node.local_rank, node.local_size}, o.kernel, dtype, part.rows_of(who).size(),
+                           part.cols_of(who).size(), width, me, kernel);
+  });
+  job.backend = comm.broadcast(be->name(), kRoot);
+  job.kernel = comm.broadcast(kernel, kRoot);
+  const std::string shared = shared_gpu_note(comm, me.device_id >= 0 ? me.host + "|" + me.device : std::string());
+  if (!shared.empty() && rank == kRoot) me.warnings.push_back(shared + " (fewer GPUs than ranks on the node)");
+  const bool cuda = be->name() == "cuda";
+  const bool nccl = shared.empty() && comm.min(be->supports_device_reduce() ? 1.0 : 0.0) > 0;
+  const bool cuda_aware = comm.min(dist::mpi_cuda_aware() ? 1.0 : 0.0) > 0;
+  std::string path;
+  comm.step([&] { path = choose_comm(o.comm, cuda, nccl, cuda_aware); });
+  job.comm = comm.size() == 1 || grid.size() == 1 ? "none" : path;
+
+  // Host memory, refused up front: what the ranks of each node hold against the node's memory.
+  {
+    const double need = static_cast<double>(rows.size() * ka.size() + kb.size() * cols.size() +
+                                            rows.size() * cols.size() * (cuda ? 1 : 2) +
+                                            backend::PanelProduct::kSlots * (rows.size() + cols.size()) * width) *
+                        static_cast<double>(esize);
+    const dist::Comm node_comm = comm.split_node();
+    const double node_need = node_comm.sum(need);
+    comm.step([&] {
+      const double total = node_memory_bytes();
+      if (total > 0 && node_need > total)
+        throw InputError(fmt::format(
+            "the {} rank(s) on {} need {:.1f} GiB of host memory for their blocks (this rank {:.1f} GiB: A and B "
+            "blocks, C block and two panels of a {} summa grid) but the node has {:.1f} GiB; use more ranks on more "
+            "nodes",
+            node_comm.size(), me.host, node_need / kGiB, need / kGiB, grid.str(), total / kGiB));
+    });
+  }
+
+  // 2. Inputs: A(i, j) and B(i, j) only; every element of A and of B is read by one rank.
+  progress.step("reading A and B blocks on " + std::to_string(grid.size()) + " rank(s)");
+  backend::HostBuffer a, b, c;
+  comm.step([&] {
+    if (!active) return;
+    const double t = MPI_Wtime();
+    a = be->allocate_host(static_cast<std::size_t>(rows.size() * ka.size()) * esize);
+    b = be->allocate_host(static_cast<std::size_t>(kb.size() * cols.size()) * esize);
+    c = be->allocate_host(static_cast<std::size_t>(rows.size() * cols.size()) * esize);
+    std::memset(c.data(), 0, c.size());  // the CPU sums into it
+    if (ka.size() > 0) io::read_block(io::DatasetRef::parse(o.a), rows.begin, rows.size(), ka.begin, ka.size(), dtype, a.data());
+    if (kb.size() > 0) io::read_block(io::DatasetRef::parse(o.b), kb.begin, kb.size(), cols.begin, cols.size(), dtype, b.data());
+    me.phases.emplace_back("read", seconds_since(t));
+  });
+  refuse_nonfinite(comm, o.a, scan_nonfinite(a.data(), dtype, rows.size(), ka.size(), rows.begin, ka.begin, part.k()),
+                   part.k(), o.b, scan_nonfinite(b.data(), dtype, kb.size(), cols.size(), kb.begin, cols.begin, part.n()),
+                   part.n(), o.allow_nonfinite);
+
+  // 3. Row and column communicators: position in a row is j, in a column i (split keeps rank order).
+  const dist::Comm row_comm = comm.split(active ? gi : -1);
+  const dist::Comm col_comm = comm.split(active ? gj : -1);
+  std::unique_ptr<backend::DeviceGroup> row_group, col_group;
+  if (path == "nccl") {
+    // One NCCL group per grid row and per grid column (of more than one rank), joined rows first
+    // on every rank, so the collective inits cannot cross.
+    for (auto [line, group, pos, size] : {std::tuple{&row_comm, &row_group, gj, grid.cols},
+                                          std::tuple{&col_comm, &col_group, gi, grid.rows}}) {
+      std::string id;
+      comm.step([&, pos = pos, size = size] {
+        if (!active || size < 2 || pos != 0) return;
+        const auto bytes = be->new_reduce_group_id();
+        id.assign(bytes.begin(), bytes.end());
+      });
+      if (active && size > 1) id = line->broadcast(id, 0);
+      comm.step([&, line = line, group = group, size = size] {
+        if (active && size > 1)
+          *group = be->join_device_group(std::vector<unsigned char>(id.begin(), id.end()), line->rank(), size);
+      });
+    }
+  }
+
+  // 4. The panels: C(i, j) += A(i, p) B(p, j) over the K panels p.
+  const auto panels = dist::summa_panels(part.k(), grid, width);
+  progress.step(fmt::format("computing C blocks with {}: {} panels of K, comm {}", kernel, panels.size(), job.comm));
+  std::unique_ptr<backend::PanelProduct> product;
+  comm.step([&] {
+    if (active) product = be->panel_product(kernel, dtype, rows.size(), cols.size(), width, c.data());
+  });
+  report::Phases parts;
+  const double t_compute = MPI_Wtime();
+  double comm_wait = 0;
+  comm.step([&] {
+    if (!active) return;
+    const auto* a_bytes = a.data();
+    const auto* b_bytes = b.data();
+    for (std::size_t p = 0; p < panels.size(); ++p) {
+      const dist::SummaPanel& pan = panels[p];
+      const int s = static_cast<int>(p % backend::PanelProduct::kSlots);
+      const std::int64_t w = pan.width;
+      const bool own_a = gj == pan.owner_col, own_b = gi == pan.owner_row;
+      // Where this rank's own piece of the panel sits in its blocks.
+      const unsigned char* a_src = own_a ? a_bytes + static_cast<std::size_t>(pan.begin - ka.begin) * esize : nullptr;
+      const unsigned char* b_src =
+          own_b ? b_bytes + static_cast<std::size_t>((pan.begin - kb.begin) * cols.size()) * esize : nullptr;
+      const std::int64_t a_count = rows.size() * w, b_count = w * cols.size();
+      product->wait_slot(s);  // the multiply two panels back has released this slot
+      if (own_a) product->stage(s, Panel::kA, a_src, ka.size(), rows.size(), w);
+      if (own_b) product->stage(s, Panel::kB, b_src, cols.size(), w, cols.size());
+      const double t = MPI_Wtime();
+      if (path == "nccl") {
+        if (grid.cols > 1) product->broadcast(s, Panel::kA, a_count, *row_group, pan.owner_col);
+        if (grid.rows > 1) product->broadcast(s, Panel::kB, b_count, *col_group, pan.owner_row);
+      } else if (path == "cuda-aware") {
+        if (own_a || own_b) product->wait_arrived(s);
+        if (grid.cols > 1 && a_count > 0)
+          TESSERA_MPI_CHECK(MPI_Bcast(product->device(s, Panel::kA), mpi_int(a_count, "an A panel"), elem,
+                                      pan.owner_col, row_comm.get()));
+        if (grid.rows > 1 && b_count > 0)
+          TESSERA_MPI_CHECK(MPI_Bcast(product->device(s, Panel::kB), mpi_int(b_count, "a B panel"), elem,
+                                      pan.owner_row, col_comm.get()));
+      } else {
+        // Host: the owners send straight from their blocks (a strided type for A's columns);
+        // the others receive into the slot's page-locked staging and copy it up.
+        MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+        std::optional<Datatype> a_type, b_type;
+        if (grid.cols > 1 && a_count > 0) {
+          a_type.emplace(strided(rows.size(), w, own_a ? ka.size() : w, elem));
+          void* at = own_a ? const_cast<unsigned char*>(a_src) : product->host(s, Panel::kA);
+          TESSERA_MPI_CHECK(MPI_Ibcast(at, 1, a_type->get(), pan.owner_col, row_comm.get(), &req[0]));
+        }
+        if (grid.rows > 1 && b_count > 0) {
+          b_type.emplace(strided(w, cols.size(), cols.size(), elem));
+          void* at = own_b ? const_cast<unsigned char*>(b_src) : product->host(s, Panel::kB);
+          TESSERA_MPI_CHECK(MPI_Ibcast(at, 1, b_type->get(), pan.owner_row, col_comm.get(), &req[1]));
+        }
+        TESSERA_MPI_CHECK(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
+        if (!own_a) product->upload(s, Panel::kA, a_count);
+        if (!own_b) product->upload(s, Panel::kB, b_count);
+      }
+      comm_wait += seconds_since(t);
+      product->multiply(s, w);
+    }
+    for (const auto& ph : product->finish()) parts.emplace_back(ph.name, ph.seconds);
+    product.reset();
+  });
+  if (active) {
+    me.phases.emplace_back("compute", seconds_since(t_compute));
+    for (const auto& p : parts) me.phases.push_back(p);
+    // Host time spent enqueueing and waiting on panel communication (overlaps the kernels).
+    if (grid.size() > 1) me.phases.emplace_back("comm_wait", comm_wait);
+  }
+  row_group.reset();
+  col_group.reset();
+  a = {};
+  b = {};
+
+  // 5. C blocks to rank 0, written as they arrive; then labelled and committed.
+  progress.step("gathering and writing C");
+  gather_and_write(comm, part, dtype, c.data(), start.writer.get(), progress, me.phases);
+  c = {};
+  job.m = part.m();
+  job.n = part.n();
+  job.k = part.k();
+  job.dtype = dtype_name(dtype);
+  job.grid_rows = grid.rows;
+  job.grid_cols = grid.cols;
+  comm.step([&] {
+    if (rank != kRoot) return;
+    const double t = MPI_Wtime();
+    job.wall_seconds = seconds_since(start.started);
+    start.writer->set_attributes(result_attributes(job, grid.str()));
+    start.writer->set_attributes({io::Attribute::of("comm", job.comm),
+                                  io::Attribute::of("panel_width", std::int64_t{width})});
+    start.writer->commit();
+    start.writer.reset();
+    for (auto& p : me.phases)
+      if (p.first == "write") p.second += seconds_since(t);
+  });
+
+  progress.finish();
+  // 6. Report: rank 0 collects every rank's record.
+  me.peak_host_bytes = peak_rss_bytes();
+  const auto records = comm.gather(report::to_json(me).dump(), kRoot);
+  job.wall_seconds = comm.max(seconds_since(start.started));
+  comm.step([&] {
+    if (rank != kRoot) return;
+    for (const auto& text : records) job.ranks.push_back(report::rank_from_json(nlohmann::json::parse(text)));
+    if (!o.quiet) std::fputs(report::format_table(job).c_str(), stdout);
+    std::fflush(stdout);
+    if (!o.report.empty()) report::write_json_file(job, o.report);
+  });
+}
+
+}  // namespace tessera::run

@@ -1,0 +1,37 @@
+#pragma once
+// `tessera run --algorithm summa`: SUMMA (van de Geijn & Watts) on a pr x pc grid. Rank (i, j)
+// reads only A(i, j) (its block-row's rows, the K columns of grid column j) and B(i, j) (the K
+// rows of grid row i, its block-column's columns), so each input word is read once and a rank
+// holds O((MK + KN + MN) / P) words. K is walked in panels (dist::summa_panels): for each, the
+// ranks holding its A columns broadcast them along their grid row and the ranks holding its B
+// rows broadcast them down their grid column; every rank adds A_p B_p into its C block, kept on
+// its device. Two panel slots: the next panel travels while the current one multiplies.
+//
+// Communication paths (--comm; the report's "comm" says which ran):
+//   nccl        broadcasts between GPUs (ncclBroadcast, NVLink / PCIe peer), fully asynchronous:
+//               the host only enqueues. Where the backend has NCCL and no two ranks share a GPU.
+//   cuda-aware  MPI_Bcast on device memory; where the MPI library reports CUDA support at run time.
+//   host        MPI_Ibcast on page-locked host staging, then copied to the GPU; any MPI. The
+//               host waits on MPI while the GPU multiplies the previous panel.
+// auto takes the first that applies. The CPU backend always uses host.
+// C blocks are then gathered to rank 0 and written, as in the panels algorithm.
+#include "dist/comm.hpp"
+#include "run/handover.hpp"
+#include "run/pipeline.hpp"
+
+namespace tessera::run {
+
+// Panel width when --panel-width is 0: wide enough that a panel's multiply dwarfs its launch
+// and transfer latency, narrow enough that two slots stay small next to the C block.
+constexpr std::int64_t kSummaWidthGpu = 1024;
+constexpr std::int64_t kSummaWidthCpu = 256;
+
+// --comm for summa: "host", "cuda-aware" or "nccl". Throws InputError for an unknown name or a
+// path this run cannot take (saying why). `nccl`: every rank's backend can (and no GPU is
+// shared); `cuda_aware`: the MPI library says so and the backend is cuda.
+std::string choose_comm(const std::string& want, bool cuda, bool nccl, bool cuda_aware);
+
+// Collective over `comm`, like run_job (errors are agreed on by every rank).
+void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start);
+
+}  // namespace tessera::run
