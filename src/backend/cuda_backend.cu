@@ -42,6 +42,11 @@ constexpr const char* kDefaultF64 = "dmma";
 // Below it the pageable copy costs about as much as registering would.
 constexpr std::size_t kPinMinBytes = std::size_t{32} << 20;
 
+// In-core GEMMs whose A + B + C reach this size run pipelined in row tiles (gemm_tiled): the
+// copies (~20 ms per GiB each way) then hide behind the kernels instead of adding to them.
+constexpr std::size_t kPipelineMinBytes = std::size_t{256} << 20;
+constexpr std::int64_t kPipelineTiles = 4;
+
 std::string shape_str(std::int64_t rows, std::int64_t cols) {
   return std::to_string(rows) + " x " + std::to_string(cols);
 }
@@ -65,6 +70,33 @@ double host_seconds(F&& step) {
   step();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
+
+// Device time of asynchronous steps, each between two events on its stream, summed per kind
+// once the work is done. The steps may overlap (copies beside kernels), so the sums may exceed
+// the wall time.
+class StepTimes {
+ public:
+  template <class F>
+  void time(double& total, cudaStream_t stream, F&& enqueue) {
+    steps_.push_back(std::make_unique<Step>());
+    steps_.back()->total = &total;
+    steps_.back()->begin.record(stream);
+    enqueue();
+    steps_.back()->end.record(stream);
+  }
+  // After the streams are synchronized: adds each step's time to its total.
+  void collect() {
+    for (const auto& step : steps_) *step->total += step->end.seconds_since(step->begin);
+    steps_.clear();
+  }
+
+ private:
+  struct Step {
+    double* total = nullptr;
+    Event begin, end;
+  };
+  std::vector<std::unique_ptr<Step>> steps_;
+};
 
 #ifdef TESSERA_HAVE_NCCL
 class NcclGroup final : public DeviceGroup {
@@ -156,10 +188,7 @@ class CudaPanelProduct final : public PanelProduct {
     CUDA_CHECK(cudaStreamWaitEvent(compute_.get(), arrived_[slot].get(), 0));
     kernels::GpuGemm g{dtype_, m_, n_, w, dev_[slot][kA].get(), dev_[slot][kB].get(), c_.get(), compute_.get()};
     g.accumulate = true;
-    steps_.emplace_back(&kernel_s_, std::make_unique<Event>(), std::make_unique<Event>());
-    std::get<1>(steps_.back())->record(compute_.get());
-    kernels::gpu_gemm(kernel_, g, context_);
-    std::get<2>(steps_.back())->record(compute_.get());
+    steps_.time(kernel_s_, compute_.get(), [&] { kernels::gpu_gemm(kernel_, g, context_); });
     consumed_[slot].record(compute_.get());
   }
   std::vector<PhaseTime> finish() override {
@@ -170,8 +199,7 @@ class CudaPanelProduct final : public PanelProduct {
     done.record(compute_.get());
     CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
     CUDA_CHECK(cudaStreamSynchronize(copy_.get()));
-    for (auto& [total, begin, end] : steps_) *total += end->seconds_since(*begin);
-    steps_.clear();
+    steps_.collect();
     std::vector<PhaseTime> phases{{"h2d", h2d_}};
     if (bcast_ > 0) phases.push_back({"bcast", bcast_});
     phases.push_back({"kernel", kernel_s_});
@@ -186,10 +214,7 @@ class CudaPanelProduct final : public PanelProduct {
   void timed(double& total, int slot, F&& enqueue) {
     CUDA_CHECK(cudaSetDevice(device_));
     CUDA_CHECK(cudaStreamWaitEvent(copy_.get(), consumed_[slot].get(), 0));
-    steps_.emplace_back(&total, std::make_unique<Event>(), std::make_unique<Event>());
-    std::get<1>(steps_.back())->record(copy_.get());
-    enqueue();
-    std::get<2>(steps_.back())->record(copy_.get());
+    steps_.time(total, copy_.get(), enqueue);
     arrived_[slot].record(copy_.get());
   }
 
@@ -205,7 +230,7 @@ class CudaPanelProduct final : public PanelProduct {
   void* host_[kSlots][2] = {};
   Stream copy_, compute_;
   Event arrived_[kSlots], consumed_[kSlots];  // recorded before use: an unrecorded event counts as done
-  std::vector<std::tuple<double*, std::unique_ptr<Event>, std::unique_ptr<Event>>> steps_;
+  StepTimes steps_;
   double h2d_ = 0, bcast_ = 0, kernel_s_ = 0;
 };
 
@@ -295,7 +320,11 @@ class CudaBackend final : public Backend {
     const std::size_t b_bytes_all = static_cast<std::size_t>(p.k * p.n) * elem;
     const std::size_t c_bytes_all = static_cast<std::size_t>(p.m * p.n) * elem;
     const std::size_t budget = memory_budget();
-    if (a_bytes + b_bytes_all + c_bytes_all > budget) return gemm_out_of_core(name, p, budget);
+    if (a_bytes + b_bytes_all + c_bytes_all > budget) return gemm_tiled(name, p, budget, 1, true);
+    // Large enough that the copies cost time: stream C in row tiles (at least kPipelineTiles),
+    // so the copies of one tile overlap the kernel of another. B goes up once, first.
+    if (a_bytes + b_bytes_all + c_bytes_all >= kPipelineMinBytes && p.m >= 2 * kPipelineTiles)
+      return gemm_tiled(name, p, budget, kPipelineTiles, false);
 
     const std::size_t b_bytes = static_cast<std::size_t>(p.k * p.n) * elem;
     const std::size_t c_bytes = static_cast<std::size_t>(p.m * p.n) * elem;
@@ -355,7 +384,11 @@ class CudaBackend final : public Backend {
   // only enqueues. B is uploaded once in all when nc = n, else once per tile. Tile shape: tall
   // and narrow (B, the part that is re-sent, costs (M / mr) K N words in all): nc is narrowed to
   // 1024 columns first, then mr is halved, then both, until two of each buffer fit the budget.
-  std::vector<PhaseTime> gemm_out_of_core(const std::string& name, const GemmProblem& p, std::size_t budget) {
+  //
+  // Also the in-core path for large GEMMs (out_of_core false): then at least `min_row_tiles`
+  // tiles of rows, for the overlap alone.
+  std::vector<PhaseTime> gemm_tiled(const std::string& name, const GemmProblem& p, std::size_t budget,
+                                    std::int64_t min_row_tiles, bool out_of_core) {
     const std::size_t elem = dtype_size(p.dtype);
     const auto need = [&](std::int64_t mr, std::int64_t nc) {
       const double b_words = nc == p.n ? static_cast<double>(p.k * nc) : 2.0 * static_cast<double>(p.k * nc);
@@ -374,8 +407,9 @@ class CudaBackend final : public Backend {
                         std::to_string(p.k) + "), twice for double buffering, need " + kernels::format_bytes(need(1, 1)) +
                         ", over the " + kernels::format_bytes(static_cast<double>(budget)) +
                         " allowed; raise --gpu-memory or use --algorithm ksplit (it splits K)");
+    if ((p.m + mr - 1) / mr < min_row_tiles) mr = (p.m + min_row_tiles - 1) / min_row_tiles;
     const bool b_once = nc == p.n;
-    const std::string what = " (out of core, " + std::to_string(mr) + "x" + std::to_string(nc) + " tiles)";
+    const std::string what = std::string(out_of_core ? " (out of core, " : " (pipelined, ") + std::to_string(mr) + "x" + std::to_string(nc) + " tiles)";
     DeviceBuffer a[2], b[2], c[2];
     for (int s = 0; s < 2; ++s) {
       a[s] = DeviceBuffer(static_cast<std::size_t>(mr * p.k) * elem, "A rows" + what);
@@ -388,19 +422,9 @@ class CudaBackend final : public Backend {
     const auto* ha = static_cast<const unsigned char*>(p.a);
     const auto* hb = static_cast<const unsigned char*>(p.b);
     auto* hc = static_cast<unsigned char*>(p.c);
-    // Each step between two events on its stream, summed once all is done (they overlap).
-    struct Timed {
-      double* total;
-      Event begin, end;
-    };
-    std::vector<std::unique_ptr<Timed>> steps;
+    StepTimes steps;
     double h2d = 0, kernel = 0, d2h = 0;
-    const auto timed = [&](double& total, cudaStream_t s, const auto& enqueue) {
-      steps.push_back(std::make_unique<Timed>(Timed{&total, Event(), Event()}));
-      steps.back()->begin.record(s);
-      enqueue();
-      steps.back()->end.record(s);
-    };
+    const auto timed = [&](double& total, cudaStream_t s, const auto& enqueue) { steps.time(total, s, enqueue); };
     if (b_once)
       timed(h2d, in, [&] {
         CUDA_CHECK(cudaMemcpyAsync(b[0].get(), hb, static_cast<std::size_t>(p.k * p.n) * elem, cudaMemcpyHostToDevice, in));
@@ -450,8 +474,9 @@ class CudaBackend final : public Backend {
     copy_in.synchronize();
     stream_.synchronize();
     copy_out.synchronize();
-    for (const auto& step : steps) *step->total += step->end.seconds_since(step->begin);
-    out_of_core_note_ = "out of core: C in " + std::to_string(mr) + "x" + std::to_string(nc) + " tiles within " +
+    steps.collect();
+    if (out_of_core)
+      out_of_core_note_ = "out of core: C in " + std::to_string(mr) + "x" + std::to_string(nc) + " tiles within " +
                         kernels::format_bytes(static_cast<double>(budget)) +
                         " of GPU memory, copies overlapping the kernels (phase times overlap)";
     return {{"h2d", h2d}, {"kernel", kernel}, {"d2h", d2h}};
@@ -512,49 +537,80 @@ class CudaBackend final : public Backend {
     const std::size_t a_bytes = static_cast<std::size_t>(p.m * p.k) * elem;
     const std::size_t b_bytes = static_cast<std::size_t>(p.k * p.n) * elem;
     const std::size_t c_bytes = static_cast<std::size_t>(p.m * p.n) * elem;
+    // K in chunks (4 when K >= 2048): the next chunk's A columns and B rows go up on a copy
+    // stream while the current one multiplies into C (accumulating), two chunk buffers in turn.
+    const int chunks = p.k >= 2048 ? 4 : 1;
+    const std::int64_t w = (p.k + chunks - 1) / chunks;
+    kernels::GpuKernelTraits traits;
+    kernels::gpu_kernel_traits(name, &traits);
+    const std::size_t panel_bytes = static_cast<std::size_t>((p.m + p.n) * w) * elem;
+    const std::size_t scratch_bytes = chunks > 1 && !traits.accumulates ? c_bytes : 0;
     // Checked up front, so the message says what ksplit needs rather than which buffer failed.
     // NCCL wants a little memory of its own besides: keep 512 MiB spare.
     std::size_t free_bytes = 0, total_bytes = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    const std::size_t need = a_bytes + b_bytes + c_bytes + (std::size_t{512} << 20);
+    const std::size_t need = (chunks > 1 ? 2 : 1) * panel_bytes + c_bytes + scratch_bytes + (std::size_t{512} << 20);
     if (need > free_bytes)
       throw DeviceError("ksplit needs " + kernels::format_bytes(static_cast<double>(need)) + " on GPU " +
                         std::to_string(device_) + " (partial C " + shape_str(p.m, p.n) + ", A " + shape_str(p.m, p.k) +
-                        ", B " + shape_str(p.k, p.n) + " " + dtype_name(p.dtype) + ", 512 MiB for NCCL) but " +
-                        kernels::format_bytes(static_cast<double>(free_bytes)) + " of " +
-                        kernels::format_bytes(static_cast<double>(total_bytes)) +
+                        ", B " + shape_str(p.k, p.n) + " " + dtype_name(p.dtype) + " in " + std::to_string(chunks) +
+                        " chunk(s) of K, 512 MiB for NCCL) but " + kernels::format_bytes(static_cast<double>(free_bytes)) +
+                        " of " + kernels::format_bytes(static_cast<double>(total_bytes)) +
                         " are free: use --algorithm panels or a smaller problem");
     const std::string of_gemm = " of a ksplit partial product";
-    DeviceBuffer a(a_bytes, "A (" + shape_str(p.m, p.k) + ")" + of_gemm);
-    DeviceBuffer b(b_bytes, "B (" + shape_str(p.k, p.n) + ")" + of_gemm);
+    DeviceBuffer a[2], b[2];
+    for (int slot = 0; slot < (chunks > 1 ? 2 : 1); ++slot) {
+      a[slot] = DeviceBuffer(static_cast<std::size_t>(p.m * w) * elem, "A columns (" + shape_str(p.m, w) + ")" + of_gemm);
+      b[slot] = DeviceBuffer(static_cast<std::size_t>(w * p.n) * elem, "B rows (" + shape_str(w, p.n) + ")" + of_gemm);
+    }
     kept_c_ = DeviceBuffer(c_bytes, "C (" + shape_str(p.m, p.n) + ")" + of_gemm);
     kept_count_ = static_cast<std::size_t>(p.m * p.n);
     kept_dtype_ = p.dtype;
-    g.a = a.get();
-    g.b = b.get();
-    g.c = kept_c_.get();
 
-    // Page-lock B while A copies, and the host C (p.c, where reduce_to_host will copy the sum on
-    // the root) while the kernel runs: registering costs host time, about 1 s per 20 GiB.
+    // The caller's A and B are page-locked already when they come from allocate_host; else they
+    // are registered here (host time, counted in h2d), and stay so until the copies are done.
     const cudaStream_t s = stream_.get();
-    Event copied_in, computed;
-    const double h2d_seconds = host_seconds([&] {
-      HostRegistration pin_a(p.a, a_bytes, kPinMinBytes);
-      if (a_bytes) CUDA_CHECK(cudaMemcpyAsync(a.get(), p.a, a_bytes, cudaMemcpyHostToDevice, s));
-      HostRegistration pin_b(p.b, b_bytes, kPinMinBytes);
-      if (b_bytes) CUDA_CHECK(cudaMemcpyAsync(b.get(), p.b, b_bytes, cudaMemcpyHostToDevice, s));
-      copied_in.record(s);
-      CUDA_CHECK(cudaEventSynchronize(copied_in.get()));  // before the registrations end
+    Stream copy;
+    Event ready[2], consumed[2];
+    StepTimes steps;
+    double h2d = 0, kernel_s = 0;
+    HostRegistration pin_a, pin_b;
+    h2d += host_seconds([&] {
+      pin_a = HostRegistration(p.a, a_bytes, kPinMinBytes);
+      pin_b = HostRegistration(p.b, b_bytes, kPinMinBytes);
     });
+    const auto* ha = static_cast<const unsigned char*>(p.a);
+    const auto* hb = static_cast<const unsigned char*>(p.b);
     // A rank with an empty K range (K < ranks) contributes zeros.
-    if (p.k == 0)
-      CUDA_CHECK(cudaMemsetAsync(kept_c_.get(), 0, c_bytes, s));
-    else if (c_bytes)
-      kernels::gpu_gemm(name, g, context_);
-    computed.record(s);
+    if (p.k == 0 && c_bytes) CUDA_CHECK(cudaMemsetAsync(kept_c_.get(), 0, c_bytes, s));
+    for (std::int64_t k0 = 0, chunk = 0; k0 < p.k; k0 += w, ++chunk) {
+      const int slot = static_cast<int>(chunk % 2);
+      const std::int64_t kw = std::min(w, p.k - k0);
+      CUDA_CHECK(cudaStreamWaitEvent(copy.get(), consumed[slot].get(), 0));
+      steps.time(h2d, copy.get(), [&] {
+        if (p.m)
+          CUDA_CHECK(cudaMemcpy2DAsync(a[slot].get(), static_cast<std::size_t>(kw) * elem, ha + static_cast<std::size_t>(k0) * elem,
+                                       static_cast<std::size_t>(p.k) * elem, static_cast<std::size_t>(kw) * elem,
+                                       static_cast<std::size_t>(p.m), cudaMemcpyHostToDevice, copy.get()));
+        if (p.n)
+          CUDA_CHECK(cudaMemcpyAsync(b[slot].get(), hb + static_cast<std::size_t>(k0 * p.n) * elem,
+                                     static_cast<std::size_t>(kw * p.n) * elem, cudaMemcpyHostToDevice, copy.get()));
+      });
+      ready[slot].record(copy.get());
+      CUDA_CHECK(cudaStreamWaitEvent(s, ready[slot].get(), 0));
+      g.a = a[slot].get();
+      g.b = b[slot].get();
+      g.c = kept_c_.get();
+      g.k = kw;
+      g.accumulate = chunk > 0;
+      if (c_bytes) steps.time(kernel_s, s, [&] { kernels::gpu_gemm(name, g, context_); });
+      consumed[slot].record(s);
+    }
     kept_pin_c_ = HostRegistration(p.c, c_bytes, kPinMinBytes);
-    stream_.synchronize();  // A and B are freed on return
-    return {{"h2d", h2d_seconds}, {"kernel", computed.seconds_since(copied_in)}};
+    copy.synchronize();
+    stream_.synchronize();  // the chunk buffers are freed on return
+    steps.collect();
+    return {{"h2d", h2d}, {"kernel", kernel_s}};
   }
 
   std::vector<PhaseTime> reduce_to_host(int root, void* host_c) override {

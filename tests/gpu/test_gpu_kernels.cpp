@@ -487,6 +487,28 @@ TEST_CASE("the cuda backend pins large host buffers and computes correctly", "[g
 }
 
 // M or N above 2^31 elements: 64-bit offsets and grid striding. 2 x 8 GiB of device memory.
+// A + B + C of 480 MiB: above the backend's pipelining threshold (256 MiB), so C runs in row
+// tiles with the copies overlapping the kernels: page-locked host memory as the pipeline gives
+// it, and odd sizes so the last row tile is short.
+TEST_CASE("the cuda backend pipelines large in-core GEMMs in row tiles", "[gpu]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  const Shape s{6001, 6007, 2003};
+  const Problem<double> p(s, 5);
+  auto cuda = backend::make_cuda_backend({0, 1});
+  const std::size_t c_bytes = static_cast<std::size_t>(s.m * s.n) * sizeof(double);
+  backend::HostBuffer a = cuda->allocate_host(p.a.size() * sizeof(double));
+  backend::HostBuffer b = cuda->allocate_host(p.b.size() * sizeof(double));
+  backend::HostBuffer c = cuda->allocate_host(c_bytes);
+  std::copy(p.a.begin(), p.a.end(), reinterpret_cast<double*>(a.data()));
+  std::copy(p.b.begin(), p.b.end(), reinterpret_cast<double*>(b.data()));
+  std::fill_n(reinterpret_cast<double*>(c.data()), s.m * s.n, std::numeric_limits<double>::quiet_NaN());
+  const auto phases = cuda->gemm("warptile-64x64", {DType::f64, s.m, s.n, s.k, a.data(), b.data(), c.data()});
+  CHECK(phases.size() == 3);
+  const auto* out = reinterpret_cast<const double*>(c.data());
+  CHECK(compare(std::vector<double>(out, out + s.m * s.n), p, "warptile-64x64") == "");
+  CHECK(cuda->warnings().empty());  // pipelined, not out of core: no note
+}
+
 TEST_CASE("hand-written kernels index matrices beyond 2^31 elements", "[.][gpu][huge]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
   const std::int64_t big = (std::int64_t{1} << 31) + 33;

@@ -70,6 +70,8 @@ add_mpi_test(ksplit.int32.np3 3 e2e_run.py --m 15 --n 16 --k 17 --dtype i32 --al
 add_mpi_test(ksplit.auto-cpu-is-panels.np2 2 e2e_run.py --m 20 --n 20 --k 40 --dtype f64 --algorithm auto --expect-algorithm panels)
 # On GPUs (NCCL where built with it); skipped (visibly) where fewer GPUs are visible.
 add_mpi_test(ksplit.cuda.f32.np2 2 e2e_run.py --m 517 --n 1031 --k 1029 --dtype f32 --backend cuda --need-gpus 2 --algorithm ksplit)
+# K_r >= 2048 on each rank: the partial product runs in 4 chunks of K, uploads overlapping kernels.
+add_mpi_test(ksplit.cuda.f32.chunked.np2 2 e2e_run.py --m 300 --n 301 --k 4099 --dtype f32 --backend cuda --need-gpus 2 --algorithm ksplit)
 add_mpi_test(ksplit.cuda.f64.k-lt-p.np2 2 e2e_run.py --m 65 --n 33 --k 1 --dtype f64 --backend cuda --need-gpus 2 --algorithm ksplit)
 
 # summa: 2-D blocks, panels of K broadcast along grid rows and columns. Odd and prime shapes,
