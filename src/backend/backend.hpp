@@ -114,6 +114,12 @@ class PanelProduct {
   // kind of step, summed over the panels (they overlap, so the sum may exceed the wall time):
   // "h2d", "bcast" (NCCL), "kernel", "d2h" (GPU); "kernel" (CPU).
   virtual std::vector<PhaseTime> finish() = 0;
+  // After finish(), summa's gather over the devices (NCCL): send_c sends this C block to group
+  // member `to`; receive_c receives `elements` of another's block from member `from` into this
+  // block's device memory (which must be at least that large) and copies them to `host`.
+  // Blocking; return the seconds taken. Only where join_device_group works.
+  virtual double send_c(DeviceGroup& group, int to) = 0;
+  virtual double receive_c(DeviceGroup& group, int from, std::int64_t elements, void* host) = 0;
 };
 
 class Backend {

@@ -96,6 +96,10 @@ class CpuPanelProduct final : public PanelProduct {
     kernel_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   std::vector<PhaseTime> finish() override { return {{"kernel", kernel_seconds_}}; }
+  double send_c(DeviceGroup&, int) override { throw Error("the cpu backend has no device groups"); }
+  double receive_c(DeviceGroup&, int, std::int64_t, void*) override {
+    throw Error("the cpu backend has no device groups");
+  }
 
  private:
   template <class T>

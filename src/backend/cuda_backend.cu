@@ -207,6 +207,39 @@ class CudaPanelProduct final : public PanelProduct {
     return phases;
   }
 
+  double send_c(DeviceGroup& group, int to) override {
+#ifdef TESSERA_HAVE_NCCL
+    CUDA_CHECK(cudaSetDevice(device_));
+    const auto start = std::chrono::steady_clock::now();
+    if (c_.bytes())
+      static_cast<NcclGroup&>(group).nccl.send(c_.get(), static_cast<std::size_t>(m_ * n_), dtype_, to, compute_.get());
+    CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+#else
+    (void)group, (void)to;
+    throw Error("this build has no NCCL: no device gather");
+#endif
+  }
+
+  double receive_c(DeviceGroup& group, int from, std::int64_t elements, void* host) override {
+#ifdef TESSERA_HAVE_NCCL
+    if (elements > m_ * n_) throw Error("summa gather: a block larger than rank 0's");
+    CUDA_CHECK(cudaSetDevice(device_));
+    const auto start = std::chrono::steady_clock::now();
+    if (elements > 0) {
+      const std::size_t bytes = static_cast<std::size_t>(elements) * esize_;
+      static_cast<NcclGroup&>(group).nccl.receive(c_.get(), static_cast<std::size_t>(elements), dtype_, from,
+                                                   compute_.get());
+      CUDA_CHECK(cudaMemcpyAsync(host, c_.get(), bytes, cudaMemcpyDeviceToHost, compute_.get()));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+#else
+    (void)group, (void)from, (void)elements, (void)host;
+    throw Error("this build has no NCCL: no device gather");
+#endif
+  }
+
  private:
   // A copy into `slot` on the copy stream: after the multiply that last read the slot, timed,
   // and marking the slot's panels as arrived.

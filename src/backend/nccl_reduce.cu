@@ -54,4 +54,14 @@ void NcclReducer::broadcast(void* buffer, std::size_t count, DType dtype, int ro
   NCCL_CHECK(ncclBroadcast(buffer, buffer, count, type, root, impl_->comm, stream));
 }
 
+void NcclReducer::send(const void* buffer, std::size_t count, DType dtype, int peer, cudaStream_t stream) {
+  const ncclDataType_t type = dtype == DType::f32 ? ncclFloat32 : ncclFloat64;
+  NCCL_CHECK(ncclSend(buffer, count, type, peer, impl_->comm, stream));
+}
+
+void NcclReducer::receive(void* buffer, std::size_t count, DType dtype, int peer, cudaStream_t stream) {
+  const ncclDataType_t type = dtype == DType::f32 ? ncclFloat32 : ncclFloat64;
+  NCCL_CHECK(ncclRecv(buffer, count, type, peer, impl_->comm, stream));
+}
+
 }  // namespace tessera::backend

@@ -32,6 +32,9 @@ class NcclReducer {
   // Enqueues a broadcast of `count` elements of `buffer` (device) from `root` into `buffer` on
   // every rank. Collective (summa's panels).
   void broadcast(void* buffer, std::size_t count, DType dtype, int root, cudaStream_t stream);
+  // Enqueue a point-to-point send of `count` elements to member `peer` / a receive from it.
+  void send(const void* buffer, std::size_t count, DType dtype, int peer, cudaStream_t stream);
+  void receive(void* buffer, std::size_t count, DType dtype, int peer, cudaStream_t stream);
 
  private:
   struct Impl;

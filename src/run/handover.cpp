@@ -49,29 +49,34 @@ std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nran
   return chosen;
 }
 
-void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType dtype, const void* c_block,
-                      io::MatrixWriter* writer, Progress& progress, report::Phases& phases) {
+void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType dtype, void* c_block,
+                      io::MatrixWriter* writer, Progress& progress, report::Phases& phases,
+                      const BlockTransport& transport) {
   const int rank = comm.rank();
   const std::size_t esize = dtype_size(dtype);
   comm.step([&] {
     const double t = MPI_Wtime();
     if (rank != kRoot) {
       if (!part.active(rank)) return;
-      comm.send_bytes(c_block, static_cast<std::size_t>(part.c_elements(rank)) * esize, kRoot, kTagBlock);
+      if (transport.send)
+        transport.send();
+      else
+        comm.send_bytes(c_block, static_cast<std::size_t>(part.c_elements(rank)) * esize, kRoot, kTagBlock);
       phases.emplace_back("gather", MPI_Wtime() - t);
       return;
     }
     std::optional<std::string> write_error;
     double write_s = 0;
-    std::vector<unsigned char> buf;
     for (int r = 0; r < part.grid().size(); ++r) {
       const auto rows = part.rows_of(r), cols = part.cols_of(r);
-      const void* data = c_block;
       if (r != kRoot) {
-        buf.resize(static_cast<std::size_t>(part.c_elements(r)) * esize);
-        comm.recv_bytes(buf.data(), buf.size(), r, kTagBlock);
-        data = buf.data();
+        const std::size_t bytes = static_cast<std::size_t>(part.c_elements(r)) * esize;
+        if (transport.receive)
+          transport.receive(r, c_block, bytes);
+        else
+          comm.recv_bytes(c_block, bytes, r, kTagBlock);
       }
+      const void* data = c_block;
       if (write_error) continue;
       progress.step("writing C: block " + std::to_string(r + 1) + " of " + std::to_string(part.grid().size()));
       const double tw = MPI_Wtime();

@@ -2,6 +2,7 @@
 // What run_job (run/pipeline.cpp) has settled before it hands a job to the ksplit or summa
 // algorithm, and the step every algorithm that leaves C in blocks ends with.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -38,10 +39,19 @@ std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nran
                              std::int64_t k, dist::GridShape grid);
 
 // Collective: each active rank's C block (laid out by `part`) goes to rank 0, which writes each
-// block as it arrives (memory: one block). Rank 0 keeps receiving after a write error so no
-// sender is left blocked; the error is then agreed on by every rank (JobError). Appends the
-// "gather" and, on rank 0, "write" phases to `phases`.
-void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType dtype, const void* c_block,
-                      io::MatrixWriter* writer, Progress& progress, report::Phases& phases);
+// block as it arrives. Rank 0 writes its own block first and then receives the others into the
+// same memory (block (0, 0) is the largest: split() makes the first ranges the longer ones), so
+// the gather needs no buffer of its own. Rank 0 keeps receiving after a write error so no sender
+// is left blocked; the error is then agreed on by every rank (JobError). Appends the "gather"
+// and, on rank 0, "write" phases to `phases`.
+// The blocks travel by host MPI unless `send` (senders) and `receive` (rank 0: rank r's block of
+// `bytes` into `into`) say otherwise, e.g. GPU to GPU.
+struct BlockTransport {
+  std::function<void()> send;
+  std::function<void(int r, void* into, std::size_t bytes)> receive;
+};
+void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType dtype, void* c_block,
+                      io::MatrixWriter* writer, Progress& progress, report::Phases& phases,
+                      const BlockTransport& transport = {});
 
 }  // namespace tessera::run

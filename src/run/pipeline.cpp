@@ -354,7 +354,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
 
   progress.step("gathering and writing C");
   // 5. Gather the blocks to rank 0, which writes each as it arrives (memory: one block).
-  gather_and_write(comm, part, plan.dtype, c.data(), writer.get(), progress, me.phases);
+  gather_and_write(comm, part, plan.dtype, c.data(), writer.get(), progress, me.phases);  // c is reused on rank 0
   a = {};
   b = {};
   c = {};

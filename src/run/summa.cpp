@@ -203,6 +203,22 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
     }
   }
 
+  // The gather of C to rank 0 over the devices too: a group of all active ranks.
+  std::unique_ptr<backend::DeviceGroup> all_group;
+  const dist::Comm active_comm = comm.split(active ? 0 : -1);
+  if (path == "nccl" && grid.size() > 1) {
+    std::string id;
+    comm.step([&] {
+      if (rank != kRoot) return;
+      const auto bytes = be->new_reduce_group_id();
+      id.assign(bytes.begin(), bytes.end());
+    });
+    if (active) id = active_comm.broadcast(id, 0);
+    comm.step([&] {
+      if (active) all_group = be->join_device_group(std::vector<unsigned char>(id.begin(), id.end()), rank, grid.size());
+    });
+  }
+
   // 4. The panels: C(i, j) += A(i, p) B(p, j) over the K panels p.
   const auto panels = dist::summa_panels(part.k(), grid, width);
   progress.step(fmt::format("computing C blocks with {}: {} panels of K, comm {}", kernel, panels.size(), job.comm));
@@ -265,7 +281,6 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
       product->multiply(s, w);
     }
     for (const auto& ph : product->finish()) parts.emplace_back(ph.name, ph.seconds);
-    product.reset();
   });
   if (active) {
     me.phases.emplace_back("compute", seconds_since(t_compute));
@@ -278,9 +293,19 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   a = {};
   b = {};
 
-  // 5. C blocks to rank 0, written as they arrive; then labelled and committed.
+  // 5. C blocks to rank 0, written as they arrive (GPU to GPU with NCCL, then one copy down on
+  // rank 0); then labelled and committed.
   progress.step("gathering and writing C");
-  gather_and_write(comm, part, dtype, c.data(), start.writer.get(), progress, me.phases);
+  BlockTransport transport;
+  if (all_group) {
+    transport.send = [&] { product->send_c(*all_group, kRoot); };
+    transport.receive = [&](int r, void* into, std::size_t bytes) {
+      product->receive_c(*all_group, r, static_cast<std::int64_t>(bytes / esize), into);
+    };
+  }
+  gather_and_write(comm, part, dtype, c.data(), start.writer.get(), progress, me.phases, transport);
+  product.reset();
+  all_group.reset();
   c = {};
   job.m = part.m();
   job.n = part.n();
