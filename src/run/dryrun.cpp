@@ -4,11 +4,16 @@
 
 #include <algorithm>
 
+#include "run/ksplit.hpp"
+#include "run/summa.hpp"
+
 namespace tessera::run {
 
 namespace {
 
-RankPlan plan_rank(const dist::Partition& part, int rank, DType dtype, bool gpu, const MachineModel& model) {
+// The panels algorithm: rank (i, j) holds the A rows of block-row i, the B columns of block-column
+// j and its C block; gathers C to rank 0.
+RankPlan plan_panels(const dist::Partition& part, int rank, DType dtype, bool gpu, const MachineModel& model) {
   RankPlan p;
   if (!part.active(rank)) return p;
   const auto es = static_cast<std::int64_t>(dtype_size(dtype));
@@ -16,7 +21,7 @@ RankPlan plan_rank(const dist::Partition& part, int rank, DType dtype, bool gpu,
   p.cols = part.cols_of(rank).size();
   const std::int64_t ab = (part.a_elements(rank) + part.b_elements(rank)) * es;
   const std::int64_t c = part.c_elements(rank) * es;
-  p.host_bytes = ab + c + model.host_overhead_bytes + (gpu ? model.gpu_host_overhead_bytes : 0);
+  p.host_bytes = ab + c;
   p.gpu_bytes = gpu ? ab + c : 0;
   p.read_bytes = ab;
   p.send_bytes = rank == 0 ? 0 : c;
@@ -27,30 +32,103 @@ RankPlan plan_rank(const dist::Partition& part, int rank, DType dtype, bool gpu,
   return p;
 }
 
+// summa: rank (i, j) holds A(i, j), B(i, j), its C block and two panel slots (run/summa.hpp);
+// receives the panels it does not own; gathers C to rank 0. Panels overlap the compute.
+RankPlan plan_summa(const dist::Partition& part, int rank, DType dtype, bool gpu, const PlanChoice& choice,
+                    const MachineModel& model) {
+  RankPlan p;
+  if (!part.active(rank)) return p;
+  const auto es = static_cast<std::int64_t>(dtype_size(dtype));
+  const auto grid = part.grid();
+  const int i = part.block_row(rank), j = part.block_col(rank);
+  p.rows = part.rows_of(rank).size();
+  p.cols = part.cols_of(rank).size();
+  const std::int64_t k = part.k();
+  const std::int64_t ka = dist::summa_k_cols(k, grid.cols, j).size(), kb = dist::summa_k_rows(k, grid.rows, i).size();
+  const std::int64_t w = std::min(k, choice.panel_width > 0 ? choice.panel_width : gpu ? kSummaWidthGpu : kSummaWidthCpu);
+  const std::int64_t own = (p.rows * ka + kb * p.cols) * es;
+  const std::int64_t c = p.rows * p.cols * es;
+  const std::int64_t slots = 2 * (p.rows + p.cols) * w * es;
+  // CPU: a scratch C for each panel's product; GPU: C, the slots and a scratch C on the device.
+  p.host_bytes = own + c + slots + (gpu ? 0 : c);
+  p.gpu_bytes = gpu ? 2 * c + slots : 0;
+  p.read_bytes = own;
+  p.recv_bytes = ((grid.cols > 1 ? p.rows * (k - ka) : 0) + (grid.rows > 1 ? (k - kb) * p.cols : 0)) * es;
+  p.send_bytes = rank == 0 ? 0 : c;
+  const bool nccl = gpu && choice.comm == "nccl";
+  const double compute = part.flops(rank) / (gpu ? model.gpu_flops : model.cpu_flops);
+  const double panels = static_cast<double>(p.recv_bytes) / (nccl ? model.device_link_bytes_per_s : model.gather_bytes_per_s) +
+                        (gpu && !nccl ? static_cast<double>(p.recv_bytes) / model.h2d_bytes_per_s : 0);
+  const double copies = gpu ? static_cast<double>(own) / model.h2d_bytes_per_s + static_cast<double>(c) / model.d2h_bytes_per_s : 0;
+  const double gather = static_cast<double>(p.send_bytes) / (nccl ? model.device_link_bytes_per_s : model.gather_bytes_per_s);
+  p.seconds = static_cast<double>(own) / model.read_bytes_per_s + std::max(compute, panels + copies) + gather;
+  return p;
+}
+
+// ksplit: rank r holds A[:, K_r], B[K_r, :] and (rank 0, or every rank when summing on the host)
+// all of C; the partials are summed onto rank 0.
+RankPlan plan_ksplit(std::int64_t m, std::int64_t n, std::int64_t k, int ranks, int rank, DType dtype, bool gpu,
+                     const PlanChoice& choice, const MachineModel& model) {
+  RankPlan p;
+  const auto es = static_cast<std::int64_t>(dtype_size(dtype));
+  const dist::KSplit ks(m, n, k, ranks);
+  const std::int64_t kr = ks.k_range(rank).size();
+  p.rows = m;
+  p.cols = n;
+  const std::int64_t own = (m * kr + kr * n) * es, c = m * n * es;
+  const bool nccl = gpu && choice.comm == "nccl";
+  // Summing on the host: every rank holds its partial C, and MPI_Reduce takes a receive buffer
+  // of one piece on the ranks that combine (run/ksplit.cpp sums in pieces).
+  p.host_bytes = own + (nccl ? (rank == 0 ? c : 0)
+                             : c + (ranks > 1 ? std::min<std::int64_t>(c, static_cast<std::int64_t>(kReducePieceBytes)) : 0));
+  // Chunks of K (4 when K_r >= 2048: two in flight) and, when chunked, a scratch C.
+  const std::int64_t chunk = kr >= 2048 ? (kr + 3) / 4 : kr;
+  p.gpu_bytes = gpu ? (kr >= 2048 ? 2 * (m + n) * chunk * es + 2 * c : own + c) : 0;
+  p.read_bytes = own;
+  p.send_bytes = ranks > 1 && rank != 0 ? c : 0;
+  const double compute = ks.flops(rank) / (gpu ? model.gpu_flops : model.cpu_flops);
+  const double reduce = ranks > 1 ? static_cast<double>(c) / (nccl ? model.device_link_bytes_per_s : model.gather_bytes_per_s) : 0;
+  const double copies = gpu ? static_cast<double>(own) / model.h2d_bytes_per_s + static_cast<double>(c) / model.d2h_bytes_per_s : 0;
+  p.seconds = static_cast<double>(own) / model.read_bytes_per_s + copies + compute + reduce;
+  return p;
+}
+
 std::string gib(std::int64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30)); }
 
 }  // namespace
 
 DryRun plan_run(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, int ranks, const dist::GridShape& grid,
-                bool gpu, const MachineModel& model) {
-  const dist::Partition part(m, n, k, ranks, grid);
+                bool gpu, const PlanChoice& choice, const MachineModel& model) {
+  const bool ksplit = choice.algorithm == "ksplit";
+  const dist::Partition part(m, n, k, ranks, ksplit ? dist::GridShape{1, 1} : grid);
   DryRun d;
-  d.grid = grid;
+  d.choice = choice;
+  d.grid = ksplit ? dist::GridShape{1, 1} : grid;
   d.ranks = ranks;
   const auto es = static_cast<std::int64_t>(dtype_size(dtype));
-  d.root = plan_rank(part, 0, dtype, gpu, model);
+  const auto plan = [&](int r) {
+    RankPlan p = ksplit                         ? plan_ksplit(m, n, k, ranks, r, dtype, gpu, choice, model)
+                 : choice.algorithm == "summa" ? plan_summa(part, r, dtype, gpu, choice, model)
+                                               : plan_panels(part, r, dtype, gpu, model);
+    if (ksplit || part.active(r)) p.host_bytes += model.host_overhead_bytes + (gpu ? model.gpu_host_overhead_bytes : 0);
+    return p;
+  };
+  d.root = plan(0);
   d.largest = d.root;
-  std::int64_t largest_c = 0;
-  for (int r = 0; r < grid.size(); ++r) {  // at most 100,000 blocks: look at each
-    const RankPlan p = plan_rank(part, r, dtype, gpu, model);
+  const int busy = ksplit ? ranks : d.grid.size();
+  for (int r = 0; r < busy; ++r) {  // at most 100,000 ranks: look at each
+    const RankPlan p = plan(r);
     d.total_read_bytes += p.read_bytes;
-    d.total_comm_bytes += p.send_bytes;
-    largest_c = std::max(largest_c, p.rows * p.cols);
+    d.total_comm_bytes += p.send_bytes + p.recv_bytes;
+    d.max_send_bytes = std::max(d.max_send_bytes, p.send_bytes);
+    d.max_recv_bytes = std::max(d.max_recv_bytes, p.recv_bytes);
     if (p.seconds > d.largest.seconds) d.largest = p;
   }
-  // Rank 0 receives one block at a time into one buffer, and writes all of C.
-  if (grid.size() > 1) d.root.host_bytes += largest_c * es;
-  const double receive = static_cast<double>(d.total_comm_bytes) / model.gather_bytes_per_s;
+  // panels and summa: rank 0 writes all of C, receiving the blocks into its own block's memory.
+  const double receive = ksplit ? 0 : static_cast<double>(m * n * es - d.root.rows * d.root.cols * es) /
+                                          (gpu && choice.comm == "nccl" && choice.algorithm == "summa"
+                                               ? model.device_link_bytes_per_s
+                                               : model.gather_bytes_per_s);
   const double write = static_cast<double>(m * n * es) / model.write_bytes_per_s;
   d.predicted_seconds = std::max(d.largest.seconds, d.root.seconds) + receive + write;
   return d;
@@ -59,33 +137,44 @@ DryRun plan_run(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, int
 nlohmann::json DryRun::to_json() const {
   auto rank = [](const RankPlan& p) {
     return nlohmann::json{{"rows", p.rows},           {"cols", p.cols},         {"host_bytes", p.host_bytes},
-                          {"gpu_bytes", p.gpu_bytes}, {"read_bytes", p.read_bytes}, {"send_bytes", p.send_bytes},
-                          {"seconds", p.seconds}};
+                          {"gpu_bytes", p.gpu_bytes}, {"read_bytes", p.read_bytes}, {"recv_bytes", p.recv_bytes},
+                          {"send_bytes", p.send_bytes}, {"seconds", p.seconds}};
   };
-  return {{"grid", {{"rows", grid.rows}, {"cols", grid.cols}}},
+  return {{"algorithm", choice.algorithm},
+          {"comm", choice.comm},
+          {"grid", {{"rows", grid.rows}, {"cols", grid.cols}}},
           {"ranks", ranks},
-          {"idle_ranks", ranks - grid.size()},
+          {"idle_ranks", choice.algorithm == "ksplit" ? 0 : ranks - grid.size()},
           {"rank0", rank(root)},
           {"largest", rank(largest)},
           {"total_read_bytes", total_read_bytes},
           {"total_comm_bytes", total_comm_bytes},
+          {"max_send_bytes", max_send_bytes},
+          {"max_recv_bytes", max_recv_bytes},
           {"predicted_seconds", predicted_seconds}};
 }
 
 std::string DryRun::to_text(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, bool gpu) const {
-  std::string out = fmt::format("dry run: C({}x{}) = A({}x{}) * B({}x{}), {}, {} rank{} ({}), algorithm panels\n", m, n,
-                                m, k, k, n, dtype_name(dtype), ranks, ranks == 1 ? "" : "s", gpu ? "GPU" : "CPU");
-  out += fmt::format("  grid          {}x{}{}\n", grid.rows, grid.cols,
-                     ranks > grid.size() ? fmt::format(" ({} idle rank{})", ranks - grid.size(),
-                                                       ranks - grid.size() == 1 ? "" : "s")
-                                         : "");
-  out += fmt::format("  largest block {}x{}\n", largest.rows, largest.cols);
-  out += fmt::format("  host memory   rank 0 {} (incl. a receive buffer), others up to {}\n", gib(root.host_bytes),
-                     gib(largest.host_bytes));
+  const bool ksplit = choice.algorithm == "ksplit";
+  std::string out = fmt::format("dry run: C({}x{}) = A({}x{}) * B({}x{}), {}, {} rank{} ({}), algorithm {}{}\n", m, n,
+                                m, k, k, n, dtype_name(dtype), ranks, ranks == 1 ? "" : "s", gpu ? "GPU" : "CPU",
+                                choice.algorithm, choice.algorithm == "panels" ? "" : ", comm " + choice.comm);
+  if (ksplit)
+    out += fmt::format("  grid          K split over {} rank{}\n", ranks, ranks == 1 ? "" : "s");
+  else
+    out += fmt::format("  grid          {}x{}{}\n", grid.rows, grid.cols,
+                       ranks > grid.size() ? fmt::format(" ({} idle rank{})", ranks - grid.size(),
+                                                         ranks - grid.size() == 1 ? "" : "s")
+                                           : "");
+  out += fmt::format("  largest block {}x{}{}\n", largest.rows, largest.cols, ksplit ? " (a partial of all of C)" : "");
+  out += fmt::format("  host memory   rank 0 {}, others up to {}\n", gib(root.host_bytes), gib(largest.host_bytes));
   if (gpu) out += fmt::format("  GPU memory    up to {} per rank\n", gib(std::max(root.gpu_bytes, largest.gpu_bytes)));
   out += fmt::format("  file reads    {} per rank (largest), {} in all\n", gib(largest.read_bytes), gib(total_read_bytes));
-  out += fmt::format("  to rank 0     {} per rank (largest block), {} in all\n", gib(largest.send_bytes),
-                     gib(total_comm_bytes));
+  if (choice.algorithm == "summa")
+    out += fmt::format("  panels in     {} per rank (largest), broadcast along grid rows and columns\n",
+                       gib(max_recv_bytes));
+  out += fmt::format("  {}     {} per rank (largest), {} between ranks in all\n", ksplit ? "reduce   " : "to rank 0",
+                     gib(max_send_bytes), gib(total_comm_bytes));
   out += fmt::format("  predicted     {:.2f} s (slowest rank {:.2f} s, then rank 0 receives and writes C)\n",
                      predicted_seconds, std::max(root.seconds, largest.seconds));
   return out;

@@ -22,8 +22,9 @@ struct MachineModel {
   double gather_bytes_per_s = 8e9;     // MPI point-to-point to rank 0, host memory
   double read_bytes_per_s = 2e9;       // HDF5 hyperslab reads, per rank
   double write_bytes_per_s = 1.5e9;    // HDF5 write on rank 0
-  double gpu_flops = 8.0e12;           // the default GPU kernel's rate (tiled32 f32: 8.2 TFLOP/s)
+  double gpu_flops = 40e12;            // the default GPU kernel's rate (warptile f32: 42-43 TFLOP/s at 8192)
   double cpu_flops = 50e9;             // OpenBLAS on one rank's cores
+  double device_link_bytes_per_s = 100e9;  // GPU to GPU with NCCL (NVLink 395 GB/s peak; broadcasts reach less)
   // Resident memory of a rank before its data: libraries, MPI and OpenBLAS buffers. Measured as
   // the peak RSS of a 1x1x1 run (2 ranks, CPU backend, development machine): 172-176 MiB.
   std::int64_t host_overhead_bytes = 176ll << 20;
@@ -32,28 +33,39 @@ struct MachineModel {
   std::int64_t gpu_host_overhead_bytes = 0;
 };
 
+// How the run would go: the algorithm (panels, summa, ksplit: run/handover.hpp) and, for summa
+// and ksplit, how ranks exchange data ("host" MPI or "nccl" between GPUs).
+struct PlanChoice {
+  std::string algorithm = "panels";
+  std::string comm = "host";
+  std::int64_t panel_width = 0;  // summa; 0: the default of the backend (run/summa.hpp)
+};
+
 struct RankPlan {
   std::int64_t rows = 0, cols = 0;
-  std::int64_t host_bytes = 0;     // A rows + B columns + C block (+ the gather buffer on rank 0)
-  std::int64_t gpu_bytes = 0;      // device copies of A rows, B columns, C block
+  std::int64_t host_bytes = 0;     // what the rank holds: its A and B parts, C block, staging
+  std::int64_t gpu_bytes = 0;      // what its GPU holds at the peak
   std::int64_t read_bytes = 0;     // from the input files
-  std::int64_t send_bytes = 0;     // C block to rank 0 (0 on rank 0 and idle ranks)
-  double seconds = 0;              // predicted: read + h2d + compute + d2h + gather
+  std::int64_t recv_bytes = 0;     // from other ranks while computing (summa's panels)
+  std::int64_t send_bytes = 0;     // to other ranks: C block to rank 0 (panels, summa), partial C (ksplit)
+  double seconds = 0;              // predicted: read + copies + compute + communication
 };
 
 struct DryRun {
+  PlanChoice choice;
   dist::GridShape grid;
   int ranks = 1;
   RankPlan largest;                // the rank with the largest block (the critical path)
   RankPlan root;                   // rank 0: also receives and writes everything
   std::int64_t total_read_bytes = 0;
-  std::int64_t total_comm_bytes = 0;  // bytes sent to rank 0 in all
+  std::int64_t total_comm_bytes = 0;  // bytes sent between ranks in all
+  std::int64_t max_send_bytes = 0, max_recv_bytes = 0;  // the most one rank sends / receives
   double predicted_seconds = 0;    // slowest rank's path + rank 0's receive + write
   nlohmann::json to_json() const;
   std::string to_text(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, bool gpu) const;
 };
 
 DryRun plan_run(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, int ranks, const dist::GridShape& grid,
-                bool gpu, const MachineModel& model = {});
+                bool gpu, const PlanChoice& choice = {}, const MachineModel& model = {});
 
 }  // namespace tessera::run

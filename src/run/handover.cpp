@@ -35,7 +35,10 @@ std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nran
     const bool plain = !o.verify && o.baseline.empty() && o.gpu_memory.empty();
     if (!plain || nranks < 2) return std::string("panels");
     const bool nvlink = cuda && nccl && o.comm != "host" && o.comm != "cuda-aware";
-    if (nvlink && 2 * k >= std::max(m, n)) return std::string("ksplit");
+    // P partial products of all of C, summed: worth it while they are no bigger than the inputs.
+    const double partials = static_cast<double>(nranks) * static_cast<double>(m) * static_cast<double>(n);
+    const double inputs = static_cast<double>(k) * (static_cast<double>(m) + static_cast<double>(n));
+    if (nvlink && partials <= inputs) return std::string("ksplit");
     if (grid.size() >= 2 && (nvlink || (grid.rows > 1 && grid.cols > 1) || o.comm == "cuda-aware"))
       return std::string("summa");
     return std::string("panels");

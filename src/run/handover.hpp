@@ -29,7 +29,8 @@ struct JobStart {
 // name, or a choice that cannot honour another option (--verify and --baseline need the
 // panels' whole A rows and B columns; --gpu-memory means out of core, which only panels does).
 // `auto` models the traffic per rank (words moved into a GPU or across the network):
-//  - ksplit when the ranks are GPUs joined by NCCL (cuda, nccl), P >= 2 and 2K >= max(M, N):
+//  - ksplit when the ranks are GPUs joined by NCCL (cuda, nccl), P >= 2 and the P partial
+//    products are no bigger than the inputs (P M N <= (M + N) K; 2 ranks on a cube qualify):
 //    each input word moves once and C is summed over NVLink (run/ksplit.hpp);
 //  - summa when P >= 2 and either the GPUs are joined by NCCL (panels are broadcast between
 //    GPUs instead of copied from the host to each) or the grid is 2-D (panels would hold pr or

@@ -27,13 +27,14 @@ constexpr int kRoot = 0;
 double seconds_since(double start) { return MPI_Wtime() - start; }
 
 // Elementwise sum of every rank's `count` elements onto root's `data` (in place there), in
-// messages of at most 2^30 elements, as MPI counts are int.
+// pieces of kReducePieceBytes: MPI counts are int, and the temporary buffers MPI_Reduce takes on
+// the combining ranks stay that small (the dry run counts one piece per rank).
 void host_reduce(void* data, std::size_t count, DType dtype, const dist::Comm& comm) {
   const MPI_Datatype type = dtype == DType::f32 ? MPI_FLOAT : MPI_DOUBLE;
   auto* bytes = static_cast<unsigned char*>(data);
   const std::size_t esize = dtype_size(dtype);
   for (std::size_t done = 0; done < count;) {
-    const std::size_t n = std::min<std::size_t>(count - done, std::size_t{1} << 30);
+    const std::size_t n = std::min<std::size_t>(count - done, kReducePieceBytes / esize);
     void* at = bytes + done * esize;
     if (comm.rank() == kRoot)
       TESSERA_MPI_CHECK(MPI_Reduce(MPI_IN_PLACE, at, static_cast<int>(n), type, MPI_SUM, kRoot, comm.get()));
@@ -58,7 +59,8 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   if (o.progress == "auto" && rank == kRoot) {
     const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
     const auto grid = dist::choose_grid(ks.m(), ks.n(), ks.k(), comm.size());
-    show_progress = plan_run(ks.m(), ks.n(), ks.k(), dtype, comm.size(), grid, gpu).predicted_seconds > 5;
+    show_progress = plan_run(ks.m(), ks.n(), ks.k(), dtype, comm.size(), grid, gpu, {"ksplit", gpu ? "nccl" : "host", 0})
+                        .predicted_seconds > 5;
   }
   Progress progress(rank == kRoot && show_progress);
   progress.step("plan: ksplit, K split over " + std::to_string(comm.size()) + " rank(s), " + dtype_name(dtype));

@@ -19,6 +19,9 @@
 
 namespace tessera::run {
 
+// ksplit without NCCL sums the partials with MPI_Reduce in pieces of this many bytes.
+constexpr std::size_t kReducePieceBytes = std::size_t{64} << 20;
+
 // Collective over `comm`, like run_job (errors are agreed on by every rank).
 void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start);
 

@@ -169,7 +169,15 @@ void dry_run(const RunOptions& o, const dist::Comm& comm) {
     if (ranks > 100000) throw InputError("--ranks " + std::to_string(ranks) + " is beyond 100,000");
     const auto grid = o.grid.empty() ? dist::choose_grid(m, n, k, ranks) : dist::parse_grid(o.grid);
     const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
-    const DryRun plan = plan_run(m, n, k, dtype, ranks, grid, gpu);
+    // What a real run would choose (run/handover.hpp), assuming one GPU per rank.
+    const bool nccl = gpu && backend::device_reduce_compiled();
+    PlanChoice choice;
+    choice.algorithm = choose_algorithm(o, gpu, nccl, ranks, m, n, k, grid);
+    choice.panel_width = o.panel_width;
+    if (choice.algorithm == "summa") choice.comm = choose_comm(o.comm, gpu, nccl, dist::mpi_cuda_aware());
+    if (choice.algorithm == "ksplit") choice.comm = nccl && o.comm != "host" ? "nccl" : "host";
+    if (ranks == 1) choice.comm = "none";
+    const DryRun plan = plan_run(m, n, k, dtype, ranks, grid, gpu, choice);
     std::fputs(plan.to_text(m, n, k, dtype, gpu).c_str(), stdout);
     if (!o.report.empty()) {
       check_report_path(o.report);

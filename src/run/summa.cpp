@@ -103,7 +103,9 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   const bool gpu_wanted = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
   bool show_progress = o.progress == "on";
   if (o.progress == "auto" && rank == kRoot)
-    show_progress = plan_run(part.m(), part.n(), part.k(), dtype, comm.size(), grid, gpu_wanted).predicted_seconds > 5;
+    show_progress = plan_run(part.m(), part.n(), part.k(), dtype, comm.size(), grid, gpu_wanted,
+                             {"summa", gpu_wanted ? "nccl" : "host", o.panel_width})
+                        .predicted_seconds > 5;
   Progress progress(rank == kRoot && show_progress);
   progress.step("plan: summa on a " + grid.str() + " grid, " + dtype_name(dtype));
 

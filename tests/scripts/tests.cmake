@@ -52,6 +52,8 @@ add_mpi_test(verify.nonfinite.np2 2 verify_cases.py --case nonfinite --dtype f64
 # Dry run: any rank count without launching; predicted memory vs a real run's peak.
 add_mpi_test(dryrun.memory.np2 2 dryrun.py --case memory)
 add_mpi_test(dryrun.many-ranks 1 dryrun.py --case many-ranks)
+add_mpi_test(dryrun.memory.summa.np4 4 dryrun.py --case memory --algorithm summa)
+add_mpi_test(dryrun.memory.ksplit.np3 3 dryrun.py --case memory --algorithm ksplit)
 
 # 3 ranks on the 2-GPU machine: two share a GPU, and the report says so (skipped below 2 GPUs).
 add_mpi_test(mpi.cuda.shared.np3 3 e2e_run.py --m 300 --n 301 --k 302 --dtype f32 --backend cuda --need-gpus 2 --expect-shared-gpu)
