@@ -10,7 +10,10 @@
 #   np2  ksplit --comm nccl          2 GPUs
 #   np1  panels --gpu-memory Q       Q = a quarter of what in core needs (3 N^2 words)
 # "compute+comm" = max over ranks of the `compute` phase plus rank 0's `gather` (file I/O and
-# start-up excluded). Writes OUTDIR/compare.md (medians) and each run's JSON report.
+# start-up excluded). Each variant's `--dry-run` prediction of per-rank host and GPU memory is
+# set against the peaks its run measured. Then end to end, HDF5 to HDF5 on 1 GPU: the whole
+# `mpirun -np 1 tessera run` process against scripts/torch_baseline.py (h5py + torch), REPEATS
+# times each, interleaved, page cache warm for both. Writes OUTDIR/compare.md and the reports.
 set -uo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 n=${2:-16384}
@@ -31,6 +34,12 @@ variants=("np1-panels|1|--algorithm panels"
           "np2-summa-host|2|--algorithm summa --comm host"
           "np2-ksplit-nccl|2|--algorithm ksplit --comm nccl"
           "np1-outofcore|1|--algorithm panels --gpu-memory $quarter")
+for v in "${variants[@]}"; do
+  IFS='|' read -r name np opts <<<"$v"
+  # shellcheck disable=SC2086  # opts is a list of options
+  "$t" run --dry-run --a "$data/a$n.h5:/A" --b "$data/b$n.h5:/B" --backend cuda --ranks "$np" $opts \
+    --report "$out/$name-plan.json" >"$out/$name-plan.txt" 2>&1 || tail -3 "$out/$name-plan.txt"
+done
 for rep in $(seq 1 "$repeats"); do
   for v in "${variants[@]}"; do
     IFS='|' read -r name np opts <<<"$v"
@@ -39,6 +48,25 @@ for rep in $(seq 1 "$repeats"); do
       --backend cuda --overwrite -q $opts --report "$out/$name-$rep.json" >"$out/$name-$rep.log" 2>&1 ||
       { echo "$name run $rep failed:"; tail -5 "$out/$name-$rep.log"; }
   done
+done
+
+# End to end. CUDA start-up counts for tessera (in the process); torch_baseline.py starts its clock
+# after initialising CUDA, so the comparison favours the baseline.
+cat "$data/a$n.h5" "$data/b$n.h5" >/dev/null
+for rep in $(seq 1 "$repeats"); do
+  start=$(date +%s.%N)
+  mpirun --bind-to none -np 1 "$t" run --a "$data/a$n.h5:/A" --b "$data/b$n.h5:/B" --c "$data/e2e.h5:/C" \
+    --backend cuda --overwrite -q --report "$out/e2e-tessera-$rep.json" >"$out/e2e-tessera-$rep.log" 2>&1
+  end=$(date +%s.%N)
+  echo "tessera_e2e_seconds $(python3 -c "print(f'{$end - $start:.3f}')")" >"$out/e2e-$rep.txt"
+  python3 "$repo/scripts/torch_baseline.py" "$data/a$n.h5:/A" "$data/b$n.h5:/B" "$data/torch.h5:/C" >>"$out/e2e-$rep.txt" 2>&1
+  # The same with pageable host memory (no page-locking: slower copies, no pinning cost).
+  start=$(date +%s.%N)
+  TESSERA_HOST_MEMORY=pageable mpirun -x TESSERA_HOST_MEMORY --bind-to none -np 1 "$t" run --a "$data/a$n.h5:/A" \
+    --b "$data/b$n.h5:/B" --c "$data/e2e.h5:/C" --backend cuda --overwrite -q --report "$out/e2e-pageable-$rep.json" \
+    >/dev/null 2>&1
+  end=$(date +%s.%N)
+  echo "pageable_e2e_seconds $(python3 -c "print(f'{$end - $start:.3f}')")" >>"$out/e2e-$rep.txt"
 done
 
 python3 - "$out" "$n" "$repeats" <<'PY'
@@ -71,6 +99,52 @@ for name in names:
 text = [f"{n}^3 fp32, compute+comm seconds (median of runs), vs np1-panels", "",
         "| variant | algorithm / comm | runs | compute+comm s | vs 1 GPU in core | phases of rank 0, last run (ms) |",
         "|---|---|---|---|---|---|"] + rows
+mib = lambda b: f"{b / 2**20:.0f}"
+text += ["", "dry-run prediction vs measured peak (last run), MiB: host = resident memory, GPU = device memory in use",
+         "", "| variant | rank 0 host pred / meas | other ranks host pred / meas (max) | rank 0 GPU pred / meas | other GPU pred / meas |",
+         "|---|---|---|---|---|"]
+for name in names:
+    try:
+        plan = json.load(open(f"{out}/{name}-plan.json"))
+        rep = json.load(open(f"{out}/{name}-{repeats}.json"))
+    except (OSError, ValueError):
+        continue
+    r0 = rep["ranks"][0]
+    others = [r for r in rep["ranks"][1:] if r["active"]]
+    def pair(pred, meas):
+        return f"{mib(pred)} / {mib(meas)} ({(pred - meas) / meas:+.0%})" if meas else f"{mib(pred)} / –"
+    row = [pair(plan["rank0"]["host_bytes"], r0["peak_host_bytes"]),
+           pair(plan["largest"]["host_bytes"], max(r["peak_host_bytes"] for r in others)) if others else "–",
+           pair(plan["rank0"]["gpu_bytes"], r0.get("peak_gpu_bytes", 0)),
+           pair(plan["largest"]["gpu_bytes"], max(r.get("peak_gpu_bytes", 0) for r in others)) if others else "–"]
+    text.append(f"| {name} | " + " | ".join(row) + " |")
+e2e = {"tessera": [], "torch": [], "pageable": []}
+for i in range(1, repeats + 1):
+    try:
+        vals = dict(l.split()[:2] for l in open(f"{out}/e2e-{i}.txt") if l.strip() and l.split()[0].endswith("seconds"))
+        e2e["tessera"].append(float(vals["tessera_e2e_seconds"]))
+        e2e["torch"].append(float(vals["torch_total_seconds"]))
+        e2e["pageable"].append(float(vals["pageable_e2e_seconds"]))
+    except (OSError, KeyError, ValueError):
+        pass
+if e2e["tessera"] and e2e["torch"]:
+    te, to = statistics.median(e2e["tessera"]), statistics.median(e2e["torch"])
+    text += ["", f"end to end {n}^3 fp32, 1 GPU, HDF5 to HDF5 (median of {len(e2e['tessera'])}): tessera {te:.2f} s "
+             f"(runs {', '.join(f'{x:.2f}' for x in e2e['tessera'])}), h5py + torch {to:.2f} s "
+             f"(runs {', '.join(f'{x:.2f}' for x in e2e['torch'])}): tessera is {to / te:.2f}x as fast"]
+    for what in ("tessera", "pageable"):
+        try:
+            rep = json.load(open(f"{out}/e2e-{what}-{repeats}.json"))
+        except (OSError, ValueError):
+            continue
+        text.append(f"{what} phases (rank 0, last run, s): " + ", ".join(f"{k} {v:.3f}" for k, v in rep["ranks"][0]["phases"].items()))
+    if e2e["pageable"]:
+        text.append(f"tessera with pageable host memory: {statistics.median(e2e['pageable']):.2f} s (median)")
+    for i in range(1, repeats + 1):
+        try:
+            text.append(f"run {i}: " + " ".join(l.strip() for l in open(f"{out}/e2e-{i}.txt") if "seconds" in l))
+        except OSError:
+            pass
 open(f"{out}/compare.md", "w").write("\n".join(text) + "\n")
 print("\n".join(text))
 PY

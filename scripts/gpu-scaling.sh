@@ -1,70 +1,46 @@
 #!/usr/bin/env bash
-# GPU scaling figures for docs/performance.md (issue "scale across GPUs"), on a 2-GPU machine:
-#  1. 1 rank vs 2 ranks at 16384^3 and 32768^3 fp32: compute (H2D + kernel + D2H) + communication
-#     (gather to rank 0), file I/O excluded: max over ranks of `compute` + rank 0's `gather`.
-#  2. End to end HDF5 -> HDF5 at 16384^3 fp32 on 1 GPU: tessera (whole process, mpirun included)
-#     against the h5py + torch script a user would write (scripts/torch_baseline.py), same files.
-#  With ALGORITHM ksplit (or auto) the 2-rank runs split K and sum C over NVLink with NCCL; the
-#  1-rank baseline always runs panels (the plain product on one GPU). For ksplit
-#  `compute` holds h2d + kernel + reduce + d2h (compute and communication), and there is no gather.
-# Usage: scripts/gpu-scaling.sh OUTDIR [KERNEL] [ALGORITHM]    (KERNEL default: auto; ALGORITHM
-#        default: panels; also ksplit or auto)
+# Strong- and weak-scaling sweeps on the GPUs of one machine, turned into tables and plots by
+# scripts/scaling_report.py (kept in docs/ for the 2-GPU H200 machine).
+#
+#   scripts/gpu-scaling.sh OUTDIR [ALGORITHM] [RANKS...]    (ALGORITHM default auto; RANKS 1 2)
+#
+# strong: C = A B at 16384^3 and 32768^3 fp32 on each rank count (one rank runs panels, the plain
+#         product on one GPU; more ranks run ALGORITHM);
+# weak:   M = 16384 P, N = K = 16384 fp32: the work per rank is constant.
+# Times are compute + communication (the slowest rank's `compute` + rank 0's `gather`): file I/O
+# and start-up excluded. Writes OUTDIR/{strong-16384,strong-32768,weak}.{md,png} and the reports.
 set -uo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd)
-kernel=${2:-auto}
-algorithm=${3:-panels}
+algorithm=${2:-auto}
+shift $(( $# >= 2 ? 2 : 1 ))
+ranks=("$@")
+[ ${#ranks[@]} -gt 0 ] || ranks=(1 2)
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${TESSERA_BUILD_DIR:-$repo/build-gpu}
 data=${TESSERA_SCALING_DATA:-/tmp/tessera-scaling}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 mkdir -p "$data"
-if [ ! -x "$build/tessera" ]; then
-  cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >/dev/null &&
-    cmake --build "$build" -j "$(nproc)" --target tessera >/dev/null || { echo "build failed"; exit 1; }
-fi
 t=$build/tessera
-py=$(command -v python3)
+[ -x "$t" ] || { echo "build $t first"; exit 1; }
+
+matrix() {  # FILE ROWS COLS SEED
+  [ -f "$1" ] || "$t" generate --out "$1:/X" --rows "$2" --cols "$3" --seed "$4" --dtype f32 >/dev/null
+}
+run() {  # NP A B REPORT
+  local alg=$algorithm
+  [ "$1" = 1 ] && alg=panels
+  mpirun --bind-to none -np "$1" "$t" run --a "$2:/X" --b "$3:/X" --c "$data/c.h5:/C" --backend cuda \
+    --algorithm "$alg" --overwrite -q --report "$4" || echo "run failed: np $1 $2"
+}
+
 for n in 16384 32768; do
-  [ -f "$data/a$n.h5" ] || "$t" generate --out "$data/a$n.h5:/A" --rows $n --cols $n --seed 1
-  [ -f "$data/b$n.h5" ] || "$t" generate --out "$data/b$n.h5:/B" --rows $n --cols $n --seed 2
-  for np in 1 2; do
-    alg=$algorithm
-    [ "$np" = 1 ] && alg=panels
-    mpirun --bind-to none -np $np "$t" run --a "$data/a$n.h5:/A" --b "$data/b$n.h5:/B" --c "$data/c$n-$np.h5:/C" \
-      --backend cuda --kernel "$kernel" --algorithm "$alg" --overwrite --report "$out/run-$n-np$np.json" |
-      tee "$out/run-$n-np$np.txt"
-  done
+  matrix "$data/a$n.h5" $n $n 1
+  matrix "$data/b$n.h5" $n $n 2
+  for np in "${ranks[@]}"; do run "$np" "$data/a$n.h5" "$data/b$n.h5" "$out/strong-$n-np$np.json"; done
+  python3 "$repo/scripts/scaling_report.py" --time compute --out "$out/strong-$n" "$out"/strong-$n-np*.json
 done
-
-# End to end at 16384: warm the page cache for both the same way (each reads the files once first).
-n=16384
-cat "$data/a$n.h5" "$data/b$n.h5" >/dev/null
-start=$(date +%s.%N)
-mpirun --bind-to none -np 1 "$t" run --a "$data/a$n.h5:/A" --b "$data/b$n.h5:/B" --c "$data/e2e.h5:/C" \
-  --backend cuda --kernel "$kernel" --overwrite -q --report "$out/e2e-tessera.json"
-end=$(date +%s.%N)
-"$py" -c "print(f'tessera_e2e_seconds {$end - $start:.3f}')" | tee "$out/e2e.txt"
-"$py" "$repo/scripts/torch_baseline.py" "$data/a$n.h5:/A" "$data/b$n.h5:/B" "$data/torch.h5:/C" | tee -a "$out/e2e.txt"
-
-"$py" - "$out" <<'PY'
-import json, sys
-out = sys.argv[1]
-def cc(rep):  # compute + communication, file I/O excluded
-    comp = max(r["phases"].get("compute", 0) for r in rep["ranks"] if r["active"])
-    gather = rep["ranks"][0]["phases"].get("gather", 0)
-    return comp, gather
-lines = ["| n | ranks | kernel | compute s (max) | gather s (rank 0) | compute+comm s | wall s | speedup (compute+comm) |", "|---|---|---|---|---|---|---|---|"]
-for n in (16384, 32768):
-    base = None
-    for np_ in (1, 2):
-        rep = json.load(open(f"{out}/run-{n}-np{np_}.json"))
-        comp, gather = cc(rep)
-        total = comp + gather
-        base = base or total
-        lines.append(f"| {n} | {np_} | {rep['kernel']} | {comp:.3f} | {gather:.3f} | {total:.3f} | {rep['totals']['wall_seconds']:.2f} | {base / total:.2f} |")
-e2e = dict(l.split()[:2] for l in open(f"{out}/e2e.txt") if l.strip() and len(l.split()) >= 2 and l.split()[0].endswith("seconds"))
-lines.append("")
-lines.append(f"end to end 16384^3 fp32 1 GPU: tessera {float(e2e['tessera_e2e_seconds']):.2f} s, h5py+torch {float(e2e['torch_total_seconds']):.2f} s: ratio {float(e2e['torch_total_seconds']) / float(e2e['tessera_e2e_seconds']):.2f}x")
-open(f"{out}/summary.md", "w").write("\n".join(lines) + "\n")
-print("\n".join(lines))
-PY
+for np in "${ranks[@]}"; do
+  matrix "$data/aw$np.h5" $((16384 * np)) 16384 3
+  run "$np" "$data/aw$np.h5" "$data/b16384.h5" "$out/weak-np$np.json"
+done
+python3 "$repo/scripts/scaling_report.py" --weak --time compute --out "$out/weak" "$out"/weak-np*.json

@@ -139,6 +139,9 @@ class Backend {
   virtual std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) = 0;
   // Host memory for the problems this backend will compute (pinned on a GPU backend).
   virtual HostBuffer allocate_host(std::size_t bytes) { return allocate_pageable(bytes); }
+  // Peak device memory in use while this backend computed, less what was in use when it started
+  // (read from the device, so it includes library workspaces; 0 on the CPU).
+  virtual std::int64_t peak_device_bytes() const { return 0; }
   // Human-readable warnings raised while setting up (e.g. "2 ranks share GPU 0").
   virtual std::vector<std::string> warnings() const { return {}; }
 

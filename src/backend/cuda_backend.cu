@@ -7,6 +7,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -71,6 +72,16 @@ double host_seconds(F&& step) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// Device memory in use now (all of the device, every process), in bytes; 0 if unknown.
+std::int64_t device_bytes_in_use() {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return static_cast<std::int64_t>(total_bytes - free_bytes);
+}
+
 // Device time of asynchronous steps, each between two events on its stream, summed per kind
 // once the work is done. The steps may overlap (copies beside kernels), so the sums may exceed
 // the wall time.
@@ -116,8 +127,8 @@ class NcclGroup final : public DeviceGroup {
 class CudaPanelProduct final : public PanelProduct {
  public:
   CudaPanelProduct(int device, kernels::GpuContext& context, std::string kernel, DType dtype, std::int64_t m,
-                   std::int64_t n, std::int64_t max_w, void* host_c, std::size_t budget)
-      : device_(device), context_(context), kernel_(std::move(kernel)), dtype_(dtype), m_(m), n_(n),
+                   std::int64_t n, std::int64_t max_w, void* host_c, std::size_t budget, std::int64_t* peak_used)
+      : peak_used_(peak_used), device_(device), context_(context), kernel_(std::move(kernel)), dtype_(dtype), m_(m), n_(n),
         esize_(dtype_size(dtype)), host_c_(host_c) {
     kernels::GpuKernelTraits traits;
     kernels::gpu_kernel_traits(kernel_, &traits);
@@ -199,6 +210,7 @@ class CudaPanelProduct final : public PanelProduct {
     done.record(compute_.get());
     CUDA_CHECK(cudaStreamSynchronize(compute_.get()));
     CUDA_CHECK(cudaStreamSynchronize(copy_.get()));
+    *peak_used_ = std::max(*peak_used_, device_bytes_in_use());
     steps_.collect();
     std::vector<PhaseTime> phases{{"h2d", h2d_}};
     if (bcast_ > 0) phases.push_back({"bcast", bcast_});
@@ -251,6 +263,7 @@ class CudaPanelProduct final : public PanelProduct {
     arrived_[slot].record(copy_.get());
   }
 
+  std::int64_t* peak_used_;  // the backend's record of device memory in use
   int device_;
   kernels::GpuContext& context_;
   std::string kernel_;
@@ -282,6 +295,9 @@ class CudaBackend final : public Backend {
   // much locked memory asked for, a ulimit): slower copies, same results.
   HostBuffer allocate_host(std::size_t bytes) override {
     if (bytes == 0) return {};
+    // Diagnostic: TESSERA_HOST_MEMORY=pageable skips page-locking (docs/performance.md compares).
+    if (const char* how = std::getenv("TESSERA_HOST_MEMORY"); how && std::string(how) == "pageable")
+      return allocate_pageable(bytes);
     void* p = nullptr;
     if (cudaHostAlloc(&p, bytes, cudaHostAllocDefault) == cudaSuccess)
       return HostBuffer(p, bytes, [](void* q) { (void)cudaFreeHost(q); });
@@ -289,6 +305,7 @@ class CudaBackend final : public Backend {
     return allocate_pageable(bytes);
   }
   std::string device() const override { return device_name_; }
+  std::int64_t peak_device_bytes() const override { return std::max<std::int64_t>(0, peak_used_ - start_used_); }
   int device_id() const override { return device_; }
   std::vector<std::string> warnings() const override {
     auto all = warnings_;
@@ -393,6 +410,7 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaMemcpyAsync(p.c, c.get(), c_bytes, cudaMemcpyDeviceToHost, s));
     copied_out.record(s);
     stream_.synchronize();
+    peak_used_ = std::max(peak_used_, device_bytes_in_use());
 
     return {{"h2d", pin_in_seconds + copied_in.seconds_since(start)},
             {"kernel", computed.seconds_since(copied_in)},
@@ -507,6 +525,7 @@ class CudaBackend final : public Backend {
     copy_in.synchronize();
     stream_.synchronize();
     copy_out.synchronize();
+    peak_used_ = std::max(peak_used_, device_bytes_in_use());
     steps.collect();
     if (out_of_core)
       out_of_core_note_ = "out of core: C in " + std::to_string(mr) + "x" + std::to_string(nc) + " tiles within " +
@@ -522,7 +541,8 @@ class CudaBackend final : public Backend {
     if (!kernels::gpu_can_implement(name, kernels::GpuGemm{dtype, m, n, max_w}, &why))
       throw InputError("kernel '" + name + "' cannot run this GEMM: " + why);
     CUDA_CHECK(cudaSetDevice(device_));
-    return std::make_unique<CudaPanelProduct>(device_, context_, name, dtype, m, n, max_w, host_c, memory_budget());
+    return std::make_unique<CudaPanelProduct>(device_, context_, name, dtype, m, n, max_w, host_c, memory_budget(),
+                                              &peak_used_);
   }
 
 #ifdef TESSERA_HAVE_NCCL
@@ -642,6 +662,7 @@ class CudaBackend final : public Backend {
     kept_pin_c_ = HostRegistration(p.c, c_bytes, kPinMinBytes);
     copy.synchronize();
     stream_.synchronize();  // the chunk buffers are freed on return
+    peak_used_ = std::max(peak_used_, device_bytes_in_use());
     steps.collect();
     return {{"h2d", h2d}, {"kernel", kernel_s}};
   }
@@ -734,6 +755,8 @@ class CudaBackend final : public Backend {
   int sm_count_;
   run::TuneTable tuned_;
   std::size_t limit_;              // --gpu-memory in bytes; 0: what the GPU has free
+  std::int64_t start_used_ = device_bytes_in_use();  // device memory in use when the backend started
+  std::int64_t peak_used_ = start_used_;              // the most seen in use since (sampled after each GEMM)
   std::string out_of_core_note_;   // set when a GEMM ran out of core
   Stream stream_;
   kernels::GpuContext context_;

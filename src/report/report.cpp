@@ -67,7 +67,8 @@ nlohmann::json to_json(const RankRecord& r) {
                       {"phases", phases},
                       {"phase_order", order},
                       {"warnings", r.warnings},
-                      {"peak_host_bytes", r.peak_host_bytes}};
+                      {"peak_host_bytes", r.peak_host_bytes},
+                      {"peak_gpu_bytes", r.peak_gpu_bytes}};
   if (!r.baseline_kernel.empty()) {
     const double s = r.compute_seconds();
     j["baseline"] = {{"kernel", r.baseline_kernel},
@@ -97,6 +98,7 @@ RankRecord rank_from_json(const nlohmann::json& j) {
   }
   r.warnings = j.at("warnings").get<std::vector<std::string>>();
   r.peak_host_bytes = j.value("peak_host_bytes", std::int64_t{0});
+  r.peak_gpu_bytes = j.value("peak_gpu_bytes", std::int64_t{0});
   if (j.contains("baseline")) {
     r.baseline_kernel = j["baseline"].at("kernel").get<std::string>();
     r.baseline_seconds = j["baseline"].at("seconds").get<double>();

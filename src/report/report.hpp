@@ -26,6 +26,7 @@ struct RankRecord {
   double baseline_seconds = 0;  // its compute time (kernel time on a GPU)
   std::vector<std::string> warnings;
   std::int64_t peak_host_bytes = 0;  // peak resident memory of the rank's process
+  std::int64_t peak_gpu_bytes = 0;   // peak GPU memory the rank's GEMMs held (0 on the CPU)
 
   double phase(const std::string& name) const;  // 0 when absent
   bool has_phase(const std::string& name) const;

@@ -13,7 +13,8 @@ namespace {
 
 // The panels algorithm: rank (i, j) holds the A rows of block-row i, the B columns of block-column
 // j and its C block; gathers C to rank 0.
-RankPlan plan_panels(const dist::Partition& part, int rank, DType dtype, bool gpu, const MachineModel& model) {
+RankPlan plan_panels(const dist::Partition& part, int rank, DType dtype, bool gpu, const PlanChoice& choice,
+                     const MachineModel& model) {
   RankPlan p;
   if (!part.active(rank)) return p;
   const auto es = static_cast<std::int64_t>(dtype_size(dtype));
@@ -22,7 +23,8 @@ RankPlan plan_panels(const dist::Partition& part, int rank, DType dtype, bool gp
   const std::int64_t ab = (part.a_elements(rank) + part.b_elements(rank)) * es;
   const std::int64_t c = part.c_elements(rank) * es;
   p.host_bytes = ab + c;
-  p.gpu_bytes = gpu ? ab + c : 0;
+  // Out of core under --gpu-memory: tiles fill the limit at most.
+  p.gpu_bytes = !gpu ? 0 : choice.gpu_memory_limit > 0 ? std::min(ab + c, choice.gpu_memory_limit) : ab + c;
   p.read_bytes = ab;
   p.send_bytes = rank == 0 ? 0 : c;
   const double compute = part.flops(rank) / (gpu ? model.gpu_flops : model.cpu_flops);
@@ -109,7 +111,7 @@ DryRun plan_run(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, int
   const auto plan = [&](int r) {
     RankPlan p = ksplit                         ? plan_ksplit(m, n, k, ranks, r, dtype, gpu, choice, model)
                  : choice.algorithm == "summa" ? plan_summa(part, r, dtype, gpu, choice, model)
-                                               : plan_panels(part, r, dtype, gpu, model);
+                                               : plan_panels(part, r, dtype, gpu, choice, model);
     if (ksplit || part.active(r)) p.host_bytes += model.host_overhead_bytes + (gpu ? model.gpu_host_overhead_bytes : 0);
     return p;
   };

@@ -39,6 +39,7 @@ struct PlanChoice {
   std::string algorithm = "panels";
   std::string comm = "host";
   std::int64_t panel_width = 0;  // summa; 0: the default of the backend (run/summa.hpp)
+  std::int64_t gpu_memory_limit = 0;  // panels: --gpu-memory (out of core within it); 0: none
 };
 
 struct RankPlan {

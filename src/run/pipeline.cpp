@@ -174,6 +174,7 @@ void dry_run(const RunOptions& o, const dist::Comm& comm) {
     PlanChoice choice;
     choice.algorithm = choose_algorithm(o, gpu, nccl, ranks, m, n, k, grid);
     choice.panel_width = o.panel_width;
+    choice.gpu_memory_limit = static_cast<std::int64_t>(parse_bytes(o.gpu_memory, "--gpu-memory"));
     if (choice.algorithm == "summa") choice.comm = choose_comm(o.comm, gpu, nccl, dist::mpi_cuda_aware());
     if (choice.algorithm == "ksplit") choice.comm = nccl && o.comm != "host" ? "nccl" : "host";
     if (ranks == 1) choice.comm = "none";
@@ -394,6 +395,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   progress.finish();
   // 7. Report: rank 0 collects every rank's record.
   me.peak_host_bytes = peak_rss_bytes();
+  if (be) me.peak_gpu_bytes = be->peak_device_bytes();
   const auto records = comm.gather(report::to_json(me).dump(), kRoot);
   job.wall_seconds = comm.max(wall.seconds());
   comm.step([&] {

@@ -331,6 +331,7 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   progress.finish();
   // 6. Report: rank 0 collects every rank's record.
   me.peak_host_bytes = peak_rss_bytes();
+  if (be) me.peak_gpu_bytes = be->peak_device_bytes();
   const auto records = comm.gather(report::to_json(me).dump(), kRoot);
   job.wall_seconds = comm.max(seconds_since(start.started));
   comm.step([&] {
