@@ -34,13 +34,13 @@ run() {  # NP A B REPORT
 }
 
 for n in 16384 32768; do
-  matrix "$data/a$n.h5" $n $n 1
-  matrix "$data/b$n.h5" $n $n 2
-  for np in "${ranks[@]}"; do run "$np" "$data/a$n.h5" "$data/b$n.h5" "$out/strong-$n-np$np.json"; done
+  matrix "$data/sa$n.h5" $n $n 1
+  matrix "$data/sb$n.h5" $n $n 2
+  for np in "${ranks[@]}"; do run "$np" "$data/sa$n.h5" "$data/sb$n.h5" "$out/strong-$n-np$np.json"; done
   python3 "$repo/scripts/scaling_report.py" --time compute --out "$out/strong-$n" "$out"/strong-$n-np*.json
 done
 for np in "${ranks[@]}"; do
-  matrix "$data/aw$np.h5" $((16384 * np)) 16384 3
-  run "$np" "$data/aw$np.h5" "$data/b16384.h5" "$out/weak-np$np.json"
+  matrix "$data/wa$np.h5" $((16384 * np)) 16384 3
+  run "$np" "$data/wa$np.h5" "$data/sb16384.h5" "$out/weak-np$np.json"
 done
 python3 "$repo/scripts/scaling_report.py" --weak --time compute --out "$out/weak" "$out"/weak-np*.json

@@ -107,6 +107,7 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
         "slower)");
 
   // 2. Inputs: this rank's K columns of A and K rows of B (nothing when its K range is empty).
+  me.phases.emplace_back("setup", seconds_since(start.started));  // plan, output, backend (GPU start-up)
   progress.step("reading A columns and B rows on " + std::to_string(comm.size()) + " rank(s)");
   backend::HostBuffer a, b, c;
   comm.step([&] {

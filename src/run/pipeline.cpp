@@ -296,6 +296,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     });
   }
 
+  me.phases.emplace_back("setup", wall.seconds());  // plan, output, backend (GPU start-up)
   progress.step("reading A rows and B columns on " + std::to_string(part.grid().size()) + " rank(s)");
   // 3. Each active rank reads only its hyperslabs: A rows of its block-row, B columns of its block-column.
   backend::HostBuffer a, b, c;
@@ -364,9 +365,13 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   progress.step("gathering and writing C");
   // 5. Gather the blocks to rank 0, which writes each as it arrives (memory: one block).
   gather_and_write(comm, part, plan.dtype, c.data(), writer.get(), progress, me.phases);  // c is reused on rank 0
-  a = {};
-  b = {};
-  c = {};
+  {
+    const Stopwatch t;  // freeing page-locked memory takes time too
+    a = {};
+    b = {};
+    c = {};
+    if (me.active) me.phases.emplace_back("release", t.seconds());
+  }
 
   // 6. Rank 0 labels and commits the result: only now does the output file appear.
   job.m = plan.m;

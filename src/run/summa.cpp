@@ -165,6 +165,7 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   }
 
   // 2. Inputs: A(i, j) and B(i, j) only; every element of A and of B is read by one rank.
+  me.phases.emplace_back("setup", seconds_since(start.started));  // plan, output, backend (GPU start-up)
   progress.step("reading A and B blocks on " + std::to_string(grid.size()) + " rank(s)");
   backend::HostBuffer a, b, c;
   comm.step([&] {
@@ -306,9 +307,13 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
     };
   }
   gather_and_write(comm, part, dtype, c.data(), start.writer.get(), progress, me.phases, transport);
-  product.reset();
-  all_group.reset();
-  c = {};
+  {
+    const double t = MPI_Wtime();  // freeing page-locked and device memory takes time too
+    product.reset();
+    all_group.reset();
+    c = {};
+    if (active) me.phases.emplace_back("release", seconds_since(t));
+  }
   job.m = part.m();
   job.n = part.n();
   job.k = part.k();

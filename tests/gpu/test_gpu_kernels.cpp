@@ -302,7 +302,7 @@ void check_accumulate(const Shape& s, std::int64_t k1) {
   }
 }
 
-TEST_CASE("every GPU kernel accumulates: C += A * B", "[gpu][small]") {
+TEST_CASE("every GPU kernel accumulates: C += A * B", "[gpu][small][summa]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
   check_accumulate<float>({65, 130, 67}, 30);
   check_accumulate<double>({65, 130, 67}, 30);
@@ -312,7 +312,7 @@ TEST_CASE("every GPU kernel accumulates: C += A * B", "[gpu][small]") {
 
 // SUMMA's panel product on one GPU: panels staged from a host block (strided), or uploaded
 // from the slot's staging, two slots in turn, summed on the device, against the reference.
-TEST_CASE("the cuda backend's panel product sums panels of K", "[gpu][small]") {
+TEST_CASE("the cuda backend's panel product sums panels of K", "[gpu][small][summa]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
   using Panel = backend::PanelProduct::Panel;
   auto cuda = backend::make_cuda_backend({0, 1});
