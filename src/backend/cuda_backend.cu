@@ -553,6 +553,11 @@ class CudaBackend final : public Backend {
     DeviceBuffer warm(std::size_t{1} << 20, "NCCL warm-up buffer");
     CUDA_CHECK(cudaMemsetAsync(warm.get(), 0, warm.bytes(), stream_.get()));
     group->nccl.broadcast(warm.get(), warm.bytes() / sizeof(float), DType::f32, 0, stream_.get());
+    // Point-to-point links (summa's gather to member 0) are set up on first use too.
+    for (int peer = 1; peer < size; ++peer) {
+      if (rank == 0) group->nccl.receive(warm.get(), 1, DType::f32, peer, stream_.get());
+      if (rank == peer) group->nccl.send(warm.get(), 1, DType::f32, 0, stream_.get());
+    }
     stream_.synchronize();
     return group;
   }
