@@ -23,8 +23,13 @@ RankPlan plan_panels(const dist::Partition& part, int rank, DType dtype, bool gp
   const std::int64_t ab = (part.a_elements(rank) + part.b_elements(rank)) * es;
   const std::int64_t c = part.c_elements(rank) * es;
   p.host_bytes = ab + c;
-  // Out of core under --gpu-memory: tiles fill the limit at most.
-  p.gpu_bytes = !gpu ? 0 : choice.gpu_memory_limit > 0 ? std::min(ab + c, choice.gpu_memory_limit) : ab + c;
+  // Out of core under --gpu-memory: tiles fill the limit at most. In core, a GEMM of 256 MiB or
+  // more runs pipelined (backend/cuda_backend.cu): all of B, and two tiles of a quarter of the A
+  // rows and C rows each.
+  const std::int64_t k = part.k(), quarter = (p.rows + 3) / 4;
+  const std::int64_t pipelined = (k * p.cols + 2 * quarter * (k + p.cols)) * es;
+  const std::int64_t in_core = ab + c >= (256ll << 20) && p.rows >= 8 ? std::min(ab + c, pipelined) : ab + c;
+  p.gpu_bytes = !gpu ? 0 : choice.gpu_memory_limit > 0 ? std::min(in_core, choice.gpu_memory_limit) : in_core;
   p.read_bytes = ab;
   p.send_bytes = rank == 0 ? 0 : c;
   const double compute = part.flops(rank) / (gpu ? model.gpu_flops : model.cpu_flops);
@@ -52,8 +57,10 @@ RankPlan plan_summa(const dist::Partition& part, int rank, DType dtype, bool gpu
   const std::int64_t c = p.rows * p.cols * es;
   const std::int64_t slots = 2 * (p.rows + p.cols) * w * es;
   // CPU: a scratch C for each panel's product; GPU: C, the slots and a scratch C on the device.
-  p.host_bytes = own + c + slots + (gpu ? 0 : c);
-  p.gpu_bytes = gpu ? 2 * c + slots : 0;
+  const bool nccl_groups = gpu && choice.comm == "nccl";
+  const int comms = nccl_groups ? (grid.cols > 1) + (grid.rows > 1) + (grid.size() > 1) : 0;
+  p.host_bytes = own + c + slots + (gpu ? 0 : c) + comms * model.nccl_host_bytes_per_comm;
+  p.gpu_bytes = gpu ? 2 * c + slots + comms * model.nccl_gpu_bytes_per_comm : 0;
   p.read_bytes = own;
   p.recv_bytes = ((grid.cols > 1 ? p.rows * (k - ka) : 0) + (grid.rows > 1 ? (k - kb) * p.cols : 0)) * es;
   p.send_bytes = rank == 0 ? 0 : c;
@@ -86,6 +93,10 @@ RankPlan plan_ksplit(std::int64_t m, std::int64_t n, std::int64_t k, int ranks, 
   // Chunks of K (4 when K_r >= 2048: two in flight) and, when chunked, a scratch C.
   const std::int64_t chunk = kr >= 2048 ? (kr + 3) / 4 : kr;
   p.gpu_bytes = gpu ? (kr >= 2048 ? 2 * (m + n) * chunk * es + 2 * c : own + c) : 0;
+  if (nccl && ranks > 1) {
+    p.gpu_bytes += model.nccl_gpu_bytes_per_comm;
+    p.host_bytes += model.nccl_host_bytes_per_comm;
+  }
   p.read_bytes = own;
   p.send_bytes = ranks > 1 && rank != 0 ? c : 0;
   const double compute = ks.flops(rank) / (gpu ? model.gpu_flops : model.cpu_flops);
@@ -116,15 +127,15 @@ DryRun plan_run(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, int
     return p;
   };
   d.root = plan(0);
-  d.largest = d.root;
   const int busy = ksplit ? ranks : d.grid.size();
+  if (busy == 1) d.largest = d.root;
   for (int r = 0; r < busy; ++r) {  // at most 100,000 ranks: look at each
-    const RankPlan p = plan(r);
+    const RankPlan p = r == 0 ? d.root : plan(r);
     d.total_read_bytes += p.read_bytes;
     d.total_comm_bytes += p.send_bytes + p.recv_bytes;
     d.max_send_bytes = std::max(d.max_send_bytes, p.send_bytes);
     d.max_recv_bytes = std::max(d.max_recv_bytes, p.recv_bytes);
-    if (p.seconds > d.largest.seconds) d.largest = p;
+    if (r > 0 && (r == 1 || p.seconds > d.largest.seconds)) d.largest = p;
   }
   // panels and summa: rank 0 writes all of C, receiving the blocks into its own block's memory.
   const double receive = ksplit ? 0 : static_cast<double>(m * n * es - d.root.rows * d.root.cols * es) /

@@ -28,9 +28,14 @@ struct MachineModel {
   // Resident memory of a rank before its data: libraries, MPI and OpenBLAS buffers. Measured as
   // the peak RSS of a 1x1x1 run (2 ranks, CPU backend, development machine): 172-176 MiB.
   std::int64_t host_overhead_bytes = 176ll << 20;
-  // What a GPU rank adds to that (CUDA context, cuBLAS handle, pinned staging): measured on the
-  // H200 machine as the peak RSS difference of a 1x1x1 run with --backend cuda and cpu.
-  std::int64_t gpu_host_overhead_bytes = 0;
+  // What a GPU rank adds to that (CUDA runtime, cuBLAS): measured on the H200 machine as the
+  // peak RSS over the model of 16384^3 runs without NCCL (panels, summa --comm host): 115 MiB.
+  std::int64_t gpu_host_overhead_bytes = 115ll << 20;
+  // Each NCCL communicator a rank joins (ksplit: 1; summa: grid row, grid column, all ranks),
+  // measured on the H200 machine with 2 GPUs over NVLink: ~800 MiB of device memory (buffers
+  // per channel and peer) and ~190 MiB of host memory.
+  std::int64_t nccl_gpu_bytes_per_comm = 800ll << 20;
+  std::int64_t nccl_host_bytes_per_comm = 190ll << 20;
 };
 
 // How the run would go: the algorithm (panels, summa, ksplit: run/handover.hpp) and, for summa
@@ -56,7 +61,7 @@ struct DryRun {
   PlanChoice choice;
   dist::GridShape grid;
   int ranks = 1;
-  RankPlan largest;                // the rank with the largest block (the critical path)
+  RankPlan largest;                // the slowest rank other than 0 (rank 0 alone on one rank)
   RankPlan root;                   // rank 0: also receives and writes everything
   std::int64_t total_read_bytes = 0;
   std::int64_t total_comm_bytes = 0;  // bytes sent between ranks in all
