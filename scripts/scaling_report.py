@@ -115,7 +115,7 @@ def table(reports, phases, table_rows, weak=False, what="wall"):
     return lines
 
 
-def plot(path, phases, table_rows, title, time_label="wall"):
+def plot(path, phases, table_rows, title, time_label="wall", weak=False):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -131,9 +131,10 @@ def plot(path, phases, table_rows, title, time_label="wall"):
     ax_t.plot(ranks, [1e3 * r["wall"] for r in table_rows], marker="s", color="black", label=time_label)
     ax_t.set(xscale="log", yscale="log", xlabel="ranks", ylabel="ms (slowest rank)", title="time per phase")
     ax_t.legend(fontsize="small")
-    ax_s.plot(ranks, [r["speedup"] for r in table_rows], marker="o", label="measured (wall)")
+    speedup = "scaled speedup" if weak else "speedup"
+    ax_s.plot(ranks, [r["speedup"] for r in table_rows], marker="o", label=f"measured ({time_label})")
     ax_s.plot(ranks, [p / ranks[0] for p in ranks], linestyle="--", color="gray", label="ideal")
-    ax_s.set(xlabel="ranks", ylabel=f"speedup over {ranks[0]} rank(s)", title="speedup")
+    ax_s.set(xlabel="ranks", ylabel=f"{speedup} over {ranks[0]} rank(s)", title=speedup)
     ax_s.legend(fontsize="small")
     for ax in (ax_t, ax_s):
         ax.set_xticks(ranks, [str(p) for p in ranks])
@@ -163,7 +164,7 @@ def main():
     table_rows = rows(reports, phases, args.weak, args.time)
     lines = table(reports, phases, table_rows, args.weak, args.time)
     note = plot(args.out + ".png", phases, table_rows, lines[0].lstrip("# "),
-                "wall" if args.time == "wall" else "compute+comm")
+                "wall" if args.time == "wall" else "compute+comm", args.weak)
     kind = "weak" if args.weak else "strong"
     lines += ["", f"![{kind} scaling]({os.path.basename(args.out)}.png)" if note.startswith("plot: ") else note]
     with open(args.out + ".md", "w") as f:

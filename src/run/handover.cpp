@@ -3,11 +3,13 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <exception>
 #include <optional>
 #include <vector>
 
 #include "core/error.hpp"
+#include "run/checks.hpp"
 
 namespace tessera::run {
 
@@ -15,6 +17,33 @@ namespace {
 constexpr int kRoot = 0;
 constexpr int kTagBlock = 101;
 }  // namespace
+
+void describe_block(const dist::Partition& part, int rank, report::RankRecord& me) {
+  me.block_row = part.block_row(rank);
+  me.block_col = part.block_col(rank);
+  const auto rows = part.rows_of(rank), cols = part.cols_of(rank);
+  me.row_begin = rows.begin;
+  me.row_end = rows.end;
+  me.col_begin = cols.begin;
+  me.col_end = cols.end;
+  me.flops = part.flops(rank);
+}
+
+void publish_report(const RunOptions& o, const dist::Comm& comm, report::JobReport& job, report::RankRecord me,
+                    double started, const backend::Backend* be, const std::function<void()>& after_table) {
+  me.peak_host_bytes = peak_rss_bytes();
+  if (be) me.peak_gpu_bytes = be->peak_device_bytes();
+  const auto records = comm.gather(report::to_json(me).dump(), kRoot);
+  job.wall_seconds = comm.max(MPI_Wtime() - started);
+  comm.step([&] {
+    if (comm.rank() != kRoot) return;
+    for (const auto& text : records) job.ranks.push_back(report::rank_from_json(nlohmann::json::parse(text)));
+    if (!o.quiet) std::fputs(report::format_table(job).c_str(), stdout);
+    if (after_table) after_table();
+    std::fflush(stdout);
+    if (!o.report.empty()) report::write_json_file(job, o.report);
+  });
+}
 
 std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nranks, std::int64_t m, std::int64_t n,
                              std::int64_t k, dist::GridShape grid) {

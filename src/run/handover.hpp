@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/backend.hpp"
 #include "core/dtype.hpp"
 #include "dist/comm.hpp"
 #include "dist/partition.hpp"
@@ -24,6 +25,16 @@ struct JobStart {
   double started = 0;                        // MPI_Wtime() when run_job began
   report::JobReport job;                     // filled up to the inputs
 };
+
+// Fills the block fields of an active rank's record (block (i, j), its rows and columns, flops).
+void describe_block(const dist::Partition& part, int rank, report::RankRecord& me);
+
+// The end of every algorithm: each rank's record (with its peak host memory and, from `be`, its
+// peak device memory) goes to rank 0, which prints the table (unless --quiet), then `after_table`
+// (if any), and writes the JSON report (--report). Collective; job.wall_seconds becomes the
+// slowest rank's time since `started` (MPI_Wtime()).
+void publish_report(const RunOptions& o, const dist::Comm& comm, report::JobReport& job, report::RankRecord me,
+                    double started, const backend::Backend* be, const std::function<void()>& after_table = {});
 
 // --algorithm auto|panels|summa|ksplit -> the one that runs. Throws InputError for an unknown
 // name, or a choice that cannot honour another option (--verify and --baseline need the

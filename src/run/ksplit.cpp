@@ -196,17 +196,7 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
 
   progress.finish();
   // 6. Report: rank 0 collects every rank's record.
-  me.peak_host_bytes = peak_rss_bytes();
-  if (be) me.peak_gpu_bytes = be->peak_device_bytes();
-  const auto records = comm.gather(report::to_json(me).dump(), kRoot);
-  job.wall_seconds = comm.max(seconds_since(start.started));
-  comm.step([&] {
-    if (rank != kRoot) return;
-    for (const auto& text : records) job.ranks.push_back(report::rank_from_json(nlohmann::json::parse(text)));
-    if (!o.quiet) std::fputs(report::format_table(job).c_str(), stdout);
-    std::fflush(stdout);
-    if (!o.report.empty()) report::write_json_file(job, o.report);
-  });
+  publish_report(o, comm, job, std::move(me), start.started, be.get());
 }
 
 }  // namespace tessera::run

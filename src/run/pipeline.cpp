@@ -246,16 +246,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   me.active = part.active(rank);
   const auto node = comm.node();
   me.host = node.host;
-  if (me.active) {
-    me.block_row = part.block_row(rank);
-    me.block_col = part.block_col(rank);
-    const auto rows = part.rows_of(rank), cols = part.cols_of(rank);
-    me.row_begin = rows.begin;
-    me.row_end = rows.end;
-    me.col_begin = cols.begin;
-    me.col_end = cols.end;
-    me.flops = part.flops(rank);
-  }
+  if (me.active) describe_block(part, rank, me);
 
   // 2. Backend (GPU selection happens here). Idle ranks set one up too, to report placement.
   std::unique_ptr<backend::Backend> be;
@@ -399,21 +390,11 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
 
   progress.finish();
   // 7. Report: rank 0 collects every rank's record.
-  me.peak_host_bytes = peak_rss_bytes();
-  if (be) me.peak_gpu_bytes = be->peak_device_bytes();
-  const auto records = comm.gather(report::to_json(me).dump(), kRoot);
-  job.wall_seconds = comm.max(wall.seconds());
-  comm.step([&] {
-    if (rank != kRoot) return;
-    for (const auto& text : records) job.ranks.push_back(report::rank_from_json(nlohmann::json::parse(text)));
-    if (verified) {
-      job.verification = {{"method", "freivalds"}, {"passed", verified->passed}, {"vectors", verified->vectors},
-                          {"max_relative_residual", verified->max_relative}, {"max_bound_ratio", verified->max_ratio}};
-    }
-    if (!o.quiet) std::fputs(report::format_table(job).c_str(), stdout);
+  if (verified)
+    job.verification = {{"method", "freivalds"}, {"passed", verified->passed}, {"vectors", verified->vectors},
+                        {"max_relative_residual", verified->max_relative}, {"max_bound_ratio", verified->max_ratio}};
+  publish_report(o, comm, job, std::move(me), wall.started(), be.get(), [&] {
     if (verified && !o.quiet) std::printf("%s\n", verified->summary.c_str());
-    std::fflush(stdout);
-    if (!o.report.empty()) report::write_json_file(job, o.report);
   });
 }
 

@@ -117,6 +117,18 @@ elif case == "bad-gpu-memory":
     cmd, expect = base() + ["--gpu-memory", "lots"], "invalid --gpu-memory"
 elif case == "bad-dtype":
     cmd, expect = base() + ["--dtype", "f16"], "invalid --dtype"
+elif case == "bad-algorithm":
+    cmd, expect = base() + ["--algorithm", "cannon"], "invalid --algorithm 'cannon'"
+elif case == "bad-comm":
+    cmd, expect = base() + ["--algorithm", "summa", "--comm", "carrier-pigeon"], "invalid --comm"
+elif case == "summa-verify":
+    cmd, expect = base() + ["--algorithm", "summa", "--verify"], "--verify needs --algorithm panels"
+elif case == "summa-nccl-on-cpu":
+    cmd, expect = base() + ["--algorithm", "summa", "--comm", "nccl"], "--comm nccl needs the cuda backend"
+elif case == "cuda-aware-on-cpu":
+    cmd, expect = base() + ["--algorithm", "summa", "--comm", "cuda-aware"], "--comm cuda-aware needs the cuda backend"
+elif case == "panel-width-with-panels":
+    cmd, expect = base() + ["--algorithm", "panels", "--panel-width", "64"], "--panel-width needs --algorithm summa"
 else:
     fail(f"unknown case {case}")
 

@@ -23,7 +23,8 @@ add_mpi_test(mpi.cuda.np2 2 e2e_run.py --m 517 --n 1031 --k 259 --dtype f64 --ba
 foreach(case missing-file missing-dataset group-not-dataset not-2d unsupported-dtype float16 inner-dims zero-dim
         output-exists output-dir-missing output-dir-not-writable corrupt-file truncated-file bad-grid-syntax
         grid-too-big unknown-config-key output-is-input bad-dataset-ref unknown-kernel unknown-backend
-        report-dir-missing bad-dtype too-large-for-memory bad-gpu-memory)
+        report-dir-missing bad-dtype too-large-for-memory bad-gpu-memory bad-algorithm bad-comm summa-verify
+        summa-nccl-on-cpu cuda-aware-on-cpu panel-width-with-panels)
   add_mpi_test(error.${case} 2 errors.py --case ${case})
 endforeach()
 
