@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/error.hpp"
 
 namespace tessera::run {
@@ -87,6 +89,21 @@ std::unique_ptr<backend::Backend> make_rank_backend(const std::string& backend_n
   me.device_id = be->device_id();
   me.warnings = be->warnings();
   return be;
+}
+
+void refuse_over_node_memory(const dist::Comm& comm, double need, const std::string& what,
+                             const std::string& advice) {
+  const dist::Comm node_comm = comm.split_node();
+  const double node_need = node_comm.sum(need);
+  const std::string host = comm.node().host;
+  comm.step([&] {
+    const double total = node_memory_bytes();
+    if (total > 0 && node_need > total)
+      throw InputError(fmt::format(
+          "the {} rank(s) on {} need {:.1f} GiB of host memory for their blocks (this rank {:.1f} GiB: {}) but the "
+          "node has {:.1f} GiB; {}",
+          node_comm.size(), host, node_need / kGiB, need / kGiB, what, total / kGiB, advice));
+  });
 }
 
 double node_memory_bytes() {

@@ -43,6 +43,12 @@ std::unique_ptr<backend::Backend> make_rank_backend(const std::string& backend_n
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// Refuses, up front and on every rank (a Comm::step), a job whose ranks on some node need more
+// host memory than the node has: `need` is this rank's bytes, `what` says what they hold (for
+// the message, e.g. "A rows, B columns and C block of a 2x2 grid"). Collective.
+void refuse_over_node_memory(const dist::Comm& comm, double need, const std::string& what,
+                             const std::string& advice = "use more ranks on more nodes");
+
 // MemTotal of this node in bytes (0 if unknown). Not MemAvailable: page cache is reclaimable,
 // and some virtual machines grow their memory as it is used.
 double node_memory_bytes();

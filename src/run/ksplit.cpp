@@ -106,6 +106,15 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
         "ksplit: built without NCCL, so partial products are summed on the host with MPI_Reduce after D2H (correct, "
         "slower)");
 
+  // Host memory, refused up front: every rank's slices, and all of C where it is summed.
+  refuse_over_node_memory(
+      comm,
+      static_cast<double>(ks.a_elements(rank) + ks.b_elements(rank) +
+                          (rank == kRoot || !device_reduce ? ks.c_elements() : 0)) *
+          static_cast<double>(esize),
+      "A columns, B rows" + std::string(rank == kRoot || !device_reduce ? " and all of C" : "") + " (ksplit)",
+      "use --algorithm summa (C split over the ranks) or more nodes");
+
   // 2. Inputs: this rank's K columns of A and K rows of B (nothing when its K range is empty).
   me.phases.emplace_back("setup", seconds_since(start.started));  // plan, output, backend (GPU start-up)
   progress.step("reading A columns and B rows on " + std::to_string(comm.size()) + " rank(s)");

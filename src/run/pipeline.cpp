@@ -275,16 +275,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     const double need = static_cast<double>(part.a_elements(rank) + part.b_elements(rank) +
                                             part.c_elements(rank) * (o.baseline.empty() ? 1 : 2)) *
                         static_cast<double>(esize);
-    const dist::Comm node_comm = comm.split_node();
-    const double node_need = node_comm.sum(need);
-    comm.step([&] {
-      const double total = node_memory_bytes();
-      if (total > 0 && node_need > total)
-        throw InputError(fmt::format(
-            "the {} rank(s) on {} need {:.1f} GiB of host memory for their blocks (this rank {:.1f} GiB: A rows, B "
-            "columns and C block of a {} grid) but the node has {:.1f} GiB; use more ranks on more nodes",
-            node_comm.size(), me.host, node_need / kGiB, need / kGiB, plan.grid.str(), total / kGiB));
-    });
+    refuse_over_node_memory(comm, need, "A rows, B columns and C block of a " + plan.grid.str() + " grid");
   }
 
   me.phases.emplace_back("setup", wall.seconds());  // plan, output, backend (GPU start-up)

@@ -143,17 +143,7 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
                                             rows.size() * cols.size() * (cuda ? 1 : 2) +
                                             backend::PanelProduct::kSlots * (rows.size() + cols.size()) * width) *
                         static_cast<double>(esize);
-    const dist::Comm node_comm = comm.split_node();
-    const double node_need = node_comm.sum(need);
-    comm.step([&] {
-      const double total = node_memory_bytes();
-      if (total > 0 && node_need > total)
-        throw InputError(fmt::format(
-            "the {} rank(s) on {} need {:.1f} GiB of host memory for their blocks (this rank {:.1f} GiB: A and B "
-            "blocks, C block and two panels of a {} summa grid) but the node has {:.1f} GiB; use more ranks on more "
-            "nodes",
-            node_comm.size(), me.host, node_need / kGiB, need / kGiB, grid.str(), total / kGiB));
-    });
+    refuse_over_node_memory(comm, need, "A and B blocks, C block and two panels of a " + grid.str() + " summa grid");
   }
 
   // 2. Inputs: A(i, j) and B(i, j) only; every element of A and of B is read by one rank.
