@@ -212,10 +212,23 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
     if (active) product = be->panel_product(kernel, dtype, rows.size(), cols.size(), width, c.data());
   });
   report::Phases parts;
+  // MPI counts are int: checked here, agreed on by every rank, rather than inside the loop.
+  comm.step([&] {
+    if (!active || path == "nccl") return;
+    mpi_int(rows.size(), "a block's row count");
+    mpi_int(cols.size(), "a block's column count");
+    mpi_int(ka.size(), "a block's K columns");
+    if (path == "cuda-aware") {
+      mpi_int(rows.size() * width, "an A panel");
+      mpi_int(width * cols.size(), "a B panel");
+    }
+  });
   const double t_compute = MPI_Wtime();
   double comm_wait = 0;
-  comm.step([&] {
-    if (!active) return;
+  // Not a Comm::step: the loop holds collectives of the grid rows and columns, so a rank that
+  // fails in it cannot wait for the others to agree (they wait in a broadcast). Its error goes
+  // to main(), which prints it and aborts the whole job (MPI_Abort): no rank is left waiting.
+  const auto multiply_panels = [&] {
     const auto* a_bytes = a.data();
     const auto* b_bytes = b.data();
     for (std::size_t p = 0; p < panels.size(); ++p) {
@@ -266,7 +279,8 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
       product->multiply(s, w);
     }
     for (const auto& ph : product->finish()) parts.emplace_back(ph.name, ph.seconds);
-  });
+  };
+  if (active) multiply_panels();
   if (active) {
     me.phases.emplace_back("compute", seconds_since(t_compute));
     for (const auto& p : parts) me.phases.push_back(p);
