@@ -13,6 +13,7 @@ from common import SKIP, Runner, check, check_product, fail, leftovers, parser, 
 
 p = parser(__doc__)
 p.add_argument("--case", required=True, choices=["rank-killed", "writer-killed", "write-fails"])
+p.add_argument("--algorithm", default="panels", help="tessera run --algorithm (summa: killed inside its broadcasts)")
 args = p.parse_args()
 r = Runner(args)
 rng = np.random.default_rng(3)
@@ -61,7 +62,7 @@ if args.case in ("rank-killed", "writer-killed"):
     write(r.path("a.h5"), "/A", a)
     write(r.path("b.h5"), "/B", b)
     cmd = r.cmd(["run", "--a", r.path("a.h5") + ":/A", "--b", r.path("b.h5") + ":/B", "--c", C + ":/C",
-                 "--backend", "cpu", "--kernel", "cpu-naive", "--grid", "2x1"], np_=2)
+                 "--backend", "cpu", "--kernel", "cpu-naive", "--grid", "2x1", "--algorithm", args.algorithm], np_=2)
     print("$ " + " ".join(cmd), flush=True)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=r.dir)
     ranks = tessera_ranks(proc.pid, 2)

@@ -42,6 +42,10 @@ file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/demo-work)
 foreach(case rank-killed writer-killed write-fails)
   add_mpi_test(fault.${case} 2 faults.py --case ${case})
 endforeach()
+# summa: the surviving rank waits in a panel broadcast when its peer dies.
+foreach(case rank-killed)
+  add_mpi_test(fault.summa.${case} 2 faults.py --case ${case} --algorithm summa)
+endforeach()
 
 # Verification: run --verify, a planted wrong element caught, non-finite inputs.
 foreach(dtype f32 f64)
