@@ -584,11 +584,12 @@ std::int64_t direct_offset(const OpenDataset& od, DType as) {
   return offset == HADDR_UNDEF ? -1 : static_cast<std::int64_t>(offset);
 }
 
-// pread of `bytes` at `offset`, to the end (short reads, EINTR). 0, errno on an error, or -1 at
-// the end of the file (a truncated file).
-int pread_all(int fd, unsigned char* to, std::size_t bytes, std::int64_t offset) {
+// pread (or pwrite) of `bytes` at `offset`, to the end (short transfers, EINTR). 0, errno on an
+// error, or -1 at the end of the file (a truncated file) or when nothing could be written.
+int io_all(int fd, bool write, unsigned char* to, std::size_t bytes, std::int64_t offset) {
   while (bytes > 0) {
-    const ssize_t got = ::pread(fd, to, std::min<std::size_t>(bytes, std::size_t{1} << 30), offset);
+    const std::size_t n = std::min<std::size_t>(bytes, std::size_t{1} << 30);
+    const ssize_t got = write ? ::pwrite(fd, to, n, offset) : ::pread(fd, to, n, offset);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) return errno;
     if (got == 0) return -1;
@@ -599,14 +600,14 @@ int pread_all(int fd, unsigned char* to, std::size_t bytes, std::int64_t offset)
   return 0;
 }
 
-// The block straight from the file with pread, split over a few threads: a large read from the
-// page cache or a parallel file system goes several times faster than one HDF5 read in one
-// thread. Whole rows are one range of bytes; a column block is one range per row.
-void read_direct(const std::string& path, std::int64_t base, std::int64_t cols, std::int64_t row0,
-                 std::int64_t nrows, std::int64_t col0, std::int64_t ncols, std::size_t esize, void* out) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw IoError("cannot open " + in_quotes(path) + ": " + std::strerror(errno));
-  auto* dst = static_cast<unsigned char*>(out);
+// A block between memory and a contiguous dataset at byte `base` of the file open as `fd`, with
+// pread or pwrite split over a few threads: a large transfer from or to the page cache or a
+// parallel file system goes several times faster than one HDF5 call in one thread. Whole rows are
+// one range of bytes; a column block is one range per row. Returns 0 or the first failure's code
+// (errno, or -1: end of file / nothing written).
+int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, std::int64_t row0, std::int64_t nrows,
+                    std::int64_t col0, std::int64_t ncols, std::size_t esize, void* buffer) {
+  auto* dst = static_cast<unsigned char*>(buffer);
   const bool whole_rows = col0 == 0 && ncols == cols;
   // Pieces: byte ranges of whole rows, or rows of a column block; at most 8 threads, each with
   // at least 64 MiB (a thread costs more than it saves on small reads).
@@ -618,13 +619,13 @@ void read_direct(const std::string& path, std::int64_t base, std::int64_t cols, 
     if (whole_rows) {
       const std::size_t row_bytes = static_cast<std::size_t>(cols) * esize;
       failed[static_cast<std::size_t>(t)] =
-          pread_all(fd, dst + static_cast<std::size_t>(r0) * row_bytes, static_cast<std::size_t>(r1 - r0) * row_bytes,
+          io_all(fd, write, dst + static_cast<std::size_t>(r0) * row_bytes, static_cast<std::size_t>(r1 - r0) * row_bytes,
                      base + (row0 + r0) * cols * static_cast<std::int64_t>(esize));
       return;
     }
     const std::size_t piece = static_cast<std::size_t>(ncols) * esize;
     for (std::int64_t r = r0; r < r1; ++r)
-      if (const int rc = pread_all(fd, dst + static_cast<std::size_t>(r) * piece, piece,
+      if (const int rc = io_all(fd, write, dst + static_cast<std::size_t>(r) * piece, piece,
                                    base + ((row0 + r) * cols + col0) * static_cast<std::int64_t>(esize))) {
         failed[static_cast<std::size_t>(t)] = rc;
         return;
@@ -634,11 +635,20 @@ void read_direct(const std::string& path, std::int64_t base, std::int64_t cols, 
   for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
   work(0);
   for (auto& th : pool) th.join();
-  ::close(fd);
   for (const int rc : failed)
-    if (rc != 0)
-      throw IoError("reading " + in_quotes(path) + " failed: " +
-                    (rc > 0 ? std::string(std::strerror(rc)) : std::string("the file ends early (truncated?)")));
+    if (rc != 0) return rc;
+  return 0;
+}
+
+void read_direct(const std::string& path, std::int64_t base, std::int64_t cols, std::int64_t row0,
+                 std::int64_t nrows, std::int64_t col0, std::int64_t ncols, std::size_t esize, void* out) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw IoError("cannot open " + in_quotes(path) + ": " + std::strerror(errno));
+  const int rc = transfer_direct(fd, false, base, cols, row0, nrows, col0, ncols, esize, out);
+  ::close(fd);
+  if (rc != 0)
+    throw IoError("reading " + in_quotes(path) + " failed: " +
+                  (rc > 0 ? std::string(std::strerror(rc)) : std::string("the file ends early (truncated?)")));
 }
 
 }  // namespace
@@ -734,11 +744,20 @@ struct MatrixWriter::Impl {
   bool committed = false;
   Handle file;  // declared before dataset: closed after it
   Handle dataset;
+  // Contiguous datasets are written with pwrite at their offset in the file (see write_block);
+  // -1 where HDF5 writes (chunked or compressed output).
+  std::int64_t direct_base = -1;
+  int direct_fd = -1;
 
   std::string where() const { return in_quotes(temp_path + ":" + target.path); }
+  void close_direct() {
+    if (direct_fd >= 0) ::close(direct_fd);
+    direct_fd = -1;
+  }
 
   // Runs also when the writer's constructor throws after creating the temporary file.
   ~Impl() {
+    close_direct();
     if (committed) return;
     // Closing flushes HDF5's caches. If that flush fails (full disk, quota), HDF5 1.10 frees the
     // file but keeps its id, and the library crashes at exit (HDFFV-11052). The file is being
@@ -840,9 +859,25 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
   Handle space = own_space(H5Screate_simple(2, dims, nullptr));
   if (!space.valid()) throw_io("cannot create the dataspace of " + w.where());
   const hid_t file_type = dtype == DType::f32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
+  // Contiguous output whose file type is the native one: its space is allocated now and never
+  // filled (every element is written), so write_block can pwrite the blocks straight into it.
+  const bool direct = !want_chunks && rows > 0 && cols > 0 && H5Tequal(file_type, native_type(dtype)) > 0 &&
+                      !(std::getenv("TESSERA_HDF5_DIRECT") && std::string(std::getenv("TESSERA_HDF5_DIRECT")) == "0");
+  if (direct && (H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY) < 0 ||
+                 H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER) < 0))
+    throw_io("cannot set up HDF5 to write " + in_quotes(target));
   w.dataset = own_dataset(
       H5Dcreate2(w.file.get(), target.path.c_str(), file_type, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT));
   if (!w.dataset.valid()) throw_io("cannot create dataset " + w.where());
+  if (direct) {
+    const haddr_t offset = H5Dget_offset(w.dataset.get());
+    H5Eclear2(H5E_DEFAULT);
+    if (offset != HADDR_UNDEF) {
+      w.direct_fd = ::open(w.temp_path.c_str(), O_WRONLY);
+      if (w.direct_fd < 0) throw IoError("cannot open " + in_quotes(w.temp_path) + ": " + std::strerror(errno));
+      w.direct_base = static_cast<std::int64_t>(offset);
+    }
+  }
 }
 
 MatrixWriter::~MatrixWriter() = default;  // Impl's destructor removes an uncommitted file
@@ -857,6 +892,14 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
                      shape_text(w.rows, w.cols) + ")");
   if (nrows == 0 || ncols == 0) return;
   if (data == nullptr) throw std::invalid_argument("write_block: null data");
+  if (w.direct_fd >= 0) {
+    const int rc = transfer_direct(w.direct_fd, true, w.direct_base, w.cols, row0, nrows, col0, ncols,
+                                   dtype_size(w.dtype), const_cast<void*>(data));
+    if (rc != 0)
+      throw IoError("writing " + block_text(row0, nrows, col0, ncols) + " to " + w.where() + " failed: " +
+                    (rc > 0 ? std::string(std::strerror(rc)) : std::string("nothing written")));
+    return;
+  }
   auto [file_space, mem_space] = block_spaces(w.dataset.get(), row0, nrows, col0, ncols);
   if (!file_space.valid()) throw_io("cannot select " + block_text(row0, nrows, col0, ncols) + " of " + w.where());
   if (H5Dwrite(w.dataset.get(), native_type(w.dtype), mem_space.get(), file_space.get(), H5P_DEFAULT, data) < 0)
@@ -876,6 +919,7 @@ void MatrixWriter::commit() {
   if (!w.file.valid())
     throw IoError("cannot commit " + in_quotes(w.target) + ": an earlier commit failed");
 
+  w.close_direct();  // the blocks written with pwrite are in the file; fsync below makes them durable
   // HDF5 writes most metadata (and cached chunks) only now; a full disk shows up here. Flush
   // explicitly before closing: a failed flush leaves the handles intact for the destructor, while
   // a failed close would leave HDF5 1.10 with a dangling id that crashes it at exit.
