@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+#include <system_error>
 #include <string>
 #include <thread>
 #include <vector>
@@ -579,7 +580,20 @@ std::int64_t direct_offset(const OpenDataset& od, DType as) {
                      H5Pget_external_count(dcpl.get()) == 0 && H5Tequal(ftype.get(), native_type(as)) > 0 &&
                      H5Pget_driver(fapl.get()) == H5FD_SEC2 && H5Pget_userblock(fcpl.get(), &userblock) >= 0 &&
                      userblock == 0;
-  const haddr_t offset = plain ? H5Dget_offset(dset) : HADDR_UNDEF;
+  // The dataset must live in the file that was named, not behind an external link in another.
+  bool same_file = false;
+  if (plain) {
+    // (By name: HDF5 1.10 has no H5Fget_fileno. A file reached under another name only falls back.)
+    const auto name_of = [](hid_t f) {
+      const ssize_t n = H5Fget_name(f, nullptr, 0);
+      std::string text(n > 0 ? static_cast<std::size_t>(n) : 0, '\0');
+      if (n > 0) H5Fget_name(f, text.data(), text.size() + 1);
+      return text;
+    };
+    Handle home = own_file(H5Iget_file_id(dset));
+    same_file = home.valid() && !name_of(home.get()).empty() && name_of(home.get()) == name_of(od.file.get());
+  }
+  const haddr_t offset = plain && same_file ? H5Dget_offset(dset) : HADDR_UNDEF;
   H5Eclear2(H5E_DEFAULT);
   return offset == HADDR_UNDEF ? -1 : static_cast<std::int64_t>(offset);
 }
@@ -632,7 +646,11 @@ int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, st
       }
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  try {
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  } catch (const std::system_error&) {  // no more threads: the ones started finish, this one does the rest
+    for (int t = static_cast<int>(pool.size()) + 1; t < threads; ++t) work(t);
+  }
   work(0);
   for (auto& th : pool) th.join();
   for (const int rc : failed)

@@ -129,6 +129,7 @@ DryRun plan_run(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, int
   d.root = plan(0);
   const int busy = ksplit ? ranks : d.grid.size();
   if (busy == 1) d.largest = d.root;
+  RankPlan max_other;
   for (int r = 0; r < busy; ++r) {  // at most 100,000 ranks: look at each
     const RankPlan p = r == 0 ? d.root : plan(r);
     d.total_read_bytes += p.read_bytes;
@@ -136,6 +137,16 @@ DryRun plan_run(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, int
     d.max_send_bytes = std::max(d.max_send_bytes, p.send_bytes);
     d.max_recv_bytes = std::max(d.max_recv_bytes, p.recv_bytes);
     if (r > 0 && (r == 1 || p.seconds > d.largest.seconds)) d.largest = p;
+    if (r > 0) {  // "others up to": the most any other rank holds, reads and sends
+      max_other.host_bytes = std::max(max_other.host_bytes, p.host_bytes);
+      max_other.gpu_bytes = std::max(max_other.gpu_bytes, p.gpu_bytes);
+      max_other.read_bytes = std::max(max_other.read_bytes, p.read_bytes);
+    }
+  }
+  if (busy > 1) {
+    d.largest.host_bytes = max_other.host_bytes;
+    d.largest.gpu_bytes = max_other.gpu_bytes;
+    d.largest.read_bytes = max_other.read_bytes;
   }
   // panels and summa: rank 0 writes all of C, receiving the blocks into its own block's memory.
   const double receive = ksplit ? 0 : static_cast<double>(m * n * es - d.root.rows * d.root.cols * es) /

@@ -61,7 +61,8 @@ struct DryRun {
   PlanChoice choice;
   dist::GridShape grid;
   int ranks = 1;
-  RankPlan largest;                // the slowest rank other than 0 (rank 0 alone on one rank)
+  RankPlan largest;                // the slowest rank other than 0 (rank 0 alone on one rank), with
+                                   // host, GPU and read bytes the most of any rank other than 0
   RankPlan root;                   // rank 0: also receives and writes everything
   std::int64_t total_read_bytes = 0;
   std::int64_t total_comm_bytes = 0;  // bytes sent between ranks in all

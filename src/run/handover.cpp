@@ -68,8 +68,8 @@ std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nran
     const double partials = static_cast<double>(nranks) * static_cast<double>(m) * static_cast<double>(n);
     const double inputs = static_cast<double>(k) * (static_cast<double>(m) + static_cast<double>(n));
     if (nvlink && partials <= inputs) return std::string("ksplit");
-    if (grid.size() >= 2 && (nvlink || (grid.rows > 1 && grid.cols > 1) || o.comm == "cuda-aware"))
-      return std::string("summa");
+    if (grid.size() >= 2 && (nvlink || (grid.rows > 1 && grid.cols > 1))) return std::string("summa");
+    if (o.comm == "nccl" || o.comm == "cuda-aware") return std::string("summa");  // asked for a device path
     return std::string("panels");
   }();
   if (chosen == "panels" && o.comm != "auto" && o.comm != "host")

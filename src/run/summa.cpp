@@ -116,26 +116,41 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   me.host = node.host;
   if (active) describe_block(part, rank, me);
 
-  // 1. Backend and kernel; the panel width and the communication path.
+  // 1. Backend and kernel; the panel width and the communication path, the same on every rank
+  // (the panels and their broadcasts must match): decided from values all ranks agree on.
   std::unique_ptr<backend::Backend> be;
   std::string kernel;
-  const std::int64_t width_default = gpu_wanted ? kSummaWidthGpu : kSummaWidthCpu;
-  const std::int64_t width = std::min(part.k(), o.panel_width > 0 ? o.panel_width : width_default);
   comm.step([&] {
     const int who = active ? rank : 0;
     be = make_rank_backend(o.backend, {node.local_rank, node.local_size}, o.kernel, dtype, part.rows_of(who).size(),
-                           part.cols_of(who).size(), width, me, kernel);
+                           part.cols_of(who).size(), std::min(part.k(), gpu_wanted ? kSummaWidthGpu : kSummaWidthCpu),
+                           me, kernel);
   });
   job.backend = comm.broadcast(be->name(), kRoot);
   job.kernel = comm.broadcast(kernel, kRoot);
-  const std::string shared = shared_gpu_note(comm, me.device_id >= 0 ? me.host + "|" + me.device : std::string());
+  const bool cuda = comm.min(be->name() == "cuda" ? 1.0 : 0.0) > 0;
+  comm.step([&] {
+    if (comm.max(be->name() == "cuda" ? 1.0 : 0.0) > 0 && !cuda)
+      throw InputError("summa needs the same backend on every rank, but some ranks have a GPU and some do not; pass "
+                       "--backend cpu, or run one rank per GPU");
+  });
+  // Idle ranks compute nothing: a GPU they share does not count against NCCL.
+  const std::string shared =
+      shared_gpu_note(comm, active && me.device_id >= 0 ? me.host + "|" + me.device : std::string());
   if (!shared.empty() && rank == kRoot) me.warnings.push_back(shared + " (fewer GPUs than ranks on the node)");
-  const bool cuda = be->name() == "cuda";
   const bool nccl = shared.empty() && comm.min(be->supports_device_reduce() ? 1.0 : 0.0) > 0;
   const bool cuda_aware = comm.min(dist::mpi_cuda_aware() ? 1.0 : 0.0) > 0;
   std::string path;
   comm.step([&] { path = choose_comm(o.comm, cuda, nccl, cuda_aware); });
   job.comm = comm.size() == 1 || grid.size() == 1 ? "none" : path;
+  // Panel width: MPI moves a panel as one item of at most INT_MAX elements (and bytes), so on the
+  // MPI paths it is narrowed to fit the largest block (block (0, 0): split() puts the longer
+  // ranges first).
+  std::int64_t width = std::min(part.k(), o.panel_width > 0 ? o.panel_width : cuda ? kSummaWidthGpu : kSummaWidthCpu);
+  if (path != "nccl") {
+    const std::int64_t side = std::max(part.rows_of(0).size(), part.cols_of(0).size());
+    width = std::max<std::int64_t>(1, std::min<std::int64_t>(width, INT_MAX / (side * static_cast<std::int64_t>(esize))));
+  }
 
   // Host memory, refused up front: what the ranks of each node hold against the node's memory.
   {
@@ -218,10 +233,8 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
     mpi_int(rows.size(), "a block's row count");
     mpi_int(cols.size(), "a block's column count");
     mpi_int(ka.size(), "a block's K columns");
-    if (path == "cuda-aware") {
-      mpi_int(rows.size() * width, "an A panel");
-      mpi_int(width * cols.size(), "a B panel");
-    }
+    mpi_int(rows.size() * width * static_cast<std::int64_t>(esize), "an A panel's bytes");
+    mpi_int(width * cols.size() * static_cast<std::int64_t>(esize), "a B panel's bytes");
   });
   const double t_compute = MPI_Wtime();
   double comm_wait = 0;

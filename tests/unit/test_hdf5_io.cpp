@@ -767,3 +767,27 @@ TEST_CASE("library version and parallel flag", "[io]") {
   CHECK_FALSE(tessera::io::library_is_parallel());
 #endif
 }
+
+// The direct (pread) path reads contiguous datasets at their offset in the named file; a dataset
+// reached through an external link lives in another file, at an offset of that file. It must be
+// read from there (HDF5 does it), not from the link's file at that offset.
+TEST_CASE("a dataset behind an external link is read from its own file", "[io]") {
+  TempDir dir;
+  const std::string target = dir.file("target.h5"), link = dir.file("link.h5");
+  const auto m = make_matrix<double>(9, 11);
+  {
+    RawFile f(target);
+    const std::vector<double> pad(300, -7.0);  // moves /A's data away from the start of the file
+    raw_dataset(f.id, "/pad", {300}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, pad.data());
+    raw_dataset(f.id, "/A", {9, 11}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, m.data());
+  }
+  {
+    RawFile f(link);
+    const std::vector<double> junk(2000, 99.0);  // what the link's file holds at that offset
+    raw_dataset(f.id, "/junk", {2000}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, junk.data());
+    REQUIRE(H5Lcreate_external(target.c_str(), "/A", f.id, "/A", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+  }
+  check_block<double>(DatasetRef::parse(link + ":/A"), 0, 9, 0, 11);
+  check_block<double>(DatasetRef::parse(link + ":/A"), 2, 5, 3, 4);
+  check_block<double>(DatasetRef::parse(target + ":/A"), 2, 5, 3, 4);  // the direct path on the file itself
+}
