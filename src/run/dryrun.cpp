@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "run/handover.hpp"
 #include "run/ksplit.hpp"
 #include "run/summa.hpp"
 
@@ -148,13 +149,16 @@ DryRun plan_run(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, int
     d.largest.gpu_bytes = max_other.gpu_bytes;
     d.largest.read_bytes = max_other.read_bytes;
   }
-  // panels and summa: rank 0 writes all of C, receiving the blocks into its own block's memory.
+  // panels and summa: rank 0 writes all of C, receiving every other block into a spare buffer
+  // while it writes the one before (run/handover.hpp).
+  if (!ksplit && d.grid.size() > 1) d.root.host_bytes += gather_spare_elements(part) * es;
   const double receive = ksplit ? 0 : static_cast<double>(m * n * es - d.root.rows * d.root.cols * es) /
                                           (gpu && choice.comm == "nccl" && choice.algorithm == "summa"
                                                ? model.device_link_bytes_per_s
                                                : model.gather_bytes_per_s);
   const double write = static_cast<double>(m * n * es) / model.write_bytes_per_s;
-  d.predicted_seconds = std::max(d.largest.seconds, d.root.seconds) + receive + write;
+  // The writes overlap the receives (a block is written while the next arrives).
+  d.predicted_seconds = std::max(d.largest.seconds, d.root.seconds) + std::max(receive, write);
   return d;
 }
 

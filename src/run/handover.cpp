@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
@@ -81,7 +82,7 @@ std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nran
   return chosen;
 }
 
-void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType dtype, void* c_block,
+void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType dtype, void* c_block, void* spare,
                       io::MatrixWriter* writer, Progress& progress, report::Phases& phases,
                       const BlockTransport& transport) {
   const int rank = comm.rank();
@@ -97,32 +98,63 @@ void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType
       phases.emplace_back("gather", MPI_Wtime() - t);
       return;
     }
+    const int blocks = part.grid().size();
     std::optional<std::string> write_error;
-    double write_s = 0;
-    for (int r = 0; r < part.grid().size(); ++r) {
+    double write_s = 0, receive_s = 0;
+    const auto receive = [&](int r, void* into) {
+      const double t0 = MPI_Wtime();
+      const std::size_t bytes = static_cast<std::size_t>(part.c_elements(r)) * esize;
+      if (transport.receive)
+        transport.receive(r, into, bytes);
+      else
+        comm.recv_bytes(into, bytes, r, kTagBlock);
+      receive_s += MPI_Wtime() - t0;
+    };
+    // Only this function's one writer thread at a time calls HDF5.
+    const auto write = [&](int r, const void* data) {
+      if (write_error) return;
       const auto rows = part.rows_of(r), cols = part.cols_of(r);
-      if (r != kRoot) {
-        const std::size_t bytes = static_cast<std::size_t>(part.c_elements(r)) * esize;
-        if (transport.receive)
-          transport.receive(r, c_block, bytes);
-        else
-          comm.recv_bytes(c_block, bytes, r, kTagBlock);
-      }
-      const void* data = c_block;
-      if (write_error) continue;
-      progress.step("writing C: block " + std::to_string(r + 1) + " of " + std::to_string(part.grid().size()));
-      const double tw = MPI_Wtime();
+      const double t0 = MPI_Wtime();
       try {
         writer->write_block(rows.begin, cols.begin, rows.size(), cols.size(), data);
       } catch (const std::exception& e) {
         write_error = e.what();
       }
-      write_s += MPI_Wtime() - tw;
+      write_s += MPI_Wtime() - t0;
+    };
+    void* const buffers[2] = {c_block, spare};
+    for (int r = 0; r < blocks; ++r) {
+      progress.step("writing C: block " + std::to_string(r + 1) + " of " + std::to_string(blocks));
+      if (!spare) {  // one buffer: receive, then write
+        if (r != kRoot) receive(r, c_block);
+        write(r, c_block);
+        continue;
+      }
+      // Two buffers: block r (already here) is written on a thread while block r + 1 arrives.
+      void* const here = buffers[r % 2];
+      if (r + 1 < blocks) {
+        std::thread writing([&write, r, here] { write(r, here); });
+        try {
+          receive(r + 1, buffers[(r + 1) % 2]);
+        } catch (...) {
+          writing.join();
+          throw;
+        }
+        writing.join();
+      } else {
+        write(r, here);
+      }
     }
-    phases.emplace_back("gather", MPI_Wtime() - t - write_s);
+    phases.emplace_back("gather", receive_s);
     phases.emplace_back("write", write_s);
     if (write_error) throw IoError(*write_error);
   });
+}
+
+std::int64_t gather_spare_elements(const dist::Partition& part) {
+  std::int64_t most = 0;
+  for (int r = 1; r < part.grid().size(); r += 2) most = std::max(most, part.c_elements(r));
+  return most;
 }
 
 }  // namespace tessera::run

@@ -50,20 +50,26 @@ void publish_report(const RunOptions& o, const dist::Comm& comm, report::JobRepo
 std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nranks, std::int64_t m, std::int64_t n,
                              std::int64_t k, dist::GridShape grid);
 
-// Collective: each active rank's C block (laid out by `part`) goes to rank 0, which writes each
-// block as it arrives. Rank 0 writes its own block first and then receives the others into the
-// same memory (block (0, 0) is the largest: split() makes the first ranges the longer ones), so
-// the gather needs no buffer of its own. Rank 0 keeps receiving after a write error so no sender
-// is left blocked; the error is then agreed on by every rank (JobError). Appends the "gather"
-// and, on rank 0, "write" phases to `phases`.
+// Collective: each active rank's C block (laid out by `part`) goes to rank 0, which writes it.
+// Rank 0's own block is written from `c_block`; with a `spare` buffer (rank 0 only, of
+// gather_spare_elements() elements) the blocks alternate between the two, and each is written
+// on a second thread while the next one arrives; without one they arrive, one after the other,
+// into `c_block` (block (0, 0) is the largest: split() makes the first ranges the longer ones).
+// Rank 0 keeps receiving after a write error so no sender is left blocked; the error is then
+// agreed on by every rank (JobError). Appends "gather" (receiving) and, on rank 0, "write"
+// phases to `phases`; with a spare buffer the two overlap.
 // The blocks travel by host MPI unless `send` (senders) and `receive` (rank 0: rank r's block of
 // `bytes` into `into`) say otherwise, e.g. GPU to GPU.
 struct BlockTransport {
   std::function<void()> send;
   std::function<void(int r, void* into, std::size_t bytes)> receive;
 };
-void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType dtype, void* c_block,
+void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType dtype, void* c_block, void* spare,
                       io::MatrixWriter* writer, Progress& progress, report::Phases& phases,
                       const BlockTransport& transport = {});
+
+// Elements of rank 0's spare gather buffer: the largest of the blocks that arrive into it (the
+// odd-numbered ones).
+std::int64_t gather_spare_elements(const dist::Partition& part);
 
 }  // namespace tessera::run

@@ -281,10 +281,12 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   me.phases.emplace_back("setup", wall.seconds());  // plan, output, backend (GPU start-up)
   progress.step("reading A rows and B columns on " + std::to_string(part.grid().size()) + " rank(s)");
   // 3. Each active rank reads only its hyperslabs: A rows of its block-row, B columns of its block-column.
-  backend::HostBuffer a, b, c;
+  backend::HostBuffer a, b, c, spare;  // spare: rank 0's second gather buffer (handover.hpp)
   comm.step([&] {
     if (!me.active) return;
     const Stopwatch t;
+    if (rank == kRoot && part.grid().size() > 1)
+      spare = be->allocate_host(static_cast<std::size_t>(gather_spare_elements(part)) * esize);
     const auto rows = part.rows_of(rank), cols = part.cols_of(rank);
     a = be->allocate_host(static_cast<std::size_t>(part.a_elements(rank)) * esize);
     b = be->allocate_host(static_cast<std::size_t>(part.b_elements(rank)) * esize);
@@ -346,12 +348,14 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
 
   progress.step("gathering and writing C");
   // 5. Gather the blocks to rank 0, which writes each as it arrives (memory: one block).
-  gather_and_write(comm, part, plan.dtype, c.data(), writer.get(), progress, me.phases);  // c is reused on rank 0
+  gather_and_write(comm, part, plan.dtype, c.data(), spare.empty() ? nullptr : spare.data(), writer.get(), progress,
+                   me.phases);
   {
     const Stopwatch t;  // freeing page-locked memory takes time too
     a = {};
     b = {};
     c = {};
+    spare = {};
     if (me.active) me.phases.emplace_back("release", t.seconds());
   }
 

@@ -164,10 +164,12 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   // 2. Inputs: A(i, j) and B(i, j) only; every element of A and of B is read by one rank.
   me.phases.emplace_back("setup", seconds_since(start.started));  // plan, output, backend (GPU start-up)
   progress.step("reading A and B blocks on " + std::to_string(grid.size()) + " rank(s)");
-  backend::HostBuffer a, b, c;
+  backend::HostBuffer a, b, c, spare;  // spare: rank 0's second gather buffer (handover.hpp)
   comm.step([&] {
     if (!active) return;
     const double t = MPI_Wtime();
+    if (rank == kRoot && grid.size() > 1)
+      spare = be->allocate_host(static_cast<std::size_t>(gather_spare_elements(part)) * esize);
     a = be->allocate_host(static_cast<std::size_t>(rows.size() * ka.size()) * esize);
     b = be->allocate_host(static_cast<std::size_t>(kb.size() * cols.size()) * esize);
     c = be->allocate_host(static_cast<std::size_t>(rows.size() * cols.size()) * esize);
@@ -315,12 +317,14 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
       product->receive_c(*all_group, r, static_cast<std::int64_t>(bytes / esize), into);
     };
   }
-  gather_and_write(comm, part, dtype, c.data(), start.writer.get(), progress, me.phases, transport);
+  gather_and_write(comm, part, dtype, c.data(), spare.empty() ? nullptr : spare.data(), start.writer.get(), progress,
+                   me.phases, transport);
   {
     const double t = MPI_Wtime();  // freeing page-locked and device memory takes time too
     product.reset();
     all_group.reset();
     c = {};
+    spare = {};
     if (active) me.phases.emplace_back("release", seconds_since(t));
   }
   job.m = part.m();
