@@ -42,6 +42,12 @@ struct NodeInfo {
 // (Open MPI: MPIX_Query_cuda_support() from mpi-ext.h). False where the library cannot tell.
 bool mpi_cuda_aware();
 
+// For a failure on one rank while its peers may be waiting for it inside a collective of another
+// library (an NCCL group being joined, a device transfer), where they could not reach the error
+// agreement of Comm::step: prints "tessera: error (rank r): what" and ends the whole job
+// (MPI_Abort, nonzero exit on every rank). Not for errors every rank can agree on.
+[[noreturn]] void abort_job(const std::string& what);
+
 class Comm {
  public:
   explicit Comm(MPI_Comm comm);  // borrows comm

@@ -149,7 +149,12 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
       id.assign(bytes.begin(), bytes.end());
     });
     id = comm.broadcast(id, kRoot);
-    comm.step([&] { be->join_reduce_group(std::vector<unsigned char>(id.begin(), id.end()), rank, comm.size()); });
+    // Not a Comm::step: the other ranks wait inside NCCL's init (dist::abort_job).
+    try {
+      be->join_reduce_group(std::vector<unsigned char>(id.begin(), id.end()), rank, comm.size());
+    } catch (const std::exception& e) {
+      dist::abort_job(std::string("joining the NCCL group: ") + e.what());
+    }
   }
 
   // 4. Partial product, then the sum onto rank 0. `compute` covers both (compute and

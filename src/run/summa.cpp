@@ -198,10 +198,13 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
         id.assign(bytes.begin(), bytes.end());
       });
       if (active && size > 1) id = line->broadcast(id, 0);
-      comm.step([&, line = line, group = group, size = size] {
+      // Not a Comm::step: the group's other members wait inside NCCL's init (dist::abort_job).
+      try {
         if (active && size > 1)
           *group = be->join_device_group(std::vector<unsigned char>(id.begin(), id.end()), line->rank(), size);
-      });
+      } catch (const std::exception& e) {
+        dist::abort_job(std::string("joining an NCCL group of the process grid: ") + e.what());
+      }
     }
   }
 
@@ -216,9 +219,11 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
       id.assign(bytes.begin(), bytes.end());
     });
     if (active) id = active_comm.broadcast(id, 0);
-    comm.step([&] {
+    try {
       if (active) all_group = be->join_device_group(std::vector<unsigned char>(id.begin(), id.end()), rank, grid.size());
-    });
+    } catch (const std::exception& e) {
+      dist::abort_job(std::string("joining the NCCL group for the gather of C: ") + e.what());
+    }
   }
 
   // 4. The panels: C(i, j) += A(i, p) B(p, j) over the K panels p.
@@ -312,9 +317,20 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   progress.step("gathering and writing C");
   BlockTransport transport;
   if (all_group) {
-    transport.send = [&] { product->send_c(*all_group, kRoot); };
+    // A failed device transfer leaves its peer waiting inside NCCL: end the job (dist::abort_job).
+    transport.send = [&] {
+      try {
+        product->send_c(*all_group, kRoot);
+      } catch (const std::exception& e) {
+        dist::abort_job(std::string("sending the C block to rank 0: ") + e.what());
+      }
+    };
     transport.receive = [&](int r, void* into, std::size_t bytes) {
-      product->receive_c(*all_group, r, static_cast<std::int64_t>(bytes / esize), into);
+      try {
+        product->receive_c(*all_group, r, static_cast<std::int64_t>(bytes / esize), into);
+      } catch (const std::exception& e) {
+        dist::abort_job("receiving the C block of rank " + std::to_string(r) + ": " + e.what());
+      }
     };
   }
   gather_and_write(comm, part, dtype, c.data(), spare.empty() ? nullptr : spare.data(), start.writer.get(), progress,
