@@ -18,13 +18,8 @@ set -uo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 n=${2:-16384}
 repeats=${3:-3}
-repo=$(cd "$(dirname "$0")/.." && pwd)
-build=${TESSERA_BUILD_DIR:-$repo/build-gpu}
-data=${TESSERA_SCALING_DATA:-/tmp/tessera-scaling}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-mkdir -p "$data"
-t=$build/tessera
-[ -x "$t" ] || { echo "build $t first"; exit 1; }
+# shellcheck source=scripts/gpu-bench-env.sh
+source "$(dirname "$0")/gpu-bench-env.sh" || exit 1  # repo, build, data, $t
 [ -f "$data/a$n.h5" ] || "$t" generate --out "$data/a$n.h5:/A" --rows "$n" --cols "$n" --seed 1 --dtype f32
 [ -f "$data/b$n.h5" ] || "$t" generate --out "$data/b$n.h5:/B" --rows "$n" --cols "$n" --seed 2 --dtype f32
 quarter=$(( 3 * n * n * 4 / 4 ))

@@ -15,13 +15,8 @@ algorithm=${2:-auto}
 shift $(( $# >= 2 ? 2 : 1 ))
 ranks=("$@")
 [ ${#ranks[@]} -gt 0 ] || ranks=(1 2)
-repo=$(cd "$(dirname "$0")/.." && pwd)
-build=${TESSERA_BUILD_DIR:-$repo/build-gpu}
-data=${TESSERA_SCALING_DATA:-/tmp/tessera-scaling}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-mkdir -p "$data"
-t=$build/tessera
-[ -x "$t" ] || { echo "build $t first"; exit 1; }
+# shellcheck source=scripts/gpu-bench-env.sh
+source "$(dirname "$0")/gpu-bench-env.sh" || exit 1  # repo, build, data, $t
 
 matrix() {  # FILE ROWS COLS SEED
   [ -f "$1" ] || "$t" generate --out "$1:/X" --rows "$2" --cols "$3" --seed "$4" --dtype f32 >/dev/null

@@ -27,6 +27,15 @@ struct PhaseTime {
   double seconds = 0;
 };
 
+// How the CUDA backend splits large GEMMs, shared with the dry run's memory model (run/dryrun.cpp).
+// In-core GEMMs whose A + B + C reach kPipelineMinBytes run in at least kPipelineTiles row tiles,
+// so the copies of one tile overlap the kernel of another. ksplit's partial product runs in
+// kKsplitChunks chunks of K (two in flight) once K reaches kKsplitChunkMinK.
+inline constexpr std::size_t kPipelineMinBytes = std::size_t{256} << 20;
+inline constexpr std::int64_t kPipelineTiles = 4;
+inline constexpr std::int64_t kKsplitChunks = 4;
+inline constexpr std::int64_t kKsplitChunkMinK = 2048;
+
 // Where a rank sits on its node; a GPU backend picks its device from this.
 struct Placement {
   int local_rank = 0;
@@ -76,7 +85,6 @@ HostBuffer allocate_pageable(std::size_t bytes);
 class DeviceGroup {
  public:
   virtual ~DeviceGroup() = default;
-  virtual int size() const = 0;
 };
 
 // SUMMA (run/summa.hpp): one rank's C block (m x n), summed on its device over panels of K:

@@ -45,10 +45,6 @@ constexpr const char* kDefaultF64 = "dmma";
 // Below it the pageable copy costs about as much as registering would.
 constexpr std::size_t kPinMinBytes = std::size_t{32} << 20;
 
-// In-core GEMMs whose A + B + C reach this size run pipelined in row tiles (gemm_tiled): the
-// copies (~20 ms per GiB each way) then hide behind the kernels instead of adding to them.
-constexpr std::size_t kPipelineMinBytes = std::size_t{256} << 20;
-constexpr std::int64_t kPipelineTiles = 4;
 
 std::string shape_str(std::int64_t rows, std::int64_t cols) {
   return std::to_string(rows) + " x " + std::to_string(cols);
@@ -128,12 +124,8 @@ class StepTimes {
 #ifdef TESSERA_HAVE_NCCL
 class NcclGroup final : public DeviceGroup {
  public:
-  NcclGroup(const std::vector<unsigned char>& id, int rank, int size) : nccl(id, rank, size), size_(size) {}
-  int size() const override { return size_; }
+  NcclGroup(const std::vector<unsigned char>& id, int rank, int size) : nccl(id, rank, size) {}
   NcclReducer nccl;
-
- private:
-  int size_;
 };
 #endif
 
@@ -502,9 +494,8 @@ class CudaBackend final : public Backend {
     auto* hc = static_cast<unsigned char*>(p.c);
     StepTimes steps;
     double h2d = 0, kernel = 0, d2h = 0;
-    const auto timed = [&](double& total, cudaStream_t s, const auto& enqueue) { steps.time(total, s, enqueue); };
     if (b_once)
-      timed(h2d, in, [&] {
+      steps.time(h2d, in, [&] {
         CUDA_CHECK(cudaMemcpyAsync(b[0].get(), hb, static_cast<std::size_t>(p.k * p.n) * elem, cudaMemcpyHostToDevice, in));
         b_ready[0].record(in);
       });
@@ -513,7 +504,7 @@ class CudaBackend final : public Backend {
       const std::int64_t rows = std::min(mr, p.m - i0);
       const int sa = static_cast<int>(row % 2);
       CUDA_CHECK(cudaStreamWaitEvent(in, a_free[sa].get(), 0));  // the tile row two back is done with it
-      timed(h2d, in, [&] {
+      steps.time(h2d, in, [&] {
         CUDA_CHECK(cudaMemcpyAsync(a[sa].get(), ha + static_cast<std::size_t>(i0 * p.k) * elem,
                                    static_cast<std::size_t>(rows * p.k) * elem, cudaMemcpyHostToDevice, in));
       });
@@ -523,7 +514,7 @@ class CudaBackend final : public Backend {
         const int st = static_cast<int>(tile % 2), sb = b_once ? 0 : st;
         if (!b_once) {
           CUDA_CHECK(cudaStreamWaitEvent(in, b_free[sb].get(), 0));
-          timed(h2d, in, [&] {
+          steps.time(h2d, in, [&] {
             CUDA_CHECK(cudaMemcpy2DAsync(b[sb].get(), static_cast<std::size_t>(cols) * elem,
                                          hb + static_cast<std::size_t>(j0) * elem, static_cast<std::size_t>(p.n) * elem,
                                          static_cast<std::size_t>(cols) * elem, static_cast<std::size_t>(p.k),
@@ -535,12 +526,12 @@ class CudaBackend final : public Backend {
         CUDA_CHECK(cudaStreamWaitEvent(run, b_ready[sb].get(), 0));
         CUDA_CHECK(cudaStreamWaitEvent(run, c_free[st].get(), 0));  // tile two back has left this C buffer
         const kernels::GpuGemm g{p.dtype, rows, cols, p.k, a[sa].get(), b[sb].get(), c[st].get(), run};
-        timed(kernel, run, [&] { kernels::gpu_gemm(name, g, context_); });
+        steps.time(kernel, run, [&] { kernels::gpu_gemm(name, g, context_); });
         computed[st].record(run);
         a_free[sa].record(run);
         if (!b_once) b_free[sb].record(run);
         CUDA_CHECK(cudaStreamWaitEvent(out, computed[st].get(), 0));
-        timed(d2h, out, [&] {
+        steps.time(d2h, out, [&] {
           CUDA_CHECK(cudaMemcpy2DAsync(hc + static_cast<std::size_t>(i0 * p.n + j0) * elem,
                                        static_cast<std::size_t>(p.n) * elem, c[st].get(),
                                        static_cast<std::size_t>(cols) * elem, static_cast<std::size_t>(cols) * elem,
@@ -622,9 +613,9 @@ class CudaBackend final : public Backend {
     const std::size_t a_bytes = static_cast<std::size_t>(p.m * p.k) * elem;
     const std::size_t b_bytes = static_cast<std::size_t>(p.k * p.n) * elem;
     const std::size_t c_bytes = static_cast<std::size_t>(p.m * p.n) * elem;
-    // K in chunks (4 when K >= 2048): the next chunk's A columns and B rows go up on a copy
-    // stream while the current one multiplies into C (accumulating), two chunk buffers in turn.
-    const int chunks = p.k >= 2048 ? 4 : 1;
+    // K in chunks (backend.hpp): the next chunk's A columns and B rows go up on a copy stream
+    // while the current one multiplies into C (accumulating), two chunk buffers in turn.
+    const std::int64_t chunks = p.k >= kKsplitChunkMinK ? kKsplitChunks : 1;
     const std::int64_t w = (p.k + chunks - 1) / chunks;
     kernels::GpuKernelTraits traits;
     kernels::gpu_kernel_traits(name, &traits);

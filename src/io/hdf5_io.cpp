@@ -564,11 +564,17 @@ DatasetInfo inspect(const DatasetRef& ref) { return open_matrix(ref).info; }
 
 namespace {
 
+// Direct (pread/pwrite) transfers of contiguous datasets, unless TESSERA_HDF5_DIRECT=0.
+bool direct_io_enabled() {
+  const char* env = std::getenv("TESSERA_HDF5_DIRECT");
+  return !(env && std::string(env) == "0");
+}
+
 // Where a dataset's elements lie in its file when they can be read without HDF5: contiguous
 // storage, allocated, no filters or external files, stored exactly in the type asked for (so
 // no conversion), and a plain POSIX file (sec2 driver, no user block). -1 otherwise.
 std::int64_t direct_offset(const OpenDataset& od, DType as) {
-  if (const char* env = std::getenv("TESSERA_HDF5_DIRECT"); env && std::string(env) == "0") return -1;
+  if (!direct_io_enabled()) return -1;
   const hid_t dset = od.dataset.get();
   Handle dcpl = own_plist(H5Dget_create_plist(dset));
   Handle ftype = own_type(H5Dget_type(dset));
@@ -879,8 +885,8 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
   const hid_t file_type = dtype == DType::f32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
   // Contiguous output whose file type is the native one: its space is allocated now and never
   // filled (every element is written), so write_block can pwrite the blocks straight into it.
-  const bool direct = !want_chunks && rows > 0 && cols > 0 && H5Tequal(file_type, native_type(dtype)) > 0 &&
-                      !(std::getenv("TESSERA_HDF5_DIRECT") && std::string(std::getenv("TESSERA_HDF5_DIRECT")) == "0");
+  const bool direct =
+      !want_chunks && rows > 0 && cols > 0 && H5Tequal(file_type, native_type(dtype)) > 0 && direct_io_enabled();
   if (direct && (H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY) < 0 ||
                  H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER) < 0))
     throw_io("cannot set up HDF5 to write " + in_quotes(target));

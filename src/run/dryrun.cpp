@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "backend/backend.hpp"
 #include "run/handover.hpp"
 #include "run/ksplit.hpp"
 #include "run/summa.hpp"
@@ -24,12 +25,13 @@ RankPlan plan_panels(const dist::Partition& part, int rank, DType dtype, bool gp
   const std::int64_t ab = (part.a_elements(rank) + part.b_elements(rank)) * es;
   const std::int64_t c = part.c_elements(rank) * es;
   p.host_bytes = ab + c;
-  // Out of core under --gpu-memory: tiles fill the limit at most. In core, a GEMM of 256 MiB or
-  // more runs pipelined (backend/cuda_backend.cu): all of B, and two tiles of a quarter of the A
-  // rows and C rows each.
-  const std::int64_t k = part.k(), quarter = (p.rows + 3) / 4;
-  const std::int64_t pipelined = (k * p.cols + 2 * quarter * (k + p.cols)) * es;
-  const std::int64_t in_core = ab + c >= (256ll << 20) && p.rows >= 8 ? std::min(ab + c, pipelined) : ab + c;
+  // Out of core under --gpu-memory: tiles fill the limit at most. In core, a large GEMM runs
+  // pipelined (backend.hpp): all of B, and two tiles of 1 / kPipelineTiles of the A and C rows.
+  const std::int64_t k = part.k(), tile = (p.rows + backend::kPipelineTiles - 1) / backend::kPipelineTiles;
+  const std::int64_t pipelined = (k * p.cols + 2 * tile * (k + p.cols)) * es;
+  const bool pipelines = ab + c >= static_cast<std::int64_t>(backend::kPipelineMinBytes) &&
+                         p.rows >= 2 * backend::kPipelineTiles;
+  const std::int64_t in_core = pipelines ? std::min(ab + c, pipelined) : ab + c;
   p.gpu_bytes = !gpu ? 0 : choice.gpu_memory_limit > 0 ? std::min(in_core, choice.gpu_memory_limit) : in_core;
   p.read_bytes = ab;
   p.send_bytes = rank == 0 ? 0 : c;
@@ -56,16 +58,15 @@ RankPlan plan_summa(const dist::Partition& part, int rank, DType dtype, bool gpu
   const std::int64_t w = std::min(k, choice.panel_width > 0 ? choice.panel_width : gpu ? kSummaWidthGpu : kSummaWidthCpu);
   const std::int64_t own = (p.rows * ka + kb * p.cols) * es;
   const std::int64_t c = p.rows * p.cols * es;
-  const std::int64_t slots = 2 * (p.rows + p.cols) * w * es;
+  const std::int64_t slots = backend::PanelProduct::kSlots * (p.rows + p.cols) * w * es;
   // CPU: a scratch C for each panel's product; GPU: C, the slots and a scratch C on the device.
-  const bool nccl_groups = gpu && choice.comm == "nccl";
-  const int comms = nccl_groups ? (grid.cols > 1) + (grid.rows > 1) + (grid.size() > 1) : 0;
+  const bool nccl = gpu && choice.comm == "nccl";
+  const int comms = nccl ? (grid.cols > 1) + (grid.rows > 1) + (grid.size() > 1) : 0;
   p.host_bytes = own + c + slots + (gpu ? 0 : c) + comms * model.nccl_host_bytes_per_comm;
   p.gpu_bytes = gpu ? 2 * c + slots + comms * model.nccl_gpu_bytes_per_comm : 0;
   p.read_bytes = own;
   p.recv_bytes = ((grid.cols > 1 ? p.rows * (k - ka) : 0) + (grid.rows > 1 ? (k - kb) * p.cols : 0)) * es;
   p.send_bytes = rank == 0 ? 0 : c;
-  const bool nccl = gpu && choice.comm == "nccl";
   const double compute = part.flops(rank) / (gpu ? model.gpu_flops : model.cpu_flops);
   const double panels = static_cast<double>(p.recv_bytes) / (nccl ? model.device_link_bytes_per_s : model.gather_bytes_per_s) +
                         (gpu && !nccl ? static_cast<double>(p.recv_bytes) / model.h2d_bytes_per_s : 0);
@@ -91,9 +92,10 @@ RankPlan plan_ksplit(std::int64_t m, std::int64_t n, std::int64_t k, int ranks, 
   // of one piece on the ranks that combine (run/ksplit.cpp sums in pieces).
   p.host_bytes = own + (nccl ? (rank == 0 ? c : 0)
                              : c + (ranks > 1 ? std::min<std::int64_t>(c, static_cast<std::int64_t>(kReducePieceBytes)) : 0));
-  // Chunks of K (4 when K_r >= 2048: two in flight) and, when chunked, a scratch C.
-  const std::int64_t chunk = kr >= 2048 ? (kr + 3) / 4 : kr;
-  p.gpu_bytes = gpu ? (kr >= 2048 ? 2 * (m + n) * chunk * es + 2 * c : own + c) : 0;
+  // Chunks of K (backend.hpp: two in flight) and, when chunked, a scratch C.
+  const bool chunked = kr >= backend::kKsplitChunkMinK;
+  const std::int64_t chunk = (kr + backend::kKsplitChunks - 1) / backend::kKsplitChunks;
+  p.gpu_bytes = gpu ? (chunked ? 2 * (m + n) * chunk * es + 2 * c : own + c) : 0;
   if (nccl && ranks > 1) {
     p.gpu_bytes += model.nccl_gpu_bytes_per_comm;
     p.host_bytes += model.nccl_host_bytes_per_comm;

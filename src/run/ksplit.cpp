@@ -1,22 +1,17 @@
 #include "run/ksplit.hpp"
-#include "run/checks.hpp"
-#include "run/result.hpp"
-
-#include <sys/resource.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <vector>
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
 #include "dist/partition.hpp"
+#include "run/checks.hpp"
 #include "run/dryrun.hpp"
 #include "run/progress.hpp"
+#include "run/result.hpp"
 
 namespace tessera::run {
 

@@ -1,10 +1,8 @@
 #include "run/pipeline.hpp"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
