@@ -20,6 +20,12 @@
 // Edges: cp.async with a source size of 0 writes zeros, so edge tiles are zero-padded in
 // shared memory; stores to C are guarded. Any M, N, K >= 1.
 //
+// Accumulation (GpuGemm::accumulate, C += A * B, beta = 1) is a template flag chosen at launch:
+// the epilogue reads C where it writes it and adds: one read of C more than C = A * B, instead
+// of the dispatcher's scratch C and its add kernel (a second launch that writes, then reads the
+// scratch and reads C again). Without the flag the epilogue never reads C. Each element of C
+// belongs to one thread of one block, so the read-add-write needs no synchronisation.
+//
 // Prediction (float, 128x128x16, 8x8 per thread, 3 stages, 256 threads, 2 blocks/SM): per k
 // step a thread issues 4 LDS.128 for 64 FFMA, and the loads are hidden behind two k blocks of
 // arithmetic; this is the recipe that reaches 80-95% of cuBLAS SGEMM, so ~42-48 TFLOP/s at
@@ -71,7 +77,28 @@ struct WarpTileConfig {
   static_assert(kSmemBytes <= 227 * 1024, "warptile: the stages fit an SM's shared memory");
 };
 
-template <class Cfg, bool VEC_B>
+// Four consecutive elements of a row of C from registers: C = v, or C += v when ACCUMULATE.
+// Same guards as store4_guarded: 16-byte accesses when `vec` and all four are inside C, else
+// element-wise ones of the elements inside C.
+template <bool ACCUMULATE, class T>
+__device__ __forceinline__ void epilogue4(T* c_row, std::int64_t col, std::int64_t n, const T* v,
+                                          bool vec) {
+  if constexpr (!ACCUMULATE) {
+    store4_guarded(c_row, col, n, v, vec);
+  } else if (vec && col + 3 < n) {
+    T sum[4];
+    load4(c_row + col, sum);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) sum[j] += v[j];
+    store4(c_row + col, sum);
+  } else {
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      if (col + j < n) c_row[col + j] += v[j];
+  }
+}
+
+template <class Cfg, bool VEC_B, bool ACCUMULATE>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     warptile_gemm_kernel(std::int64_t m, std::int64_t n, std::int64_t k,
                          const typename Cfg::T* __restrict__ a,
@@ -186,31 +213,37 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 #pragma unroll
         for (int t = 0; t < NSUB; ++t) {
           const std::int64_t col = col0 + n_base + t * (Cfg::WN / NSUB);
-          store4_guarded(c + r * n, col, n, &acc[4 * s + i][4 * t], vec_c);
+          epilogue4<ACCUMULATE>(c + r * n, col, n, &acc[4 * s + i][4 * t], vec_c);
         }
       }
   });
 }
 
+template <class Cfg, bool VEC_B, bool ACCUMULATE>
+void launch_warptile(const GpuGemm& g, bool vec_c) {
+  using T = typename Cfg::T;
+  const auto kernel = &warptile_gemm_kernel<Cfg, VEC_B, ACCUMULATE>;
+  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), Cfg::kSmemBytes);
+  kernel<<<tile_grid(g.m, g.n, Cfg::BM, Cfg::BN), Cfg::kThreads, Cfg::kSmemBytes, g.stream>>>(
+      g.m, g.n, g.k, static_cast<const T*>(g.a), static_cast<const T*>(g.b), static_cast<T*>(g.c),
+      vec_c);
+  CUDA_CHECK_LAUNCH();
+}
+
 template <class Cfg>
 void launch_warptile(const GpuGemm& g) {
-  using T = typename Cfg::T;
   constexpr int W = Cfg::W;
   // 16-byte copies of B need 16-byte-aligned rows: an aligned base, a row length in whole chunks.
   const bool vec_b = g.n % W == 0 && is_aligned(g.b, 16);
   const bool vec_c = g.n % W == 0 && is_aligned(g.c, 16);
-  const auto* a = static_cast<const T*>(g.a);
-  const auto* b = static_cast<const T*>(g.b);
-  auto* c = static_cast<T*>(g.c);
-  const dim3 grid = tile_grid(g.m, g.n, Cfg::BM, Cfg::BN);
-  if (vec_b) {
-    allow_dynamic_smem(reinterpret_cast<const void*>(&warptile_gemm_kernel<Cfg, true>), Cfg::kSmemBytes);
-    warptile_gemm_kernel<Cfg, true><<<grid, Cfg::kThreads, Cfg::kSmemBytes, g.stream>>>(g.m, g.n, g.k, a, b, c, vec_c);
-  } else {
-    allow_dynamic_smem(reinterpret_cast<const void*>(&warptile_gemm_kernel<Cfg, false>), Cfg::kSmemBytes);
-    warptile_gemm_kernel<Cfg, false><<<grid, Cfg::kThreads, Cfg::kSmemBytes, g.stream>>>(g.m, g.n, g.k, a, b, c, vec_c);
-  }
-  CUDA_CHECK_LAUNCH();
+  if (vec_b && g.accumulate)
+    launch_warptile<Cfg, true, true>(g, vec_c);
+  else if (vec_b)
+    launch_warptile<Cfg, true, false>(g, vec_c);
+  else if (g.accumulate)
+    launch_warptile<Cfg, false, true>(g, vec_c);
+  else
+    launch_warptile<Cfg, false, false>(g, vec_c);
 }
 
 //                                   T       BM   BN  BK  WM  WN MSUB NSUB STAGES MIN_BLOCKS
@@ -232,7 +265,7 @@ void run_warptile(const GpuGemm& g, GpuContext&) {
 }  // namespace
 
 std::vector<GpuKernel> warptile_kernels() {
-  return {
+  std::vector<GpuKernel> kernels{
       {"warptile-128x128",
        "warp tiles + 3-stage cp.async pipeline, 128x128x16 tiles, 8x8 per thread (f64: 64x64, 4x8)",
        nullptr, &run_warptile<F32_128x128, F64_64x64>},
@@ -243,6 +276,8 @@ std::vector<GpuKernel> warptile_kernels() {
        "warp tiles + 3-stage cp.async pipeline, 64x64x16 tiles, 4x8 per thread (f64: 32x32, 4x4)",
        nullptr, &run_warptile<F32_64x64, F64_32x32>},
   };
+  for (GpuKernel& kernel : kernels) kernel.accumulates = true;  // C += A * B in the epilogue
+  return kernels;
 }
 
 }  // namespace tessera::kernels

@@ -2,9 +2,13 @@
 // The compute step as a backend: the pipeline hands a backend one local GEMM on host memory
 // (its block of C) and gets back the time of each phase the backend went through. Backends
 // know nothing of MPI or HDF5.
+#include <algorithm>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,13 +17,65 @@
 
 namespace tessera::backend {
 
+// Thrown by RowProgress::wait_for when the other side gave up (its own error is the one to report).
+struct RowsAbandoned : std::runtime_error {
+  RowsAbandoned() : std::runtime_error("rows abandoned: the thread producing them failed") {}
+};
+
+// How many leading rows of a matrix are ready, for one thread to fill them while another already
+// uses the first ones: the pipeline reads A's rows from the file while the GEMM multiplies those
+// that have arrived, and writes C's rows while the GEMM still computes the rest. Rows become
+// ready in order. publish() may be called from a CUDA host callback: it only locks and notifies.
+class RowProgress {
+ public:
+  // Rows [0, rows) are ready.
+  void publish(std::int64_t rows) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ready_ = std::max(ready_, rows);
+    }
+    changed_.notify_all();
+  }
+  // The producer failed: waiters throw RowsAbandoned instead of waiting for ever.
+  void abandon() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      abandoned_ = true;
+    }
+    changed_.notify_all();
+  }
+  bool abandoned() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return abandoned_;
+  }
+  // Blocks until at least `rows` rows are ready; returns how many are.
+  std::int64_t wait_for(std::int64_t rows) const {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return ready_ >= rows || abandoned_; });
+    if (ready_ < rows) throw RowsAbandoned();
+    return ready_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  std::int64_t ready_ = 0;
+  bool abandoned_ = false;
+};
+
 // C = A * B, all row-major and contiguous on the host: A is m x k, B is k x n, C is m x n.
+// Streaming (optional): with a_rows, A's rows arrive while the GEMM runs, and the backend waits
+// for each row it is about to use (B must be complete); with c_rows, the backend publishes C's
+// rows as they reach host memory (before the call returns), so the caller can store them while
+// the rest is computed.
 struct GemmProblem {
   DType dtype = DType::f64;
   std::int64_t m = 0, n = 0, k = 0;
   const void* a = nullptr;
   const void* b = nullptr;
   void* c = nullptr;
+  const RowProgress* a_rows = nullptr;
+  RowProgress* c_rows = nullptr;
 };
 
 struct PhaseTime {

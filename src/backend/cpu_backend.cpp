@@ -15,6 +15,8 @@ namespace tessera::backend {
 namespace {
 
 class CpuBackend final : public Backend {
+  static constexpr std::int64_t kStreamTiles = 4;  // row tiles of a streamed GEMM
+
  public:
   std::string name() const override { return "cpu"; }
   std::string device() const override {
@@ -24,10 +26,24 @@ class CpuBackend final : public Backend {
 
   std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) override {
     const auto start = std::chrono::steady_clock::now();
-    if (p.dtype == DType::f32)
-      run<float>(kernel, p);
-    else
-      run<double>(kernel, p);
+    // Streaming: row tiles, each as soon as its rows of A are there, its C rows published after.
+    const bool streamed = p.a_rows || p.c_rows;
+    const std::int64_t tile = streamed ? std::max<std::int64_t>(1, (p.m + kStreamTiles - 1) / kStreamTiles)
+                                       : std::max<std::int64_t>(1, p.m);
+    const std::size_t esize = dtype_size(p.dtype);
+    for (std::int64_t i0 = 0; i0 == 0 || i0 < p.m; i0 += tile) {
+      const std::int64_t rows = std::min(tile, p.m - i0);
+      if (p.a_rows) p.a_rows->wait_for(i0 + rows);
+      GemmProblem part = p;
+      part.m = rows;
+      part.a = static_cast<const unsigned char*>(p.a) + static_cast<std::size_t>(i0 * p.k) * esize;
+      part.c = static_cast<unsigned char*>(p.c) + static_cast<std::size_t>(i0 * p.n) * esize;
+      if (p.dtype == DType::f32)
+        run<float>(kernel, part);
+      else
+        run<double>(kernel, part);
+      if (p.c_rows) p.c_rows->publish(i0 + rows);
+    }
     const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - start;
     return {{"compute", dt.count()}};
   }

@@ -392,7 +392,9 @@ class CudaBackend final : public Backend {
     if (a_bytes + b_bytes_all + c_bytes_all > budget) return gemm_tiled(name, p, budget, 1, true);
     // Large enough that the copies cost time: stream C in row tiles (at least kPipelineTiles),
     // so the copies of one tile overlap the kernel of another. B goes up once, first.
-    if (a_bytes + b_bytes_all + c_bytes_all >= kPipelineMinBytes && p.m >= 2 * kPipelineTiles)
+    // So is a streamed GEMM (A's rows still arriving, C's rows awaited), whatever its size.
+    const bool streamed = p.a_rows || p.c_rows;
+    if ((a_bytes + b_bytes_all + c_bytes_all >= kPipelineMinBytes || streamed) && p.m >= 2 * kPipelineTiles)
       return gemm_tiled(name, p, budget, kPipelineTiles, false);
 
     const std::size_t b_bytes = static_cast<std::size_t>(p.k * p.n) * elem;
@@ -419,6 +421,7 @@ class CudaBackend final : public Backend {
         host_seconds([&] { pin_c = HostRegistration(p.c, c_bytes, kPinMinBytes); });
 
     const cudaStream_t s = stream_.get();
+    if (p.a_rows) p.a_rows->wait_for(p.m);
     Event start, copied_in, computed, copied_out;
     start.record(s);
     if (a_bytes) CUDA_CHECK(cudaMemcpyAsync(a.get(), p.a, a_bytes, cudaMemcpyHostToDevice, s));
@@ -429,6 +432,7 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaMemcpyAsync(p.c, c.get(), c_bytes, cudaMemcpyDeviceToHost, s));
     copied_out.record(s);
     stream_.synchronize();
+    if (p.c_rows) p.c_rows->publish(p.m);
     peak_used_ = std::max(peak_used_, device_bytes_in_use());
 
     return {{"h2d", pin_in_seconds + copied_in.seconds_since(start)},
@@ -499,46 +503,74 @@ class CudaBackend final : public Backend {
         CUDA_CHECK(cudaMemcpyAsync(b[0].get(), hb, static_cast<std::size_t>(p.k * p.n) * elem, cudaMemcpyHostToDevice, in));
         b_ready[0].record(in);
       });
+    // Streaming: a host callback on the copy-out stream publishes each tile row of C once it is
+    // back in host memory (kept in `done`, which outlives the streams' work).
+    struct RowsDone {
+      RowProgress* progress;
+      std::int64_t rows;
+    };
+    std::vector<RowsDone> done(static_cast<std::size_t>((p.m + mr - 1) / mr));
+    const auto publish = [](void* what) {
+      const auto* d = static_cast<const RowsDone*>(what);
+      d->progress->publish(d->rows);
+    };
     std::int64_t tile = 0;
-    for (std::int64_t i0 = 0, row = 0; i0 < p.m; i0 += mr, ++row) {
-      const std::int64_t rows = std::min(mr, p.m - i0);
-      const int sa = static_cast<int>(row % 2);
-      CUDA_CHECK(cudaStreamWaitEvent(in, a_free[sa].get(), 0));  // the tile row two back is done with it
-      steps.time(h2d, in, [&] {
-        CUDA_CHECK(cudaMemcpyAsync(a[sa].get(), ha + static_cast<std::size_t>(i0 * p.k) * elem,
-                                   static_cast<std::size_t>(rows * p.k) * elem, cudaMemcpyHostToDevice, in));
-      });
-      a_ready[sa].record(in);
-      for (std::int64_t j0 = 0; j0 < p.n; j0 += nc, ++tile) {
-        const std::int64_t cols = std::min(nc, p.n - j0);
-        const int st = static_cast<int>(tile % 2), sb = b_once ? 0 : st;
-        if (!b_once) {
-          CUDA_CHECK(cudaStreamWaitEvent(in, b_free[sb].get(), 0));
-          steps.time(h2d, in, [&] {
-            CUDA_CHECK(cudaMemcpy2DAsync(b[sb].get(), static_cast<std::size_t>(cols) * elem,
-                                         hb + static_cast<std::size_t>(j0) * elem, static_cast<std::size_t>(p.n) * elem,
-                                         static_cast<std::size_t>(cols) * elem, static_cast<std::size_t>(p.k),
-                                         cudaMemcpyHostToDevice, in));
-          });
-          b_ready[sb].record(in);
-        }
-        CUDA_CHECK(cudaStreamWaitEvent(run, a_ready[sa].get(), 0));
-        CUDA_CHECK(cudaStreamWaitEvent(run, b_ready[sb].get(), 0));
-        CUDA_CHECK(cudaStreamWaitEvent(run, c_free[st].get(), 0));  // tile two back has left this C buffer
-        const kernels::GpuGemm g{p.dtype, rows, cols, p.k, a[sa].get(), b[sb].get(), c[st].get(), run};
-        steps.time(kernel, run, [&] { kernels::gpu_gemm(name, g, context_); });
-        computed[st].record(run);
-        a_free[sa].record(run);
-        if (!b_once) b_free[sb].record(run);
-        CUDA_CHECK(cudaStreamWaitEvent(out, computed[st].get(), 0));
-        steps.time(d2h, out, [&] {
-          CUDA_CHECK(cudaMemcpy2DAsync(hc + static_cast<std::size_t>(i0 * p.n + j0) * elem,
-                                       static_cast<std::size_t>(p.n) * elem, c[st].get(),
-                                       static_cast<std::size_t>(cols) * elem, static_cast<std::size_t>(cols) * elem,
-                                       static_cast<std::size_t>(rows), cudaMemcpyDeviceToHost, out));
+    // On an error (or the reader of A giving up) the enqueued work is waited for before the
+    // buffers and `done` go.
+    const auto drain = [&] {
+      (void)cudaStreamSynchronize(in);
+      (void)cudaStreamSynchronize(run);
+      (void)cudaStreamSynchronize(out);
+    };
+    try {
+      for (std::int64_t i0 = 0, row = 0; i0 < p.m; i0 += mr, ++row) {
+        const std::int64_t rows = std::min(mr, p.m - i0);
+        const int sa = static_cast<int>(row % 2);
+        if (p.a_rows) p.a_rows->wait_for(i0 + rows);
+        CUDA_CHECK(cudaStreamWaitEvent(in, a_free[sa].get(), 0));  // the tile row two back is done with it
+        steps.time(h2d, in, [&] {
+          CUDA_CHECK(cudaMemcpyAsync(a[sa].get(), ha + static_cast<std::size_t>(i0 * p.k) * elem,
+                                     static_cast<std::size_t>(rows * p.k) * elem, cudaMemcpyHostToDevice, in));
         });
-        c_free[st].record(out);
+        a_ready[sa].record(in);
+        for (std::int64_t j0 = 0; j0 < p.n; j0 += nc, ++tile) {
+          const std::int64_t cols = std::min(nc, p.n - j0);
+          const int st = static_cast<int>(tile % 2), sb = b_once ? 0 : st;
+          if (!b_once) {
+            CUDA_CHECK(cudaStreamWaitEvent(in, b_free[sb].get(), 0));
+            steps.time(h2d, in, [&] {
+              CUDA_CHECK(cudaMemcpy2DAsync(b[sb].get(), static_cast<std::size_t>(cols) * elem,
+                                           hb + static_cast<std::size_t>(j0) * elem, static_cast<std::size_t>(p.n) * elem,
+                                           static_cast<std::size_t>(cols) * elem, static_cast<std::size_t>(p.k),
+                                           cudaMemcpyHostToDevice, in));
+            });
+            b_ready[sb].record(in);
+          }
+          CUDA_CHECK(cudaStreamWaitEvent(run, a_ready[sa].get(), 0));
+          CUDA_CHECK(cudaStreamWaitEvent(run, b_ready[sb].get(), 0));
+          CUDA_CHECK(cudaStreamWaitEvent(run, c_free[st].get(), 0));  // tile two back has left this C buffer
+          const kernels::GpuGemm g{p.dtype, rows, cols, p.k, a[sa].get(), b[sb].get(), c[st].get(), run};
+          steps.time(kernel, run, [&] { kernels::gpu_gemm(name, g, context_); });
+          computed[st].record(run);
+          a_free[sa].record(run);
+          if (!b_once) b_free[sb].record(run);
+          CUDA_CHECK(cudaStreamWaitEvent(out, computed[st].get(), 0));
+          steps.time(d2h, out, [&] {
+            CUDA_CHECK(cudaMemcpy2DAsync(hc + static_cast<std::size_t>(i0 * p.n + j0) * elem,
+                                         static_cast<std::size_t>(p.n) * elem, c[st].get(),
+                                         static_cast<std::size_t>(cols) * elem, static_cast<std::size_t>(cols) * elem,
+                                         static_cast<std::size_t>(rows), cudaMemcpyDeviceToHost, out));
+          });
+          c_free[st].record(out);
+        }
+        if (p.c_rows) {
+          done[static_cast<std::size_t>(row)] = {p.c_rows, i0 + rows};
+          CUDA_CHECK(cudaLaunchHostFunc(out, publish, &done[static_cast<std::size_t>(row)]));
+        }
       }
+    } catch (...) {
+      drain();
+      throw;
     }
     copy_in.synchronize();
     stream_.synchronize();

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <stdexcept>
 #include <system_error>
 #include <string>
@@ -29,14 +30,28 @@ namespace {
 // ---- library setup --------------------------------------------------------------------------
 
 // HDF5 prints its whole error stack to stderr by default; users must only ever see our one-line
-// messages, so printing is switched off once, before the first HDF5 call of any entry point.
+// messages, so printing is switched off before the first HDF5 call of any entry point. In a
+// thread-safe HDF5 that setting belongs to the thread, so each thread switches it off once.
 void ensure_init() {
   static const bool initialized = [] {
     H5open();
+    return true;
+  }();
+  thread_local const bool quiet = [] {
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     return true;
   }();
   (void)initialized;
+  (void)quiet;
+}
+
+// The pipeline reads A on one thread while it writes C on another. HDF5 built without thread
+// safety must not be entered by two threads at once, so the entry points that may run on such
+// threads (read_block, write_block) hold this lock around their HDF5 calls; the bulk pread and
+// pwrite of contiguous datasets run outside it.
+std::mutex& hdf5_lock() {
+  static std::mutex lock;
+  return lock;
 }
 
 // ---- RAII for hid_t ------------------------------------------------------------------------
@@ -679,18 +694,28 @@ void read_direct(const std::string& path, std::int64_t base, std::int64_t cols, 
 
 void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
                 std::int64_t ncols, DType as, void* out) {
-  OpenDataset od = open_matrix(ref);
-  if (!in_range(row0, nrows, od.info.rows) || !in_range(col0, ncols, od.info.cols))
-    throw InputError(block_text(row0, nrows, col0, ncols) + " is outside " + in_quotes(ref) + " (" +
-                     shape_text(od.info.rows, od.info.cols) + ")");
-  if (nrows == 0 || ncols == 0) return;
-  if (out == nullptr) throw std::invalid_argument("read_block: null output buffer");
-  if (const std::int64_t base = direct_offset(od, as); base >= 0)
-    return read_direct(ref.file, base, od.info.cols, row0, nrows, col0, ncols, dtype_size(as), out);
-  auto [file_space, mem_space] = block_spaces(od.dataset.get(), row0, nrows, col0, ncols);
-  if (!file_space.valid()) throw_io("cannot select " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref));
-  if (H5Dread(od.dataset.get(), native_type(as), mem_space.get(), file_space.get(), H5P_DEFAULT, out) < 0)
-    throw_io("reading " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref) + " failed");
+  std::int64_t base = -1, file_cols = 0;
+  {
+    const std::lock_guard<std::mutex> hold(hdf5_lock());
+    ensure_init();
+    OpenDataset od = open_matrix(ref);
+    if (!in_range(row0, nrows, od.info.rows) || !in_range(col0, ncols, od.info.cols))
+      throw InputError(block_text(row0, nrows, col0, ncols) + " is outside " + in_quotes(ref) + " (" +
+                       shape_text(od.info.rows, od.info.cols) + ")");
+    if (nrows == 0 || ncols == 0) return;
+    if (out == nullptr) throw std::invalid_argument("read_block: null output buffer");
+    base = direct_offset(od, as);
+    file_cols = od.info.cols;
+    if (base < 0) {
+      auto [file_space, mem_space] = block_spaces(od.dataset.get(), row0, nrows, col0, ncols);
+      if (!file_space.valid())
+        throw_io("cannot select " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref));
+      if (H5Dread(od.dataset.get(), native_type(as), mem_space.get(), file_space.get(), H5P_DEFAULT, out) < 0)
+        throw_io("reading " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref) + " failed");
+      return;
+    }
+  }
+  read_direct(ref.file, base, file_cols, row0, nrows, col0, ncols, dtype_size(as), out);
 }
 
 std::vector<std::pair<std::string, std::string>> read_attributes(const DatasetRef& ref) {
@@ -924,6 +949,8 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
                     (rc > 0 ? std::string(std::strerror(rc)) : std::string("nothing written")));
     return;
   }
+  const std::lock_guard<std::mutex> hold(hdf5_lock());
+  ensure_init();
   auto [file_space, mem_space] = block_spaces(w.dataset.get(), row0, nrows, col0, ncols);
   if (!file_space.valid()) throw_io("cannot select " + block_text(row0, nrows, col0, ncols) + " of " + w.where());
   if (H5Dwrite(w.dataset.get(), native_type(w.dtype), mem_space.get(), file_space.get(), H5P_DEFAULT, data) < 0)

@@ -120,6 +120,7 @@ nlohmann::json to_json(const JobReport& r) {
           {"nranks", r.nranks},
           {"algorithm", r.algorithm},
           {"comm", r.comm},
+          {"stream_chunks", r.stream_chunks},
           {"backend", r.backend},
           {"kernel", r.kernel},
           {"totals",
@@ -149,6 +150,9 @@ std::string format_table(const JobReport& r) {
       fmt::format("tessera {}: C({}x{}) = A({}x{}) * B({}x{}), {}, {} on a {}x{} grid of {} rank{} (comm {}), {} / {}\n",
                   r.version, r.m, r.n, r.m, r.k, r.k, r.n, r.dtype, r.algorithm, r.grid_rows, r.grid_cols, r.nranks,
                   r.nranks == 1 ? "" : "s", r.comm, r.backend, r.kernel);
+  if (r.stream_chunks > 1)
+    out += fmt::format("streaming: A read in {} pieces while the GEMM ran\n",
+                       r.stream_chunks);
   out += fmt::format("{:>4}  {:<12} {:<24} {:>7} {:>19} {:>10}", "rank", "host", "device", "block", "rows x cols",
                      "GFLOP/s");
   for (const auto& n : names) out += fmt::format(" {:>9}", n + "/ms");

@@ -47,6 +47,8 @@ struct JobReport {
   // How ranks moved data during the compute: "host" (MPI on host memory), "nccl" (GPU to GPU),
   // "cuda-aware" (MPI on GPU memory), "none" (one rank).
   std::string comm = "host";
+  // Pieces A was read in while the GEMM ran (panels, run/stream.hpp); 1: read before it.
+  int stream_chunks = 1;
   std::string backend, kernel;
   double wall_seconds = 0;
   std::vector<RankRecord> ranks;

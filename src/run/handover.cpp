@@ -84,7 +84,7 @@ std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nran
 
 void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType dtype, void* c_block, void* spare,
                       io::MatrixWriter* writer, Progress& progress, report::Phases& phases,
-                      const BlockTransport& transport) {
+                      const BlockTransport& transport, bool root_written) {
   const int rank = comm.rank();
   const std::size_t esize = dtype_size(dtype);
   comm.step([&] {
@@ -112,7 +112,7 @@ void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType
     };
     // Only this function's one writer thread at a time calls HDF5.
     const auto write = [&](int r, const void* data) {
-      if (write_error) return;
+      if (write_error || (r == kRoot && root_written)) return;
       const auto rows = part.rows_of(r), cols = part.cols_of(r);
       const double t0 = MPI_Wtime();
       try {

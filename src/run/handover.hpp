@@ -51,7 +51,7 @@ std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nran
                              std::int64_t k, dist::GridShape grid);
 
 // Collective: each active rank's C block (laid out by `part`) goes to rank 0, which writes it.
-// Rank 0's own block is written from `c_block`; with a `spare` buffer (rank 0 only, of
+// Rank 0's own block is written from `c_block` (unless `root_written`: it is in the output already); with a `spare` buffer (rank 0 only, of
 // gather_spare_elements() elements) the blocks alternate between the two, and each is written
 // on a second thread while the next one arrives; without one they arrive, one after the other,
 // into `c_block` (block (0, 0) is the largest: split() makes the first ranges the longer ones).
@@ -66,7 +66,7 @@ struct BlockTransport {
 };
 void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType dtype, void* c_block, void* spare,
                       io::MatrixWriter* writer, Progress& progress, report::Phases& phases,
-                      const BlockTransport& transport = {});
+                      const BlockTransport& transport = {}, bool root_written = false);
 
 // Elements of rank 0's spare gather buffer: the largest of the blocks that arrive into it (the
 // odd-numbered ones).

@@ -24,6 +24,7 @@
 #include "run/freivalds.hpp"
 #include "run/handover.hpp"
 #include "run/ksplit.hpp"
+#include "run/stream.hpp"
 #include "run/summa.hpp"
 #include "run/progress.hpp"
 
@@ -276,10 +277,28 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     refuse_over_node_memory(comm, need, "A rows, B columns and C block of a " + plan.grid.str() + " grid");
   }
 
+  // Streaming (run/stream.hpp): A's rows are read while the GEMM multiplies those already there,
+  // and rank 0 writes its C rows while the rest is computed. Not with --baseline (which runs the
+  // GEMM more than once) or, for C, --verify (which checks C before any of it is written).
+  // Rank 0 decides, so every rank refuses non-finite input at the same step.
+  int chunks = 1;
+  comm.step([&] {
+    if (rank != kRoot || !o.baseline.empty()) return;
+    std::int64_t most_rows = 0;
+    for (int r = 0; r < part.grid().size(); ++r) most_rows = std::max(most_rows, part.rows_of(r).size());
+    chunks = static_cast<int>(
+        std::min<std::int64_t>(stream_chunks(static_cast<std::size_t>(most_rows * plan.k) * esize), most_rows));
+  });
+  chunks = std::stoi(comm.broadcast(std::to_string(chunks), kRoot));
+  const bool streaming = chunks > 1;
+  job.stream_chunks = chunks;
+
   me.phases.emplace_back("setup", wall.seconds());  // plan, output, backend (GPU start-up)
   progress.step("reading A rows and B columns on " + std::to_string(part.grid().size()) + " rank(s)");
   // 3. Each active rank reads only its hyperslabs: A rows of its block-row, B columns of its block-column.
   backend::HostBuffer a, b, c, spare;  // spare: rank 0's second gather buffer (handover.hpp)
+  RowStreams streams;                  // after the buffers its threads use: stopped before they go
+  NonfiniteScan sa, sb;  // non-finite inputs: counted once per element (A on block-column 0, B on block-row 0)
   comm.step([&] {
     if (!me.active) return;
     const Stopwatch t;
@@ -289,27 +308,28 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     a = be->allocate_host(static_cast<std::size_t>(part.a_elements(rank)) * esize);
     b = be->allocate_host(static_cast<std::size_t>(part.b_elements(rank)) * esize);
     c = be->allocate_host(static_cast<std::size_t>(part.c_elements(rank)) * esize);
-    io::read_block(io::DatasetRef::parse(o.a), rows.begin, rows.size(), 0, plan.k, plan.dtype, a.data());
     io::read_block(io::DatasetRef::parse(o.b), 0, plan.k, cols.begin, cols.size(), plan.dtype, b.data());
-    me.phases.emplace_back("read", t.seconds());
+    if (part.block_row(rank) == 0)
+      sb = scan_nonfinite(b.data(), plan.dtype, plan.k, cols.size(), 0, cols.begin, plan.n);
+    if (streaming) {
+      streams.start_reading(io::DatasetRef::parse(o.a), rows.begin, rows.size(), plan.k, plan.dtype, a.data(), chunks,
+                            part.block_col(rank) == 0);
+    } else {
+      io::read_block(io::DatasetRef::parse(o.a), rows.begin, rows.size(), 0, plan.k, plan.dtype, a.data());
+      if (part.block_col(rank) == 0)
+        sa = scan_nonfinite(a.data(), plan.dtype, rows.size(), plan.k, rows.begin, 0, plan.k);
+    }
+    me.phases.emplace_back("read", t.seconds());  // streaming: B, and A's reading that ran before the GEMM
   });
+  if (!streaming) refuse_nonfinite(comm, o.a, sa, plan.k, o.b, sb, plan.n, o.allow_nonfinite);
 
-  // Non-finite inputs: counted once per element (A on block-column 0, B on block-row 0).
-  {
-    NonfiniteScan sa, sb;
-    if (me.active && part.block_col(rank) == 0)
-      sa = scan_nonfinite(a.data(), plan.dtype, part.rows_of(rank).size(), plan.k, part.rows_of(rank).begin, 0, plan.k);
-    if (me.active && part.block_row(rank) == 0)
-      sb = scan_nonfinite(b.data(), plan.dtype, plan.k, part.cols_of(rank).size(), 0, part.cols_of(rank).begin, plan.n);
-    refuse_nonfinite(comm, o.a, sa, plan.k, o.b, sb, plan.n, o.allow_nonfinite);
-  }
-
-  progress.step("computing C blocks with " + kernel);
+  progress.step("computing C blocks with " + kernel + (streaming ? " (A read and C written meanwhile)" : ""));
   // 4. Compute the local block.
+  bool root_written = false;  // rank 0's C block went to the output during the GEMM
   comm.step([&] {
     if (!me.active) return;
-    const backend::GemmProblem prob{plan.dtype, part.rows_of(rank).size(), part.cols_of(rank).size(), plan.k,
-                                    a.data(), b.data(), c.data()};
+    const auto rows = part.rows_of(rank), cols = part.cols_of(rank);
+    backend::GemmProblem prob{plan.dtype, rows.size(), cols.size(), plan.k, a.data(), b.data(), c.data()};
     if (!o.baseline.empty()) {
       backend::HostBuffer scratch = be->allocate_host(c.size());
       auto bprob = prob;
@@ -325,14 +345,37 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
       me.baseline_seconds = kernel_s >= 0 ? kernel_s : total_s;
       be->gemm(kernel, prob);  // the same warm-up for the measured kernel, so the comparison is fair
     }
+    if (streaming) {
+      prob.a_rows = streams.a_rows();
+      if (rank == kRoot && !o.verify) {
+        streams.start_writing(writer.get(), rows.begin, cols.begin, rows.size(), cols.size(), plan.dtype, c.data());
+        prob.c_rows = streams.c_rows();
+      }
+    }
     const Stopwatch t;
-    const auto phases = be->gemm(kernel, prob);
-    me.phases.emplace_back("compute", t.seconds());
+    std::vector<backend::PhaseTime> phases;
+    std::exception_ptr failed;
+    try {
+      phases = be->gemm(kernel, prob);
+    } catch (...) {
+      if (!streaming) throw;
+      failed = std::current_exception();
+    }
+    const double compute_s = t.seconds();  // streaming: includes waiting for A's rows
+    if (streaming) {
+      streams.finish(failed);  // rethrows the first failure: reading A, the GEMM, writing C
+      root_written = prob.c_rows != nullptr;
+      sa = streams.nonfinite();
+      for (auto& p : me.phases)  // all of A's reading, though most of it overlapped the GEMM
+        if (p.first == "read") p.second += streams.read_seconds();
+    }
+    me.phases.emplace_back("compute", compute_s);
     for (const auto& p : phases)
       if (p.name != "compute") me.phases.emplace_back(p.name, p.seconds);
     for (const auto& w : be->warnings())  // e.g. that the block ran out of core
       if (std::find(me.warnings.begin(), me.warnings.end(), w) == me.warnings.end()) me.warnings.push_back(w);
   });
+  if (streaming) refuse_nonfinite(comm, o.a, sa, plan.k, o.b, sb, plan.n, o.allow_nonfinite);
 
   // Optional: Freivalds' check on the blocks still in memory, before anything is written.
   std::optional<FreivaldsResult> verified;
@@ -347,7 +390,10 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   progress.step("gathering and writing C");
   // 5. Gather the blocks to rank 0, which writes each as it arrives (memory: one block).
   gather_and_write(comm, part, plan.dtype, c.data(), spare.empty() ? nullptr : spare.data(), writer.get(), progress,
-                   me.phases);
+                   me.phases, {}, root_written);
+  if (root_written)  // rank 0's own block was written during the GEMM
+    for (auto& p : me.phases)
+      if (p.first == "write") p.second += streams.write_seconds();
   {
     const Stopwatch t;  // freeing page-locked memory takes time too
     a = {};

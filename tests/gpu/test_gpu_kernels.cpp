@@ -310,6 +310,60 @@ TEST_CASE("every GPU kernel accumulates: C += A * B", "[gpu][small][summa]") {
   check_accumulate<double>({1, 1, 2}, 1);
 }
 
+// C += A * B on a random nonzero C: the epilogues that read C (warptile's, cuBLAS's beta = 1)
+// and the dispatcher's scratch C for the others. C0 + sum_p a_ip b_pj is a dot product of
+// length k + 1 (C0 times 1 as one more term), so the reference is C0 + A B and the bound that of
+// a length-(k + 1) product on |C0| + |A| |B|.
+template <class T>
+void check_accumulate_into(const Shape& s) {
+  const auto seed = 0xbe7a1 + static_cast<std::uint64_t>(s.m * 31 + s.n * 7 + s.k);
+  Problem<T> p(s, seed);
+  std::mt19937_64 rng(seed + 1);
+  const std::vector<T> c0 = random_matrix<T>(s.m, s.n, rng);
+  for (std::size_t i = 0; i < c0.size(); ++i) {
+    p.ref[i] += c0[i];
+    p.abs_ref[i] += std::fabs(static_cast<double>(c0[i]));
+  }
+  p.shape.k = s.k + 1;  // what compare() takes the bound of
+  GpuContext ctx;
+  Stream stream;
+  DeviceBuffer a(p.a.size() * sizeof(T), "A"), b(p.b.size() * sizeof(T), "B");
+  DeviceBuffer c(c0.size() * sizeof(T), "C");
+  to_device(a, p.a.data(), stream);
+  to_device(b, p.b.data(), stream);
+  for (const std::string& kernel : kernels_under_test()) {
+    INFO("kernel " << kernel << ", " << dtype_name(dtype_of<T>()) << ", " << shape_str(s));
+    GpuGemm g{dtype_of<T>(), s.m, s.n, s.k, a.get(), b.get(), c.get(), stream.get()};
+    g.accumulate = true;
+    if (!kernels::gpu_can_implement(kernel, g)) continue;
+    to_device(c, c0.data(), stream);
+    kernels::gpu_gemm(kernel, g, ctx);
+    CHECK(compare(to_host<T>(c, c0.size(), stream), p, kernel) == "");
+  }
+}
+
+TEST_CASE("C += A * B adds into a random C on odd shapes", "[gpu][small][summa]") {
+  // The warptile kernels add in their epilogue, so the dispatcher gives them C itself.
+  for (const std::string kernel : {"warptile-128x128", "warptile-128x64", "warptile-64x64"}) {
+    INFO("kernel " << kernel);
+    kernels::GpuKernelTraits traits;
+    REQUIRE(kernels::gpu_kernel_traits(kernel, &traits));
+    CHECK(traits.accumulates);
+  }
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  const Shape shape = GENERATE(values<Shape>({
+      {1, 1, 1},
+      {37, 53, 29},
+      {131, 257, 67},  // partial tiles, several k blocks, unaligned rows (scalar paths)
+      {129, 260, 33},  // N a multiple of 4: the 16-byte loads and stores of C, partial tiles
+  }));
+  const DType dtype = GENERATE(DType::f32, DType::f64);
+  if (dtype == DType::f32)
+    check_accumulate_into<float>(shape);
+  else
+    check_accumulate_into<double>(shape);
+}
+
 // SUMMA's panel product on one GPU: panels staged from a host block (strided), or uploaded
 // from the slot's staging, two slots in turn, summed on the device, against the reference.
 TEST_CASE("the cuda backend's panel product sums panels of K", "[gpu][small][summa]") {

@@ -27,6 +27,8 @@ p.add_argument("--baseline", default="")
 p.add_argument("--need-gpus", type=int, default=0)
 p.add_argument("--expect-shared-gpu", action="store_true", help="more ranks than GPUs: a warning is expected")
 p.add_argument("--gpu-memory", default="", help="--gpu-memory for tessera; the block must then run out of core")
+p.add_argument("--stream-chunks", type=int, default=0,
+               help="TESSERA_STREAM_CHUNKS for the run: A is read in this many pieces while the GEMM runs")
 args = p.parse_args()
 
 if args.need_gpus:
@@ -69,7 +71,7 @@ if args.comm:
     cmd += ["--comm", args.comm]
 if args.panel_width:
     cmd += ["--panel-width", str(args.panel_width)]
-res = r.run(cmd)
+res = r.run(cmd, env={"TESSERA_STREAM_CHUNKS": str(args.stream_chunks)} if args.stream_chunks else None)
 
 with h5py.File(c_file, "r") as f:
     c = f["/result/C"][...]
@@ -97,6 +99,12 @@ if args.expect_algorithm:
 if args.expect_comm:
     check(rep["comm"] == args.expect_comm, f"report comm {rep['comm']}, expected {args.expect_comm}")
 check(rep["comm"] in ("none", "host", "nccl", "cuda-aware"), f"report comm {rep['comm']!r}")
+if args.stream_chunks > 1:
+    # min(chunks, the most rows of any rank's block)
+    check(rep["stream_chunks"] > 1, f"report stream_chunks {rep['stream_chunks']}, expected streaming")
+    check("streaming: A read in" in res.stdout, "the table says A streamed")
+elif args.stream_chunks == 1:
+    check(rep["stream_chunks"] == 1, f"report stream_chunks {rep['stream_chunks']}, expected 1")
 check(f"(comm {rep['comm']})" in res.stdout, "the table names the comm path")
 ksplit = rep["algorithm"] == "ksplit"
 covered = 0

@@ -31,6 +31,7 @@ cmd = None
 expect = None
 direct = False
 env = None
+stream_env = None  # environment for a case run through mpirun
 case = args.case
 if case == "missing-file":
     cmd, expect = base(a=r.path("nope.h5") + ":/A"), "nope.h5"
@@ -129,10 +130,20 @@ elif case == "cuda-aware-on-cpu":
     cmd, expect = base() + ["--algorithm", "summa", "--comm", "cuda-aware"], "--comm cuda-aware needs the cuda backend"
 elif case == "panel-width-with-panels":
     cmd, expect = base() + ["--algorithm", "panels", "--panel-width", "64"], "--panel-width needs --algorithm summa"
+elif case == "stream-nonfinite":
+    # A streams in 4 pieces; the NaN is in the last one, read while the GEMM already runs.
+    nan_a = rng.random((40, 5))
+    nan_a[37, 2] = np.nan
+    write(A, "/Anan", nan_a)
+    cmd, expect, stream_env = base(a=f"{A}:/Anan"), "first at (37, 2)", {"TESSERA_STREAM_CHUNKS": "4"}
+elif case == "bad-stream-chunks":
+    cmd, expect, stream_env = base(), "TESSERA_STREAM_CHUNKS='lots'", {"TESSERA_STREAM_CHUNKS": "lots"}
 else:
     fail(f"unknown case {case}")
 
-if env is not None or cmd[0] == "setpriv":
+if stream_env is not None:
+    res = r.run(cmd, expect_ok=False, timeout=60, env=stream_env)
+elif env is not None or cmd[0] == "setpriv":
     import subprocess, time
     t0 = time.monotonic()
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})}, cwd=r.dir)

@@ -15,16 +15,28 @@ add_mpi_test(mpi.f64.gzip.np3 3 e2e_run.py --m 64 --n 80 --k 96 --dtype f64 --la
 add_mpi_test(mpi.f64.samefile.np2 2 e2e_run.py --m 20 --n 21 --k 22 --dtype f64 --same-file)
 add_mpi_test(mpi.int32.np2 2 e2e_run.py --m 15 --n 16 --k 17 --dtype i32)
 add_mpi_test(mpi.f64.baseline.np2 2 e2e_run.py --m 40 --n 50 --k 60 --dtype f64 --baseline cpu-naive)
+# Streaming (run/stream.hpp): A read in pieces while the GEMM runs, rank 0's C written as it
+# comes back. Forced small with TESSERA_STREAM_CHUNKS; more pieces than rows, prime shapes, K = 1.
+add_mpi_test(stream.f64.odd.np1 1 e2e_run.py --m 37 --n 29 --k 31 --dtype f64 --stream-chunks 5)
+add_mpi_test(stream.f32.odd.np2 2 e2e_run.py --m 61 --n 47 --k 1031 --dtype f32 --stream-chunks 3 --kernel cpu-tiled)
+add_mpi_test(stream.f64.many-pieces.np3 3 e2e_run.py --m 7 --n 5 --k 3 --dtype f64 --stream-chunks 50)
+add_mpi_test(stream.f64.k1.np2 2 e2e_run.py --m 13 --n 11 --k 1 --dtype f64 --stream-chunks 4 --kernel cpu-naive)
+add_mpi_test(stream.f64.grid2x2.np4 4 e2e_run.py --m 29 --n 31 --k 23 --dtype f64 --grid 2x2 --algorithm panels --stream-chunks 3)
+add_mpi_test(stream.f32.chunked.np2 2 e2e_run.py --m 70 --n 90 --k 50 --dtype f32 --layout chunked --stream-chunks 4)
+add_mpi_test(stream.f64.off.np2 2 e2e_run.py --m 20 --n 21 --k 22 --dtype f64 --stream-chunks 1)
 
 # The CUDA backend end to end; skipped (visibly) where fewer GPUs are visible.
 add_mpi_test(mpi.cuda.np1 1 e2e_run.py --m 1023 --n 1025 --k 1027 --dtype f32 --backend cuda --need-gpus 1)
+add_mpi_test(stream.cuda.f32.np1 1 e2e_run.py --m 1021 --n 1031 --k 1033 --dtype f32 --backend cuda --need-gpus 1 --stream-chunks 6)
+add_mpi_test(stream.cuda.f64.np2 2 e2e_run.py --m 257 --n 131 --k 67 --dtype f64 --backend cuda --need-gpus 2 --stream-chunks 3)
+add_mpi_test(stream.cuda.ooc.np1 1 e2e_run.py --m 1000 --n 999 --k 997 --dtype f32 --backend cuda --need-gpus 1 --gpu-memory 3M --stream-chunks 4)
 add_mpi_test(mpi.cuda.np2 2 e2e_run.py --m 517 --n 1031 --k 259 --dtype f64 --backend cuda --need-gpus 2 --baseline naive)
 
 foreach(case missing-file missing-dataset group-not-dataset not-2d unsupported-dtype float16 inner-dims zero-dim
         output-exists output-dir-missing output-dir-not-writable corrupt-file truncated-file bad-grid-syntax
         grid-too-big unknown-config-key output-is-input bad-dataset-ref unknown-kernel unknown-backend
         report-dir-missing bad-dtype too-large-for-memory bad-gpu-memory bad-algorithm bad-comm summa-verify
-        summa-nccl-on-cpu cuda-aware-on-cpu panel-width-with-panels)
+        summa-nccl-on-cpu cuda-aware-on-cpu panel-width-with-panels stream-nonfinite bad-stream-chunks)
   add_mpi_test(error.${case} 2 errors.py --case ${case})
 endforeach()
 
