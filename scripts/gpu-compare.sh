@@ -40,7 +40,9 @@ for rep in $(seq 1 "$repeats"); do
   for v in "${variants[@]}"; do
     IFS='|' read -r name np opts <<<"$v"
     # shellcheck disable=SC2086  # opts is a list of options
-    mpirun --bind-to none -np "$np" "$t" run --a "$data/a$n.h5:/A" --b "$data/b$n.h5:/B" --c "$data/c-$name.h5:/C" \
+    # Without streaming: the compute phase then holds no waiting for the file (I/O is excluded).
+    TESSERA_STREAM_CHUNKS=1 mpirun -x TESSERA_STREAM_CHUNKS --bind-to none -np "$np" "$t" run \
+      --a "$data/a$n.h5:/A" --b "$data/b$n.h5:/B" --c "$data/c-$name.h5:/C" \
       --backend cuda --overwrite -q $opts --report "$out/$name-$rep.json" >"$out/$name-$rep.log" 2>&1 ||
       { echo "$name run $rep failed:"; tail -5 "$out/$name-$rep.log"; }
   done

@@ -24,7 +24,9 @@ matrix() {  # FILE ROWS COLS SEED
 run() {  # NP A B REPORT
   local alg=$algorithm
   [ "$1" = 1 ] && alg=panels
-  mpirun --bind-to none -np "$1" "$t" run --a "$2:/X" --b "$3:/X" --c "$data/c.h5:/C" --backend cuda \
+  # Without streaming, so the 1-GPU panels' compute phase holds no waiting for the file.
+  TESSERA_STREAM_CHUNKS=1 mpirun -x TESSERA_STREAM_CHUNKS --bind-to none -np "$1" "$t" run --a "$2:/X" --b "$3:/X" \
+    --c "$data/c.h5:/C" --backend cuda \
     --algorithm "$alg" --overwrite -q --report "$4" || echo "run failed: np $1 $2"
 }
 

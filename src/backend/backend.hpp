@@ -245,6 +245,11 @@ std::vector<std::string> compiled_backends();
 // Whether this build can sum on the devices (the CUDA backend built with NCCL).
 bool device_reduce_compiled();
 
+// Whether the GPU kernel `kernel` ("auto": the built-in default for `dtype`) adds into C itself,
+// so products summed over K (summa, ksplit's chunks) need no scratch C on the device. False
+// in a build without CUDA (the dry run then counts the scratch C).
+bool gpu_kernel_accumulates(const std::string& kernel, DType dtype);
+
 // Number of visible GPUs (0 when built without CUDA or when none is visible).
 int visible_gpu_count();
 

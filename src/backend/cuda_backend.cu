@@ -833,6 +833,12 @@ std::unique_ptr<Backend> make_cuda_backend(const Placement& where) {
   return std::make_unique<CudaBackend>(where);
 }
 
+bool cuda_kernel_accumulates(const std::string& kernel, DType dtype) {
+  const std::string name = kernel.empty() || kernel == "auto" ? (dtype == DType::f64 ? kDefaultF64 : kDefaultF32) : kernel;
+  kernels::GpuKernelTraits traits;
+  return kernels::gpu_kernel_traits(name, &traits) && traits.accumulates;
+}
+
 int cuda_device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

@@ -13,6 +13,9 @@ namespace tessera::backend {
 // Throws DeviceError when no GPU is usable.
 std::unique_ptr<Backend> make_cuda_backend(const Placement& where);
 
+// backend.hpp's gpu_kernel_accumulates, for this backend's kernels and defaults.
+bool cuda_kernel_accumulates(const std::string& kernel, DType dtype);
+
 // Visible GPUs; 0 when none (or the driver cannot be reached). Never throws.
 int cuda_device_count();
 

@@ -27,6 +27,15 @@ std::vector<std::string> compiled_backends() {
 #endif
 }
 
+bool gpu_kernel_accumulates(const std::string& kernel, DType dtype) {
+#ifdef TESSERA_HAVE_CUDA
+  return cuda_kernel_accumulates(kernel, dtype);
+#else
+  (void)kernel, (void)dtype;
+  return false;
+#endif
+}
+
 int visible_gpu_count() {
 #ifdef TESSERA_HAVE_CUDA
   return cuda_device_count();

@@ -59,11 +59,12 @@ RankPlan plan_summa(const dist::Partition& part, int rank, DType dtype, bool gpu
   const std::int64_t own = (p.rows * ka + kb * p.cols) * es;
   const std::int64_t c = p.rows * p.cols * es;
   const std::int64_t slots = backend::PanelProduct::kSlots * (p.rows + p.cols) * w * es;
-  // CPU: a scratch C for each panel's product; GPU: C, the slots and a scratch C on the device.
+  // CPU: a scratch C for each panel's product; GPU: C, the slots and (unless the kernel adds
+  // into C itself) a scratch C on the device.
   const bool nccl = gpu && choice.comm == "nccl";
   const int comms = nccl ? (grid.cols > 1) + (grid.rows > 1) + (grid.size() > 1) : 0;
   p.host_bytes = own + c + slots + (gpu ? 0 : c) + comms * model.nccl_host_bytes_per_comm;
-  p.gpu_bytes = gpu ? 2 * c + slots + comms * model.nccl_gpu_bytes_per_comm : 0;
+  p.gpu_bytes = gpu ? (choice.accumulating_kernel ? 1 : 2) * c + slots + comms * model.nccl_gpu_bytes_per_comm : 0;
   p.read_bytes = own;
   p.recv_bytes = ((grid.cols > 1 ? p.rows * (k - ka) : 0) + (grid.rows > 1 ? (k - kb) * p.cols : 0)) * es;
   p.send_bytes = rank == 0 ? 0 : c;
@@ -92,10 +93,11 @@ RankPlan plan_ksplit(std::int64_t m, std::int64_t n, std::int64_t k, int ranks, 
   // of one piece on the ranks that combine (run/ksplit.cpp sums in pieces).
   p.host_bytes = own + (nccl ? (rank == 0 ? c : 0)
                              : c + (ranks > 1 ? std::min<std::int64_t>(c, static_cast<std::int64_t>(kReducePieceBytes)) : 0));
-  // Chunks of K (backend.hpp: two in flight) and, when chunked, a scratch C.
+  // Chunks of K (backend.hpp: two in flight) and, when chunked and the kernel does not add into
+  // C itself, a scratch C.
   const bool chunked = kr >= backend::kKsplitChunkMinK;
   const std::int64_t chunk = (kr + backend::kKsplitChunks - 1) / backend::kKsplitChunks;
-  p.gpu_bytes = gpu ? (chunked ? 2 * (m + n) * chunk * es + 2 * c : own + c) : 0;
+  p.gpu_bytes = gpu ? (chunked ? 2 * (m + n) * chunk * es + (choice.accumulating_kernel ? 1 : 2) * c : own + c) : 0;
   if (nccl && ranks > 1) {
     p.gpu_bytes += model.nccl_gpu_bytes_per_comm;
     p.host_bytes += model.nccl_host_bytes_per_comm;

@@ -45,6 +45,9 @@ struct PlanChoice {
   std::string comm = "host";
   std::int64_t panel_width = 0;  // summa; 0: the default of the backend (run/summa.hpp)
   std::int64_t gpu_memory_limit = 0;  // panels: --gpu-memory (out of core within it); 0: none
+  // The GPU kernel adds into C itself (backend::gpu_kernel_accumulates): summa's and chunked
+  // ksplit's sums over K need no scratch C on the device.
+  bool accumulating_kernel = false;
 };
 
 struct RankPlan {

@@ -3,11 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -174,6 +176,7 @@ void dry_run(const RunOptions& o, const dist::Comm& comm) {
     choice.algorithm = choose_algorithm(o, gpu, nccl, ranks, m, n, k, grid);
     choice.panel_width = o.panel_width;
     choice.gpu_memory_limit = static_cast<std::int64_t>(parse_bytes(o.gpu_memory, "--gpu-memory"));
+    choice.accumulating_kernel = gpu && backend::gpu_kernel_accumulates(o.kernel, dtype);
     if (choice.algorithm == "summa") choice.comm = choose_comm(o.comm, gpu, nccl, dist::mpi_cuda_aware());
     if (choice.algorithm == "ksplit") choice.comm = nccl && o.comm != "host" ? "nccl" : "host";
     if (ranks == 1) choice.comm = "none";
@@ -394,14 +397,23 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   if (root_written)  // rank 0's own block was written during the GEMM
     for (auto& p : me.phases)
       if (p.first == "write") p.second += streams.write_seconds();
-  {
-    const Stopwatch t;  // freeing page-locked memory takes time too
+  // Freeing page-locked memory takes time too (unregistering it): done beside rank 0's commit,
+  // which mostly waits for the disk (fsync).
+  double release_s = 0;
+  std::thread releasing([&] {
+    const auto start = std::chrono::steady_clock::now();
     a = {};
     b = {};
     c = {};
     spare = {};
-    if (me.active) me.phases.emplace_back("release", t.seconds());
-  }
+    release_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  });
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join_releasing{releasing};
 
   // 6. Rank 0 labels and commits the result: only now does the output file appear.
   job.m = plan.m;
@@ -426,6 +438,8 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     for (auto& p : me.phases)
       if (p.first == "write") p.second += t.seconds();
   });
+  releasing.join();
+  if (me.active) me.phases.emplace_back("release", release_s);
 
   progress.finish();
   // 7. Report: rank 0 collects every rank's record.

@@ -28,7 +28,7 @@ add_mpi_test(stream.f64.off.np2 2 e2e_run.py --m 20 --n 21 --k 22 --dtype f64 --
 # The CUDA backend end to end; skipped (visibly) where fewer GPUs are visible.
 add_mpi_test(mpi.cuda.np1 1 e2e_run.py --m 1023 --n 1025 --k 1027 --dtype f32 --backend cuda --need-gpus 1)
 add_mpi_test(stream.cuda.f32.np1 1 e2e_run.py --m 1021 --n 1031 --k 1033 --dtype f32 --backend cuda --need-gpus 1 --stream-chunks 6)
-add_mpi_test(stream.cuda.f64.np2 2 e2e_run.py --m 257 --n 131 --k 67 --dtype f64 --backend cuda --need-gpus 2 --stream-chunks 3)
+add_mpi_test(stream.cuda.f64.np2 2 e2e_run.py --m 257 --n 131 --k 67 --dtype f64 --backend cuda --need-gpus 2 --algorithm panels --stream-chunks 3)
 add_mpi_test(stream.cuda.ooc.np1 1 e2e_run.py --m 1000 --n 999 --k 997 --dtype f32 --backend cuda --need-gpus 1 --gpu-memory 3M --stream-chunks 4)
 add_mpi_test(mpi.cuda.np2 2 e2e_run.py --m 517 --n 1031 --k 259 --dtype f64 --backend cuda --need-gpus 2 --baseline naive)
 
