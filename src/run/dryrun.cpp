@@ -65,6 +65,7 @@ RankPlan plan_summa(const dist::Partition& part, int rank, DType dtype, bool gpu
   const int comms = nccl ? (grid.cols > 1) + (grid.rows > 1) + (grid.size() > 1) : 0;
   p.host_bytes = own + c + slots + (gpu ? 0 : c) + comms * model.nccl_host_bytes_per_comm;
   p.gpu_bytes = gpu ? (choice.accumulating_kernel ? 1 : 2) * c + slots + comms * model.nccl_gpu_bytes_per_comm : 0;
+  if (nccl && rank == 0 && grid.size() > 1) p.gpu_bytes += model.nccl_p2p_receive_gpu_bytes;  // the gather
   p.read_bytes = own;
   p.recv_bytes = ((grid.cols > 1 ? p.rows * (k - ka) : 0) + (grid.rows > 1 ? (k - kb) * p.cols : 0)) * es;
   p.send_bytes = rank == 0 ? 0 : c;

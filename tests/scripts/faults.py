@@ -12,9 +12,12 @@ import numpy as np
 from common import SKIP, Runner, check, check_product, fail, leftovers, parser, write
 
 p = parser(__doc__)
-p.add_argument("--case", required=True, choices=["rank-killed", "writer-killed", "write-fails"])
+p.add_argument("--case", required=True, choices=["rank-killed", "writer-killed", "write-fails", "nccl-join-fails"])
 p.add_argument("--algorithm", default="panels", help="tessera run --algorithm (summa: killed inside its broadcasts)")
+p.add_argument("--stream-chunks", type=int, default=0,
+               help="TESSERA_STREAM_CHUNKS: A read, and C written, while the GEMM runs (write-fails: on the writer thread)")
 args = p.parse_args()
+stream_env = {"TESSERA_STREAM_CHUNKS": str(args.stream_chunks)} if args.stream_chunks else None
 r = Runner(args)
 rng = np.random.default_rng(3)
 out_dir = r.path("out")
@@ -117,8 +120,10 @@ elif args.case == "write-fails":
         raise SystemExit(SKIP)
     try:
         res = r.run(["run", "--a", r.path("a.h5") + ":/A", "--b", r.path("b.h5") + ":/B", "--c", C + ":/C",
-                     "--backend", "cpu"], np_=2, expect_ok=False, timeout=60)
+                     "--backend", "cpu"], np_=2, expect_ok=False, timeout=60, env=stream_env)
         check(res.returncode != 0, "must exit nonzero")
+        if args.stream_chunks > 1:
+            check("streaming" not in res.stdout, "no report table after a failed write")
         check(res.seconds < 10, f"took {res.seconds:.1f} s")
         errors = [l for l in res.stderr.splitlines() if l.startswith("tessera: error")]
         check(len(errors) == 1, f"expected one error line, got {errors}")
@@ -127,4 +132,38 @@ elif args.case == "write-fails":
         check(not leftovers(out_dir), "no temporary leftovers")
     finally:
         subprocess.run(["umount", out_dir])
+elif args.case == "nccl-join-fails":
+    # Rank 1 cannot start NCCL (its bootstrap is told to use a network interface that does not
+    # exist): it must end the job (dist::abort_job) rather than leave rank 0 waiting in NCCL's
+    # set-up for ever. Needs 2 GPUs and a build with NCCL.
+    import json
+    import shlex
+    info = json.loads(r.run(["info", "--json"], np_=1).stdout)
+    if len(info["gpus"]) < 2:
+        print(f"SKIP: needs 2 GPUs, {len(info['gpus'])} visible")
+        raise SystemExit(SKIP)
+    a = rng.random((300, 301)).astype(np.float32)
+    b = rng.random((301, 302)).astype(np.float32)
+    write(r.path("a.h5"), "/A", a)
+    write(r.path("b.h5"), "/B", b)
+    run_args = ["run", "--a", r.path("a.h5") + ":/A", "--b", r.path("b.h5") + ":/B", "--c", C + ":/C",
+                "--backend", "cuda", "--algorithm", args.algorithm, "--comm", "nccl"]
+    # Two application contexts: rank 1 runs under `env`, with the broken setting.
+    cmd = (shlex.split(args.mpiexec) + ["-np", "1", args.tessera] + run_args +
+           [":", "-np", "1", "env", "NCCL_SOCKET_IFNAME=tessera-no-such-interface", args.tessera] + run_args)
+    print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+    t0 = time.monotonic()
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=r.dir)
+    except subprocess.TimeoutExpired:
+        fail("the job hung for 60 s after rank 1 failed to join NCCL")
+    took = time.monotonic() - t0
+    print(res.stdout + res.stderr)
+    print(f"job ended after {took:.1f} s, status {res.returncode}")
+    check(res.returncode != 0, "a job whose rank cannot join NCCL must exit nonzero")
+    check(took < 30, f"took {took:.1f} s (limit 30 s)")
+    check("tessera: error (rank 1)" in res.stderr, "rank 1 must say why it ended the job")
+    check("NCCL" in res.stderr or "nccl" in res.stderr, "the message must name NCCL")
+    check(not os.path.exists(C), "no output file may appear")
+    check(not leftovers(out_dir), f"temporary files left: {leftovers(out_dir)}")
 print("PASS")

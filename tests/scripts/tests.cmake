@@ -58,6 +58,11 @@ endforeach()
 foreach(case rank-killed)
   add_mpi_test(fault.summa.${case} 2 faults.py --case ${case} --algorithm summa)
 endforeach()
+# The output disk fills while rank 0 writes its C rows during the GEMM (streaming).
+add_mpi_test(fault.write-fails.streamed 2 faults.py --case write-fails --stream-chunks 4)
+# A rank that cannot join the NCCL group ends the job (2 GPUs; skipped, visibly, with fewer).
+add_mpi_test(fault.summa.nccl-join-fails 2 faults.py --case nccl-join-fails --algorithm summa)
+add_mpi_test(fault.ksplit.nccl-join-fails 2 faults.py --case nccl-join-fails --algorithm ksplit)
 
 # Verification: run --verify, a planted wrong element caught, non-finite inputs.
 foreach(dtype f32 f64)
