@@ -155,7 +155,8 @@ class PanelProduct {
   static constexpr int kSlots = 2;
   virtual ~PanelProduct() = default;
   // Host staging of a slot (page-locked on a GPU): the panel, row-major and contiguous (m x w or
-  // w x n). Filled by the caller before upload().
+  // w x n). Filled by the caller before upload(). On a GPU only when the product was made with
+  // host_staging (Backend::panel_product); else it throws.
   virtual void* host(int slot, Panel which) = 0;
   // Device memory of a slot, for CUDA-aware MPI; the host staging on the CPU backend.
   virtual void* device(int slot, Panel which) = 0;
@@ -226,10 +227,13 @@ class Backend {
   virtual std::vector<PhaseTime> reduce_to_host(int root, void* host_c);
 
   // --- summa (run/summa.hpp). host_c: the m x n C block in host memory, zero on entry (the CPU
-  // sums into it; a GPU copies its sum there in finish()). Throws DeviceError when C and two
-  // slots of panels do not fit the GPU (the message says how much is missing).
+  // sums into it; a GPU copies its sum there in finish()). host_staging: panels will arrive
+  // through PanelProduct::host() (host MPI), so a GPU page-locks staging for both slots; without
+  // it (NCCL, CUDA-aware MPI) host() must not be called on a GPU. Throws DeviceError when C and
+  // two slots of panels do not fit the GPU (the message says how much is missing).
   virtual std::unique_ptr<PanelProduct> panel_product(const std::string& kernel, DType dtype, std::int64_t m,
-                                                      std::int64_t n, std::int64_t max_w, void* host_c) = 0;
+                                                      std::int64_t n, std::int64_t max_w, void* host_c,
+                                                      bool host_staging) = 0;
   // A group of devices that broadcast to each other (NCCL), made like the reduce group above:
   // one member makes the id, every member joins (collective). supports_device_reduce() says
   // whether this works.

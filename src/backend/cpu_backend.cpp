@@ -49,7 +49,7 @@ class CpuBackend final : public Backend {
   }
 
   std::unique_ptr<PanelProduct> panel_product(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
-                                              std::int64_t max_w, void* host_c) override;
+                                              std::int64_t max_w, void* host_c, bool host_staging) override;
 
   template <class T>
   static void run(const std::string& kernel, const GemmProblem& p) {
@@ -136,7 +136,8 @@ class CpuPanelProduct final : public PanelProduct {
 };
 
 std::unique_ptr<PanelProduct> CpuBackend::panel_product(const std::string& kernel, DType dtype, std::int64_t m,
-                                                        std::int64_t n, std::int64_t max_w, void* host_c) {
+                                                        std::int64_t n, std::int64_t max_w, void* host_c,
+                                                        bool /*host_staging: the slots are host memory anyway*/) {
   const auto names = kernels();
   const std::string name = kernel == "auto" ? names.front() : kernel;
   if (std::find(names.begin(), names.end(), name) == names.end())

@@ -135,7 +135,8 @@ class NcclGroup final : public DeviceGroup {
 class CudaPanelProduct final : public PanelProduct {
  public:
   CudaPanelProduct(int device, kernels::GpuContext& context, std::string kernel, DType dtype, std::int64_t m,
-                   std::int64_t n, std::int64_t max_w, void* host_c, std::size_t budget, std::int64_t* peak_used)
+                   std::int64_t n, std::int64_t max_w, void* host_c, std::size_t budget, bool host_staging,
+                   std::int64_t* peak_used)
       : peak_used_(peak_used), device_(device), context_(context), kernel_(std::move(kernel)), dtype_(dtype), m_(m), n_(n),
         esize_(dtype_size(dtype)), host_c_(host_c) {
     kernels::GpuKernelTraits traits;
@@ -155,7 +156,7 @@ class CudaPanelProduct final : public PanelProduct {
       for (int p = 0; p < 2; ++p) {
         const std::size_t bytes = static_cast<std::size_t>((p == kA ? m : n) * max_w) * esize_;
         dev_[s][p] = DeviceBuffer(bytes, std::string(p == kA ? "A" : "B") + " panel" + what);
-        if (bytes) {
+        if (bytes && host_staging) {
           void* h = nullptr;
           CUDA_CHECK(cudaHostAlloc(&h, bytes, cudaHostAllocDefault));
           host_[s][p] = h;
@@ -170,7 +171,11 @@ class CudaPanelProduct final : public PanelProduct {
         if (h) (void)cudaFreeHost(h);
   }
 
-  void* host(int slot, Panel which) override { return host_[slot][which]; }
+  void* host(int slot, Panel which) override {
+    if (!host_[slot][which] && dev_[slot][which].bytes())
+      throw Error("summa: panel staging in host memory was not asked for (panel_product's host_staging)");
+    return host_[slot][which];
+  }
   void* device(int slot, Panel which) override { return dev_[slot][which].get(); }
   void wait_slot(int slot) override { CUDA_CHECK(cudaEventSynchronize(consumed_[slot].get())); }
   void wait_arrived(int slot) override { CUDA_CHECK(cudaEventSynchronize(arrived_[slot].get())); }
@@ -585,14 +590,14 @@ class CudaBackend final : public Backend {
   }
 
   std::unique_ptr<PanelProduct> panel_product(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
-                                              std::int64_t max_w, void* host_c) override {
+                                              std::int64_t max_w, void* host_c, bool host_staging) override {
     const std::string name = (kernel.empty() || kernel == "auto") ? resolve_kernel(dtype, m, n, max_w) : kernel;
     std::string why;
     if (!kernels::gpu_can_implement(name, kernels::GpuGemm{dtype, m, n, max_w}, &why))
       throw InputError("kernel '" + name + "' cannot run this GEMM: " + why);
     CUDA_CHECK(cudaSetDevice(device_));
     return std::make_unique<CudaPanelProduct>(device_, context_, name, dtype, m, n, max_w, host_c, memory_budget(),
-                                              &peak_used_);
+                                              host_staging, &peak_used_);
   }
 
 #ifdef TESSERA_HAVE_NCCL

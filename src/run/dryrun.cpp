@@ -63,7 +63,9 @@ RankPlan plan_summa(const dist::Partition& part, int rank, DType dtype, bool gpu
   // into C itself) a scratch C on the device.
   const bool nccl = gpu && choice.comm == "nccl";
   const int comms = nccl ? (grid.cols > 1) + (grid.rows > 1) + (grid.size() > 1) : 0;
-  p.host_bytes = own + c + slots + (gpu ? 0 : c) + comms * model.nccl_host_bytes_per_comm;
+  // Host slots: the CPU's panels, or a GPU's page-locked staging for panels that arrive by host MPI.
+  const bool host_slots = !gpu || (choice.comm == "host" && grid.size() > 1);
+  p.host_bytes = own + c + (host_slots ? slots : 0) + (gpu ? 0 : c) + comms * model.nccl_host_bytes_per_comm;
   p.gpu_bytes = gpu ? (choice.accumulating_kernel ? 1 : 2) * c + slots + comms * model.nccl_gpu_bytes_per_comm : 0;
   if (nccl && rank == 0 && grid.size() > 1) p.gpu_bytes += model.nccl_p2p_receive_gpu_bytes;  // the gather
   p.read_bytes = own;

@@ -230,7 +230,8 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   progress.step(fmt::format("computing C blocks with {}: {} panels of K, comm {}", kernel, panels.size(), job.comm));
   std::unique_ptr<backend::PanelProduct> product;
   comm.step([&] {
-    if (active) product = be->panel_product(kernel, dtype, rows.size(), cols.size(), width, c.data());
+    if (active) product = be->panel_product(kernel, dtype, rows.size(), cols.size(), width, c.data(),
+                                                 path == "host" && grid.size() > 1);
   });
   report::Phases parts;
   // MPI counts are int: checked here, agreed on by every rank, rather than inside the loop.

@@ -376,7 +376,7 @@ TEST_CASE("the cuda backend's panel product sums panels of K", "[gpu][small][sum
     for (const std::int64_t w : {std::int64_t{1}, std::int64_t{16}, std::int64_t{101}}) {
       INFO("kernel " << kernel << ", panel width " << w);
       std::vector<double> c(static_cast<std::size_t>(s.m * s.n), 0.0);
-      auto product = cuda->panel_product(kernel, DType::f64, s.m, s.n, w, c.data());
+      auto product = cuda->panel_product(kernel, DType::f64, s.m, s.n, w, c.data(), true);
       int slot = 0;
       for (std::int64_t k0 = 0; k0 < s.k; k0 += w, slot ^= 1) {
         const std::int64_t width = std::min(w, s.k - k0);
@@ -393,7 +393,7 @@ TEST_CASE("the cuda backend's panel product sums panels of K", "[gpu][small][sum
     }
   }
   std::vector<double> c(1);
-  CHECK_THROWS_AS(cuda->panel_product("cublas", DType::f64, std::int64_t{1} << 20, std::int64_t{1} << 20, 1, c.data()),
+  CHECK_THROWS_AS(cuda->panel_product("cublas", DType::f64, std::int64_t{1} << 20, std::int64_t{1} << 20, 1, c.data(), true),
                   DeviceError);  // 8 TiB of C: refused up front, saying what summa needs
 }
 
