@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <optional>
@@ -149,6 +150,22 @@ void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType
     phases.emplace_back("write", write_s);
     if (write_error) throw IoError(*write_error);
   });
+}
+
+BackgroundRelease::BackgroundRelease(std::function<void()> release)
+    : thread_([this, release = std::move(release)] {
+        const auto start = std::chrono::steady_clock::now();
+        release();
+        seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      }) {}
+
+BackgroundRelease::~BackgroundRelease() {
+  if (thread_.joinable()) thread_.join();
+}
+
+double BackgroundRelease::wait() {
+  if (thread_.joinable()) thread_.join();
+  return seconds_;
 }
 
 std::int64_t gather_spare_elements(const dist::Partition& part) {

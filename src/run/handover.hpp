@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "backend/backend.hpp"
 #include "core/dtype.hpp"
@@ -67,6 +68,23 @@ struct BlockTransport {
 void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType dtype, void* c_block, void* spare,
                       io::MatrixWriter* writer, Progress& progress, report::Phases& phases,
                       const BlockTransport& transport = {}, bool root_written = false);
+
+// Runs `release` (freeing page-locked buffers: unregistering them takes time) on a thread while
+// the caller goes on, e.g. with the gather or rank 0's commit. wait() joins it and returns the
+// seconds it took; the destructor joins it too (on the way out of an exception). `release` must
+// not throw and must not touch MPI.
+class BackgroundRelease {
+ public:
+  explicit BackgroundRelease(std::function<void()> release);
+  ~BackgroundRelease();
+  BackgroundRelease(const BackgroundRelease&) = delete;
+  BackgroundRelease& operator=(const BackgroundRelease&) = delete;
+  double wait();
+
+ private:
+  std::thread thread_;
+  double seconds_ = 0;
+};
 
 // Elements of rank 0's spare gather buffer: the largest of the blocks that arrive into it (the
 // odd-numbered ones).

@@ -3,13 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -399,21 +397,12 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
       if (p.first == "write") p.second += streams.write_seconds();
   // Freeing page-locked memory takes time too (unregistering it): done beside rank 0's commit,
   // which mostly waits for the disk (fsync).
-  double release_s = 0;
-  std::thread releasing([&] {
-    const auto start = std::chrono::steady_clock::now();
+  BackgroundRelease releasing([&] {
     a = {};
     b = {};
     c = {};
     spare = {};
-    release_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   });
-  struct Join {
-    std::thread& t;
-    ~Join() {
-      if (t.joinable()) t.join();
-    }
-  } join_releasing{releasing};
 
   // 6. Rank 0 labels and commits the result: only now does the output file appear.
   job.m = plan.m;
@@ -438,7 +427,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     for (auto& p : me.phases)
       if (p.first == "write") p.second += t.seconds();
   });
-  releasing.join();
+  const double release_s = releasing.wait();
   if (me.active) me.phases.emplace_back("release", release_s);
 
   progress.finish();
