@@ -207,6 +207,9 @@ class Backend {
   // Peak device memory in use while this backend computed, less what was in use when it started
   // (read from the device, so it includes library workspaces; 0 on the CPU).
   virtual std::int64_t peak_device_bytes() const { return 0; }
+  // Called first on a thread of the caller's that frees or touches this backend's memory: a new
+  // thread starts on GPU 0, and a CUDA call there would open a context (~0.5 GiB) on it.
+  virtual void enter_thread() const {}
   // Human-readable warnings raised while setting up (e.g. "2 ranks share GPU 0").
   virtual std::vector<std::string> warnings() const { return {}; }
 

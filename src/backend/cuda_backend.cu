@@ -331,6 +331,7 @@ class CudaBackend final : public Backend {
   std::string device() const override { return device_name_; }
   std::int64_t peak_device_bytes() const override { return std::max<std::int64_t>(0, peak_used_ - start_used_); }
   int device_id() const override { return device_; }
+  void enter_thread() const override { (void)cudaSetDevice(device_); }
   std::vector<std::string> warnings() const override {
     auto all = warnings_;
     if (!out_of_core_note_.empty()) all.push_back(out_of_core_note_);
@@ -520,8 +521,8 @@ class CudaBackend final : public Backend {
       d->progress->publish(d->rows);
     };
     std::int64_t tile = 0;
-    // On an error (or the reader of A giving up) the enqueued work is waited for before the
-    // buffers and `done` go.
+    // On an error (the reader of A giving up, a fault reported by a synchronize) the enqueued
+    // work is waited for before the buffers and `done` go.
     const auto drain = [&] {
       (void)cudaStreamSynchronize(in);
       (void)cudaStreamSynchronize(run);
@@ -573,13 +574,13 @@ class CudaBackend final : public Backend {
           CUDA_CHECK(cudaLaunchHostFunc(out, publish, &done[static_cast<std::size_t>(row)]));
         }
       }
+      copy_in.synchronize();
+      stream_.synchronize();
+      copy_out.synchronize();
     } catch (...) {
       drain();
       throw;
     }
-    copy_in.synchronize();
-    stream_.synchronize();
-    copy_out.synchronize();
     peak_used_ = std::max(peak_used_, device_bytes_in_use());
     steps.collect();
     if (out_of_core)

@@ -80,7 +80,10 @@ void add_run_options(CLI::App* run, tessera::run::RunOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  // Funneled: tessera's helper threads (reading and writing files, freeing page-locked memory)
+  // run beside MPI calls of the main thread but never call MPI themselves.
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   const int rank = world_rank();
 
   CLI::App app{"tessera: distributed dense matrix multiply, HDF5 in and out, one GPU (or CPU) per MPI rank"};

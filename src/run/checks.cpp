@@ -7,6 +7,7 @@
 #include <fstream>
 #include <cstdint>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -35,9 +36,13 @@ bool all_finite(const Bits* bits, std::size_t n) {
   if (threads == 1) return part(0, n);
   std::vector<char> ok(threads, 1);
   std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < threads; ++t)
-    pool.emplace_back([&, t] { ok[t] = part(n * t / threads, n * (t + 1) / threads); });
-  ok[0] = part(0, n / threads);
+  const auto run = [&](std::size_t t) { ok[t] = part(n * t / threads, n * (t + 1) / threads); };
+  try {
+    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(run, t);
+  } catch (const std::system_error&) {  // no more threads: this one does the parts not started
+    for (std::size_t t = pool.size() + 1; t < threads; ++t) run(t);
+  }
+  run(0);
   for (auto& th : pool) th.join();
   return std::all_of(ok.begin(), ok.end(), [](char x) { return x != 0; });
 }

@@ -112,16 +112,16 @@ void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType
       receive_s += MPI_Wtime() - t0;
     };
     // Only this function's one writer thread at a time calls HDF5.
-    const auto write = [&](int r, const void* data) {
+    const auto write = [&](int r, const void* data) {  // runs on a second thread: no MPI here
       if (write_error || (r == kRoot && root_written)) return;
       const auto rows = part.rows_of(r), cols = part.cols_of(r);
-      const double t0 = MPI_Wtime();
+      const auto t0 = std::chrono::steady_clock::now();
       try {
         writer->write_block(rows.begin, cols.begin, rows.size(), cols.size(), data);
       } catch (const std::exception& e) {
         write_error = e.what();
       }
-      write_s += MPI_Wtime() - t0;
+      write_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
     void* const buffers[2] = {c_block, spare};
     for (int r = 0; r < blocks; ++r) {
@@ -152,9 +152,10 @@ void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType
   });
 }
 
-BackgroundRelease::BackgroundRelease(std::function<void()> release)
-    : thread_([this, release = std::move(release)] {
+BackgroundRelease::BackgroundRelease(const backend::Backend* be, std::function<void()> release)
+    : thread_([this, be, release = std::move(release)] {
         const auto start = std::chrono::steady_clock::now();
+        if (be) be->enter_thread();
         release();
         seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       }) {}

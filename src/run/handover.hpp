@@ -70,20 +70,21 @@ void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType
                       const BlockTransport& transport = {}, bool root_written = false);
 
 // Runs `release` (freeing page-locked buffers: unregistering them takes time) on a thread while
-// the caller goes on, e.g. with the gather or rank 0's commit. wait() joins it and returns the
-// seconds it took; the destructor joins it too (on the way out of an exception). `release` must
-// not throw and must not touch MPI.
+// the caller goes on, e.g. with the gather or rank 0's commit; the thread first enters `be`'s
+// device (Backend::enter_thread), if any. wait() joins it and returns the seconds it took; the
+// destructor joins it too (on the way out of an exception). `release` must not throw and must
+// not call MPI.
 class BackgroundRelease {
  public:
-  explicit BackgroundRelease(std::function<void()> release);
+  BackgroundRelease(const backend::Backend* be, std::function<void()> release);
   ~BackgroundRelease();
   BackgroundRelease(const BackgroundRelease&) = delete;
   BackgroundRelease& operator=(const BackgroundRelease&) = delete;
   double wait();
 
  private:
+  double seconds_ = 0;  // before thread_: set before the thread starts
   std::thread thread_;
-  double seconds_ = 0;
 };
 
 // Elements of rank 0's spare gather buffer: the largest of the blocks that arrive into it (the

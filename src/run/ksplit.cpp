@@ -181,7 +181,7 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   for (const auto& p : parts) me.phases.push_back(p);
   // The inputs (and the partials of the other ranks) are freed beside rank 0's write: unregistering
   // page-locked memory takes time.
-  BackgroundRelease releasing([&] {
+  BackgroundRelease releasing(be.get(), [&] {
     a = {};
     b = {};
     if (rank != kRoot) c = {};

@@ -397,7 +397,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
       if (p.first == "write") p.second += streams.write_seconds();
   // Freeing page-locked memory takes time too (unregistering it): done beside rank 0's commit,
   // which mostly waits for the disk (fsync).
-  BackgroundRelease releasing([&] {
+  BackgroundRelease releasing(be.get(), [&] {
     a = {};
     b = {};
     c = {};

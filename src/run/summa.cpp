@@ -310,7 +310,7 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   row_group.reset();
   col_group.reset();
   // A and B are done with: freed beside the gather (unregistering page-locked memory takes time).
-  BackgroundRelease releasing_inputs([&] {
+  BackgroundRelease releasing_inputs(be.get(), [&] {
     a = {};
     b = {};
   });
@@ -346,7 +346,7 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
     release_s += seconds_since(t);
   }
   // C and the spare buffer: freed beside rank 0's commit, which mostly waits for the disk.
-  BackgroundRelease releasing_output([&] {
+  BackgroundRelease releasing_output(be.get(), [&] {
     c = {};
     spare = {};
   });
