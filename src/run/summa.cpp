@@ -309,11 +309,9 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   }
   row_group.reset();
   col_group.reset();
-  // A and B are done with: freed beside the gather (unregistering page-locked memory takes time).
-  BackgroundRelease releasing_inputs(be.get(), [&] {
-    a = {};
-    b = {};
-  });
+  // A and B are freed after the gather, with C: unregistering page-locked memory on another thread
+  // stalls this thread's CUDA calls (NCCL's send or receive of C waited ~0.5 s behind it), and
+  // freeing it here, before the gather, held up the gather instead (551 ms, docs/scaling-2gpu.md).
 
   // 5. C blocks to rank 0, written as they arrive (GPU to GPU with NCCL, then one copy down on
   // rank 0); then labelled and committed.
@@ -338,15 +336,17 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   }
   gather_and_write(comm, part, dtype, c.data(), spare.empty() ? nullptr : spare.data(), start.writer.get(), progress,
                    me.phases, transport);
-  double release_s = releasing_inputs.wait();
+  double release_s = 0;
   {
     const double t = MPI_Wtime();  // freeing device memory and the NCCL group takes time too
     product.reset();
     all_group.reset();
     release_s += seconds_since(t);
   }
-  // C and the spare buffer: freed beside rank 0's commit, which mostly waits for the disk.
-  BackgroundRelease releasing_output(be.get(), [&] {
+  // The page-locked buffers: freed beside rank 0's commit, which mostly waits for the disk.
+  BackgroundRelease releasing(be.get(), [&] {
+    a = {};
+    b = {};
     c = {};
     spare = {};
   });
@@ -368,7 +368,7 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
     for (auto& p : me.phases)
       if (p.first == "write") p.second += seconds_since(t);
   });
-  release_s += releasing_output.wait();
+  release_s += releasing.wait();
   if (active) me.phases.emplace_back("release", release_s);
 
   progress.finish();
