@@ -15,8 +15,6 @@ namespace tessera::backend {
 namespace {
 
 class CpuBackend final : public Backend {
-  static constexpr std::int64_t kStreamTiles = 4;  // row tiles of a streamed GEMM
-
  public:
   std::string name() const override { return "cpu"; }
   std::string device() const override {
@@ -26,9 +24,10 @@ class CpuBackend final : public Backend {
 
   std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) override {
     const auto start = std::chrono::steady_clock::now();
-    // Streaming: row tiles, each as soon as its rows of A are there, its C rows published after.
+    // Streaming: kPipelineTiles row tiles (as the CUDA backend), each as soon as its rows of A are
+    // there, its C rows published after.
     const bool streamed = p.a_rows || p.c_rows;
-    const std::int64_t tile = streamed ? std::max<std::int64_t>(1, (p.m + kStreamTiles - 1) / kStreamTiles)
+    const std::int64_t tile = streamed ? std::max<std::int64_t>(1, (p.m + kPipelineTiles - 1) / kPipelineTiles)
                                        : std::max<std::int64_t>(1, p.m);
     const std::size_t esize = dtype_size(p.dtype);
     for (std::int64_t i0 = 0; i0 == 0 || i0 < p.m; i0 += tile) {

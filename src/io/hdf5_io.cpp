@@ -697,8 +697,7 @@ void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, st
   std::int64_t base = -1, file_cols = 0;
   {
     const std::lock_guard<std::mutex> hold(hdf5_lock());
-    ensure_init();
-    OpenDataset od = open_matrix(ref);
+    OpenDataset od = open_matrix(ref);  // (opening switches off this thread's error printing)
     if (!in_range(row0, nrows, od.info.rows) || !in_range(col0, ncols, od.info.cols))
       throw InputError(block_text(row0, nrows, col0, ncols) + " is outside " + in_quotes(ref) + " (" +
                        shape_text(od.info.rows, od.info.cols) + ")");

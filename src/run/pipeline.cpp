@@ -285,8 +285,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   int chunks = 1;
   comm.step([&] {
     if (rank != kRoot || !o.baseline.empty()) return;
-    std::int64_t most_rows = 0;
-    for (int r = 0; r < part.grid().size(); ++r) most_rows = std::max(most_rows, part.rows_of(r).size());
+    const std::int64_t most_rows = part.rows(0).size();  // block-row 0 is the tallest (dist::split)
     chunks = static_cast<int>(
         std::min<std::int64_t>(stream_chunks(static_cast<std::size_t>(most_rows * plan.k) * esize), most_rows));
   });
