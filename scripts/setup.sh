@@ -82,6 +82,7 @@ fi
 have_header /usr/include/CLI/CLI.hpp           || missing+=(libcli11-dev)
 have_header /usr/include/nlohmann/json.hpp     || missing+=(nlohmann-json3-dev)
 have_header /usr/include/fmt/core.h            || missing+=(libfmt-dev)
+have_header /usr/include/libdeflate.h          || missing+=(libdeflate-dev)  # parallel inflate of gzip inputs
 # OpenBLAS itself, not only some cblas.h (reference BLAS ships one too)
 have_header /usr/lib/*/libopenblas.so /usr/lib/*/openblas*/libopenblas.so /usr/lib/libopenblas.so \
   || missing+=(libopenblas-dev)

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <system_error>
 #include <string>
@@ -22,6 +23,7 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "io/chunked_read.hpp"
 
 namespace tessera::io {
 
@@ -695,6 +697,7 @@ void read_direct(const std::string& path, std::int64_t base, std::int64_t cols, 
 void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
                 std::int64_t ncols, DType as, void* out) {
   std::int64_t base = -1, file_cols = 0;
+  std::optional<ChunkedPlan> chunked;  // chunked (and compressed) storage read by many threads
   {
     const std::lock_guard<std::mutex> hold(hdf5_lock());
     OpenDataset od = open_matrix(ref);  // (opening switches off this thread's error printing)
@@ -705,7 +708,9 @@ void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, st
     if (out == nullptr) throw std::invalid_argument("read_block: null output buffer");
     base = direct_offset(od, as);
     file_cols = od.info.cols;
-    if (base < 0) {
+    if (base < 0 && direct_io_enabled())
+      chunked = plan_chunked_read(od.dataset.get(), ref.str(), row0, nrows, col0, ncols, as);
+    if (base < 0 && !chunked) {
       auto [file_space, mem_space] = block_spaces(od.dataset.get(), row0, nrows, col0, ncols);
       if (!file_space.valid())
         throw_io("cannot select " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref));
@@ -714,7 +719,10 @@ void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, st
       return;
     }
   }
-  read_direct(ref.file, base, file_cols, row0, nrows, col0, ncols, dtype_size(as), out);
+  if (chunked)
+    read_chunked(*chunked, ref.str(), row0, nrows, col0, ncols, as, out);
+  else
+    read_direct(ref.file, base, file_cols, row0, nrows, col0, ncols, dtype_size(as), out);
 }
 
 std::vector<std::pair<std::string, std::string>> read_attributes(const DatasetRef& ref) {
