@@ -65,6 +65,10 @@ void add_run_options(CLI::App* run, tessera::run::RunOptions& o) {
       ->capture_default_str();
   run->add_option("--gpu-memory", o.gpu_memory,
                   "GPU memory a rank may use (512M, 8G, ...); a block that needs more is computed out of core");
+  run->add_option("--write", o.write,
+                  "how C reaches the output: in-place (every rank writes its own rows), gather (rank 0 writes all) "
+                  "or auto (in place where every rank sees the output file)")
+      ->capture_default_str();
   run->add_flag("--dry-run", o.dry_run, "print grid, memory, communication and predicted time; run nothing");
   run->add_option("--m", o.m, "--dry-run: rows of A and C (instead of --a/--b)");
   run->add_option("--n", o.n, "--dry-run: columns of B and C");

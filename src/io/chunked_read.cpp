@@ -1,14 +1,15 @@
 #include "io/chunked_read.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <system_error>
@@ -38,16 +39,6 @@ struct Id {
   }
 };
 
-std::string home_file_name(hid_t dset) {
-  const Id file{H5Iget_file_id(dset), H5Fclose};
-  if (file.id < 0) return {};
-  const ssize_t n = H5Fget_name(file.id, nullptr, 0);
-  if (n <= 0) return {};
-  std::string name(static_cast<std::size_t>(n), '\0');
-  if (H5Fget_name(file.id, name.data(), name.size() + 1) < 0) return {};
-  return name;
-}
-
 // Stored as native float32 or float64 (same byte order as this machine): bytes per element, or 0.
 std::size_t native_float_size(hid_t dset) {
   const Id type{H5Dget_type(dset), H5Tclose};
@@ -57,8 +48,26 @@ std::size_t native_float_size(hid_t dset) {
   return 0;
 }
 
+enum class Filter { deflate, shuffle };
+
+// What the reader needs to know of a dataset's storage.
+struct Layout {
+  std::int64_t rows = 0, cols = 0;
+  std::int64_t chunk_rows = 0, chunk_cols = 0;
+  std::size_t stored_size = 4;  // bytes per stored element (4: float32, 8: float64)
+  std::vector<Filter> filters;  // in the order HDF5 applied them when writing
+  std::size_t raw_bytes() const { return static_cast<std::size_t>(chunk_rows * chunk_cols) * stored_size; }
+};
+
+// One chunk as stored in the file, fetched by the calling thread for a helper to decode.
+struct RawChunk {
+  std::int64_t row0 = 0, col0 = 0;  // the chunk's origin in the dataset
+  std::uint32_t filter_mask = 0;     // bit i set: filter i was skipped for this chunk
+  std::vector<unsigned char> bytes;
+};
+
 // The filters in write order, or false when one of them is not deflate or shuffle.
-bool known_filters(hid_t dcpl, std::vector<ChunkedPlan::Filter>& filters) {
+bool known_filters(hid_t dcpl, std::vector<Filter>& filters) {
   const int n = H5Pget_nfilters(dcpl);
   if (n < 0) return false;
   for (int i = 0; i < n; ++i) {
@@ -68,24 +77,13 @@ bool known_filters(hid_t dcpl, std::vector<ChunkedPlan::Filter>& filters) {
     const H5Z_filter_t id =
         H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &nvalues, nullptr, sizeof name, name, &config);
     if (id == H5Z_FILTER_DEFLATE)
-      filters.push_back(ChunkedPlan::Filter::deflate);
+      filters.push_back(Filter::deflate);
     else if (id == H5Z_FILTER_SHUFFLE)
-      filters.push_back(ChunkedPlan::Filter::shuffle);
+      filters.push_back(Filter::shuffle);
     else
       return false;
   }
   return true;
-}
-
-// A plain POSIX file with no user block: chunk addresses are byte offsets into it.
-bool plain_file(hid_t dset) {
-  const Id file{H5Iget_file_id(dset), H5Fclose};
-  if (file.id < 0) return false;
-  const Id fapl{H5Fget_access_plist(file.id), H5Pclose};
-  const Id fcpl{H5Fget_create_plist(file.id), H5Pclose};
-  hsize_t userblock = 0;
-  return fapl.id >= 0 && fcpl.id >= 0 && H5Pget_driver(fapl.id) == H5FD_SEC2 &&
-         H5Pget_userblock(fcpl.id, &userblock) >= 0 && userblock == 0;
 }
 
 std::int64_t floor_to(std::int64_t v, std::int64_t step) { return v / step * step; }
@@ -138,8 +136,8 @@ class Inflater {
 // Copies the part of a decoded chunk (chunk_rows x chunk_cols of `stored` bytes, at (r0, c0) of
 // the dataset) that lies in the requested block into `out`, converting float32 to float64 where
 // asked.
-void place(const ChunkedPlan& p, const ChunkedPlan::Chunk& ch, const unsigned char* chunk, std::int64_t row0,
-           std::int64_t nrows, std::int64_t col0, std::int64_t ncols, DType as, unsigned char* out) {
+void place(const Layout& p, const RawChunk& ch, const unsigned char* chunk, std::int64_t row0, std::int64_t nrows,
+           std::int64_t col0, std::int64_t ncols, DType as, unsigned char* out) {
   const std::int64_t r_begin = std::max(ch.row0, row0), r_end = std::min(ch.row0 + p.chunk_rows, row0 + nrows);
   const std::int64_t c_begin = std::max(ch.col0, col0), c_end = std::min(ch.col0 + p.chunk_cols, col0 + ncols);
   const std::size_t out_size = dtype_size(as);
@@ -168,18 +166,57 @@ void place(const ChunkedPlan& p, const ChunkedPlan::Chunk& ch, const unsigned ch
   }
 }
 
-// pread of exactly `bytes` at `offset`; 0, errno, or -1 when the file ends first.
-int read_exact(int fd, unsigned char* to, std::size_t bytes, std::int64_t offset) {
-  while (bytes > 0) {
-    const ssize_t got = ::pread(fd, to, bytes, offset);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return errno;
-    if (got == 0) return -1;
-    to += got;
-    bytes -= static_cast<std::size_t>(got);
-    offset += got;
+// The dataset's storage, when this reader understands it.
+std::optional<Layout> layout_of(hid_t dset) {
+  const Id dcpl{H5Dget_create_plist(dset), H5Pclose};
+  if (dcpl.id < 0 || H5Pget_layout(dcpl.id) != H5D_CHUNKED || H5Pget_external_count(dcpl.id) != 0) return {};
+  Layout l;
+  l.stored_size = native_float_size(dset);
+  if (l.stored_size == 0 || !known_filters(dcpl.id, l.filters)) return {};
+  hsize_t chunk[2] = {0, 0};
+  if (H5Pget_chunk(dcpl.id, 2, chunk) != 2) return {};
+  const Id space{H5Dget_space(dset), H5Sclose};
+  hsize_t dims[2] = {0, 0};
+  if (space.id < 0 || H5Sget_simple_extent_dims(space.id, dims, nullptr) != 2) return {};
+  l.rows = static_cast<std::int64_t>(dims[0]);
+  l.cols = static_cast<std::int64_t>(dims[1]);
+  l.chunk_rows = static_cast<std::int64_t>(chunk[0]);
+  l.chunk_cols = static_cast<std::int64_t>(chunk[1]);
+  return l;
+}
+
+// Undoes the chunk's filters (in reverse order of writing) and places it; false and `why` when it
+// does not decode. `a` and `b` are scratch buffers of raw_bytes().
+bool decode(const Layout& l, const RawChunk& ch, Inflater& inflater, std::vector<unsigned char>& a,
+            std::vector<unsigned char>& b, std::string& why, const std::function<void(const unsigned char*)>& put) {
+  const std::size_t raw = l.raw_bytes();
+  const unsigned char* cur = ch.bytes.data();
+  std::size_t cur_bytes = ch.bytes.size();
+  for (std::size_t f = l.filters.size(); f-- > 0;) {
+    if (ch.filter_mask & (1u << f)) continue;  // this filter was skipped for this chunk
+    unsigned char* dst = cur == a.data() ? b.data() : a.data();
+    if (l.filters[f] == Filter::deflate) {
+      if (!inflater.inflate(cur, cur_bytes, dst, raw)) {
+        why = "does not decompress";
+        return false;
+      }
+    } else {
+      if (cur_bytes != raw) break;
+      unshuffle(cur, dst, raw / l.stored_size, l.stored_size);
+    }
+    cur = dst;
+    cur_bytes = raw;
   }
-  return 0;
+  if (cur_bytes != raw) {
+    why = "has an unexpected size";
+    return false;
+  }
+  put(cur);
+  return true;
+}
+
+std::string chunk_text(const std::string& where, std::int64_t r, std::int64_t c) {
+  return "'" + where + "' has a chunk (rows " + std::to_string(r) + ".., cols " + std::to_string(c) + "..) that ";
 }
 
 }  // namespace
@@ -204,112 +241,142 @@ const char* inflate_library() {
 #endif
 }
 
-std::optional<ChunkedPlan> plan_chunked_read(hid_t dset, const std::string& where, std::int64_t row0,
-                                             std::int64_t nrows, std::int64_t col0, std::int64_t ncols, DType as) {
-  const Id dcpl{H5Dget_create_plist(dset), H5Pclose};
-  if (dcpl.id < 0 || H5Pget_layout(dcpl.id) != H5D_CHUNKED || H5Pget_external_count(dcpl.id) != 0) return {};
-  ChunkedPlan p;
-  p.stored_size = native_float_size(dset);
-  if (p.stored_size == 0 || !known_filters(dcpl.id, p.filters) || !plain_file(dset)) return {};
-  hsize_t chunk[2] = {0, 0};
-  if (H5Pget_chunk(dcpl.id, 2, chunk) != 2) return {};
-  const Id space{H5Dget_space(dset), H5Sclose};
-  hsize_t dims[2] = {0, 0};
-  if (space.id < 0 || H5Sget_simple_extent_dims(space.id, dims, nullptr) != 2) return {};
-  p.file = home_file_name(dset);
-  if (p.file.empty()) return {};
-  p.rows = static_cast<std::int64_t>(dims[0]);
-  p.cols = static_cast<std::int64_t>(dims[1]);
-  p.chunk_rows = static_cast<std::int64_t>(chunk[0]);
-  p.chunk_cols = static_cast<std::int64_t>(chunk[1]);
-  (void)as;  // float32 and float64 convert both ways in place()
+bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
+                  std::int64_t ncols, DType as, void* out) {
+  const std::optional<Layout> layout = layout_of(dset);
+  if (!layout) return false;
+  const Layout& l = *layout;
 
-  for (std::int64_t r = floor_to(row0, p.chunk_rows); r < row0 + nrows; r += p.chunk_rows)
-    for (std::int64_t c = floor_to(col0, p.chunk_cols); c < col0 + ncols; c += p.chunk_cols) {
+  // The chunks the block needs, each checked to be in the file before anything is read: an index
+  // look-up per chunk (H5Dget_chunk_info_by_coord would walk all chunks each time in HDF5 1.10).
+  std::vector<std::pair<std::int64_t, std::int64_t>> origins;
+  std::vector<std::size_t> stored;
+  for (std::int64_t r = floor_to(row0, l.chunk_rows); r < row0 + nrows; r += l.chunk_rows)
+    for (std::int64_t c = floor_to(col0, l.chunk_cols); c < col0 + ncols; c += l.chunk_cols) {
       const hsize_t offset[2] = {static_cast<hsize_t>(r), static_cast<hsize_t>(c)};
-      unsigned mask = 0;
-      haddr_t addr = HADDR_UNDEF;
       hsize_t size = 0;
-      if (H5Dget_chunk_info_by_coord(dset, offset, &mask, &addr, &size) < 0) {
+      if (H5Dget_chunk_storage_size(dset, offset, &size) < 0) {
+        // HDF5 1.10 fails here for a chunk that is not in the file; tell that from a real error
+        // (rare, so the slower look-up that walks the chunks does not matter).
+        unsigned mask = 0;
+        haddr_t addr = 0;
+        const bool missing = H5Dget_chunk_info_by_coord(dset, offset, &mask, &addr, &size) >= 0 && addr == HADDR_UNDEF;
         H5Eclear2(H5E_DEFAULT);
-        return {};  // HDF5 will tell what is wrong
+        if (!missing) return false;  // HDF5 will say what is wrong
+        size = 0;
       }
-      if (addr == HADDR_UNDEF || size == 0)
-        throw InputError("'" + where + "' has a chunk that was never written (rows " + std::to_string(r) + ".., cols " +
-                         std::to_string(c) + "..): HDF5 would read it as the fill value, which is not data the file " +
-                         "holds; write the whole dataset first");
-      p.chunks.push_back({r, c, static_cast<std::int64_t>(addr), static_cast<std::int64_t>(size), mask});
+      if (size == 0)
+        throw InputError(chunk_text(where, r, c) + "was never written: HDF5 would read it as the fill value, " +
+                         "which is not data the file holds; write the whole dataset first");
+      origins.emplace_back(r, c);
+      stored.push_back(static_cast<std::size_t>(size));
     }
-  return p;
-}
 
-void read_chunked(const ChunkedPlan& p, const std::string& where, std::int64_t row0, std::int64_t nrows,
-                  std::int64_t col0, std::int64_t ncols, DType as, void* out) {
-  const int fd = ::open(p.file.c_str(), O_RDONLY);
-  if (fd < 0) throw IoError("cannot open '" + p.file + "': " + std::strerror(errno));
-  const std::size_t raw_bytes = static_cast<std::size_t>(p.chunk_rows * p.chunk_cols) * p.stored_size;
-  const auto threads = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(read_threads()), p.chunks.size()));
-  std::atomic<std::size_t> next{0};
-  std::mutex failure_mutex;
-  std::string failure;
-  const auto fail = [&](std::string why) {
-    const std::lock_guard<std::mutex> hold(failure_mutex);
-    if (failure.empty()) failure = std::move(why);
-    next.store(p.chunks.size());  // the others stop at their next chunk
+  auto* const dst = static_cast<unsigned char*>(out);
+  const auto put = [&](const RawChunk& ch) {
+    return [&l, &ch, row0, nrows, col0, ncols, as, dst](const unsigned char* bytes) {
+      place(l, ch, bytes, row0, nrows, col0, ncols, as, dst);
+    };
   };
+  const auto fetch = [&](std::size_t i, RawChunk& ch) {
+    const hsize_t offset[2] = {static_cast<hsize_t>(origins[i].first), static_cast<hsize_t>(origins[i].second)};
+    ch.row0 = origins[i].first;
+    ch.col0 = origins[i].second;
+    ch.bytes.resize(stored[i]);
+    if (H5Dread_chunk(dset, H5P_DEFAULT, offset, &ch.filter_mask, ch.bytes.data()) < 0) {
+      H5Eclear2(H5E_DEFAULT);
+      throw IoError(chunk_text(where, ch.row0, ch.col0) + "cannot be read (the file is truncated or corrupt?)");
+    }
+  };
+
+  const auto serial = [&] {  // one thread: fetch and decode in turn
+    Inflater inflater;
+    std::vector<unsigned char> a(l.raw_bytes()), b(l.raw_bytes());
+    RawChunk ch;
+    std::string why;
+    for (std::size_t i = 0; i < origins.size(); ++i) {
+      fetch(i, ch);
+      if (!decode(l, ch, inflater, a, b, why, put(ch)))
+        throw IoError(chunk_text(where, ch.row0, ch.col0) + why + ": the file is corrupt");
+    }
+    return true;
+  };
+  const int helpers = std::min(read_threads(), static_cast<int>(origins.size())) - 1;
+  if (helpers <= 0) return serial();
+
+  // This thread fetches raw chunks into a bounded queue; the helpers decode them.
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<RawChunk> ready, spare;
+  bool done = false;
+  std::string failure;
+  const std::size_t depth = 2 * static_cast<std::size_t>(helpers);
   const auto work = [&] {
     try {
       Inflater inflater;
-      std::vector<unsigned char> stored, a(raw_bytes), b(raw_bytes);
-      for (std::size_t i = next++; i < p.chunks.size(); i = next++) {
-        const auto& ch = p.chunks[i];
-        stored.resize(static_cast<std::size_t>(ch.bytes));
-        if (const int rc = read_exact(fd, stored.data(), stored.size(), ch.addr)) {
-          fail("reading '" + where + "' failed: " + (rc > 0 ? std::strerror(rc) : "the file ends early (truncated?)"));
-          return;
+      std::vector<unsigned char> a(l.raw_bytes()), b(l.raw_bytes());
+      std::string why;
+      for (;;) {
+        RawChunk ch;
+        {
+          std::unique_lock<std::mutex> lock(mutex);
+          changed.wait(lock, [&] { return !ready.empty() || done; });
+          if (ready.empty()) return;
+          ch = std::move(ready.front());
+          ready.pop_front();
         }
-        // Undo the filters in reverse order of writing; `cur` is where the bytes are now.
-        const unsigned char* cur = stored.data();
-        std::size_t cur_bytes = stored.size();
-        for (std::size_t f = p.filters.size(); f-- > 0;) {
-          if (ch.filter_mask & (1u << f)) continue;  // this filter was skipped for this chunk
-          unsigned char* dst = cur == a.data() ? b.data() : a.data();
-          if (p.filters[f] == ChunkedPlan::Filter::deflate) {
-            if (!inflater.inflate(cur, cur_bytes, dst, raw_bytes)) {
-              fail("'" + where + "' has a chunk (rows " + std::to_string(ch.row0) + ".., cols " +
-                   std::to_string(ch.col0) + "..) that does not decompress: the file is corrupt");
-              return;
-            }
-          } else {
-            if (cur_bytes != raw_bytes) {
-              fail("'" + where + "' has a chunk of an unexpected size: the file is corrupt");
-              return;
-            }
-            unshuffle(cur, dst, raw_bytes / p.stored_size, p.stored_size);
-          }
-          cur = dst;
-          cur_bytes = raw_bytes;
-        }
-        if (cur_bytes != raw_bytes) {
-          fail("'" + where + "' has a chunk of an unexpected size: the file is corrupt");
-          return;
-        }
-        place(p, ch, cur, row0, nrows, col0, ncols, as, static_cast<unsigned char*>(out));
+        changed.notify_all();
+        const bool ok = decode(l, ch, inflater, a, b, why, put(ch));
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!ok && failure.empty()) failure = chunk_text(where, ch.row0, ch.col0) + why + ": the file is corrupt";
+        spare.push_back(std::move(ch));
       }
     } catch (const std::exception& e) {
-      fail(std::string("reading '") + where + "' failed: " + e.what());
+      std::lock_guard<std::mutex> lock(mutex);
+      if (failure.empty()) failure = "reading '" + where + "' failed: " + e.what();
     }
   };
   std::vector<std::thread> pool;
   try {
-    for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+    for (int t = 0; t < helpers; ++t) pool.emplace_back(work);
   } catch (const std::system_error&) {
-    // no more threads: those started and this one share the chunks
+    if (pool.empty()) return serial();  // no helper could start
+    // else: the helpers that started share the chunks
   }
-  work();
-  for (auto& th : pool) th.join();
-  ::close(fd);
+  const auto stop = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      done = true;
+    }
+    changed.notify_all();
+    for (auto& th : pool) th.join();
+  };
+  try {
+    for (std::size_t i = 0; i < origins.size(); ++i) {
+      RawChunk ch;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        changed.wait(lock, [&] { return ready.size() < depth || !failure.empty(); });
+        if (!failure.empty()) break;
+        if (!spare.empty()) {
+          ch = std::move(spare.front());
+          spare.pop_front();
+        }
+      }
+      fetch(i, ch);
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        ready.push_back(std::move(ch));
+      }
+      changed.notify_all();
+    }
+  } catch (...) {
+    stop();
+    throw;
+  }
+  stop();
   if (!failure.empty()) throw IoError(failure);
+  return true;
 }
 
 }  // namespace tessera::io

@@ -14,7 +14,6 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
-#include <optional>
 #include <stdexcept>
 #include <system_error>
 #include <string>
@@ -24,6 +23,7 @@
 
 #include "core/error.hpp"
 #include "io/chunked_read.hpp"
+#include "io/direct_io.hpp"
 
 namespace tessera::io {
 
@@ -581,12 +581,6 @@ DatasetInfo inspect(const DatasetRef& ref) { return open_matrix(ref).info; }
 
 namespace {
 
-// Direct (pread/pwrite) transfers of contiguous datasets, unless TESSERA_HDF5_DIRECT=0.
-bool direct_io_enabled() {
-  const char* env = std::getenv("TESSERA_HDF5_DIRECT");
-  return !(env && std::string(env) == "0");
-}
-
 // Where a dataset's elements lie in its file when they can be read without HDF5: contiguous
 // storage, allocated, no filters or external files, stored exactly in the type asked for (so
 // no conversion), and a plain POSIX file (sec2 driver, no user block). -1 otherwise.
@@ -621,66 +615,6 @@ std::int64_t direct_offset(const OpenDataset& od, DType as) {
   return offset == HADDR_UNDEF ? -1 : static_cast<std::int64_t>(offset);
 }
 
-// pread (or pwrite) of `bytes` at `offset`, to the end (short transfers, EINTR). 0, errno on an
-// error, or -1 at the end of the file (a truncated file) or when nothing could be written.
-int io_all(int fd, bool write, unsigned char* to, std::size_t bytes, std::int64_t offset) {
-  while (bytes > 0) {
-    const std::size_t n = std::min<std::size_t>(bytes, std::size_t{1} << 30);
-    const ssize_t got = write ? ::pwrite(fd, to, n, offset) : ::pread(fd, to, n, offset);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return errno;
-    if (got == 0) return -1;
-    to += got;
-    bytes -= static_cast<std::size_t>(got);
-    offset += got;
-  }
-  return 0;
-}
-
-// A block between memory and a contiguous dataset at byte `base` of the file open as `fd`, with
-// pread or pwrite split over a few threads: a large transfer from or to the page cache or a
-// parallel file system goes several times faster than one HDF5 call in one thread. Whole rows are
-// one range of bytes; a column block is one range per row. Returns 0 or the first failure's code
-// (errno, or -1: end of file / nothing written).
-int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, std::int64_t row0, std::int64_t nrows,
-                    std::int64_t col0, std::int64_t ncols, std::size_t esize, void* buffer) {
-  auto* dst = static_cast<unsigned char*>(buffer);
-  const bool whole_rows = col0 == 0 && ncols == cols;
-  // Pieces: byte ranges of whole rows, or rows of a column block; at most 8 threads, each with
-  // at least 64 MiB (a thread costs more than it saves on small reads).
-  const std::size_t total = static_cast<std::size_t>(nrows * ncols) * esize;
-  const auto threads = static_cast<int>(std::clamp<std::size_t>(total >> 26, 1, 8));
-  std::vector<int> failed(static_cast<std::size_t>(threads), 0);
-  const auto work = [&](int t) {
-    const std::int64_t r0 = nrows * t / threads, r1 = nrows * (t + 1) / threads;
-    if (whole_rows) {
-      const std::size_t row_bytes = static_cast<std::size_t>(cols) * esize;
-      failed[static_cast<std::size_t>(t)] =
-          io_all(fd, write, dst + static_cast<std::size_t>(r0) * row_bytes, static_cast<std::size_t>(r1 - r0) * row_bytes,
-                     base + (row0 + r0) * cols * static_cast<std::int64_t>(esize));
-      return;
-    }
-    const std::size_t piece = static_cast<std::size_t>(ncols) * esize;
-    for (std::int64_t r = r0; r < r1; ++r)
-      if (const int rc = io_all(fd, write, dst + static_cast<std::size_t>(r) * piece, piece,
-                                   base + ((row0 + r) * cols + col0) * static_cast<std::int64_t>(esize))) {
-        failed[static_cast<std::size_t>(t)] = rc;
-        return;
-      }
-  };
-  std::vector<std::thread> pool;
-  try {
-    for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
-  } catch (const std::system_error&) {  // no more threads: the ones started finish, this one does the rest
-    for (int t = static_cast<int>(pool.size()) + 1; t < threads; ++t) work(t);
-  }
-  work(0);
-  for (auto& th : pool) th.join();
-  for (const int rc : failed)
-    if (rc != 0) return rc;
-  return 0;
-}
-
 void read_direct(const std::string& path, std::int64_t base, std::int64_t cols, std::int64_t row0,
                  std::int64_t nrows, std::int64_t col0, std::int64_t ncols, std::size_t esize, void* out) {
   const int fd = ::open(path.c_str(), O_RDONLY);
@@ -697,7 +631,6 @@ void read_direct(const std::string& path, std::int64_t base, std::int64_t cols, 
 void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
                 std::int64_t ncols, DType as, void* out) {
   std::int64_t base = -1, file_cols = 0;
-  std::optional<ChunkedPlan> chunked;  // chunked (and compressed) storage read by many threads
   {
     const std::lock_guard<std::mutex> hold(hdf5_lock());
     OpenDataset od = open_matrix(ref);  // (opening switches off this thread's error printing)
@@ -708,9 +641,11 @@ void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, st
     if (out == nullptr) throw std::invalid_argument("read_block: null output buffer");
     base = direct_offset(od, as);
     file_cols = od.info.cols;
-    if (base < 0 && direct_io_enabled())
-      chunked = plan_chunked_read(od.dataset.get(), ref.str(), row0, nrows, col0, ncols, as);
-    if (base < 0 && !chunked) {
+    // Chunked (and compressed) storage: decompressed by many threads.
+    if (base < 0 && direct_io_enabled() &&
+        read_chunked(od.dataset.get(), ref.str(), row0, nrows, col0, ncols, as, out))
+      return;
+    if (base < 0) {
       auto [file_space, mem_space] = block_spaces(od.dataset.get(), row0, nrows, col0, ncols);
       if (!file_space.valid())
         throw_io("cannot select " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref));
@@ -719,10 +654,7 @@ void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, st
       return;
     }
   }
-  if (chunked)
-    read_chunked(*chunked, ref.str(), row0, nrows, col0, ncols, as, out);
-  else
-    read_direct(ref.file, base, file_cols, row0, nrows, col0, ncols, dtype_size(as), out);
+  read_direct(ref.file, base, file_cols, row0, nrows, col0, ncols, dtype_size(as), out);
 }
 
 std::vector<std::pair<std::string, std::string>> read_attributes(const DatasetRef& ref) {
@@ -801,15 +733,12 @@ struct MatrixWriter::Impl {
   Handle file;  // declared before dataset: closed after it
   Handle dataset;
   // Contiguous datasets are written with pwrite at their offset in the file (see write_block);
-  // -1 where HDF5 writes (chunked or compressed output).
-  std::int64_t direct_base = -1;
-  int direct_fd = -1;
+  // invalid where HDF5 writes (chunked or compressed output).
+  DirectTarget direct;
+  std::unique_ptr<BlockFile> direct_file;
 
   std::string where() const { return in_quotes(temp_path + ":" + target.path); }
-  void close_direct() {
-    if (direct_fd >= 0) ::close(direct_fd);
-    direct_fd = -1;
-  }
+  void close_direct() { direct_file.reset(); }
 
   // Runs also when the writer's constructor throws after creating the temporary file.
   ~Impl() {
@@ -929,9 +858,8 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
     const haddr_t offset = H5Dget_offset(w.dataset.get());
     H5Eclear2(H5E_DEFAULT);
     if (offset != HADDR_UNDEF) {
-      w.direct_fd = ::open(w.temp_path.c_str(), O_WRONLY);
-      if (w.direct_fd < 0) throw IoError("cannot open " + in_quotes(w.temp_path) + ": " + std::strerror(errno));
-      w.direct_base = static_cast<std::int64_t>(offset);
+      w.direct = {w.temp_path, static_cast<std::int64_t>(offset), rows, cols, dtype_size(dtype)};
+      w.direct_file = std::make_unique<BlockFile>(w.direct);
     }
   }
 }
@@ -948,20 +876,8 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
                      shape_text(w.rows, w.cols) + ")");
   if (nrows == 0 || ncols == 0) return;
   if (data == nullptr) throw std::invalid_argument("write_block: null data");
-  if (w.direct_fd >= 0) {
-    const int rc = transfer_direct(w.direct_fd, true, w.direct_base, w.cols, row0, nrows, col0, ncols,
-                                   dtype_size(w.dtype), const_cast<void*>(data));
-    if (rc != 0)
-      throw IoError("writing " + block_text(row0, nrows, col0, ncols) + " to " + w.where() + " failed: " +
-                    (rc > 0 ? std::string(std::strerror(rc)) : std::string("nothing written")));
-#ifdef __linux__
-    // Start writing these bytes back to the disk now, while later blocks are still being
-    // computed, so commit's fsync has less left to wait for. Advisory: errors are for fsync.
-    const auto es = static_cast<std::int64_t>(dtype_size(w.dtype));
-    const std::int64_t first = w.direct_base + (row0 * w.cols + col0) * es;
-    const std::int64_t last = w.direct_base + ((row0 + nrows - 1) * w.cols + col0 + ncols) * es;
-    (void)::sync_file_range(w.direct_fd, first, last - first, SYNC_FILE_RANGE_WRITE);
-#endif
+  if (w.direct_file) {
+    w.direct_file->write_block(row0, col0, nrows, ncols, data);
     return;
   }
   const std::lock_guard<std::mutex> hold(hdf5_lock());
@@ -1031,6 +947,8 @@ void MatrixWriter::commit() {
 }
 
 const std::string& MatrixWriter::temporary_path() const { return impl_->temp_path; }
+
+DirectTarget MatrixWriter::direct_target() const { return impl_->direct; }
 
 // ---- library ---------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "io/direct_io.hpp"
 
 namespace tessera::io {
 
@@ -74,21 +75,25 @@ struct WriteOptions {
 // The constructor fails early (before any compute) with InputError if the target file exists
 // and !overwrite, or if the directory does not exist or is not writable; IoError if the
 // temporary file cannot be created.
-class MatrixWriter {
+class MatrixWriter : public BlockSink {
  public:
   MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int64_t cols, DType dtype,
                const WriteOptions& opts);
-  ~MatrixWriter();
+  ~MatrixWriter() override;
   MatrixWriter(const MatrixWriter&) = delete;
   MatrixWriter& operator=(const MatrixWriter&) = delete;
 
   // data: nrows x ncols row-major of `dtype`, placed at (row0, col0).
   void write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
-                   const void* data);
+                   const void* data) override;
   void set_attributes(const std::vector<Attribute>& attrs);
   // Flush, close, rename into place. If !overwrite and the target appeared meanwhile, fails.
   void commit();
   const std::string& temporary_path() const;
+  // Where the dataset's elements lie in the temporary file, for other processes to write their
+  // blocks there (io/direct_io.hpp); invalid for chunked or compressed output, or with
+  // TESSERA_HDF5_DIRECT=0. Their writes must be durable (BlockFile::sync) before commit().
+  DirectTarget direct_target() const;
 
  private:
   struct Impl;

@@ -121,6 +121,7 @@ nlohmann::json to_json(const JobReport& r) {
           {"algorithm", r.algorithm},
           {"comm", r.comm},
           {"stream_chunks", r.stream_chunks},
+          {"write", r.write},
           {"backend", r.backend},
           {"kernel", r.kernel},
           {"totals",
@@ -153,6 +154,7 @@ std::string format_table(const JobReport& r) {
   if (r.stream_chunks > 1)
     out += fmt::format("streaming: A read in {} pieces while the GEMM ran\n",
                        r.stream_chunks);
+  out += fmt::format("C written: {}\n", r.write);
   out += fmt::format("{:>4}  {:<12} {:<24} {:>7} {:>19} {:>10}", "rank", "host", "device", "block", "rows x cols",
                      "GFLOP/s");
   for (const auto& n : names) out += fmt::format(" {:>9}", n + "/ms");

@@ -49,6 +49,8 @@ struct JobReport {
   std::string comm = "host";
   // Pieces A was read in while the GEMM ran (panels, run/stream.hpp); 1: read before it.
   int stream_chunks = 1;
+  // How C reached the output file (run/output.hpp): "in place ..." or "gather (why)".
+  std::string write = "gather";
   std::string backend, kernel;
   double wall_seconds = 0;
   std::vector<RankRecord> ranks;

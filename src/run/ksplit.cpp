@@ -49,6 +49,7 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   const dist::Range kr = ks.k_range(rank);
   report::JobReport job = std::move(start.job);
   job.algorithm = "ksplit";
+  job.write = "by rank 0 (ksplit sums the partial products there)";
 
   bool show_progress = o.progress == "on";
   if (o.progress == "auto" && rank == kRoot) {

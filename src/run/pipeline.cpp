@@ -24,6 +24,7 @@
 #include "run/freivalds.hpp"
 #include "run/handover.hpp"
 #include "run/ksplit.hpp"
+#include "run/output.hpp"
 #include "run/stream.hpp"
 #include "run/summa.hpp"
 #include "run/progress.hpp"
@@ -233,6 +234,9 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
 
   const dist::Partition part(plan.m, plan.n, plan.k, comm.size(), plan.grid);
   const std::size_t esize = dtype_size(plan.dtype);
+  // Every rank writes its own C block into the output, or rank 0 gathers them (run/output.hpp).
+  const OutputRoute route = OutputRoute::choose(comm, writer.get(), o.write, part.active(rank));
+  job.write = route.description();
   bool show_progress = o.progress == "on";
   if (o.progress == "auto" && rank == kRoot) {
     const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
@@ -302,7 +306,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   comm.step([&] {
     if (!me.active) return;
     const Stopwatch t;
-    if (rank == kRoot && part.grid().size() > 1)
+    if (rank == kRoot && part.grid().size() > 1 && !route.in_place())
       spare = be->allocate_host(static_cast<std::size_t>(gather_spare_elements(part)) * esize);
     const auto rows = part.rows_of(rank), cols = part.cols_of(rank);
     a = be->allocate_host(static_cast<std::size_t>(part.a_elements(rank)) * esize);
@@ -325,7 +329,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
 
   progress.step("computing C blocks with " + kernel + (streaming ? " (A read and C written meanwhile)" : ""));
   // 4. Compute the local block.
-  bool root_written = false;  // rank 0's C block went to the output during the GEMM
+  bool own_written = false;  // this rank's C block went to the output during the GEMM
   comm.step([&] {
     if (!me.active) return;
     const auto rows = part.rows_of(rank), cols = part.cols_of(rank);
@@ -347,8 +351,8 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     }
     if (streaming) {
       prob.a_rows = streams.a_rows();
-      if (rank == kRoot && !o.verify) {
-        streams.start_writing(writer.get(), rows.begin, cols.begin, rows.size(), cols.size(), plan.dtype, c.data());
+      if (route.sink() && !o.verify) {  // rank 0, or every rank when C is written in place
+        streams.start_writing(route.sink(), rows.begin, cols.begin, rows.size(), cols.size(), plan.dtype, c.data());
         prob.c_rows = streams.c_rows();
       }
     }
@@ -364,7 +368,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     const double compute_s = t.seconds();  // streaming: includes waiting for A's rows
     if (streaming) {
       streams.finish(failed);  // rethrows the first failure: reading A, the GEMM, writing C
-      root_written = prob.c_rows != nullptr;
+      own_written = prob.c_rows != nullptr;
       sa = streams.nonfinite();
       for (auto& p : me.phases)  // all of A's reading, though most of it overlapped the GEMM
         if (p.first == "read") p.second += streams.read_seconds();
@@ -387,11 +391,18 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     if (!verified->passed) throw VerificationFailed("result not written: " + verified->summary);
   }
 
-  progress.step("gathering and writing C");
-  // 5. Gather the blocks to rank 0, which writes each as it arrives (memory: one block).
-  gather_and_write(comm, part, plan.dtype, c.data(), spare.empty() ? nullptr : spare.data(), writer.get(), progress,
-                   me.phases, {}, root_written);
-  if (root_written)  // rank 0's own block was written during the GEMM
+  // 5. C to the file: every rank its own block (in place), or gathered to rank 0, which writes each
+  // block as it arrives (memory: one block).
+  if (route.in_place()) {
+    progress.step("writing C blocks on every rank");
+    const auto rows = me.active ? part.rows_of(rank) : dist::Range{}, cols = me.active ? part.cols_of(rank) : dist::Range{};
+    route.write_own_block(comm, rows.begin, cols.begin, rows.size(), cols.size(), c.data(), own_written, me.phases);
+  } else {
+    progress.step("gathering and writing C");
+    gather_and_write(comm, part, plan.dtype, c.data(), spare.empty() ? nullptr : spare.data(), writer.get(), progress,
+                     me.phases, {}, own_written);
+  }
+  if (own_written)  // this rank's own block was written during the GEMM
     for (auto& p : me.phases)
       if (p.first == "write") p.second += streams.write_seconds();
   // Freeing page-locked memory takes time too (unregistering it): done beside rank 0's commit,

@@ -30,6 +30,7 @@ struct RunOptions {
   int ranks = 0;             // --dry-run for this many ranks (default: the job's)
   std::string gpu_memory;    // --gpu-memory: "" (what the GPU has free) or e.g. 512M, 8G, bytes
   std::string progress = "auto";  // on | off | auto (on when the predicted time exceeds 5 s)
+  std::string write = "auto";     // how C reaches the file: auto | in-place | gather (run/output.hpp)
 };
 
 // Thrown (on every rank) when --verify finds C wrong: nothing is written.

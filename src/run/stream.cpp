@@ -59,7 +59,7 @@ void RowStreams::start_reading(const io::DatasetRef& a, std::int64_t row0, std::
   });
 }
 
-void RowStreams::start_writing(io::MatrixWriter* writer, std::int64_t row0, std::int64_t col0, std::int64_t rows,
+void RowStreams::start_writing(io::BlockSink* writer, std::int64_t row0, std::int64_t col0, std::int64_t rows,
                                std::int64_t cols, DType dtype, const void* c) {
   writing_ = std::thread([this, writer, row0, col0, rows, cols, dtype, c] {
     const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(dtype);

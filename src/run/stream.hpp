@@ -35,8 +35,9 @@ class RowStreams {
   void start_reading(const io::DatasetRef& a, std::int64_t row0, std::int64_t rows, std::int64_t k, DType dtype,
                      void* into, int chunks, bool scan);
   // Starts writing the rows of a rows x cols C block, placed at (row0, col0) of `writer`'s
-  // matrix, from `c` as they are published on c_rows().
-  void start_writing(io::MatrixWriter* writer, std::int64_t row0, std::int64_t col0, std::int64_t rows,
+  // matrix (the output's writer, or this rank's own handle on it), from `c` as they are published
+  // on c_rows().
+  void start_writing(io::BlockSink* writer, std::int64_t row0, std::int64_t col0, std::int64_t rows,
                      std::int64_t cols, DType dtype, const void* c);
 
   const backend::RowProgress* a_rows() const { return reading_.joinable() ? &a_rows_ : nullptr; }

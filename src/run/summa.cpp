@@ -16,6 +16,7 @@
 #include "dist/partition.hpp"
 #include "run/checks.hpp"
 #include "run/dryrun.hpp"
+#include "run/output.hpp"
 #include "run/progress.hpp"
 #include "run/result.hpp"
 
@@ -98,6 +99,9 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   const dist::Range kb = active ? dist::summa_k_rows(part.k(), grid.rows, gi) : dist::Range{};  // B(i,j)'s K rows
   report::JobReport job = std::move(start.job);
   job.algorithm = "summa";
+  // Every rank writes its own C block into the output, or rank 0 gathers them (run/output.hpp).
+  const OutputRoute route = OutputRoute::choose(comm, start.writer.get(), o.write, active);
+  job.write = route.description();
 
   const bool gpu_wanted = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
   bool show_progress = o.progress == "on";
@@ -167,7 +171,7 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   comm.step([&] {
     if (!active) return;
     const double t = MPI_Wtime();
-    if (rank == kRoot && grid.size() > 1)
+    if (rank == kRoot && grid.size() > 1 && !route.in_place())
       spare = be->allocate_host(static_cast<std::size_t>(gather_spare_elements(part)) * esize);
     a = be->allocate_host(static_cast<std::size_t>(rows.size() * ka.size()) * esize);
     b = be->allocate_host(static_cast<std::size_t>(kb.size() * cols.size()) * esize);
@@ -210,7 +214,7 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   // The gather of C to rank 0 over the devices too: a group of all active ranks.
   std::unique_ptr<backend::DeviceGroup> all_group;
   const dist::Comm active_comm = comm.split(active ? 0 : -1);
-  if (path == "nccl" && grid.size() > 1) {
+  if (path == "nccl" && grid.size() > 1 && !route.in_place()) {
     std::string id;
     comm.step([&] {
       if (rank != kRoot) return;
@@ -313,9 +317,10 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   // stalls this thread's CUDA calls (NCCL's send or receive of C waited ~0.5 s behind it), and
   // freeing it here, before the gather, held up the gather instead (551 ms, docs/scaling-2gpu.md).
 
-  // 5. C blocks to rank 0, written as they arrive (GPU to GPU with NCCL, then one copy down on
-  // rank 0); then labelled and committed.
-  progress.step("gathering and writing C");
+  // 5. C to the file: every rank writes its own block (in place), or the blocks go to rank 0 and are
+  // written as they arrive (GPU to GPU with NCCL, then one copy down on rank 0); then labelled
+  // and committed.
+  progress.step(route.in_place() ? "writing C blocks on every rank" : "gathering and writing C");
   BlockTransport transport;
   if (all_group) {
     // A failed device transfer leaves its peer waiting inside NCCL: end the job (dist::abort_job).
@@ -334,8 +339,11 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
       }
     };
   }
-  gather_and_write(comm, part, dtype, c.data(), spare.empty() ? nullptr : spare.data(), start.writer.get(), progress,
-                   me.phases, transport);
+  if (route.in_place())
+    route.write_own_block(comm, rows.begin, cols.begin, rows.size(), cols.size(), c.data(), false, me.phases);
+  else
+    gather_and_write(comm, part, dtype, c.data(), spare.empty() ? nullptr : spare.data(), start.writer.get(), progress,
+                     me.phases, transport);
   double release_s = 0;
   {
     const double t = MPI_Wtime();  // freeing device memory and the NCCL group takes time too

@@ -124,3 +124,13 @@ add_mpi_test(summa.cuda.f64.grid2x2.np4 4 e2e_run.py --m 131 --n 137 --k 139 --d
 # Out of core: a GPU memory limit far below the block's needs; tiles streamed through the GPU.
 add_mpi_test(mpi.cuda.outofcore.f32.np1 1 e2e_run.py --m 300 --n 301 --k 302 --dtype f32 --backend cuda --need-gpus 1 --gpu-memory 400K)
 add_mpi_test(mpi.cuda.outofcore.f64.np2 2 e2e_run.py --m 257 --n 129 --k 1031 --dtype f64 --backend cuda --need-gpus 2 --gpu-memory 1.5M)
+
+# How C reaches the file (run/output.hpp): in place on every rank vs the gather through rank 0.
+add_mpi_test(write.identical.panels.np2 2 write_paths.py --case identical)
+add_mpi_test(write.identical.panels.np3 3 write_paths.py --case identical)
+add_mpi_test(write.identical.panels.stream.np4 4 write_paths.py --case identical --stream-chunks 7)
+add_mpi_test(write.identical.summa.np1 1 write_paths.py --case identical --algorithm summa)
+add_mpi_test(write.identical.summa.np4 4 write_paths.py --case identical --algorithm summa)
+add_mpi_test(write.unshared-fallback.np2 2 write_paths.py --case unshared)
+add_mpi_test(write.rank-killed-writing.np2 2 write_paths.py --case killed-writing)
+set_tests_properties(write.rank-killed-writing.np2 PROPERTIES LABELS "mpi;fault")

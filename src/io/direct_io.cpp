@@ -1,0 +1,142 @@
+#include "io/direct_io.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace tessera::io {
+
+namespace {
+
+// pread (or pwrite) of `bytes` at `offset`, to the end (short transfers, EINTR). 0, errno on an
+// error, or -1 at the end of the file (a truncated file) or when nothing could be written.
+int io_all(int fd, bool write, unsigned char* to, std::size_t bytes, std::int64_t offset) {
+  while (bytes > 0) {
+    const std::size_t n = std::min<std::size_t>(bytes, std::size_t{1} << 30);
+    const ssize_t got = write ? ::pwrite(fd, to, n, offset) : ::pread(fd, to, n, offset);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return errno;
+    if (got == 0) return -1;
+    to += got;
+    bytes -= static_cast<std::size_t>(got);
+    offset += got;
+  }
+  return 0;
+}
+
+std::string io_failure(int rc, const char* eof_text) {
+  return rc > 0 ? std::string(std::strerror(rc)) : std::string(eof_text);
+}
+
+}  // namespace
+
+bool direct_io_enabled() {
+  const char* env = std::getenv("TESSERA_HDF5_DIRECT");
+  return !(env && std::string(env) == "0");
+}
+
+// A block between memory and a contiguous dataset at byte `base` of the file open as `fd`, with
+// pread or pwrite split over a few threads: a large transfer from or to the page cache or a
+// parallel file system goes several times faster than one HDF5 call in one thread. Whole rows are
+// one range of bytes; a column block is one range per row. Returns 0 or the first failure's code
+// (errno, or -1: end of file / nothing written).
+int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, std::int64_t row0, std::int64_t nrows,
+                    std::int64_t col0, std::int64_t ncols, std::size_t esize, void* buffer) {
+  auto* dst = static_cast<unsigned char*>(buffer);
+  const bool whole_rows = col0 == 0 && ncols == cols;
+  // Pieces: byte ranges of whole rows, or rows of a column block; at most 8 threads, each with
+  // at least 64 MiB (a thread costs more than it saves on small reads).
+  const std::size_t total = static_cast<std::size_t>(nrows * ncols) * esize;
+  const auto threads = static_cast<int>(std::clamp<std::size_t>(total >> 26, 1, 8));
+  std::vector<int> failed(static_cast<std::size_t>(threads), 0);
+  const auto work = [&](int t) {
+    const std::int64_t r0 = nrows * t / threads, r1 = nrows * (t + 1) / threads;
+    if (whole_rows) {
+      const std::size_t row_bytes = static_cast<std::size_t>(cols) * esize;
+      failed[static_cast<std::size_t>(t)] =
+          io_all(fd, write, dst + static_cast<std::size_t>(r0) * row_bytes, static_cast<std::size_t>(r1 - r0) * row_bytes,
+                     base + (row0 + r0) * cols * static_cast<std::int64_t>(esize));
+      return;
+    }
+    const std::size_t piece = static_cast<std::size_t>(ncols) * esize;
+    for (std::int64_t r = r0; r < r1; ++r)
+      if (const int rc = io_all(fd, write, dst + static_cast<std::size_t>(r) * piece, piece,
+                                   base + ((row0 + r) * cols + col0) * static_cast<std::int64_t>(esize))) {
+        failed[static_cast<std::size_t>(t)] = rc;
+        return;
+      }
+  };
+  std::vector<std::thread> pool;
+  try {
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  } catch (const std::system_error&) {  // no more threads: the ones started finish, this one does the rest
+    for (int t = static_cast<int>(pool.size()) + 1; t < threads; ++t) work(t);
+  }
+  work(0);
+  for (auto& th : pool) th.join();
+  for (const int rc : failed)
+    if (rc != 0) return rc;
+  return 0;
+}
+
+BlockFile::BlockFile(const DirectTarget& target) : t_(target) {
+  fd_ = ::open(t_.file.c_str(), O_WRONLY);
+  if (fd_ < 0) throw IoError("cannot open the output '" + t_.file + "' to write this rank's part: " + std::strerror(errno));
+}
+
+BlockFile::~BlockFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void BlockFile::write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
+                            const void* data) {
+  if (nrows <= 0 || ncols <= 0) return;
+  if (row0 < 0 || col0 < 0 || row0 + nrows > t_.rows || col0 + ncols > t_.cols)
+    throw InputError("block " + std::to_string(nrows) + "x" + std::to_string(ncols) + " at (" + std::to_string(row0) +
+                     ", " + std::to_string(col0) + ") is outside the output '" + t_.file + "'");
+  const int rc = transfer_direct(fd_, true, t_.base, t_.cols, row0, nrows, col0, ncols, t_.esize, const_cast<void*>(data));
+  if (rc != 0)
+    throw IoError("writing rows " + std::to_string(row0) + ".." + std::to_string(row0 + nrows - 1) + " of C to '" +
+                  t_.file + "' failed: " + io_failure(rc, "nothing written"));
+#ifdef __linux__
+  // Start writing these bytes back now, while later blocks are still computed, so that the final
+  // fsync has less left to wait for. Advisory: errors surface in sync().
+  const auto es = static_cast<std::int64_t>(t_.esize);
+  const std::int64_t first = t_.base + (row0 * t_.cols + col0) * es;
+  const std::int64_t last = t_.base + ((row0 + nrows - 1) * t_.cols + col0 + ncols) * es;
+  (void)::sync_file_range(fd_, first, last - first, SYNC_FILE_RANGE_WRITE);
+#endif
+}
+
+void BlockFile::sync() {
+  if (::fsync(fd_) != 0) throw IoError("writing C to '" + t_.file + "' failed: " + std::strerror(errno));
+}
+
+void write_token(const DirectTarget& target, std::uint64_t token) {
+  const int fd = ::open(target.file.c_str(), O_WRONLY);
+  int rc = fd < 0 ? errno : io_all(fd, true, reinterpret_cast<unsigned char*>(&token), sizeof token, target.base);
+  if (rc == 0 && ::fsync(fd) != 0) rc = errno;  // visible to other nodes of a network file system
+  if (fd >= 0) ::close(fd);
+  if (rc != 0) throw IoError("writing the output '" + target.file + "' failed: " + io_failure(rc, "nothing written"));
+}
+
+bool sees_token(const DirectTarget& target, std::uint64_t token) {
+  const int fd = ::open(target.file.c_str(), O_RDONLY);
+  if (fd < 0) return false;
+  std::uint64_t seen = ~token;
+  const int rc = io_all(fd, false, reinterpret_cast<unsigned char*>(&seen), sizeof seen, target.base);
+  ::close(fd);
+  return rc == 0 && seen == token;
+}
+
+}  // namespace tessera::io
