@@ -106,6 +106,9 @@ if args.stream_chunks > 1:
 elif args.stream_chunks == 1:
     check(rep["stream_chunks"] == 1, f"report stream_chunks {rep['stream_chunks']}, expected 1")
 check(f"(comm {rep['comm']})" in res.stdout, "the table names the comm path")
+check(f"C written: {rep['write']}" in res.stdout, "the table says how C was written")
+if rep["algorithm"] != "ksplit":
+    check(rep["write"].startswith("in place"), f"C should be written in place here, report says {rep['write']!r}")
 ksplit = rep["algorithm"] == "ksplit"
 covered = 0
 for entry in rep["ranks"]:
@@ -113,8 +116,10 @@ for entry in rep["ranks"]:
         continue
     rows, cols = entry["rows"], entry["cols"]
     covered += (rows[1] - rows[0]) * (cols[1] - cols[0])
-    # ksplit: every rank holds a partial of all of C, summed onto rank 0 ("reduce").
-    last = "write" if entry["rank"] == 0 else ("reduce" if ksplit else "gather")
+    # ksplit: every rank holds a partial of all of C, summed onto rank 0 ("reduce"). Otherwise each
+    # rank writes its own block in place ("write") or sends it to rank 0 ("gather").
+    in_place = rep["write"].startswith("in place")
+    last = "write" if entry["rank"] == 0 or in_place else ("reduce" if ksplit else "gather")
     for phase in ["read", "compute", last] + (["reduce"] if ksplit else []):
         check(phase in entry["phases"], f"rank {entry['rank']} lacks phase {phase}")
     if args.baseline:

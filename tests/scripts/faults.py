@@ -69,7 +69,12 @@ if args.case in ("rank-killed", "writer-killed"):
     print("$ " + " ".join(cmd), flush=True)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=r.dir)
     ranks = tessera_ranks(proc.pid, 2)
-    time.sleep(1.0)  # inside the compute phase
+    # Inside the compute phase: the temporary output exists (made before the read), and a moment
+    # later the ranks multiply (start-up takes longer on a loaded machine: wait for it).
+    deadline = time.monotonic() + 20
+    while not leftovers(out_dir) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.5)
     check(proc.poll() is None, "the job ended before the fault was injected; make it bigger")
     # Rank order is the pid order for mpirun's local launch; either way one dies.
     victim = ranks[0] if args.case == "writer-killed" else ranks[1]
