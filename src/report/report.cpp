@@ -68,7 +68,8 @@ nlohmann::json to_json(const RankRecord& r) {
                       {"phase_order", order},
                       {"warnings", r.warnings},
                       {"peak_host_bytes", r.peak_host_bytes},
-                      {"peak_gpu_bytes", r.peak_gpu_bytes}};
+                      {"peak_gpu_bytes", r.peak_gpu_bytes},
+                      {"startup_seconds", r.startup_seconds}};
   if (!r.baseline_kernel.empty()) {
     const double s = r.compute_seconds();
     j["baseline"] = {{"kernel", r.baseline_kernel},
@@ -99,6 +100,7 @@ RankRecord rank_from_json(const nlohmann::json& j) {
   r.warnings = j.at("warnings").get<std::vector<std::string>>();
   r.peak_host_bytes = j.value("peak_host_bytes", std::int64_t{0});
   r.peak_gpu_bytes = j.value("peak_gpu_bytes", std::int64_t{0});
+  r.startup_seconds = j.value("startup_seconds", -1.0);
   if (j.contains("baseline")) {
     r.baseline_kernel = j["baseline"].at("kernel").get<std::string>();
     r.baseline_seconds = j["baseline"].at("seconds").get<double>();
@@ -189,6 +191,10 @@ std::string format_table(const JobReport& r) {
         break;
       }
   }
+  double startup = -1;
+  for (const auto& rr : r.ranks) startup = std::max(startup, rr.startup_seconds);
+  if (startup >= 0)
+    out += fmt::format("before the job: {:.3f} s of process start-up (launch, libraries, MPI), slowest rank\n", startup);
   for (const auto& rr : r.ranks)
     for (const auto& w : rr.warnings) out += fmt::format("warning (rank {}): {}\n", rr.rank, w);
   return out;

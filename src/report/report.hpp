@@ -27,6 +27,9 @@ struct RankRecord {
   std::vector<std::string> warnings;
   std::int64_t peak_host_bytes = 0;  // peak resident memory of the rank's process
   std::int64_t peak_gpu_bytes = 0;   // peak GPU memory the rank's GEMMs held (0 on the CPU)
+  // Seconds from the process's start to the job's (launch, loading libraries, MPI start-up); -1:
+  // unknown.
+  double startup_seconds = -1;
 
   double phase(const std::string& name) const;  // 0 when absent
   bool has_phase(const std::string& name) const;

@@ -1,11 +1,15 @@
 #include "run/checks.hpp"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <cstdint>
+#include <ctime>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -153,6 +157,25 @@ double node_memory_bytes() {
   while (in >> key >> kib >> unit)
     if (key == "MemTotal:") return kib * 1024.0;
   return 0;
+}
+
+double seconds_since_process_start() {
+  // Field 22 of /proc/self/stat: the start time in clock ticks after boot; the fields before it
+  // follow the command name in parentheses, which may hold spaces.
+  std::ifstream stat("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(text.substr(close + 2));
+  std::string field;
+  for (int i = 3; i < 22 && (fields >> field); ++i) {
+  }
+  unsigned long long start_ticks = 0;
+  timespec boot{};
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  if (!(fields >> start_ticks) || hz <= 0 || ::clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return -1;
+  const double now = static_cast<double>(boot.tv_sec) + static_cast<double>(boot.tv_nsec) * 1e-9;
+  return now - static_cast<double>(start_ticks) / static_cast<double>(hz);
 }
 
 }  // namespace tessera::run

@@ -34,6 +34,8 @@ void describe_block(const dist::Partition& part, int rank, report::RankRecord& m
 void publish_report(const RunOptions& o, const dist::Comm& comm, report::JobReport& job, report::RankRecord me,
                     double started, const backend::Backend* be, const std::function<void()>& after_table) {
   me.peak_host_bytes = peak_rss_bytes();
+  if (const double since = seconds_since_process_start(); since >= 0)
+    me.startup_seconds = std::max(0.0, since - (MPI_Wtime() - started));
   if (be) me.peak_gpu_bytes = be->peak_device_bytes();
   const auto records = comm.gather(report::to_json(me).dump(), kRoot);
   job.wall_seconds = comm.max(MPI_Wtime() - started);
