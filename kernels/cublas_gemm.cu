@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cublas_library.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/gpu_kernel.hpp"
 
@@ -33,17 +34,18 @@ bool cublas_can_implement(const GpuGemm& g, std::string* why) {
 }
 
 void run_cublas(const GpuGemm& g, GpuContext& ctx) {
+  const CublasApi& api = cublas_api();
   cublasHandle_t handle = ctx.cublas();
-  CUBLAS_CHECK(cublasSetStream(handle, g.stream));
+  CUBLAS_CHECK(api.set_stream(handle, g.stream));
   const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
   if (g.dtype == DType::f32) {
     const float alpha = 1, beta = g.accumulate ? 1.0f : 0.0f;
-    CUBLAS_CHECK(cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
+    CUBLAS_CHECK(api.sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
                              static_cast<const float*>(g.b), n, static_cast<const float*>(g.a), k,
                              &beta, static_cast<float*>(g.c), n));
   } else {
     const double alpha = 1, beta = g.accumulate ? 1.0 : 0.0;
-    CUBLAS_CHECK(cublasDgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
+    CUBLAS_CHECK(api.dgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
                              static_cast<const double*>(g.b), n, static_cast<const double*>(g.a),
                              k, &beta, static_cast<double*>(g.c), n));
   }
@@ -60,11 +62,12 @@ bool cublas_tc_can_implement(const GpuGemm& g, std::string* why) {
 }
 
 void run_cublas_ex(const GpuGemm& g, GpuContext& ctx, cublasComputeType_t compute) {
+  const CublasApi& api = cublas_api();
   cublasHandle_t handle = ctx.cublas_tensor_op();
-  CUBLAS_CHECK(cublasSetStream(handle, g.stream));
+  CUBLAS_CHECK(api.set_stream(handle, g.stream));
   const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
   const float alpha = 1, beta = g.accumulate ? 1.0f : 0.0f;
-  CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, g.b, CUDA_R_32F, n,
+  CUBLAS_CHECK(api.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, g.b, CUDA_R_32F, n,
                             g.a, CUDA_R_32F, k, &beta, g.c, CUDA_R_32F, n, compute,
                             CUBLAS_GEMM_DEFAULT));
 }

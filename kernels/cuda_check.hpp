@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "kernels/cublas_library.hpp"
 
 namespace tessera::kernels {
 
@@ -22,8 +23,8 @@ namespace tessera::kernels {
 [[noreturn]] inline void throw_cublas_error(cublasStatus_t status, const char* call,
                                             const char* file, int line) {
   throw DeviceError(std::string("cuBLAS call ") + call + " failed at " + file + ":" +
-                    std::to_string(line) + ": " + cublasGetStatusName(status) + " (" +
-                    cublasGetStatusString(status) + ")");
+                    std::to_string(line) + ": " + cublas_api().status_name(status) + " (" +
+                    cublas_api().status_string(status) + ")");
 }
 
 }  // namespace tessera::kernels

@@ -3,6 +3,8 @@
 // run()), handles the empty cases, and runs it. Also the shared per-device GpuContext.
 #include <cublas_v2.h>
 
+#include "kernels/cublas_library.hpp"
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -17,14 +19,14 @@ namespace tessera::kernels {
 
 GpuContext::~GpuContext() {
   if (scratch_) (void)cudaFree(scratch_);
-  if (cublas_) (void)cublasDestroy(cublas_);
-  if (cublas_tensor_op_) (void)cublasDestroy(cublas_tensor_op_);
+  if (cublas_) (void)cublas_api().destroy(cublas_);  // handles exist only once cuBLAS is loaded
+  if (cublas_tensor_op_) (void)cublas_api().destroy(cublas_tensor_op_);
 }
 
 cublasContext* GpuContext::cublas_tensor_op() {
   if (!cublas_tensor_op_) {
     cublasHandle_t handle = nullptr;
-    CUBLAS_CHECK(cublasCreate(&handle));  // CUBLAS_DEFAULT_MATH: the compute type decides
+    CUBLAS_CHECK(cublas_api().create(&handle));  // CUBLAS_DEFAULT_MATH: the compute type decides
     cublas_tensor_op_ = handle;
   }
   return cublas_tensor_op_;
@@ -51,10 +53,10 @@ void* GpuContext::scratch(std::size_t bytes) {
 cublasContext* GpuContext::cublas() {
   if (!cublas_) {
     cublasHandle_t handle = nullptr;
-    CUBLAS_CHECK(cublasCreate(&handle));
-    const cublasStatus_t status = cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH);
+    CUBLAS_CHECK(cublas_api().create(&handle));
+    const cublasStatus_t status = cublas_api().set_math_mode(handle, CUBLAS_PEDANTIC_MATH);
     if (status != CUBLAS_STATUS_SUCCESS) {
-      (void)cublasDestroy(handle);
+      (void)cublas_api().destroy(handle);
       throw_cublas_error(status, "cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH)", __FILE__,
                          __LINE__);
     }
