@@ -34,7 +34,7 @@ RankPlan plan_panels(const dist::Partition& part, int rank, DType dtype, bool gp
   const std::int64_t in_core = pipelines ? std::min(ab + c, pipelined) : ab + c;
   p.gpu_bytes = !gpu ? 0 : choice.gpu_memory_limit > 0 ? std::min(in_core, choice.gpu_memory_limit) : in_core;
   p.read_bytes = ab;
-  p.send_bytes = rank == 0 ? 0 : c;
+  p.send_bytes = rank == 0 || choice.in_place_write ? 0 : c;
   const double compute = part.flops(rank) / (gpu ? model.gpu_flops : model.cpu_flops);
   const double copies = gpu ? static_cast<double>(ab) / model.h2d_bytes_per_s + static_cast<double>(c) / model.d2h_bytes_per_s : 0;
   p.seconds = static_cast<double>(ab) / model.read_bytes_per_s + copies + compute +
@@ -62,15 +62,16 @@ RankPlan plan_summa(const dist::Partition& part, int rank, DType dtype, bool gpu
   // CPU: a scratch C for each panel's product; GPU: C, the slots and (unless the kernel adds
   // into C itself) a scratch C on the device.
   const bool nccl = gpu && choice.comm == "nccl";
-  const int comms = nccl ? (grid.cols > 1) + (grid.rows > 1) + (grid.size() > 1) : 0;
+  const int comms = nccl ? (grid.cols > 1) + (grid.rows > 1) + (grid.size() > 1 && !choice.in_place_write) : 0;
   // Host slots: the CPU's panels, or a GPU's page-locked staging for panels that arrive by host MPI.
   const bool host_slots = !gpu || (choice.comm == "host" && grid.size() > 1);
   p.host_bytes = own + c + (host_slots ? slots : 0) + (gpu ? 0 : c) + comms * model.nccl_host_bytes_per_comm;
   p.gpu_bytes = gpu ? (choice.accumulating_kernel ? 1 : 2) * c + slots + comms * model.nccl_gpu_bytes_per_comm : 0;
-  if (nccl && rank == 0 && grid.size() > 1) p.gpu_bytes += model.nccl_p2p_receive_gpu_bytes;  // the gather
+  if (nccl && rank == 0 && grid.size() > 1 && !choice.in_place_write)
+    p.gpu_bytes += model.nccl_p2p_receive_gpu_bytes;  // the gather
   p.read_bytes = own;
   p.recv_bytes = ((grid.cols > 1 ? p.rows * (k - ka) : 0) + (grid.rows > 1 ? (k - kb) * p.cols : 0)) * es;
-  p.send_bytes = rank == 0 ? 0 : c;
+  p.send_bytes = rank == 0 || choice.in_place_write ? 0 : c;
   const double compute = part.flops(rank) / (gpu ? model.gpu_flops : model.cpu_flops);
   const double panels = static_cast<double>(p.recv_bytes) / (nccl ? model.device_link_bytes_per_s : model.gather_bytes_per_s) +
                         (gpu && !nccl ? static_cast<double>(p.recv_bytes) / model.h2d_bytes_per_s : 0);
@@ -156,10 +157,11 @@ DryRun plan_run(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, int
     d.largest.gpu_bytes = max_other.gpu_bytes;
     d.largest.read_bytes = max_other.read_bytes;
   }
-  // panels and summa: rank 0 writes all of C, receiving every other block into a spare buffer
-  // while it writes the one before (run/handover.hpp).
-  if (!ksplit && d.grid.size() > 1) d.root.host_bytes += gather_spare_elements(part) * es;
-  const double receive = ksplit ? 0 : static_cast<double>(m * n * es - d.root.rows * d.root.cols * es) /
+  // panels and summa: every rank writes its own block in place, or rank 0 writes all of C,
+  // receiving every other block into a spare buffer while it writes the one before (run/handover.hpp).
+  const bool gather = !ksplit && !choice.in_place_write;
+  if (gather && d.grid.size() > 1) d.root.host_bytes += gather_spare_elements(part) * es;
+  const double receive = !gather ? 0 : static_cast<double>(m * n * es - d.root.rows * d.root.cols * es) /
                                           (gpu && choice.comm == "nccl" && choice.algorithm == "summa"
                                                ? model.device_link_bytes_per_s
                                                : model.gather_bytes_per_s);
@@ -186,6 +188,7 @@ nlohmann::json DryRun::to_json() const {
           {"total_comm_bytes", total_comm_bytes},
           {"max_send_bytes", max_send_bytes},
           {"max_recv_bytes", max_recv_bytes},
+          {"write", (choice.algorithm == "ksplit" || !choice.in_place_write) ? "rank 0" : "in place"},
           {"predicted_seconds", predicted_seconds}};
 }
 
@@ -208,10 +211,14 @@ std::string DryRun::to_text(std::int64_t m, std::int64_t n, std::int64_t k, DTyp
   if (choice.algorithm == "summa")
     out += fmt::format("  panels in     {} per rank (largest), broadcast along grid rows and columns\n",
                        gib(max_recv_bytes));
-  out += fmt::format("  {}     {} per rank (largest), {} between ranks in all\n", ksplit ? "reduce   " : "to rank 0",
-                     gib(max_send_bytes), gib(total_comm_bytes));
-  out += fmt::format("  predicted     {:.2f} s (slowest rank {:.2f} s, then rank 0 receives and writes C)\n",
-                     predicted_seconds, std::max(root.seconds, largest.seconds));
+  if (ksplit || !choice.in_place_write)
+    out += fmt::format("  {}     {} per rank (largest), {} between ranks in all\n", ksplit ? "reduce   " : "to rank 0",
+                       gib(max_send_bytes), gib(total_comm_bytes));
+  else if (total_comm_bytes > 0)
+    out += fmt::format("  between ranks {} in all; every rank writes its own C block\n", gib(total_comm_bytes));
+  out += fmt::format("  predicted     {:.2f} s (slowest rank {:.2f} s, then {} C)\n", predicted_seconds,
+                     std::max(root.seconds, largest.seconds),
+                     ksplit || !choice.in_place_write ? "rank 0 receives and writes" : "the ranks write");
   return out;
 }
 

@@ -26,8 +26,9 @@ struct MachineModel {
   double cpu_flops = 50e9;             // OpenBLAS on one rank's cores
   double device_link_bytes_per_s = 100e9;  // GPU to GPU with NCCL (NVLink 395 GB/s peak; broadcasts reach less)
   // Resident memory of a rank before its data: libraries, MPI and OpenBLAS buffers. Measured as
-  // the peak RSS of a 1x1x1 run (2 ranks, CPU backend, development machine): 172-176 MiB.
-  std::int64_t host_overhead_bytes = 176ll << 20;
+  // the peak RSS of a 1x1x1 run (2 ranks, CPU backend, development machine, 2026-11-30, cuBLAS
+  // no longer loaded at start-up): 23-28 MiB.
+  std::int64_t host_overhead_bytes = 28ll << 20;
   // What a GPU rank adds to that (CUDA runtime, cuBLAS): measured on the H200 machine as the
   // peak RSS over the model of 16384^3 runs without NCCL (panels, summa --comm host): 115 MiB.
   std::int64_t gpu_host_overhead_bytes = 115ll << 20;
@@ -52,6 +53,9 @@ struct PlanChoice {
   // The GPU kernel adds into C itself (backend::gpu_kernel_accumulates): summa's and chunked
   // ksplit's sums over K need no scratch C on the device.
   bool accumulating_kernel = false;
+  // panels and summa: every rank writes its own C block into the output (run/output.hpp), rather
+  // than sending it to rank 0 (--write gather, or ranks that do not share the output's file system).
+  bool in_place_write = true;
 };
 
 struct RankPlan {

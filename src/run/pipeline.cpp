@@ -176,6 +176,7 @@ void dry_run(const RunOptions& o, const dist::Comm& comm) {
     choice.panel_width = o.panel_width;
     choice.gpu_memory_limit = static_cast<std::int64_t>(parse_bytes(o.gpu_memory, "--gpu-memory"));
     choice.accumulating_kernel = gpu && backend::gpu_kernel_accumulates(o.kernel, dtype);
+    choice.in_place_write = o.write != "gather";
     if (choice.algorithm == "summa") choice.comm = choose_comm(o.comm, gpu, nccl, dist::mpi_cuda_aware());
     if (choice.algorithm == "ksplit") choice.comm = nccl && o.comm != "host" ? "nccl" : "host";
     if (ranks == 1) choice.comm = "none";
