@@ -13,11 +13,15 @@
 #include <vector>
 
 #include "core/dtype.hpp"
+#include "io/nonfinite.hpp"
 
 namespace tessera::io {
 
 // "file.h5:/group/name". The dataset path must start with '/'; the last ':' followed by '/'
-// splits file and dataset, so file names containing ':' still work.
+// splits file and dataset, so file names containing ':' (even ":/") still work. A ':' written
+// "\:" is part of a name and never splits, so a dataset path holding ":/" is written with
+// "\:/" (e.g. "f.h5:/run\:/A" names dataset "/run:/A" of f.h5); "\\" stands for one '\'.
+// Any other '\' is kept as it is.
 struct DatasetRef {
   std::string file;
   std::string path;
@@ -67,7 +71,7 @@ struct WriteOptions {
 };
 
 // Writes a new HDF5 file holding one 2-D dataset, block by block, under a temporary name
-// ("<file>.tessera-partial-<pid>") in the target's directory; commit() closes and renames it
+// (io::temporary_name: "<file>.tessera-partial-<host>-<pid>") in the target's directory; commit() closes and renames it
 // into place. Destroyed without commit() (an error, an exception) the temporary file is
 // removed, so a failed run never leaves a file that looks complete.
 //
@@ -89,6 +93,9 @@ class MatrixWriter {
   // Flush, close, rename into place. If !overwrite and the target appeared meanwhile, fails.
   void commit();
   const std::string& temporary_path() const;
+  // NaN and Inf among the elements written so far (counted by write_block), for the caller to
+  // decide before commit() whether such a C may be committed.
+  NonfiniteCount nonfinite_written() const;
 
  private:
   struct Impl;

@@ -131,6 +131,7 @@ nlohmann::json to_json(const JobReport& r) {
             {"mean_compute_seconds", r.mean_compute_seconds()},
             {"load_imbalance", r.load_imbalance()}}},
           {"verification", r.verification},
+          {"warnings", r.warnings},
           {"ranks", ranks}};
 }
 
@@ -189,14 +190,8 @@ std::string format_table(const JobReport& r) {
   }
   for (const auto& rr : r.ranks)
     for (const auto& w : rr.warnings) out += fmt::format("warning (rank {}): {}\n", rr.rank, w);
+  for (const auto& w : r.warnings) out += fmt::format("warning: {}\n", w);
   return out;
-}
-
-void write_json_file(const JobReport& r, const std::string& path) {
-  std::ofstream out(path);
-  out << to_json(r).dump(2) << "\n";
-  out.close();
-  if (!out) throw std::runtime_error("cannot write report '" + path + "'");
 }
 
 std::string utc_timestamp() {

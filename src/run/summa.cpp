@@ -363,7 +363,7 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
     start.writer->set_attributes(result_attributes(job, grid.str()));
     start.writer->set_attributes({io::Attribute::of("comm", job.comm),
                                   io::Attribute::of("panel_width", std::int64_t{width})});
-    start.writer->commit();
+    commit_result(o, *start.writer, job);
     start.writer.reset();
     for (auto& p : me.phases)
       if (p.first == "write") p.second += seconds_since(t);
