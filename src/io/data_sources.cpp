@@ -197,13 +197,14 @@ class Locator {
     }
   }
 
-  void unwritten(hid_t dcpl, const std::string& what, const std::string& which) {
+  // `fact` says which elements no file holds, e.g. "A 'x.h5:/A' has 2 of its 3 chunks never written".
+  void unwritten(hid_t dcpl, const std::string& fact) {
     if (user_fill(dcpl)) {
-      out_.notes.push_back(what + " has " + which + "; they are read as " + fill_text(dcpl));
+      out_.notes.push_back(fact + "; tessera reads those elements as " + fill_text(dcpl));
       return;
     }
-    throw InputError(what + " has " + which + ": HDF5 would read them as the fill value (0) without a word, so "
-                     "tessera refuses it; write all of its data first");
+    throw InputError(fact + ": HDF5 would read those elements as the fill value without a word, so tessera refuses "
+                     "it (write its data, or give the dataset a fill value of its own)");
   }
 
   void check_allocated(hid_t dset, hid_t dcpl, const std::string& what) {
@@ -212,7 +213,7 @@ class Locator {
       H5Eclear2(H5E_DEFAULT);
       return;
     }
-    if (status == H5D_SPACE_STATUS_NOT_ALLOCATED) unwritten(dcpl, what, "no data written (its storage was never allocated)");
+    if (status == H5D_SPACE_STATUS_NOT_ALLOCATED) unwritten(dcpl, what + " was never written (no storage allocated)");
   }
 
   // Chunks never written read as the fill value. (H5Dget_space_status compares bytes, which
@@ -228,15 +229,14 @@ class Locator {
     double expected = 1;
     for (int d = 0; d < rank; ++d)
       expected *= static_cast<double>((dims[d] + chunk[d] - 1) / std::max<hsize_t>(chunk[d], 1));
-    hsize_t stored = 0;
-    if (H5Dget_num_chunks(dset, H5S_ALL, &stored) < 0) {
+    hsize_t stored = 0;  // (HDF5 1.10 wants a dataspace here, not H5S_ALL)
+    if (H5Dget_num_chunks(dset, space, &stored) < 0) {
       H5Eclear2(H5E_DEFAULT);
       return;
     }
     if (static_cast<double>(stored) < expected)
-      unwritten(dcpl, what,
-                std::to_string(static_cast<long long>(expected - static_cast<double>(stored))) + " of its " +
-                    std::to_string(static_cast<long long>(expected)) + " chunks never written");
+      unwritten(dcpl, what + " has " + std::to_string(static_cast<long long>(expected - static_cast<double>(stored))) +
+                          " of its " + std::to_string(static_cast<long long>(expected)) + " chunks never written");
   }
 
   // External raw data files: HDF5 reads bytes past the end of one as zeros.
@@ -324,9 +324,9 @@ class Locator {
     else if (covered.valid()) mapped += static_cast<double>(H5Sget_select_npoints(covered.get()));
     H5Eclear2(H5E_DEFAULT);
     if (mapped < static_cast<double>(elements))
-      unwritten(dcpl, what,
-                std::to_string(static_cast<long long>(static_cast<double>(elements) - mapped)) + " of its " +
-                    std::to_string(static_cast<long long>(elements)) + " elements mapped to no source");
+      unwritten(dcpl, what + " is a virtual dataset with " +
+                          std::to_string(static_cast<long long>(static_cast<double>(elements) - mapped)) + " of its " +
+                          std::to_string(static_cast<long long>(elements)) + " elements mapped to no source");
   }
 
   // A source dataset smaller than the region mapped from it: HDF5 fills the rest.
