@@ -15,6 +15,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <limits>
 #include <vector>
 
 #include "core/error.hpp"
@@ -153,6 +154,67 @@ TEST_CASE("DatasetRef::parse splits file and dataset path", "[io]") {
   r = DatasetRef::parse("C:/data/a.h5:/m/B");
   CHECK(r.file == "C:/data/a.h5");
   CHECK(r.path == "/m/B");
+}
+
+TEST_CASE("DatasetRef::parse: '\\:' is a ':' that never splits", "[io]") {
+  // A dataset path holding ":/" (a group named "run:").
+  auto r = DatasetRef::parse("f.h5:/run\\:/A");
+  CHECK(r.file == "f.h5");
+  CHECK(r.path == "/run:/A");
+  // Escapes anywhere; "\\\\" is one backslash; any other backslash stays.
+  r = DatasetRef::parse("d\\:/f.h5:/g\\:/h\\:/x");
+  CHECK(r.file == "d:/f.h5");
+  CHECK(r.path == "/g:/h:/x");
+  r = DatasetRef::parse("a\\\\:/B");  // file "a\", dataset "/B"
+  CHECK(r.file == "a\\");
+  CHECK(r.path == "/B");
+  r = DatasetRef::parse("a\\b.h5:/C");
+  CHECK(r.file == "a\\b.h5");
+  // Without an unescaped ":/" there is no dataset.
+  CHECK_THROWS_AS(DatasetRef::parse("f.h5\\:/A"), InputError);
+}
+
+TEST_CASE("temporary names fit any legal output name", "[io][writer]") {
+  TempDir dir;
+  for (const std::size_t length : {1u, 100u, 163u, 164u, 200u, 233u, 255u}) {
+    INFO("name length " << length);
+    const std::string name(length, 'c');
+    const std::string temp = tessera::io::temporary_name(dir.file(name));
+    CHECK(fs::path(temp).filename().string().size() <= 255);
+    CHECK(fs::path(temp).parent_path() == dir.path());
+    // The same for every run: leftovers are found by their prefix.
+    CHECK(temp == tessera::io::temporary_name(dir.file(name)));
+    const DatasetRef ref{dir.file(name), "/C"};
+    MatrixWriter w(ref, 2, 2, DType::f64, {});
+    const auto m = make_matrix<double>(2, 2);
+    w.write_block(0, 0, 2, 2, m.data());
+    w.commit();
+    check_block<double>(ref, 0, 2, 0, 2);
+    fs::remove(ref.file);
+  }
+  // Two long names that share their first 200 bytes get different temporaries.
+  const std::string one(200, 'x'), two = std::string(199, 'x') + "y";
+  CHECK(tessera::io::temporary_name(one) != tessera::io::temporary_name(two));
+}
+
+TEST_CASE("the writer counts the NaN and Inf it writes", "[io][writer]") {
+  TempDir dir;
+  const DatasetRef ref{dir.file("c.h5"), "/C"};
+  for (const bool direct : {true, false}) {
+    INFO((direct ? "contiguous (pwrite)" : "chunked (HDF5)"));
+    WriteOptions opts;
+    if (!direct) opts.chunk = {2, 2};
+    MatrixWriter w(ref, 4, 5, DType::f32, opts);
+    std::vector<float> top(2 * 5, 1.0f), bottom(2 * 5, 2.0f);
+    bottom[3] = std::numeric_limits<float>::infinity();       // (2, 3)
+    bottom[9] = std::numeric_limits<float>::quiet_NaN();      // (3, 4)
+    w.write_block(2, 0, 2, 5, bottom.data());
+    CHECK(w.nonfinite_written().count == 2);
+    w.write_block(0, 0, 2, 5, top.data());
+    const auto seen = w.nonfinite_written();
+    CHECK(seen.count == 2);
+    CHECK(seen.first == 2 * 5 + 3);  // row-major index of (2, 3)
+  }
 }
 
 TEST_CASE("DatasetRef::parse rejects malformed references", "[io]") {
