@@ -100,6 +100,14 @@ int parse_failed(CLI::App& app, const CLI::ParseError& e, int rank) {
     for (char& ch : text)
       if (ch == '\n') ch = ' ';
     while (!text.empty() && text.back() == ' ') text.pop_back();
+    // CLI11's wording for two common cases, in the words of this tool.
+    const std::string conv = "Could not convert: ";
+    if (const auto eq = text.find(" = "); text.rfind(conv, 0) == 0 && eq != std::string::npos) {
+      text = "invalid " + text.substr(conv.size(), eq - conv.size()) + " '" + text.substr(eq + 3) +
+             "': not a number of the option's type, or out of its range";
+    } else if (const auto at = text.find(": At Most 1 required but received"); at != std::string::npos) {
+      text = text.substr(0, at) + " is given more than once (on the command line or in the config file)";
+    }
     const bool config = dynamic_cast<const CLI::ConfigError*>(&e) != nullptr ||
                         dynamic_cast<const CLI::FileError*>(&e) != nullptr;
     std::fprintf(stderr, "tessera: error: %s%s%s\n", config ? "config file: " : "", text.c_str(),

@@ -67,8 +67,10 @@ void write_file_replacing(const std::string& path, const std::string& content) {
     while (err == 0 && done < content.size()) {
       const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) err = n < 0 ? errno : EIO;
-      else done += static_cast<std::size_t>(n);
+      if (n <= 0)
+        err = n < 0 ? errno : EIO;
+      else
+        done += static_cast<std::size_t>(n);
     }
     if (fd >= 0) ::close(fd);
     if (err != 0) throw IoError("cannot write " + in_quotes(path) + ": " + std::strerror(err));
@@ -78,7 +80,8 @@ void write_file_replacing(const std::string& path, const std::string& content) {
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);  // a reservation's, or new
   if (fd < 0) {
     const int err = errno;
-    throw IoError("cannot write " + in_quotes(path) + ": creating " + in_quotes(temp) + " failed: " + std::strerror(err));
+    throw IoError("cannot write " + in_quotes(path) + ": creating " + in_quotes(temp) +
+                  " failed: " + std::strerror(err));
   }
   register_temporary(temp);
   int err = write_all(fd, content.data(), content.size());

@@ -1,9 +1,8 @@
 #include "io/data_sources.hpp"
 
+#include <hdf5.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <hdf5.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -203,7 +202,8 @@ class Locator {
       out_.notes.push_back(fact + "; tessera reads those elements as " + fill_text(dcpl));
       return;
     }
-    throw InputError(fact + ": HDF5 would read those elements as the fill value without a word, so tessera refuses "
+    throw InputError(fact +
+                     ": HDF5 would read those elements as the fill value without a word, so tessera refuses "
                      "it (write its data, or give the dataset a fill value of its own)");
   }
 
@@ -263,8 +263,8 @@ class Locator {
                          (errno == ENOENT ? std::string("does not exist") : std::strerror(errno)) +
                          ": HDF5 would read those elements as zeros");
       if (::access(path.c_str(), R_OK) != 0)
-        throw InputError(what + " keeps its data in the external file " + in_quotes(path) + ", which cannot be read: " +
-                         std::strerror(errno));
+        throw InputError(what + " keeps its data in the external file " + in_quotes(path) +
+                         ", which cannot be read: " + std::strerror(errno));
       if (static_cast<double>(st.st_size) < static_cast<double>(offset) + take)
         throw InputError(what + " keeps its data in the external file " + in_quotes(path) + ", which holds " +
                          std::to_string(static_cast<long long>(st.st_size)) + " bytes where " +
@@ -273,7 +273,8 @@ class Locator {
       need -= take;
     }
     if (need > 0)
-      throw InputError(what + "'s external raw data files hold fewer bytes than the dataset needs: HDF5 would "
+      throw InputError(what +
+                       "'s external raw data files hold fewer bytes than the dataset needs: HDF5 would "
                        "read the rest as zeros");
   }
 
@@ -291,8 +292,8 @@ class Locator {
       const std::string file = indexed_string(H5Pget_virtual_filename, dcpl, i);
       const std::string name = indexed_string(H5Pget_virtual_dsetname, dcpl, i);
       if (printf_style(file) || printf_style(name))
-        throw InputError(what + " is a virtual dataset whose sources are named by a pattern (" + in_quotes(file + ":" + name) +
-                         "); tessera cannot tell which files it reads");
+        throw InputError(what + " is a virtual dataset whose sources are named by a pattern (" +
+                         in_quotes(file + ":" + name) + "); tessera cannot tell which files it reads");
       Handle vspace(H5Pget_virtual_vspace(dcpl, i), H5Sclose);
       Handle sspace(H5Pget_virtual_srcspace(dcpl, i), H5Sclose);
       if (!vspace.valid() || !sspace.valid()) {
@@ -320,8 +321,10 @@ class Locator {
       check_extent(source, name, sspace.get(), what);
     }
     double mapped = points;
-    if (all) mapped = static_cast<double>(elements);
-    else if (covered.valid()) mapped += static_cast<double>(H5Sget_select_npoints(covered.get()));
+    if (all)
+      mapped = static_cast<double>(elements);
+    else if (covered.valid())
+      mapped += static_cast<double>(H5Sget_select_npoints(covered.get()));
     H5Eclear2(H5E_DEFAULT);
     if (mapped < static_cast<double>(elements))
       unwritten(dcpl, what + " is a virtual dataset with " +

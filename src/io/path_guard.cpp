@@ -62,7 +62,8 @@ void check_directory(const std::string& file, const std::string& label, const st
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0) throw InputError(label + " " + in_quotes(dir) + " does not exist" + suffix);
   if (!S_ISDIR(st.st_mode)) throw InputError(label + " " + in_quotes(dir) + " is not a directory" + suffix);
-  if (::access(dir.c_str(), W_OK | X_OK) != 0) throw InputError(label + " " + in_quotes(dir) + " is not writable" + suffix);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw InputError(label + " " + in_quotes(dir) + " is not writable" + suffix);
 }
 
 }  // namespace
@@ -120,7 +121,8 @@ void PathGuard::check() const {
                          "replace the link: name the file itself");
       throw InputError(subject + " is a symbolic link to " + in_quotes(target) +
                        "; tessera writes a new file and renames it into place, which would replace the link and "
-                       "leave " + in_quotes(target) + " as it was: name " + in_quotes(target) + " itself");
+                       "leave " +
+                       in_quotes(target) + " as it was: name " + in_quotes(target) + " itself");
     }
     refuse_read(subject, FileId::of(o.file), o.option);
     if (::stat(o.file.c_str(), &st) == 0) {
@@ -157,7 +159,8 @@ void PathGuard::check() const {
     refuse_read(subject, id, w.option);
     for (const auto& o : outputs_) {
       if (id.same(FileId::of(o.file)))
-        throw InputError(subject + " is the output file (" + o.option + " " + in_quotes(o.file) + "); choose another " + w.option);
+        throw InputError(subject + " is the output file (" + o.option + " " + in_quotes(o.file) + "); choose another " +
+                         w.option);
       if (id.same(FileId::of(temporary_name(o.file))))
         throw InputError(subject + " is the temporary name of the output file " + in_quotes(o.file) +
                          "; choose another " + w.option);

@@ -3,9 +3,8 @@
 #include <sys/stat.h>
 
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/error.hpp"
 #include "io/data_sources.hpp"
@@ -51,7 +50,8 @@ void add_input(GuardedPaths& g, const std::string& text, const std::string& role
   io::DataSources sources = io::locate_data(ref, role);
   g.guard.read(ref.file, role + " " + in_quotes(ref.str()));
   for (const auto& file : sources.files)
-    if (file != ref.file) g.guard.read(file, role + " " + in_quotes(ref.str()) + " reads its data from " + in_quotes(file));
+    if (file != ref.file)
+      g.guard.read(file, role + " " + in_quotes(ref.str()) + " reads its data from " + in_quotes(file));
   for (auto& note : sources.notes) g.notes.push_back(std::move(note));
 }
 
@@ -122,7 +122,8 @@ void guard_tune_paths(const std::string& out, const std::string& config) {
   io::PathGuard guard;
   add_config(guard, config);
   guard.written(out, "--out", "a tessera tune file", [](const std::string& p) {
-    return json_file_of(p, [](const nlohmann::json& j) { return j.value("format", std::string()).rfind("tessera-tune", 0) == 0; });
+    return json_file_of(
+        p, [](const nlohmann::json& j) { return j.value("format", std::string()).rfind("tessera-tune", 0) == 0; });
   });
   guard.check();
 }

@@ -4,10 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
-
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -161,9 +160,7 @@ TEST_CASE("write_file_replacing writes whole files or none", "[guard]") {
   }
   CHECK(get(r) == "second\n");
   CHECK(dir.entries() == 1);
-  {
-    const tessera::io::FileReservation unused(r, 4096, "--report");
-  }
+  { const tessera::io::FileReservation unused(r, 4096, "--report"); }
   CHECK(dir.entries() == 1);  // a reservation never used leaves nothing
   CHECK_THROWS_AS(tessera::io::write_file_replacing(dir.file("missing/r.json"), "x"), tessera::IoError);
   CHECK(dir.entries() == 1);
