@@ -79,6 +79,8 @@ GuardedPaths guard_run_paths(const RunOptions& o) {
   if (!o.b.empty()) add_input(g, o.b, "B");
   add_config(g.guard, o.config);
   if (!o.dry_run) g.guard.output(io::DatasetRef::parse(o.c).file, "--c", o.overwrite);
+  // (A report to stdout, "--report -" of issue #17, is a stream like /dev/stdout: it would skip
+  // this check and the reservation, as PathGuard and reserve_report do for pipes.)
   if (!o.report.empty()) g.guard.written(o.report, "--report", "a tessera report", is_tessera_report);
   g.guard.check();
   return g;
