@@ -1,11 +1,7 @@
 #include "run/pipeline.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <tuple>
