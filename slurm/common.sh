@@ -108,6 +108,8 @@ tessera_setup() {
   for name in a b; do
     ref=$(tessera_input "$name" "$@")
     [ -n "$ref" ] || tessera_die "no input '$name' in $TESSERA_CONFIG ([run] table) nor --$name on the command line"
+    # A reference with '\:' escapes (README, "Datasets"): tessera itself checks it, before any compute.
+    case "$ref" in *\\*) continue ;; esac
     file=${ref%:/*}
     [ -f "$file" ] || tessera_die "input $name = $ref: file $file not found (relative to $submit);" \
       "create it, e.g. $TESSERA generate --out $ref --rows 8192 --cols 8192"
@@ -115,6 +117,12 @@ tessera_setup() {
   done
 
   TESSERA_JOB_OUT=${TESSERA_OUT:-$submit/runs}/$SLURM_JOB_ID
+  # An earlier job's folder of the same id (Slurm's ids start again after a reinstall; TESSERA_OUT
+  # may be shared between clusters) is left as it is: its config copy, C and reports would be replaced.
+  if [ -d "$TESSERA_JOB_OUT" ] && [ -n "$(ls -A "$TESSERA_JOB_OUT")" ]; then
+    tessera_die "the output folder $TESSERA_JOB_OUT exists and is not empty (an earlier job with id" \
+      "$SLURM_JOB_ID?); nothing in it is replaced: move it away or set TESSERA_OUT to another folder"
+  fi
   mkdir -p "$TESSERA_JOB_OUT" || tessera_die "cannot create the output folder $TESSERA_JOB_OUT"
   cp "$TESSERA_CONFIG" "$TESSERA_JOB_OUT/"
 

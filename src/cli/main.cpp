@@ -19,8 +19,10 @@
 
 namespace {
 
-constexpr int kExitError = 1;
-constexpr int kExitVerifyFailed = 3;
+// Exit statuses (README, "Exit status").
+constexpr int kExitError = 1;         // any failure: bad input, I/O, device, a rank lost
+constexpr int kExitUsage = 2;         // the command line or config file could not be parsed
+constexpr int kExitVerifyFailed = 3;  // verification ran and the result is wrong
 
 int world_rank() {
   int rank = 0;
@@ -60,6 +62,8 @@ void add_run_options(CLI::App* run, tessera::run::RunOptions& o) {
   run->add_flag("--quiet,-q", o.quiet, "print no report table");
   run->add_flag("--verify", o.verify, "check C with Freivalds' test (O(n^2)) before writing it; fail if wrong");
   run->add_flag("--allow-nonfinite", o.allow_nonfinite, "multiply inputs holding NaN/Inf instead of refusing them");
+  run->add_flag("--fail-on-nonfinite", o.fail_on_nonfinite,
+                "a C holding NaN/Inf (e.g. overflow) is an error and is not written (default: a warning)");
   run->add_option("--progress", o.progress, "progress lines on stderr: auto (runs predicted over 5 s), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
@@ -73,12 +77,49 @@ void add_run_options(CLI::App* run, tessera::run::RunOptions& o) {
   run->add_option("--m", o.m, "--dry-run: rows of A and C (instead of --a/--b)");
   run->add_option("--n", o.n, "--dry-run: columns of B and C");
   run->add_option("--k", o.k, "--dry-run: columns of A, rows of B");
-  run->add_option("--ranks", o.ranks, "--dry-run: plan for this many ranks (default: the job's)");
+  run->add_option("--ranks", o.ranks, "--dry-run: plan for this many ranks (default: the job's)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            try {
+              if (std::stoll(text) >= 1) return std::string();
+            } catch (const std::exception&) {
+              return std::string();  // not a number: CLI11's conversion says so
+            }
+            return "must be at least 1 (got " + text + ")";
+          },
+          "RANKS >= 1"));
   // --config belongs to the top-level app (CLI11 reads subcommand options from a [run] table
   // there); fallthrough lets `tessera run --config F.toml` reach it.
   run->fallthrough();
   run->footer("Options can also come from a TOML file: --config F.toml with a [run] table, keys = option names\n"
               "(see configs/). Options on the command line override the file.");
+}
+
+// CLI11's message as one line: "tessera: error: ..." and exit 2, like other command-line tools.
+// --help and --version arrive here too (as exit code 0) and print what they print.
+int parse_failed(CLI::App& app, const CLI::ParseError& e, int rank) {
+  if (e.get_exit_code() == 0) return rank == 0 ? app.exit(e) : 0;
+  if (rank == 0) {
+    std::string text = e.what();
+    for (char& ch : text)
+      if (ch == '\n') ch = ' ';
+    while (!text.empty() && text.back() == ' ') text.pop_back();
+    // CLI11's wording for two common cases, in the words of this tool.
+    const std::string conv = "Could not convert: ";
+    if (const auto eq = text.find(" = "); text.rfind(conv, 0) == 0 && eq != std::string::npos) {
+      text = "invalid " + text.substr(conv.size(), eq - conv.size()) + " '" + text.substr(eq + 3) +
+             "': not a number of the option's type, or out of its range";
+    } else if (const auto at = text.find(": At Most 1 required but received"); at != std::string::npos) {
+      text = text.substr(0, at) + " is given more than once (on the command line or in the config file)";
+    }
+    const bool config = dynamic_cast<const CLI::ConfigError*>(&e) != nullptr ||
+                        dynamic_cast<const CLI::FileError*>(&e) != nullptr;
+    std::fprintf(stderr, "tessera: error: %s%s%s\n", config ? "config file: " : "", text.c_str(),
+                 dynamic_cast<const CLI::ConfigError*>(&e) ? " (unknown key, or not under [run]?)"
+                 : config                                 ? ""
+                                                          : " (see --help)");
+  }
+  return kExitUsage;
 }
 
 }  // namespace
@@ -154,27 +195,28 @@ int main(int argc, char** argv) {
   try {
     try {
       app.parse(argc, argv);
-    } catch (const CLI::ConfigError& e) {
-      if (rank == 0) std::fprintf(stderr, "tessera: error: config file: %s (unknown key, or not under [run]?)\n", e.what());
-      MPI_Finalize();
-      return e.get_exit_code();
     } catch (const CLI::ParseError& e) {
-      // Every rank parsed the same arguments; one prints.
-      if (rank == 0) code = app.exit(e);
-      else code = e.get_exit_code();
+      // Every rank parsed the same arguments and fails the same way; one prints.
+      code = parse_failed(app, e, rank);
       MPI_Finalize();
       return code;
     }
+    // The config file is read, never written (run/job_paths.hpp).
+    if (const auto* config = app.get_config_ptr(); config != nullptr && config->count() > 0)
+      ro.config = vo.config = gen.config = bo.config = to.config = config->as<std::string>();
     const tessera::dist::Comm world(MPI_COMM_WORLD);
     if (*g) {
-      if (rank == 0) tessera::run::generate(gen);
+      // A step, so a failure on rank 0 is one line and a nonzero exit on every rank.
+      world.step([&] {
+        if (rank == 0) tessera::run::generate(gen);
+      });
     } else if (*r) {
       if (!ro.dry_run)
         for (const auto& [name, value] : {std::pair{"--a", &ro.a}, {"--b", &ro.b}, {"--c", &ro.c}})
           if (value->empty()) {
             if (rank == 0) std::fprintf(stderr, "tessera: error: run: %s is required (FILE:/DATASET)\n", name);
             MPI_Finalize();
-            return kExitError;
+            return kExitUsage;
           }
       tessera::run::run_job(ro, world);
     } else if (*v) {
@@ -193,9 +235,13 @@ int main(int argc, char** argv) {
           for (const auto& view : all) std::fputs(tessera::run::format_info(view).c_str(), stdout);
       }
     } else if (*b) {
-      if (rank == 0) code = tessera::run::run_bench(bo);
+      world.step([&] {
+        if (rank == 0) code = tessera::run::run_bench(bo);
+      });
     } else if (*tu) {
-      if (rank == 0) code = tessera::run::run_tune(to);
+      world.step([&] {
+        if (rank == 0) code = tessera::run::run_tune(to);
+      });
     }
   } catch (const tessera::run::VerificationFailed& e) {
     if (rank == 0) std::fprintf(stderr, "tessera: verification failed: %s\n", e.what());

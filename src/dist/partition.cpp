@@ -18,9 +18,11 @@ Range split(std::int64_t extent, int parts, int index) {
   return {begin, begin + base + (i < extra ? 1 : 0)};
 }
 
-GridShape parse_grid(const std::string& text) {
+GridShape parse_grid(const std::string& text, const std::string& option) {
   const auto bad = [&]() {
-    return InputError("invalid --grid '" + text + "': expected PRxPC with positive integers, e.g. 2x3");
+    return InputError("invalid " + option + " '" + text + "': expected " +
+                      (option == "--grid" ? "PRxPC with positive integers, e.g. 2x3"
+                                          : "RxC with positive integers, e.g. 256x256"));
   };
   const auto x = text.find_first_of("xX");
   if (x == std::string::npos || x == 0 || x + 1 >= text.size()) throw bad();

@@ -31,8 +31,9 @@ struct GridShape {
 // first extent % parts ranges are one longer.
 Range split(std::int64_t extent, int parts, int index);
 
-// Parse "PRxPC" (e.g. "2x3"). Throws InputError naming the text on anything else.
-GridShape parse_grid(const std::string& text);
+// Parse "PRxPC" (e.g. "2x3"). Throws InputError naming the text and `option` (the option it
+// came from, e.g. generate's "--chunk") on anything else.
+GridShape parse_grid(const std::string& text, const std::string& option = "--grid");
 
 // Cost model used to pick a grid for M, N, K on P ranks. Lower is better.
 struct GridCost {

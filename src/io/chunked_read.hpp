@@ -22,9 +22,9 @@ namespace tessera::io {
 
 // Reads rows [row0, row0+nrows) x cols [col0, col0+ncols) of the open dataset `dset` into `out`
 // (row-major, as `as`) and returns true, or returns false without reading when this reader does
-// not apply (HDF5 should then read it). Throws InputError when a chunk the block needs was never
-// written (HDF5 would return the fill value for data the file does not hold), IoError when one
-// cannot be read or does not decompress. Call with the HDF5 lock held (only this thread enters
+// not apply (HDF5 should then read it), also when a chunk the block needs was never written (HDF5
+// returns the fill value there; io/data_sources decides up front whether that is allowed).
+// Throws IoError when a chunk cannot be read or does not decompress. Call with the HDF5 lock held (only this thread enters
 // HDF5; read_threads() - 1 helpers decompress).
 bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
                   std::int64_t ncols, DType as, void* out);

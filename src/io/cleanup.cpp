@@ -5,8 +5,11 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 
 namespace tessera::io {
 
@@ -40,13 +43,40 @@ void install_handlers() {
   }
 }
 
+// At most kHostMax characters, so a temporary name has a bounded suffix (see name_part).
+constexpr std::size_t kHostMax = 64;
+const char* const kMarker = ".tessera-partial-";
+
 std::string host_name() {
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) != 0) return "host";
   std::string h(host);
   for (char& c : h)
     if (c == '-' || c == '/') c = '_';  // '-' separates host and pid in the name
-  return h;
+  return h.substr(0, kHostMax);
+}
+
+// The part of a temporary name that comes from the target's own name. A file name may be 255
+// bytes (NAME_MAX) and the suffix (marker, host, pid) adds up to 17 + 64 + 1 + 10 = 92, so a
+// name longer than 255 - 92 keeps its first bytes and ends in a hash of the whole name: the same
+// for every run writing that target, so leftovers are still found by their prefix.
+std::string name_part(const std::string& name) {
+  constexpr std::size_t kNameMax = 255, kSuffixMax = 17 + kHostMax + 1 + 10, kBudget = kNameMax - kSuffixMax;
+  if (name.size() <= kBudget) return name;
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a, 64-bit
+  for (const char c : name) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return name.substr(0, kBudget - 17) + "~" + hex;
+}
+
+// "<dir>/<name part>.tessera-partial-": what every temporary file of `file` starts with.
+std::filesystem::path temporary_prefix(const std::string& file) {
+  const std::filesystem::path target(file);
+  return target.parent_path() / (name_part(target.filename().string()) + kMarker);
 }
 
 }  // namespace
@@ -68,20 +98,26 @@ void forget_temporary(const std::string& path) {
 }
 
 std::string temporary_name(const std::string& file) {
-  return file + ".tessera-partial-" + host_name() + "-" + std::to_string(::getpid());
+  return temporary_prefix(file).string() + host_name() + "-" + std::to_string(::getpid());
 }
 
-std::vector<std::string> clean_stale_temporaries(const std::string& file) {
+std::vector<std::string> clean_stale_temporaries(const std::string& file,
+                                                 const std::function<bool(const std::string&)>& keep) {
   namespace fs = std::filesystem;
   std::vector<std::string> notes;
   const fs::path target(file);
   const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  const std::string prefix = target.filename().string() + ".tessera-partial-";
+  const std::string prefix = temporary_prefix(file).filename().string();
   const std::string me = host_name();
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind(prefix, 0) != 0) continue;
+    if (keep && keep(entry.path().string())) {
+      notes.push_back("found '" + entry.path().string() +
+                      "', named like a partial output of an earlier run, but this run reads it; not touched");
+      continue;
+    }
     const std::string rest = name.substr(prefix.size());  // host-pid
     const auto dash = rest.rfind('-');
     const std::string host = dash == std::string::npos ? "" : rest.substr(0, dash);

@@ -4,6 +4,7 @@
 // dying, so nothing half-written stays behind. SIGKILL cannot be caught: a file it leaves is
 // named "<output>.tessera-partial-<host>-<pid>" and the next run writing that output removes it
 // (same host, process gone) or reports it.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,11 +14,15 @@ namespace tessera::io {
 void register_temporary(const std::string& path);
 void forget_temporary(const std::string& path);
 
-// "<file>.tessera-partial-<host>-<pid>" for this process.
+// "<file>.tessera-partial-<host>-<pid>" for this process, in `file`'s directory. Always a legal
+// name where `file` is: a file name too long to take the suffix within 255 bytes is shortened
+// and ends in a hash of the whole name (the same for every run), e.g. "<first 146 bytes>~<16 hex>".
 std::string temporary_name(const std::string& file);
 
 // Looks for leftovers of `file` from earlier runs: removes those of dead processes of this
-// host, and returns one line per leftover (removed or kept) for the user.
-std::vector<std::string> clean_stale_temporaries(const std::string& file);
+// host, and returns one line per leftover (removed or kept) for the user. A leftover for which
+// `keep` returns true (e.g. a file this run reads) is never removed.
+std::vector<std::string> clean_stale_temporaries(const std::string& file,
+                                                 const std::function<bool(const std::string&)>& keep = {});
 
 }  // namespace tessera::io

@@ -104,6 +104,12 @@ void BlockFile::write_block(std::int64_t row0, std::int64_t col0, std::int64_t n
   if (row0 < 0 || col0 < 0 || row0 + nrows > t_.rows || col0 + ncols > t_.cols)
     throw InputError("block " + std::to_string(nrows) + "x" + std::to_string(ncols) + " at (" + std::to_string(row0) +
                      ", " + std::to_string(col0) + ") is outside the output '" + t_.file + "'");
+  {
+    const NonfiniteCount seen =
+        count_nonfinite(data, t_.esize == 4 ? DType::f32 : DType::f64, nrows, ncols, row0, col0, t_.cols);
+    const std::lock_guard<std::mutex> hold(counted_lock_);
+    counted_.merge(seen);
+  }
   const int rc = transfer_direct(fd_, true, t_.base, t_.cols, row0, nrows, col0, ncols, t_.esize, const_cast<void*>(data));
   if (rc != 0)
     throw IoError("writing rows " + std::to_string(row0) + ".." + std::to_string(row0 + nrows - 1) + " of C to '" +
@@ -116,6 +122,11 @@ void BlockFile::write_block(std::int64_t row0, std::int64_t col0, std::int64_t n
   const std::int64_t last = t_.base + ((row0 + nrows - 1) * t_.cols + col0 + ncols) * es;
   (void)::sync_file_range(fd_, first, last - first, SYNC_FILE_RANGE_WRITE);
 #endif
+}
+
+NonfiniteCount BlockFile::nonfinite_written() const {
+  const std::lock_guard<std::mutex> hold(counted_lock_);
+  return counted_;
 }
 
 void BlockFile::sync() {

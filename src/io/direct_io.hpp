@@ -5,7 +5,10 @@
 // every rank at once.
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <string>
+
+#include "io/nonfinite.hpp"
 
 namespace tessera::io {
 
@@ -36,6 +39,9 @@ class BlockSink {
   // data: nrows x ncols row-major, placed at (row0, col0). Throws IoError / InputError.
   virtual void write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
                            const void* data) = 0;
+  // NaN and Inf among the elements written through this sink so far (a product of finite inputs
+  // can overflow: the run warns or refuses before it commits C).
+  virtual NonfiniteCount nonfinite_written() const = 0;
 };
 
 // One process's handle on an output it shares with others (DirectTarget): writes its blocks with
@@ -49,12 +55,15 @@ class BlockFile : public BlockSink {
 
   void write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
                    const void* data) override;
+  NonfiniteCount nonfinite_written() const override;
   // fsync: what this process wrote is on the disk (network file systems report write errors here).
   void sync();
 
  private:
   DirectTarget t_;
   int fd_ = -1;
+  mutable std::mutex counted_lock_;
+  NonfiniteCount counted_;
 };
 
 // Whether other processes see the same output file: the creator writes a random token where the

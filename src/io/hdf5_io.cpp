@@ -1,5 +1,7 @@
 #include "io/hdf5_io.hpp"
 #include "io/cleanup.hpp"
+#include "io/hdf5_handle.hpp"
+#include "io/nonfinite.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -55,54 +57,6 @@ std::mutex& hdf5_lock() {
   static std::mutex lock;
   return lock;
 }
-
-// ---- RAII for hid_t ------------------------------------------------------------------------
-
-constexpr hid_t kNoId = -1;
-
-// Owns one HDF5 identifier and closes it with the close function of its kind. Close errors in
-// the destructor are ignored (an exception may already be in flight); callers that must know
-// whether closing worked (the writer's commit) call close() and check.
-class Handle {
- public:
-  using Closer = herr_t (*)(hid_t);
-  Handle() = default;
-  Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
-  ~Handle() { (void)close(); }
-  Handle(Handle&& other) noexcept : id_(other.id_), closer_(other.closer_) { other.id_ = kNoId; }
-  Handle& operator=(Handle&& other) noexcept {
-    if (this != &other) {
-      (void)close();
-      id_ = other.id_;
-      closer_ = other.closer_;
-      other.id_ = kNoId;
-    }
-    return *this;
-  }
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-
-  hid_t get() const { return id_; }
-  bool valid() const { return id_ >= 0; }
-  herr_t close() {
-    herr_t status = 0;
-    if (id_ >= 0 && closer_ != nullptr) status = closer_(id_);
-    id_ = kNoId;
-    return status;
-  }
-
- private:
-  hid_t id_ = kNoId;
-  Closer closer_ = nullptr;
-};
-
-Handle own_file(hid_t id) { return Handle(id, H5Fclose); }
-Handle own_object(hid_t id) { return Handle(id, H5Oclose); }  // any object: group, dataset
-Handle own_dataset(hid_t id) { return Handle(id, H5Dclose); }
-Handle own_space(hid_t id) { return Handle(id, H5Sclose); }
-Handle own_type(hid_t id) { return Handle(id, H5Tclose); }
-Handle own_plist(hid_t id) { return Handle(id, H5Pclose); }
-Handle own_attr(hid_t id) { return Handle(id, H5Aclose); }
 
 // ---- messages --------------------------------------------------------------------------------
 
@@ -569,10 +523,21 @@ std::pair<Handle, Handle> block_spaces(hid_t dset, std::int64_t row0, std::int64
 // ---- DatasetRef ------------------------------------------------------------------------------
 
 DatasetRef DatasetRef::parse(const std::string& text) {
-  const auto colon = text.rfind(":/");
-  if (colon == std::string::npos || colon == 0)
+  // Unescape while looking for the separator: the last ':' followed by '/' that is not "\:".
+  std::string plain;       // text with its escapes resolved
+  std::size_t split = std::string::npos;  // index in `plain` of the separating ':'
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\' && i + 1 < text.size() && (text[i + 1] == ':' || text[i + 1] == '\\')) {
+      plain += text[++i];
+      continue;
+    }
+    if (c == ':' && i + 1 < text.size() && text[i + 1] == '/') split = plain.size();
+    plain += c;
+  }
+  if (split == std::string::npos || split == 0)
     throw InputError("invalid dataset reference '" + text + "': expected FILE:/PATH, e.g. data.h5:/A");
-  return {text.substr(0, colon), text.substr(colon + 1)};
+  return {plain.substr(0, split), plain.substr(split + 1)};
 }
 
 // ---- reading ---------------------------------------------------------------------------------
@@ -736,9 +701,18 @@ struct MatrixWriter::Impl {
   // invalid where HDF5 writes (chunked or compressed output).
   DirectTarget direct;
   std::unique_ptr<BlockFile> direct_file;
+  // NaN and Inf among the elements HDF5 wrote so far (write_block may run on another thread);
+  // direct_file counts its own.
+  NonfiniteCount nonfinite;
+  mutable std::mutex nonfinite_lock;
 
   std::string where() const { return in_quotes(temp_path + ":" + target.path); }
-  void close_direct() { direct_file.reset(); }
+  void close_direct() {
+    if (!direct_file) return;
+    const std::lock_guard<std::mutex> hold(nonfinite_lock);
+    nonfinite.merge(direct_file->nonfinite_written());
+    direct_file.reset();
+  }
 
   // Runs also when the writer's constructor throws after creating the temporary file.
   ~Impl() {
@@ -880,6 +854,11 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
     w.direct_file->write_block(row0, col0, nrows, ncols, data);
     return;
   }
+  {
+    const NonfiniteCount seen = count_nonfinite(data, w.dtype, nrows, ncols, row0, col0, w.cols);
+    const std::lock_guard<std::mutex> hold(w.nonfinite_lock);
+    w.nonfinite.merge(seen);
+  }
   const std::lock_guard<std::mutex> hold(hdf5_lock());
   ensure_init();
   auto [file_space, mem_space] = block_spaces(w.dataset.get(), row0, nrows, col0, ncols);
@@ -949,6 +928,13 @@ void MatrixWriter::commit() {
 const std::string& MatrixWriter::temporary_path() const { return impl_->temp_path; }
 
 DirectTarget MatrixWriter::direct_target() const { return impl_->direct; }
+
+NonfiniteCount MatrixWriter::nonfinite_written() const {
+  const std::lock_guard<std::mutex> hold(impl_->nonfinite_lock);
+  NonfiniteCount all = impl_->nonfinite;
+  if (impl_->direct_file) all.merge(impl_->direct_file->nonfinite_written());
+  return all;
+}
 
 // ---- library ---------------------------------------------------------------------------------
 

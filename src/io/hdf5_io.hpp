@@ -14,11 +14,15 @@
 
 #include "core/dtype.hpp"
 #include "io/direct_io.hpp"
+#include "io/nonfinite.hpp"
 
 namespace tessera::io {
 
 // "file.h5:/group/name". The dataset path must start with '/'; the last ':' followed by '/'
-// splits file and dataset, so file names containing ':' still work.
+// splits file and dataset, so file names containing ':' (even ":/") still work. A ':' written
+// "\:" is part of a name and never splits, so a dataset path holding ":/" is written with
+// "\:/" (e.g. "f.h5:/run\:/A" names dataset "/run:/A" of f.h5); "\\" stands for one '\'.
+// Any other '\' is kept as it is.
 struct DatasetRef {
   std::string file;
   std::string path;
@@ -68,7 +72,7 @@ struct WriteOptions {
 };
 
 // Writes a new HDF5 file holding one 2-D dataset, block by block, under a temporary name
-// ("<file>.tessera-partial-<pid>") in the target's directory; commit() closes and renames it
+// (io::temporary_name: "<file>.tessera-partial-<host>-<pid>") in the target's directory; commit() closes and renames it
 // into place. Destroyed without commit() (an error, an exception) the temporary file is
 // removed, so a failed run never leaves a file that looks complete.
 //
@@ -94,6 +98,10 @@ class MatrixWriter : public BlockSink {
   // blocks there (io/direct_io.hpp); invalid for chunked or compressed output, or with
   // TESSERA_HDF5_DIRECT=0. Their writes must be durable (BlockFile::sync) before commit().
   DirectTarget direct_target() const;
+  // NaN and Inf among the elements this writer wrote so far (counted by write_block), for the
+  // caller to decide before commit() whether such a C may be committed. Blocks that other
+  // processes wrote in place are counted by their BlockFile.
+  NonfiniteCount nonfinite_written() const override;
 
  private:
   struct Impl;

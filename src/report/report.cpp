@@ -134,6 +134,7 @@ nlohmann::json to_json(const JobReport& r) {
             {"mean_compute_seconds", r.mean_compute_seconds()},
             {"load_imbalance", r.load_imbalance()}}},
           {"verification", r.verification},
+          {"warnings", r.warnings},
           {"ranks", ranks}};
 }
 
@@ -197,14 +198,8 @@ std::string format_table(const JobReport& r) {
     out += fmt::format("before the job: {:.3f} s of process start-up (launch, libraries, MPI), slowest rank\n", startup);
   for (const auto& rr : r.ranks)
     for (const auto& w : rr.warnings) out += fmt::format("warning (rank {}): {}\n", rr.rank, w);
+  for (const auto& w : r.warnings) out += fmt::format("warning: {}\n", w);
   return out;
-}
-
-void write_json_file(const JobReport& r, const std::string& path) {
-  std::ofstream out(path);
-  out << to_json(r).dump(2) << "\n";
-  out.close();
-  if (!out) throw std::runtime_error("cannot write report '" + path + "'");
 }
 
 std::string utc_timestamp() {

@@ -58,6 +58,7 @@ struct JobReport {
   double wall_seconds = 0;
   std::vector<RankRecord> ranks;
   nlohmann::json verification;  // --verify: method, passed, vectors, residuals (null otherwise)
+  std::vector<std::string> warnings;  // about the whole job, e.g. a C that holds NaN or Inf
 
   double total_flops() const;
   double max_compute_seconds() const;
@@ -70,8 +71,6 @@ nlohmann::json to_json(const RankRecord& r);
 RankRecord rank_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const JobReport& r);
 std::string format_table(const JobReport& r);
-// Writes to_json(r) to `path`; throws std::runtime_error naming the file if that fails.
-void write_json_file(const JobReport& r, const std::string& path);
 
 std::string utc_timestamp();
 

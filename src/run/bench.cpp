@@ -27,7 +27,9 @@
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
+#include "io/atomic_file.hpp"
 #include "kernels/cpu_gemm.hpp"
+#include "run/job_paths.hpp"
 
 #ifdef TESSERA_HAVE_CUDA
 #include "backend/cuda_backend.hpp"
@@ -410,12 +412,7 @@ std::string to_csv(const std::vector<Row>& rows) {
   return out;
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.close();
-  if (!f) throw IoError("bench: cannot write '" + path + "'");
-}
+void write_file(const std::string& path, const std::string& text) { io::write_file_replacing(path, text); }
 
 }  // namespace
 
@@ -425,6 +422,7 @@ int run_bench(const BenchOptions& opts) {
   std::string which = opts.backend.empty() ? "auto" : opts.backend;
   if (which != "auto" && which != "cpu" && which != "cuda")
     throw InputError("bench: unknown backend '" + which + "' (choose: auto, cpu, cuda)");
+  guard_bench_paths(opts);  // --json, --csv and the config (run/job_paths.hpp), before the timings
 #ifdef TESSERA_HAVE_CUDA
   const int gpus = backend::cuda_device_count();
 #else

@@ -19,6 +19,7 @@ struct BenchOptions {
   std::uint64_t seed = 42;
   std::string json_path;               // write results as JSON when set
   std::string csv_path;                // write results as CSV when set
+  std::string config;                  // --config file, if any: never written
 };
 
 // Prints the table to stdout; returns 0, or 1 if any kernel failed its accuracy check.

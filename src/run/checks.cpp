@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <cstdint>
 #include <ctime>
 #include <iterator>
@@ -18,60 +19,34 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "io/hdf5_io.hpp"
 
 namespace tessera::run {
 
+NonfiniteScan scan_nonfinite(const void* data, DType dtype, std::int64_t rows, std::int64_t cols, std::int64_t row0,
+                             std::int64_t col0, std::int64_t ld_total) {
+  return io::count_nonfinite(data, dtype, rows, cols, row0, col0, ld_total);
+}
+
 namespace {
 
-// Whether n floats (or doubles, as their bit patterns) are all finite: an exponent of all ones
-// is Inf or NaN. Branch-free, so the compiler vectorizes it; large arrays are split over threads.
-template <class Bits>
-bool all_finite(const Bits* bits, std::size_t n) {
-  constexpr Bits kExponent =
-      sizeof(Bits) == 4 ? static_cast<Bits>(0x7f800000u) : static_cast<Bits>(0x7ff0000000000000ull);
-  const auto part = [&](std::size_t begin, std::size_t end) {
-    unsigned bad = 0;
-    for (std::size_t i = begin; i < end; ++i) bad |= static_cast<unsigned>((bits[i] & kExponent) == kExponent);
-    return bad == 0;
-  };
-  const std::size_t bytes = n * sizeof(Bits);
-  const auto threads = static_cast<std::size_t>(
-      std::clamp<std::size_t>(bytes >> 26, 1, std::max(1u, std::thread::hardware_concurrency())));
-  if (threads == 1) return part(0, n);
-  std::vector<char> ok(threads, 1);
-  std::vector<std::thread> pool;
-  const auto run = [&](std::size_t t) { ok[t] = part(n * t / threads, n * (t + 1) / threads); };
+// Why element `index` of `name` (a matrix with `cols` columns) is not finite in the compute
+// precision: a float64 (or integer) value beyond float32's range overflows on conversion, which
+// is not the same as the file holding NaN or Inf. Reads that one element as float64.
+std::string nonfinite_cause(const std::string& name, std::int64_t index, std::int64_t cols) {
+  double stored = 0;
   try {
-    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(run, t);
-  } catch (const std::system_error&) {  // no more threads: this one does the parts not started
-    for (std::size_t t = pool.size() + 1; t < threads; ++t) run(t);
+    io::read_block(io::DatasetRef::parse(name), index / cols, 1, index % cols, 1, DType::f64, &stored);
+  } catch (const std::exception&) {
+    return "";  // the refusal below says enough
   }
-  run(0);
-  for (auto& th : pool) th.join();
-  return std::all_of(ok.begin(), ok.end(), [](char x) { return x != 0; });
+  if (!std::isfinite(stored)) return "";
+  return fmt::format(": it is {:g} in the file, which overflows float32 on conversion (|x| > {:g}); compute in "
+                     "float64 (--dtype f64 or auto)",
+                     stored, static_cast<double>(std::numeric_limits<float>::max()));
 }
 
 }  // namespace
-
-NonfiniteScan scan_nonfinite(const void* data, DType dtype, std::int64_t rows, std::int64_t cols, std::int64_t row0,
-                             std::int64_t col0, std::int64_t ld_total) {
-  NonfiniteScan s;
-  // The common case, all finite, at memory speed; only data that holds some is counted below.
-  const auto n = static_cast<std::size_t>(rows * cols);
-  if (n == 0 || (dtype == DType::f32 ? all_finite(static_cast<const std::uint32_t*>(data), n)
-                                     : all_finite(static_cast<const std::uint64_t*>(data), n)))
-    return s;
-  for (std::int64_t i = 0; i < rows; ++i)
-    for (std::int64_t j = 0; j < cols; ++j) {
-      const auto at = static_cast<std::size_t>(i * cols + j);
-      const double v = dtype == DType::f32 ? static_cast<const float*>(data)[at] : static_cast<const double*>(data)[at];
-      if (!std::isfinite(v)) {
-        if (s.count == 0) s.first = static_cast<double>((row0 + i) * ld_total + col0 + j);
-        s.count += 1;
-      }
-    }
-  return s;
-}
 
 void refuse_nonfinite(const dist::Comm& comm, const std::string& a_name, const NonfiniteScan& a,
                       std::int64_t a_cols, const std::string& b_name, const NonfiniteScan& b, std::int64_t b_cols,
@@ -83,9 +58,13 @@ void refuse_nonfinite(const dist::Comm& comm, const std::string& a_name, const N
     const auto refuse = [](const std::string& what, const std::string& name, double count, double first,
                            std::int64_t cols) {
       const auto idx = static_cast<std::int64_t>(first);
+      const std::string where = "(" + std::to_string(idx / cols) + ", " + std::to_string(idx % cols) + ")";
+      if (const std::string overflow = nonfinite_cause(name, idx, cols); !overflow.empty())
+        return InputError(what + " '" + name + "' holds " + std::to_string(static_cast<long long>(count)) +
+                          " value(s) that are not finite in float32, the first at " + where + overflow);
       return InputError(what + " '" + name + "' holds " + std::to_string(static_cast<long long>(count)) +
-                        " non-finite value(s) (NaN/Inf), the first at (" + std::to_string(idx / cols) + ", " +
-                        std::to_string(idx % cols) + "); pass --allow-nonfinite to multiply anyway");
+                        " non-finite value(s) (NaN/Inf), the first at " + where +
+                        "; pass --allow-nonfinite to multiply anyway");
     };
     if (na > 0) throw refuse("A", a_name, na, fa, a_cols);
     if (nb > 0) throw refuse("B", b_name, nb, fb, b_cols);

@@ -8,6 +8,7 @@
 #include "backend/backend.hpp"
 #include "core/dtype.hpp"
 #include "dist/comm.hpp"
+#include "io/nonfinite.hpp"
 #include "report/report.hpp"
 
 namespace tessera::run {
@@ -15,15 +16,14 @@ namespace tessera::run {
 // Non-finite values in a rows x cols piece of a matrix whose full rows are `ld_total` long,
 // placed at (row0, col0): the count, and the first position as a row-major index of the whole
 // matrix (exact below 2^53). Callers pass pieces that do not overlap across ranks.
-struct NonfiniteScan {
-  double count = 0;
-  double first = 1.0 / 0.0;
-};
+using NonfiniteScan = io::NonfiniteCount;
 NonfiniteScan scan_nonfinite(const void* data, DType dtype, std::int64_t rows, std::int64_t cols, std::int64_t row0,
                              std::int64_t col0, std::int64_t ld_total);
 
 // Sums the scans over the ranks and, unless allowed, refuses NaN/Inf in A or B with the count
-// and the first (row, col). Collective (a Comm::step): throws the same JobError on every rank.
+// and the first (row, col); a value that is finite in the file but overflows float32 on
+// conversion is named as such (the cause to fix is --dtype, not the data). Collective (a
+// Comm::step): throws the same JobError on every rank.
 void refuse_nonfinite(const dist::Comm& comm, const std::string& a_name, const NonfiniteScan& a,
                       std::int64_t a_cols, const std::string& b_name, const NonfiniteScan& b, std::int64_t b_cols,
                       bool allowed);

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "dist/partition.hpp"
 #include "io/hdf5_io.hpp"
+#include "run/job_paths.hpp"
 
 namespace tessera::run {
 
@@ -59,12 +60,13 @@ void generate(const GenerateOptions& o) {
     throw InputError("invalid --dtype '" + o.dtype + "' (choose: f32, f64)");
   if (o.gzip < 0 || o.gzip > 9) throw InputError("--gzip must be 0..9");
   const Distribution draw(o);
+  guard_generate_paths(o);  // the output and the config (run/job_paths.hpp), before anything is written
 
   io::WriteOptions wo;
   wo.overwrite = o.overwrite;
   wo.gzip_level = o.gzip;
   if (!o.chunk.empty()) {
-    const auto g = dist::parse_grid(o.chunk);  // the same "RxC" syntax
+    const auto g = dist::parse_grid(o.chunk, "--chunk");  // the same "RxC" syntax
     wo.chunk = {std::min<std::int64_t>(g.rows, o.rows), std::min<std::int64_t>(g.cols, o.cols)};
   }
   io::MatrixWriter writer(io::DatasetRef::parse(o.out), o.rows, o.cols, dtype, wo);

@@ -17,6 +17,7 @@ struct GenerateOptions {
   std::string chunk;                  // "RxC" or ""
   int gzip = 0;                       // 0..9
   bool overwrite = false;
+  std::string config;                 // --config file, if any: never written
 };
 
 void generate(const GenerateOptions& opts);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/atomic_file.hpp"
 #include "run/checks.hpp"
 
 namespace tessera::run {
@@ -45,7 +46,8 @@ void publish_report(const RunOptions& o, const dist::Comm& comm, report::JobRepo
     if (!o.quiet) std::fputs(report::format_table(job).c_str(), stdout);
     if (after_table) after_table();
     std::fflush(stdout);
-    if (!o.report.empty()) report::write_json_file(job, o.report);
+    // Into the temporary reserved up front (reserve_report), then renamed into place.
+    if (!o.report.empty()) io::write_file_replacing(o.report, report::to_json(job).dump(2) + "\n");
   });
 }
 

@@ -202,7 +202,7 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
     start.writer->write_block(0, 0, ks.m(), ks.n(), c.data());
     job.wall_seconds = seconds_since(start.started);
     start.writer->set_attributes(result_attributes(job, "1x1x" + std::to_string(comm.size())));
-    start.writer->commit();
+    commit_result(o, *start.writer, job, start.writer->nonfinite_written());
     start.writer.reset();
     me.phases.emplace_back("write", seconds_since(t));
   });

@@ -95,4 +95,12 @@ void OutputRoute::write_own_block(const dist::Comm& comm, std::int64_t row0, std
   });
 }
 
+io::NonfiniteCount OutputRoute::nonfinite_written(const dist::Comm& comm) const {
+  const io::NonfiniteCount mine = sink_ ? sink_->nonfinite_written() : io::NonfiniteCount{};
+  io::NonfiniteCount all;
+  all.count = comm.sum(mine.count);
+  all.first = comm.min(mine.first);
+  return all;
+}
+
 }  // namespace tessera::run

@@ -39,6 +39,10 @@ class OutputRoute {
   void write_own_block(const dist::Comm& comm, std::int64_t row0, std::int64_t col0, std::int64_t rows,
                        std::int64_t cols, const void* c, bool already_written, report::Phases& phases) const;
 
+  // Collective: NaN and Inf in all of C as written, over every rank's writes (result on every
+  // rank), for run/result.hpp's commit_result.
+  io::NonfiniteCount nonfinite_written(const dist::Comm& comm) const;
+
  private:
   bool in_place_ = false;
   std::string description_;

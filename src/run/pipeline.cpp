@@ -1,11 +1,7 @@
 #include "run/pipeline.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <tuple>
@@ -16,6 +12,7 @@
 #include "core/version.hpp"
 #include "dist/partition.hpp"
 #include "io/cleanup.hpp"
+#include "io/atomic_file.hpp"
 #include "io/hdf5_io.hpp"
 #include "report/report.hpp"
 #include "run/checks.hpp"
@@ -23,6 +20,7 @@
 #include "run/dryrun.hpp"
 #include "run/freivalds.hpp"
 #include "run/handover.hpp"
+#include "run/job_paths.hpp"
 #include "run/ksplit.hpp"
 #include "run/output.hpp"
 #include "run/stream.hpp"
@@ -51,31 +49,11 @@ DType pick_dtype(const std::string& want, const io::DatasetInfo& a, const io::Da
   return a.natural == DType::f32 && b.natural == DType::f32 ? DType::f32 : DType::f64;
 }
 
-std::string canonical(const std::string& path) {
-  std::error_code ec;
-  auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(path), ec);
-  return ec ? path : p.string();
-}
-
-void check_report_path(const std::string& path) {
-  if (path.empty()) return;
-  auto dir = std::filesystem::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  if (!std::filesystem::is_directory(dir))
-    throw InputError("report directory '" + dir.string() + "' does not exist (--report " + path + ")");
-  if (access(dir.c_str(), W_OK) != 0)
-    throw InputError("report directory '" + dir.string() + "' is not writable (--report " + path + ")");
-}
-
-// Rank 0 looks at the inputs and decides shapes, dtype and grid. Throws InputError.
+// Rank 0 looks at the inputs and decides shapes, dtype and grid. Throws InputError. (The paths
+// were checked before: guard_run_paths.)
 Plan make_plan(const RunOptions& o, int nranks) {
   const auto aref = io::DatasetRef::parse(o.a);
   const auto bref = io::DatasetRef::parse(o.b);
-  const auto cref = io::DatasetRef::parse(o.c);
-  const auto c_file = canonical(cref.file);
-  if (c_file == canonical(aref.file) || c_file == canonical(bref.file))
-    throw InputError("output file '" + cref.file +
-                     "' is also an input file; tessera writes C to a file of its own (choose another --c)");
   const auto a = io::inspect(aref);
   const auto b = io::inspect(bref);
   for (const auto& [name, ref, info] : {std::tuple{"A", &aref, &a}, std::tuple{"B", &bref, &b}})
@@ -93,7 +71,6 @@ Plan make_plan(const RunOptions& o, int nranks) {
   plan.dtype = pick_dtype(o.dtype, a, b);
   plan.grid = o.grid.empty() ? dist::choose_grid(plan.m, plan.n, plan.k, nranks) : dist::parse_grid(o.grid);
   dist::Partition check(plan.m, plan.n, plan.k, nranks, plan.grid);  // validates the grid
-  check_report_path(o.report);
   return plan;
 }
 
@@ -143,10 +120,15 @@ class Stopwatch {
   double start_;
 };
 
+void print_notes(const std::vector<std::string>& notes) {
+  for (const auto& note : notes) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
+}
+
 // --dry-run: rank 0 prints the plan; nothing is read beyond the input files' shapes.
 void dry_run(const RunOptions& o, const dist::Comm& comm) {
   comm.step([&] {
     if (comm.rank() != kRoot) return;
+    print_notes(guard_run_paths(o).notes);  // the one rule (run/job_paths.hpp), before anything else
     std::int64_t m = o.m, n = o.n, k = o.k;
     DType dtype = o.dtype == "f64" || o.dtype == "float64" ? DType::f64 : DType::f32;
     if (!o.a.empty() || !o.b.empty()) {
@@ -165,6 +147,7 @@ void dry_run(const RunOptions& o, const dist::Comm& comm) {
     }
     if (m < 1 || n < 1 || k < 1)
       throw InputError("--dry-run needs --a and --b, or --m, --n and --k (each >= 1)");
+    if (o.ranks < 0) throw InputError("--ranks must be at least 1 (got " + std::to_string(o.ranks) + ")");
     const int ranks = o.ranks > 0 ? o.ranks : comm.size();
     if (ranks > 100000) throw InputError("--ranks " + std::to_string(ranks) + " is beyond 100,000");
     const auto grid = o.grid.empty() ? dist::choose_grid(m, n, k, ranks) : dist::parse_grid(o.grid);
@@ -183,14 +166,11 @@ void dry_run(const RunOptions& o, const dist::Comm& comm) {
     const DryRun plan = plan_run(m, n, k, dtype, ranks, grid, gpu, choice);
     std::fputs(plan.to_text(m, n, k, dtype, gpu).c_str(), stdout);
     if (!o.report.empty()) {
-      check_report_path(o.report);
-      std::ofstream out(o.report);
       nlohmann::json j = plan.to_json();
       j["shape"] = {{"m", m}, {"n", n}, {"k", k}};
       j["dtype"] = dtype_name(dtype);
       j["backend"] = gpu ? "cuda" : "cpu";
-      out << j.dump(2) << "\n";
-      if (!out) throw IoError("cannot write report '" + o.report + "'");
+      io::write_file_replacing(o.report, j.dump(2) + "\n");
     }
   });
 }
@@ -211,21 +191,29 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
 
   // 1. Rank 0 validates the inputs and the output location, then tells everyone the plan.
   Plan plan;
+  std::unique_ptr<io::FileReservation> report_file;  // rank 0: the report's space, taken up front
   std::unique_ptr<io::MatrixWriter> writer;  // rank 0 only
-  std::vector<std::string> stale;            // leftovers of earlier runs (rank 0)
+  std::vector<std::string> stale;            // leftovers of earlier runs, inputs read as a fill value (rank 0)
   std::string algorithm;                     // decided by rank 0 (run/ksplit.hpp)
   comm.step([&] {
     if (rank != kRoot) return;
+    // The one rule for every path (run/job_paths.hpp), before anything is read or computed.
+    GuardedPaths paths = guard_run_paths(o);
+    stale = std::move(paths.notes);
     plan = make_plan(o, comm.size());
     const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
     algorithm = choose_algorithm(o, gpu, backend::device_reduce_compiled(), comm.size(), plan.m, plan.n, plan.k,
                                  plan.grid);
     io::WriteOptions wo;
     wo.overwrite = o.overwrite;
-    stale = io::clean_stale_temporaries(io::DatasetRef::parse(o.c).file);
+    const auto is_input = [&paths](const std::string& p) { return paths.guard.is_read(p); };
+    for (const auto& file : {io::DatasetRef::parse(o.c).file, o.report})
+      if (!file.empty())
+        for (auto& note : io::clean_stale_temporaries(file, is_input)) stale.push_back(std::move(note));
+    report_file = reserve_report(o.report, comm.size());
     writer = std::make_unique<io::MatrixWriter>(io::DatasetRef::parse(o.c), plan.m, plan.n, plan.dtype, wo);
   });
-  for (const auto& note : stale) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
+  print_notes(stale);
   plan = decode(comm.broadcast(encode(plan), kRoot));
   algorithm = comm.broadcast(algorithm, kRoot);
   if (algorithm != "panels") {
@@ -422,6 +410,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   job.dtype = dtype_name(plan.dtype);
   job.grid_rows = plan.grid.rows;
   job.grid_cols = plan.grid.cols;
+  const io::NonfiniteCount c_nonfinite = route.nonfinite_written(comm);  // of every rank's writes
   comm.step([&] {
     if (rank != kRoot) return;
     const Stopwatch t;
@@ -432,7 +421,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
                               io::Attribute::of("verify_method", "freivalds"),
                               io::Attribute::of("verify_vectors", std::int64_t{verified->vectors}),
                               io::Attribute::of("verify_max_relative_residual", verified->max_relative)});
-    writer->commit();
+    commit_result(o, *writer, job, c_nonfinite);
     writer.reset();
     // Attribute writing and the rename are part of the write phase.
     for (auto& p : me.phases)

@@ -25,12 +25,14 @@ struct RunOptions {
   bool quiet = false;        // no table on stdout
   bool verify = false;       // Freivalds' check of C before it is written (run/freivalds.hpp)
   bool allow_nonfinite = false;  // multiply inputs holding NaN / Inf instead of refusing them
+  bool fail_on_nonfinite = false;  // a C holding NaN / Inf is an error (nothing written), not a warning
   bool dry_run = false;      // print the plan (run/dryrun.hpp), run nothing
   std::int64_t m = 0, n = 0, k = 0;  // --dry-run without input files
   int ranks = 0;             // --dry-run for this many ranks (default: the job's)
   std::string gpu_memory;    // --gpu-memory: "" (what the GPU has free) or e.g. 512M, 8G, bytes
   std::string progress = "auto";  // on | off | auto (on when the predicted time exceeds 5 s)
   std::string write = "auto";     // how C reaches the file: auto | in-place | gather (run/output.hpp)
+  std::string config;        // the TOML file the options came from ("" = none): read, never written
 };
 
 // Thrown (on every rank) when --verify finds C wrong: nothing is written.

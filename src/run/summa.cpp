@@ -364,6 +364,7 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   job.dtype = dtype_name(dtype);
   job.grid_rows = grid.rows;
   job.grid_cols = grid.cols;
+  const io::NonfiniteCount c_nonfinite = route.nonfinite_written(comm);  // of every rank's writes
   comm.step([&] {
     if (rank != kRoot) return;
     const double t = MPI_Wtime();
@@ -371,7 +372,7 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
     start.writer->set_attributes(result_attributes(job, grid.str()));
     start.writer->set_attributes({io::Attribute::of("comm", job.comm),
                                   io::Attribute::of("panel_width", std::int64_t{width})});
-    start.writer->commit();
+    commit_result(o, *start.writer, job, c_nonfinite);
     start.writer.reset();
     for (auto& p : me.phases)
       if (p.first == "write") p.second += seconds_since(t);

@@ -27,6 +27,8 @@
 
 #include "core/error.hpp"
 #include "core/version.hpp"
+#include "io/atomic_file.hpp"
+#include "run/job_paths.hpp"
 
 #ifdef TESSERA_HAVE_CUDA
 #include "backend/cuda_backend.hpp"
@@ -40,7 +42,7 @@ namespace {
 
 constexpr const char* kFormat = "tessera-tune-1";
 
-const char* short_name(DType t) { return t == DType::f32 ? "f32" : "f64"; }
+[[maybe_unused]] const char* short_name(DType t) { return t == DType::f32 ? "f32" : "f64"; }
 
 DType parse_dtype(const std::string& text) {
   if (text == "f32" || text == "float32") return DType::f32;
@@ -287,23 +289,30 @@ std::string utc_now() {
 #endif  // TESSERA_HAVE_CUDA
 
 int run_tune(const TuneOptions& opts) {
-#ifndef TESSERA_HAVE_CUDA
-  (void)opts;
-  throw InputError("tune: this tessera was built without CUDA; tuning is for the GPU kernels");
-#else
+  // Options and the file to write first, before any GPU work (run/job_paths.hpp).
   if (opts.repeats < 1) throw InputError("tune: --repeats must be at least 1");
   if (opts.warmup < 0) throw InputError("tune: --warmup must not be negative");
-  if (backend::cuda_device_count() == 0) throw InputError("tune: no GPU is visible to this process");
   std::vector<Size> sizes;
   for (const std::string& t : opts.sizes.empty() ? std::vector<std::string>{"1024", "2048", "4096", "8192"} : opts.sizes)
     sizes.push_back(parse_size(t));
   std::vector<DType> dtypes;
   for (const std::string& t : opts.dtypes.empty() ? std::vector<std::string>{"f32", "f64"} : opts.dtypes)
     dtypes.push_back(parse_dtype(t));
+  if (!opts.out.empty()) guard_tune_paths(opts.out, opts.config);
+#ifndef TESSERA_HAVE_CUDA
+  throw InputError("tune: this tessera was built without CUDA; tuning is for the GPU kernels");
+#else
+  if (backend::cuda_device_count() == 0) throw InputError("tune: no GPU is visible to this process");
 
   const auto gpu = backend::make_cuda_backend({0, 1});  // chooses and holds GPU 0
   const std::string device = gpu->device().substr(0, gpu->device().find(" ["));
   const std::string out = opts.out.empty() ? default_tune_output(device) : opts.out;
+  {
+    std::error_code made;  // the default cache folder may not exist yet
+    const std::filesystem::path out_path(out);
+    if (out_path.has_parent_path()) std::filesystem::create_directories(out_path.parent_path(), made);
+    guard_tune_paths(out, opts.config);
+  }
 
   kernels::GpuContext ctx;
   kernels::Stream stream;
@@ -342,14 +351,7 @@ int run_tune(const TuneOptions& opts) {
                               {"tessera_version", kVersion},
                               {"timing", fmt::format("median of {} launches after {} warm-up(s), CUDA events", opts.repeats, std::max(opts.warmup, 1))},
                               {"choices", list}};
-  const std::filesystem::path out_path(out);
-  if (out_path.has_parent_path()) std::filesystem::create_directories(out_path.parent_path(), ec);
-  {
-    std::ofstream f(out, std::ios::binary | std::ios::trunc);
-    f << doc.dump(2) << "\n";
-    f.close();
-    if (!f) throw IoError("tune: cannot write '" + out + "'");
-  }
+  io::write_file_replacing(out, doc.dump(2) + "\n");
 
   fmt::print("tessera tune: {} ({} launches per candidate, median)\n", device, opts.repeats);
   fmt::print("{:<16} {:<5} {:<18} {:>10}   {}\n", "size", "dtype", "winner", "GFLOP/s", "runner-up");

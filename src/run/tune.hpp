@@ -64,6 +64,7 @@ struct TuneOptions {
   int warmup = 1;
   int repeats = 5;                  // timed launches per candidate; the median decides
   std::uint64_t seed = 42;
+  std::string config;               // --config file, if any: never written
 };
 
 // Times the candidates, prints a table, writes the tune file (merged with choices already in

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "core/error.hpp"
@@ -11,6 +12,7 @@
 #include "io/hdf5_io.hpp"
 #include "kernels/cpu_gemm.hpp"
 #include "run/freivalds.hpp"
+#include "run/job_paths.hpp"
 
 namespace tessera::run {
 
@@ -28,6 +30,8 @@ VerifyResult verify(const VerifyOptions& o, const dist::Comm& comm) {
   Shapes s;
   comm.step([&] {
     if (comm.rank() != 0) return;
+    // Where A, B and C live, refused where HDF5 would fill them (run/job_paths.hpp).
+    for (const auto& note : guard_verify_paths(o).notes) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
     const auto a = io::inspect(aref), b = io::inspect(bref), c = io::inspect(cref);
     if (a.cols != b.rows)
       throw InputError(fmt::format("inner dimensions disagree: A '{}' is {}x{} but B '{}' is {}x{}", aref.str(), a.rows,

@@ -21,6 +21,7 @@ struct VerifyOptions {
   double tolerance = 0;     // --full: also require rel. Frobenius error <= tolerance
   std::string dtype;        // the precision C was computed in: "" = C's stored type
   std::uint64_t seed = 12345;
+  std::string config;       // --config file, if any
 };
 
 struct VerifyResult {

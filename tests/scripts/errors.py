@@ -109,10 +109,12 @@ elif case == "unknown-backend":
 elif case == "report-dir-missing":
     cmd, expect = base() + ["--report", r.path("nodir/r.json")], "report directory"
 elif case == "too-large-for-memory":
-    # 2^20 x 2^20 float32 = 4 TiB each, declared but never written: a few kB on disk.
+    # 2^20 x 2^20 float32 = 4 TiB each, declared but never written: a few kB on disk. They declare
+    # their own fill value, so tessera would read them (as that value, with a note) were they
+    # not too large; without one it refuses them as never written (safety.chunks-never-written).
     for path, name in ((A, "/huge"), (B, "/huge")):
         with h5py.File(path, "a") as f:
-            f.create_dataset(name, shape=(2**20, 2**20), dtype="f4", chunks=(1024, 1024))
+            f.create_dataset(name, shape=(2**20, 2**20), dtype="f4", chunks=(1024, 1024), fillvalue=0.0)
     cmd, expect = base(a=f"{A}:/huge", b=f"{B}:/huge"), "of host memory"
 elif case == "bad-gpu-memory":
     cmd, expect = base() + ["--gpu-memory", "lots"], "invalid --gpu-memory"

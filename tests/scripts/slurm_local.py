@@ -6,8 +6,8 @@ a generated slurm.conf, its own munge key and socket, free ports, and two placeh
 can be scheduled and Slurm's binding (CUDA_VISIBLE_DEVICES per rank) checked. Generates small
 inputs at the paths configs/slurm.toml names, in the submit directory, and submits with
 `sbatch --wait` the CPU job, the one-node and multi-node jobs on 2 tasks (srun --mpi=pmix and
-mpirun), the strong-scaling job (1 and 2 ranks, then scripts/scaling_report.py) and a job whose
-input is missing. Checks exit statuses, C against numpy, the reports and the logs. The daemons
+mpirun), the strong-scaling job (1 and 2 ranks, then scripts/scaling_report.py), a job whose
+input is missing and one whose output folder an earlier job of the same id left. Checks exit statuses, C against numpy, the reports and the logs. The daemons
 are stopped by PID and the folder removed at the end, also on failure.
 
 Needs root (munged runs as the munge user, slurmd as root). Slurm and munge are installed with
@@ -373,6 +373,13 @@ def main():
             f.write(f'[run]\na = "nowhere/a.h5:/A"\nb = "{cfg["b"]}"\nc = "c.h5:/C"\n')
 
         base_env = {"TESSERA_HOME": src, "TESSERA": os.path.abspath(args.tessera), "TESSERA_PYTHON": sys.executable}
+        # An output parent where every job id's folder is already taken by an earlier job (ids
+        # start again after a reinstall, or TESSERA_OUT is shared between clusters).
+        taken = os.path.join(submit, "taken")
+        for job_id in range(1, 200):
+            os.makedirs(os.path.join(taken, str(job_id)))
+            with open(os.path.join(taken, str(job_id), "slurm.toml"), "w") as f:
+                f.write(f"# the config of an earlier job {job_id}\n")
         # The scripts' resources scaled down to this machine; the GPU scripts' jobs compute on the
         # CPU: the placeholder GPUs' numbers would name real devices on a machine that has some.
         small = ["--nodes=1", "--ntasks-per-node=2", "--cpus-per-task=1"]
@@ -381,6 +388,8 @@ def main():
             Job(src, "cpu", "tessera-cpu.sbatch", ["--ntasks-per-node=1", "--cpus-per-task=1"], base_env),
             Job(src, "missing-input", "tessera-cpu.sbatch", ["--ntasks-per-node=1", "--cpus-per-task=1"],
                 dict(base_env, TESSERA_CONFIG="missing.toml")),
+            Job(src, "output-folder-taken", "tessera-cpu.sbatch", ["--ntasks-per-node=1", "--cpus-per-task=1"],
+                dict(base_env, TESSERA_OUT=taken)),
             Job(src, "node", "tessera-node.sbatch", small, base_env, args=on_cpu, ranks=2),
             Job(src, "multinode-mpirun", "tessera-multinode.sbatch", small,
                 dict(base_env, TESSERA_LAUNCHER="mpirun"), args=on_cpu, ranks=2),
@@ -403,6 +412,17 @@ def main():
               "missing-input job: no clear message naming the missing file")
         check("tessera-slurm: binary" not in log, "missing-input job: got past the input check")
         print("ok: missing input: exit 1 with a message naming the file, nothing launched")
+
+        job = by_name["output-folder-taken"]
+        check(job.status == 1, f"output-folder-taken job: exit status {job.status}, expected 1")
+        with open(job.log) as f:
+            log = f.read()
+        check(f"tessera-slurm: error: the output folder {taken}/{job.id} exists" in log,
+              "output-folder-taken job: no clear message naming the folder")
+        with open(os.path.join(taken, job.id, "slurm.toml")) as f:
+            check(f.read() == f"# the config of an earlier job {job.id}\n", "the earlier job's files were replaced")
+        check(os.listdir(os.path.join(taken, job.id)) == ["slurm.toml"], "nothing was added to the earlier job's folder")
+        print("ok: an earlier job's output folder of the same id: exit 1, its files untouched")
 
         for name, launcher in (("node", "srun"), ("multinode-mpirun", "mpirun")):
             job = by_name[name]

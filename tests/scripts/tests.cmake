@@ -40,6 +40,23 @@ foreach(case missing-file missing-dataset group-not-dataset not-2d unsupported-d
   add_mpi_test(error.${case} 2 errors.py --case ${case})
 endforeach()
 
+# Data safety (docs/reliability.md, "Data safety"): paths checked up front, no input silently
+# filled, every refusal before the compute; each case checks every rank's exit status and that
+# every file of its folder is byte-identical afterwards.
+foreach(case report-onto-input dryrun-report-onto-input report-onto-output report-onto-new-output
+        output-onto-elink-source output-onto-vds-source vds-missing-source report-is-directory report-read-only
+        report-disk-full output-dangling-symlink long-output-name colon-in-dataset-path dryrun-ranks-negative
+        f32-overflow-on-conversion generate-chunk-option cli-bad-number cli-missing-config cli-bad-config-type
+        cli-duplicate-config-key cli-unknown-option cli-help-version overflow-warning
+        output-hard-link-to-input output-symlink-to-input report-symlink-to-input report-onto-other-file
+        report-replaces-report report-to-pipe config-as-report config-as-output input-named-like-a-leftover
+        verify-vds-missing-source chunks-never-written chunks-declared-fill contiguous-never-written
+        external-raw-file-short external-raw-file-as-output vds-unmapped-region vds-source-too-small
+        generate-onto-symlink generate-onto-existing tune-out-onto-input bench-json-onto-input
+        bench-json-and-csv-one-file)
+  add_mpi_test(safety.${case} 2 safety.py --case ${case})
+endforeach()
+
 foreach(cfg demo workstation)
   add_mpi_test(config.${cfg} 2 config_run.py --config configs/${cfg}.toml)
 endforeach()

@@ -15,10 +15,12 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <limits>
 #include <vector>
 
 #include "core/error.hpp"
 #include "io/cleanup.hpp"
+#include "io/data_sources.hpp"
 #include "io/hdf5_io.hpp"
 
 namespace fs = std::filesystem;
@@ -153,6 +155,67 @@ TEST_CASE("DatasetRef::parse splits file and dataset path", "[io]") {
   r = DatasetRef::parse("C:/data/a.h5:/m/B");
   CHECK(r.file == "C:/data/a.h5");
   CHECK(r.path == "/m/B");
+}
+
+TEST_CASE("DatasetRef::parse: '\\:' is a ':' that never splits", "[io]") {
+  // A dataset path holding ":/" (a group named "run:").
+  auto r = DatasetRef::parse("f.h5:/run\\:/A");
+  CHECK(r.file == "f.h5");
+  CHECK(r.path == "/run:/A");
+  // Escapes anywhere; "\\\\" is one backslash; any other backslash stays.
+  r = DatasetRef::parse("d\\:/f.h5:/g\\:/h\\:/x");
+  CHECK(r.file == "d:/f.h5");
+  CHECK(r.path == "/g:/h:/x");
+  r = DatasetRef::parse("a\\\\:/B");  // file "a\", dataset "/B"
+  CHECK(r.file == "a\\");
+  CHECK(r.path == "/B");
+  r = DatasetRef::parse("a\\b.h5:/C");
+  CHECK(r.file == "a\\b.h5");
+  // Without an unescaped ":/" there is no dataset.
+  CHECK_THROWS_AS(DatasetRef::parse("f.h5\\:/A"), InputError);
+}
+
+TEST_CASE("temporary names fit any legal output name", "[io][writer]") {
+  TempDir dir;
+  for (const std::size_t length : {1u, 100u, 163u, 164u, 200u, 233u, 255u}) {
+    INFO("name length " << length);
+    const std::string name(length, 'c');
+    const std::string temp = tessera::io::temporary_name(dir.file(name));
+    CHECK(fs::path(temp).filename().string().size() <= 255);
+    CHECK(fs::path(temp).parent_path() == dir.path());
+    // The same for every run: leftovers are found by their prefix.
+    CHECK(temp == tessera::io::temporary_name(dir.file(name)));
+    const DatasetRef ref{dir.file(name), "/C"};
+    MatrixWriter w(ref, 2, 2, DType::f64, {});
+    const auto m = make_matrix<double>(2, 2);
+    w.write_block(0, 0, 2, 2, m.data());
+    w.commit();
+    check_block<double>(ref, 0, 2, 0, 2);
+    fs::remove(ref.file);
+  }
+  // Two long names that share their first 200 bytes get different temporaries.
+  const std::string one(200, 'x'), two = std::string(199, 'x') + "y";
+  CHECK(tessera::io::temporary_name(one) != tessera::io::temporary_name(two));
+}
+
+TEST_CASE("the writer counts the NaN and Inf it writes", "[io][writer]") {
+  TempDir dir;
+  const DatasetRef ref{dir.file("c.h5"), "/C"};
+  for (const bool direct : {true, false}) {
+    INFO((direct ? "contiguous (pwrite)" : "chunked (HDF5)"));
+    WriteOptions opts;
+    if (!direct) opts.chunk = {2, 2};
+    MatrixWriter w(ref, 4, 5, DType::f32, opts);
+    std::vector<float> top(2 * 5, 1.0f), bottom(2 * 5, 2.0f);
+    bottom[3] = std::numeric_limits<float>::infinity();       // (2, 3)
+    bottom[9] = std::numeric_limits<float>::quiet_NaN();      // (3, 4)
+    w.write_block(2, 0, 2, 5, bottom.data());
+    CHECK(w.nonfinite_written().count == 2);
+    w.write_block(0, 0, 2, 5, top.data());
+    const auto seen = w.nonfinite_written();
+    CHECK(seen.count == 2);
+    CHECK(seen.first == 2 * 5 + 3);  // row-major index of (2, 3)
+  }
 }
 
 TEST_CASE("DatasetRef::parse rejects malformed references", "[io]") {
@@ -790,4 +853,79 @@ TEST_CASE("a dataset behind an external link is read from its own file", "[io]")
   check_block<double>(DatasetRef::parse(link + ":/A"), 0, 9, 0, 11);
   check_block<double>(DatasetRef::parse(link + ":/A"), 2, 5, 3, 4);
   check_block<double>(DatasetRef::parse(target + ":/A"), 2, 5, 3, 4);  // the direct path on the file itself
+}
+
+// ---- where an input's data lives (io/data_sources.hpp) ---------------------------------------
+
+TEST_CASE("locate_data lists the files behind external links and virtual datasets", "[io][sources]") {
+  TempDir dir;
+  const std::string src = dir.file("src.h5"), link = dir.file("link.h5"), virt = dir.file("virt.h5");
+  const auto m = make_matrix<double>(4, 3);
+  {
+    RawFile f(src);
+    raw_dataset(f.id, "/A", {4, 3}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, m.data());
+  }
+  {
+    RawFile f(link);
+    REQUIRE(H5Lcreate_external(src.c_str(), "/A", f.id, "/EL", H5P_DEFAULT, H5P_DEFAULT) >= 0);
+  }
+  {
+    RawFile f(virt);
+    const hsize_t dims[2] = {4, 3};
+    const hid_t space = H5Screate_simple(2, dims, nullptr);
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    REQUIRE(H5Pset_virtual(dcpl, space, "src.h5", "/A", space) >= 0);
+    raw_dataset(f.id, "/V", {4, 3}, H5T_IEEE_F64LE, -1, nullptr, dcpl);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+  }
+  const auto has = [](const tessera::io::DataSources& s, const std::string& name) {
+    for (const auto& file : s.files)
+      if (fs::path(file).filename() == name) return true;
+    return false;
+  };
+  const auto through_link = tessera::io::locate_data({link, "/EL"}, "A");
+  CHECK(through_link.files.front() == link);
+  CHECK(has(through_link, "src.h5"));
+  const auto through_vds = tessera::io::locate_data({virt, "/V"}, "A");
+  CHECK(has(through_vds, "src.h5"));
+  CHECK(through_vds.notes.empty());
+  fs::remove(src);
+  CHECK_THAT(message_of<InputError>([&] { tessera::io::locate_data({virt, "/V"}, "A"); }),
+             ContainsSubstring("A '" + virt + ":/V' is a virtual dataset whose source file 'src.h5'"));
+}
+
+TEST_CASE("locate_data refuses chunks never written unless a fill value is declared", "[io][sources]") {
+  TempDir dir;
+  const std::string file = dir.file("part.h5");
+  const auto m = make_matrix<double>(2, 3);
+  for (const bool declared : {false, true}) {
+    {
+      RawFile f(file);
+      const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+      const hsize_t chunk[2] = {2, 3};
+      REQUIRE(H5Pset_chunk(dcpl, 2, chunk) >= 0);
+      const double fill = 0.25;
+      if (declared) REQUIRE(H5Pset_fill_value(dcpl, H5T_NATIVE_DOUBLE, &fill) >= 0);
+      raw_dataset(f.id, "/A", {6, 3}, H5T_IEEE_F64LE, -1, nullptr, dcpl);
+      H5Pclose(dcpl);
+      const hid_t dset = H5Dopen2(f.id, "/A", H5P_DEFAULT);
+      const hsize_t start[2] = {0, 0}, count[2] = {2, 3};
+      const hid_t fspace = H5Dget_space(dset), mspace = H5Screate_simple(2, count, nullptr);
+      H5Sselect_hyperslab(fspace, H5S_SELECT_SET, start, nullptr, count, nullptr);
+      REQUIRE(H5Dwrite(dset, H5T_NATIVE_DOUBLE, mspace, fspace, H5P_DEFAULT, m.data()) >= 0);
+      H5Sclose(mspace);
+      H5Sclose(fspace);
+      H5Dclose(dset);
+    }
+    if (declared) {
+      const auto sources = tessera::io::locate_data({file, "/A"}, "A");
+      REQUIRE(sources.notes.size() == 1);
+      CHECK_THAT(sources.notes[0], ContainsSubstring("2 of its 3 chunks never written"));
+      CHECK_THAT(sources.notes[0], ContainsSubstring("declared fill value 0.25"));
+    } else {
+      CHECK_THAT(message_of<InputError>([&] { tessera::io::locate_data({file, "/A"}, "A"); }),
+                 ContainsSubstring("has 2 of its 3 chunks never written"));
+    }
+  }
 }

@@ -1,0 +1,74 @@
+#include "io/nonfinite.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace tessera::io {
+
+namespace {
+
+// Whether n floats (or doubles, as their bit patterns) are all finite: an exponent of all ones
+// is Inf or NaN. Branch-free, so the compiler vectorizes it; large arrays are split over threads.
+template <class Bits>
+bool all_finite(const Bits* bits, std::size_t n) {
+  constexpr Bits kExponent =
+      sizeof(Bits) == 4 ? static_cast<Bits>(0x7f800000u) : static_cast<Bits>(0x7ff0000000000000ull);
+  const auto part = [&](std::size_t begin, std::size_t end) {
+    unsigned bad = 0;
+    for (std::size_t i = begin; i < end; ++i) bad |= static_cast<unsigned>((bits[i] & kExponent) == kExponent);
+    return bad == 0;
+  };
+  const std::size_t bytes = n * sizeof(Bits);
+  const auto threads = static_cast<std::size_t>(
+      std::clamp<std::size_t>(bytes >> 26, 1, std::max(1u, std::thread::hardware_concurrency())));
+  if (threads == 1) return part(0, n);
+  std::vector<char> ok(threads, 1);
+  std::vector<std::thread> pool;
+  const auto run = [&](std::size_t t) { ok[t] = part(n * t / threads, n * (t + 1) / threads); };
+  try {
+    for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(run, t);
+  } catch (const std::system_error&) {  // no more threads: this one does the parts not started
+    for (std::size_t t = pool.size() + 1; t < threads; ++t) run(t);
+  }
+  run(0);
+  for (auto& th : pool) th.join();
+  return std::all_of(ok.begin(), ok.end(), [](char x) { return x != 0; });
+}
+
+}  // namespace
+
+void NonfiniteCount::add(const void* data, DType dtype, std::int64_t rows, std::int64_t cols, std::int64_t row0,
+                         std::int64_t col0, std::int64_t ld_total) {
+  // The common case, all finite, at memory speed; only data that holds some is counted below.
+  const auto n = static_cast<std::size_t>(rows * cols);
+  if (n == 0 || (dtype == DType::f32 ? all_finite(static_cast<const std::uint32_t*>(data), n)
+                                     : all_finite(static_cast<const std::uint64_t*>(data), n)))
+    return;
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const auto at = static_cast<std::size_t>(i * cols + j);
+      const double v = dtype == DType::f32 ? static_cast<const float*>(data)[at] : static_cast<const double*>(data)[at];
+      if (!std::isfinite(v)) {
+        first = std::min(first, static_cast<double>((row0 + i) * ld_total + col0 + j));
+        count += 1;
+      }
+    }
+}
+
+void NonfiniteCount::merge(const NonfiniteCount& other) {
+  count += other.count;
+  first = std::min(first, other.first);
+}
+
+NonfiniteCount count_nonfinite(const void* data, DType dtype, std::int64_t rows, std::int64_t cols, std::int64_t row0,
+                               std::int64_t col0, std::int64_t ld_total) {
+  NonfiniteCount s;
+  s.add(data, dtype, rows, cols, row0, col0, ld_total);
+  return s;
+}
+
+}  // namespace tessera::io
