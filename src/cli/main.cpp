@@ -9,7 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/version.hpp"
-#include "dist/comm.hpp"
+#include "comm/comm.hpp"
 #include "run/bench.hpp"
 #include "run/generate.hpp"
 #include "run/info.hpp"
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
       MPI_Finalize();
       return code;
     }
-    const tessera::dist::Comm world(MPI_COMM_WORLD);
+    const tessera::comm::Comm world(MPI_COMM_WORLD);
     if (*g) {
       if (rank == 0) tessera::run::generate(gen);
     } else if (*r) {
@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
   } catch (const tessera::run::VerificationFailed& e) {
     if (rank == 0) std::fprintf(stderr, "tessera: verification failed: %s\n", e.what());
     code = kExitVerifyFailed;
-  } catch (const tessera::dist::JobError& e) {
+  } catch (const tessera::comm::JobError& e) {
     // Every rank agreed on this failure: rank 0 says it once, everyone exits nonzero.
     if (rank == 0) {
       if (e.origin() == 0)

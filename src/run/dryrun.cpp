@@ -15,7 +15,7 @@ namespace {
 
 // The panels algorithm: rank (i, j) holds the A rows of block-row i, the B columns of block-column
 // j and its C block; gathers C to rank 0.
-RankPlan plan_panels(const dist::Partition& part, int rank, DType dtype, bool gpu, const PlanChoice& choice,
+RankPlan plan_panels(const partition::Partition& part, int rank, DType dtype, bool gpu, const PlanChoice& choice,
                      const MachineModel& model) {
   RankPlan p;
   if (!part.active(rank)) return p;
@@ -44,7 +44,7 @@ RankPlan plan_panels(const dist::Partition& part, int rank, DType dtype, bool gp
 
 // summa: rank (i, j) holds A(i, j), B(i, j), its C block and two panel slots (run/summa.hpp);
 // receives the panels it does not own; gathers C to rank 0. Panels overlap the compute.
-RankPlan plan_summa(const dist::Partition& part, int rank, DType dtype, bool gpu, const PlanChoice& choice,
+RankPlan plan_summa(const partition::Partition& part, int rank, DType dtype, bool gpu, const PlanChoice& choice,
                     const MachineModel& model) {
   RankPlan p;
   if (!part.active(rank)) return p;
@@ -54,7 +54,7 @@ RankPlan plan_summa(const dist::Partition& part, int rank, DType dtype, bool gpu
   p.rows = part.rows_of(rank).size();
   p.cols = part.cols_of(rank).size();
   const std::int64_t k = part.k();
-  const std::int64_t ka = dist::summa_k_cols(k, grid.cols, j).size(), kb = dist::summa_k_rows(k, grid.rows, i).size();
+  const std::int64_t ka = partition::summa_k_cols(k, grid.cols, j).size(), kb = partition::summa_k_rows(k, grid.rows, i).size();
   const std::int64_t w = std::min(k, choice.panel_width > 0 ? choice.panel_width : gpu ? kSummaWidthGpu : kSummaWidthCpu);
   const std::int64_t own = (p.rows * ka + kb * p.cols) * es;
   const std::int64_t c = p.rows * p.cols * es;
@@ -86,7 +86,7 @@ RankPlan plan_ksplit(std::int64_t m, std::int64_t n, std::int64_t k, int ranks, 
                      const PlanChoice& choice, const MachineModel& model) {
   RankPlan p;
   const auto es = static_cast<std::int64_t>(dtype_size(dtype));
-  const dist::KSplit ks(m, n, k, ranks);
+  const partition::KSplit ks(m, n, k, ranks);
   const std::int64_t kr = ks.k_range(rank).size();
   p.rows = m;
   p.cols = n;
@@ -118,13 +118,13 @@ std::string gib(std::int64_t bytes) { return fmt::format("{:.2f} GiB", static_ca
 
 }  // namespace
 
-DryRun plan_run(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, int ranks, const dist::GridShape& grid,
+DryRun plan_run(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, int ranks, const partition::GridShape& grid,
                 bool gpu, const PlanChoice& choice, const MachineModel& model) {
   const bool ksplit = choice.algorithm == "ksplit";
-  const dist::Partition part(m, n, k, ranks, ksplit ? dist::GridShape{1, 1} : grid);
+  const partition::Partition part(m, n, k, ranks, ksplit ? partition::GridShape{1, 1} : grid);
   DryRun d;
   d.choice = choice;
-  d.grid = ksplit ? dist::GridShape{1, 1} : grid;
+  d.grid = ksplit ? partition::GridShape{1, 1} : grid;
   d.ranks = ranks;
   const auto es = static_cast<std::int64_t>(dtype_size(dtype));
   const auto plan = [&](int r) {

@@ -7,7 +7,7 @@
 #include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
-#include "dist/partition.hpp"
+#include "partition/partition.hpp"
 #include "run/checks.hpp"
 #include "run/dryrun.hpp"
 #include "run/progress.hpp"
@@ -24,7 +24,7 @@ double seconds_since(double start) { return MPI_Wtime() - start; }
 // Elementwise sum of every rank's `count` elements onto root's `data` (in place there), in
 // pieces of kReducePieceBytes: MPI counts are int, and the temporary buffers MPI_Reduce takes on
 // the combining ranks stay that small (the dry run counts one piece per rank).
-void host_reduce(void* data, std::size_t count, DType dtype, const dist::Comm& comm) {
+void host_reduce(void* data, std::size_t count, DType dtype, const comm::Comm& comm) {
   const MPI_Datatype type = dtype == DType::f32 ? MPI_FLOAT : MPI_DOUBLE;
   auto* bytes = static_cast<unsigned char*>(data);
   const std::size_t esize = dtype_size(dtype);
@@ -41,19 +41,19 @@ void host_reduce(void* data, std::size_t count, DType dtype, const dist::Comm& c
 
 }  // namespace
 
-void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
+void run_ksplit(const RunOptions& o, const comm::Comm& comm, JobStart start) {
   const int rank = comm.rank();
-  const dist::KSplit ks(start.m, start.n, start.k, comm.size());
+  const partition::KSplit ks(start.m, start.n, start.k, comm.size());
   const DType dtype = start.dtype;
   const std::size_t esize = dtype_size(dtype);
-  const dist::Range kr = ks.k_range(rank);
+  const partition::Range kr = ks.k_range(rank);
   report::JobReport job = std::move(start.job);
   job.algorithm = "ksplit";
 
   bool show_progress = o.progress == "on";
   if (o.progress == "auto" && rank == kRoot) {
     const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
-    const auto grid = dist::choose_grid(ks.m(), ks.n(), ks.k(), comm.size());
+    const auto grid = partition::choose_grid(ks.m(), ks.n(), ks.k(), comm.size());
     show_progress = plan_run(ks.m(), ks.n(), ks.k(), dtype, comm.size(), grid, gpu, {"ksplit", gpu ? "nccl" : "host", 0})
                         .predicted_seconds > 5;
   }
@@ -144,11 +144,11 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
       id.assign(bytes.begin(), bytes.end());
     });
     id = comm.broadcast(id, kRoot);
-    // Not a Comm::step: the other ranks wait inside NCCL's init (dist::abort_job).
+    // Not a Comm::step: the other ranks wait inside NCCL's init (comm::abort_job).
     try {
       be->join_reduce_group(std::vector<unsigned char>(id.begin(), id.end()), rank, comm.size());
     } catch (const std::exception& e) {
-      dist::abort_job(std::string("joining the NCCL group: ") + e.what());
+      comm::abort_job(std::string("joining the NCCL group: ") + e.what());
     }
   }
 

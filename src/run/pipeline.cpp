@@ -14,7 +14,7 @@
 #include "backend/backend.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
-#include "dist/partition.hpp"
+#include "partition/partition.hpp"
 #include "io/cleanup.hpp"
 #include "io/hdf5_io.hpp"
 #include "report/report.hpp"
@@ -40,7 +40,7 @@ constexpr int kRoot = 0;
 struct Plan {
   std::int64_t m = 0, n = 0, k = 0;
   DType dtype = DType::f64;
-  dist::GridShape grid;
+  partition::GridShape grid;
 };
 
 DType pick_dtype(const std::string& want, const io::DatasetInfo& a, const io::DatasetInfo& b) {
@@ -90,8 +90,8 @@ Plan make_plan(const RunOptions& o, int nranks) {
   plan.n = b.cols;
   plan.k = a.cols;
   plan.dtype = pick_dtype(o.dtype, a, b);
-  plan.grid = o.grid.empty() ? dist::choose_grid(plan.m, plan.n, plan.k, nranks) : dist::parse_grid(o.grid);
-  dist::Partition check(plan.m, plan.n, plan.k, nranks, plan.grid);  // validates the grid
+  plan.grid = o.grid.empty() ? partition::choose_grid(plan.m, plan.n, plan.k, nranks) : partition::parse_grid(o.grid);
+  partition::Partition check(plan.m, plan.n, plan.k, nranks, plan.grid);  // validates the grid
   check_report_path(o.report);
   return plan;
 }
@@ -143,7 +143,7 @@ class Stopwatch {
 };
 
 // --dry-run: rank 0 prints the plan; nothing is read beyond the input files' shapes.
-void dry_run(const RunOptions& o, const dist::Comm& comm) {
+void dry_run(const RunOptions& o, const comm::Comm& comm) {
   comm.step([&] {
     if (comm.rank() != kRoot) return;
     std::int64_t m = o.m, n = o.n, k = o.k;
@@ -166,7 +166,7 @@ void dry_run(const RunOptions& o, const dist::Comm& comm) {
       throw InputError("--dry-run needs --a and --b, or --m, --n and --k (each >= 1)");
     const int ranks = o.ranks > 0 ? o.ranks : comm.size();
     if (ranks > 100000) throw InputError("--ranks " + std::to_string(ranks) + " is beyond 100,000");
-    const auto grid = o.grid.empty() ? dist::choose_grid(m, n, k, ranks) : dist::parse_grid(o.grid);
+    const auto grid = o.grid.empty() ? partition::choose_grid(m, n, k, ranks) : partition::parse_grid(o.grid);
     const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
     // What a real run would choose (run/handover.hpp), assuming one GPU per rank.
     const bool nccl = gpu && backend::device_reduce_compiled();
@@ -175,7 +175,7 @@ void dry_run(const RunOptions& o, const dist::Comm& comm) {
     choice.panel_width = o.panel_width;
     choice.gpu_memory_limit = static_cast<std::int64_t>(parse_bytes(o.gpu_memory, "--gpu-memory"));
     choice.accumulating_kernel = gpu && backend::gpu_kernel_accumulates(o.kernel, dtype);
-    if (choice.algorithm == "summa") choice.comm = choose_comm(o.comm, gpu, nccl, dist::mpi_cuda_aware());
+    if (choice.algorithm == "summa") choice.comm = choose_comm(o.comm, gpu, nccl, comm::mpi_cuda_aware());
     if (choice.algorithm == "ksplit") choice.comm = nccl && o.comm != "host" ? "nccl" : "host";
     if (ranks == 1) choice.comm = "none";
     const DryRun plan = plan_run(m, n, k, dtype, ranks, grid, gpu, choice);
@@ -195,7 +195,7 @@ void dry_run(const RunOptions& o, const dist::Comm& comm) {
 
 }  // namespace
 
-void run_job(const RunOptions& o, const dist::Comm& comm) {
+void run_job(const RunOptions& o, const comm::Comm& comm) {
   if (o.dry_run) return dry_run(o, comm);
   const Stopwatch wall;
   const int rank = comm.rank();
@@ -231,7 +231,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     return algorithm == "ksplit" ? run_ksplit(o, comm, std::move(start)) : run_summa(o, comm, std::move(start));
   }
 
-  const dist::Partition part(plan.m, plan.n, plan.k, comm.size(), plan.grid);
+  const partition::Partition part(plan.m, plan.n, plan.k, comm.size(), plan.grid);
   const std::size_t esize = dtype_size(plan.dtype);
   bool show_progress = o.progress == "on";
   if (o.progress == "auto" && rank == kRoot) {
@@ -285,7 +285,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   int chunks = 1;
   comm.step([&] {
     if (rank != kRoot || !o.baseline.empty()) return;
-    const std::int64_t most_rows = part.rows(0).size();  // block-row 0 is the tallest (dist::split)
+    const std::int64_t most_rows = part.rows(0).size();  // block-row 0 is the tallest (partition::split)
     chunks = static_cast<int>(
         std::min<std::int64_t>(stream_chunks(static_cast<std::size_t>(most_rows * plan.k) * esize), most_rows));
   });

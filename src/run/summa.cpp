@@ -13,7 +13,7 @@
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
-#include "dist/partition.hpp"
+#include "partition/partition.hpp"
 #include "run/checks.hpp"
 #include "run/dryrun.hpp"
 #include "run/progress.hpp"
@@ -84,18 +84,18 @@ std::string choose_comm(const std::string& want, bool cuda, bool nccl, bool cuda
   return "host";
 }
 
-void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
+void run_summa(const RunOptions& o, const comm::Comm& comm, JobStart start) {
   const int rank = comm.rank();
   const DType dtype = start.dtype;
   const std::size_t esize = dtype_size(dtype);
   const MPI_Datatype elem = dtype == DType::f32 ? MPI_FLOAT : MPI_DOUBLE;
-  const dist::Partition part(start.m, start.n, start.k, comm.size(), start.grid);
-  const dist::GridShape grid = part.grid();
+  const partition::Partition part(start.m, start.n, start.k, comm.size(), start.grid);
+  const partition::GridShape grid = part.grid();
   const bool active = part.active(rank);
   const int gi = active ? part.block_row(rank) : -1, gj = active ? part.block_col(rank) : -1;
-  const dist::Range rows = active ? part.rows_of(rank) : dist::Range{}, cols = active ? part.cols_of(rank) : dist::Range{};
-  const dist::Range ka = active ? dist::summa_k_cols(part.k(), grid.cols, gj) : dist::Range{};  // A(i,j)'s K columns
-  const dist::Range kb = active ? dist::summa_k_rows(part.k(), grid.rows, gi) : dist::Range{};  // B(i,j)'s K rows
+  const partition::Range rows = active ? part.rows_of(rank) : partition::Range{}, cols = active ? part.cols_of(rank) : partition::Range{};
+  const partition::Range ka = active ? partition::summa_k_cols(part.k(), grid.cols, gj) : partition::Range{};  // A(i,j)'s K columns
+  const partition::Range kb = active ? partition::summa_k_rows(part.k(), grid.rows, gi) : partition::Range{};  // B(i,j)'s K rows
   report::JobReport job = std::move(start.job);
   job.algorithm = "summa";
 
@@ -138,7 +138,7 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
       shared_gpu_note(comm, active && me.device_id >= 0 ? me.host + "|" + me.device : std::string());
   if (!shared.empty() && rank == kRoot) me.warnings.push_back(shared + " (fewer GPUs than ranks on the node)");
   const bool nccl = shared.empty() && comm.min(be->supports_device_reduce() ? 1.0 : 0.0) > 0;
-  const bool cuda_aware = comm.min(dist::mpi_cuda_aware() ? 1.0 : 0.0) > 0;
+  const bool cuda_aware = comm.min(comm::mpi_cuda_aware() ? 1.0 : 0.0) > 0;
   std::string path;
   comm.step([&] { path = choose_comm(o.comm, cuda, nccl, cuda_aware); });
   job.comm = comm.size() == 1 || grid.size() == 1 ? "none" : path;
@@ -182,8 +182,8 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
                    part.n(), o.allow_nonfinite);
 
   // 3. Row and column communicators: position in a row is j, in a column i (split keeps rank order).
-  const dist::Comm row_comm = comm.split(active ? gi : -1);
-  const dist::Comm col_comm = comm.split(active ? gj : -1);
+  const comm::Comm row_comm = comm.split(active ? gi : -1);
+  const comm::Comm col_comm = comm.split(active ? gj : -1);
   std::unique_ptr<backend::DeviceGroup> row_group, col_group;
   if (path == "nccl") {
     // One NCCL group per grid row and per grid column (of more than one rank), joined rows first
@@ -197,19 +197,19 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
         id.assign(bytes.begin(), bytes.end());
       });
       if (active && size > 1) id = line->broadcast(id, 0);
-      // Not a Comm::step: the group's other members wait inside NCCL's init (dist::abort_job).
+      // Not a Comm::step: the group's other members wait inside NCCL's init (comm::abort_job).
       try {
         if (active && size > 1)
           *group = be->join_device_group(std::vector<unsigned char>(id.begin(), id.end()), line->rank(), size);
       } catch (const std::exception& e) {
-        dist::abort_job(std::string("joining an NCCL group of the process grid: ") + e.what());
+        comm::abort_job(std::string("joining an NCCL group of the process grid: ") + e.what());
       }
     }
   }
 
   // The gather of C to rank 0 over the devices too: a group of all active ranks.
   std::unique_ptr<backend::DeviceGroup> all_group;
-  const dist::Comm active_comm = comm.split(active ? 0 : -1);
+  const comm::Comm active_comm = comm.split(active ? 0 : -1);
   if (path == "nccl" && grid.size() > 1) {
     std::string id;
     comm.step([&] {
@@ -221,12 +221,12 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
     try {
       if (active) all_group = be->join_device_group(std::vector<unsigned char>(id.begin(), id.end()), rank, grid.size());
     } catch (const std::exception& e) {
-      dist::abort_job(std::string("joining the NCCL group for the gather of C: ") + e.what());
+      comm::abort_job(std::string("joining the NCCL group for the gather of C: ") + e.what());
     }
   }
 
   // 4. The panels: C(i, j) += A(i, p) B(p, j) over the K panels p.
-  const auto panels = dist::summa_panels(part.k(), grid, width);
+  const auto panels = partition::summa_panels(part.k(), grid, width);
   progress.step(fmt::format("computing C blocks with {}: {} panels of K, comm {}", kernel, panels.size(), job.comm));
   std::unique_ptr<backend::PanelProduct> product;
   comm.step([&] {
@@ -252,7 +252,7 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
     const auto* a_bytes = a.data();
     const auto* b_bytes = b.data();
     for (std::size_t p = 0; p < panels.size(); ++p) {
-      const dist::SummaPanel& pan = panels[p];
+      const partition::SummaPanel& pan = panels[p];
       const int s = static_cast<int>(p % backend::PanelProduct::kSlots);
       const std::int64_t w = pan.width;
       const bool own_a = gj == pan.owner_col, own_b = gi == pan.owner_row;
@@ -318,19 +318,19 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   progress.step("gathering and writing C");
   BlockTransport transport;
   if (all_group) {
-    // A failed device transfer leaves its peer waiting inside NCCL: end the job (dist::abort_job).
+    // A failed device transfer leaves its peer waiting inside NCCL: end the job (comm::abort_job).
     transport.send = [&] {
       try {
         product->send_c(*all_group, kRoot);
       } catch (const std::exception& e) {
-        dist::abort_job(std::string("sending the C block to rank 0: ") + e.what());
+        comm::abort_job(std::string("sending the C block to rank 0: ") + e.what());
       }
     };
     transport.receive = [&](int r, void* into, std::size_t bytes) {
       try {
         product->receive_c(*all_group, r, static_cast<std::int64_t>(bytes / esize), into);
       } catch (const std::exception& e) {
-        dist::abort_job("receiving the C block of rank " + std::to_string(r) + ": " + e.what());
+        comm::abort_job("receiving the C block of rank " + std::to_string(r) + ": " + e.what());
       }
     };
   }
