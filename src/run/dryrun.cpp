@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "backend/backend.hpp"
+#include "comm/exchange.hpp"
 #include "run/handover.hpp"
 #include "run/ksplit.hpp"
 #include "run/summa.hpp"
@@ -95,7 +96,7 @@ RankPlan plan_ksplit(std::int64_t m, std::int64_t n, std::int64_t k, int ranks, 
   // Summing on the host: every rank holds its partial C, and MPI_Reduce takes a receive buffer
   // of one piece on the ranks that combine (run/ksplit.cpp sums in pieces).
   p.host_bytes = own + (nccl ? (rank == 0 ? c : 0)
-                             : c + (ranks > 1 ? std::min<std::int64_t>(c, static_cast<std::int64_t>(kReducePieceBytes)) : 0));
+                             : c + (ranks > 1 ? std::min<std::int64_t>(c, static_cast<std::int64_t>(comm::kReducePieceBytes)) : 0));
   // Chunks of K (backend.hpp: two in flight) and, when chunked and the kernel does not add into
   // C itself, a scratch C.
   const bool chunked = kr >= backend::kKsplitChunkMinK;

@@ -19,9 +19,6 @@
 
 namespace tessera::run {
 
-// ksplit without NCCL sums the partials with MPI_Reduce in pieces of this many bytes.
-constexpr std::size_t kReducePieceBytes = std::size_t{64} << 20;
-
 // Collective over `comm`, like run_job (errors are agreed on by every rank).
 void run_ksplit(const RunOptions& o, const comm::Comm& comm, JobStart start);
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "comm/path.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
 #include "partition/partition.hpp"
@@ -169,13 +170,13 @@ void dry_run(const RunOptions& o, const comm::Comm& comm) {
     const auto grid = o.grid.empty() ? partition::choose_grid(m, n, k, ranks) : partition::parse_grid(o.grid);
     const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
     // What a real run would choose (run/handover.hpp), assuming one GPU per rank.
-    const bool nccl = gpu && backend::device_reduce_compiled();
+    const bool nccl = gpu && comm::nccl_compiled();
     PlanChoice choice;
     choice.algorithm = choose_algorithm(o, gpu, nccl, ranks, m, n, k, grid);
     choice.panel_width = o.panel_width;
     choice.gpu_memory_limit = static_cast<std::int64_t>(parse_bytes(o.gpu_memory, "--gpu-memory"));
     choice.accumulating_kernel = gpu && backend::gpu_kernel_accumulates(o.kernel, dtype);
-    if (choice.algorithm == "summa") choice.comm = choose_comm(o.comm, gpu, nccl, comm::mpi_cuda_aware());
+    if (choice.algorithm == "summa") choice.comm = comm::path_name(comm::choose_path(o.comm, gpu, nccl, comm::mpi_cuda_aware()));
     if (choice.algorithm == "ksplit") choice.comm = nccl && o.comm != "host" ? "nccl" : "host";
     if (ranks == 1) choice.comm = "none";
     const DryRun plan = plan_run(m, n, k, dtype, ranks, grid, gpu, choice);
@@ -216,7 +217,7 @@ void run_job(const RunOptions& o, const comm::Comm& comm) {
     if (rank != kRoot) return;
     plan = make_plan(o, comm.size());
     const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
-    algorithm = choose_algorithm(o, gpu, backend::device_reduce_compiled(), comm.size(), plan.m, plan.n, plan.k,
+    algorithm = choose_algorithm(o, gpu, comm::nccl_compiled(), comm.size(), plan.m, plan.n, plan.k,
                                  plan.grid);
     io::WriteOptions wo;
     wo.overwrite = o.overwrite;

@@ -13,7 +13,8 @@
 //   cuda-aware  MPI_Bcast on device memory; where the MPI library reports CUDA support at run time.
 //   host        MPI_Ibcast on page-locked host staging, then copied to the GPU; any MPI. The
 //               host waits on MPI while the GPU multiplies the previous panel.
-// auto takes the first that applies. The CPU backend always uses host.
+// auto takes the first that applies (comm::choose_path); the CPU backend always uses host. The
+// exchanges of each path live in the comm layer (comm/exchange.hpp).
 // C blocks are then gathered to rank 0 and written, as in the panels algorithm.
 #include "comm/comm.hpp"
 #include "run/handover.hpp"
@@ -25,11 +26,6 @@ namespace tessera::run {
 // and transfer latency, narrow enough that two slots stay small next to the C block.
 constexpr std::int64_t kSummaWidthGpu = 1024;
 constexpr std::int64_t kSummaWidthCpu = 256;
-
-// --comm for summa: "host", "cuda-aware" or "nccl". Throws InputError for an unknown name or a
-// path this run cannot take (saying why). `nccl`: every rank's backend can (and no GPU is
-// shared); `cuda_aware`: the MPI library says so and the backend is cuda.
-std::string choose_comm(const std::string& want, bool cuda, bool nccl, bool cuda_aware);
 
 // Collective over `comm`, like run_job (errors are agreed on by every rank).
 void run_summa(const RunOptions& o, const comm::Comm& comm, JobStart start);

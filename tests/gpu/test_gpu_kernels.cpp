@@ -29,7 +29,6 @@
 #include "kernels/cuda_check.hpp"
 #include "kernels/cuda_resources.hpp"
 #include "kernels/gpu_gemm.hpp"
-#include "run/tune.hpp"
 
 namespace {
 
@@ -488,33 +487,6 @@ TEST_CASE("tensor-core kernels are opt-in, float32 only, and carry their input p
   CHECK_FALSE(kernels::gpu_can_implement("dmma", GpuGemm{DType::f32, 8, 8, 8}, &why));
   CHECK(kernels::gpu_error_bound("tf32", DType::f32, 100) > kernels::gpu_error_bound("tiled32", DType::f32, 100));
   CHECK(kernels::gpu_error_bound("tiled32", DType::f64, 100) == gamma_bound(DType::f64, 100));
-}
-
-// Host only: the tune file `tessera tune` writes and `--kernel auto` reads.
-TEST_CASE("tune files are read and the nearest tuned size decides", "[gpu][small]") {
-  const std::string path = "tessera-test-tune.json";
-  {
-    std::ofstream f(path);
-    f << R"({"format": "tessera-tune-1", "device": "Test GPU", "choices": [
-          {"dtype": "f32", "m": 1024, "n": 1024, "k": 1024, "kernel": "warptile-64x64", "gflops": 1},
-          {"dtype": "f32", "m": 8192, "n": 8192, "k": 8192, "kernel": "warptile-128x128", "gflops": 2},
-          {"dtype": "f64", "m": 4096, "n": 4096, "k": 4096, "kernel": "dmma", "gflops": 3}]})";
-  }
-  const run::TuneTable t = run::read_tune_file(path);
-  CHECK(t.device == "Test GPU");
-  REQUIRE(t.choices.size() == 3);
-  CHECK(run::tuned_kernel(t, DType::f32, 900, 1100, 1000) == "warptile-64x64");
-  CHECK(run::tuned_kernel(t, DType::f32, 5000, 9000, 7000) == "warptile-128x128");
-  CHECK(run::tuned_kernel(t, DType::f64, 10, 10, 10) == "dmma");
-  CHECK(run::sanitize_device_name("NVIDIA H200 [0000:1b:00.0]") == "NVIDIA_H200");
-  {
-    std::ofstream f(path);
-    f << "{\"format\": \"something else\"}";
-  }
-  CHECK_THROWS_AS(run::read_tune_file(path), InputError);
-  std::remove(path.c_str());
-  const run::TuneTable empty;
-  CHECK(run::tuned_kernel(empty, DType::f32, 1, 1, 1).empty());
 }
 
 TEST_CASE("the cuda backend picks GPU local rank mod the visible GPUs", "[gpu][small]") {
