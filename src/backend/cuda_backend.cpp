@@ -34,7 +34,9 @@ class CudaBackend final : public Backend {
   int device_id() const override { return gpu_.device; }
   void* device_stream() const override { return gpu_.stream.get(); }
   void enter_thread() const override { (void)cudaSetDevice(gpu_.device); }
-  std::int64_t peak_device_bytes() const override { return std::max<std::int64_t>(0, gpu_.peak_used - gpu_.start_used); }
+  std::int64_t peak_device_bytes() const override {
+    return std::max<std::int64_t>(0, gpu_.peak_used - gpu_.start_used);
+  }
   HostBuffer allocate_host(std::size_t bytes) override { return allocate_page_locked(bytes); }
   std::vector<std::string> warnings() const override {
     auto all = warnings_;

@@ -75,8 +75,9 @@ void refuse_over_free_memory(const Gpu& gpu, const GemmProblem& p, std::int64_t 
     throw DeviceError("ksplit needs " + kernels::format_bytes(static_cast<double>(need)) + " on GPU " +
                       std::to_string(gpu.device) + " (partial C " + shape_str(p.m, p.n) + ", A " + shape_str(p.m, p.k) +
                       ", B " + shape_str(p.k, p.n) + " " + dtype_name(p.dtype) + " in " + std::to_string(chunks) +
-                      " chunk(s) of K, 512 MiB for NCCL) but " + kernels::format_bytes(static_cast<double>(free_bytes)) +
-                      " of " + kernels::format_bytes(static_cast<double>(total_bytes)) +
+                      " chunk(s) of K, 512 MiB for NCCL) but " +
+                      kernels::format_bytes(static_cast<double>(free_bytes)) + " of " +
+                      kernels::format_bytes(static_cast<double>(total_bytes)) +
                       " are free: use --algorithm panels or a smaller problem");
 }
 

@@ -25,9 +25,9 @@ std::vector<PhaseTime> gemm_streamed(Gpu& gpu, const std::string& kernel, const 
                                      std::int64_t min_row_tiles, bool out_of_core, std::string* note);
 
 // backend.hpp's PanelProduct on the GPU (cuda_panel_product.cpp); refuses one over `budget`.
-std::unique_ptr<PanelProduct> make_cuda_panel_product(Gpu& gpu, const std::string& kernel, DType dtype,
-                                                      std::int64_t m, std::int64_t n, std::int64_t max_w,
-                                                      void* host_c, std::size_t budget, bool host_staging);
+std::unique_ptr<PanelProduct> make_cuda_panel_product(Gpu& gpu, const std::string& kernel, DType dtype, std::int64_t m,
+                                                      std::int64_t n, std::int64_t max_w, void* host_c,
+                                                      std::size_t budget, bool host_staging);
 
 // backend.hpp's DeviceProduct on the GPU (cuda_device_product.cpp): K in chunks, uploads
 // overlapping the kernels.

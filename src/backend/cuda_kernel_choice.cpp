@@ -66,7 +66,8 @@ std::string KernelChoice::name_for(const std::string& kernel, DType dtype, std::
 }
 
 bool cuda_kernel_accumulates(const std::string& kernel, DType dtype) {
-  const std::string name = kernel.empty() || kernel == "auto" ? (dtype == DType::f64 ? kDefaultF64 : kDefaultF32) : kernel;
+  const std::string name =
+      kernel.empty() || kernel == "auto" ? (dtype == DType::f64 ? kDefaultF64 : kDefaultF32) : kernel;
   kernels::GpuKernelTraits traits;
   return kernels::gpu_kernel_traits(name, &traits) && traits.accumulates;
 }

@@ -140,9 +140,9 @@ class CudaPanelProduct final : public PanelProduct {
 
 }  // namespace
 
-std::unique_ptr<PanelProduct> make_cuda_panel_product(Gpu& gpu, const std::string& kernel, DType dtype,
-                                                      std::int64_t m, std::int64_t n, std::int64_t max_w,
-                                                      void* host_c, std::size_t budget, bool host_staging) {
+std::unique_ptr<PanelProduct> make_cuda_panel_product(Gpu& gpu, const std::string& kernel, DType dtype, std::int64_t m,
+                                                      std::int64_t n, std::int64_t max_w, void* host_c,
+                                                      std::size_t budget, bool host_staging) {
   CUDA_CHECK(cudaSetDevice(gpu.device));
   return std::make_unique<CudaPanelProduct>(gpu, kernel, dtype, m, n, max_w, host_c, budget, host_staging);
 }

@@ -61,10 +61,15 @@ Tiles choose_tiles(const GemmProblem& p, std::size_t budget, std::int64_t min_ro
 class StreamedGemm {
  public:
   StreamedGemm(Gpu& gpu, std::string kernel, const GemmProblem& p, Tiles tiles, bool out_of_core)
-      : gpu_(gpu), kernel_(std::move(kernel)), p_(p), elem_(dtype_size(p.dtype)), t_(tiles), b_once_(tiles.cols == p.n),
+      : gpu_(gpu),
+        kernel_(std::move(kernel)),
+        p_(p),
+        elem_(dtype_size(p.dtype)),
+        t_(tiles),
+        b_once_(tiles.cols == p.n),
         done_(static_cast<std::size_t>((p.m + tiles.rows - 1) / tiles.rows)) {
-    const std::string what = std::string(out_of_core ? " (out of core, " : " (pipelined, ") +
-                             std::to_string(t_.rows) + "x" + std::to_string(t_.cols) + " tiles)";
+    const std::string what = std::string(out_of_core ? " (out of core, " : " (pipelined, ") + std::to_string(t_.rows) +
+                             "x" + std::to_string(t_.cols) + " tiles)";
     for (int s = 0; s < DoubleBuffer::kSlots; ++s) {
       a_[s] = kernels::DeviceBuffer(static_cast<std::size_t>(t_.rows * p.k) * elem_, "A rows" + what);
       if (s == 0 || !b_once_)
@@ -115,7 +120,8 @@ class StreamedGemm {
                                    static_cast<std::size_t>(rows * p_.k) * elem_, cudaMemcpyHostToDevice, in()));
       });
     });
-    for (std::int64_t j0 = 0; j0 < p_.n; j0 += t_.cols, ++tile) multiply_tile(sa, i0, rows, j0, static_cast<int>(tile % 2));
+    for (std::int64_t j0 = 0; j0 < p_.n; j0 += t_.cols, ++tile)
+      multiply_tile(sa, i0, rows, j0, static_cast<int>(tile % 2));
     if (p_.c_rows) {
       RowsDone& d = done_[static_cast<std::size_t>(row)];
       d = {p_.c_rows, i0 + rows};

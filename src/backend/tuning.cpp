@@ -101,8 +101,7 @@ TuneTable load_tune_table(const std::string& gpu_name) {
   return {};
 }
 
-std::string tuned_kernel(const TuneTable& table, DType dtype, std::int64_t m, std::int64_t n,
-                         std::int64_t k) {
+std::string tuned_kernel(const TuneTable& table, DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
   const auto dist = [](std::int64_t x, std::int64_t y) {
     return std::fabs(std::log(static_cast<double>(std::max<std::int64_t>(x, 1)) /
                               static_cast<double>(std::max<std::int64_t>(y, 1))));

@@ -52,7 +52,6 @@ TuneTable read_tune_file(const std::string& path);
 
 // The tuned kernel for a GEMM: the choice of the same dtype whose size is nearest in
 // log-distance (|ln m/m'| + |ln n/n'| + |ln k/k'|); "" when the table has none for the dtype.
-std::string tuned_kernel(const TuneTable& table, DType dtype, std::int64_t m, std::int64_t n,
-                         std::int64_t k);
+std::string tuned_kernel(const TuneTable& table, DType dtype, std::int64_t m, std::int64_t n, std::int64_t k);
 
 }  // namespace tessera::backend

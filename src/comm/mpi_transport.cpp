@@ -76,7 +76,8 @@ class HostGridBroadcast final : public GridBroadcast {
 // the line broadcasts device memory.
 class CudaAwareGridBroadcast final : public GridBroadcast {
  public:
-  CudaAwareGridBroadcast(const Comm* row, const Comm* col, DType dtype) : row_(row), col_(col), elem_(mpi_type(dtype)) {}
+  CudaAwareGridBroadcast(const Comm* row, const Comm* col, DType dtype)
+      : row_(row), col_(col), elem_(mpi_type(dtype)) {}
   bool stages_on_host() const override { return false; }
   void broadcast(const LinePanel& a, const LinePanel& b) override {
     if (is_root(row_, a) || is_root(col_, b)) a.slot.wait_staged();  // A and B share the slot

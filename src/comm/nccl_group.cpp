@@ -8,13 +8,12 @@
 
 #include "core/error.hpp"
 
-#define NCCL_CHECK(call)                                                                          \
-  do {                                                                                            \
-    const ncclResult_t tessera_nccl_rc_ = (call);                                                 \
-    if (tessera_nccl_rc_ != ncclSuccess)                                                          \
-      throw ::tessera::DeviceError(std::string("NCCL call ") + #call + " failed at " + __FILE__ + \
-                                   ":" + std::to_string(__LINE__) + ": " +                        \
-                                   ncclGetErrorString(tessera_nccl_rc_));                         \
+#define NCCL_CHECK(call)                                                                                    \
+  do {                                                                                                      \
+    const ncclResult_t tessera_nccl_rc_ = (call);                                                           \
+    if (tessera_nccl_rc_ != ncclSuccess)                                                                    \
+      throw ::tessera::DeviceError(std::string("NCCL call ") + #call + " failed at " + __FILE__ + ":" +     \
+                                   std::to_string(__LINE__) + ": " + ncclGetErrorString(tessera_nccl_rc_)); \
   } while (0)
 
 namespace tessera::comm {

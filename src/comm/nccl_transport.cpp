@@ -59,8 +59,7 @@ class NcclBlockLink final : public BlockLink {
   void send(const Block& mine, int to) override {
     try {
       check_cuda(cudaSetDevice(group_->device()), "cudaSetDevice");
-      if (mine.elements > 0)
-        group_->send(mine.device, static_cast<std::size_t>(mine.elements), dtype_, to, stream_);
+      if (mine.elements > 0) group_->send(mine.device, static_cast<std::size_t>(mine.elements), dtype_, to, stream_);
       check_cuda(cudaStreamSynchronize(static_cast<cudaStream_t>(stream_)), "cudaStreamSynchronize");
     } catch (const std::exception& e) {
       abort_job("sending the C block to rank " + std::to_string(to) + ": " + e.what());

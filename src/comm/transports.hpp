@@ -7,8 +7,8 @@
 
 namespace tessera::comm {
 
-std::unique_ptr<Transport> make_host_transport(DType dtype);        // mpi_transport.cpp
-std::unique_ptr<Transport> make_cuda_aware_transport(DType dtype);  // mpi_transport.cpp
+std::unique_ptr<Transport> make_host_transport(DType dtype);                        // mpi_transport.cpp
+std::unique_ptr<Transport> make_cuda_aware_transport(DType dtype);                  // mpi_transport.cpp
 std::unique_ptr<Transport> make_nccl_transport(DType dtype, const Device& device);  // nccl_transport.cpp
 
 }  // namespace tessera::comm

@@ -30,8 +30,7 @@ TEST_CASE("summa: auto takes nccl, then cuda-aware, then host", "[comm][choice]"
   CHECK(comm::choose_path("auto", c.cuda, c.nccl, c.cuda_aware) == c.expected);
 }
 
-TEST_CASE("summa: an explicit --comm is taken where it can run, refused with the reason where not",
-          "[comm][choice]") {
+TEST_CASE("summa: an explicit --comm is taken where it can run, refused with the reason where not", "[comm][choice]") {
   CHECK(comm::choose_path("host", true, true, true) == Path::host);
   CHECK(comm::choose_path("host", false, false, false) == Path::host);
   CHECK(comm::choose_path("nccl", true, true, false) == Path::nccl);

@@ -2,9 +2,9 @@
 // style: this executable's main initialises MPI; add_mpi_catch_test runs it under mpiexec). The
 // "device" of a panel slot is host memory here, which MPI handles on either path, so the host and
 // CUDA-aware broadcasts, the sum onto the root and the block link are checked without a GPU.
+#include <mpi.h>
 #include <catch2/catch_session.hpp>
 #include <catch2/catch_test_macros.hpp>
-#include <mpi.h>
 
 #include <cstdint>
 #include <cstring>
