@@ -176,7 +176,8 @@ void dry_run(const RunOptions& o, const comm::Comm& comm) {
     choice.panel_width = o.panel_width;
     choice.gpu_memory_limit = static_cast<std::int64_t>(parse_bytes(o.gpu_memory, "--gpu-memory"));
     choice.accumulating_kernel = gpu && backend::gpu_kernel_accumulates(o.kernel, dtype);
-    if (choice.algorithm == "summa") choice.comm = comm::path_name(comm::choose_path(o.comm, gpu, nccl, comm::mpi_cuda_aware()));
+    if (choice.algorithm == "summa")
+      choice.comm = comm::path_name(comm::choose_path(o.comm, gpu, nccl, comm::mpi_cuda_aware()));
     if (choice.algorithm == "ksplit") choice.comm = nccl && o.comm != "host" ? "nccl" : "host";
     if (ranks == 1) choice.comm = "none";
     const DryRun plan = plan_run(m, n, k, dtype, ranks, grid, gpu, choice);
