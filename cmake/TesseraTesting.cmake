@@ -47,3 +47,13 @@ function(add_mpi_test name nprocs script)
   tessera_script_test(${name} ${script} --np ${nprocs} ${ARGN})
   set_tests_properties(${name} PROPERTIES PROCESSORS ${nprocs} LABELS mpi)
 endfunction()
+
+# add_mpi_catch_test(<name> <nprocs> <target>)
+#   Runs the Catch2 executable <target>, whose main initialises MPI, on <nprocs> ranks: collective
+#   code tested in-process (COSMA's tests/multiply.cpp). It fails when a check fails on any rank.
+function(add_mpi_catch_test name nprocs target)
+  add_test(NAME ${name}
+    COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${nprocs} ${TESSERA_MPIEXEC_FLAGS} $<TARGET_FILE:${target}>)
+  set_tests_properties(${name} PROPERTIES PROCESSORS ${nprocs} LABELS mpi TIMEOUT 120
+    ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_btl_vader_single_copy_mechanism=none")
+endfunction()

@@ -1,11 +1,14 @@
 #pragma once
 // The compute step as a backend: the pipeline hands a backend one local GEMM on host memory
 // (its block of C) and gets back the time of each phase the backend went through. Backends
-// know nothing of MPI or HDF5.
+// know nothing of MPI, NCCL or HDF5: what the comm layer needs of the device (where a panel or a
+// partial product sits, a stream to order its transfers after the compute) they expose as
+// pointers and DeviceWork.
 #include <algorithm>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -136,18 +139,15 @@ class HostBuffer {
 // Plain (pageable) host memory; throws std::bad_alloc.
 HostBuffer allocate_pageable(std::size_t bytes);
 
-// A communicator of devices (NCCL) that broadcasts device buffers; made by
-// Backend::join_device_group. Opaque to the caller, which hands it back to a PanelProduct.
-class DeviceGroup {
- public:
-  virtual ~DeviceGroup() = default;
-};
+// Device-side work of another layer (an NCCL call of the comm layer), enqueued on `stream`: an
+// opaque cudaStream_t, ordered after (and before) the backend's own work on the same memory.
+using DeviceWork = std::function<void(void* stream)>;
 
 // SUMMA (run/summa.hpp): one rank's C block (m x n), summed on its device over panels of K:
 // C += A_p B_p, A_p m x w and B_p w x n (w <= max_w), each panel arriving either from this rank's
-// own blocks (stage) or from another rank (into host_*(slot) by MPI, then upload; or straight into
-// device_*(slot) by CUDA-aware MPI or broadcast). Two slots: while one multiplies, the next panel
-// arrives in the other. The CPU backend does the same on host memory, synchronously.
+// own blocks (stage) or from another rank (into host(slot) by MPI, then upload; or straight into
+// device(slot) by CUDA-aware MPI, or by a transfer). Two slots: while one multiplies, the next
+// panel arrives in the other. The CPU backend does the same on host memory, synchronously.
 // Enum `Panel` names A_p or B_p.
 class PanelProduct {
  public:
@@ -170,21 +170,35 @@ class PanelProduct {
   // Blocks until what was staged or uploaded into the slot is on the device (before CUDA-aware
   // MPI sends from device()).
   virtual void wait_arrived(int slot) = 0;
-  // Enqueue: broadcast `elements` of the slot's device panel from group member `root` to the
-  // group (NCCL), after what was staged into it. Only where join_device_group works.
-  virtual void broadcast(int slot, Panel which, std::int64_t elements, DeviceGroup& group, int root) = 0;
+  // Enqueue: `work` on the slot's device panels (e.g. an NCCL broadcast into them), after the
+  // slot's last multiply and what was staged into it, before its next multiply; timed as "bcast".
+  // Throws on the CPU.
+  virtual void transfer(int slot, const DeviceWork& work) = 0;
   // Enqueue C += A_p B_p from the slot, w = the panel width, after the panel has arrived.
   virtual void multiply(int slot, std::int64_t w) = 0;
   // Waits for everything, copies C into the host C given at creation; the device time of each
   // kind of step, summed over the panels (they overlap, so the sum may exceed the wall time):
-  // "h2d", "bcast" (NCCL), "kernel", "d2h" (GPU); "kernel" (CPU).
+  // "h2d", "bcast" (transfers), "kernel", "d2h" (GPU); "kernel" (CPU).
   virtual std::vector<PhaseTime> finish() = 0;
-  // After finish(), summa's gather over the devices (NCCL): send_c sends this C block to group
-  // member `to`; receive_c receives `elements` of another's block from member `from` into this
-  // block's device memory (which must be at least that large) and copies them to `host`.
-  // Blocking; return the seconds taken. Only where join_device_group works.
-  virtual double send_c(DeviceGroup& group, int to) = 0;
-  virtual double receive_c(DeviceGroup& group, int from, std::int64_t elements, void* host) = 0;
+  // C on the device (m x n), final after finish(): summa's gather over the devices sends it from
+  // there, and on rank 0 receives the other blocks into it. The host C on the CPU.
+  virtual void* device_c() = 0;
+};
+
+// ksplit (run/ksplit.hpp): a partial product C = A * B kept on the device
+// (Backend::gemm_on_device), for the comm layer to sum over the ranks' devices, then copied down.
+class DeviceProduct {
+ public:
+  virtual ~DeviceProduct() = default;
+  // The times of the product: "h2d", "kernel".
+  virtual std::vector<PhaseTime> compute_phases() const = 0;
+  // C on the device, m x n.
+  virtual void* device_c() = 0;
+  // Enqueue: `work` on C (e.g. an NCCL sum of it), after the product; timed as phase `name`.
+  virtual void transfer(const std::string& name, const DeviceWork& work) = 0;
+  // Waits for everything and copies C to `host` ("d2h"), unless it is nullptr; frees C. The
+  // phases of the transfers, then "d2h".
+  virtual std::vector<PhaseTime> finish(void* host) = 0;
 };
 
 class Backend {
@@ -213,34 +227,23 @@ class Backend {
   // Human-readable warnings raised while setting up (e.g. "2 ranks share GPU 0").
   virtual std::vector<std::string> warnings() const { return {}; }
 
-  // --- ksplit (run/ksplit.hpp): partial products summed on the devices, without MPI here. The
-  // caller gets a group id from one rank (new_reduce_group_id), hands its bytes to every rank,
-  // and each joins (collective); then gemm_on_device keeps C on the device and reduce_to_host
-  // sums it onto `root`. Backends that cannot (the CPU, CUDA without NCCL) keep these defaults
-  // and the caller sums on the host instead.
-  virtual bool supports_device_reduce() const { return false; }
-  virtual std::vector<unsigned char> new_reduce_group_id();
-  virtual void join_reduce_group(const std::vector<unsigned char>& id, int rank, int size);
-  // C = A * B into a device buffer the backend keeps. p.c is not written: on the root it may name
-  // the host C that reduce_to_host will fill (the backend may prepare it, e.g. page-lock it while
-  // the kernel runs), elsewhere nullptr. Phases "h2d", "kernel".
-  virtual std::vector<PhaseTime> gemm_on_device(const std::string& kernel, const GemmProblem& p);
-  // Collective over the group: sums the kept C of every rank onto `root`, which copies the sum to
-  // host_c (m x n of the last gemm_on_device); frees the kept C. Phases "reduce", and "d2h" on root.
-  virtual std::vector<PhaseTime> reduce_to_host(int root, void* host_c);
+  // A stream of this backend's device (an opaque cudaStream_t) for another layer's device work
+  // between the backend's own steps (setting NCCL groups up, sending C blocks); nullptr on the CPU.
+  virtual void* device_stream() const { return nullptr; }
+
+  // --- ksplit (run/ksplit.hpp): C = A * B left on the device (the GPU; the CPU throws). p.c is
+  // not written: on the root it may name the host C that DeviceProduct::finish will fill (the
+  // backend may prepare it, e.g. page-lock it while the kernel runs), elsewhere nullptr.
+  virtual std::unique_ptr<DeviceProduct> gemm_on_device(const std::string& kernel, const GemmProblem& p);
 
   // --- summa (run/summa.hpp). host_c: the m x n C block in host memory, zero on entry (the CPU
   // sums into it; a GPU copies its sum there in finish()). host_staging: panels will arrive
   // through PanelProduct::host() (host MPI), so a GPU page-locks staging for both slots; without
-  // it (NCCL, CUDA-aware MPI) host() must not be called on a GPU. Throws DeviceError when C and
-  // two slots of panels do not fit the GPU (the message says how much is missing).
+  // it (panels arrive in device memory) host() must not be called on a GPU. Throws DeviceError
+  // when C and two slots of panels do not fit the GPU (the message says how much is missing).
   virtual std::unique_ptr<PanelProduct> panel_product(const std::string& kernel, DType dtype, std::int64_t m,
                                                       std::int64_t n, std::int64_t max_w, void* host_c,
                                                       bool host_staging) = 0;
-  // A group of devices that broadcast to each other (NCCL), made like the reduce group above:
-  // one member makes the id, every member joins (collective). supports_device_reduce() says
-  // whether this works.
-  virtual std::unique_ptr<DeviceGroup> join_device_group(const std::vector<unsigned char>& id, int rank, int size);
 };
 
 // "cpu", "cuda" or "auto" (cuda when a GPU is visible and tessera was built with CUDA).
@@ -248,9 +251,6 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const Placement& 
 
 // Backend names compiled into this build.
 std::vector<std::string> compiled_backends();
-
-// Whether this build can sum on the devices (the CUDA backend built with NCCL).
-bool device_reduce_compiled();
 
 // Whether the GPU kernel `kernel` ("auto": the built-in default for `dtype`) adds into C itself,
 // so products summed over K (summa, ksplit's chunks) need no scratch C on the device. False

@@ -95,9 +95,7 @@ class CpuPanelProduct final : public PanelProduct {
       std::memcpy(to + static_cast<std::size_t>(r) * row_bytes, from + static_cast<std::size_t>(r * ld) * esize_, row_bytes);
   }
   void upload(int, Panel, std::int64_t) override {}
-  void broadcast(int, Panel, std::int64_t, DeviceGroup&, int) override {
-    throw Error("the cpu backend has no device broadcast");
-  }
+  void transfer(int, const DeviceWork&) override { throw Error("the cpu backend has no device transfers"); }
   void multiply(int slot, std::int64_t w) override {
     const auto start = std::chrono::steady_clock::now();
     const GemmProblem p{dtype_, m_, n_, w, slots_[slot][kA].data(), slots_[slot][kB].data(), scratch_.data()};
@@ -111,10 +109,7 @@ class CpuPanelProduct final : public PanelProduct {
     kernel_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
   std::vector<PhaseTime> finish() override { return {{"kernel", kernel_seconds_}}; }
-  double send_c(DeviceGroup&, int) override { throw Error("the cpu backend has no device groups"); }
-  double receive_c(DeviceGroup&, int, std::int64_t, void*) override {
-    throw Error("the cpu backend has no device groups");
-  }
+  void* device_c() override { return c_; }
 
  private:
   template <class T>
@@ -145,28 +140,6 @@ std::unique_ptr<PanelProduct> CpuBackend::panel_product(const std::string& kerne
 }
 
 }  // namespace
-
-// The device-reduction defaults (backend.hpp): callers ask supports_device_reduce() first.
-namespace {
-[[noreturn]] void no_device_reduce(const Backend& be) {
-  throw Error("the " + be.name() + " backend cannot sum partial products on the device (built without NCCL)");
-}
-}  // namespace
-std::vector<unsigned char> Backend::new_reduce_group_id() { no_device_reduce(*this); }
-void Backend::join_reduce_group(const std::vector<unsigned char>&, int, int) { no_device_reduce(*this); }
-std::vector<PhaseTime> Backend::gemm_on_device(const std::string&, const GemmProblem&) { no_device_reduce(*this); }
-std::vector<PhaseTime> Backend::reduce_to_host(int, void*) { no_device_reduce(*this); }
-std::unique_ptr<DeviceGroup> Backend::join_device_group(const std::vector<unsigned char>&, int, int) {
-  no_device_reduce(*this);
-}
-
-bool device_reduce_compiled() {
-#ifdef TESSERA_HAVE_NCCL
-  return true;
-#else
-  return false;
-#endif
-}
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
 

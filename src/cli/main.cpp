@@ -9,7 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/version.hpp"
-#include "dist/comm.hpp"
+#include "comm/comm.hpp"
 #include "run/bench.hpp"
 #include "run/generate.hpp"
 #include "run/info.hpp"
@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
     // The config file is read, never written (run/job_paths.hpp).
     if (const auto* config = app.get_config_ptr(); config != nullptr && config->count() > 0)
       ro.config = vo.config = gen.config = bo.config = to.config = config->as<std::string>();
-    const tessera::dist::Comm world(MPI_COMM_WORLD);
+    const tessera::comm::Comm world(MPI_COMM_WORLD);
     if (*g) {
       // A step, so a failure on rank 0 is one line and a nonzero exit on every rank.
       world.step([&] {
@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
   } catch (const tessera::run::VerificationFailed& e) {
     if (rank == 0) std::fprintf(stderr, "tessera: verification failed: %s\n", e.what());
     code = kExitVerifyFailed;
-  } catch (const tessera::dist::JobError& e) {
+  } catch (const tessera::comm::JobError& e) {
     // Every rank agreed on this failure: rank 0 says it once, everyone exits nonzero.
     if (rank == 0) {
       if (e.origin() == 0)

@@ -48,7 +48,7 @@ std::string nonfinite_cause(const std::string& name, std::int64_t index, std::in
 
 }  // namespace
 
-void refuse_nonfinite(const dist::Comm& comm, const std::string& a_name, const NonfiniteScan& a,
+void refuse_nonfinite(const comm::Comm& comm, const std::string& a_name, const NonfiniteScan& a,
                       std::int64_t a_cols, const std::string& b_name, const NonfiniteScan& b, std::int64_t b_cols,
                       bool allowed) {
   const double na = comm.sum(a.count), nb = comm.sum(b.count);
@@ -71,7 +71,7 @@ void refuse_nonfinite(const dist::Comm& comm, const std::string& a_name, const N
   });
 }
 
-std::string shared_gpu_note(const dist::Comm& comm, const std::string& gpu) {
+std::string shared_gpu_note(const comm::Comm& comm, const std::string& gpu) {
   const auto all = comm.gather(gpu, 0);
   std::string note;
   for (std::size_t i = 0; i < all.size(); ++i) {
@@ -114,9 +114,9 @@ std::unique_ptr<backend::Backend> make_rank_backend(const std::string& backend_n
   return be;
 }
 
-void refuse_over_node_memory(const dist::Comm& comm, double need, const std::string& what,
+void refuse_over_node_memory(const comm::Comm& comm, double need, const std::string& what,
                              const std::string& advice) {
-  const dist::Comm node_comm = comm.split_node();
+  const comm::Comm node_comm = comm.split_node();
   const double node_need = node_comm.sum(need);
   const std::string host = comm.node().host;
   comm.step([&] {

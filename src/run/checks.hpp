@@ -7,7 +7,7 @@
 
 #include "backend/backend.hpp"
 #include "core/dtype.hpp"
-#include "dist/comm.hpp"
+#include "comm/comm.hpp"
 #include "io/nonfinite.hpp"
 #include "report/report.hpp"
 
@@ -24,13 +24,13 @@ NonfiniteScan scan_nonfinite(const void* data, DType dtype, std::int64_t rows, s
 // and the first (row, col); a value that is finite in the file but overflows float32 on
 // conversion is named as such (the cause to fix is --dtype, not the data). Collective (a
 // Comm::step): throws the same JobError on every rank.
-void refuse_nonfinite(const dist::Comm& comm, const std::string& a_name, const NonfiniteScan& a,
+void refuse_nonfinite(const comm::Comm& comm, const std::string& a_name, const NonfiniteScan& a,
                       std::int64_t a_cols, const std::string& b_name, const NonfiniteScan& b, std::int64_t b_cols,
                       bool allowed);
 
 // "ranks 0, 2 share NVIDIA H200 [...]" for ranks that report the same GPU (`gpu`: host and
 // device, "" for none), or "" when none share. Collective; the same text on every rank.
-std::string shared_gpu_note(const dist::Comm& comm, const std::string& gpu);
+std::string shared_gpu_note(const comm::Comm& comm, const std::string& gpu);
 
 // The rank's backend (`backend_name`, placed by `where`) and the kernel `kernel_name` stands for:
 // "auto" is the backend's choice for an m x n x k GEMM. Fills me.device, me.device_id and
@@ -46,7 +46,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // Refuses, up front and on every rank (a Comm::step), a job whose ranks on some node need more
 // host memory than the node has: `need` is this rank's bytes, `what` says what they hold (for
 // the message, e.g. "A rows, B columns and C block of a 2x2 grid"). Collective.
-void refuse_over_node_memory(const dist::Comm& comm, double need, const std::string& what,
+void refuse_over_node_memory(const comm::Comm& comm, double need, const std::string& what,
                              const std::string& advice = "use more ranks on more nodes");
 
 // MemTotal of this node in bytes (0 if unknown). Not MemAvailable: page cache is reclaimable,

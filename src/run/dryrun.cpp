@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "backend/backend.hpp"
+#include "comm/exchange.hpp"
 #include "run/handover.hpp"
 #include "run/ksplit.hpp"
 #include "run/summa.hpp"
@@ -15,7 +16,7 @@ namespace {
 
 // The panels algorithm: rank (i, j) holds the A rows of block-row i, the B columns of block-column
 // j and its C block; gathers C to rank 0.
-RankPlan plan_panels(const dist::Partition& part, int rank, DType dtype, bool gpu, const PlanChoice& choice,
+RankPlan plan_panels(const partition::Partition& part, int rank, DType dtype, bool gpu, const PlanChoice& choice,
                      const MachineModel& model) {
   RankPlan p;
   if (!part.active(rank)) return p;
@@ -44,7 +45,7 @@ RankPlan plan_panels(const dist::Partition& part, int rank, DType dtype, bool gp
 
 // summa: rank (i, j) holds A(i, j), B(i, j), its C block and two panel slots (run/summa.hpp);
 // receives the panels it does not own; gathers C to rank 0. Panels overlap the compute.
-RankPlan plan_summa(const dist::Partition& part, int rank, DType dtype, bool gpu, const PlanChoice& choice,
+RankPlan plan_summa(const partition::Partition& part, int rank, DType dtype, bool gpu, const PlanChoice& choice,
                     const MachineModel& model) {
   RankPlan p;
   if (!part.active(rank)) return p;
@@ -54,7 +55,7 @@ RankPlan plan_summa(const dist::Partition& part, int rank, DType dtype, bool gpu
   p.rows = part.rows_of(rank).size();
   p.cols = part.cols_of(rank).size();
   const std::int64_t k = part.k();
-  const std::int64_t ka = dist::summa_k_cols(k, grid.cols, j).size(), kb = dist::summa_k_rows(k, grid.rows, i).size();
+  const std::int64_t ka = partition::summa_k_cols(k, grid.cols, j).size(), kb = partition::summa_k_rows(k, grid.rows, i).size();
   const std::int64_t w = std::min(k, choice.panel_width > 0 ? choice.panel_width : gpu ? kSummaWidthGpu : kSummaWidthCpu);
   const std::int64_t own = (p.rows * ka + kb * p.cols) * es;
   const std::int64_t c = p.rows * p.cols * es;
@@ -87,7 +88,7 @@ RankPlan plan_ksplit(std::int64_t m, std::int64_t n, std::int64_t k, int ranks, 
                      const PlanChoice& choice, const MachineModel& model) {
   RankPlan p;
   const auto es = static_cast<std::int64_t>(dtype_size(dtype));
-  const dist::KSplit ks(m, n, k, ranks);
+  const partition::KSplit ks(m, n, k, ranks);
   const std::int64_t kr = ks.k_range(rank).size();
   p.rows = m;
   p.cols = n;
@@ -96,7 +97,7 @@ RankPlan plan_ksplit(std::int64_t m, std::int64_t n, std::int64_t k, int ranks, 
   // Summing on the host: every rank holds its partial C, and MPI_Reduce takes a receive buffer
   // of one piece on the ranks that combine (run/ksplit.cpp sums in pieces).
   p.host_bytes = own + (nccl ? (rank == 0 ? c : 0)
-                             : c + (ranks > 1 ? std::min<std::int64_t>(c, static_cast<std::int64_t>(kReducePieceBytes)) : 0));
+                             : c + (ranks > 1 ? std::min<std::int64_t>(c, static_cast<std::int64_t>(comm::kReducePieceBytes)) : 0));
   // Chunks of K (backend.hpp: two in flight) and, when chunked and the kernel does not add into
   // C itself, a scratch C.
   const bool chunked = kr >= backend::kKsplitChunkMinK;
@@ -119,13 +120,13 @@ std::string gib(std::int64_t bytes) { return fmt::format("{:.2f} GiB", static_ca
 
 }  // namespace
 
-DryRun plan_run(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, int ranks, const dist::GridShape& grid,
+DryRun plan_run(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, int ranks, const partition::GridShape& grid,
                 bool gpu, const PlanChoice& choice, const MachineModel& model) {
   const bool ksplit = choice.algorithm == "ksplit";
-  const dist::Partition part(m, n, k, ranks, ksplit ? dist::GridShape{1, 1} : grid);
+  const partition::Partition part(m, n, k, ranks, ksplit ? partition::GridShape{1, 1} : grid);
   DryRun d;
   d.choice = choice;
-  d.grid = ksplit ? dist::GridShape{1, 1} : grid;
+  d.grid = ksplit ? partition::GridShape{1, 1} : grid;
   d.ranks = ranks;
   const auto es = static_cast<std::int64_t>(dtype_size(dtype));
   const auto plan = [&](int r) {

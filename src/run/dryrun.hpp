@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/dtype.hpp"
-#include "dist/partition.hpp"
+#include "partition/partition.hpp"
 
 namespace tessera::run {
 
@@ -70,7 +70,7 @@ struct RankPlan {
 
 struct DryRun {
   PlanChoice choice;
-  dist::GridShape grid;
+  partition::GridShape grid;
   int ranks = 1;
   RankPlan largest;                // the slowest rank other than 0 (rank 0 alone on one rank), with
                                    // host, GPU and read bytes the most of any rank other than 0
@@ -83,7 +83,7 @@ struct DryRun {
   std::string to_text(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, bool gpu) const;
 };
 
-DryRun plan_run(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, int ranks, const dist::GridShape& grid,
+DryRun plan_run(std::int64_t m, std::int64_t n, std::int64_t k, DType dtype, int ranks, const partition::GridShape& grid,
                 bool gpu, const PlanChoice& choice = {}, const MachineModel& model = {});
 
 }  // namespace tessera::run

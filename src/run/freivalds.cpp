@@ -23,7 +23,7 @@ struct Sums {  // one block's contributions for one vector
 };
 
 template <class T>
-void local_products(const dist::Partition& part, int rank, const T* b, const T* c, const std::vector<double>& x,
+void local_products(const partition::Partition& part, int rank, const T* b, const T* c, const std::vector<double>& x,
                     Sums& s, long long& nonfinite, bool count_nonfinite) {
   const auto cols = part.cols_of(rank), rows = part.rows_of(rank);
   const std::int64_t nc = cols.size(), k = part.k();
@@ -56,7 +56,7 @@ void local_products(const dist::Partition& part, int rank, const T* b, const T* 
 }
 
 template <class T>
-void row_products(const dist::Partition& part, int rank, const T* a, const Sums& s, std::vector<double>& abx,
+void row_products(const partition::Partition& part, int rank, const T* a, const Sums& s, std::vector<double>& abx,
                   std::vector<double>& abx_abs) {
   const auto rows = part.rows_of(rank);
   const std::int64_t k = part.k();
@@ -75,12 +75,12 @@ void row_products(const dist::Partition& part, int rank, const T* a, const Sums&
 }
 
 template <class T>
-FreivaldsResult run(const dist::Comm& comm, const dist::Partition& part, DType dtype, const T* a, const T* b,
+FreivaldsResult run(const comm::Comm& comm, const partition::Partition& part, DType dtype, const T* a, const T* b,
                     const T* c, int vectors, double safety, std::uint64_t seed) {
   const int rank = comm.rank();
   const bool active = part.active(rank);
   // One communicator per block-row: the ranks whose partial sums add up to Bx and Cx.
-  const dist::Comm row = comm.split(active ? part.block_row(rank) : -1);
+  const comm::Comm row = comm.split(active ? part.block_row(rank) : -1);
   const double n = static_cast<double>(part.n());
   const double scale = safety * gamma_bound(dtype, part.k()) / std::sqrt(n);
   // Our own float64 sums: A(Bx) and Cx each carry at most gamma_{K+N}(f64) of |A||B||x|.
@@ -133,7 +133,7 @@ FreivaldsResult run(const dist::Comm& comm, const dist::Partition& part, DType d
 
 }  // namespace
 
-FreivaldsResult freivalds(const dist::Comm& comm, const dist::Partition& part, DType storage, DType dtype,
+FreivaldsResult freivalds(const comm::Comm& comm, const partition::Partition& part, DType storage, DType dtype,
                           const void* a, const void* b, const void* c, int vectors, double safety,
                           std::uint64_t seed) {
   if (storage == DType::f32)

@@ -17,8 +17,8 @@
 #include <string>
 
 #include "core/dtype.hpp"
-#include "dist/comm.hpp"
-#include "dist/partition.hpp"
+#include "comm/comm.hpp"
+#include "partition/partition.hpp"
 
 namespace tessera::run {
 
@@ -33,7 +33,7 @@ struct FreivaldsResult {
 
 // Collective over `comm`. a: rows_i x K, b: K x cols_j, c: rows_i x cols_j (row-major, elements
 // of type `storage`); ignored on idle ranks. `precision` is what C was computed in (the bound).
-FreivaldsResult freivalds(const dist::Comm& comm, const dist::Partition& part, DType storage, DType precision,
+FreivaldsResult freivalds(const comm::Comm& comm, const partition::Partition& part, DType storage, DType precision,
                           const void* a, const void* b, const void* c, int vectors, double safety,
                           std::uint64_t seed);
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "dist/partition.hpp"
+#include "partition/partition.hpp"
 #include "io/hdf5_io.hpp"
 #include "run/job_paths.hpp"
 
@@ -66,7 +66,7 @@ void generate(const GenerateOptions& o) {
   wo.overwrite = o.overwrite;
   wo.gzip_level = o.gzip;
   if (!o.chunk.empty()) {
-    const auto g = dist::parse_grid(o.chunk, "--chunk");  // the same "RxC" syntax
+    const auto g = partition::parse_grid(o.chunk, "--chunk");  // the same "RxC" syntax
     wo.chunk = {std::min<std::int64_t>(g.rows, o.rows), std::min<std::int64_t>(g.cols, o.cols)};
   }
   io::MatrixWriter writer(io::DatasetRef::parse(o.out), o.rows, o.cols, dtype, wo);

@@ -21,7 +21,7 @@ constexpr int kRoot = 0;
 constexpr int kTagBlock = 101;
 }  // namespace
 
-void describe_block(const dist::Partition& part, int rank, report::RankRecord& me) {
+void describe_block(const partition::Partition& part, int rank, report::RankRecord& me) {
   me.block_row = part.block_row(rank);
   me.block_col = part.block_col(rank);
   const auto rows = part.rows_of(rank), cols = part.cols_of(rank);
@@ -32,7 +32,7 @@ void describe_block(const dist::Partition& part, int rank, report::RankRecord& m
   me.flops = part.flops(rank);
 }
 
-void publish_report(const RunOptions& o, const dist::Comm& comm, report::JobReport& job, report::RankRecord me,
+void publish_report(const RunOptions& o, const comm::Comm& comm, report::JobReport& job, report::RankRecord me,
                     double started, const backend::Backend* be, const std::function<void()>& after_table) {
   me.peak_host_bytes = peak_rss_bytes();
   if (const double since = seconds_since_process_start(); since >= 0)
@@ -52,7 +52,7 @@ void publish_report(const RunOptions& o, const dist::Comm& comm, report::JobRepo
 }
 
 std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nranks, std::int64_t m, std::int64_t n,
-                             std::int64_t k, dist::GridShape grid) {
+                             std::int64_t k, partition::GridShape grid) {
   const std::string& want = o.algorithm;
   if (want != "auto" && want != "panels" && want != "summa" && want != "ksplit")
     throw InputError("invalid --algorithm '" + want + "' (choose: auto, panels, summa, ksplit)");
@@ -87,7 +87,7 @@ std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nran
   return chosen;
 }
 
-void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType dtype, void* c_block, void* spare,
+void gather_and_write(const comm::Comm& comm, const partition::Partition& part, DType dtype, void* c_block, void* spare,
                       io::MatrixWriter* writer, Progress& progress, report::Phases& phases,
                       const BlockTransport& transport, bool root_written) {
   const int rank = comm.rank();
@@ -173,7 +173,7 @@ double BackgroundRelease::wait() {
   return seconds_;
 }
 
-std::int64_t gather_spare_elements(const dist::Partition& part) {
+std::int64_t gather_spare_elements(const partition::Partition& part) {
   std::int64_t most = 0;
   for (int r = 1; r < part.grid().size(); r += 2) most = std::max(most, part.c_elements(r));
   return most;

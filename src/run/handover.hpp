@@ -9,8 +9,8 @@
 
 #include "backend/backend.hpp"
 #include "core/dtype.hpp"
-#include "dist/comm.hpp"
-#include "dist/partition.hpp"
+#include "comm/comm.hpp"
+#include "partition/partition.hpp"
 #include "io/hdf5_io.hpp"
 #include "report/report.hpp"
 #include "run/pipeline.hpp"
@@ -21,20 +21,20 @@ namespace tessera::run {
 struct JobStart {
   std::int64_t m = 0, n = 0, k = 0;
   DType dtype = DType::f64;
-  dist::GridShape grid;                      // the chosen or given process grid
+  partition::GridShape grid;                      // the chosen or given process grid
   std::unique_ptr<io::MatrixWriter> writer;  // rank 0 only
   double started = 0;                        // MPI_Wtime() when run_job began
   report::JobReport job;                     // filled up to the inputs
 };
 
 // Fills the block fields of an active rank's record (block (i, j), its rows and columns, flops).
-void describe_block(const dist::Partition& part, int rank, report::RankRecord& me);
+void describe_block(const partition::Partition& part, int rank, report::RankRecord& me);
 
 // The end of every algorithm: each rank's record (with its peak host memory and, from `be`, its
 // peak device memory) goes to rank 0, which prints the table (unless --quiet), then `after_table`
 // (if any), and writes the JSON report (--report). Collective; job.wall_seconds becomes the
 // slowest rank's time since `started` (MPI_Wtime()).
-void publish_report(const RunOptions& o, const dist::Comm& comm, report::JobReport& job, report::RankRecord me,
+void publish_report(const RunOptions& o, const comm::Comm& comm, report::JobReport& job, report::RankRecord me,
                     double started, const backend::Backend* be, const std::function<void()>& after_table = {});
 
 // --algorithm auto|panels|summa|ksplit -> the one that runs. Throws InputError for an unknown
@@ -49,7 +49,7 @@ void publish_report(const RunOptions& o, const dist::Comm& comm, report::JobRepo
 //    pc copies of A and B; summa holds one, memory O((MK + KN + MN) / P) per rank);
 //  - panels otherwise (one rank, a 1-D grid on host MPI: no broadcast saves anything).
 std::string choose_algorithm(const RunOptions& o, bool cuda, bool nccl, int nranks, std::int64_t m, std::int64_t n,
-                             std::int64_t k, dist::GridShape grid);
+                             std::int64_t k, partition::GridShape grid);
 
 // Collective: each active rank's C block (laid out by `part`) goes to rank 0, which writes it.
 // Rank 0's own block is written from `c_block` (unless `root_written`: it is in the output already); with a `spare` buffer (rank 0 only, of
@@ -65,7 +65,7 @@ struct BlockTransport {
   std::function<void()> send;
   std::function<void(int r, void* into, std::size_t bytes)> receive;
 };
-void gather_and_write(const dist::Comm& comm, const dist::Partition& part, DType dtype, void* c_block, void* spare,
+void gather_and_write(const comm::Comm& comm, const partition::Partition& part, DType dtype, void* c_block, void* spare,
                       io::MatrixWriter* writer, Progress& progress, report::Phases& phases,
                       const BlockTransport& transport = {}, bool root_written = false);
 
@@ -89,6 +89,6 @@ class BackgroundRelease {
 
 // Elements of rank 0's spare gather buffer: the largest of the blocks that arrive into it (the
 // odd-numbered ones).
-std::int64_t gather_spare_elements(const dist::Partition& part);
+std::int64_t gather_spare_elements(const partition::Partition& part);
 
 }  // namespace tessera::run

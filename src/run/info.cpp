@@ -11,7 +11,7 @@
 
 namespace tessera::run {
 
-nlohmann::json collect_info(const dist::Comm& comm) {
+nlohmann::json collect_info(const comm::Comm& comm) {
   char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int len = 0;
   MPI_Get_library_version(mpi_version, &len);

@@ -2,11 +2,11 @@
 // `tessera info`: version, build features, MPI, HDF5, BLAS, GPUs, and what Slurm set.
 #include <nlohmann/json.hpp>
 
-#include "dist/comm.hpp"
+#include "comm/comm.hpp"
 
 namespace tessera::run {
 
-nlohmann::json collect_info(const dist::Comm& comm);
+nlohmann::json collect_info(const comm::Comm& comm);
 std::string format_info(const nlohmann::json& info);
 
 }  // namespace tessera::run

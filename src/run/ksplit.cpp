@@ -5,9 +5,10 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "comm/exchange.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
-#include "dist/partition.hpp"
+#include "partition/partition.hpp"
 #include "run/checks.hpp"
 #include "run/dryrun.hpp"
 #include "run/progress.hpp"
@@ -21,32 +22,30 @@ constexpr int kRoot = 0;
 
 double seconds_since(double start) { return MPI_Wtime() - start; }
 
-// Elementwise sum of every rank's `count` elements onto root's `data` (in place there), in
-// pieces of kReducePieceBytes: MPI counts are int, and the temporary buffers MPI_Reduce takes on
-// the combining ranks stay that small (the dry run counts one piece per rank).
-void host_reduce(void* data, std::size_t count, DType dtype, const dist::Comm& comm) {
-  const MPI_Datatype type = dtype == DType::f32 ? MPI_FLOAT : MPI_DOUBLE;
-  auto* bytes = static_cast<unsigned char*>(data);
-  const std::size_t esize = dtype_size(dtype);
-  for (std::size_t done = 0; done < count;) {
-    const std::size_t n = std::min<std::size_t>(count - done, kReducePieceBytes / esize);
-    void* at = bytes + done * esize;
-    if (comm.rank() == kRoot)
-      TESSERA_MPI_CHECK(MPI_Reduce(MPI_IN_PLACE, at, static_cast<int>(n), type, MPI_SUM, kRoot, comm.get()));
-    else
-      TESSERA_MPI_CHECK(MPI_Reduce(at, nullptr, static_cast<int>(n), type, MPI_SUM, kRoot, comm.get()));
-    done += n;
+// A rank's partial C as the comm layer's sum sees it: the host C, or the backend's device copy.
+class PartialC final : public comm::ReduceData {
+ public:
+  PartialC(void* host, backend::DeviceProduct* device) : host_(host), device_(device) {}
+  void* host() override { return host_; }
+  void* device() override { return device_ ? device_->device_c() : nullptr; }
+  void enqueue(const comm::StreamWork& work) override {
+    if (!device_) throw Error("ksplit: no partial product on the device to sum");
+    device_->transfer("reduce", work);
   }
-}
+
+ private:
+  void* host_;
+  backend::DeviceProduct* device_;
+};
 
 }  // namespace
 
-void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
+void run_ksplit(const RunOptions& o, const comm::Comm& comm, JobStart start) {
   const int rank = comm.rank();
-  const dist::KSplit ks(start.m, start.n, start.k, comm.size());
+  const partition::KSplit ks(start.m, start.n, start.k, comm.size());
   const DType dtype = start.dtype;
   const std::size_t esize = dtype_size(dtype);
-  const dist::Range kr = ks.k_range(rank);
+  const partition::Range kr = ks.k_range(rank);
   report::JobReport job = std::move(start.job);
   job.algorithm = "ksplit";
   job.write = "by rank 0 (ksplit sums the partial products there)";
@@ -54,7 +53,7 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   bool show_progress = o.progress == "on";
   if (o.progress == "auto" && rank == kRoot) {
     const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
-    const auto grid = dist::choose_grid(ks.m(), ks.n(), ks.k(), comm.size());
+    const auto grid = partition::choose_grid(ks.m(), ks.n(), ks.k(), comm.size());
     show_progress = plan_run(ks.m(), ks.n(), ks.k(), dtype, comm.size(), grid, gpu, {"ksplit", gpu ? "nccl" : "host", 0})
                         .predicted_seconds > 5;
   }
@@ -88,14 +87,12 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   const std::string shared = shared_gpu_note(comm, me.device_id >= 0 ? me.host + "|" + me.device : std::string());
   if (!shared.empty() && rank == kRoot)
     me.warnings.push_back(shared + " (fewer GPUs than ranks); ksplit sums their partial products on the host");
-  // Device reduction only when every rank's backend can (one rank without NCCL: all on the host).
-  const bool nccl_possible = shared.empty() && comm.min(be->supports_device_reduce() ? 1.0 : 0.0) > 0;
-  comm.step([&] {
-    if (o.comm == "nccl" && !nccl_possible)
-      throw InputError("--comm nccl is not available to ksplit: the backend is not cuda with NCCL, or two ranks share "
-                       "a GPU; use --comm auto or host");
-  });
-  const bool device_reduce = nccl_possible && o.comm != "host";
+  // Device reduction only when every rank's backend can (one rank without a GPU: all on the host).
+  const bool nccl_possible =
+      shared.empty() && comm::nccl_compiled() && comm.min(be->name() == "cuda" ? 1.0 : 0.0) > 0;
+  comm::Path path = comm::Path::host;
+  comm.step([&] { path = comm::choose_reduce_path(o.comm, nccl_possible); });
+  const bool device_reduce = path == comm::Path::nccl;
   job.comm = comm.size() == 1 ? "none" : device_reduce ? "nccl" : "host";
   if (!device_reduce && be->name() == "cuda" && o.comm != "host" && rank == kRoot)
     me.warnings.push_back(
@@ -136,22 +133,11 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   refuse_nonfinite(comm, o.a, scan_nonfinite(a.data(), dtype, ks.m(), kr.size(), 0, kr.begin, ks.k()), ks.k(), o.b,
                    scan_nonfinite(b.data(), dtype, kr.size(), ks.n(), kr.begin, 0, ks.n()), ks.n(), o.allow_nonfinite);
 
-  // 3. The NCCL group: rank 0 makes the id, MPI hands it to everyone, each joins (collective).
-  if (device_reduce) {
-    std::string id;
-    comm.step([&] {
-      if (rank != kRoot) return;
-      const auto bytes = be->new_reduce_group_id();
-      id.assign(bytes.begin(), bytes.end());
-    });
-    id = comm.broadcast(id, kRoot);
-    // Not a Comm::step: the other ranks wait inside NCCL's init (dist::abort_job).
-    try {
-      be->join_reduce_group(std::vector<unsigned char>(id.begin(), id.end()), rank, comm.size());
-    } catch (const std::exception& e) {
-      dist::abort_job(std::string("joining the NCCL group: ") + e.what());
-    }
-  }
+  // 3. The sum of the path (with NCCL: rank 0 makes the group's id, MPI hands it to everyone, each
+  // joins).
+  std::unique_ptr<comm::Transport> transport;
+  comm.step([&] { transport = comm::make_transport(path, dtype, {be->device_id(), be->device_stream()}); });
+  const auto sum = transport->sum_to_root(comm);
 
   // 4. Partial product, then the sum onto rank 0. `compute` covers both (compute and
   // communication); its parts are h2d, kernel, reduce and d2h (or the CPU's compute and reduce).
@@ -159,9 +145,11 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   const backend::GemmProblem prob{dtype, ks.m(), ks.n(), kr.size(), a.data(), b.data(), c.empty() ? nullptr : c.data()};
   report::Phases parts;
   const double t_compute = MPI_Wtime();
+  std::unique_ptr<backend::DeviceProduct> kept;  // the partial product, where the sum is on the devices
   comm.step([&] {
-    if (device_reduce) {
-      for (const auto& p : be->gemm_on_device(kernel, prob)) parts.emplace_back(p.name, p.seconds);
+    if (sum->on_device()) {
+      kept = be->gemm_on_device(kernel, prob);
+      for (const auto& p : kept->compute_phases()) parts.emplace_back(p.name, p.seconds);
       return;
     }
     if (kr.size() == 0) return;  // C stays zero
@@ -169,14 +157,15 @@ void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start) {
       parts.emplace_back(p.name == "compute" ? "partial" : p.name, p.seconds);
   });
   comm.step([&] {
-    if (device_reduce) {
-      for (const auto& p : be->reduce_to_host(kRoot, rank == kRoot ? c.data() : nullptr))
-        parts.emplace_back(p.name, p.seconds);
+    PartialC partial(c.empty() ? nullptr : c.data(), kept.get());
+    const double t = MPI_Wtime();
+    sum->sum(partial, static_cast<std::size_t>(ks.c_elements()), kRoot);
+    if (!kept) {
+      parts.emplace_back("reduce", seconds_since(t));
       return;
     }
-    const double t = MPI_Wtime();
-    host_reduce(c.data(), static_cast<std::size_t>(ks.c_elements()), dtype, comm);
-    parts.emplace_back("reduce", seconds_since(t));
+    for (const auto& p : kept->finish(rank == kRoot ? c.data() : nullptr)) parts.emplace_back(p.name, p.seconds);
+    kept.reset();
   });
   me.phases.emplace_back("compute", seconds_since(t_compute));
   for (const auto& p : parts) me.phases.push_back(p);

@@ -1,6 +1,6 @@
 #pragma once
 // `tessera run --algorithm ksplit`: the ranks split K instead of C. Rank r reads A[:, K_r] and
-// B[K_r, :] (dist::KSplit), computes the partial C_r = A[:, K_r] B[K_r, :] (all M x N) and the
+// B[K_r, :] (partition::KSplit), computes the partial C_r = A[:, K_r] B[K_r, :] (all M x N) and the
 // partials are summed onto rank 0: on the GPUs with NCCL (ncclReduce) when the backend can, else
 // on the host with MPI_Reduce. Rank 0 copies C to the host once and writes it.
 //
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "core/dtype.hpp"
-#include "dist/comm.hpp"
+#include "comm/comm.hpp"
 #include "io/hdf5_io.hpp"
 #include "report/report.hpp"
 #include "run/handover.hpp"
@@ -19,10 +19,7 @@
 
 namespace tessera::run {
 
-// ksplit without NCCL sums the partials with MPI_Reduce in pieces of this many bytes.
-constexpr std::size_t kReducePieceBytes = std::size_t{64} << 20;
-
 // Collective over `comm`, like run_job (errors are agreed on by every rank).
-void run_ksplit(const RunOptions& o, const dist::Comm& comm, JobStart start);
+void run_ksplit(const RunOptions& o, const comm::Comm& comm, JobStart start);
 
 }  // namespace tessera::run

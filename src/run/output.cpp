@@ -21,7 +21,7 @@ std::uint64_t random_token() {
 
 }  // namespace
 
-OutputRoute OutputRoute::choose(const dist::Comm& comm, io::MatrixWriter* writer, const std::string& want,
+OutputRoute OutputRoute::choose(const comm::Comm& comm, io::MatrixWriter* writer, const std::string& want,
                                 bool writes) {
   const int rank = comm.rank();
   OutputRoute route;
@@ -83,7 +83,7 @@ OutputRoute OutputRoute::choose(const dist::Comm& comm, io::MatrixWriter* writer
   return route;
 }
 
-void OutputRoute::write_own_block(const dist::Comm& comm, std::int64_t row0, std::int64_t col0, std::int64_t rows,
+void OutputRoute::write_own_block(const comm::Comm& comm, std::int64_t row0, std::int64_t col0, std::int64_t rows,
                                   std::int64_t cols, const void* c, bool already_written,
                                   report::Phases& phases) const {
   comm.step([&] {
@@ -95,7 +95,7 @@ void OutputRoute::write_own_block(const dist::Comm& comm, std::int64_t row0, std
   });
 }
 
-io::NonfiniteCount OutputRoute::nonfinite_written(const dist::Comm& comm) const {
+io::NonfiniteCount OutputRoute::nonfinite_written(const comm::Comm& comm) const {
   const io::NonfiniteCount mine = sink_ ? sink_->nonfinite_written() : io::NonfiniteCount{};
   io::NonfiniteCount all;
   all.count = comm.sum(mine.count);

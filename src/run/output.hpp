@@ -12,8 +12,7 @@
 #include <memory>
 #include <string>
 
-#include "dist/comm.hpp"
-#include "dist/partition.hpp"
+#include "comm/comm.hpp"
 #include "io/hdf5_io.hpp"
 #include "report/report.hpp"
 
@@ -24,7 +23,7 @@ class OutputRoute {
   // Collective. `want`: "auto", "in-place" or "gather" (anything else: InputError); `writer`: the
   // output's writer on rank 0 (null elsewhere); `writes`: whether this rank has C to write.
   // Throws (on every rank) InputError when "in-place" was asked for and cannot be done.
-  static OutputRoute choose(const dist::Comm& comm, io::MatrixWriter* writer, const std::string& want, bool writes);
+  static OutputRoute choose(const comm::Comm& comm, io::MatrixWriter* writer, const std::string& want, bool writes);
 
   bool in_place() const { return in_place_; }
   // "in place" or "gather", with why where it matters (for the report and the C attributes).
@@ -36,12 +35,12 @@ class OutputRoute {
   // Collective, in place only: each active rank writes its C block (rows x cols at (row0, col0))
   // unless `already_written` (streamed during the GEMM), makes its writes durable, and every rank
   // agrees that all did. Appends a "write" phase to `phases` on ranks that wrote.
-  void write_own_block(const dist::Comm& comm, std::int64_t row0, std::int64_t col0, std::int64_t rows,
+  void write_own_block(const comm::Comm& comm, std::int64_t row0, std::int64_t col0, std::int64_t rows,
                        std::int64_t cols, const void* c, bool already_written, report::Phases& phases) const;
 
   // Collective: NaN and Inf in all of C as written, over every rank's writes (result on every
   // rank), for run/result.hpp's commit_result.
-  io::NonfiniteCount nonfinite_written(const dist::Comm& comm) const;
+  io::NonfiniteCount nonfinite_written(const comm::Comm& comm) const;
 
  private:
   bool in_place_ = false;

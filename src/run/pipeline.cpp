@@ -8,9 +8,10 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "comm/path.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
-#include "dist/partition.hpp"
+#include "partition/partition.hpp"
 #include "io/cleanup.hpp"
 #include "io/atomic_file.hpp"
 #include "io/hdf5_io.hpp"
@@ -39,7 +40,7 @@ constexpr int kRoot = 0;
 struct Plan {
   std::int64_t m = 0, n = 0, k = 0;
   DType dtype = DType::f64;
-  dist::GridShape grid;
+  partition::GridShape grid;
 };
 
 DType pick_dtype(const std::string& want, const io::DatasetInfo& a, const io::DatasetInfo& b) {
@@ -69,8 +70,8 @@ Plan make_plan(const RunOptions& o, int nranks) {
   plan.n = b.cols;
   plan.k = a.cols;
   plan.dtype = pick_dtype(o.dtype, a, b);
-  plan.grid = o.grid.empty() ? dist::choose_grid(plan.m, plan.n, plan.k, nranks) : dist::parse_grid(o.grid);
-  dist::Partition check(plan.m, plan.n, plan.k, nranks, plan.grid);  // validates the grid
+  plan.grid = o.grid.empty() ? partition::choose_grid(plan.m, plan.n, plan.k, nranks) : partition::parse_grid(o.grid);
+  partition::Partition check(plan.m, plan.n, plan.k, nranks, plan.grid);  // validates the grid
   return plan;
 }
 
@@ -125,7 +126,7 @@ void print_notes(const std::vector<std::string>& notes) {
 }
 
 // --dry-run: rank 0 prints the plan; nothing is read beyond the input files' shapes.
-void dry_run(const RunOptions& o, const dist::Comm& comm) {
+void dry_run(const RunOptions& o, const comm::Comm& comm) {
   comm.step([&] {
     if (comm.rank() != kRoot) return;
     print_notes(guard_run_paths(o).notes);  // the one rule (run/job_paths.hpp), before anything else
@@ -150,17 +151,18 @@ void dry_run(const RunOptions& o, const dist::Comm& comm) {
     if (o.ranks < 0) throw InputError("--ranks must be at least 1 (got " + std::to_string(o.ranks) + ")");
     const int ranks = o.ranks > 0 ? o.ranks : comm.size();
     if (ranks > 100000) throw InputError("--ranks " + std::to_string(ranks) + " is beyond 100,000");
-    const auto grid = o.grid.empty() ? dist::choose_grid(m, n, k, ranks) : dist::parse_grid(o.grid);
+    const auto grid = o.grid.empty() ? partition::choose_grid(m, n, k, ranks) : partition::parse_grid(o.grid);
     const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
     // What a real run would choose (run/handover.hpp), assuming one GPU per rank.
-    const bool nccl = gpu && backend::device_reduce_compiled();
+    const bool nccl = gpu && comm::nccl_compiled();
     PlanChoice choice;
     choice.algorithm = choose_algorithm(o, gpu, nccl, ranks, m, n, k, grid);
     choice.panel_width = o.panel_width;
     choice.gpu_memory_limit = static_cast<std::int64_t>(parse_bytes(o.gpu_memory, "--gpu-memory"));
     choice.accumulating_kernel = gpu && backend::gpu_kernel_accumulates(o.kernel, dtype);
     choice.in_place_write = o.write != "gather";
-    if (choice.algorithm == "summa") choice.comm = choose_comm(o.comm, gpu, nccl, dist::mpi_cuda_aware());
+    if (choice.algorithm == "summa")
+      choice.comm = comm::path_name(comm::choose_path(o.comm, gpu, nccl, comm::mpi_cuda_aware()));
     if (choice.algorithm == "ksplit") choice.comm = nccl && o.comm != "host" ? "nccl" : "host";
     if (ranks == 1) choice.comm = "none";
     const DryRun plan = plan_run(m, n, k, dtype, ranks, grid, gpu, choice);
@@ -177,7 +179,7 @@ void dry_run(const RunOptions& o, const dist::Comm& comm) {
 
 }  // namespace
 
-void run_job(const RunOptions& o, const dist::Comm& comm) {
+void run_job(const RunOptions& o, const comm::Comm& comm) {
   if (o.dry_run) return dry_run(o, comm);
   const Stopwatch wall;
   const int rank = comm.rank();
@@ -202,7 +204,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     stale = std::move(paths.notes);
     plan = make_plan(o, comm.size());
     const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
-    algorithm = choose_algorithm(o, gpu, backend::device_reduce_compiled(), comm.size(), plan.m, plan.n, plan.k,
+    algorithm = choose_algorithm(o, gpu, comm::nccl_compiled(), comm.size(), plan.m, plan.n, plan.k,
                                  plan.grid);
     io::WriteOptions wo;
     wo.overwrite = o.overwrite;
@@ -221,7 +223,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
     return algorithm == "ksplit" ? run_ksplit(o, comm, std::move(start)) : run_summa(o, comm, std::move(start));
   }
 
-  const dist::Partition part(plan.m, plan.n, plan.k, comm.size(), plan.grid);
+  const partition::Partition part(plan.m, plan.n, plan.k, comm.size(), plan.grid);
   const std::size_t esize = dtype_size(plan.dtype);
   // Every rank writes its own C block into the output, or rank 0 gathers them (run/output.hpp).
   const OutputRoute route = OutputRoute::choose(comm, writer.get(), o.write, part.active(rank));
@@ -278,7 +280,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   int chunks = 1;
   comm.step([&] {
     if (rank != kRoot || !o.baseline.empty()) return;
-    const std::int64_t most_rows = part.rows(0).size();  // block-row 0 is the tallest (dist::split)
+    const std::int64_t most_rows = part.rows(0).size();  // block-row 0 is the tallest (partition::split)
     chunks = static_cast<int>(
         std::min<std::int64_t>(stream_chunks(static_cast<std::size_t>(most_rows * plan.k) * esize), most_rows));
   });
@@ -384,7 +386,7 @@ void run_job(const RunOptions& o, const dist::Comm& comm) {
   // block as it arrives (memory: one block).
   if (route.in_place()) {
     progress.step("writing C blocks on every rank");
-    const auto rows = me.active ? part.rows_of(rank) : dist::Range{}, cols = me.active ? part.cols_of(rank) : dist::Range{};
+    const auto rows = me.active ? part.rows_of(rank) : partition::Range{}, cols = me.active ? part.cols_of(rank) : partition::Range{};
     route.write_own_block(comm, rows.begin, cols.begin, rows.size(), cols.size(), c.data(), own_written, me.phases);
   } else {
     progress.step("gathering and writing C");

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "dist/comm.hpp"
+#include "comm/comm.hpp"
 
 namespace tessera::run {
 
@@ -41,8 +41,8 @@ class VerificationFailed : public Error {
   using Error::Error;
 };
 
-// Collective over `comm`. Returns normally on success; throws dist::JobError (agreed on by
+// Collective over `comm`. Returns normally on success; throws comm::JobError (agreed on by
 // every rank) on any failure, VerificationFailed when --verify rejects C.
-void run_job(const RunOptions& opts, const dist::Comm& comm);
+void run_job(const RunOptions& opts, const comm::Comm& comm);
 
 }  // namespace tessera::run

@@ -5,15 +5,14 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
-#include <optional>
-#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "backend/backend.hpp"
+#include "comm/exchange.hpp"
 #include "core/error.hpp"
-#include "dist/partition.hpp"
+#include "partition/partition.hpp"
 #include "run/checks.hpp"
 #include "run/dryrun.hpp"
 #include "run/output.hpp"
@@ -29,74 +28,37 @@ using Panel = backend::PanelProduct::Panel;
 
 double seconds_since(double start) { return MPI_Wtime() - start; }
 
-// MPI counts are int: a panel side beyond that cannot be described in one datatype.
-int mpi_int(std::int64_t v, const char* what) {
-  if (v > INT_MAX)
-    throw InputError(std::string("summa: ") + what + " of " + std::to_string(v) +
-                     " exceeds MPI's int counts; use more ranks or --algorithm panels");
-  return static_cast<int>(v);
-}
-
-// A committed MPI datatype, freed with the object.
-class Datatype {
+// A panel of the product's slot, as the comm layer's exchanges see it.
+class SlotPanel final : public comm::PanelSlot {
  public:
-  Datatype() = default;
-  explicit Datatype(MPI_Datatype t) : t_(t) { TESSERA_MPI_CHECK(MPI_Type_commit(&t_)); }
-  ~Datatype() {
-    if (t_ != MPI_DATATYPE_NULL) (void)MPI_Type_free(&t_);
-  }
-  Datatype(const Datatype&) = delete;
-  Datatype& operator=(const Datatype&) = delete;
-  MPI_Datatype get() const { return t_; }
+  SlotPanel(backend::PanelProduct& product, int slot, Panel which, std::int64_t elements)
+      : product_(product), slot_(slot), which_(which), elements_(elements) {}
+  void* device() override { return product_.device(slot_, which_); }
+  void* host_staging() override { return product_.host(slot_, which_); }
+  void upload() override { product_.upload(slot_, which_, elements_); }
+  void wait_staged() override { product_.wait_arrived(slot_); }
+  void enqueue(const comm::StreamWork& work) override { product_.transfer(slot_, work); }
 
  private:
-  MPI_Datatype t_ = MPI_DATATYPE_NULL;
+  backend::PanelProduct& product_;
+  int slot_;
+  Panel which_;
+  std::int64_t elements_;
 };
-
-// rows x cols elements with a row stride of `ld` (a panel inside a rank's block), as one MPI item.
-MPI_Datatype strided(std::int64_t rows, std::int64_t cols, std::int64_t ld, MPI_Datatype elem) {
-  MPI_Datatype t = MPI_DATATYPE_NULL;
-  TESSERA_MPI_CHECK(MPI_Type_vector(mpi_int(rows, "a panel's row count"), mpi_int(cols, "a panel's width"),
-                                    mpi_int(ld, "a block's row length"), elem, &t));
-  return t;
-}
 
 }  // namespace
 
-std::string choose_comm(const std::string& want, bool cuda, bool nccl, bool cuda_aware) {
-  if (want == "host") return want;
-  if (want == "nccl") {
-    if (!cuda) throw InputError("--comm nccl needs the cuda backend");
-    if (!nccl)
-      throw InputError("--comm nccl is not available: this build has no NCCL, or two ranks share a GPU (NCCL takes "
-                       "one rank per GPU); use --comm auto");
-    return want;
-  }
-  if (want == "cuda-aware") {
-    if (!cuda) throw InputError("--comm cuda-aware needs the cuda backend");
-    if (!cuda_aware)
-      throw InputError("--comm cuda-aware: this MPI library does not report CUDA support at run time "
-                       "(MPIX_Query_cuda_support); use --comm host or nccl");
-    return want;
-  }
-  if (want != "auto") throw InputError("invalid --comm '" + want + "' (choose: auto, host, cuda-aware, nccl)");
-  if (cuda && nccl) return "nccl";
-  if (cuda && cuda_aware) return "cuda-aware";
-  return "host";
-}
-
-void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
+void run_summa(const RunOptions& o, const comm::Comm& comm, JobStart start) {
   const int rank = comm.rank();
   const DType dtype = start.dtype;
   const std::size_t esize = dtype_size(dtype);
-  const MPI_Datatype elem = dtype == DType::f32 ? MPI_FLOAT : MPI_DOUBLE;
-  const dist::Partition part(start.m, start.n, start.k, comm.size(), start.grid);
-  const dist::GridShape grid = part.grid();
+  const partition::Partition part(start.m, start.n, start.k, comm.size(), start.grid);
+  const partition::GridShape grid = part.grid();
   const bool active = part.active(rank);
   const int gi = active ? part.block_row(rank) : -1, gj = active ? part.block_col(rank) : -1;
-  const dist::Range rows = active ? part.rows_of(rank) : dist::Range{}, cols = active ? part.cols_of(rank) : dist::Range{};
-  const dist::Range ka = active ? dist::summa_k_cols(part.k(), grid.cols, gj) : dist::Range{};  // A(i,j)'s K columns
-  const dist::Range kb = active ? dist::summa_k_rows(part.k(), grid.rows, gi) : dist::Range{};  // B(i,j)'s K rows
+  const partition::Range rows = active ? part.rows_of(rank) : partition::Range{}, cols = active ? part.cols_of(rank) : partition::Range{};
+  const partition::Range ka = active ? partition::summa_k_cols(part.k(), grid.cols, gj) : partition::Range{};  // A(i,j)'s K columns
+  const partition::Range kb = active ? partition::summa_k_rows(part.k(), grid.rows, gi) : partition::Range{};  // B(i,j)'s K rows
   report::JobReport job = std::move(start.job);
   job.algorithm = "summa";
   // Every rank writes its own C block into the output, or rank 0 gathers them (run/output.hpp).
@@ -141,16 +103,16 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   const std::string shared =
       shared_gpu_note(comm, active && me.device_id >= 0 ? me.host + "|" + me.device : std::string());
   if (!shared.empty() && rank == kRoot) me.warnings.push_back(shared + " (fewer GPUs than ranks on the node)");
-  const bool nccl = shared.empty() && comm.min(be->supports_device_reduce() ? 1.0 : 0.0) > 0;
-  const bool cuda_aware = comm.min(dist::mpi_cuda_aware() ? 1.0 : 0.0) > 0;
-  std::string path;
-  comm.step([&] { path = choose_comm(o.comm, cuda, nccl, cuda_aware); });
-  job.comm = comm.size() == 1 || grid.size() == 1 ? "none" : path;
+  const bool nccl = shared.empty() && cuda && comm::nccl_compiled();
+  const bool cuda_aware = comm.min(comm::mpi_cuda_aware() ? 1.0 : 0.0) > 0;
+  comm::Path path = comm::Path::host;
+  comm.step([&] { path = comm::choose_path(o.comm, cuda, nccl, cuda_aware); });
+  job.comm = comm.size() == 1 || grid.size() == 1 ? "none" : comm::path_name(path);
   // Panel width: MPI moves a panel as one item of at most INT_MAX elements (and bytes), so on the
   // MPI paths it is narrowed to fit the largest block (block (0, 0): split() puts the longer
   // ranges first).
   std::int64_t width = std::min(part.k(), o.panel_width > 0 ? o.panel_width : cuda ? kSummaWidthGpu : kSummaWidthCpu);
-  if (path != "nccl") {
+  if (comm::int_counts(path)) {
     const std::int64_t side = std::max(part.rows_of(0).size(), part.cols_of(0).size());
     width = std::max<std::int64_t>(1, std::min<std::int64_t>(width, INT_MAX / (side * static_cast<std::int64_t>(esize))));
   }
@@ -185,67 +147,35 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
                    part.k(), o.b, scan_nonfinite(b.data(), dtype, kb.size(), cols.size(), kb.begin, cols.begin, part.n()),
                    part.n(), o.allow_nonfinite);
 
-  // 3. Row and column communicators: position in a row is j, in a column i (split keeps rank order).
-  const dist::Comm row_comm = comm.split(active ? gi : -1);
-  const dist::Comm col_comm = comm.split(active ? gj : -1);
-  std::unique_ptr<backend::DeviceGroup> row_group, col_group;
-  if (path == "nccl") {
-    // One NCCL group per grid row and per grid column (of more than one rank), joined rows first
-    // on every rank, so the collective inits cannot cross.
-    for (auto [line, group, pos, size] : {std::tuple{&row_comm, &row_group, gj, grid.cols},
-                                          std::tuple{&col_comm, &col_group, gi, grid.rows}}) {
-      std::string id;
-      comm.step([&, pos = pos, size = size] {
-        if (!active || size < 2 || pos != 0) return;
-        const auto bytes = be->new_reduce_group_id();
-        id.assign(bytes.begin(), bytes.end());
-      });
-      if (active && size > 1) id = line->broadcast(id, 0);
-      // Not a Comm::step: the group's other members wait inside NCCL's init (dist::abort_job).
-      try {
-        if (active && size > 1)
-          *group = be->join_device_group(std::vector<unsigned char>(id.begin(), id.end()), line->rank(), size);
-      } catch (const std::exception& e) {
-        dist::abort_job(std::string("joining an NCCL group of the process grid: ") + e.what());
-      }
-    }
-  }
-
-  // The gather of C to rank 0 over the devices too: a group of all active ranks.
-  std::unique_ptr<backend::DeviceGroup> all_group;
-  const dist::Comm active_comm = comm.split(active ? 0 : -1);
-  if (path == "nccl" && grid.size() > 1 && !route.in_place()) {
-    std::string id;
-    comm.step([&] {
-      if (rank != kRoot) return;
-      const auto bytes = be->new_reduce_group_id();
-      id.assign(bytes.begin(), bytes.end());
-    });
-    if (active) id = active_comm.broadcast(id, 0);
-    try {
-      if (active) all_group = be->join_device_group(std::vector<unsigned char>(id.begin(), id.end()), rank, grid.size());
-    } catch (const std::exception& e) {
-      dist::abort_job(std::string("joining the NCCL group for the gather of C: ") + e.what());
-    }
-  }
+  // 3. The exchanges of the path: panels along grid rows (position in a row is j) and down grid
+  // columns (position i; split keeps rank order), C blocks from the active ranks to rank 0.
+  const comm::Comm row_comm = comm.split(active ? gi : -1);
+  const comm::Comm col_comm = comm.split(active ? gj : -1);
+  const comm::Comm active_comm = comm.split(active ? 0 : -1);
+  std::unique_ptr<comm::Transport> transport;
+  comm.step([&] { transport = comm::make_transport(path, dtype, {be->device_id(), be->device_stream()}); });
+  auto broadcast = transport->grid_broadcast(comm, active ? &row_comm : nullptr, active ? &col_comm : nullptr);
+  // C blocks travel to rank 0 only when they are gathered (no link, nor NCCL group, in place).
+  auto link = transport->block_link(comm, active && grid.size() > 1 && !route.in_place() ? &active_comm : nullptr);
 
   // 4. The panels: C(i, j) += A(i, p) B(p, j) over the K panels p.
-  const auto panels = dist::summa_panels(part.k(), grid, width);
+  const auto panels = partition::summa_panels(part.k(), grid, width);
   progress.step(fmt::format("computing C blocks with {}: {} panels of K, comm {}", kernel, panels.size(), job.comm));
   std::unique_ptr<backend::PanelProduct> product;
   comm.step([&] {
-    if (active) product = be->panel_product(kernel, dtype, rows.size(), cols.size(), width, c.data(),
-                                                 path == "host" && grid.size() > 1);
+    if (active)
+      product =
+          be->panel_product(kernel, dtype, rows.size(), cols.size(), width, c.data(), broadcast->stages_on_host());
   });
   report::Phases parts;
   // MPI counts are int: checked here, agreed on by every rank, rather than inside the loop.
   comm.step([&] {
-    if (!active || path == "nccl") return;
-    mpi_int(rows.size(), "a block's row count");
-    mpi_int(cols.size(), "a block's column count");
-    mpi_int(ka.size(), "a block's K columns");
-    mpi_int(rows.size() * width * static_cast<std::int64_t>(esize), "an A panel's bytes");
-    mpi_int(width * cols.size() * static_cast<std::int64_t>(esize), "a B panel's bytes");
+    if (!active || !comm::int_counts(path)) return;
+    comm::mpi_count(rows.size(), "summa: a block's row count");
+    comm::mpi_count(cols.size(), "summa: a block's column count");
+    comm::mpi_count(ka.size(), "summa: a block's K columns");
+    comm::mpi_count(rows.size() * width * static_cast<std::int64_t>(esize), "summa: an A panel's bytes");
+    comm::mpi_count(width * cols.size() * static_cast<std::int64_t>(esize), "summa: a B panel's bytes");
   });
   const double t_compute = MPI_Wtime();
   double comm_wait = 0;
@@ -256,7 +186,7 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
     const auto* a_bytes = a.data();
     const auto* b_bytes = b.data();
     for (std::size_t p = 0; p < panels.size(); ++p) {
-      const dist::SummaPanel& pan = panels[p];
+      const partition::SummaPanel& pan = panels[p];
       const int s = static_cast<int>(p % backend::PanelProduct::kSlots);
       const std::int64_t w = pan.width;
       const bool own_a = gj == pan.owner_col, own_b = gi == pan.owner_row;
@@ -268,37 +198,10 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
       product->wait_slot(s);  // the multiply two panels back has released this slot
       if (own_a) product->stage(s, Panel::kA, a_src, ka.size(), rows.size(), w);
       if (own_b) product->stage(s, Panel::kB, b_src, cols.size(), w, cols.size());
+      SlotPanel a_slot(*product, s, Panel::kA, a_count), b_slot(*product, s, Panel::kB, b_count);
       const double t = MPI_Wtime();
-      if (path == "nccl") {
-        if (grid.cols > 1) product->broadcast(s, Panel::kA, a_count, *row_group, pan.owner_col);
-        if (grid.rows > 1) product->broadcast(s, Panel::kB, b_count, *col_group, pan.owner_row);
-      } else if (path == "cuda-aware") {
-        if (own_a || own_b) product->wait_arrived(s);
-        if (grid.cols > 1 && a_count > 0)
-          TESSERA_MPI_CHECK(MPI_Bcast(product->device(s, Panel::kA), mpi_int(a_count, "an A panel"), elem,
-                                      pan.owner_col, row_comm.get()));
-        if (grid.rows > 1 && b_count > 0)
-          TESSERA_MPI_CHECK(MPI_Bcast(product->device(s, Panel::kB), mpi_int(b_count, "a B panel"), elem,
-                                      pan.owner_row, col_comm.get()));
-      } else {
-        // Host: the owners send straight from their blocks (a strided type for A's columns);
-        // the others receive into the slot's page-locked staging and copy it up.
-        MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-        std::optional<Datatype> a_type, b_type;
-        if (grid.cols > 1 && a_count > 0) {
-          a_type.emplace(strided(rows.size(), w, own_a ? ka.size() : w, elem));
-          void* at = own_a ? const_cast<unsigned char*>(a_src) : product->host(s, Panel::kA);
-          TESSERA_MPI_CHECK(MPI_Ibcast(at, 1, a_type->get(), pan.owner_col, row_comm.get(), &req[0]));
-        }
-        if (grid.rows > 1 && b_count > 0) {
-          b_type.emplace(strided(w, cols.size(), cols.size(), elem));
-          void* at = own_b ? const_cast<unsigned char*>(b_src) : product->host(s, Panel::kB);
-          TESSERA_MPI_CHECK(MPI_Ibcast(at, 1, b_type->get(), pan.owner_row, col_comm.get(), &req[1]));
-        }
-        TESSERA_MPI_CHECK(MPI_Waitall(2, req, MPI_STATUSES_IGNORE));
-        if (!own_a) product->upload(s, Panel::kA, a_count);
-        if (!own_b) product->upload(s, Panel::kB, b_count);
-      }
+      broadcast->broadcast({a_slot, pan.owner_col, rows.size(), w, a_src, ka.size()},
+                           {b_slot, pan.owner_row, w, cols.size(), b_src, cols.size()});
       comm_wait += seconds_since(t);
       product->multiply(s, w);
     }
@@ -311,8 +214,7 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
     // Host time spent enqueueing and waiting on panel communication (overlaps the kernels).
     if (grid.size() > 1) me.phases.emplace_back("comm_wait", comm_wait);
   }
-  row_group.reset();
-  col_group.reset();
+  broadcast.reset();  // the grid's NCCL groups, if any
   // A and B are freed after the gather, with C: unregistering page-locked memory on another thread
   // stalls this thread's CUDA calls (NCCL's send or receive of C waited ~0.5 s behind it), and
   // freeing it here, before the gather, held up the gather instead (551 ms, docs/scaling-2gpu.md).
@@ -321,34 +223,24 @@ void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start) {
   // written as they arrive (GPU to GPU with NCCL, then one copy down on rank 0); then labelled
   // and committed.
   progress.step(route.in_place() ? "writing C blocks on every rank" : "gathering and writing C");
-  BlockTransport transport;
-  if (all_group) {
-    // A failed device transfer leaves its peer waiting inside NCCL: end the job (dist::abort_job).
-    transport.send = [&] {
-      try {
-        product->send_c(*all_group, kRoot);
-      } catch (const std::exception& e) {
-        dist::abort_job(std::string("sending the C block to rank 0: ") + e.what());
-      }
-    };
-    transport.receive = [&](int r, void* into, std::size_t bytes) {
-      try {
-        product->receive_c(*all_group, r, static_cast<std::int64_t>(bytes / esize), into);
-      } catch (const std::exception& e) {
-        dist::abort_job("receiving the C block of rank " + std::to_string(r) + ": " + e.what());
-      }
-    };
-  }
+  // Through the path's block link (GPU to GPU with NCCL; a failed device transfer there ends the
+  // job, as its peer waits inside NCCL).
+  BlockTransport blocks;
+  blocks.send = [&] { link->send({c.data(), product->device_c(), rows.size() * cols.size()}, kRoot); };
+  blocks.receive = [&](int r, void* into, std::size_t bytes) {
+    link->receive(r, into, static_cast<std::int64_t>(bytes / esize),
+                  {c.data(), product->device_c(), rows.size() * cols.size()});
+  };
   if (route.in_place())
     route.write_own_block(comm, rows.begin, cols.begin, rows.size(), cols.size(), c.data(), false, me.phases);
   else
     gather_and_write(comm, part, dtype, c.data(), spare.empty() ? nullptr : spare.data(), start.writer.get(), progress,
-                     me.phases, transport);
+                     me.phases, blocks);
   double release_s = 0;
   {
     const double t = MPI_Wtime();  // freeing device memory and the NCCL group takes time too
     product.reset();
-    all_group.reset();
+    link.reset();
     release_s += seconds_since(t);
   }
   // The page-locked buffers: freed beside rank 0's commit, which mostly waits for the disk.

@@ -2,7 +2,7 @@
 // `tessera run --algorithm summa`: SUMMA (van de Geijn & Watts) on a pr x pc grid. Rank (i, j)
 // reads only A(i, j) (its block-row's rows, the K columns of grid column j) and B(i, j) (the K
 // rows of grid row i, its block-column's columns), so each input word is read once and a rank
-// holds O((MK + KN + MN) / P) words. K is walked in panels (dist::summa_panels): for each, the
+// holds O((MK + KN + MN) / P) words. K is walked in panels (partition::summa_panels): for each, the
 // ranks holding its A columns broadcast them along their grid row and the ranks holding its B
 // rows broadcast them down their grid column; every rank adds A_p B_p into its C block, kept on
 // its device. Two panel slots: the next panel travels while the current one multiplies.
@@ -13,9 +13,10 @@
 //   cuda-aware  MPI_Bcast on device memory; where the MPI library reports CUDA support at run time.
 //   host        MPI_Ibcast on page-locked host staging, then copied to the GPU; any MPI. The
 //               host waits on MPI while the GPU multiplies the previous panel.
-// auto takes the first that applies. The CPU backend always uses host.
+// auto takes the first that applies (comm::choose_path); the CPU backend always uses host. The
+// exchanges of each path live in the comm layer (comm/exchange.hpp).
 // C blocks are then gathered to rank 0 and written, as in the panels algorithm.
-#include "dist/comm.hpp"
+#include "comm/comm.hpp"
 #include "run/handover.hpp"
 #include "run/pipeline.hpp"
 
@@ -26,12 +27,7 @@ namespace tessera::run {
 constexpr std::int64_t kSummaWidthGpu = 1024;
 constexpr std::int64_t kSummaWidthCpu = 256;
 
-// --comm for summa: "host", "cuda-aware" or "nccl". Throws InputError for an unknown name or a
-// path this run cannot take (saying why). `nccl`: every rank's backend can (and no GPU is
-// shared); `cuda_aware`: the MPI library says so and the backend is cuda.
-std::string choose_comm(const std::string& want, bool cuda, bool nccl, bool cuda_aware);
-
 // Collective over `comm`, like run_job (errors are agreed on by every rank).
-void run_summa(const RunOptions& o, const dist::Comm& comm, JobStart start);
+void run_summa(const RunOptions& o, const comm::Comm& comm, JobStart start);
 
 }  // namespace tessera::run

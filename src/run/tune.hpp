@@ -1,15 +1,8 @@
 #pragma once
-// Autotuning as data. `tessera tune` times tessera's own full-precision GPU kernels (and their
-// registered tile variants, e.g. "warptile-128x128" and "warptile-64x64") on the present GPU
-// and writes the fastest correct one per dtype and size to a JSON tune file. `--kernel auto`
-// on the CUDA backend reads that file: for a GEMM it takes the winner of the nearest tuned
-// size of the same dtype. No source is rewritten; deleting the file restores the built-in
-// choice.
-//
-// Tune file format (docs/kernels.md):
-//   {"format": "tessera-tune-1", "device": "NVIDIA H200", "created": "...", "tessera_version": "...",
-//    "choices": [{"dtype": "f32", "m": 8192, "n": 8192, "k": 8192, "kernel": "warptile-128x128",
-//                 "gflops": 45000.0, "candidates": {"regtile": 30000.0, ...}}, ...]}
+// `tessera tune`: times tessera's own full-precision GPU kernels (and their registered tile
+// variants, e.g. "warptile-128x128" and "warptile-64x64") on the present GPU and writes the
+// fastest correct one per dtype and size to a JSON tune file, which `--kernel auto` on the CUDA
+// backend reads (the file and its lookup: backend/tuning.hpp).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -17,43 +10,6 @@
 #include "core/dtype.hpp"
 
 namespace tessera::run {
-
-// ---- the tune file -----------------------------------------------------------------------------
-
-struct TunedChoice {
-  DType dtype = DType::f32;
-  std::int64_t m = 0, n = 0, k = 0;
-  std::string kernel;
-  double gflops = 0;
-};
-
-struct TuneTable {
-  std::string path;    // where it was read from ("" when none was found)
-  std::string device;  // the GPU it was tuned on
-  std::vector<TunedChoice> choices;
-};
-
-// "NVIDIA H200" -> "NVIDIA_H200": a GPU name made safe for a file name.
-std::string sanitize_device_name(const std::string& gpu_name);
-
-// Where the tune file of `gpu_name` is looked for, in order: $TESSERA_TUNE_FILE;
-// $XDG_CACHE_HOME/tessera/tuned-<gpu>.json (else ~/.cache/tessera/...); configs/tuned/tuned-<gpu>.json
-// under the current directory (a tune file committed with the sources).
-std::vector<std::string> tune_file_candidates(const std::string& gpu_name);
-
-// Where `tessera tune` writes by default: $TESSERA_TUNE_FILE, else the cache path above.
-std::string default_tune_output(const std::string& gpu_name);
-
-// The first existing candidate, parsed; an empty table (path "") when there is none. A file
-// that exists but cannot be parsed throws InputError naming it (a silently ignored tune file
-// would be worse).
-TuneTable load_tune_table(const std::string& gpu_name);
-TuneTable read_tune_file(const std::string& path);
-
-// The tuned kernel for a GEMM: the choice of the same dtype whose size is nearest in
-// log-distance (|ln m/m'| + |ln n/n'| + |ln k/k'|); "" when the table has none for the dtype.
-std::string tuned_kernel(const TuneTable& table, DType dtype, std::int64_t m, std::int64_t n,
-                         std::int64_t k);
 
 // ---- `tessera tune` ------------------------------------------------------------------------------
 

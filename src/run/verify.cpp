@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "dist/partition.hpp"
+#include "partition/partition.hpp"
 #include "io/hdf5_io.hpp"
 #include "kernels/cpu_gemm.hpp"
 #include "run/freivalds.hpp"
@@ -23,7 +23,7 @@ struct Shapes {
 };
 }  // namespace
 
-VerifyResult verify(const VerifyOptions& o, const dist::Comm& comm) {
+VerifyResult verify(const VerifyOptions& o, const comm::Comm& comm) {
   const auto aref = io::DatasetRef::parse(o.a);
   const auto bref = io::DatasetRef::parse(o.b);
   const auto cref = io::DatasetRef::parse(o.c);
@@ -46,7 +46,7 @@ VerifyResult verify(const VerifyOptions& o, const dist::Comm& comm) {
   });
   TESSERA_MPI_CHECK(MPI_Bcast(&s, sizeof s, MPI_BYTE, 0, comm.get()));
   const DType dtype = static_cast<DType>(s.dtype);
-  const dist::Partition part(s.m, s.n, s.k, comm.size(), dist::choose_grid(s.m, s.n, s.k, comm.size()));
+  const partition::Partition part(s.m, s.n, s.k, comm.size(), partition::choose_grid(s.m, s.n, s.k, comm.size()));
 
   if (!o.full) {
     std::vector<double> a, b, c;

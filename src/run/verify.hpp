@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "dist/comm.hpp"
+#include "comm/comm.hpp"
 
 namespace tessera::run {
 
@@ -29,7 +29,7 @@ struct VerifyResult {
   std::string summary;      // one line for people
 };
 
-// Collective; throws dist::JobError on bad input.
-VerifyResult verify(const VerifyOptions& opts, const dist::Comm& comm);
+// Collective; throws comm::JobError on bad input.
+VerifyResult verify(const VerifyOptions& opts, const comm::Comm& comm);
 
 }  // namespace tessera::run

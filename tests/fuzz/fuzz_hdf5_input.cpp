@@ -1,5 +1,5 @@
 // libFuzzer target: a mutated HDF5 file through tessera's input layer, the way `tessera run` uses
-// it: io::inspect, the plan (dist::choose_grid, dist::Partition), io::read_block of every rank's A
+// it: io::inspect, the plan (partition::choose_grid, partition::Partition), io::read_block of every rank's A
 // panel and B panel, io::read_attributes. Tried on "/A", "/x" and the first dataset in the file.
 //
 // Expected outcomes: success, or a tessera::Error (a clear message). Findings, besides what the
@@ -28,14 +28,14 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "dist/partition.hpp"
+#include "partition/partition.hpp"
 #include "io/hdf5_io.hpp"
 
 namespace {
 
 using tessera::DType;
 namespace io = tessera::io;
-namespace dist = tessera::dist;
+namespace partition = tessera::partition;
 
 constexpr std::int64_t kMaxElements = std::int64_t{2} << 20;       // 16 MiB as float64
 constexpr std::int64_t kMaxChunkElements = std::int64_t{8} << 20;  // a 64 MiB chunk
@@ -117,9 +117,9 @@ void exercise(const std::string& path) {
   // panels) on kRanks ranks, the grid chosen as the pipeline chooses it. Pure index math: done
   // for any shape a header claims, however large.
   const std::int64_t m = info.rows, n = info.cols, k = info.cols;
-  dist::GridShape grid;
-  call("choose_grid", path, [&] { grid = dist::choose_grid(m, n, k, kRanks); });
-  std::optional<dist::Partition> part;
+  partition::GridShape grid;
+  call("choose_grid", path, [&] { grid = partition::choose_grid(m, n, k, kRanks); });
+  std::optional<partition::Partition> part;
   call("Partition", path, [&] { part.emplace(m, n, k, kRanks, grid); });
 
   std::int64_t chunk = 1;
@@ -129,7 +129,7 @@ void exercise(const std::string& path) {
   if (!part || !fits(info.rows, info.cols, kMaxElements)) return;
   for (int r = 0; r < kRanks; ++r) {
     if (!part->active(r)) continue;
-    const dist::Range rows = part->rows_of(r), cols = part->cols_of(r);
+    const partition::Range rows = part->rows_of(r), cols = part->cols_of(r);
     if (part->block_col(r) == 0) read(ref, rows.begin, rows.size(), 0, info.cols, info.natural);
     if (part->block_row(r) == 0) read(ref, 0, info.rows, cols.begin, cols.size(), info.natural);
   }

@@ -3,9 +3,9 @@
 //      src/cli/main.cpp's (top-level --config, subcommands `run` and `generate` with the same
 //      options; --config on the command line is dropped: the fuzzer must not open arbitrary files)
 //   1  a TOML config: `tessera run --config FILE`, and the text through CLI::ConfigTOML directly
-//   2  one string: dist::parse_grid and io::DatasetRef::parse
+//   2  one string: partition::parse_grid and io::DatasetRef::parse
 // After a successful parse the values go where the run layer sends them: DatasetRef::parse of
-// --a/--b/--c/--out, parse_grid of --grid/--chunk, dist::Partition of the grid on small sizes.
+// --a/--b/--c/--out, parse_grid of --grid/--chunk, partition::Partition of the grid on small sizes.
 //
 // Expected outcomes: success, a CLI::Error (the usage message) or a tessera::Error. Any other
 // exception is a finding ("tessera-fuzz: FINDING ...", abort): main would print an unclear line.
@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "dist/partition.hpp"
+#include "partition/partition.hpp"
 #include "io/hdf5_io.hpp"
 #include "run/generate.hpp"
 #include "run/pipeline.hpp"
@@ -32,7 +32,7 @@
 namespace {
 
 namespace io = tessera::io;
-namespace dist = tessera::dist;
+namespace partition = tessera::partition;
 using tessera::run::GenerateOptions;
 using tessera::run::RunOptions;
 
@@ -61,12 +61,12 @@ void check_refs_and_grid(const std::vector<std::string>& refs, const std::string
     if (!r.empty()) call("DatasetRef::parse", r, [&] { (void)io::DatasetRef::parse(r); });
   if (grid.empty()) return;
   call("parse_grid", grid, [&] {
-    const auto g = dist::parse_grid(grid);
+    const auto g = partition::parse_grid(grid);
     // Any grid against a few problem sizes and rank counts: accepted or refused, never UB.
     for (const std::int64_t dim : {std::int64_t{1}, std::int64_t{7}, std::int64_t{1} << 40}) {
       for (const int ranks : {1, 6, 1 << 30}) {
         call("Partition", grid, [&] {
-          const dist::Partition part(dim, dim + 1, dim, ranks, g);
+          const partition::Partition part(dim, dim + 1, dim, ranks, g);
           for (const int r : {0, part.grid().size() - 1}) {
             (void)part.rows_of(r);
             (void)part.cols_of(r);

@@ -29,7 +29,6 @@
 #include "kernels/cuda_check.hpp"
 #include "kernels/cuda_resources.hpp"
 #include "kernels/gpu_gemm.hpp"
-#include "run/tune.hpp"
 
 namespace {
 
@@ -397,6 +396,82 @@ TEST_CASE("the cuda backend's panel product sums panels of K", "[gpu][small][sum
                   DeviceError);  // 8 TiB of C: refused up front, saying what summa needs
 }
 
+// The comm layer's hook into a slot (PanelProduct::transfer, how NCCL broadcasts): device work
+// enqueued in the slot's order, after the multiply that last read the slot and before the next.
+// Here the work is a copy from page-locked host memory standing in for a broadcast; C is then
+// read back from device_c() (where summa's gather sends it from) as well as from the host C.
+TEST_CASE("the panel product runs device transfers in the slot's order", "[gpu][small][summa]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  using Panel = backend::PanelProduct::Panel;
+  auto cuda = backend::make_cuda_backend({0, 1});
+  const Shape s{67, 45, 101};
+  const Problem<double> p(s, 11);
+  const std::int64_t w = 16;
+  std::vector<double> c(static_cast<std::size_t>(s.m * s.n), 0.0);
+  auto product = cuda->panel_product("auto", DType::f64, s.m, s.n, w, c.data(), false);
+  CHECK_THROWS(product->host(0, Panel::kB));  // no host staging asked for
+  auto b_rows = cuda->allocate_host(p.b.size() * sizeof(double));
+  std::copy(p.b.begin(), p.b.end(), reinterpret_cast<double*>(b_rows.data()));
+  int slot = 0;
+  for (std::int64_t k0 = 0; k0 < s.k; k0 += w, slot ^= 1) {
+    const std::int64_t width = std::min(w, s.k - k0);
+    product->wait_slot(slot);
+    product->stage(slot, Panel::kA, p.a.data() + k0, s.k, s.m, width);
+    void* into = product->device(slot, Panel::kB);
+    const void* from = b_rows.data() + static_cast<std::size_t>(k0 * s.n) * sizeof(double);
+    const std::size_t bytes = static_cast<std::size_t>(width * s.n) * sizeof(double);
+    product->transfer(slot, [&](void* stream) {
+      CUDA_CHECK(cudaMemcpyAsync(into, from, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream)));
+    });
+    product->multiply(slot, width);
+  }
+  const auto phases = product->finish();
+  CHECK(compare(c, p, "tiled32") == "");
+  bool timed = false;
+  for (const auto& ph : phases) timed = timed || (ph.name == "bcast" && ph.seconds > 0);
+  CHECK(timed);
+  std::vector<double> on_device(c.size());
+  CUDA_CHECK(cudaMemcpy(on_device.data(), product->device_c(), c.size() * sizeof(double), cudaMemcpyDeviceToHost));
+  CHECK(on_device == c);
+}
+
+// ksplit's product kept on the device (Backend::gemm_on_device): in one piece and in chunks of
+// K; a transfer on it (how NCCL sums it) runs after the product and is timed under its name; the
+// copy down happens where a host C is given.
+TEST_CASE("the cuda backend keeps a product on the device for the comm layer", "[gpu][small][ksplit]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  auto cuda = backend::make_cuda_backend({0, 1});
+  for (const Shape s : {Shape{37, 29, 53}, Shape{33, 31, backend::kKsplitChunkMinK + 3}, Shape{5, 7, 0}}) {
+    INFO(shape_str(s));
+    const Problem<double> p({s.m, s.n, std::max<std::int64_t>(s.k, 1)}, 5);
+    std::vector<double> c(static_cast<std::size_t>(s.m * s.n), std::numeric_limits<double>::quiet_NaN());
+    const backend::GemmProblem prob{DType::f64, s.m, s.n, s.k, p.a.data(), p.b.data(), c.data()};
+    auto kept = cuda->gemm_on_device("auto", prob);
+    const auto computed = kept->compute_phases();
+    REQUIRE(computed.size() == 2);
+    CHECK(computed[0].name == "h2d");
+    CHECK(computed[1].name == "kernel");
+    DeviceBuffer copy(c.size() * sizeof(double), "copy of C");
+    kept->transfer("reduce", [&](void* stream) {
+      CUDA_CHECK(cudaMemcpyAsync(copy.get(), kept->device_c(), copy.bytes(), cudaMemcpyDeviceToDevice,
+                                 static_cast<cudaStream_t>(stream)));
+    });
+    const auto phases = kept->finish(c.data());
+    REQUIRE(phases.size() == 2);
+    CHECK(phases[0].name == "reduce");
+    CHECK(phases[1].name == "d2h");
+    std::vector<double> copied(c.size());
+    CUDA_CHECK(cudaMemcpy(copied.data(), copy.get(), copy.bytes(), cudaMemcpyDeviceToHost));
+    if (s.k == 0) {
+      CHECK(c == std::vector<double>(c.size(), 0.0));  // an empty K range contributes zeros
+    } else {
+      CHECK(compare(c, p, "tiled32") == "");
+    }
+    CHECK(copied == c);
+  }
+  CHECK_THROWS_AS(backend::make_backend("cpu", {})->gemm_on_device("auto", {}), tessera::Error);
+}
+
 TEST_CASE("unknown kernels and unsupported sizes are refused with InputError", "[gpu][small]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
   GpuContext ctx;
@@ -488,33 +563,6 @@ TEST_CASE("tensor-core kernels are opt-in, float32 only, and carry their input p
   CHECK_FALSE(kernels::gpu_can_implement("dmma", GpuGemm{DType::f32, 8, 8, 8}, &why));
   CHECK(kernels::gpu_error_bound("tf32", DType::f32, 100) > kernels::gpu_error_bound("tiled32", DType::f32, 100));
   CHECK(kernels::gpu_error_bound("tiled32", DType::f64, 100) == gamma_bound(DType::f64, 100));
-}
-
-// Host only: the tune file `tessera tune` writes and `--kernel auto` reads.
-TEST_CASE("tune files are read and the nearest tuned size decides", "[gpu][small]") {
-  const std::string path = "tessera-test-tune.json";
-  {
-    std::ofstream f(path);
-    f << R"({"format": "tessera-tune-1", "device": "Test GPU", "choices": [
-          {"dtype": "f32", "m": 1024, "n": 1024, "k": 1024, "kernel": "warptile-64x64", "gflops": 1},
-          {"dtype": "f32", "m": 8192, "n": 8192, "k": 8192, "kernel": "warptile-128x128", "gflops": 2},
-          {"dtype": "f64", "m": 4096, "n": 4096, "k": 4096, "kernel": "dmma", "gflops": 3}]})";
-  }
-  const run::TuneTable t = run::read_tune_file(path);
-  CHECK(t.device == "Test GPU");
-  REQUIRE(t.choices.size() == 3);
-  CHECK(run::tuned_kernel(t, DType::f32, 900, 1100, 1000) == "warptile-64x64");
-  CHECK(run::tuned_kernel(t, DType::f32, 5000, 9000, 7000) == "warptile-128x128");
-  CHECK(run::tuned_kernel(t, DType::f64, 10, 10, 10) == "dmma");
-  CHECK(run::sanitize_device_name("NVIDIA H200 [0000:1b:00.0]") == "NVIDIA_H200");
-  {
-    std::ofstream f(path);
-    f << "{\"format\": \"something else\"}";
-  }
-  CHECK_THROWS_AS(run::read_tune_file(path), InputError);
-  std::remove(path.c_str());
-  const run::TuneTable empty;
-  CHECK(run::tuned_kernel(empty, DType::f32, 1, 1, 1).empty());
 }
 
 TEST_CASE("the cuda backend picks GPU local rank mod the visible GPUs", "[gpu][small]") {

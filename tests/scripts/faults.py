@@ -139,7 +139,7 @@ elif args.case == "write-fails":
         subprocess.run(["umount", out_dir])
 elif args.case == "nccl-join-fails":
     # Rank 1 cannot start NCCL (its bootstrap is told to use a network interface that does not
-    # exist): it must end the job (dist::abort_job) rather than leave rank 0 waiting in NCCL's
+    # exist): it must end the job (comm::abort_job) rather than leave rank 0 waiting in NCCL's
     # set-up for ever. Needs 2 GPUs and a build with NCCL.
     import json
     import shlex

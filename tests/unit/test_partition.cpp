@@ -9,14 +9,14 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "dist/partition.hpp"
+#include "partition/partition.hpp"
 
-using tessera::dist::choose_grid;
-using tessera::dist::GridShape;
-using tessera::dist::parse_grid;
-using tessera::dist::Partition;
-using tessera::dist::split;
-using tessera::dist::summa_panels;
+using tessera::partition::choose_grid;
+using tessera::partition::GridShape;
+using tessera::partition::parse_grid;
+using tessera::partition::Partition;
+using tessera::partition::split;
+using tessera::partition::summa_panels;
 
 TEST_CASE("split covers 0..extent with sizes differing by at most one", "[partition]") {
   for (std::int64_t extent = 1; extent <= 40; ++extent) {
@@ -115,7 +115,7 @@ TEST_CASE("offsets and counts stay exact beyond 2^31 elements", "[partition]") {
 }
 
 TEST_CASE("ksplit: the K ranges tile 0..K, empty ranges when K < P", "[partition][ksplit]") {
-  using tessera::dist::KSplit;
+  using tessera::partition::KSplit;
   for (std::int64_t k = 1; k <= 12; ++k)
     for (int p = 1; p <= 9; ++p) {
       const KSplit ks(5, 7, k, p);
@@ -168,7 +168,7 @@ TEST_CASE("summa: panels tile 0..K, each inside one owner's A columns and B rows
             REQUIRE(p.begin == at);
             REQUIRE(p.width >= 1);
             REQUIRE(p.width <= width);
-            const tessera::dist::Range a = tessera::dist::summa_k_cols(k, pc, p.owner_col), b = tessera::dist::summa_k_rows(k, pr, p.owner_row);
+            const tessera::partition::Range a = tessera::partition::summa_k_cols(k, pc, p.owner_col), b = tessera::partition::summa_k_rows(k, pr, p.owner_row);
             REQUIRE(a.begin <= p.begin);
             REQUIRE(p.begin + p.width <= a.end);  // the owner column holds all of the panel's A columns
             REQUIRE(b.begin <= p.begin);

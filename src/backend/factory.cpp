@@ -1,4 +1,4 @@
-// Backend selection: "cpu", "cuda" or "auto".
+// Backend selection ("cpu", "cuda" or "auto"), what this build has, and the defaults of backend.hpp.
 #include <cstdlib>
 #include <new>
 
@@ -17,6 +17,10 @@ HostBuffer allocate_pageable(std::size_t bytes) {
   void* p = std::malloc(bytes);
   if (!p) throw std::bad_alloc();
   return HostBuffer(p, bytes, std::free);
+}
+
+std::unique_ptr<DeviceProduct> Backend::gemm_on_device(const std::string&, const GemmProblem&) {
+  throw Error("the " + name() + " backend keeps no product on a device");
 }
 
 std::vector<std::string> compiled_backends() {

@@ -1,4 +1,4 @@
-#include "dist/partition.hpp"
+#include "partition/partition.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -8,7 +8,7 @@
 
 #include "core/error.hpp"
 
-namespace tessera::dist {
+namespace tessera::partition {
 
 Range split(std::int64_t extent, int parts, int index) {
   const std::int64_t base = extent / parts;
@@ -138,4 +138,4 @@ std::vector<SummaPanel> summa_panels(std::int64_t k, GridShape grid, std::int64_
   return panels;
 }
 
-}  // namespace tessera::dist
+}  // namespace tessera::partition

@@ -1,4 +1,4 @@
-#include "dist/comm.hpp"
+#include "comm/comm.hpp"
 
 #include <algorithm>
 #include <climits>
@@ -10,7 +10,7 @@
 #include <mpi-ext.h>  // Open MPI's extensions: MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support
 #endif
 
-namespace tessera::dist {
+namespace tessera::comm {
 
 void abort_job(const std::string& what) {
   int rank = 0;
@@ -186,4 +186,4 @@ double Comm::sum(double v) const {
   return r;
 }
 
-}  // namespace tessera::dist
+}  // namespace tessera::comm

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace tessera::dist {
+namespace tessera::partition {
 
 struct Range {
   std::int64_t begin = 0;
@@ -123,4 +123,4 @@ struct SummaPanel {
 // Throws InputError if k < 1, a grid side < 1 or max_width < 1.
 std::vector<SummaPanel> summa_panels(std::int64_t k, GridShape grid, std::int64_t max_width);
 
-}  // namespace tessera::dist
+}  // namespace tessera::partition

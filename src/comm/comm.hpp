@@ -14,10 +14,10 @@
   do {                                                                                   \
     const int tessera_mpi_rc_ = (call);                                                  \
     if (tessera_mpi_rc_ != MPI_SUCCESS)                                                  \
-      ::tessera::dist::throw_mpi_error(#call, __FILE__, __LINE__, tessera_mpi_rc_);      \
+      ::tessera::comm::throw_mpi_error(#call, __FILE__, __LINE__, tessera_mpi_rc_);      \
   } while (0)
 
-namespace tessera::dist {
+namespace tessera::comm {
 
 [[noreturn]] void throw_mpi_error(const char* call, const char* file, int line, int code);
 
@@ -93,4 +93,4 @@ class Comm {
   int size_ = 1;
 };
 
-}  // namespace tessera::dist
+}  // namespace tessera::comm

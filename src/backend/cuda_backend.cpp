@@ -1,0 +1,120 @@
+// The CUDA backend: one GPU per rank. A GEMM runs in core (A and B up, one kernel, C down), or
+// streamed in tiles when it is large, streamed, or does not fit the GPU (cuda_gemm.hpp); summa's
+// panel product and ksplit's product on the device have files of their own. The kernels come
+// from the registry (kernels/gpu_gemm.hpp), `auto` from KernelChoice (the tune file).
+#include "backend/cuda_backend.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cuda_device.hpp"
+#include "backend/cuda_gemm.hpp"
+#include "backend/cuda_kernel_choice.hpp"
+#include "core/error.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/gpu_gemm.hpp"
+
+namespace tessera::backend {
+namespace {
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(const Placement& where)
+      : gpu_(select_device(where)),
+        device_name_(describe_device(gpu_.device)),
+        choice_(gpu_.device, &warnings_),
+        limit_(where.gpu_memory_limit) {}
+
+  std::string name() const override { return "cuda"; }
+  std::string device() const override { return device_name_; }
+  int device_id() const override { return gpu_.device; }
+  void* device_stream() const override { return gpu_.stream.get(); }
+  void enter_thread() const override { (void)cudaSetDevice(gpu_.device); }
+  std::int64_t peak_device_bytes() const override {
+    return std::max<std::int64_t>(0, gpu_.peak_used - gpu_.start_used);
+  }
+  HostBuffer allocate_host(std::size_t bytes) override { return allocate_page_locked(bytes); }
+  std::vector<std::string> warnings() const override {
+    auto all = warnings_;
+    if (!out_of_core_note_.empty()) all.push_back(out_of_core_note_);
+    return all;
+  }
+
+  // The default first, then the rest in registry (bench) order.
+  std::vector<std::string> kernels() const override {
+    const std::string first = default_kernel();
+    std::vector<std::string> names{first};
+    for (const std::string& kernel : kernels::gpu_kernel_names())
+      if (kernel != first) names.push_back(kernel);
+    return names;
+  }
+  std::string default_kernel() const override { return choice_.default_kernel(); }
+  std::string resolve_kernel(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const override {
+    return choice_.resolve(dtype, m, n, k);
+  }
+
+  std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) override {
+    const std::string name = choice_.name_for(kernel, p.dtype, p.m, p.n, p.k);
+    const auto known = kernels::gpu_kernel_names();
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (const std::string& k : kernels()) list += (list.empty() ? "" : ", ") + k;
+      throw InputError("unknown kernel '" + kernel + "' for the cuda backend (choose from: " + list + ", or auto)");
+    }
+    refuse_unless_implemented(name, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
+    if (p.m == 0 || p.n == 0) return {{"h2d", 0.0}, {"kernel", 0.0}, {"d2h", 0.0}};
+    if (!p.c || (p.k > 0 && (!p.a || !p.b))) throw InputError("cuda backend: GEMM without host buffers for A, B or C");
+
+    CUDA_CHECK(cudaSetDevice(gpu_.device));
+    const std::size_t elem = dtype_size(p.dtype);
+    const std::size_t bytes = static_cast<std::size_t>(p.m * p.k + p.k * p.n + p.m * p.n) * elem;
+    const std::size_t budget = memory_budget(limit_);
+    if (bytes > budget) return gemm_streamed(gpu_, name, p, budget, 1, true, &out_of_core_note_);
+    // Large enough that the copies cost time: stream C in row tiles (at least kPipelineTiles),
+    // so the copies of one tile overlap the kernel of another. B goes up once, first.
+    // So is a streamed GEMM (A's rows still arriving, C's rows awaited), whatever its size.
+    const bool streamed = p.a_rows || p.c_rows;
+    if ((bytes >= kPipelineMinBytes || streamed) && p.m >= 2 * kPipelineTiles)
+      return gemm_streamed(gpu_, name, p, budget, kPipelineTiles, false, nullptr);
+    return gemm_in_core(gpu_, name, p);
+  }
+
+  std::unique_ptr<PanelProduct> panel_product(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
+                                              std::int64_t max_w, void* host_c, bool host_staging) override {
+    const std::string name = choice_.name_for(kernel, dtype, m, n, max_w);
+    refuse_unless_implemented(name, kernels::GpuGemm{dtype, m, n, max_w});
+    return make_cuda_panel_product(gpu_, name, dtype, m, n, max_w, host_c, memory_budget(limit_), host_staging);
+  }
+
+  std::unique_ptr<DeviceProduct> gemm_on_device(const std::string& kernel, const GemmProblem& p) override {
+    const std::string name = choice_.name_for(kernel, p.dtype, p.m, p.n, std::max<std::int64_t>(p.k, 1));
+    refuse_unless_implemented(name, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
+    if (p.k > 0 && (!p.a || !p.b)) throw InputError("cuda backend: GEMM without host buffers for A or B");
+    return gemm_kept_on_device(gpu_, name, p);
+  }
+
+ private:
+  static void refuse_unless_implemented(const std::string& kernel, const kernels::GpuGemm& g) {
+    std::string why;
+    if (!kernels::gpu_can_implement(kernel, g, &why))
+      throw InputError("kernel '" + kernel + "' cannot run this GEMM: " + why);
+  }
+
+  // Declaration order is construction order: the GPU is chosen (and made current) first.
+  std::vector<std::string> warnings_;
+  Gpu gpu_;
+  std::string device_name_;
+  KernelChoice choice_;
+  std::size_t limit_;             // --gpu-memory in bytes; 0: what the GPU has free
+  std::string out_of_core_note_;  // set when a GEMM ran out of core
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const Placement& where) { return std::make_unique<CudaBackend>(where); }
+
+}  // namespace tessera::backend

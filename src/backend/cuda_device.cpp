@@ -1,0 +1,160 @@
+// The CUDA backend's GPU and host memory (cuda_device.hpp), and the GPU queries of cuda_backend.hpp.
+#include "backend/cuda_device.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include "backend/cuda_backend.hpp"
+#include "core/error.hpp"
+#include "kernels/cuda_check.hpp"
+
+namespace tessera::backend {
+namespace {
+
+std::string pci_bus_id(int device) {
+  char id[32] = {};
+  if (cudaDeviceGetPCIBusId(id, sizeof id, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "";
+  }
+  std::string text = id;
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return text;
+}
+
+// Zeroes [p, p + bytes) with up to 8 threads (64 MiB or more each), so the kernel maps the
+// pages in parallel rather than in the one thread that registers them afterwards.
+void touch_in_parallel(unsigned char* p, std::size_t bytes) {
+  const auto threads = static_cast<std::size_t>(std::clamp<std::size_t>(bytes >> 26, 1, 8));
+  std::vector<std::thread> pool;
+  const auto part = [&](std::size_t t) {
+    const std::size_t begin = bytes * t / threads, end = bytes * (t + 1) / threads;
+    std::memset(p + begin, 0, end - begin);
+  };
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(part, t);
+  part(0);
+  for (auto& th : pool) th.join();
+}
+
+cudaDeviceProp properties(int device) {
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return prop;
+}
+
+}  // namespace
+
+int select_device(const Placement& where) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count == 0) {
+    (void)cudaGetLastError();
+    throw DeviceError(std::string("cuda backend: no GPU visible to this process (") +
+                      (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices") +
+                      "); check the driver, CUDA_VISIBLE_DEVICES and the job's GPU binding");
+  }
+  const int local_rank = std::max(where.local_rank, 0);
+  const int device = local_rank % count;
+  CUDA_CHECK(cudaSetDevice(device));
+  // Whether ranks share a GPU is decided by the caller, which can compare the PCI bus ids of
+  // all ranks on the node (under srun --gpus-per-task=1 each rank sees "GPU 0", a different one).
+  return device;
+}
+
+std::string describe_device(int device) {
+  const std::string pci = pci_bus_id(device);
+  return std::string(properties(device).name) + (pci.empty() ? "" : " [" + pci + "]");
+}
+
+std::string device_model(int device) { return properties(device).name; }
+
+int multiprocessors(int device) {
+  int count = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
+}
+
+std::int64_t device_bytes_in_use() {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return static_cast<std::int64_t>(total_bytes - free_bytes);
+}
+
+std::size_t memory_budget(std::size_t limit) {
+  if (limit > 0) return limit;
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return SIZE_MAX;  // unknown: try in core, and let an allocation failure speak
+  }
+  return free_bytes / 10 * 9;
+}
+
+// cudaHostAlloc zeroes and locks the pages in one thread, about 0.37 s per GiB on the H200
+// machine, which cost more than the copies it speeds up: hence touching in parallel, then
+// registering. If registering fails (a locked-memory limit), the memory stays pageable: slower
+// copies, same results.
+HostBuffer allocate_page_locked(std::size_t bytes) {
+  if (bytes == 0) return {};
+  // Diagnostic: TESSERA_HOST_MEMORY=pageable skips page-locking (docs/performance.md compares).
+  if (const char* how = std::getenv("TESSERA_HOST_MEMORY"); how && std::string(how) == "pageable")
+    return allocate_pageable(bytes);
+  constexpr std::size_t kPage = 4096;
+  const std::size_t rounded = (bytes + kPage - 1) / kPage * kPage;
+  void* p = std::aligned_alloc(kPage, rounded);
+  if (!p) throw std::bad_alloc();
+  touch_in_parallel(static_cast<unsigned char*>(p), rounded);
+  if (cudaHostRegister(p, rounded, cudaHostRegisterDefault) == cudaSuccess)
+    return HostBuffer(p, bytes, [](void* q) {
+      (void)cudaHostUnregister(q);
+      std::free(q);
+    });
+  (void)cudaGetLastError();
+  return HostBuffer(p, bytes, std::free);
+}
+
+std::string shape_str(std::int64_t rows, std::int64_t cols) {
+  return std::to_string(rows) + " x " + std::to_string(cols);
+}
+
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();  // no driver, no device: not an error here
+    return 0;
+  }
+  return count;
+}
+
+std::vector<std::string> cuda_describe_devices() {
+  std::vector<std::string> lines;
+  const int count = cuda_device_count();
+  for (int device = 0; device < count; ++device) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      lines.push_back(std::to_string(device) + ": (properties unavailable)");
+      continue;
+    }
+    char line[512];
+    std::snprintf(line, sizeof line, "%d: %s (sm_%d%d, %.1f GiB, %d SMs)", device, prop.name, prop.major, prop.minor,
+                  static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0), prop.multiProcessorCount);
+    lines.emplace_back(line);
+  }
+  return lines;
+}
+
+}  // namespace tessera::backend

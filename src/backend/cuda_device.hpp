@@ -1,0 +1,58 @@
+#pragma once
+// The CUDA backend's GPU and host memory: which GPU a rank takes, what it is, how much memory it
+// has and uses, and page-locked host memory. Internal to the backend (cuda_backend.hpp has the
+// entry points for the rest of tessera).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "backend/backend.hpp"
+#include "kernels/cuda_resources.hpp"
+#include "kernels/gpu_gemm.hpp"
+
+namespace tessera::backend {
+
+// Host buffers at least this large are page-locked for their copy (see HostRegistration).
+// Below it the pageable copy costs about as much as registering would.
+inline constexpr std::size_t kPinMinBytes = std::size_t{32} << 20;
+
+// GPU local_rank % count among the visible ones, made current. Throws DeviceError when none is.
+int select_device(const Placement& where);
+
+// "NVIDIA H200 [0000:1b:00.0]": the name, and the PCI bus id where the driver gives it.
+std::string describe_device(int device);
+
+// The GPU's name as its tune file is named for (backend/tuning.hpp), e.g. "NVIDIA H200".
+std::string device_model(int device);
+
+int multiprocessors(int device);
+
+// Device memory in use now (all of the device, every process), in bytes; 0 if unknown.
+std::int64_t device_bytes_in_use();
+
+// Bytes a GEMM may take on the GPU: `limit` (--gpu-memory) when set, else 90% of what is free now.
+std::size_t memory_budget(std::size_t limit);
+
+// Page-locked host memory (backend.hpp's HostBuffer): ordinary memory, first touched by several
+// threads, then registered with CUDA; pageable where registering fails or
+// TESSERA_HOST_MEMORY=pageable asks for it.
+HostBuffer allocate_page_locked(std::size_t bytes);
+
+// "rows x cols", for messages.
+std::string shape_str(std::int64_t rows, std::int64_t cols);
+
+// A rank's GPU as the backend's parts share it. Declaration order is construction order: the
+// device is current before the stream and the cuBLAS handle are created on it.
+struct Gpu {
+  explicit Gpu(int id) : device(id) {}
+  int device;
+  std::int64_t start_used = device_bytes_in_use();  // device memory in use when the backend started
+  std::int64_t peak_used = start_used;              // the most seen in use since (sampled after each GEMM)
+  kernels::Stream stream;
+  kernels::GpuContext context;
+
+  void note_peak() { peak_used = std::max(peak_used, device_bytes_in_use()); }
+};
+
+}  // namespace tessera::backend

@@ -1,0 +1,36 @@
+#pragma once
+// The CUDA backend's ways of computing, one file each (cuda_backend.cpp picks among them):
+// in core, streamed in tiles (out of core, or pipelined), summa's panel product and ksplit's
+// product kept on the device. Internal to the backend.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "backend/cuda_device.hpp"
+
+namespace tessera::backend {
+
+// A, B up, one kernel, C down (cuda_gemm.cpp); `kernel` is a resolved name. Phases "h2d",
+// "kernel", "d2h".
+std::vector<PhaseTime> gemm_in_core(Gpu& gpu, const std::string& kernel, const GemmProblem& p);
+
+// C in tiles streamed through the GPU within `budget` bytes, copies overlapping the kernels
+// (cuda_streamed_gemm.cpp): out of core (`out_of_core`: the note on how is set in `note`), or in
+// core with at least `min_row_tiles` tiles of rows for the overlap alone. Phases "h2d", "kernel",
+// "d2h" (overlapping).
+std::vector<PhaseTime> gemm_streamed(Gpu& gpu, const std::string& kernel, const GemmProblem& p, std::size_t budget,
+                                     std::int64_t min_row_tiles, bool out_of_core, std::string* note);
+
+// backend.hpp's PanelProduct on the GPU (cuda_panel_product.cpp); refuses one over `budget`.
+std::unique_ptr<PanelProduct> make_cuda_panel_product(Gpu& gpu, const std::string& kernel, DType dtype, std::int64_t m,
+                                                      std::int64_t n, std::int64_t max_w, void* host_c,
+                                                      std::size_t budget, bool host_staging);
+
+// backend.hpp's DeviceProduct on the GPU (cuda_device_product.cpp): K in chunks, uploads
+// overlapping the kernels.
+std::unique_ptr<DeviceProduct> gemm_kept_on_device(Gpu& gpu, const std::string& kernel, const GemmProblem& p);
+
+}  // namespace tessera::backend

@@ -1,0 +1,75 @@
+// The CUDA backend's kernel choice (cuda_kernel_choice.hpp) and the defaults it falls back to.
+#include "backend/cuda_kernel_choice.hpp"
+
+#include "backend/cuda_backend.hpp"
+#include "backend/cuda_device.hpp"
+#include "kernels/gpu_gemm.hpp"
+
+namespace tessera::backend {
+namespace {
+
+// `--kernel auto` without a tune file: tessera's fastest own kernels (cuBLAS is a yardstick, to
+// be named explicitly). float32: the warp-tiled cp.async kernel, with 64x64 tiles when 128x128
+// tiles would leave SMs idle; float64: the FP64 tensor-core kernel. A tune file written by
+// `tessera tune` on this GPU overrides these.
+constexpr const char* kDefaultF32 = "warptile-128x128";
+constexpr const char* kDefaultF32Small = "warptile-64x64";
+constexpr const char* kDefaultF64 = "dmma";
+
+// A kernel a tune file may name for `auto`: registered, not opt-in (no reduced precision, no
+// cuBLAS), and taking this dtype (dmma is float64 only).
+bool usable(const std::string& kernel, DType dtype) {
+  kernels::GpuKernelTraits traits;
+  return kernels::gpu_kernel_traits(kernel, &traits) && !traits.opt_in &&
+         kernels::gpu_can_implement(kernel, kernels::GpuGemm{dtype, 1, 1, 1});
+}
+
+TuneTable load_tuned(int device, std::vector<std::string>* warnings) {
+  TuneTable table = load_tune_table(device_model(device));
+  for (const auto& c : table.choices) {
+    if (!usable(c.kernel, c.dtype)) {
+      warnings->push_back("tune file " + table.path + " names kernel '" + c.kernel +
+                          "', which this build cannot choose for " + dtype_name(c.dtype) +
+                          "; using the built-in choice there");
+    }
+  }
+  return table;
+}
+
+}  // namespace
+
+KernelChoice::KernelChoice(int device, std::vector<std::string>* warnings)
+    : tuned_(load_tuned(device, warnings)), sm_count_(multiprocessors(device)) {}
+
+std::string KernelChoice::default_kernel() const {
+  const TunedChoice* largest = nullptr;
+  for (const auto& c : tuned_.choices)
+    if (c.dtype == DType::f32 && usable(c.kernel, c.dtype) &&
+        (!largest || c.m * c.n * c.k > largest->m * largest->n * largest->k))
+      largest = &c;
+  return largest ? largest->kernel : kDefaultF32;
+}
+
+std::string KernelChoice::resolve(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const {
+  const std::string tuned = tuned_kernel(tuned_, dtype, m, n, k);
+  if (!tuned.empty() && usable(tuned, dtype) && kernels::gpu_can_implement(tuned, kernels::GpuGemm{dtype, m, n, k}))
+    return tuned;
+  if (dtype == DType::f64) return kDefaultF64;
+  // Fewer 128x128 tiles than two per SM: smaller tiles keep more SMs busy.
+  const std::int64_t tiles = ((m + 127) / 128) * ((n + 127) / 128);
+  return tiles < 2 * static_cast<std::int64_t>(sm_count_) ? kDefaultF32Small : kDefaultF32;
+}
+
+std::string KernelChoice::name_for(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
+                                   std::int64_t k) const {
+  return kernel.empty() || kernel == "auto" ? resolve(dtype, m, n, k) : kernel;
+}
+
+bool cuda_kernel_accumulates(const std::string& kernel, DType dtype) {
+  const std::string name =
+      kernel.empty() || kernel == "auto" ? (dtype == DType::f64 ? kDefaultF64 : kDefaultF32) : kernel;
+  kernels::GpuKernelTraits traits;
+  return kernels::gpu_kernel_traits(name, &traits) && traits.accumulates;
+}
+
+}  // namespace tessera::backend

@@ -1,0 +1,34 @@
+#pragma once
+// Which GPU kernel the CUDA backend runs: the name given, or for `--kernel auto` the tuned winner
+// from this GPU's tune file (backend/tuning.hpp), else tessera's built-in choice. Internal to the
+// backend.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/tuning.hpp"
+#include "core/dtype.hpp"
+
+namespace tessera::backend {
+
+class KernelChoice {
+ public:
+  // Reads the tune file of `device`, if any; choices naming kernels this build does not have (or
+  // may not choose) are ignored, each with a line in `warnings`.
+  KernelChoice(int device, std::vector<std::string>* warnings);
+
+  // What `auto` means when the problem is not known yet (the pipeline asks before it has
+  // partitioned): the choice for the largest tuned float32 size, else the built-in default.
+  std::string default_kernel() const;
+  // `auto` for one GEMM: the tuned winner of the nearest tuned size of this dtype, if it can run
+  // the problem; else the built-in default for the dtype and size.
+  std::string resolve(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const;
+  // `kernel` as given, or resolve() where it is "auto" or empty.
+  std::string name_for(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const;
+
+ private:
+  TuneTable tuned_;
+  int sm_count_;
+};
+
+}  // namespace tessera::backend

@@ -1,0 +1,122 @@
+// The tune file (tuning.hpp): where it is looked for, how it is read, and the nearest tuned size.
+#include "backend/tuning.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace tessera::backend {
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : std::string();
+}
+
+std::string cache_dir() {
+  const std::string xdg = env("XDG_CACHE_HOME");
+  if (!xdg.empty()) return xdg + "/tessera";
+  const std::string home = env("HOME");
+  return (home.empty() ? std::string(".") : home) + "/.cache/tessera";
+}
+
+TunedChoice parse_choice(const nlohmann::json& j, const std::string& path) {
+  TunedChoice c;
+  try {
+    const std::string dtype = j.at("dtype").get<std::string>();
+    if (dtype != "f32" && dtype != "f64") throw InputError("dtype '" + dtype + "'");
+    c.dtype = dtype == "f32" ? DType::f32 : DType::f64;
+    c.m = j.at("m").get<std::int64_t>();
+    c.n = j.at("n").get<std::int64_t>();
+    c.k = j.at("k").get<std::int64_t>();
+    c.kernel = j.at("kernel").get<std::string>();
+    c.gflops = j.value("gflops", 0.0);
+  } catch (const std::exception& e) {
+    throw InputError("tune file '" + path + "': a choice is malformed (" + e.what() + ")");
+  }
+  if (c.m < 1 || c.n < 1 || c.k < 1 || c.kernel.empty())
+    throw InputError("tune file '" + path + "': a choice has a non-positive size or no kernel");
+  return c;
+}
+
+}  // namespace
+
+std::string sanitize_device_name(const std::string& gpu_name) {
+  std::string name = gpu_name.substr(0, gpu_name.find(" ["));  // drop the PCI bus id
+  std::string out;
+  for (const char ch : name) {
+    const auto u = static_cast<unsigned char>(ch);
+    out += (std::isalnum(u) || ch == '-' || ch == '.') ? ch : '_';
+  }
+  return out.empty() ? std::string("gpu") : out;
+}
+
+std::vector<std::string> tune_file_candidates(const std::string& gpu_name) {
+  const std::string file = "tuned-" + sanitize_device_name(gpu_name) + ".json";
+  std::vector<std::string> paths;
+  const std::string explicit_path = env("TESSERA_TUNE_FILE");
+  if (!explicit_path.empty()) paths.push_back(explicit_path);
+  paths.push_back(cache_dir() + "/" + file);
+  paths.push_back("configs/tuned/" + file);
+  return paths;
+}
+
+std::string default_tune_output(const std::string& gpu_name) {
+  const std::string explicit_path = env("TESSERA_TUNE_FILE");
+  if (!explicit_path.empty()) return explicit_path;
+  return cache_dir() + "/tuned-" + sanitize_device_name(gpu_name) + ".json";
+}
+
+TuneTable read_tune_file(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw InputError("tune file '" + path + "' cannot be read");
+  nlohmann::json j;
+  try {
+    f >> j;
+  } catch (const std::exception& e) {
+    throw InputError("tune file '" + path + "' is not valid JSON: " + e.what());
+  }
+  if (!j.is_object() || j.value("format", std::string()) != kTuneFileFormat || !j.contains("choices") ||
+      !j["choices"].is_array())
+    throw InputError("tune file '" + path + "' is not a " + kTuneFileFormat + " file (written by `tessera tune`)");
+  TuneTable table;
+  table.path = path;
+  table.device = j.value("device", std::string());
+  for (const auto& c : j["choices"]) table.choices.push_back(parse_choice(c, path));
+  return table;
+}
+
+TuneTable load_tune_table(const std::string& gpu_name) {
+  for (const std::string& path : tune_file_candidates(gpu_name)) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(path, ec)) return read_tune_file(path);
+  }
+  return {};
+}
+
+std::string tuned_kernel(const TuneTable& table, DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
+  const auto dist = [](std::int64_t x, std::int64_t y) {
+    return std::fabs(std::log(static_cast<double>(std::max<std::int64_t>(x, 1)) /
+                              static_cast<double>(std::max<std::int64_t>(y, 1))));
+  };
+  const TunedChoice* best = nullptr;
+  double best_d = std::numeric_limits<double>::infinity();
+  for (const TunedChoice& c : table.choices) {
+    if (c.dtype != dtype) continue;
+    const double d = dist(m, c.m) + dist(n, c.n) + dist(k, c.k);
+    if (d < best_d) {
+      best_d = d;
+      best = &c;
+    }
+  }
+  return best ? best->kernel : std::string();
+}
+
+}  // namespace tessera::backend

@@ -1,0 +1,118 @@
+// NCCL groups (nccl_group.hpp). Every NCCL call is checked: a failure becomes a DeviceError
+// naming the call, where it was made and NCCL's own reason.
+#include "comm/nccl_group.hpp"
+
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "core/error.hpp"
+
+#define NCCL_CHECK(call)                                                                                    \
+  do {                                                                                                      \
+    const ncclResult_t tessera_nccl_rc_ = (call);                                                           \
+    if (tessera_nccl_rc_ != ncclSuccess)                                                                    \
+      throw ::tessera::DeviceError(std::string("NCCL call ") + #call + " failed at " + __FILE__ + ":" +     \
+                                   std::to_string(__LINE__) + ": " + ncclGetErrorString(tessera_nccl_rc_)); \
+  } while (0)
+
+namespace tessera::comm {
+namespace {
+
+ncclDataType_t nccl_type(DType dtype) { return dtype == DType::f32 ? ncclFloat32 : ncclFloat64; }
+cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
+
+// The bytes of a fresh ncclUniqueId, made on `device`.
+std::string unique_id(int device) {
+  check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  ncclUniqueId id;
+  NCCL_CHECK(ncclGetUniqueId(&id));
+  return std::string(reinterpret_cast<const char*>(&id), sizeof id);
+}
+
+}  // namespace
+
+void check_cuda(cudaError_t err, const char* call) {
+  if (err != cudaSuccess)
+    throw DeviceError(std::string("CUDA call ") + call + " failed: " + cudaGetErrorName(err) + " (" +
+                      cudaGetErrorString(err) + ")");
+}
+
+std::unique_ptr<NcclGroup> NcclGroup::join(const Comm& world, const Comm* members, const Device& device, Use use,
+                                           const std::string& what) {
+  std::string id;
+  world.step([&] {
+    if (members && members->rank() == 0) id = unique_id(device.id);
+  });
+  if (!members) return nullptr;
+  id = members->broadcast(id, 0);
+  // Not a Comm::step: the group's other members wait inside NCCL's init.
+  try {
+    std::unique_ptr<NcclGroup> group(
+        new NcclGroup(std::vector<unsigned char>(id.begin(), id.end()), members->rank(), members->size(), device.id));
+    group->warm_up(use, device.stream);
+    return group;
+  } catch (const std::exception& e) {
+    abort_job("joining " + what + ": " + e.what());
+  }
+}
+
+NcclGroup::NcclGroup(const std::vector<unsigned char>& id_bytes, int rank, int size, int device)
+    : rank_(rank), size_(size), device_(device) {
+  ncclUniqueId id;
+  if (id_bytes.size() != sizeof id)
+    throw InputError("NCCL unique id of " + std::to_string(id_bytes.size()) + " bytes, expected " +
+                     std::to_string(sizeof id));
+  std::memcpy(&id, id_bytes.data(), sizeof id);
+  check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  NCCL_CHECK(ncclCommInitRank(&comm_, size, id, rank));
+}
+
+NcclGroup::~NcclGroup() {
+  if (comm_) (void)ncclCommDestroy(comm_);
+}
+
+void NcclGroup::warm_up(Use use, void* stream) {
+  void* warm = nullptr;
+  constexpr std::size_t kBytes = std::size_t{1} << 20;
+  check_cuda(cudaMalloc(&warm, kBytes), "cudaMalloc (NCCL warm-up buffer)");
+  struct Free {
+    void* p;
+    ~Free() { (void)cudaFree(p); }
+  } free_warm{warm};
+  try {
+    check_cuda(cudaMemsetAsync(warm, 0, kBytes, as_stream(stream)), "cudaMemsetAsync");
+    if (use == Use::reduce) {
+      reduce_sum(warm, kBytes / sizeof(float), DType::f32, 0, stream);
+    } else {
+      broadcast(warm, kBytes / sizeof(float), DType::f32, 0, stream);
+      // Point-to-point links (the gather to member 0) are set up on first use too.
+      for (int peer = 1; peer < size_; ++peer) {
+        if (rank_ == 0) receive(warm, 1, DType::f32, peer, stream);
+        if (rank_ == peer) send(warm, 1, DType::f32, 0, stream);
+      }
+    }
+    check_cuda(cudaStreamSynchronize(as_stream(stream)), "cudaStreamSynchronize");
+  } catch (...) {
+    (void)cudaStreamSynchronize(as_stream(stream));  // before the buffer goes
+    throw;
+  }
+}
+
+void NcclGroup::reduce_sum(void* buffer, std::size_t count, DType dtype, int root, void* stream) {
+  NCCL_CHECK(ncclReduce(buffer, buffer, count, nccl_type(dtype), ncclSum, root, comm_, as_stream(stream)));
+}
+
+void NcclGroup::broadcast(void* buffer, std::size_t count, DType dtype, int root, void* stream) {
+  NCCL_CHECK(ncclBroadcast(buffer, buffer, count, nccl_type(dtype), root, comm_, as_stream(stream)));
+}
+
+void NcclGroup::send(const void* buffer, std::size_t count, DType dtype, int peer, void* stream) {
+  NCCL_CHECK(ncclSend(buffer, count, nccl_type(dtype), peer, comm_, as_stream(stream)));
+}
+
+void NcclGroup::receive(void* buffer, std::size_t count, DType dtype, int peer, void* stream) {
+  NCCL_CHECK(ncclRecv(buffer, count, nccl_type(dtype), peer, comm_, as_stream(stream)));
+}
+
+}  // namespace tessera::comm

@@ -1,0 +1,35 @@
+#pragma once
+// How ranks move data (`--comm`): host MPI, CUDA-aware MPI, or NCCL between GPUs. The choice is
+// made once per job, from values every rank agrees on; the exchanges of the chosen path are then
+// built by make_transport (comm/exchange.hpp), so no algorithm asks the path again.
+#include <string>
+
+namespace tessera::comm {
+
+enum class Path {
+  host,        // MPI on (page-locked) host memory: any MPI, any backend
+  cuda_aware,  // MPI on device memory, where the MPI library reports CUDA support at run time
+  nccl,        // NCCL between the GPUs (NVLink / PCIe peer links); one rank per GPU
+};
+
+// "host", "cuda-aware", "nccl": the --comm value and the report's `comm` field.
+std::string path_name(Path path);
+
+// Whether this build has NCCL.
+bool nccl_compiled();
+
+// Whether the path moves a panel as one MPI message (int counts: a panel is at most INT_MAX
+// elements and bytes); NCCL counts are size_t.
+bool int_counts(Path path);
+
+// summa's path for --comm `want` (auto, host, cuda-aware, nccl), given what every rank has: the
+// cuda backend (`cuda`), NCCL usable (`nccl`: built with it and one rank per GPU), an MPI library
+// that is CUDA-aware at run time (`cuda_aware`). `auto` takes the first that applies of nccl,
+// cuda-aware, host. Throws InputError for an unknown name or a path this job cannot take.
+Path choose_path(const std::string& want, bool cuda, bool nccl, bool cuda_aware);
+
+// ksplit's path for the sum onto rank 0: nccl where usable and not refused (--comm host), else
+// host. Throws InputError for --comm nccl where it is not usable.
+Path choose_reduce_path(const std::string& want, bool nccl);
+
+}  // namespace tessera::comm

@@ -1,0 +1,80 @@
+// The comm choice, in-process: which path --comm, the backend and NCCL's availability pick
+// (summa's choose_path, ksplit's choose_reduce_path), and which implementation make_transport
+// builds for it. No MPI calls: the transports are only built here, not used (test_exchanges.cpp
+// runs them on several ranks).
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+
+#include <string>
+
+#include "comm/exchange.hpp"
+#include "comm/path.hpp"
+#include "core/error.hpp"
+
+using tessera::DType;
+using tessera::Error;
+using tessera::InputError;
+namespace comm = tessera::comm;
+using comm::Path;
+
+TEST_CASE("summa: auto takes nccl, then cuda-aware, then host", "[comm][choice]") {
+  struct Case {
+    bool cuda, nccl, cuda_aware;
+    Path expected;
+  };
+  const auto c = GENERATE(Case{true, true, true, Path::nccl}, Case{true, true, false, Path::nccl},
+                          Case{true, false, true, Path::cuda_aware}, Case{true, false, false, Path::host},
+                          Case{false, false, false, Path::host}, Case{false, false, true, Path::host},
+                          // the CPU backend never takes a device path, whatever the build has
+                          Case{false, true, true, Path::host});
+  CHECK(comm::choose_path("auto", c.cuda, c.nccl, c.cuda_aware) == c.expected);
+}
+
+TEST_CASE("summa: an explicit --comm is taken where it can run, refused with the reason where not", "[comm][choice]") {
+  CHECK(comm::choose_path("host", true, true, true) == Path::host);
+  CHECK(comm::choose_path("host", false, false, false) == Path::host);
+  CHECK(comm::choose_path("nccl", true, true, false) == Path::nccl);
+  CHECK(comm::choose_path("cuda-aware", true, true, true) == Path::cuda_aware);
+  const auto refused = [](const std::string& want, bool cuda, bool nccl, bool aware, const std::string& why) {
+    try {
+      (void)comm::choose_path(want, cuda, nccl, aware);
+      FAIL("--comm " << want << " was accepted");
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()).find(why) != std::string::npos);
+    }
+  };
+  refused("nccl", false, true, true, "--comm nccl needs the cuda backend");
+  refused("nccl", true, false, true, "two ranks share a GPU");
+  refused("cuda-aware", false, false, true, "--comm cuda-aware needs the cuda backend");
+  refused("cuda-aware", true, true, false, "does not report CUDA support");
+  refused("carrier-pigeon", true, true, true, "invalid --comm 'carrier-pigeon'");
+}
+
+TEST_CASE("ksplit: the sum is on the devices where NCCL is usable and not refused", "[comm][choice]") {
+  CHECK(comm::choose_reduce_path("auto", true) == Path::nccl);
+  CHECK(comm::choose_reduce_path("nccl", true) == Path::nccl);
+  CHECK(comm::choose_reduce_path("host", true) == Path::host);
+  CHECK(comm::choose_reduce_path("auto", false) == Path::host);
+  CHECK(comm::choose_reduce_path("host", false) == Path::host);
+  CHECK_THROWS_AS(comm::choose_reduce_path("nccl", false), InputError);
+}
+
+TEST_CASE("paths are named as --comm and the report name them; MPI paths count in int", "[comm][choice]") {
+  CHECK(comm::path_name(Path::host) == "host");
+  CHECK(comm::path_name(Path::cuda_aware) == "cuda-aware");
+  CHECK(comm::path_name(Path::nccl) == "nccl");
+  CHECK(comm::int_counts(Path::host));
+  CHECK(comm::int_counts(Path::cuda_aware));
+  CHECK_FALSE(comm::int_counts(Path::nccl));
+}
+
+TEST_CASE("make_transport builds the chosen path's implementation", "[comm][choice]") {
+  for (const Path path : {Path::host, Path::cuda_aware}) {
+    const auto transport = comm::make_transport(path, DType::f64, {});
+    REQUIRE(transport);
+    CHECK(transport->path() == path);
+  }
+  // NCCL needs the build to have it and a GPU on the rank: on a CPU rank it is refused, never
+  // quietly replaced by another path.
+  CHECK_THROWS_AS(comm::make_transport(Path::nccl, DType::f32, {}), Error);
+}
