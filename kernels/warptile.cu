@@ -167,24 +167,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     };
 
     T acc[Cfg::TM][Cfg::TN] = {};
-    // Prologue: the first STAGES - 1 k blocks in flight. One commit group per k block, empty
-    // ones included, so that "group kb" is always the kb-th commit.
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < k_blocks) load_stage(s, s);
-      cp_async_commit();
-    }
-    for (std::int64_t kb = 0; kb < k_blocks; ++kb) {
-      // This thread's copies of block kb are done (at most STAGES - 2 younger groups pending)...
-      cp_async_wait<STAGES - 2>();
-      // ...and everyone's are, and every thread has finished computing on block kb - 1, whose
-      // stage the prefetch below overwrites.
-      __syncthreads();
-      const std::int64_t next = kb + STAGES - 1;
-      if (next < k_blocks) load_stage(static_cast<int>(next % STAGES), next);
-      cp_async_commit();
-
-      const T* const As = smem + static_cast<int>(kb % STAGES) * Cfg::kStageElems;
+    cp_async_pipeline<STAGES>(k_blocks, load_stage, [&](int stage) {
+      const T* const As = smem + stage * Cfg::kStageElems;
       const T* const Bs = As + BK * kLdA;
 #pragma unroll
       for (int p = 0; p < BK; ++p) {
@@ -198,11 +182,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 #pragma unroll
           for (int j = 0; j < Cfg::TN; ++j) acc[i][j] = fma(ar[i], br[j], acc[i][j]);
       }
-    }
-    // Drain the (empty) trailing groups, and let every thread finish reading the stages before
-    // the next tile's prologue (grid-stride loop) writes them again.
-    cp_async_wait<0>();
-    __syncthreads();
+    });
 
 #pragma unroll
     for (int s = 0; s < MSUB; ++s)
@@ -236,20 +216,19 @@ void launch_warptile(const GpuGemm& g) {
   // 16-byte copies of B need 16-byte-aligned rows: an aligned base, a row length in whole chunks.
   const bool vec_b = g.n % W == 0 && is_aligned(g.b, 16);
   const bool vec_c = g.n % W == 0 && is_aligned(g.c, 16);
-  if (vec_b && g.accumulate)
-    launch_warptile<Cfg, true, true>(g, vec_c);
-  else if (vec_b)
-    launch_warptile<Cfg, true, false>(g, vec_c);
-  else if (g.accumulate)
-    launch_warptile<Cfg, false, true>(g, vec_c);
-  else
-    launch_warptile<Cfg, false, false>(g, vec_c);
+  static_switch([&](auto vec_b_, auto accumulate) { launch_warptile<Cfg, vec_b_(), accumulate()>(g, vec_c); },
+                vec_b, g.accumulate);
 }
 
 //                                   T       BM   BN  BK  WM  WN MSUB NSUB STAGES MIN_BLOCKS
 using F32_128x128 = WarpTileConfig<float,  128, 128, 16, 64, 32, 2,   2,   3,     2>;  // 256 thr
 using F32_128x64  = WarpTileConfig<float,  128,  64, 16, 64, 32, 2,   2,   3,     3>;  // 128 thr
 using F32_64x64   = WarpTileConfig<float,   64,  64, 16, 32, 32, 1,   2,   3,     4>;  // 128 thr
+// 8 x 16 per thread (128 accumulators): 6 LDS.128 per 128 FFMA instead of 4 per 64, a quarter
+// fewer cp.async per FFMA; one block (8 warps) per SM, latency hidden by ILP instead of warps.
+using F32_128x256 = WarpTileConfig<float, 128, 256, 16, 64, 64, 2,   4,   3,     1>;  // 256 thr
+using F32_256x128 = WarpTileConfig<float, 256, 128, 16, 64, 64, 2,   4,   3,     1>;  // 256 thr
+using F32_128x128_k8 = WarpTileConfig<float, 128, 128, 8, 64, 32, 2, 2,   4,     2>;  // 256 thr
 using F64_64x64   = WarpTileConfig<double,  64,  64, 16, 32, 32, 1,   2,   3,     3>;  // 128 thr
 using F64_64x32   = WarpTileConfig<double,  64,  32, 16, 32, 16, 1,   1,   3,     4>;  // 128 thr
 using F64_32x32   = WarpTileConfig<double,  32,  32, 16, 32, 16, 1,   1,   3,     6>;  //  64 thr
@@ -275,6 +254,15 @@ std::vector<GpuKernel> warptile_kernels() {
       {"warptile-64x64",
        "warp tiles + 3-stage cp.async pipeline, 64x64x16 tiles, 4x8 per thread (f64: 32x32, 4x4)",
        nullptr, &run_warptile<F32_64x64, F64_32x32>},
+      {"warptile-128x256",
+       "warp tiles + 3-stage cp.async pipeline, 128x256x16 tiles, 8x16 per thread (f64: 64x64, 4x8)",
+       nullptr, &run_warptile<F32_128x256, F64_64x64>},
+      {"warptile-256x128",
+       "warp tiles + 3-stage cp.async pipeline, 256x128x16 tiles, 8x16 per thread (f64: 64x64, 4x8)",
+       nullptr, &run_warptile<F32_256x128, F64_64x64>},
+      {"warptile-128x128-k8",
+       "warp tiles + 4-stage cp.async pipeline, 128x128x8 tiles, 8x8 per thread (f64: 64x64, 4x8)",
+       nullptr, &run_warptile<F32_128x128_k8, F64_64x64>},
   };
   for (GpuKernel& kernel : kernels) kernel.accumulates = true;  // C += A * B in the epilogue
   return kernels;
