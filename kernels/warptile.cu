@@ -227,8 +227,7 @@ using F32_64x64   = WarpTileConfig<float,   64,  64, 16, 32, 32, 1,   2,   3,   
 // 8 x 16 per thread (128 accumulators): 6 LDS.128 per 128 FFMA instead of 4 per 64, a quarter
 // fewer cp.async per FFMA; one block (8 warps) per SM, latency hidden by ILP instead of warps.
 using F32_128x256 = WarpTileConfig<float, 128, 256, 16, 64, 64, 2,   4,   3,     1>;  // 256 thr
-using F32_256x128 = WarpTileConfig<float, 256, 128, 16, 64, 64, 2,   4,   3,     1>;  // 256 thr
-using F32_128x128_k8 = WarpTileConfig<float, 128, 128, 8, 64, 32, 2, 2,   4,     2>;  // 256 thr
+using F32_128x256_k8 = WarpTileConfig<float, 128, 256, 8, 64, 64, 2,  4,   4,     1>;  // 256 thr
 using F64_64x64   = WarpTileConfig<double,  64,  64, 16, 32, 32, 1,   2,   3,     3>;  // 128 thr
 using F64_64x32   = WarpTileConfig<double,  64,  32, 16, 32, 16, 1,   1,   3,     4>;  // 128 thr
 using F64_32x32   = WarpTileConfig<double,  32,  32, 16, 32, 16, 1,   1,   3,     6>;  //  64 thr
@@ -257,12 +256,9 @@ std::vector<GpuKernel> warptile_kernels() {
       {"warptile-128x256",
        "warp tiles + 3-stage cp.async pipeline, 128x256x16 tiles, 8x16 per thread (f64: 64x64, 4x8)",
        nullptr, &run_warptile<F32_128x256, F64_64x64>},
-      {"warptile-256x128",
-       "warp tiles + 3-stage cp.async pipeline, 256x128x16 tiles, 8x16 per thread (f64: 64x64, 4x8)",
-       nullptr, &run_warptile<F32_256x128, F64_64x64>},
-      {"warptile-128x128-k8",
-       "warp tiles + 4-stage cp.async pipeline, 128x128x8 tiles, 8x8 per thread (f64: 64x64, 4x8)",
-       nullptr, &run_warptile<F32_128x128_k8, F64_64x64>},
+      {"warptile-128x256-k8",
+       "warp tiles + 4-stage cp.async pipeline, 128x256x8 tiles, 8x16 per thread (f64: 64x64, 4x8)",
+       nullptr, &run_warptile<F32_128x256_k8, F64_64x64>},
   };
   for (GpuKernel& kernel : kernels) kernel.accumulates = true;  // C += A * B in the epilogue
   return kernels;

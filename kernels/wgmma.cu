@@ -67,19 +67,47 @@ struct Operand<WgmmaInput::kBf16> {
   __device__ static E from(float x) { return __float2bfloat16_rn(x); }
 };
 
-// out (rows x ld) = rounded a (rows x cols, row-major), the ld - cols padding columns zero.
+// Four rounded operands from four floats, stored with one 16-byte (TF32) or 8-byte (BF16) store.
 template <WgmmaInput IN>
+__device__ __forceinline__ void store4_rounded(typename Operand<IN>::E* dst, float4 v) {
+  using Op = Operand<IN>;
+  if constexpr (IN == WgmmaInput::kTf32) {
+    *reinterpret_cast<float4*>(dst) = make_float4(Op::from(v.x), Op::from(v.y), Op::from(v.z), Op::from(v.w));
+  } else {
+    __nv_bfloat162 lo(Op::from(v.x), Op::from(v.y)), hi(Op::from(v.z), Op::from(v.w));
+    uint2 bits;
+    bits.x = *reinterpret_cast<const unsigned*>(&lo);
+    bits.y = *reinterpret_cast<const unsigned*>(&hi);
+    *reinterpret_cast<uint2*>(dst) = bits;
+  }
+}
+
+// out (rows x ld) = rounded a (rows x cols, row-major), the ld - cols padding columns zero.
+// VEC (cols % 4 == 0, a 16-byte aligned, so ld == cols for TF32): 16-byte loads, 4 per thread.
+template <WgmmaInput IN, bool VEC>
 __global__ void pack_rows(std::int64_t rows, std::int64_t cols, const float* __restrict__ a,
                           typename Operand<IN>::E* __restrict__ out, std::int64_t ld) {
   constexpr int kPerThread = 4;  // consecutive threads, consecutive elements: coalesced
   const std::int64_t span = static_cast<std::int64_t>(blockDim.x) * kPerThread;
   for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y)
-    for (std::int64_t c0 = blockIdx.x * span; c0 < ld; c0 += gridDim.x * span)
+    for (std::int64_t c0 = blockIdx.x * span; c0 < ld; c0 += gridDim.x * span) {
+      if constexpr (VEC) {
+        const std::int64_t c = c0 + kPerThread * threadIdx.x;
+        if (c < cols) {
+          store4_rounded<IN>(out + r * ld + c, *reinterpret_cast<const float4*>(a + r * cols + c));
+        } else {
 #pragma unroll
-      for (int i = 0; i < kPerThread; ++i) {
-        const std::int64_t c = c0 + i * blockDim.x + threadIdx.x;
-        if (c < ld) out[r * ld + c] = Operand<IN>::from(c < cols ? a[r * cols + c] : 0.0f);
+          for (int i = 0; i < kPerThread; ++i)
+            if (c + i < ld) out[r * ld + c + i] = Operand<IN>::from(0.0f);
+        }
+      } else {
+#pragma unroll
+        for (int i = 0; i < kPerThread; ++i) {
+          const std::int64_t c = c0 + i * blockDim.x + threadIdx.x;
+          if (c < ld) out[r * ld + c] = Operand<IN>::from(c < cols ? a[r * cols + c] : 0.0f);
+        }
       }
+    }
 }
 
 // out (cols x ld) = rounded b^T, b (rows x cols, row-major), the ld - rows padding columns zero:
@@ -111,11 +139,16 @@ __global__ void pack_transposed(std::int64_t rows, std::int64_t cols, const floa
 
 // ---- the GEMM ----------------------------------------------------------------------------------
 
-template <WgmmaInput IN, int BN_, int STAGES_>
+// RAW_A (TF32 only): A is read by TMA straight from the caller's float32 matrix when its rows
+// are 16-byte aligned, with no rounding pass: the tensor cores then use the top 19 bits of each
+// float (truncation), so A's inputs err by up to 2^-10 instead of 2^-11; B is still rounded.
+template <WgmmaInput IN, int BN_, int STAGES_, bool RAW_A_ = false>
 struct WgmmaConfig {
   using Op = Operand<IN>;
   using E = typename Op::E;
   static constexpr WgmmaInput kInput = IN;
+  static constexpr bool kRawA = RAW_A_;
+  static_assert(!RAW_A_ || IN == WgmmaInput::kTf32, "wgmma: only TF32 reads float32 A as it is");
   static constexpr int kConsumers = 2;                 // warpgroups computing, 64 rows each
   static constexpr int BM = 64 * kConsumers, BN = BN_;
   static constexpr int BK = 128 / static_cast<int>(sizeof(E));  // one 128-byte swizzle row
@@ -317,27 +350,37 @@ void run_wgmma(const GpuGemm& g, GpuContext& ctx) {
   // 1. The operands, rounded, B transposed, rows padded to 16 bytes for TMA.
   constexpr std::int64_t kPad = 16 / sizeof(E);
   const std::int64_t ld = ceil_div(g.k, kPad) * kPad;
-  const std::size_t a_bytes = static_cast<std::size_t>(g.m * ld) * sizeof(E);
+  const bool vec_a = g.k % 4 == 0 && is_aligned(g.a, 16);
+  const bool raw_a = Cfg::kRawA && vec_a;  // ld == k: A's rows are whole 16-byte units
+  const std::size_t a_bytes = raw_a ? 0 : static_cast<std::size_t>(g.m * ld) * sizeof(E);
   const std::size_t b_offset = (a_bytes + 255) / 256 * 256;
   auto* const scratch = static_cast<unsigned char*>(
       ctx.operand_scratch(b_offset + static_cast<std::size_t>(g.n * ld) * sizeof(E)));
-  E* const a_op = reinterpret_cast<E*>(scratch);
+  const E* a_op = raw_a ? static_cast<const E*>(g.a) : reinterpret_cast<E*>(scratch);
   E* const b_op = reinterpret_cast<E*>(scratch + b_offset);
-  {
+  if (!raw_a) {
     constexpr int kThreads = 256;
     const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>(ceil_div(ld, 4 * kThreads), 1024)),
                     static_cast<unsigned>(std::min<std::int64_t>(g.m, kMaxGridY)));
-    pack_rows<Cfg::kInput><<<grid, kThreads, 0, g.stream>>>(g.m, g.k, static_cast<const float*>(g.a), a_op, ld);
+    static_switch(
+        [&](auto vec) {
+          pack_rows<Cfg::kInput, vec()><<<grid, kThreads, 0, g.stream>>>(
+              g.m, g.k, static_cast<const float*>(g.a), reinterpret_cast<E*>(scratch), ld);
+        },
+        vec_a);
     CUDA_CHECK_LAUNCH();
+  }
+  {
     const dim3 tgrid(static_cast<unsigned>(std::min<std::int64_t>(ceil_div(g.n, 32), kMaxGridX)),
                      static_cast<unsigned>(std::min<std::int64_t>(ceil_div(ld, 32), kMaxGridY)));
     pack_transposed<Cfg::kInput><<<tgrid, dim3(32, 8), 0, g.stream>>>(g.k, g.n, static_cast<const float*>(g.b),
                                                                        b_op, ld);
     CUDA_CHECK_LAUNCH();
   }
-  // 2. The GEMM on them.
-  // The padded width as the tensor's: rows of whole 16-byte units, the padding zeros.
-  const CUtensorMap map_a = tensor_map(Cfg::Op::kTmaType, sizeof(E), a_op, g.m, ld, ld, Cfg::BM, Cfg::BK);
+  // 2. The GEMM on them. The padded width as the tensor's: rows of whole 16-byte units, the
+  // padding zeros. A raw float32 A is described as TF32 (the tensor cores read 19 of its bits).
+  const CUtensorMapDataType a_type = raw_a ? CU_TENSOR_MAP_DATA_TYPE_TFLOAT32 : Cfg::Op::kTmaType;
+  const CUtensorMap map_a = tensor_map(a_type, sizeof(E), a_op, g.m, ld, ld, Cfg::BM, Cfg::BK);
   const CUtensorMap map_b = tensor_map(Cfg::Op::kTmaType, sizeof(E), b_op, g.n, ld, ld, Cfg::BN, Cfg::BK);
   const bool vec_c = g.n % 2 == 0 && is_aligned(g.c, 8);
   const std::int64_t tiles = ceil_div(g.m, Cfg::BM) * ceil_div(g.n, Cfg::BN);
@@ -364,6 +407,7 @@ bool wgmma_can_implement(const GpuGemm& g, std::string* why) {
 //                            input               BN   STAGES
 using Tf32x256 = WgmmaConfig<WgmmaInput::kTf32, 256, 4>;
 using Tf32x128 = WgmmaConfig<WgmmaInput::kTf32, 128, 6>;
+using Tf32x256RawA = WgmmaConfig<WgmmaInput::kTf32, 256, 4, true>;
 using Bf16x256 = WgmmaConfig<WgmmaInput::kBf16, 256, 4>;
 using Bf16x128 = WgmmaConfig<WgmmaInput::kBf16, 128, 6>;
 
@@ -377,6 +421,10 @@ std::vector<GpuKernel> wgmma_kernels() {
        "Hopper wgmma m64n256k8 + TMA, 128x256x32 tiles, 4 stages, warp-specialised, persistent: "
        "float32 rounded to TF32, FP32 accumulation (opt-in, sm_90a)",
        &wgmma_can_implement, &run_wgmma<Tf32x256>, kTf32UnitRoundoff, true, "cublas-tf32"},
+      {"tf32-wgmma-rawa",
+       "tf32-wgmma without the rounding pass over A when its rows are 16-byte aligned: A's floats "
+       "truncated to TF32 by the tensor cores, B rounded (opt-in, sm_90a)",
+       &wgmma_can_implement, &run_wgmma<Tf32x256RawA>, 0x1p-10, true, "cublas-tf32"},
       {"tf32-wgmma-128x128",
        "Hopper wgmma m64n128k8 + TMA, 128x128x32 tiles, 6 stages (opt-in, sm_90a)",
        &wgmma_can_implement, &run_wgmma<Tf32x128>, kTf32UnitRoundoff, true, "cublas-tf32"},

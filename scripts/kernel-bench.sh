@@ -13,7 +13,7 @@
 # f64 at KB_F64_SIZES (KB_F64_KERNELS); `tessera tune` when KB_TUNE=1. OUTDIR gets at most 8
 # files: summary.txt (the numbers that matter, the step table, the machine), build.log,
 # tests.log, sanitizer.log, bench.log, bench.json (all bench rows), tune.log, tune.json. Prints a
-# compact table last; exits nonzero if a step failed.
+# compact table last; exits nonzero if a step failed. KB_NCU adds ncu.txt (see below).
 set -uo pipefail
 
 if [ $# -ne 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
@@ -30,14 +30,14 @@ arch=${CUDA_ARCH:-90}
 jobs=$(nproc)
 tessera=$build/tessera
 tests=$build/tests/tessera_gpu_tests
-warptiles="warptile-128x128,warptile-128x64,warptile-64x64,warptile-128x256,warptile-256x128,warptile-128x128-k8"
+warptiles="warptile-128x128,warptile-128x64,warptile-64x64,warptile-128x256,warptile-128x256-k8"
 mma="tf32,bf16,dmma,dmma-128x128,dmma-64x64"
-wgmma="tf32-wgmma,tf32-wgmma-128x128,bf16-wgmma,bf16-wgmma-128x128"
+wgmma="tf32-wgmma,tf32-wgmma-rawa,tf32-wgmma-128x128,bf16-wgmma,bf16-wgmma-128x128"
 test_kernels=${KB_TEST_KERNELS:-$warptiles,$mma,$wgmma,cublas}
 sanitize_kernels=${KB_SANITIZE_KERNELS:-$warptiles,$mma,$wgmma}
 f32_sizes=${KB_F32_SIZES:-1024,4096,8192,4099x4097x4095}
 f32_kernels=${KB_F32_KERNELS:-$warptiles,$mma,$wgmma,cublas,cublas-tf32,cublas-bf16}
-f32_big_kernels=${KB_F32_BIG_KERNELS:-warptile-128x128,warptile-128x256,warptile-256x128,$wgmma,cublas,cublas-tf32,cublas-bf16}
+f32_big_kernels=${KB_F32_BIG_KERNELS:-warptile-128x128,warptile-128x256,warptile-128x256-k8,$wgmma,cublas,cublas-tf32,cublas-bf16}
 f64_sizes=${KB_F64_SIZES:-4096,8192,4099x4097x4095}
 f64_kernels=${KB_F64_KERNELS:-dmma,dmma-128x128,dmma-64x64,warptile-128x128,cublas}
 tmp=$(mktemp -d)
@@ -129,6 +129,19 @@ if [ "$built" = 1 ]; then
     --kernels "$f32_big_kernels" --json "$tmp/bench-f32-16k.json"
   step bench-f64 "$out/bench.log" 150 "$tessera" bench --dtypes f64 --sizes "$f64_sizes" \
     --kernels "$f64_kernels" --json "$tmp/bench-f64.json"
+  # KB_NCU="kernel:dtype,...": one launch of each at 8192 under Nsight Compute (clocks left as
+  # they are), into ncu.txt: what bounds it (issue slots, shared memory, L2, tensor pipes).
+  if [ -n "${KB_NCU:-}" ] && command -v ncu >/dev/null; then
+    : >"$out/ncu.txt"
+    for spec in ${KB_NCU//,/ }; do
+      step "ncu-${spec%%:*}" "$out/ncu.txt" 120 ncu --clock-control none \
+        --kernel-name regex:'warptile_gemm|wgmma_gemm|tensorcore_gemm' --launch-skip 1 --launch-count 1 \
+        --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
+        --section MemoryWorkloadAnalysis_Tables --section Occupancy --section LaunchStats \
+        --section SchedulerStats --section WarpStateStats \
+        "$tessera" bench --dtypes "${spec#*:}" --sizes 8192 --warmup 1 --repeats 1 --kernels "${spec%%:*}"
+    done
+  fi
   if [ "${KB_TUNE:-0}" = 1 ]; then
     : >"$out/tune.log"
     step tune "$out/tune.log" 200 "$tessera" tune --sizes 1024,2048,4096,8192,4099x4097x4095 --dtypes f32,f64 \
