@@ -3,7 +3,8 @@
 // matrix products done by the tensor cores in one instruction each:
 //   "tf32"  m16n8k8  TF32 inputs, FP32 accumulation   (opt-in: inputs rounded to 10+1 bits)
 //   "bf16"  m16n8k16 BF16 inputs, FP32 accumulation   (opt-in: inputs rounded to 7+1 bits)
-//   "dmma"  m8n8k4   FP64 inputs and accumulation     (full float64: a candidate for `auto`)
+//   "dmma"  m16n8k4  FP64 inputs and accumulation     (full float64: a candidate for `auto`;
+//                    "-128x128", "-64x64": other block tiles)
 // A and B stay float32 (float64 for dmma) in global and shared memory; the float32 values are
 // rounded to TF32 (cvt.rna: to nearest, unit roundoff 2^-11) or BF16 (cvt.rn: 2^-8) as the
 // fragments are loaded into registers. Accumulation is FP32 in the tensor cores. Only float32
@@ -19,10 +20,18 @@
 // and B at (2t, g): strides 8 and 4 (mod 32); dmma reads 8-byte A(g, t) and B(t, g): strides
 // 4 (mod 16) doubles.
 //
-// Prediction: mma.sync, not Hopper's wgmma, and fragments from FP32 shared memory (bf16 reads
-// twice the bytes a BF16 tile would need): tf32 ~55-75% of cuBLAS TF32 (shared-memory
-// bandwidth: 128 bytes per m16n8k8 for a 64x64 warp tile), bf16 ~40-60% of cuBLAS BF16 on
-// float32 data, dmma ~70-85% of cuBLAS DGEMM.
+// FP64 on Hopper: m16n8k4 is the shape the FP64 tensor cores run natively (PTX 7.8, sm_90;
+// SASS DMMA.16x8x4); the Ampere shape m8n8k4 runs at about half that rate there, which is where
+// the first dmma (m8n8k4) stopped: 62% of cuBLAS DGEMM at 8192. With m16n8k4 and the same tiles:
+// 99-108% (measured, docs/performance.md). Below sm_90, m16n8k4 is issued as two m8n8k4 on rows
+// g and g + 8 of the same fragments, so an sm_80 build keeps working.
+//
+// Measured (H200, 2026-11-29): mma.sync tf32 ~33-39% and bf16 ~46-54% of cuBLAS in the same
+// mode at 4096-8192: fragments from FP32 shared memory with scalar loads, no wgmma. On Hopper
+// use wgmma.cu's kernels; these stay for sm_80 builds and as their fallback.
+//
+// Accumulation (GpuGemm::accumulate) is a template flag: the epilogue reads C where it writes
+// it (C += A * B), as in warptile.cu.
 //
 // Edges: zero-filled tiles (cp.async with source size 0), guarded stores: any M, N, K >= 1.
 #include <cstddef>

@@ -130,18 +130,18 @@ __device__ __forceinline__ void cp_async_pipeline(std::int64_t k_blocks, Load&& 
     if (s < k_blocks) load(s, std::int64_t{s});
     cp_async_commit();
   }
-  int read_stage = 0, write_stage = STAGES - 1;
+  // Stages are derived from kb rather than counted: no register beyond kb's (the 128x128 float
+  // warptile runs at its 128-register limit).
   for (std::int64_t kb = 0; kb < k_blocks; ++kb) {
     // This thread's copies of block kb are done (at most STAGES - 2 younger groups pending)...
     cp_async_wait<STAGES - 2>();
     // ...and everyone's are, and every thread has finished computing on block kb - 1, whose
     // stage the prefetch below overwrites.
     __syncthreads();
-    if (kb + STAGES - 1 < k_blocks) load(write_stage, kb + STAGES - 1);
+    const std::int64_t next = kb + STAGES - 1;
+    if (next < k_blocks) load(static_cast<int>(next % STAGES), next);
     cp_async_commit();
-    compute(read_stage);
-    read_stage = read_stage == STAGES - 1 ? 0 : read_stage + 1;
-    write_stage = write_stage == STAGES - 1 ? 0 : write_stage + 1;
+    compute(static_cast<int>(kb % STAGES));
   }
   // Drain the (empty) trailing groups, and let every thread finish reading the stages before
   // the caller's next tile (grid-stride loop) writes them again.

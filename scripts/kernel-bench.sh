@@ -10,7 +10,8 @@
 # KB_TEST_KERNELS (default: the fast ones); compute-sanitizer memcheck and racecheck on the
 # [sanitize] odd shapes for KB_SANITIZE_KERNELS; SASS counts of the instructions that matter;
 # `tessera bench` f32 at KB_F32_SIZES (kernels KB_F32_KERNELS), f32 at 16384 (KB_F32_BIG_KERNELS),
-# f64 at KB_F64_SIZES (KB_F64_KERNELS); `tessera tune` when KB_TUNE=1. OUTDIR gets at most 8
+# f64 at KB_F64_SIZES (KB_F64_KERNELS); `tessera tune` when KB_TUNE=1 (KB_TUNE_DTYPES, starting
+# from the choices in KB_TUNE_BASE). OUTDIR gets at most 8
 # files: summary.txt (the numbers that matter, the step table, the machine), build.log,
 # tests.log, sanitizer.log, bench.log, bench.json (all bench rows), tune.log, tune.json. Prints a
 # compact table last; exits nonzero if a step failed. KB_NCU adds ncu.txt (see below).
@@ -30,14 +31,14 @@ arch=${CUDA_ARCH:-90}
 jobs=$(nproc)
 tessera=$build/tessera
 tests=$build/tests/tessera_gpu_tests
-warptiles="warptile-128x128,warptile-128x64,warptile-64x64,warptile-128x256,warptile-128x256-k8"
+warptiles="warptile-128x128,warptile-128x64,warptile-64x64,warptile-128x256,warptile-128x256-db,warptile-128x128-8x16,warptile-128x256-split2,warptile-128x128-8x16-split4"
 mma="tf32,bf16,dmma,dmma-128x128,dmma-64x64"
 wgmma="tf32-wgmma,tf32-wgmma-rawa,tf32-wgmma-128x128,bf16-wgmma,bf16-wgmma-128x128"
 test_kernels=${KB_TEST_KERNELS:-$warptiles,$mma,$wgmma,cublas}
 sanitize_kernels=${KB_SANITIZE_KERNELS:-$warptiles,$mma,$wgmma}
 f32_sizes=${KB_F32_SIZES:-1024,4096,8192,4099x4097x4095}
 f32_kernels=${KB_F32_KERNELS:-$warptiles,$mma,$wgmma,cublas,cublas-tf32,cublas-bf16}
-f32_big_kernels=${KB_F32_BIG_KERNELS:-warptile-128x128,warptile-128x256,warptile-128x256-k8,$wgmma,cublas,cublas-tf32,cublas-bf16}
+f32_big_kernels=${KB_F32_BIG_KERNELS:-warptile-128x256,warptile-128x256-db,warptile-128x128-8x16,$wgmma,cublas,cublas-tf32,cublas-bf16}
 f64_sizes=${KB_F64_SIZES:-4096,8192,4099x4097x4095}
 f64_kernels=${KB_F64_KERNELS:-dmma,dmma-128x128,dmma-64x64,warptile-128x128,cublas}
 tmp=$(mktemp -d)
@@ -143,9 +144,11 @@ if [ "$built" = 1 ]; then
     done
   fi
   if [ "${KB_TUNE:-0}" = 1 ]; then
+    # KB_TUNE_BASE: a tune file whose choices for the dtypes not re-tuned (KB_TUNE_DTYPES) are kept.
     : >"$out/tune.log"
-    step tune "$out/tune.log" 200 "$tessera" tune --sizes 1024,2048,4096,8192,4099x4097x4095 --dtypes f32,f64 \
-      --out "$out/tune.json"
+    [ -f "${KB_TUNE_BASE:-}" ] && cp "$KB_TUNE_BASE" "$out/tune.json"
+    step tune "$out/tune.log" 200 "$tessera" tune --sizes 1024,2048,4096,8192,4099x4097x4095 \
+      --dtypes "${KB_TUNE_DTYPES:-f32,f64}" --out "$out/tune.json"
   fi
 else
   for s in gpu-tests memcheck racecheck bench-f32 bench-f32-16k bench-f64 tune; do skip "$s" "build failed"; done
