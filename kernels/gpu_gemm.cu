@@ -19,6 +19,7 @@ namespace tessera::kernels {
 
 GpuContext::~GpuContext() {
   if (scratch_) (void)cudaFree(scratch_);
+  if (operand_scratch_) (void)cudaFree(operand_scratch_);
   if (cublas_) (void)cublas_api().destroy(cublas_);  // handles exist only once cuBLAS is loaded
   if (cublas_tensor_op_) (void)cublas_api().destroy(cublas_tensor_op_);
 }
@@ -32,22 +33,35 @@ cublasContext* GpuContext::cublas_tensor_op() {
   return cublas_tensor_op_;
 }
 
-void* GpuContext::scratch(std::size_t bytes) {
-  if (bytes > scratch_bytes_) {
-    if (scratch_) CUDA_CHECK(cudaFree(scratch_));  // waits for the work that used it
-    scratch_ = nullptr;
-    scratch_bytes_ = 0;
-    const cudaError_t err = cudaMalloc(&scratch_, bytes);
-    if (err == cudaErrorMemoryAllocation) {
-      (void)cudaGetLastError();
-      scratch_ = nullptr;
-      throw DeviceError("out of GPU memory allocating a " + std::to_string(bytes >> 20) +
-                        " MiB scratch C for an accumulating GEMM; use more ranks or a smaller --panel-width");
-    }
-    if (err != cudaSuccess) throw_cuda_error(err, "cudaMalloc", __FILE__, __LINE__);
-    scratch_bytes_ = bytes;
+namespace {
+
+// Device memory of at least `bytes` in *buffer (size *have), reallocated when it is too small.
+void grow_scratch(void*& buffer, std::size_t& have, std::size_t bytes, const char* what) {
+  if (bytes <= have) return;
+  if (buffer) CUDA_CHECK(cudaFree(buffer));  // waits for the work that used it
+  buffer = nullptr;
+  have = 0;
+  const cudaError_t err = cudaMalloc(&buffer, bytes);
+  if (err == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    buffer = nullptr;
+    throw DeviceError("out of GPU memory allocating " + std::to_string(bytes >> 20) + " MiB of " + what +
+                      "; use more ranks or a smaller --panel-width");
   }
+  if (err != cudaSuccess) throw_cuda_error(err, "cudaMalloc", __FILE__, __LINE__);
+  have = bytes;
+}
+
+}  // namespace
+
+void* GpuContext::scratch(std::size_t bytes) {
+  grow_scratch(scratch_, scratch_bytes_, bytes, "scratch C for an accumulating GEMM");
   return scratch_;
+}
+
+void* GpuContext::operand_scratch(std::size_t bytes) {
+  grow_scratch(operand_scratch_, operand_scratch_bytes_, bytes, "converted operands (TF32/BF16 copies of A and B)");
+  return operand_scratch_;
 }
 
 cublasContext* GpuContext::cublas() {
@@ -81,6 +95,7 @@ const std::vector<GpuKernel>& registry() {
              vectorized_kernels,
              warptile_kernels,
              tensorcore_kernels,
+             wgmma_kernels,
              cublas_kernels,  // keep last: the baseline the others are compared with
          }) {
       for (GpuKernel& kernel : technique()) kernels.push_back(std::move(kernel));
@@ -124,6 +139,11 @@ bool fail(std::string* why, std::string reason) {
 }
 
 }  // namespace
+
+#ifndef TESSERA_HAVE_SM90A
+// This build has no sm_90a code (kernels/wgmma.cu is built only for it): no wgmma kernels.
+std::vector<GpuKernel> wgmma_kernels() { return {}; }
+#endif
 
 bool f32_only(const GpuGemm& g, std::string* why) {
   if (g.dtype == DType::f32) return true;

@@ -2,7 +2,8 @@
 // GPU GEMM kernels behind one dispatcher: C = A * B on device memory, row-major and contiguous
 // (A is m x k, B is k x n, C is m x n), asynchronously on a stream. Kernels are chosen by name
 // from a registry ("naive", "tiled32", "regtile", "vectorized", "warptile-128x128", "dmma", the
-// opt-in tensor-core "tf32"/"bf16", "cublas", ...; docs/kernels.md); the CUDA backend and
+// opt-in tensor-core "tf32"/"bf16" (and "tf32-wgmma"/"bf16-wgmma" in sm_90a builds), "cublas",
+// ...; docs/kernels.md); the CUDA backend and
 // `tessera bench` list them from here, so a kernel added to the registry shows up in both.
 // Knows nothing of MPI, HDF5 or the CLI.
 #include <cuda_runtime_api.h>
@@ -48,12 +49,18 @@ class GpuContext {
   // Device scratch of at least `bytes`, kept until a larger one is asked for. Calls that use it
   // (accumulating GEMMs) must be ordered: one stream per context.
   void* scratch(std::size_t bytes);
+  // Device scratch for operands a kernel converts before it multiplies (the wgmma kernels' TF32 /
+  // BF16 copies of A and B), kept the same way; separate from scratch(), so that one call may use
+  // both. Same ordering rule.
+  void* operand_scratch(std::size_t bytes);
 
  private:
   cublasContext* cublas_ = nullptr;
   cublasContext* cublas_tensor_op_ = nullptr;
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
+  void* operand_scratch_ = nullptr;
+  std::size_t operand_scratch_bytes_ = 0;
 };
 
 // Registered kernel names, in bench order (the naive baseline first, cuBLAS last).

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -57,9 +58,33 @@ std::vector<GpuKernel> regtile_kernels();     // kernels/regtile.cu
 std::vector<GpuKernel> vectorized_kernels();  // kernels/vectorized.cu
 std::vector<GpuKernel> warptile_kernels();    // kernels/warptile.cu
 std::vector<GpuKernel> tensorcore_kernels();  // kernels/tensorcore.cu
+// kernels/wgmma.cu: Hopper's wgmma + TMA, built only for sm_90a (TESSERA_HAVE_SM90A); an empty
+// list in other builds (kernels/gpu_gemm.cu).
+std::vector<GpuKernel> wgmma_kernels();
 std::vector<GpuKernel> cublas_kernels();      // kernels/cublas_gemm.cu
 
 // ---- helpers for launchers -------------------------------------------------------------------
+
+// The one dispatch helper for run-time flags that kernels take as template arguments (like
+// flash-attention's static_switch.h): static_switch(f, b1, b2, ...) calls
+// f(std::bool_constant<b1>{}, std::bool_constant<b2>{}, ...), so a launcher reads
+//   static_switch([&](auto vec_a, auto acc) { launch<Cfg, vec_a(), acc()>(g); }, vec_a, g.accumulate);
+// instead of an if/else per combination.
+template <class F>
+void static_switch(F&& f) {
+  f();
+}
+template <class F, class... Flags>
+void static_switch(F&& f, bool first, Flags... rest) {
+  static_switch(
+      [&](auto... tail) {
+        if (first)
+          f(std::true_type{}, tail...);
+        else
+          f(std::false_type{}, tail...);
+      },
+      rest...);
+}
 
 __host__ __device__ constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;

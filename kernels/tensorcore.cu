@@ -3,7 +3,8 @@
 // matrix products done by the tensor cores in one instruction each:
 //   "tf32"  m16n8k8  TF32 inputs, FP32 accumulation   (opt-in: inputs rounded to 10+1 bits)
 //   "bf16"  m16n8k16 BF16 inputs, FP32 accumulation   (opt-in: inputs rounded to 7+1 bits)
-//   "dmma"  m8n8k4   FP64 inputs and accumulation     (full float64: a candidate for `auto`)
+//   "dmma"  m16n8k4  FP64 inputs and accumulation     (full float64: a candidate for `auto`;
+//                    "-128x128", "-64x64": other block tiles)
 // A and B stay float32 (float64 for dmma) in global and shared memory; the float32 values are
 // rounded to TF32 (cvt.rna: to nearest, unit roundoff 2^-11) or BF16 (cvt.rn: 2^-8) as the
 // fragments are loaded into registers. Accumulation is FP32 in the tensor cores. Only float32
@@ -19,10 +20,18 @@
 // and B at (2t, g): strides 8 and 4 (mod 32); dmma reads 8-byte A(g, t) and B(t, g): strides
 // 4 (mod 16) doubles.
 //
-// Prediction: mma.sync, not Hopper's wgmma, and fragments from FP32 shared memory (bf16 reads
-// twice the bytes a BF16 tile would need): tf32 ~55-75% of cuBLAS TF32 (shared-memory
-// bandwidth: 128 bytes per m16n8k8 for a 64x64 warp tile), bf16 ~40-60% of cuBLAS BF16 on
-// float32 data, dmma ~70-85% of cuBLAS DGEMM.
+// FP64 on Hopper: m16n8k4 is the shape the FP64 tensor cores run natively (PTX 7.8, sm_90;
+// SASS DMMA.16x8x4); the Ampere shape m8n8k4 runs at about half that rate there, which is where
+// the first dmma (m8n8k4) stopped: 62% of cuBLAS DGEMM at 8192. With m16n8k4 and the same tiles:
+// 99-108% (measured, docs/performance.md). Below sm_90, m16n8k4 is issued as two m8n8k4 on rows
+// g and g + 8 of the same fragments, so an sm_80 build keeps working.
+//
+// Measured (H200, 2026-11-29): mma.sync tf32 ~33-39% and bf16 ~46-54% of cuBLAS in the same
+// mode at 4096-8192: fragments from FP32 shared memory with scalar loads, no wgmma. On Hopper
+// use wgmma.cu's kernels; these stay for sm_80 builds and as their fallback.
+//
+// Accumulation (GpuGemm::accumulate) is a template flag: the epilogue reads C where it writes
+// it (C += A * B), as in warptile.cu.
 //
 // Edges: zero-filled tiles (cp.async with source size 0), guarded stores: any M, N, K >= 1.
 #include <cstddef>
@@ -52,10 +61,12 @@ struct MmaShape<Mma::kBf16> {
   using T = float;
   static constexpr int kM = 16, kN = 8, kK = 16, kARegs = 4, kBRegs = 2, kCRegs = 4;
 };
+// FP64: m16n8k4, the shape Hopper's FP64 tensor cores run natively (PTX 7.8, sm_90). On older
+// GPUs it is issued as two m8n8k4 (the sm_80 shape: rows g and g + 8 of the same fragments).
 template <>
 struct MmaShape<Mma::kF64> {
   using T = double;
-  static constexpr int kM = 8, kN = 8, kK = 4, kARegs = 1, kBRegs = 1, kCRegs = 2;
+  static constexpr int kM = 16, kN = 8, kK = 4, kARegs = 2, kBRegs = 1, kCRegs = 4;
 };
 
 // float -> TF32 (round to nearest, ties away: cvt.rna), in a 32-bit register.
@@ -87,11 +98,21 @@ __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
-__device__ __forceinline__ void mma(double (&d)[2], const double (&a)[1], const double (&b)[1],
+__device__ __forceinline__ void mma(double (&d)[4], const double (&a)[2], const double (&b)[1],
                                     MmaShape<Mma::kF64>) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
+      "{%0,%1,%2,%3};\n"
+      : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3])
+      : "d"(a[0]), "d"(a[1]), "d"(b[0]));
+#else
   asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
       : "+d"(d[0]), "+d"(d[1])
       : "d"(a[0]), "d"(b[0]));
+  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0,%1}, {%2}, {%3}, {%0,%1};\n"
+      : "+d"(d[2]), "+d"(d[3])
+      : "d"(a[1]), "d"(b[0]));
+#endif
 }
 
 // Fragment element types: 32-bit registers holding TF32 / BF16x2, or doubles.
@@ -119,8 +140,9 @@ __device__ __forceinline__ void load_a(const typename MmaShape<K>::T* p, int ld,
     f[1] = to_bf16x2(x1.x, x1.y);
     f[2] = to_bf16x2(x2.x, x2.y);
     f[3] = to_bf16x2(x3.x, x3.y);
-  } else {  // (g, t)
+  } else {  // (g, t) (g+8, t)
     f[0] = p[g * ld + t];
+    f[1] = p[(g + 8) * ld + t];
   }
 }
 
@@ -141,9 +163,11 @@ __device__ __forceinline__ void load_b(const typename MmaShape<K>::T* p, int ld,
   }
 }
 
-// Two consecutive elements of a row of C (a pair of the accumulator fragment): one 8-byte
-// (float) or 16-byte (double) store when the row is aligned for it, else guarded scalars.
-template <class T>
+// Two consecutive elements of a row of C (a pair of the accumulator fragment): C = (x, y), or
+// C += (x, y) when ACCUMULATE (read where it is written: each element belongs to one thread).
+// One 8-byte (float) or 16-byte (double) access when the row is aligned for it, else guarded
+// scalars.
+template <bool ACCUMULATE, class T>
 __device__ __forceinline__ void store2(T* c, std::int64_t m, std::int64_t n, std::int64_t r,
                                        std::int64_t col, T x, T y, bool vec) {
   if (r >= m) return;
@@ -151,12 +175,18 @@ __device__ __forceinline__ void store2(T* c, std::int64_t m, std::int64_t n, std
   if (vec && col + 1 < n) {
     using V2 = std::conditional_t<sizeof(T) == 4, float2, double2>;
     V2 v;
-    v.x = x;
-    v.y = y;
+    if constexpr (ACCUMULATE) {
+      v = *reinterpret_cast<const V2*>(p);
+      v.x += x;
+      v.y += y;
+    } else {
+      v.x = x;
+      v.y = y;
+    }
     *reinterpret_cast<V2*>(p) = v;
   } else {
-    if (col < n) p[0] = x;
-    if (col + 1 < n) p[1] = y;
+    if (col < n) p[0] = ACCUMULATE ? p[0] + x : x;
+    if (col + 1 < n) p[1] = ACCUMULATE ? p[1] + y : y;
   }
 }
 
@@ -189,7 +219,7 @@ struct TcConfig {
   static_assert(kSmemBytes <= 227 * 1024, "tensorcore: the stages fit an SM's shared memory");
 };
 
-template <class Cfg, bool VEC_A, bool VEC_B>
+template <class Cfg, bool VEC_A, bool VEC_B, bool ACCUMULATE>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     tensorcore_gemm_kernel(std::int64_t m, std::int64_t n, std::int64_t k,
                            const typename Cfg::T* __restrict__ a,
@@ -254,22 +284,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     };
 
     T acc[MT][NT][Shape::kCRegs] = {};
-    // The pipeline of warptile.cu: one commit group per k block (empty ones included).
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < k_blocks) load_stage(s, s);
-      cp_async_commit();
-    }
-    for (std::int64_t kb = 0; kb < k_blocks; ++kb) {
-      cp_async_wait<STAGES - 2>();
-      // Block kb is in shared memory for everyone, and everyone is done with block kb - 1,
-      // whose stage the prefetch below overwrites.
-      __syncthreads();
-      const std::int64_t next = kb + STAGES - 1;
-      if (next < k_blocks) load_stage(static_cast<int>(next % STAGES), next);
-      cp_async_commit();
-
-      const T* const As = smem + static_cast<int>(kb % STAGES) * Cfg::kStageElems;
+    cp_async_pipeline<STAGES>(k_blocks, load_stage, [&](int stage) {
+      const T* const As = smem + stage * Cfg::kStageElems;
       const T* const Bs = As + BM * kLdA;
 #pragma unroll
       for (int kk = 0; kk < BK; kk += Shape::kK) {
@@ -283,28 +299,25 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 #pragma unroll
           for (int j = 0; j < NT; ++j) mma(acc[i][j], af[i], bf[j], Shape{});
       }
-    }
-    cp_async_wait<0>();
-    // Every thread is done reading the stages before the next tile's prologue writes them.
-    __syncthreads();
+    });
 
-    // Accumulator fragment: pairs (g, 2t..2t+1), and for m16 tiles (g + 8, 2t..2t+1).
+    // Accumulator fragment (every shape is m16n8): pairs (g, 2t..2t+1) and (g + 8, 2t..2t+1).
 #pragma unroll
     for (int i = 0; i < MT; ++i)
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
         const std::int64_t r = row0 + warp_m0 + i * Shape::kM + g;
         const std::int64_t col = col0 + warp_n0 + j * Shape::kN + 2 * t;
-        store2(c, m, n, r, col, acc[i][j][0], acc[i][j][1], vec_c);
-        if constexpr (Shape::kCRegs == 4) store2(c, m, n, r + 8, col, acc[i][j][2], acc[i][j][3], vec_c);
+        store2<ACCUMULATE>(c, m, n, r, col, acc[i][j][0], acc[i][j][1], vec_c);
+        store2<ACCUMULATE>(c, m, n, r + 8, col, acc[i][j][2], acc[i][j][3], vec_c);
       }
   });
 }
 
-template <class Cfg, bool VEC_A, bool VEC_B>
+template <class Cfg, bool VEC_A, bool VEC_B, bool ACCUMULATE>
 void launch_tc(const GpuGemm& g, bool vec_c) {
   using T = typename Cfg::T;
-  const auto kernel = &tensorcore_gemm_kernel<Cfg, VEC_A, VEC_B>;
+  const auto kernel = &tensorcore_gemm_kernel<Cfg, VEC_A, VEC_B, ACCUMULATE>;
   allow_dynamic_smem(reinterpret_cast<const void*>(kernel), Cfg::kSmemBytes);
   kernel<<<tile_grid(g.m, g.n, Cfg::BM, Cfg::BN), Cfg::kThreads, Cfg::kSmemBytes, g.stream>>>(
       g.m, g.n, g.k, static_cast<const T*>(g.a), static_cast<const T*>(g.b), static_cast<T*>(g.c), vec_c);
@@ -315,18 +328,13 @@ template <class Cfg>
 void run_tc(const GpuGemm& g, GpuContext&) {
   using T = typename Cfg::T;
   constexpr int W = Cfg::W;
-  // 16-byte copies need 16-byte-aligned rows; pair stores of C need 2-element alignment.
+  // 16-byte copies need 16-byte-aligned rows; pair accesses of C need 2-element alignment.
   const bool vec_a = g.k % W == 0 && is_aligned(g.a, 16);
   const bool vec_b = g.n % W == 0 && is_aligned(g.b, 16);
   const bool vec_c = g.n % 2 == 0 && is_aligned(g.c, 2 * sizeof(T));
-  if (vec_a && vec_b)
-    launch_tc<Cfg, true, true>(g, vec_c);
-  else if (vec_a)
-    launch_tc<Cfg, true, false>(g, vec_c);
-  else if (vec_b)
-    launch_tc<Cfg, false, true>(g, vec_c);
-  else
-    launch_tc<Cfg, false, false>(g, vec_c);
+  static_switch([&](auto vec_a_, auto vec_b_, auto accumulate) {
+    launch_tc<Cfg, vec_a_(), vec_b_(), accumulate()>(g, vec_c);
+  }, vec_a, vec_b, g.accumulate);
 }
 
 bool f64_only(const GpuGemm& g, std::string* why) {
@@ -339,20 +347,28 @@ bool f64_only(const GpuGemm& g, std::string* why) {
 using Tf32Cfg = TcConfig<Mma::kTf32, 128, 128, 32, 64, 64, 3,     4,    8,    2>;  // 128 threads
 using Bf16Cfg = TcConfig<Mma::kBf16, 128, 128, 32, 64, 64, 3,     8,    4,    2>;  // 128 threads
 using DmmaCfg = TcConfig<Mma::kF64,  128,  64, 16, 64, 32, 3,     4,    4,    2>;  // 128 threads
+using Dmma128x128Cfg = TcConfig<Mma::kF64, 128, 128, 16, 64, 32, 3,  4,    4,    1>;  // 256 threads
+using Dmma64x64Cfg = TcConfig<Mma::kF64, 64,  64, 16, 32, 32, 4,     4,    4,    3>;  // 128 threads
 
 }  // namespace
 
 std::vector<GpuKernel> tensorcore_kernels() {
   constexpr double kTf32UnitRoundoff = 0x1p-11;  // 10 explicit mantissa bits, round to nearest
   constexpr double kBf16UnitRoundoff = 0x1p-8;   // 7 explicit mantissa bits
-  return {
+  std::vector<GpuKernel> kernels{
       {"tf32", "tensor cores, mma.sync m16n8k8: float32 rounded to TF32, FP32 accumulation (opt-in)",
        &f32_only, &run_tc<Tf32Cfg>, kTf32UnitRoundoff, true, "cublas-tf32"},
       {"bf16", "tensor cores, mma.sync m16n8k16: float32 rounded to BF16, FP32 accumulation (opt-in)",
        &f32_only, &run_tc<Bf16Cfg>, kBf16UnitRoundoff, true, "cublas-bf16"},
-      {"dmma", "FP64 tensor cores, mma.sync m8n8k4, 128x64x16 tiles, 3-stage cp.async (float64 only)",
+      {"dmma", "FP64 tensor cores, mma.sync m16n8k4, 128x64x16 tiles, 3-stage cp.async (float64 only)",
        &f64_only, &run_tc<DmmaCfg>},
+      {"dmma-128x128", "FP64 tensor cores, mma.sync m16n8k4, 128x128x16 tiles, 3-stage cp.async (float64 only)",
+       &f64_only, &run_tc<Dmma128x128Cfg>},
+      {"dmma-64x64", "FP64 tensor cores, mma.sync m16n8k4, 64x64x16 tiles, 4-stage cp.async (float64 only)",
+       &f64_only, &run_tc<Dmma64x64Cfg>},
   };
+  for (GpuKernel& kernel : kernels) kernel.accumulates = true;  // C += A * B in the epilogue
+  return kernels;
 }
 
 }  // namespace tessera::kernels

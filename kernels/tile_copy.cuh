@@ -1,7 +1,8 @@
 #pragma once
 // Device helpers the tiled kernels share: 16-byte vector access to registers and shared memory,
-// and the asynchronous global -> shared copy (cp.async, sm_80+) with zero fill for edge tiles.
-// Internal to kernels/.
+// the asynchronous global -> shared copy (cp.async, sm_80+) with zero fill for edge tiles, and
+// the multistage pipeline built on it (warptile.cu, tensorcore.cu). Internal to kernels/.
+// (Hopper's TMA + mbarrier pipeline, for wgmma, is in kernels/hopper.cuh.)
 #include <cstdint>
 
 namespace tessera::kernels {
@@ -111,6 +112,41 @@ __device__ __forceinline__ void cp_async_commit() {
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// The multistage cp.async pipeline over the k blocks of one tile: STAGES k blocks of A and B
+// live in shared memory, and while the warps compute on block kb the copies of blocks
+// kb+1 .. kb+STAGES-1 are in flight. load(stage, kb) issues the copies of k block kb into
+// `stage` (zero-filling outside the matrices); compute(stage) consumes a stage. One
+// __syncthreads() per k block. Every thread of the block calls it with the same k_blocks.
+template <int STAGES, class Load, class Compute>
+__device__ __forceinline__ void cp_async_pipeline(std::int64_t k_blocks, Load&& load,
+                                                  Compute&& compute) {
+  static_assert(STAGES >= 2, "cp_async_pipeline: at least double buffering");
+  // Prologue: the first STAGES - 1 k blocks in flight. One commit group per k block, empty ones
+  // included, so that "group kb" is always the kb-th commit.
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < k_blocks) load(s, std::int64_t{s});
+    cp_async_commit();
+  }
+  // Stages are derived from kb rather than counted: no register beyond kb's (the 128x128 float
+  // warptile runs at its 128-register limit).
+  for (std::int64_t kb = 0; kb < k_blocks; ++kb) {
+    // This thread's copies of block kb are done (at most STAGES - 2 younger groups pending)...
+    cp_async_wait<STAGES - 2>();
+    // ...and everyone's are, and every thread has finished computing on block kb - 1, whose
+    // stage the prefetch below overwrites.
+    __syncthreads();
+    const std::int64_t next = kb + STAGES - 1;
+    if (next < k_blocks) load(static_cast<int>(next % STAGES), next);
+    cp_async_commit();
+    compute(static_cast<int>(kb % STAGES));
+  }
+  // Drain the (empty) trailing groups, and let every thread finish reading the stages before
+  // the caller's next tile (grid-stride loop) writes them again.
+  cp_async_wait<0>();
+  __syncthreads();
 }
 
 }  // namespace tessera::kernels

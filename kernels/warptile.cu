@@ -33,6 +33,15 @@
 // thin problems (1024^3 has only 64 tiles of 128x128 for 132 SMs). float64 uses half the tile
 // area (64x64, 4x8 per thread); DFMA runs at half the FFMA rate, so at most ~60-65% of cuBLAS
 // DGEMM, which uses the FP64 tensor cores (see tensorcore.cu's "dmma" for those).
+// Measured (H200): 128x128 reached 81-84% of cuBLAS at 4096-16384 (issue slots, not bandwidth).
+//
+// Larger thread tiles: 8 x 16 per thread (128 accumulators) makes 6 LDS.128 feed 128 FFMA
+// instead of 4 per 64, and a 128x256 block tile halves the cp.async per FFMA: 88-90% of cuBLAS
+// at 4096-16384 (ncu at 8192: FMA pipe 69%, issue slots 78% busy, 2 warps per scheduler, no
+// eligible warp in 20% of cycles). Variants: the same thread tile in 128x128 blocks of 4 warps
+// (two blocks per SM), register fragments double-buffered (FRAG_DB), and K split over
+// gridDim.z for problems with few tiles (partial C's in the context's scratch, summed in a fixed
+// order by sum_splits: deterministic).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -47,13 +56,15 @@ namespace {
 
 // A tile configuration: block tile BM x BN x BK, warp tile WM x WN, each thread MSUB x NSUB
 // pieces of 4 x 4, STAGES k blocks in shared memory, MIN_BLOCKS blocks per SM to plan
-// registers for (__launch_bounds__).
+// registers for (__launch_bounds__); FRAG_DB: the fragments of k step p + 1 are loaded from
+// shared memory into a second set of registers while the FFMAs of step p run.
 template <class T_, int BM_, int BN_, int BK_, int WM_, int WN_, int MSUB_, int NSUB_, int STAGES_,
-          int MIN_BLOCKS_>
+          int MIN_BLOCKS_, bool FRAG_DB_ = false>
 struct WarpTileConfig {
   using T = T_;
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_;
   static constexpr int MSUB = MSUB_, NSUB = NSUB_, STAGES = STAGES_, kMinBlocks = MIN_BLOCKS_;
+  static constexpr bool kFragDb = FRAG_DB_;
   static constexpr int TM = 4 * MSUB, TN = 4 * NSUB;  // C elements per thread: TM x TN
   static constexpr int kWarpsM = BM / WM, kWarpsN = BN / WN;
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
@@ -98,12 +109,12 @@ __device__ __forceinline__ void epilogue4(T* c_row, std::int64_t col, std::int64
   }
 }
 
-template <class Cfg, bool VEC_B, bool ACCUMULATE>
+template <class Cfg, bool VEC_B, bool ACCUMULATE, bool SPLIT_K>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     warptile_gemm_kernel(std::int64_t m, std::int64_t n, std::int64_t k,
                          const typename Cfg::T* __restrict__ a,
                          const typename Cfg::T* __restrict__ b, typename Cfg::T* __restrict__ c,
-                         bool vec_c) {
+                         bool vec_c, std::int64_t k_split, std::int64_t c_split_stride) {
   using T = typename Cfg::T;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, W = Cfg::W;
   constexpr int kThreads = Cfg::kThreads, kLdA = Cfg::kLdA, kLdB = Cfg::kLdB;
@@ -117,7 +128,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   // is WM / MSUB rows and WN / NSUB columns further.
   const int m_base = (warp / Cfg::kWarpsN) * Cfg::WM + (lane / Cfg::kLaneCols) * 4;
   const int n_base = (warp % Cfg::kWarpsN) * Cfg::WN + (lane % Cfg::kLaneCols) * 4;
-  const std::int64_t k_blocks = ceil_div(k, BK);
+  // SPLIT_K: this block sums k in [k_lo, k_hi) (split blockIdx.z) into its own partial C,
+  // c_split_stride elements after the previous split's. Without it, all of k into C, and no
+  // registers spent on the slice (128x128 tiles run at the 128-register limit).
+  const std::int64_t k_lo = SPLIT_K ? blockIdx.z * k_split : 0;
+  const std::int64_t k_hi = !SPLIT_K ? k : k_lo + k_split < k ? k_lo + k_split : k;
+  const std::int64_t k_blocks = k_hi > k_lo ? ceil_div(k_hi - k_lo, BK) : 0;
+  if constexpr (SPLIT_K) c += blockIdx.z * c_split_stride;
 
   for_each_tile(m, n, BM, BN, [&](std::int64_t tile_m, std::int64_t tile_n) {
     const std::int64_t row0 = tile_m * BM, col0 = tile_n * BN;
@@ -146,10 +163,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     auto load_stage = [&](int stage, std::int64_t kb) {
       T* const As = smem + stage * Cfg::kStageElems;
       T* const Bs = As + BK * kLdA;
-      const std::int64_t k0 = kb * BK;
+      const std::int64_t k0 = k_lo + kb * BK;
 #pragma unroll
       for (int h = 0; h < BK / 8; ++h) {
-        const bool k_ok = k0 + a_k + 8 * h < k;
+        const bool k_ok = k0 + a_k + 8 * h < k_hi;
 #pragma unroll
         for (int j = 0; j < kARows; ++j) {
           const bool ok = k_ok && a_row_ok[j];
@@ -160,49 +177,50 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 #pragma unroll
       for (int j = 0; j < kBRows; ++j) {
         const std::int64_t q = k0 + b_row + j * kBRowStep;
-        const bool ok = b_col_ok && q < k;
+        const bool ok = b_col_ok && q < k_hi;
         const T* src = b_src + (k0 + j * kBRowStep) * n;
         cp_async<kBWidth * sizeof(T)>(&Bs[(b_row + j * kBRowStep) * kLdB + b_col], ok ? src : b, ok);
       }
     };
 
     T acc[Cfg::TM][Cfg::TN] = {};
-    // Prologue: the first STAGES - 1 k blocks in flight. One commit group per k block, empty
-    // ones included, so that "group kb" is always the kb-th commit.
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-      if (s < k_blocks) load_stage(s, s);
-      cp_async_commit();
-    }
-    for (std::int64_t kb = 0; kb < k_blocks; ++kb) {
-      // This thread's copies of block kb are done (at most STAGES - 2 younger groups pending)...
-      cp_async_wait<STAGES - 2>();
-      // ...and everyone's are, and every thread has finished computing on block kb - 1, whose
-      // stage the prefetch below overwrites.
-      __syncthreads();
-      const std::int64_t next = kb + STAGES - 1;
-      if (next < k_blocks) load_stage(static_cast<int>(next % STAGES), next);
-      cp_async_commit();
-
-      const T* const As = smem + static_cast<int>(kb % STAGES) * Cfg::kStageElems;
+    cp_async_pipeline<STAGES>(k_blocks, load_stage, [&](int stage) {
+      const T* const As = smem + stage * Cfg::kStageElems;
       const T* const Bs = As + BK * kLdA;
+      if constexpr (Cfg::kFragDb) {
+        // This thread's fragments of k step p: MSUB 4-element pieces of A's column p, NSUB of
+        // B's row p, each one LDS.128 (two for double); step p + 1's load while p's FFMAs run.
+        auto load_fragments = [&](int p, T* ar, T* br) {
 #pragma unroll
-      for (int p = 0; p < BK; ++p) {
-        T ar[Cfg::TM], br[Cfg::TN];
+          for (int s = 0; s < MSUB; ++s) load4(&As[p * kLdA + m_base + s * (Cfg::WM / MSUB)], &ar[4 * s]);
 #pragma unroll
-        for (int s = 0; s < MSUB; ++s) load4(&As[p * kLdA + m_base + s * (Cfg::WM / MSUB)], &ar[4 * s]);
+          for (int t = 0; t < NSUB; ++t) load4(&Bs[p * kLdB + n_base + t * (Cfg::WN / NSUB)], &br[4 * t]);
+        };
+        T ar[2][Cfg::TM], br[2][Cfg::TN];
+        load_fragments(0, ar[0], br[0]);
 #pragma unroll
-        for (int t = 0; t < NSUB; ++t) load4(&Bs[p * kLdB + n_base + t * (Cfg::WN / NSUB)], &br[4 * t]);
+        for (int p = 0; p < BK; ++p) {
+          if (p + 1 < BK) load_fragments(p + 1, ar[(p + 1) % 2], br[(p + 1) % 2]);
 #pragma unroll
-        for (int i = 0; i < Cfg::TM; ++i)
+          for (int i = 0; i < Cfg::TM; ++i)
 #pragma unroll
-          for (int j = 0; j < Cfg::TN; ++j) acc[i][j] = fma(ar[i], br[j], acc[i][j]);
+            for (int j = 0; j < Cfg::TN; ++j) acc[i][j] = fma(ar[p % 2][i], br[p % 2][j], acc[i][j]);
+        }
+      } else {
+#pragma unroll
+        for (int p = 0; p < BK; ++p) {
+          T ar[Cfg::TM], br[Cfg::TN];
+#pragma unroll
+          for (int s = 0; s < MSUB; ++s) load4(&As[p * kLdA + m_base + s * (Cfg::WM / MSUB)], &ar[4 * s]);
+#pragma unroll
+          for (int t = 0; t < NSUB; ++t) load4(&Bs[p * kLdB + n_base + t * (Cfg::WN / NSUB)], &br[4 * t]);
+#pragma unroll
+          for (int i = 0; i < Cfg::TM; ++i)
+#pragma unroll
+            for (int j = 0; j < Cfg::TN; ++j) acc[i][j] = fma(ar[i], br[j], acc[i][j]);
+        }
       }
-    }
-    // Drain the (empty) trailing groups, and let every thread finish reading the stages before
-    // the next tile's prologue (grid-stride loop) writes them again.
-    cp_async_wait<0>();
-    __syncthreads();
+    });
 
 #pragma unroll
     for (int s = 0; s < MSUB; ++s)
@@ -219,47 +237,85 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   });
 }
 
-template <class Cfg, bool VEC_B, bool ACCUMULATE>
-void launch_warptile(const GpuGemm& g, bool vec_c) {
+template <class T, bool ACCUMULATE>
+__global__ void sum_splits(std::int64_t count, int splits, const T* __restrict__ partial, T* __restrict__ c) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    T sum = ACCUMULATE ? c[i] : T(0);
+    for (int z = 0; z < splits; ++z) sum += partial[z * count + i];  // a fixed order: deterministic
+    c[i] = sum;
+  }
+}
+
+template <class Cfg, bool VEC_B, bool ACCUMULATE, bool SPLIT_K>
+void launch_warptile(const GpuGemm& g, bool vec_c, int splits, void* partials) {
   using T = typename Cfg::T;
-  const auto kernel = &warptile_gemm_kernel<Cfg, VEC_B, ACCUMULATE>;
+  const auto kernel = &warptile_gemm_kernel<Cfg, VEC_B, ACCUMULATE, SPLIT_K>;
   allow_dynamic_smem(reinterpret_cast<const void*>(kernel), Cfg::kSmemBytes);
-  kernel<<<tile_grid(g.m, g.n, Cfg::BM, Cfg::BN), Cfg::kThreads, Cfg::kSmemBytes, g.stream>>>(
-      g.m, g.n, g.k, static_cast<const T*>(g.a), static_cast<const T*>(g.b), static_cast<T*>(g.c),
-      vec_c);
+  dim3 grid = tile_grid(g.m, g.n, Cfg::BM, Cfg::BN);
+  grid.z = static_cast<unsigned>(splits);
+  // Whole k blocks per split, so that only the last split has a partial one.
+  const std::int64_t k_split = ceil_div(ceil_div(g.k, Cfg::BK), splits) * Cfg::BK;
+  T* const out = splits > 1 ? static_cast<T*>(partials) : static_cast<T*>(g.c);
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, g.stream>>>(
+      g.m, g.n, g.k, static_cast<const T*>(g.a), static_cast<const T*>(g.b), out, vec_c, k_split,
+      splits > 1 ? g.m * g.n : 0);
   CUDA_CHECK_LAUNCH();
 }
 
-template <class Cfg>
-void launch_warptile(const GpuGemm& g) {
+// SPLITS > 1: split K over gridDim.z (more blocks for problems with few tiles of C: 1024^3 has
+// 64 tiles of 128x128 for 132 SMs); each split writes a partial C into the context's scratch and
+// sum_splits adds them in a fixed order (deterministic, unlike atomic adds), into C or onto it.
+template <class Cfg, int SPLITS>
+void launch_warptile(const GpuGemm& g, GpuContext& ctx) {
+  using T = typename Cfg::T;
   constexpr int W = Cfg::W;
+  static_assert(SPLITS >= 1, "warptile: at least one split of K");
   // 16-byte copies of B need 16-byte-aligned rows: an aligned base, a row length in whole chunks.
   const bool vec_b = g.n % W == 0 && is_aligned(g.b, 16);
-  const bool vec_c = g.n % W == 0 && is_aligned(g.c, 16);
-  if (vec_b && g.accumulate)
-    launch_warptile<Cfg, true, true>(g, vec_c);
-  else if (vec_b)
-    launch_warptile<Cfg, true, false>(g, vec_c);
-  else if (g.accumulate)
-    launch_warptile<Cfg, false, true>(g, vec_c);
-  else
-    launch_warptile<Cfg, false, false>(g, vec_c);
+  if constexpr (SPLITS == 1) {
+    const bool vec_c = g.n % W == 0 && is_aligned(g.c, 16);
+    static_switch(
+        [&](auto vec_b_, auto accumulate) { launch_warptile<Cfg, vec_b_(), accumulate(), false>(g, vec_c, 1, nullptr); },
+        vec_b, g.accumulate);
+  } else {
+    const std::int64_t count = g.m * g.n;
+    void* const partials = ctx.scratch(static_cast<std::size_t>(SPLITS * count) * sizeof(T));  // 256-byte aligned
+    static_switch([&](auto vec_b_) { launch_warptile<Cfg, vec_b_(), false, true>(g, g.n % W == 0, SPLITS, partials); },
+                  vec_b);
+    constexpr int kThreads = 256;
+    const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(ceil_div(count, kThreads), 65535));
+    static_switch(
+        [&](auto accumulate) {
+          sum_splits<T, accumulate()><<<blocks, kThreads, 0, g.stream>>>(count, SPLITS, static_cast<const T*>(partials),
+                                                                          static_cast<T*>(g.c));
+        },
+        g.accumulate);
+    CUDA_CHECK_LAUNCH();
+  }
 }
 
 //                                   T       BM   BN  BK  WM  WN MSUB NSUB STAGES MIN_BLOCKS
 using F32_128x128 = WarpTileConfig<float,  128, 128, 16, 64, 32, 2,   2,   3,     2>;  // 256 thr
 using F32_128x64  = WarpTileConfig<float,  128,  64, 16, 64, 32, 2,   2,   3,     3>;  // 128 thr
 using F32_64x64   = WarpTileConfig<float,   64,  64, 16, 32, 32, 1,   2,   3,     4>;  // 128 thr
+// 8 x 16 per thread (128 accumulators): 6 LDS.128 per 128 FFMA instead of 4 per 64, a quarter
+// fewer cp.async per FFMA; one block (8 warps) per SM, latency hidden by ILP instead of warps.
+using F32_128x256 = WarpTileConfig<float, 128, 256, 16, 64, 64, 2,   4,   3,     1>;  // 256 thr
+using F32_128x256_db = WarpTileConfig<float, 128, 256, 16, 64, 64, 2,  4,   3,     1, true>;  // 256 thr
+// 8 x 16 per thread in 128 x 128 tiles of 4 warps: two blocks per SM, so one block's barrier
+// or load wait is covered by the other's FFMAs, and twice the tiles of 128x256.
+using F32_128x128_8x16 = WarpTileConfig<float, 128, 128, 16, 64, 64, 2, 4,   3,     2>;  // 128 thr
 using F64_64x64   = WarpTileConfig<double,  64,  64, 16, 32, 32, 1,   2,   3,     3>;  // 128 thr
 using F64_64x32   = WarpTileConfig<double,  64,  32, 16, 32, 16, 1,   1,   3,     4>;  // 128 thr
 using F64_32x32   = WarpTileConfig<double,  32,  32, 16, 32, 16, 1,   1,   3,     6>;  //  64 thr
 
-template <class F32, class F64>
-void run_warptile(const GpuGemm& g, GpuContext&) {
+template <class F32, class F64, int SPLITS = 1>
+void run_warptile(const GpuGemm& g, GpuContext& ctx) {
   if (g.dtype == DType::f32)
-    launch_warptile<F32>(g);
+    launch_warptile<F32, SPLITS>(g, ctx);
   else
-    launch_warptile<F64>(g);
+    launch_warptile<F64, SPLITS>(g, ctx);
 }
 
 }  // namespace
@@ -275,6 +331,22 @@ std::vector<GpuKernel> warptile_kernels() {
       {"warptile-64x64",
        "warp tiles + 3-stage cp.async pipeline, 64x64x16 tiles, 4x8 per thread (f64: 32x32, 4x4)",
        nullptr, &run_warptile<F32_64x64, F64_32x32>},
+      {"warptile-128x256",
+       "warp tiles + 3-stage cp.async pipeline, 128x256x16 tiles, 8x16 per thread (f64: 64x64, 4x8)",
+       nullptr, &run_warptile<F32_128x256, F64_64x64>},
+      {"warptile-128x256-db",
+       "warptile-128x256 with double-buffered register fragments (f64: 64x64, 4x8)",
+       nullptr, &run_warptile<F32_128x256_db, F64_64x64>},
+      {"warptile-128x128-8x16",
+       "warp tiles + 3-stage cp.async pipeline, 128x128x16 tiles of 4 warps, 8x16 per thread, 2 blocks/SM "
+       "(f64: 64x64, 4x8)",
+       nullptr, &run_warptile<F32_128x128_8x16, F64_64x64>},
+      {"warptile-128x256-split2",
+       "warptile-128x256 with K split in 2 (partial C's summed in a fixed order; f64: 64x64)",
+       nullptr, &run_warptile<F32_128x256, F64_64x64, 2>},
+      {"warptile-128x128-8x16-split4",
+       "warptile-128x128-8x16 with K split in 4, for problems with few tiles (f64: 64x64)",
+       nullptr, &run_warptile<F32_128x128_8x16, F64_64x64, 4>},
   };
   for (GpuKernel& kernel : kernels) kernel.accumulates = true;  // C += A * B in the epilogue
   return kernels;

@@ -248,7 +248,13 @@ TEST_CASE("every GPU kernel matches a float64 reference under the sanitizers", "
 
 TEST_CASE("every GPU kernel matches a float64 reference on large shapes", "[gpu][large]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
-  const Shape shape = GENERATE(values<Shape>({{1023, 1025, 1027}, {2048, 2048, 2048}, {1024, 1028, 1032}}));
+  const Shape shape = GENERATE(values<Shape>({
+      {1023, 1025, 1027},
+      {2048, 2048, 2048},
+      {1024, 1028, 1032},
+      {3001, 2999, 301},  // more tiles than SMs: the persistent kernels take several, and their
+                          // stage ring wraps around from one tile to the next
+  }));
   const DType dtype = GENERATE(DType::f32, DType::f64);
   check_every_kernel(shape, dtype);
 }
@@ -342,8 +348,8 @@ void check_accumulate_into(const Shape& s) {
 }
 
 TEST_CASE("C += A * B adds into a random C on odd shapes", "[gpu][small][summa]") {
-  // The warptile kernels add in their epilogue, so the dispatcher gives them C itself.
-  for (const std::string kernel : {"warptile-128x128", "warptile-128x64", "warptile-64x64"}) {
+  // The warptile and tensor-core kernels add in their epilogue, so the dispatcher gives them C.
+  for (const std::string kernel : {"warptile-128x128", "warptile-128x64", "warptile-64x64", "dmma", "tf32", "bf16"}) {
     INFO("kernel " << kernel);
     kernels::GpuKernelTraits traits;
     REQUIRE(kernels::gpu_kernel_traits(kernel, &traits));
@@ -563,6 +569,24 @@ TEST_CASE("tensor-core kernels are opt-in, float32 only, and carry their input p
   CHECK_FALSE(kernels::gpu_can_implement("dmma", GpuGemm{DType::f32, 8, 8, 8}, &why));
   CHECK(kernels::gpu_error_bound("tf32", DType::f32, 100) > kernels::gpu_error_bound("tiled32", DType::f32, 100));
   CHECK(kernels::gpu_error_bound("tiled32", DType::f64, 100) == gamma_bound(DType::f64, 100));
+}
+
+// Host only. The wgmma kernels exist in builds with sm_90a code (TESSERA_WITH_SM90A) only.
+TEST_CASE("wgmma kernels are opt-in, float32 only, with their cuBLAS baselines", "[gpu][small]") {
+  const std::vector<std::string> own = kernels::gpu_auto_candidates();
+  for (const std::string kernel : {"tf32-wgmma", "tf32-wgmma-128x128", "bf16-wgmma", "bf16-wgmma-128x128"}) {
+    INFO("kernel " << kernel);
+    kernels::GpuKernelTraits traits;
+    if (!kernels::gpu_kernel_traits(kernel, &traits)) continue;  // not in this build
+    const bool tf32 = kernel.rfind("tf32", 0) == 0;
+    CHECK(traits.opt_in);
+    CHECK(traits.accumulates);
+    CHECK(std::find(own.begin(), own.end(), kernel) == own.end());
+    CHECK(traits.baseline == (tf32 ? "cublas-tf32" : "cublas-bf16"));
+    CHECK(traits.input_unit_roundoff == (tf32 ? 0x1p-11 : 0x1p-8));
+    CHECK_FALSE(kernels::gpu_can_implement(kernel, GpuGemm{DType::f64, 8, 8, 8}));
+    CHECK_FALSE(kernels::gpu_can_implement(kernel, GpuGemm{DType::f32, std::int64_t{1} << 31, 8, 8}));
+  }
 }
 
 TEST_CASE("the cuda backend picks GPU local rank mod the visible GPUs", "[gpu][small]") {
