@@ -3,13 +3,20 @@
 #
 # Every variable is optional; set it in the environment of `sbatch` (sbatch passes the
 # environment on) or at the top of a script:
-#   TESSERA_HOME      the tessera repository: slurm/, configs/, scripts/  (default: $SLURM_SUBMIT_DIR)
-#   TESSERA           the tessera binary                    (default: $SLURM_SUBMIT_DIR/build/tessera)
+#   TESSERA_HOME      where slurm/, configs/, scripts/ are (default: the installed share/tessera
+#                     for the installed scripts, else $SLURM_SUBMIT_DIR, the repository)
+#   TESSERA           the tessera binary                    (default: the installed bin/tessera
+#                     for the installed scripts, else $SLURM_SUBMIT_DIR/build/tessera)
 #   TESSERA_CONFIG    the problem: a TOML file with a [run] table (default: $TESSERA_HOME/configs/slurm.toml)
 #   TESSERA_OUT       parent of the job's output folder     (default: $SLURM_SUBMIT_DIR/runs)
 #   TESSERA_LAUNCHER  srun-pmix | srun-pmi2 | mpirun        (default: detected, see tessera_detect_launcher)
 # Relative paths, in the config too, are relative to $SLURM_SUBMIT_DIR (where sbatch was run).
 # The job writes C, the JSON report and a copy of the config to $TESSERA_OUT/$SLURM_JOB_ID/.
+
+# Set by `cmake --install` in the installed copy (<prefix>/share/tessera/slurm/common.sh):
+# <prefix>/share/tessera and <prefix>/bin/tessera. Empty in the repository.
+TESSERA_INSTALLED_HOME=""
+TESSERA_INSTALLED_BINARY=""
 
 tessera_die() {
   echo "tessera-slurm: error: $*" >&2
@@ -67,8 +74,10 @@ tessera_launch() {
   esac
 }
 
-# One line per rank: where it runs, its node-local rank and the GPUs it sees (tessera takes
-# the one at its node-local rank, modulo their number: under srun --gpus-per-task=1, its own).
+# One line per rank: where it runs, its node-local rank and the GPUs it sees. The GPU scripts
+# ask for --gpus-per-node with --gpu-bind=none, so every rank of a node sees all of the node's
+# GPUs (CUDA IPC and NVLink peer access between them stay possible, which NCCL needs for its
+# fast path) and tessera takes the one at its node-local rank, modulo their number.
 tessera_show_placement() {
   # shellcheck disable=SC2016  # expanded by each rank's shell, not here
   tessera_launch "" bash -c 'echo "placement: rank ${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-?}} on $(hostname -s)," \
@@ -98,8 +107,8 @@ tessera_setup() {
   [ -n "${SLURM_JOB_ID:-}" ] || tessera_die "not inside a Slurm job: submit with sbatch"
   local submit=${SLURM_SUBMIT_DIR:-$PWD}
   cd "$submit" || tessera_die "cannot enter the submit directory $submit"
-  TESSERA_HOME=${TESSERA_HOME:-$submit}
-  TESSERA=${TESSERA:-$submit/build/tessera}
+  TESSERA_HOME=${TESSERA_HOME:-${TESSERA_INSTALLED_HOME:-$submit}}
+  TESSERA=${TESSERA:-${TESSERA_INSTALLED_BINARY:-$submit/build/tessera}}
   TESSERA_CONFIG=${TESSERA_CONFIG:-$TESSERA_HOME/configs/slurm.toml}
   [ -x "$TESSERA" ] || tessera_die "no tessera binary at $TESSERA: build it (cmake --build build) or set TESSERA=/path/to/tessera"
   [ -f "$TESSERA_CONFIG" ] || tessera_die "config $TESSERA_CONFIG not found: set TESSERA_CONFIG to a TOML file with a [run] table"

@@ -5,6 +5,7 @@
 #include "run/tune.hpp"
 #include "run/gemm_size.hpp"
 
+#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -83,6 +84,28 @@ TunedChoice parse_choice(const nlohmann::json& j, const std::string& path) {
   return c;
 }
 
+// share/tessera/tuned of the installation this code runs from: beside the shared library that
+// holds it (dladdr), beside the executable (/proc/self/exe), then where `cmake --install` was
+// configured to put it (the two first survive a relocated prefix: cmake --install --prefix).
+std::vector<std::string> installed_tuned_dirs() {
+  std::vector<std::string> dirs;
+  const auto add = [&dirs](const std::filesystem::path& dir) {
+    const std::string d = dir.lexically_normal().string();
+    if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(d);
+  };
+  const auto add_prefix_of = [&add](const std::filesystem::path& binary) {  // <prefix>/bin/tessera
+    if (binary.is_absolute()) add(binary.parent_path().parent_path() / "share" / "tessera" / "tuned");
+  };
+  static const int anchor = 0;
+  Dl_info info{};
+  if (dladdr(&anchor, &info) != 0 && info.dli_fname != nullptr) add_prefix_of(info.dli_fname);
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) add_prefix_of(exe);
+  add(std::filesystem::path(kInstallDataDir) / "tuned");
+  return dirs;
+}
+
 }  // namespace
 
 // ---- the tune file -----------------------------------------------------------------------------
@@ -104,6 +127,7 @@ std::vector<std::string> tune_file_candidates(const std::string& gpu_name) {
   if (!explicit_path.empty()) paths.push_back(explicit_path);
   paths.push_back(cache_dir() + "/" + file);
   paths.push_back("configs/tuned/" + file);
+  for (const std::string& dir : installed_tuned_dirs()) paths.push_back(dir + "/" + file);
   return paths;
 }
 
