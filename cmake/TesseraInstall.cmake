@@ -97,6 +97,7 @@ if(NOT TESSERA_SHARED_LIBRARY)
   list(APPEND _pc -pthread ${CMAKE_DL_LIBS})
   list(TRANSFORM _pc REPLACE "^(dl|rt|m)$" "-l\\1")
   list(JOIN _pc " " TESSERA_PC_LIBS_PRIVATE)
+  set(TESSERA_PC_LIBS_PRIVATE "Libs.private: ${TESSERA_PC_LIBS_PRIVATE}")
 endif()
 # @TESSERA_PC_PREFIX@ stays for install time (the prefix may be given to cmake --install).
 foreach(_v PREFIX LIBDIR INCLUDEDIR)
