@@ -74,14 +74,17 @@ tessera_launch() {
   esac
 }
 
-# One line per rank: where it runs, its node-local rank and the GPUs it sees. The GPU scripts
-# ask for --gpus-per-node with --gpu-bind=none, so every rank of a node sees all of the node's
-# GPUs (CUDA IPC and NVLink peer access between them stay possible, which NCCL needs for its
-# fast path) and tessera takes the one at its node-local rank, modulo their number.
+# One line per rank: where it runs, its node-local rank, the GPUs it sees and the job's GPUs on
+# its node. The GPU scripts ask for --gpus-per-node with --gpu-bind=none, so every rank of a node
+# sees all of the job's GPUs there (CUDA IPC and NVLink peer access between them stay possible,
+# which NCCL needs for its fast path) and tessera takes the one at its node-local rank, modulo
+# their number. With --gpu-bind=none Slurm may leave CUDA_VISIBLE_DEVICES unset (22.05 does):
+# the CUDA runtime then sees the GPUs the job's device cgroup allows, i.e. the job's GPUs.
 tessera_show_placement() {
   # shellcheck disable=SC2016  # expanded by each rank's shell, not here
   tessera_launch "" bash -c 'echo "placement: rank ${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-?}} on $(hostname -s)," \
-    "local rank ${OMPI_COMM_WORLD_LOCAL_RANK:-${SLURM_LOCALID:-?}}, CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}"'
+    "local rank ${OMPI_COMM_WORLD_LOCAL_RANK:-${SLURM_LOCALID:-?}}, CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}," \
+    "job GPUs ${SLURM_JOB_GPUS:-unset}"'
 }
 
 # Input dataset FILE:/PATH of option NAME (a or b): --NAME from the arguments, else the config.
@@ -139,6 +142,10 @@ tessera_setup() {
   echo "tessera-slurm: job $SLURM_JOB_ID on ${SLURM_JOB_NUM_NODES:-1} node(s) (${SLURM_JOB_NODELIST:-?}), ${SLURM_NTASKS:-?} task(s)"
   echo "tessera-slurm: binary $TESSERA, config $TESSERA_CONFIG, launcher $TESSERA_LAUNCHER"
   echo "tessera-slurm: output $TESSERA_JOB_OUT"
+  if [ -n "${SLURM_GPUS_PER_NODE:-}${SLURM_GPUS_PER_TASK:-}" ]; then
+    echo "tessera-slurm: GPUs per node ${SLURM_GPUS_PER_NODE:-?}, per task ${SLURM_GPUS_PER_TASK:-none}," \
+      "binding ${SLURM_GPU_BIND:-the site default}"
+  fi
 }
 
 # The job's multiply: every task of the allocation, C and the report into the job's folder.
