@@ -7,11 +7,12 @@
 # found it; "All" when FindBLAS chose), TESSERA_BLAS_LIBRARIES.
 #
 # The header: cblas.h from the library's prefix (or the system); TESSERA_CBLAS_HEADER names
-# another one (mkl_cblas.h is taken for the Intel vendors), which a generated cblas.h includes so
-# that tessera's sources keep `#include <cblas.h>`. Only LP64 interfaces (32-bit int indices).
+# another one (mkl_cblas.h is taken for the Intel vendors, nvpl_blas_cblas.h for NVPL), which a
+# generated cblas.h includes so that tessera's sources keep `#include <cblas.h>`. Only LP64
+# interfaces (32-bit int indices).
 
 set(TESSERA_CBLAS_HEADER "" CACHE STRING
-  "The vendor's CBLAS header when it is not cblas.h (empty: cblas.h; mkl_cblas.h for BLA_VENDOR=Intel*)")
+  "The vendor's CBLAS header when it is not cblas.h (empty: cblas.h; mkl_cblas.h for BLA_VENDOR=Intel*, nvpl_blas_cblas.h for NVPL)")
 
 if(DEFINED BLA_VENDOR AND NOT BLA_VENDOR STREQUAL "")
   find_package(BLAS REQUIRED)
@@ -38,6 +39,8 @@ set(_tessera_cblas_header "${TESSERA_CBLAS_HEADER}")
 if(_tessera_cblas_header STREQUAL "")
   if(TESSERA_BLAS_VENDOR MATCHES "^Intel")
     set(_tessera_cblas_header mkl_cblas.h)
+  elseif(TESSERA_BLAS_VENDOR STREQUAL "NVPL")
+    set(_tessera_cblas_header nvpl_blas_cblas.h)
   else()
     set(_tessera_cblas_header cblas.h)
   endif()
