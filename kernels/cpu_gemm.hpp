@@ -14,12 +14,15 @@ void cpu_naive_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, 
 template <class T>
 void cpu_tiled_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c);
 
-// OpenBLAS sgemm / dgemm.
+// cblas_sgemm / cblas_dgemm of the BLAS the build found (OpenBLAS by default; any CBLAS).
 template <class T>
 void openblas_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c);
 
-// Threads OpenBLAS uses (openblas_get_num_threads).
+// Threads OpenBLAS uses (openblas_get_num_threads); 0 where the BLAS is another (unknown).
 int openblas_threads();
+// OpenBLAS's build configuration, or a line naming the other BLAS.
 const char* openblas_config_string();
+// The BLAS linked: "OpenBLAS", or the BLA_VENDOR it was found with (e.g. "Generic").
+const char* blas_name();
 
 }  // namespace tessera::kernels

@@ -1,4 +1,6 @@
-// openblas: sgemm / dgemm from the system OpenBLAS (row-major CBLAS interface).
+// openblas: sgemm / dgemm through the CBLAS interface (row-major) of the BLAS the build found
+// (cmake/TesseraBlas.cmake): OpenBLAS by default, any vendor's CBLAS otherwise. The kernel keeps
+// its name "openblas" on the command line.
 #include <cblas.h>
 
 #include <climits>
@@ -11,11 +13,11 @@
 namespace tessera::kernels {
 
 namespace {
-// CBLAS takes int dimensions (LP64 OpenBLAS): refuse what does not fit rather than wrap.
-blasint checked(std::int64_t v) {
+// CBLAS takes int dimensions (LP64 interfaces): refuse what does not fit rather than wrap.
+int checked(std::int64_t v) {
   if (v > static_cast<std::int64_t>(INT_MAX))
     throw std::length_error("dimension " + std::to_string(v) + " exceeds the BLAS integer range");
-  return static_cast<blasint>(v);
+  return static_cast<int>(v);
 }
 }  // namespace
 
@@ -32,7 +34,15 @@ void openblas_gemm<double>(std::int64_t m, std::int64_t n, std::int64_t k, const
               checked(n), 0.0, c, checked(n));
 }
 
+#ifdef TESSERA_BLAS_OPENBLAS
 int openblas_threads() { return openblas_get_num_threads(); }
 const char* openblas_config_string() { return openblas_get_config(); }
+#else
+// Other vendors have no portable way to tell their thread count (their own variables, e.g.
+// OMP_NUM_THREADS or MKL_NUM_THREADS, decide it).
+int openblas_threads() { return 0; }
+const char* openblas_config_string() { return "CBLAS of " TESSERA_BLAS_NAME; }
+#endif
+const char* blas_name() { return TESSERA_BLAS_NAME; }
 
 }  // namespace tessera::kernels

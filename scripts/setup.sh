@@ -86,6 +86,10 @@ have_header /usr/include/libdeflate.h          || missing+=(libdeflate-dev)  # p
 # OpenBLAS itself, not only some cblas.h (reference BLAS ships one too)
 have_header /usr/lib/*/libopenblas.so /usr/lib/*/openblas*/libopenblas.so /usr/lib/libopenblas.so \
   || missing+=(libopenblas-dev)
+# The reference BLAS (with its CBLAS): ctest blas.generic builds against it with -DBLA_VENDOR=Generic
+have_header /usr/lib/*/blas/libblas.so || missing+=(libblas-dev)
+# pkg-config: ctest install.consumer.pkgconfig builds a program with the installed tessera.pc
+command -v pkg-config >/dev/null || missing+=(pkgconf)
 python_with_h5py >/dev/null || missing+=(python3-h5py python3-numpy)
 if ! catch2_v3_present; then need_backports=1; fi
 if [ "$want_slurm" = 1 ]; then

@@ -3,13 +3,20 @@
 #
 # Every variable is optional; set it in the environment of `sbatch` (sbatch passes the
 # environment on) or at the top of a script:
-#   TESSERA_HOME      the tessera repository: slurm/, configs/, scripts/  (default: $SLURM_SUBMIT_DIR)
-#   TESSERA           the tessera binary                    (default: $SLURM_SUBMIT_DIR/build/tessera)
+#   TESSERA_HOME      where slurm/, configs/, scripts/ are (default: the installed share/tessera
+#                     for the installed scripts, else $SLURM_SUBMIT_DIR, the repository)
+#   TESSERA           the tessera binary                    (default: the installed bin/tessera
+#                     for the installed scripts, else $SLURM_SUBMIT_DIR/build/tessera)
 #   TESSERA_CONFIG    the problem: a TOML file with a [run] table (default: $TESSERA_HOME/configs/slurm.toml)
 #   TESSERA_OUT       parent of the job's output folder     (default: $SLURM_SUBMIT_DIR/runs)
 #   TESSERA_LAUNCHER  srun-pmix | srun-pmi2 | mpirun        (default: detected, see tessera_detect_launcher)
 # Relative paths, in the config too, are relative to $SLURM_SUBMIT_DIR (where sbatch was run).
 # The job writes C, the JSON report and a copy of the config to $TESSERA_OUT/$SLURM_JOB_ID/.
+
+# Set by `cmake --install` in the installed copy (<prefix>/share/tessera/slurm/common.sh):
+# <prefix>/share/tessera and <prefix>/bin/tessera. Empty in the repository.
+TESSERA_INSTALLED_HOME=""
+TESSERA_INSTALLED_BINARY=""
 
 tessera_die() {
   echo "tessera-slurm: error: $*" >&2
@@ -67,12 +74,17 @@ tessera_launch() {
   esac
 }
 
-# One line per rank: where it runs, its node-local rank and the GPUs it sees (tessera takes
-# the one at its node-local rank, modulo their number: under srun --gpus-per-task=1, its own).
+# One line per rank: where it runs, its node-local rank, the GPUs it sees and the job's GPUs on
+# its node. The GPU scripts ask for --gpus-per-node with --gpu-bind=none, so every rank of a node
+# sees all of the job's GPUs there (CUDA IPC and NVLink peer access between them stay possible,
+# which NCCL needs for its fast path) and tessera takes the one at its node-local rank, modulo
+# their number. With --gpu-bind=none Slurm may leave CUDA_VISIBLE_DEVICES unset (22.05 does):
+# the CUDA runtime then sees the GPUs the job's device cgroup allows, i.e. the job's GPUs.
 tessera_show_placement() {
   # shellcheck disable=SC2016  # expanded by each rank's shell, not here
   tessera_launch "" bash -c 'echo "placement: rank ${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-?}} on $(hostname -s)," \
-    "local rank ${OMPI_COMM_WORLD_LOCAL_RANK:-${SLURM_LOCALID:-?}}, CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}"'
+    "local rank ${OMPI_COMM_WORLD_LOCAL_RANK:-${SLURM_LOCALID:-?}}, CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-unset}," \
+    "job GPUs ${SLURM_JOB_GPUS:-unset}"'
 }
 
 # Input dataset FILE:/PATH of option NAME (a or b): --NAME from the arguments, else the config.
@@ -98,8 +110,8 @@ tessera_setup() {
   [ -n "${SLURM_JOB_ID:-}" ] || tessera_die "not inside a Slurm job: submit with sbatch"
   local submit=${SLURM_SUBMIT_DIR:-$PWD}
   cd "$submit" || tessera_die "cannot enter the submit directory $submit"
-  TESSERA_HOME=${TESSERA_HOME:-$submit}
-  TESSERA=${TESSERA:-$submit/build/tessera}
+  TESSERA_HOME=${TESSERA_HOME:-${TESSERA_INSTALLED_HOME:-$submit}}
+  TESSERA=${TESSERA:-${TESSERA_INSTALLED_BINARY:-$submit/build/tessera}}
   TESSERA_CONFIG=${TESSERA_CONFIG:-$TESSERA_HOME/configs/slurm.toml}
   [ -x "$TESSERA" ] || tessera_die "no tessera binary at $TESSERA: build it (cmake --build build) or set TESSERA=/path/to/tessera"
   [ -f "$TESSERA_CONFIG" ] || tessera_die "config $TESSERA_CONFIG not found: set TESSERA_CONFIG to a TOML file with a [run] table"
@@ -138,6 +150,10 @@ tessera_setup() {
   echo "tessera-slurm: job $SLURM_JOB_ID on ${SLURM_JOB_NUM_NODES:-1} node(s) (${SLURM_JOB_NODELIST:-?}), ${SLURM_NTASKS:-?} task(s)"
   echo "tessera-slurm: binary $TESSERA, config $TESSERA_CONFIG, launcher $TESSERA_LAUNCHER"
   echo "tessera-slurm: output $TESSERA_JOB_OUT"
+  if [ -n "${SLURM_GPUS_PER_NODE:-}${SLURM_GPUS_PER_TASK:-}" ]; then
+    echo "tessera-slurm: GPUs per node ${SLURM_GPUS_PER_NODE:-?}, per task ${SLURM_GPUS_PER_TASK:-none}," \
+      "binding ${SLURM_GPU_BIND:-the site default}"
+  fi
 }
 
 # The job's multiply: every task of the allocation, C and the report into the job's folder.

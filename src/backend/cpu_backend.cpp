@@ -18,7 +18,8 @@ class CpuBackend final : public Backend {
  public:
   std::string name() const override { return "cpu"; }
   std::string device() const override {
-    return "cpu (openblas " + std::to_string(kernels::openblas_threads()) + " threads)";
+    const int threads = kernels::openblas_threads();  // 0: a BLAS that does not tell
+    return std::string("cpu (") + kernels::blas_name() + (threads > 0 ? " " + std::to_string(threads) + " threads" : "") + ")";
   }
   std::vector<std::string> kernels() const override { return {"openblas", "cpu-tiled", "cpu-naive"}; }
 

@@ -1,6 +1,8 @@
 // The tune file (tuning.hpp): where it is looked for, how it is read, and the nearest tuned size.
 #include "backend/tuning.hpp"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -11,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/version.hpp"
 
 namespace tessera::backend {
 namespace {
@@ -58,6 +61,32 @@ std::string sanitize_device_name(const std::string& gpu_name) {
   return out.empty() ? std::string("gpu") : out;
 }
 
+namespace {
+
+// share/tessera/tuned of the installation this code runs from: beside the shared library that
+// holds it (dladdr), beside the executable (/proc/self/exe), then where `cmake --install` was
+// configured to put it (the two first survive a relocated prefix: cmake --install --prefix).
+std::vector<std::string> installed_tuned_dirs() {
+  std::vector<std::string> dirs;
+  const auto add = [&dirs](const std::filesystem::path& dir) {
+    const std::string d = dir.lexically_normal().string();
+    if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(d);
+  };
+  const auto add_prefix_of = [&add](const std::filesystem::path& binary) {  // <prefix>/bin/tessera
+    if (binary.is_absolute()) add(binary.parent_path().parent_path() / "share" / "tessera" / "tuned");
+  };
+  static const int anchor = 0;
+  Dl_info info{};
+  if (dladdr(&anchor, &info) != 0 && info.dli_fname != nullptr) add_prefix_of(info.dli_fname);
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) add_prefix_of(exe);
+  add(std::filesystem::path(kInstallDataDir) / "tuned");
+  return dirs;
+}
+
+}  // namespace
+
 std::vector<std::string> tune_file_candidates(const std::string& gpu_name) {
   const std::string file = "tuned-" + sanitize_device_name(gpu_name) + ".json";
   std::vector<std::string> paths;
@@ -65,6 +94,7 @@ std::vector<std::string> tune_file_candidates(const std::string& gpu_name) {
   if (!explicit_path.empty()) paths.push_back(explicit_path);
   paths.push_back(cache_dir() + "/" + file);
   paths.push_back("configs/tuned/" + file);
+  for (const std::string& dir : installed_tuned_dirs()) paths.push_back(dir + "/" + file);
   return paths;
 }
 

@@ -38,7 +38,9 @@ std::string sanitize_device_name(const std::string& gpu_name);
 
 // Where the tune file of `gpu_name` is looked for, in order: $TESSERA_TUNE_FILE;
 // $XDG_CACHE_HOME/tessera/tuned-<gpu>.json (else ~/.cache/tessera/...); configs/tuned/tuned-<gpu>.json
-// under the current directory (a tune file committed with the sources).
+// under the current directory (a tune file committed with the sources); then the installed
+// <prefix>/share/tessera/tuned/tuned-<gpu>.json (the prefix of libtessera or of the running
+// binary, then the configured install prefix).
 std::vector<std::string> tune_file_candidates(const std::string& gpu_name);
 
 // Where `tessera tune` writes by default: $TESSERA_TUNE_FILE, else the cache path above.

@@ -33,7 +33,7 @@ nlohmann::json collect_info(const comm::Comm& comm) {
                    {"rank", comm.rank()}, {"host", node.host}, {"local_rank", node.local_rank},
                    {"local_size", node.local_size}}},
           {"hdf5", {{"version", io::library_version()}, {"parallel", io::library_is_parallel()}}},
-          {"blas", {{"library", "OpenBLAS"}, {"config", kernels::openblas_config_string()},
+          {"blas", {{"library", kernels::blas_name()}, {"config", kernels::openblas_config_string()},
                     {"threads", kernels::openblas_threads()}}},
           {"gpus", backend::describe_gpus()},
           {"environment", slurm}};
@@ -50,8 +50,8 @@ std::string format_info(const nlohmann::json& i) {
                      i["mpi"]["local_rank"].get<int>(), i["mpi"]["local_size"].get<int>());
   out += fmt::format("  HDF5     : {} ({})\n", i["hdf5"]["version"].get<std::string>(),
                      i["hdf5"]["parallel"].get<bool>() ? "parallel" : "serial");
-  out += fmt::format("  BLAS     : OpenBLAS, {} thread(s): {}\n", i["blas"]["threads"].get<int>(),
-                     i["blas"]["config"].get<std::string>());
+  out += fmt::format("  BLAS     : {}, {} thread(s): {}\n", i["blas"]["library"].get<std::string>(),
+                     i["blas"]["threads"].get<int>(), i["blas"]["config"].get<std::string>());
   if (i["gpus"].empty())
     out += "  GPUs     : none visible\n";
   else

@@ -2,12 +2,14 @@
 
 Starts munged, slurmctld and slurmd (Debian's packages) with everything in a temporary folder:
 a generated slurm.conf, its own munge key and socket, free ports, and two placeholder GPUs
-(gres backed by character devices that are /dev/null) so that the GPU scripts' --gpus-per-task
-can be scheduled and Slurm's binding (CUDA_VISIBLE_DEVICES per rank) checked. Generates small
-inputs at the paths configs/slurm.toml names, in the submit directory, and submits with
-`sbatch --wait` the CPU job, the one-node and multi-node jobs on 2 tasks (srun --mpi=pmix and
-mpirun), the strong-scaling job (1 and 2 ranks, then scripts/scaling_report.py), a job whose
-input is missing and one whose output folder an earlier job of the same id left. Checks exit statuses, C against numpy, the reports and the logs. The daemons
+(gres backed by character devices that are /dev/null) so that the GPU scripts' --gpus-per-node
+can be scheduled and Slurm's binding (CUDA_VISIBLE_DEVICES of each rank: all of the node's GPUs,
+--gpu-bind=none) checked. Generates small inputs at the paths configs/slurm.toml names, in the
+submit directory, and submits with `sbatch --wait` the CPU job, the one-node and multi-node jobs
+on 2 tasks (srun --mpi=pmix and mpirun), the strong-scaling job (1 and 2 ranks, then
+scripts/scaling_report.py), a job whose input is missing, one whose output folder an earlier job of the same id left, and, with --prefix (an installed
+tessera, ctest fixture install.prefix), the installed share/tessera/slurm/tessera-node.sbatch
+with neither TESSERA_HOME nor TESSERA set: it must find the installed binary and config. Checks exit statuses, C against numpy, the reports and the logs. The daemons
 are stopped by PID and the folder removed at the end, also on failure.
 
 Needs root (munged runs as the munge user, slurmd as root). Slurm and munge are installed with
@@ -40,6 +42,7 @@ JOBS_TIMEOUT = 240  # all jobs, from submission; they take ~15 s on 2 CPUs
 def lint(src):
     scripts = sorted(glob.glob(os.path.join(src, "slurm", "*.sbatch")))
     check(len(scripts) >= 4, f"expected the slurm/*.sbatch scripts, found {scripts}")
+    check_gpu_binding(src, scripts)
     for path in scripts + [os.path.join(src, "slurm", "common.sh")]:
         rel = os.path.relpath(path, src)
         p = subprocess.run(["bash", "-n", path], capture_output=True, text=True)
@@ -61,6 +64,23 @@ def lint(src):
     sys.stdout.write(p.stdout + p.stderr)
     check(p.returncode == 0, "shellcheck found problems")
     print(f"ok: shellcheck -x {' '.join(rels)}")
+
+
+def check_gpu_binding(src, scripts):
+    """GPU scripts ask for GPUs per node, with no per-task binding: all ranks of a node see all
+    of its GPUs, so CUDA IPC / NVLink peer access (NCCL's fast path) stays possible."""
+    gpu_scripts = 0
+    for path in scripts:
+        rel = os.path.relpath(path, src)
+        with open(path) as f:
+            sbatch = [line.split()[1] for line in f if line.startswith("#SBATCH ")]
+        check(not any(o.startswith(("--gpus-per-task", "--gres=gpu", "--gpus=")) for o in sbatch),
+              f"{rel}: per-task or per-job GPU requests ({sbatch}); use --gpus-per-node and --gpu-bind=none")
+        if any(o.startswith("--gpus-per-node=") for o in sbatch):
+            gpu_scripts += 1
+            check("--gpu-bind=none" in sbatch, f"{rel}: --gpus-per-node without --gpu-bind=none")
+            print(f"ok: {rel}: --gpus-per-node, --gpu-bind=none")
+    check(gpu_scripts >= 3, f"expected the 3 GPU scripts to ask for --gpus-per-node, found {gpu_scripts}")
 
 
 def skip(reason):
@@ -258,10 +278,11 @@ PartitionName=local Nodes={self.host} Default=YES MaxTime=INFINITE State=UP
 
 
 class Job:
-    """One sbatch of slurm/SCRIPT; its log is slurm-<the script's --job-name>-<id>.out."""
+    """One sbatch of HOME/slurm/SCRIPT (HOME: the repository or an installed share/tessera); its
+    log is slurm-<the script's --job-name>-<id>.out."""
 
-    def __init__(self, src, name, script, sbatch_opts=(), env=None, args=(), ranks=1):
-        self.name, self.script, self.sbatch_opts = name, os.path.join(src, "slurm", script), list(sbatch_opts)
+    def __init__(self, home, name, script, sbatch_opts=(), env=None, args=(), ranks=1):
+        self.name, self.script, self.sbatch_opts = name, os.path.join(home, "slurm", script), list(sbatch_opts)
         self.env, self.args, self.ranks = env or {}, list(args), ranks
         with open(self.script) as f:
             self.job_name = next(line.split("=", 1)[1].strip() for line in f if line.startswith("#SBATCH --job-name="))
@@ -321,9 +342,12 @@ def check_report(path, ranks, backend=None):
     return rep
 
 
-def check_placement(job, cluster, launcher):
-    """The lines of slurm/common.sh's tessera_show_placement: under srun --gpus-per-task=1 each rank
-    sees its own GPU; under mpirun every rank sees the node's GPUs and has its own local rank."""
+def check_placement(job, cluster):
+    """The lines of slurm/common.sh's tessera_show_placement: every rank has its own local rank, the
+    job holds all of the node's GPUs, and under srun and mpirun alike (--gpus-per-node,
+    --gpu-bind=none) no rank is confined to a subset of them: it sees them all, or Slurm leaves
+    CUDA_VISIBLE_DEVICES unset (22.05 does under srun with --gpu-bind=none; the CUDA runtime then
+    sees what the job's device cgroup allows: the job's GPUs)."""
     with open(job.log) as f:
         lines = [line.strip() for line in f if line.startswith("placement: rank ")]
     check(len(lines) == job.ranks, f"job {job.name}: {len(lines)} placement lines, expected {job.ranks}")
@@ -331,16 +355,25 @@ def check_placement(job, cluster, launcher):
     check(local == list(range(job.ranks)), f"job {job.name}: local ranks {local}")
     if not cluster.real_gpu_devices:
         return
-    seen = sorted(line.split("CUDA_VISIBLE_DEVICES=")[1] for line in lines)
     all_gpus = ",".join(str(i) for i in range(N_GPUS))
-    expect = [str(i) for i in range(job.ranks)] if launcher == "srun" else [all_gpus] * job.ranks
-    check(seen == expect, f"job {job.name}: ranks see CUDA_VISIBLE_DEVICES {seen}, expected {expect}")
-    print(f"ok: job {job.name}: placement (local ranks {local}, CUDA_VISIBLE_DEVICES {' / '.join(seen)})")
+    seen = sorted(line.split("CUDA_VISIBLE_DEVICES=")[1].split(", job GPUs")[0] for line in lines)
+    job_gpus = sorted(line.split("job GPUs ")[1] for line in lines)
+    check(job_gpus == [all_gpus] * job.ranks, f"job {job.name}: job GPUs {job_gpus}, expected {all_gpus} on every rank")
+    check(all(s in (all_gpus, "unset") for s in seen),
+          f"job {job.name}: ranks see CUDA_VISIBLE_DEVICES {seen}: confined to a subset of the node's GPUs {all_gpus}")
+    with open(job.log) as f:
+        check(f"GPUs per node {N_GPUS}, per task none, binding none" in f.read(),
+              f"job {job.name}: the log does not show --gpus-per-node={N_GPUS} with --gpu-bind=none")
+    print(f"ok: job {job.name}: placement (local ranks {local}, CUDA_VISIBLE_DEVICES {' / '.join(seen)}, "
+          f"job GPUs {job_gpus[0]}), GPUs per node, binding none")
 
 
 def main():
     p = parser(__doc__)
     p.add_argument("--lint", action="store_true", help="only bash -n / shellcheck the slurm/ scripts")
+    p.add_argument("--prefix", help="an installed tessera: also run its share/tessera/slurm scripts")
+    p.add_argument("--datadir", default="share/tessera", help="share/tessera, relative to --prefix")
+    p.add_argument("--bindir", default="bin", help="bin, relative to --prefix")
     args = p.parse_args()
     src = os.path.abspath(args.source_dir)
     if args.lint:
@@ -382,7 +415,7 @@ def main():
                 f.write(f"# the config of an earlier job {job_id}\n")
         # The scripts' resources scaled down to this machine; the GPU scripts' jobs compute on the
         # CPU: the placeholder GPUs' numbers would name real devices on a machine that has some.
-        small = ["--nodes=1", "--ntasks-per-node=2", "--cpus-per-task=1"]
+        small = ["--nodes=1", "--ntasks-per-node=2", "--cpus-per-task=1", f"--gpus-per-node={N_GPUS}"]
         on_cpu = ["--backend", "cpu"]
         jobs = [
             Job(src, "cpu", "tessera-cpu.sbatch", ["--ntasks-per-node=1", "--cpus-per-task=1"], base_env),
@@ -395,6 +428,11 @@ def main():
                 dict(base_env, TESSERA_LAUNCHER="mpirun"), args=on_cpu, ranks=2),
             Job(src, "scaling", "strong-scaling.sbatch", small, base_env, args=on_cpu, ranks=2),
         ]
+        if args.prefix:
+            installed_home = os.path.join(os.path.abspath(args.prefix), args.datadir)
+            # No TESSERA_HOME, no TESSERA: the installed scripts know their prefix.
+            jobs.append(Job(installed_home, "installed-node", "tessera-node.sbatch", small,
+                            {"TESSERA_PYTHON": sys.executable}, args=on_cpu, ranks=2))
         submit_all(cluster, jobs, submit)
         by_name = {job.name: job for job in jobs}
 
@@ -428,13 +466,13 @@ def main():
             job = by_name[name]
             check_result(job, a, b, dtype)
             check_report(os.path.join(job.out_dir, "report.json"), 2, backend="cpu")
-            check_placement(job, cluster, launcher)
+            check_placement(job, cluster)
         with open(by_name["multinode-mpirun"].log) as f:
             check("launcher mpirun" in f.read(), "multinode job: TESSERA_LAUNCHER=mpirun not used")
 
         job = by_name["scaling"]
         check_result(job, a, b, dtype)
-        check_placement(job, cluster, "srun")
+        check_placement(job, cluster)
         for ranks in (1, 2):
             check_report(os.path.join(job.out_dir, f"report-n{ranks}.json"), ranks)
         with open(os.path.join(job.out_dir, "scaling.md")) as f:
@@ -451,6 +489,20 @@ def main():
         else:
             check("plot skipped" in table and not os.path.exists(png), "scaling.md: no 'plot skipped' note")
             print("ok: scaling.md (rows 1, 2); no matplotlib here, the table says the plot was skipped")
+
+        if args.prefix:
+            job = by_name["installed-node"]
+            check_result(job, a, b, dtype)
+            check_report(os.path.join(job.out_dir, "report.json"), 2, backend="cpu")
+            check_placement(job, cluster)
+            binary = os.path.join(os.path.abspath(args.prefix), args.bindir, "tessera")
+            config = os.path.join(installed_home, "configs", "slurm.toml")
+            with open(job.log) as f:
+                check(f"binary {binary}, config {config}" in f.read(),
+                      f"installed job: the log does not name the installed binary {binary} and config {config}")
+            print(f"ok: installed {job.script} ran {binary} with {config}, no source tree")
+        else:
+            print("note: no --prefix: the installed scripts were not run")
 
         print("job times (sbatch --wait): " + ", ".join(f"{j.name} {j.seconds:.1f} s" for j in jobs))
     finally:
