@@ -56,11 +56,25 @@ class TesseraError(RuntimeError):
         VerificationError for 3, TesseraError otherwise."""
         message = tessera_message(stderr)
         if message is None:
-            # Not tessera's own line (the launcher failed, a rank was killed): the last words.
-            lines = [line.strip() for line in (stderr or "").splitlines() if line.strip()]
-            message = lines[-1] if lines else f"tessera exited with status {exit_code}"
+            # Not tessera's own line (an older tessera's parser, the launcher failed, a rank was
+            # killed): the first line that is not the launcher's (Open MPI frames its notices in
+            # lines of dashes; srun prefixes its own).
+            lines = _outside_launcher_notices(stderr or "")
+            message = lines[0] if lines else f"tessera exited with status {exit_code}"
         kind = {EXIT_USAGE: UsageError, EXIT_VERIFICATION: VerificationError}.get(exit_code, TesseraError)
         return kind(message, exit_code=exit_code, command=command, stderr=stderr, stdout=stdout)
+
+
+def _outside_launcher_notices(stderr: str) -> list:
+    lines, framed = [], False
+    for line in stderr.splitlines():
+        text = line.strip()
+        if text and set(text) == {"-"}:
+            framed = not framed
+        elif text and not framed and not text.startswith(("srun:", "slurmstepd:")):
+            lines.append(text)
+    # An unbalanced frame (a notice cut short) hid everything after it: show all lines then.
+    return lines or [t.strip() for t in stderr.splitlines() if t.strip() and set(t.strip()) != {"-"}]
 
 
 class UsageError(TesseraError):
