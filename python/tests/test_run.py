@@ -1,7 +1,9 @@
 """tessera.run on --np CPU ranks: C checked against numpy through h5py, the report's typed fields
 against the job, the launchers (the tests' mpiexec, the package's own choice, none for one rank),
 datasets given as (file, path) pairs, the temporary report removed, a kept one left."""
+import contextlib
 import glob
+import io
 import os
 import unittest
 
@@ -139,6 +141,18 @@ class RunTest(TempDirTest):
             raise
         self.assertIn(src + ":/run\\:/A", rep.command)
         product_ok(self, a, b, self.read_c(self.path("c.h5"), "/out:/C"), np.float64)
+
+    def test_relative_paths_in_cwd_and_echo(self):
+        a, b = self.inputs(6, 7, 8, np.float64, seed=8)
+        self.write("a.h5", "/A", a), self.write("b.h5", "/B", b)
+        shown = io.StringIO()
+        with contextlib.redirect_stdout(shown):
+            rep = tessera.run("a.h5:/A", ("b.h5", "/B"), "c.h5:/C", ranks=args.np, launcher=args.mpiexec,
+                              backend="cpu", cwd=self.dir, echo=True)
+        self.assertIn("rank", shown.getvalue())
+        self.assertEqual(shown.getvalue(), rep.stdout)
+        product_ok(self, a, b, self.read_c(self.path("c.h5")), np.float64)
+        self.assertEqual(glob.glob(os.path.join(self.dir, ".tessera-report-*")), [])
 
     def test_to_pandas(self):
         a, b = self.inputs(8, 9, 10, np.float64, seed=7)

@@ -70,7 +70,9 @@ def cli_options(binary: str, *subcommand: str) -> Dict[str, CliOption]:
         except (OSError, subprocess.TimeoutExpired) as e:
             raise TesseraError(f"cannot ask tessera for its options: {e}", command=command) from e
         if p.returncode != 0:
-            raise TesseraError.from_job(p.returncode, command, p.stdout, p.stderr)
+            e = TesseraError.from_job(p.returncode, command, p.stdout, p.stderr)
+            raise type(e)(e.message + " (asking tessera for its options; check_options=False skips the check)",
+                          exit_code=e.exit_code, command=command, stdout=p.stdout, stderr=p.stderr)
         options = parse_help(p.stdout)
         options.pop("help", None)
         if not options:
