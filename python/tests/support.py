@@ -35,7 +35,15 @@ def parse(argv=None):
     args.mpiexec = shlex.split(known.mpiexec)
     args.np = known.np
     args.source_dir = known.source_dir
+    # Open MPI's session folder for this process's launches outside a TempDirTest (the --help the
+    # package asks for): its own, as every launch here has.
+    global _session
+    _session = tempfile.TemporaryDirectory(prefix="tessera-pytest-ompi-")
+    os.environ["OMPI_MCA_orte_tmpdir_base"] = _session.name
     return rest
+
+
+_session = None
 
 
 def import_package():
