@@ -2,7 +2,6 @@
 the same as the JSON the CLI writes for the same command."""
 import json
 import subprocess
-import unittest
 
 import numpy as np
 

@@ -3,9 +3,7 @@ usage errors found by the package (UsageError, exit status 2, nothing launched) 
 parser (UsageError, exit status 2), a failed verification (VerificationError, exit status 3),
 no binary, a timeout that ends the job."""
 import os
-import re
 import time
-import unittest
 
 import numpy as np
 

@@ -5,7 +5,6 @@ import contextlib
 import glob
 import io
 import os
-import unittest
 
 import h5py
 import numpy as np

@@ -107,13 +107,15 @@ def launcher_prefix(ranks: int, launcher: Launcher = None, *, env: Optional[Mapp
         flag = "-n" if os.path.basename(prefix[0]) == "srun" else "-np"
         return prefix + [flag, str(ranks)]
     name = launcher or "auto"
+    origin = "launcher"
     if name == "auto":
         name = _auto(ranks, env, probe)
+        origin = "$TESSERA_LAUNCHER" if env.get("TESSERA_LAUNCHER") else origin
     path = None
     if os.path.basename(name) in ("mpirun", "mpiexec", "srun") and os.sep in name:
         path, name = name, os.path.basename(name)
     if name not in NAMES[1:]:
-        raise UsageError(f"launcher {name!r}: use one of {', '.join(NAMES)}, or a command as a list",
+        raise UsageError(f"{origin} {name!r}: use one of {', '.join(NAMES)}, or a command as a list",
                          exit_code=EXIT_USAGE)
     if name == "none":
         if ranks != 1:
