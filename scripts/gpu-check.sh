@@ -8,6 +8,9 @@
 # [small], and `tessera bench` (JSON and CSV into LOGDIR). One log per step in LOGDIR; a failing
 # step is recorded and the next one still runs (steps that need the build are skipped when it
 # failed). Prints a summary table last and exits nonzero if any step failed.
+#   GPU_CHECK_STEPS   steps after the build (default: info ctest memcheck racecheck bench startup)
+#   GPU_CHECK_CTEST   extra ctest arguments (e.g. "-L gpu -j 4")
+#   GPU_CHECK_FRESH=0 keep an existing build-gpu/ (a second call on a machine still warm)
 set -uo pipefail
 
 if [ $# -ne 1 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
@@ -59,7 +62,9 @@ skip() {
   mpirun --version 2>&1 | head -n1
 } >"$logdir/environment.log" 2>&1
 
-rm -rf "$build"
+steps=${GPU_CHECK_STEPS:-info ctest memcheck racecheck bench startup}
+want() { case " $steps " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+[ "${GPU_CHECK_FRESH:-1}" = 0 ] || rm -rf "$build"
 built=0
 if step configure cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CUDA_ARCHITECTURES="$arch"; then
@@ -71,9 +76,12 @@ fi
 gpu_tests=$build/tests/tessera_gpu_tests
 sanitizer=$(command -v compute-sanitizer || true)
 if [ "$built" = 1 ]; then
-  step info "$build/tessera" info
-  step ctest ctest --test-dir "$build" --output-on-failure
-  if [ -z "$sanitizer" ]; then
+  ! want info || step info "$build/tessera" info
+  # shellcheck disable=SC2086  # GPU_CHECK_CTEST is a list of arguments
+  ! want ctest || step ctest ctest --test-dir "$build" --output-on-failure ${GPU_CHECK_CTEST:-}
+  if ! want memcheck; then
+    :
+  elif [ -z "$sanitizer" ]; then
     skip memcheck "compute-sanitizer not found"
     skip racecheck "compute-sanitizer not found"
   else
@@ -87,9 +95,24 @@ if [ "$built" = 1 ]; then
     step racecheck "$sanitizer" --tool racecheck --kernel-name kns=tessera --error-exitcode 1 \
       "$gpu_tests" "[sanitize]"
   fi
-  step bench "$build/tessera" bench --json "$logdir/bench.json" --csv "$logdir/bench.csv"
+  ! want bench || step bench "$build/tessera" bench --json "$logdir/bench.json" --csv "$logdir/bench.csv"
+  # Start-up: whole processes that do no job (MPI, CUDA and libraries), and whether a GPU run of
+  # tessera's own kernels ever loads cuBLAS (it must not: kernels/cublas_library.hpp).
+  startup_probe() {
+    for i in 1 2 3; do /usr/bin/time -f "tessera --version %e s" "$build/tessera" --version >/dev/null; done
+    for np in 1 2; do
+      for i in 1 2 3; do /usr/bin/time -f "mpirun -np $np tessera info %e s" mpirun -np "$np" "$build/tessera" info >/dev/null; done
+    done
+    local d
+    d=$(mktemp -d)
+    "$build/tessera" generate --out "$d/a.h5:/A" --rows 512 --cols 512 >/dev/null &&
+      LD_DEBUG=files mpirun -x LD_DEBUG -np 1 "$build/tessera" run --a "$d/a.h5:/A" --b "$d/a.h5:/A" --c "$d/c.h5:/C" \
+        --backend cuda -q 2>&1 | grep -c "file=libcublas" | sed 's/^/libcublas loads in a GPU run: /'
+    rm -rf "$d"
+  }
+  ! want startup || step startup startup_probe
 else
-  for s in info ctest memcheck racecheck bench; do skip "$s" "build failed"; done
+  for s in $steps; do skip "$s" "build failed"; done
 fi
 
 failed=0
