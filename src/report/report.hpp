@@ -50,6 +50,9 @@ struct JobReport {
   // How ranks moved data during the compute: "host" (MPI on host memory), "nccl" (GPU to GPU),
   // "cuda-aware" (MPI on GPU memory), "none" (one rank).
   std::string comm = "host";
+  // With comm "nccl": the transport NCCL has between the GPUs of a node, the slowest pair's
+  // ("P2P/NVLink", "P2P/PCIe", "SHM", "NET"; comm/peers.hpp); "" otherwise.
+  std::string nccl_transport;
   // Pieces A was read in while the GEMM ran (panels, run/stream.hpp); 1: read before it.
   int stream_chunks = 1;
   // How C reached the output file (run/output.hpp): "in place ..." or "gather (why)".

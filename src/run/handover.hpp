@@ -87,6 +87,11 @@ class BackgroundRelease {
   std::thread thread_;
 };
 
+// Collective, where the job's ranks exchange data with NCCL: which transport NCCL has between
+// the GPUs of each node (P2P/NVLink, P2P/PCIe, SHM, NET: comm/peers.hpp) goes into the report,
+// and pairs of ranks on one node that cannot link their GPUs directly become warnings.
+void note_nccl_transport(const comm::Comm& comm, int device, report::JobReport& job, report::RankRecord& me);
+
 // Elements of rank 0's spare gather buffer: the largest of the blocks that arrive into it (the
 // odd-numbered ones).
 std::int64_t gather_spare_elements(const partition::Partition& part);

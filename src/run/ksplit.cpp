@@ -94,6 +94,7 @@ void run_ksplit(const RunOptions& o, const comm::Comm& comm, JobStart start) {
   comm.step([&] { path = comm::choose_reduce_path(o.comm, nccl_possible); });
   const bool device_reduce = path == comm::Path::nccl;
   job.comm = comm.size() == 1 ? "none" : device_reduce ? "nccl" : "host";
+  if (job.comm == "nccl") note_nccl_transport(comm, be->device_id(), job, me);
   if (!device_reduce && be->name() == "cuda" && o.comm != "host" && rank == kRoot)
     me.warnings.push_back(
         "ksplit: built without NCCL, so partial products are summed on the host with MPI_Reduce after D2H (correct, "

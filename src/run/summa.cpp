@@ -108,6 +108,7 @@ void run_summa(const RunOptions& o, const comm::Comm& comm, JobStart start) {
   comm::Path path = comm::Path::host;
   comm.step([&] { path = comm::choose_path(o.comm, cuda, nccl, cuda_aware); });
   job.comm = comm.size() == 1 || grid.size() == 1 ? "none" : comm::path_name(path);
+  if (job.comm == "nccl") note_nccl_transport(comm, be->device_id(), job, me);
   // Panel width: MPI moves a panel as one item of at most INT_MAX elements (and bytes), so on the
   // MPI paths it is narrowed to fit the largest block (block (0, 0): split() puts the longer
   // ranges first).

@@ -9,6 +9,7 @@
 
 #include "comm/exchange.hpp"
 #include "comm/path.hpp"
+#include "comm/peers.hpp"
 #include "core/error.hpp"
 
 using tessera::DType;
@@ -77,4 +78,27 @@ TEST_CASE("make_transport builds the chosen path's implementation", "[comm][choi
   // NCCL needs the build to have it and a GPU on the rank: on a CPU rank it is refused, never
   // quietly replaced by another path.
   CHECK_THROWS_AS(comm::make_transport(Path::nccl, DType::f32, {}), Error);
+}
+
+// ---- which transport NCCL has between two ranks' GPUs (comm/peers.hpp) ----------------------
+TEST_CASE("nccl transport: NVLink or PCIe peer access, else host memory, else the network", "[comm][peers]") {
+  using tessera::comm::nccl_transport;
+  using tessera::comm::NcclEnv;
+  using tessera::comm::PeerLink;
+  const NcclEnv plain;
+  CHECK(nccl_transport(PeerLink{true, true, true, true}, plain) == "P2P/NVLink");
+  CHECK(nccl_transport(PeerLink{true, true, true, false}, plain) == "P2P/PCIe");
+  // A peer GPU hidden by per-task binding, or no peer access: staged through host memory.
+  CHECK(nccl_transport(PeerLink{true, false, false, false}, plain) == "SHM");
+  CHECK(nccl_transport(PeerLink{true, true, false, true}, plain) == "SHM");
+  CHECK(nccl_transport(PeerLink{false, true, true, true}, plain) == "NET");
+  NcclEnv no_p2p;
+  no_p2p.p2p_disabled = true;
+  CHECK(nccl_transport(PeerLink{true, true, true, true}, no_p2p) == "SHM");
+  NcclEnv no_p2p_no_shm = no_p2p;
+  no_p2p_no_shm.shm_disabled = true;
+  CHECK(nccl_transport(PeerLink{true, true, true, true}, no_p2p_no_shm) == "NET");
+  NcclEnv loc;
+  loc.p2p_level = "LOC";
+  CHECK(nccl_transport(PeerLink{true, true, true, true}, loc) == "SHM");
 }

@@ -105,7 +105,13 @@ if args.stream_chunks > 1:
     check("streaming: A read in" in res.stdout, "the table says A streamed")
 elif args.stream_chunks == 1:
     check(rep["stream_chunks"] == 1, f"report stream_chunks {rep['stream_chunks']}, expected 1")
-check(f"(comm {rep['comm']})" in res.stdout, "the table names the comm path")
+check(f"(comm {rep['comm']}" in res.stdout, "the table names the comm path")
+if rep["comm"] == "nccl" and len({e["host"] for e in rep["ranks"]}) == 1 and not args.expect_shared_gpu:
+    # One node, one GPU per rank, every GPU visible to every rank: NCCL links them directly.
+    check(rep["nccl_transport"] in ("P2P/NVLink", "P2P/PCIe"), f"NCCL transport {rep['nccl_transport']!r}")
+    check(f"nccl, {rep['nccl_transport']})" in res.stdout, "the table names the NCCL transport")
+    peer_warnings = [w for e in rep["ranks"] for w in e["warnings"] if "cannot link their GPUs" in w]
+    check(not peer_warnings, f"unexpected peer-access warnings: {peer_warnings}")
 check(f"C written: {rep['write']}" in res.stdout, "the table says how C was written")
 if rep["algorithm"] != "ksplit":
     check(rep["write"].startswith("in place"), f"C should be written in place here, report says {rep['write']!r}")
