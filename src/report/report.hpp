@@ -50,9 +50,9 @@ struct JobReport {
   // How ranks moved data during the compute: "host" (MPI on host memory), "nccl" (GPU to GPU),
   // "cuda-aware" (MPI on GPU memory), "none" (one rank).
   std::string comm = "host";
-  // Pieces A was read in while the GEMM ran (panels, run/stream.hpp); 1: read before it.
+  // Pieces A was read in while the GEMM ran (panels, job/stream.hpp); 1: read before it.
   int stream_chunks = 1;
-  // How C reached the output file (run/output.hpp): "in place ..." or "gather (why)".
+  // How C reached the output file (job/output.hpp): "in place ..." or "gather (why)".
   std::string write = "gather";
   std::string backend, kernel;
   double wall_seconds = 0;
