@@ -7,7 +7,7 @@
 
 #include "core/version.hpp"
 #include "comm/comm.hpp"
-#include "run/pipeline.hpp"
+#include "job/pipeline.hpp"
 
 namespace tessera {
 
@@ -21,8 +21,8 @@ const char* version() noexcept { return kVersion; }
 
 namespace {
 
-run::RunOptions job_options(const Options& o) {
-  run::RunOptions r;
+job::RunOptions job_options(const Options& o) {
+  job::RunOptions r;
   r.a = o.a;
   r.b = o.b;
   r.c = o.c;
@@ -54,10 +54,10 @@ Result multiply(const Options& options, MPI_Comm comm) {
     for (const auto& [name, value] : {std::pair{"a", &options.a}, {"b", &options.b}, {"c", &options.c}})
       if (value->empty()) throw MultiplyError(std::string("Options.") + name + " is empty (FILE:/DATASET)", rank, true);
     const comm::Comm job_comm(comm);
-    run::run_job(job_options(options), job_comm);
+    job::run_job(job_options(options), job_comm);
   } catch (const MultiplyError&) {
     throw;
-  } catch (const run::VerificationFailed& e) {
+  } catch (const job::VerificationFailed& e) {
     throw VerificationFailed(e.what(), rank, true);
   } catch (const comm::JobError& e) {
     throw MultiplyError(e.what(), e.origin(), true);

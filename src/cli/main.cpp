@@ -1,4 +1,4 @@
-// tessera: the command line. Thin: parses options, starts MPI, calls the run layer, and turns
+// tessera: the command line. Thin: parses options, starts MPI, calls the job layer or a command, and turns
 // every failure into one clear line and a nonzero exit on every rank.
 #include <mpi.h>
 
@@ -10,12 +10,13 @@
 #include "core/error.hpp"
 #include "core/version.hpp"
 #include "comm/comm.hpp"
-#include "run/bench.hpp"
-#include "run/generate.hpp"
-#include "run/info.hpp"
-#include "run/pipeline.hpp"
-#include "run/tune.hpp"
-#include "run/verify.hpp"
+#include "commands/bench.hpp"
+#include "commands/dry_run.hpp"
+#include "commands/generate.hpp"
+#include "commands/info.hpp"
+#include "job/pipeline.hpp"
+#include "commands/tune.hpp"
+#include "commands/verify.hpp"
 
 namespace {
 
@@ -35,7 +36,7 @@ int world_size() {
   return size;
 }
 
-void add_run_options(CLI::App* run, tessera::run::RunOptions& o) {
+void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
   // --a/--b/--c are required unless --dry-run (checked after parsing).
   run->add_option("--a", o.a, "A (M x K) as FILE:/DATASET");
   run->add_option("--b", o.b, "B (K x N) as FILE:/DATASET");
@@ -137,7 +138,7 @@ int main(int argc, char** argv) {
   app.set_config("--config", "", "TOML file of options: a [run] table holds `tessera run` options");
   app.allow_config_extras(CLI::config_extras_mode::error);
 
-  tessera::run::GenerateOptions gen;
+  tessera::commands::GenerateOptions gen;
   auto* g = app.add_subcommand("generate", "write a random matrix into an HDF5 file");
   g->add_option("--out,-o", gen.out, "FILE:/DATASET to create")->required();
   g->add_option("--rows", gen.rows, "rows")->required();
@@ -151,11 +152,11 @@ int main(int argc, char** argv) {
   g->add_option("--gzip", gen.gzip, "gzip level 1-9 (implies chunking)")->capture_default_str();
   g->add_flag("--overwrite", gen.overwrite, "replace an existing file");
 
-  tessera::run::RunOptions ro;
+  tessera::job::RunOptions ro;
   auto* r = app.add_subcommand("run", "C = A * B over the MPI ranks; write C and report per-rank timing");
   add_run_options(r, ro);
 
-  tessera::run::VerifyOptions vo;
+  tessera::commands::VerifyOptions vo;
   auto* v = app.add_subcommand("verify", "check C against A * B computed independently in float64");
   v->add_option("--a", vo.a, "A as FILE:/DATASET")->required();
   v->add_option("--b", vo.b, "B as FILE:/DATASET")->required();
@@ -170,7 +171,7 @@ int main(int argc, char** argv) {
   auto* in = app.add_subcommand("info", "version, build features, MPI, HDF5, BLAS and GPUs");
   in->add_flag("--json", info_json, "print JSON");
 
-  tessera::run::BenchOptions bo;
+  tessera::commands::BenchOptions bo;
   auto* b = app.add_subcommand("bench", "time every kernel on one device against the vendor baseline");
   b->add_option("--backend", bo.backend, "auto, cpu or cuda")->capture_default_str();
   b->add_option("--sizes", bo.sizes, "sizes: N (cube) or MxNxK; default depends on the backend")->delimiter(',');
@@ -182,7 +183,7 @@ int main(int argc, char** argv) {
   b->add_option("--json", bo.json_path, "write results as JSON");
   b->add_option("--csv", bo.csv_path, "write results as CSV");
 
-  tessera::run::TuneOptions to;
+  tessera::commands::TuneOptions to;
   auto* tu = app.add_subcommand("tune", "time tessera's GPU kernels here and store the fastest for --kernel auto");
   tu->add_option("--sizes", to.sizes, "sizes: N (cube) or MxNxK (default 1024,2048,4096,8192)")->delimiter(',');
   tu->add_option("--dtypes", to.dtypes, "f32,f64 (default both)")->delimiter(',');
@@ -201,14 +202,14 @@ int main(int argc, char** argv) {
       MPI_Finalize();
       return code;
     }
-    // The config file is read, never written (run/job_paths.hpp).
+    // The config file is read, never written (job/job_paths.hpp).
     if (const auto* config = app.get_config_ptr(); config != nullptr && config->count() > 0)
       ro.config = vo.config = gen.config = bo.config = to.config = config->as<std::string>();
     const tessera::comm::Comm world(MPI_COMM_WORLD);
     if (*g) {
       // A step, so a failure on rank 0 is one line and a nonzero exit on every rank.
       world.step([&] {
-        if (rank == 0) tessera::run::generate(gen);
+        if (rank == 0) tessera::commands::generate(gen);
       });
     } else if (*r) {
       if (!ro.dry_run)
@@ -218,32 +219,35 @@ int main(int argc, char** argv) {
             MPI_Finalize();
             return kExitUsage;
           }
-      tessera::run::run_job(ro, world);
+      if (ro.dry_run)
+        tessera::commands::dry_run(ro, world);
+      else
+        tessera::job::run_job(ro, world);
     } else if (*v) {
-      const auto res = tessera::run::verify(vo, world);
+      const auto res = tessera::commands::verify(vo, world);
       if (rank == 0) std::printf("%s\n", res.summary.c_str());
       code = res.passed ? 0 : kExitVerifyFailed;
     } else if (*in) {
       // Every rank's view (GPUs, Slurm variables differ per rank), printed by rank 0.
-      const auto views = world.gather(tessera::run::collect_info(world).dump(), 0);
+      const auto views = world.gather(tessera::commands::collect_info(world).dump(), 0);
       if (rank == 0) {
         nlohmann::json all = nlohmann::json::array();
         for (const auto& view : views) all.push_back(nlohmann::json::parse(view));
         if (info_json)
           std::fputs(((views.size() == 1 ? all[0] : all).dump(2) + "\n").c_str(), stdout);
         else
-          for (const auto& view : all) std::fputs(tessera::run::format_info(view).c_str(), stdout);
+          for (const auto& view : all) std::fputs(tessera::commands::format_info(view).c_str(), stdout);
       }
     } else if (*b) {
       world.step([&] {
-        if (rank == 0) code = tessera::run::run_bench(bo);
+        if (rank == 0) code = tessera::commands::run_bench(bo);
       });
     } else if (*tu) {
       world.step([&] {
-        if (rank == 0) code = tessera::run::run_tune(to);
+        if (rank == 0) code = tessera::commands::run_tune(to);
       });
     }
-  } catch (const tessera::run::VerificationFailed& e) {
+  } catch (const tessera::job::VerificationFailed& e) {
     if (rank == 0) std::fprintf(stderr, "tessera: verification failed: %s\n", e.what());
     code = kExitVerifyFailed;
   } catch (const tessera::comm::JobError& e) {

@@ -7,7 +7,7 @@
 // a VDS source file that is missing, a region of a VDS that no source maps, chunks never written,
 // contiguous storage never allocated, an external raw file shorter than the data. tessera must
 // neither read such an input as if it were data nor let its output replace a file that holds an
-// input's data, so it looks at all of this before anything is read (run/job_paths.hpp).
+// input's data, so it looks at all of this before anything is read (job/job_paths.hpp).
 #include <string>
 #include <vector>
 

@@ -1,7 +1,7 @@
 #pragma once
 // Matrices moved between memory and contiguous storage in a file with pread/pwrite, without
 // HDF5: the bulk of reading a contiguous input and of writing C. HDF5 only tells where the
-// elements lie (hdf5_io.cpp); these functions never call it, so they run on any thread and on
+// elements lie (matrix_writer.cpp, read_block.cpp); these functions never call it, so they run on any thread and on
 // every rank at once.
 #include <cstddef>
 #include <cstdint>

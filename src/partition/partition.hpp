@@ -82,7 +82,7 @@ class Partition {
   GridShape grid_;
 };
 
-// The ksplit algorithm (run/ksplit.hpp): the P ranks split K instead of C. Rank r multiplies
+// The ksplit algorithm (job/ksplit.hpp): the P ranks split K instead of C. Rank r multiplies
 // A[:, K_r] (all M rows) by B[K_r, :] (all N columns) into a partial C of the full M x N, and
 // the partials are summed. K_r = split(K, P, r): contiguous, sizes differing by at most one;
 // when K < P the last P - K ranges are empty (those ranks contribute zeros).
@@ -107,7 +107,7 @@ class KSplit {
   int nranks_;
 };
 
-// The summa algorithm (run/summa.hpp) on a pr x pc grid: rank (i, j) holds A(i, j) = the rows
+// The summa algorithm (job/summa.hpp) on a pr x pc grid: rank (i, j) holds A(i, j) = the rows
 // of block-row i by the K columns summa_k_cols(j), and B(i, j) = the K rows summa_k_rows(i) by
 // the columns of block-column j. K is walked in panels: each lies inside one rank column's A
 // columns and one rank row's B rows (owner_col, owner_row), and is at most max_width wide.

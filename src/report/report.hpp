@@ -53,9 +53,9 @@ struct JobReport {
   // With comm "nccl": the transport NCCL has between the GPUs of a node, the slowest pair's
   // ("P2P/NVLink", "P2P/PCIe", "SHM", "NET"; comm/peers.hpp); "" otherwise.
   std::string nccl_transport;
-  // Pieces A was read in while the GEMM ran (panels, run/stream.hpp); 1: read before it.
+  // Pieces A was read in while the GEMM ran (panels, job/stream.hpp); 1: read before it.
   int stream_chunks = 1;
-  // How C reached the output file (run/output.hpp): "in place ..." or "gather (why)".
+  // How C reached the output file (job/output.hpp): "in place ..." or "gather (why)".
   std::string write = "gather";
   std::string backend, kernel;
   double wall_seconds = 0;

@@ -26,15 +26,15 @@
 #include "core/error.hpp"
 #include "partition/partition.hpp"
 #include "io/hdf5_io.hpp"
-#include "run/generate.hpp"
-#include "run/pipeline.hpp"
+#include "commands/generate.hpp"
+#include "job/pipeline.hpp"
 
 namespace {
 
 namespace io = tessera::io;
 namespace partition = tessera::partition;
-using tessera::run::GenerateOptions;
-using tessera::run::RunOptions;
+using tessera::commands::GenerateOptions;
+using tessera::job::RunOptions;
 
 std::string g_config;  // the TOML text of mode 1, written to a tmpfs
 

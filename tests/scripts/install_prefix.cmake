@@ -20,7 +20,7 @@ set(expected
 if(SHARED)
   list(APPEND expected ${LIBDIR}/libtessera.so)
 else()
-  list(APPEND expected ${LIBDIR}/libtessera.a ${LIBDIR}/libtessera_lib.a ${LIBDIR}/libtessera_kernels.a)
+  list(APPEND expected ${LIBDIR}/libtessera.a ${LIBDIR}/libtessera_job.a ${LIBDIR}/libtessera_kernels.a)
 endif()
 set(missing)
 foreach(f IN LISTS expected)

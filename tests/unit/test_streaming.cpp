@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "backend/backend.hpp"
-#include "run/checks.hpp"
+#include "job/refusals.hpp"
 
 using tessera::DType;
 using tessera::backend::RowProgress;
 using tessera::backend::RowsAbandoned;
-using tessera::run::scan_nonfinite;
+using tessera::job::scan_nonfinite;
 
 namespace {
 

@@ -1,0 +1,517 @@
+// `tessera bench`: every kernel of one device, timed on random data and checked against a
+// float64 reference. On the GPU the kernels are timed directly on device buffers with CUDA
+// events around each launch (copies are not the kernels' cost); on the CPU with steady_clock.
+// Results are data first (rows -> JSON/CSV), then a table.
+#include "commands/bench.hpp"
+#include "commands/gemm_size.hpp"
+
+#include <cblas.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/dtype.hpp"
+#include "core/error.hpp"
+#include "core/version.hpp"
+#include "io/atomic_file.hpp"
+#include "kernels/cpu_gemm.hpp"
+#include "commands/command_paths.hpp"
+
+#ifdef TESSERA_HAVE_CUDA
+#include "backend/cuda_backend.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/cuda_resources.hpp"
+#include "kernels/gpu_gemm.hpp"
+#endif
+
+namespace tessera::commands {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The issue's accuracy check: relative Frobenius error against a float64 reference. For
+// uniform [-1, 1) data the expected error of a length-k float sum is about 0.4 u sqrt(k)
+// (u = 2^-24): 2e-6 at k = 8192, so 1e-5 leaves a margin of 4; float64 is far below 1e-12.
+double tolerance(DType t) { return t == DType::f32 ? 1e-5 : 1e-12; }
+
+// Kernels that round their inputs first (tensor cores: TF32, BF16 with unit roundoff u_in) err
+// by the input rounding: each product a*b becomes ab(1 + d1)(1 + d2), |d| <= u_in, a relative
+// error with standard deviation about sqrt(2/3) u_in for uniform rounding errors; summed over k
+// independent terms it stays ~0.8 u_in relative to C in the Frobenius norm (both grow as
+// sqrt(k)). 2 u_in leaves a margin of 2.4 (TF32: 9.8e-4, BF16: 7.8e-3), on top of the float32
+// tolerance for the accumulation.
+double tolerance(DType t, double input_unit_roundoff) { return tolerance(t) + 2 * input_unit_roundoff; }
+
+const char* short_name(DType t) { return t == DType::f32 ? "f32" : "f64"; }
+
+// cpu-naive above this size takes seconds a launch: too slow to time ten times per dtype.
+constexpr std::int64_t kCpuNaiveMax = 1024;
+
+using Size = GemmSize;
+
+Size parse_size(const std::string& text) { return parse_gemm_size(text, "bench"); }
+
+DType parse_dtype(const std::string& text) {
+  if (text == "f32" || text == "float32") return DType::f32;
+  if (text == "f64" || text == "float64") return DType::f64;
+  throw InputError("bench: dtype '" + text + "' is not f32 or f64");
+}
+
+double median(std::vector<double> x) {
+  if (x.empty()) return kNaN;
+  std::sort(x.begin(), x.end());
+  const std::size_t h = x.size() / 2;
+  return x.size() % 2 ? x[h] : 0.5 * (x[h - 1] + x[h]);
+}
+
+// ||C - Cref||_F / ||Cref||_F, accumulated in float64. NaN when C holds a NaN.
+template <class T>
+double rel_frobenius_error(const std::vector<T>& c, const std::vector<double>& ref) {
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) {
+    const double d = static_cast<double>(c[i]) - ref[i];
+    diff += d * d;
+    norm += ref[i] * ref[i];
+  }
+  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+}
+
+// One table row: a kernel on one size and dtype.
+struct Row {
+  Size size;
+  DType dtype;
+  std::string kernel;
+  std::vector<double> seconds;  // one per timed launch; empty when skipped
+  double rel_error = kNaN;
+  std::string skipped;          // why it was not run; empty when it ran
+  std::string baseline;         // the kernel "% vendor" compares with; "" = the device's vendor kernel
+  double tol = 0;               // accuracy tolerance; 0 = tolerance(dtype)
+  // Filled in by finish():
+  double median_s = kNaN, gflops = kNaN, x_naive = kNaN, pct_vendor = kNaN;
+  std::string status;
+
+  Row(const Size& s, DType t, std::string name) : size(s), dtype(t), kernel(std::move(name)) {}
+};
+
+// Inputs of one size: uniform [-1, 1) from a generator seeded by the seed and the size.
+struct Inputs {
+  std::vector<double> a, b;
+  Inputs(const Size& s, std::uint64_t seed) {
+    // seed_seq takes 32-bit words: the seed in two halves, then the size.
+    std::seed_seq seq{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32),
+                      static_cast<std::uint32_t>(s.m), static_cast<std::uint32_t>(s.n),
+                      static_cast<std::uint32_t>(s.k)};
+    std::mt19937_64 rng(seq);
+    std::uniform_real_distribution<double> dist(-1.0, 1.0);
+    a.resize(static_cast<std::size_t>(s.m * s.k));
+    b.resize(static_cast<std::size_t>(s.k * s.n));
+    for (double& v : a) v = dist(rng);
+    for (double& v : b) v = dist(rng);
+  }
+};
+
+// Elementwise conversion: the inputs rounded to T, and those values back in float64 (exact).
+template <class T, class S>
+std::vector<T> rounded(const std::vector<S>& x) {
+  return std::vector<T>(x.begin(), x.end());
+}
+
+void progress(const Size& s, DType t, const std::string& kernel) {
+  std::fprintf(stderr, "bench: %s %s %s ...", s.label().c_str(), short_name(t), kernel.c_str());
+  std::fflush(stderr);
+}
+
+void progress_done(const Row& row) {
+  if (!row.skipped.empty())
+    std::fprintf(stderr, " skipped (%s)\n", row.skipped.c_str());
+  else
+    std::fprintf(stderr, " %.3f ms, rel. error %.2e\n", median(row.seconds) * 1e3, row.rel_error);
+}
+
+// What a device run needs to know about itself, for the header, the JSON and the ratios.
+struct DeviceInfo {
+  std::string backend, device, reference, naive_kernel, vendor_kernel, vendor_label;
+  std::vector<std::string> kernels;  // in bench order
+  std::vector<std::string> default_sizes;
+};
+
+// ---- CPU ---------------------------------------------------------------------------------------
+
+DeviceInfo cpu_info() {
+  return {"cpu",
+          fmt::format("cpu (openblas {} threads)", kernels::openblas_threads()),
+          "OpenBLAS dgemm on the inputs in float64",
+          "cpu-naive",
+          "openblas-direct",
+          "OpenBLAS",
+          {"cpu-naive", "cpu-tiled", "openblas", "openblas-direct"},
+          {"256", "512", "1024", "257x255x253"}};
+}
+
+// cblas_?gemm called here, not through tessera: what "openblas" (through kernels/) is compared with.
+void cblas_direct(const Size& s, const float* a, const float* b, float* c) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
+              static_cast<int>(s.k), 1.0f, a, static_cast<int>(s.k), b, static_cast<int>(s.n), 0.0f, c,
+              static_cast<int>(s.n));
+}
+void cblas_direct(const Size& s, const double* a, const double* b, double* c) {
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
+              static_cast<int>(s.k), 1.0, a, static_cast<int>(s.k), b, static_cast<int>(s.n), 0.0, c,
+              static_cast<int>(s.n));
+}
+
+template <class T>
+void bench_cpu(const Size& s, const Inputs& in, const std::vector<std::string>& names, const BenchOptions& opts,
+               std::vector<Row>& rows) {
+  const DType dtype = sizeof(T) == 4 ? DType::f32 : DType::f64;
+  const std::vector<T> a = rounded<T>(in.a), b = rounded<T>(in.b);
+  const bool fits_int = s.m <= INT32_MAX && s.n <= INT32_MAX && s.k <= INT32_MAX;
+
+  std::vector<double> ref(static_cast<std::size_t>(s.m * s.n));
+  if (fits_int) {
+    const std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end());
+    cblas_direct(s, a64.data(), b64.data(), ref.data());
+  }
+
+  std::vector<T> c(static_cast<std::size_t>(s.m * s.n));
+  for (const std::string& kernel : names) {
+    Row row(s, dtype, kernel);
+    std::function<void()> launch;
+    if (kernel == "cpu-naive") {
+      if (std::max({s.m, s.n, s.k}) > kCpuNaiveMax)
+        row.skipped = fmt::format("cpu-naive above {}", kCpuNaiveMax);
+      launch = [&] { kernels::cpu_naive_gemm<T>(s.m, s.n, s.k, a.data(), b.data(), c.data()); };
+    } else if (kernel == "cpu-tiled") {
+      launch = [&] { kernels::cpu_tiled_gemm<T>(s.m, s.n, s.k, a.data(), b.data(), c.data()); };
+    } else if (kernel == "openblas") {
+      launch = [&] { kernels::openblas_gemm<T>(s.m, s.n, s.k, a.data(), b.data(), c.data()); };
+    } else {
+      launch = [&] { cblas_direct(s, a.data(), b.data(), c.data()); };
+    }
+    if (!fits_int) row.skipped = "no float64 reference: sizes beyond the BLAS int range";
+
+    progress(s, dtype, kernel);
+    if (row.skipped.empty()) {
+      std::fill(c.begin(), c.end(), std::numeric_limits<T>::quiet_NaN());  // unwritten -> NaN error
+      for (int i = 0; i < opts.warmup; ++i) launch();
+      for (int i = 0; i < opts.repeats; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        launch();
+        row.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+      row.rel_error = rel_frobenius_error(c, ref);
+    }
+    progress_done(row);
+    rows.push_back(std::move(row));
+  }
+}
+
+// ---- GPU ---------------------------------------------------------------------------------------
+
+#ifdef TESSERA_HAVE_CUDA
+
+DeviceInfo gpu_info(const std::string& device) {
+  return {"cuda",
+          device,
+          "cuBLAS DGEMM on the inputs in float64",
+          "naive",
+          "cublas",
+          "cuBLAS",
+          kernels::gpu_kernel_names(),
+          {"1024", "2048", "4096", "8192", "4099x4097x4095"}};
+}
+
+// Copies ordered on the bench's stream, finished on return.
+template <class T>
+std::vector<T> download(const kernels::DeviceBuffer& d, std::size_t count, const kernels::Stream& stream) {
+  std::vector<T> x(count);
+  CUDA_CHECK(cudaMemcpyAsync(x.data(), d.get(), count * sizeof(T), cudaMemcpyDeviceToHost, stream.get()));
+  stream.synchronize();
+  return x;
+}
+
+kernels::DeviceBuffer upload(const void* host, std::size_t bytes, const std::string& what,
+                             const kernels::Stream& stream) {
+  kernels::DeviceBuffer d(bytes, what);
+  CUDA_CHECK(cudaMemcpyAsync(d.get(), host, bytes, cudaMemcpyHostToDevice, stream.get()));
+  stream.synchronize();
+  return d;
+}
+
+// C = A * B in float64 with cuBLAS: fast, and independent of the hand-written kernels.
+std::vector<double> gpu_reference(const Size& s, const std::vector<double>& a, const std::vector<double>& b,
+                                  kernels::GpuContext& ctx, const kernels::Stream& stream) {
+  const kernels::DeviceBuffer da = upload(a.data(), a.size() * sizeof(double), "A (float64 reference)", stream);
+  const kernels::DeviceBuffer db = upload(b.data(), b.size() * sizeof(double), "B (float64 reference)", stream);
+  const kernels::DeviceBuffer dc(static_cast<std::size_t>(s.m * s.n) * sizeof(double), "C (float64 reference)");
+  kernels::gpu_gemm("cublas", {DType::f64, s.m, s.n, s.k, da.get(), db.get(), dc.get(), stream.get()}, ctx);
+  return download<double>(dc, static_cast<std::size_t>(s.m * s.n), stream);
+}
+
+template <class T>
+void bench_gpu(const Size& s, const Inputs& in, const std::vector<std::string>& names, const BenchOptions& opts,
+               kernels::GpuContext& ctx, const kernels::Stream& stream, std::vector<Row>& rows) {
+  const DType dtype = sizeof(T) == 4 ? DType::f32 : DType::f64;
+  const std::vector<T> a = rounded<T>(in.a), b = rounded<T>(in.b);
+  std::string why;
+  if (!kernels::gpu_can_implement("cublas", {DType::f64, s.m, s.n, s.k}, &why))
+    throw InputError("bench: no float64 reference for " + s.label() + ": " + why);
+  const std::vector<double> ref = gpu_reference(s, rounded<double>(a), rounded<double>(b), ctx, stream);
+
+  const std::size_t c_count = static_cast<std::size_t>(s.m * s.n);
+  const kernels::DeviceBuffer da = upload(a.data(), a.size() * sizeof(T), "A", stream);
+  const kernels::DeviceBuffer db = upload(b.data(), b.size() * sizeof(T), "B", stream);
+  const kernels::DeviceBuffer dc(c_count * sizeof(T), "C");
+  const kernels::GpuGemm g{dtype, s.m, s.n, s.k, da.get(), db.get(), dc.get(), stream.get()};
+  std::vector<kernels::Event> start(static_cast<std::size_t>(opts.repeats));
+  std::vector<kernels::Event> stop(static_cast<std::size_t>(opts.repeats));
+
+  for (const std::string& kernel : names) {
+    Row row(s, dtype, kernel);
+    kernels::GpuKernelTraits traits;
+    if (kernels::gpu_kernel_traits(kernel, &traits)) {
+      row.baseline = traits.baseline;
+      row.tol = tolerance(dtype, traits.input_unit_roundoff);
+    }
+    progress(s, dtype, kernel);
+    if (!kernels::gpu_can_implement(kernel, g, &why)) row.skipped = why;
+    if (row.skipped.empty()) {
+      CUDA_CHECK(cudaMemsetAsync(dc.get(), 0xFF, dc.bytes(), stream.get()));  // NaN: unwritten C fails
+      for (int i = 0; i < opts.warmup; ++i) kernels::gpu_gemm(kernel, g, ctx);
+      for (std::size_t i = 0; i < start.size(); ++i) {
+        start[i].record(stream.get());
+        kernels::gpu_gemm(kernel, g, ctx);
+        stop[i].record(stream.get());
+      }
+      for (std::size_t i = 0; i < start.size(); ++i) row.seconds.push_back(stop[i].seconds_since(start[i]));
+      row.rel_error = rel_frobenius_error(download<T>(dc, c_count, stream), ref);
+    }
+    progress_done(row);
+    rows.push_back(std::move(row));
+  }
+}
+
+#endif  // TESSERA_HAVE_CUDA
+
+// ---- results -----------------------------------------------------------------------------------
+
+// Medians, rates, ratios to the naive and vendor kernels of the same size and dtype, status.
+void finish(std::vector<Row>& rows, const DeviceInfo& info) {
+  std::map<std::pair<std::string, DType>, std::map<std::string, double>> medians;
+  for (Row& r : rows) {
+    if (!r.skipped.empty()) {
+      r.status = "skipped: " + r.skipped;
+      continue;
+    }
+    r.median_s = median(r.seconds);
+    r.gflops = r.size.flops() / r.median_s * 1e-9;
+    if (r.tol == 0) r.tol = tolerance(r.dtype);
+    r.status = r.rel_error <= r.tol ? "ok" : "FAIL";  // NaN fails
+    medians[{r.size.label(), r.dtype}][r.kernel] = r.median_s;
+  }
+  for (Row& r : rows) {
+    if (!r.skipped.empty()) continue;
+    const auto& same = medians[{r.size.label(), r.dtype}];
+    if (auto it = same.find(info.naive_kernel); it != same.end()) r.x_naive = it->second / r.median_s;
+    // Against the baseline in the same mode: cublas-tf32 for tf32, cublas-bf16 for bf16, ...
+    if (r.baseline.empty()) r.baseline = info.vendor_kernel;
+    if (auto it = same.find(r.baseline); it != same.end()) r.pct_vendor = 100.0 * it->second / r.median_s;
+  }
+}
+
+std::string num(double v, const char* spec) { return std::isnan(v) ? "-" : fmt::format(fmt::runtime(spec), v); }
+
+std::string format_table(const std::vector<Row>& rows, const DeviceInfo& info) {
+  const std::string vendor_col = "% " + info.vendor_label;
+  std::string out = fmt::format("{:<16} {:<5} {:<16} {:>11} {:>10} {:>8} {:>10} {:>10}  {}\n", "size", "dtype",
+                                "kernel", "median ms", "GFLOP/s", "x naive", vendor_col, "rel. err", "status");
+  std::string last_group;
+  for (const Row& r : rows) {
+    const std::string group = r.size.label() + short_name(r.dtype);
+    if (!last_group.empty() && group != last_group) out += "\n";
+    last_group = group;
+    out += fmt::format("{:<16} {:<5} {:<16} {:>11} {:>10} {:>8} {:>10} {:>10}  {}\n", r.size.label(),
+                       short_name(r.dtype), r.kernel, num(r.median_s * 1e3, "{:.3f}"), num(r.gflops, "{:.1f}"),
+                       num(r.x_naive, "{:.2f}"), num(r.pct_vendor, "{:.1f}"), num(r.rel_error, "{:.2e}"),
+                       r.status);
+  }
+  return out;
+}
+
+nlohmann::json maybe(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }
+
+nlohmann::json to_json(const std::vector<Row>& rows, const DeviceInfo& info, const BenchOptions& opts) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const Row& r : rows) {
+    std::vector<double> ms;
+    for (double s : r.seconds) ms.push_back(s * 1e3);
+    results.push_back({{"m", r.size.m},
+                       {"n", r.size.n},
+                       {"k", r.size.k},
+                       {"size", r.size.label()},
+                       {"dtype", short_name(r.dtype)},
+                       {"kernel", r.kernel},
+                       {"times_ms", ms},
+                       {"median_ms", maybe(r.median_s * 1e3)},
+                       {"min_ms", ms.empty() ? nlohmann::json(nullptr) : nlohmann::json(*std::min_element(ms.begin(), ms.end()))},
+                       {"max_ms", ms.empty() ? nlohmann::json(nullptr) : nlohmann::json(*std::max_element(ms.begin(), ms.end()))},
+                       {"gflops", maybe(r.gflops)},
+                       {"speedup_vs_naive", maybe(r.x_naive)},
+                       {"percent_of_vendor", maybe(r.pct_vendor)},
+                       {"rel_error", maybe(r.rel_error)},
+                       {"tolerance", r.tol},
+                       {"baseline", r.baseline},
+                       {"status", r.skipped.empty() ? r.status : "skipped"},
+                       {"note", r.skipped}});
+  }
+  return {{"tessera_version", kVersion},
+          {"backend", info.backend},
+          {"device", info.device},
+          {"naive_kernel", info.naive_kernel},
+          {"vendor_kernel", info.vendor_kernel},
+          {"reference", info.reference},
+          {"error_metric", "relative Frobenius error ||C - Cref||_F / ||Cref||_F"},
+          {"tolerance", {{"f32", tolerance(DType::f32)}, {"f64", tolerance(DType::f64)}}},
+          {"warmup", opts.warmup},
+          {"repeats", opts.repeats},
+          {"seed", opts.seed},
+          {"timing", info.backend == "cuda" ? "CUDA events around each launch, device buffers, no copies"
+                                            : "steady_clock around each call"},
+          {"results", results}};
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
+std::string to_csv(const std::vector<Row>& rows) {
+  auto opt = [](double v) { return std::isnan(v) ? std::string() : fmt::format("{:.6g}", v); };
+  std::string out = "m,n,k,dtype,kernel,median_ms,gflops,speedup_vs_naive,percent_of_vendor,rel_error,tolerance,status\n";
+  for (const Row& r : rows) {
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{:g},{}\n", r.size.m, r.size.n, r.size.k, short_name(r.dtype),
+                       csv_field(r.kernel), opt(r.median_s * 1e3), opt(r.gflops), opt(r.x_naive), opt(r.pct_vendor),
+                       opt(r.rel_error), r.tol, csv_field(r.status));
+  }
+  return out;
+}
+
+void write_file(const std::string& path, const std::string& text) { io::write_file_replacing(path, text); }
+
+}  // namespace
+
+int run_bench(const BenchOptions& opts) {
+  if (opts.repeats < 1) throw InputError("bench: --repeats must be at least 1");
+  if (opts.warmup < 0) throw InputError("bench: --warmup must not be negative");
+  std::string which = opts.backend.empty() ? "auto" : opts.backend;
+  if (which != "auto" && which != "cpu" && which != "cuda")
+    throw InputError("bench: unknown backend '" + which + "' (choose: auto, cpu, cuda)");
+  guard_bench_paths(opts);  // --json, --csv and the config (commands/command_paths.hpp), before the timings
+#ifdef TESSERA_HAVE_CUDA
+  const int gpus = backend::cuda_device_count();
+#else
+  const int gpus = 0;
+#endif
+  if (which == "auto") which = gpus > 0 ? "cuda" : "cpu";
+  if (which == "cuda" && gpus == 0) {
+#ifdef TESSERA_HAVE_CUDA
+    throw InputError("bench: --backend cuda, but no GPU is visible to this process");
+#else
+    throw InputError("bench: --backend cuda, but this tessera was built without CUDA");
+#endif
+  }
+
+#ifdef TESSERA_HAVE_CUDA
+  std::unique_ptr<backend::Backend> gpu;  // chooses and holds GPU 0; names it
+  if (which == "cuda") gpu = backend::make_cuda_backend({0, 1});
+  const DeviceInfo info = which == "cuda" ? gpu_info(gpu->device()) : cpu_info();
+#else
+  const DeviceInfo info = cpu_info();
+#endif
+
+  std::vector<Size> sizes;
+  for (const std::string& text : opts.sizes.empty() ? info.default_sizes : opts.sizes) sizes.push_back(parse_size(text));
+  std::vector<DType> dtypes;
+  for (const std::string& text : opts.dtypes.empty() ? std::vector<std::string>{"f32", "f64"} : opts.dtypes)
+    dtypes.push_back(parse_dtype(text));
+  std::vector<std::string> names;
+  for (const std::string& kernel : info.kernels)
+    if (opts.kernels.empty() || std::count(opts.kernels.begin(), opts.kernels.end(), kernel)) names.push_back(kernel);
+  for (const std::string& kernel : opts.kernels) {
+    if (!std::count(info.kernels.begin(), info.kernels.end(), kernel)) {
+      throw InputError(fmt::format("bench: unknown kernel '{}' for the {} backend (choose from: {})", kernel,
+                                   info.backend, fmt::join(info.kernels, ", ")));
+    }
+  }
+
+  std::vector<Row> rows;
+#ifdef TESSERA_HAVE_CUDA
+  std::unique_ptr<kernels::GpuContext> ctx;
+  std::unique_ptr<kernels::Stream> stream;
+  if (which == "cuda") {
+    ctx = std::make_unique<kernels::GpuContext>();
+    stream = std::make_unique<kernels::Stream>();
+  }
+#endif
+  for (const Size& s : sizes) {
+    const Inputs in(s, opts.seed);
+    for (const DType t : dtypes) {
+#ifdef TESSERA_HAVE_CUDA
+      if (which == "cuda") {
+        if (t == DType::f32)
+          bench_gpu<float>(s, in, names, opts, *ctx, *stream, rows);
+        else
+          bench_gpu<double>(s, in, names, opts, *ctx, *stream, rows);
+        continue;
+      }
+#endif
+      if (t == DType::f32)
+        bench_cpu<float>(s, in, names, opts, rows);
+      else
+        bench_cpu<double>(s, in, names, opts, rows);
+    }
+  }
+  finish(rows, info);
+
+  fmt::print("tessera bench: {} on {}\n", info.backend, info.device);
+  fmt::print("median of {} timed launches after {} warm-up(s); seed {}; {}\n", opts.repeats, opts.warmup, opts.seed,
+             info.backend == "cuda" ? "CUDA events around each launch on device buffers (no copies)"
+                                    : "steady_clock around each call");
+  fmt::print("accuracy: relative Frobenius error vs {}; tolerance f32 {:g}, f64 {:g}", info.reference,
+             tolerance(DType::f32), tolerance(DType::f64));
+  if (which == "cuda") {
+    fmt::print(" (+ 2 u_in for kernels that round inputs: tf32 {:.2g}, bf16 {:.2g})\n", tolerance(DType::f32, 0x1p-11),
+               tolerance(DType::f32, 0x1p-8));
+    fmt::print("% {}: against cuBLAS in the same mode (tf32 vs cublas-tf32, bf16 vs cublas-bf16, others vs cublas)\n\n",
+               info.vendor_label);
+  } else {
+    fmt::print("\n\n");
+  }
+  fmt::print("{}", format_table(rows, info));
+  std::fflush(stdout);
+
+  if (!opts.json_path.empty()) write_file(opts.json_path, to_json(rows, info, opts).dump(2) + "\n");
+  if (!opts.csv_path.empty()) write_file(opts.csv_path, to_csv(rows));
+
+  const bool failed = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.status == "FAIL"; });
+  if (failed) fmt::print("\nFAIL: some kernels exceeded the accuracy tolerance\n");
+  return failed ? 1 : 0;
+}
+
+}  // namespace tessera::commands

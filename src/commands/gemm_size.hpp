@@ -1,0 +1,43 @@
+#pragma once
+// A GEMM size as `tessera bench` and `tessera tune` take it: "N" (a cube) or "MxNxK".
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace tessera::commands {
+
+struct GemmSize {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::string label() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
+  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+};
+
+// `who` names the subcommand in the message ("bench", "tune").
+inline GemmSize parse_gemm_size(const std::string& text, const std::string& who) {
+  const auto bad = [&] { return InputError(who + ": size '" + text + "' is not N or MxNxK with positive integers"); };
+  std::vector<std::int64_t> dims;
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t x = text.find_first_of("xX", pos);
+    const std::string part = text.substr(pos, x == std::string::npos ? std::string::npos : x - pos);
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || v < 1) throw bad();
+    dims.push_back(v);
+    if (x == std::string::npos) break;
+    pos = x + 1;
+  }
+  if (dims.size() == 1) return {dims[0], dims[0], dims[0]};
+  if (dims.size() == 3) return {dims[0], dims[1], dims[2]};
+  throw bad();
+}
+
+}  // namespace tessera::commands

@@ -1,0 +1,63 @@
+#include "commands/info.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+#include "backend/backend.hpp"
+#include "core/version.hpp"
+#include "io/hdf5_io.hpp"
+#include "kernels/cpu_gemm.hpp"
+
+namespace tessera::commands {
+
+nlohmann::json collect_info(const comm::Comm& comm) {
+  char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(mpi_version, &len);
+  std::string mpi(mpi_version);  // len may count a trailing NUL
+  if (auto nl = mpi.find('\n'); nl != std::string::npos) mpi.resize(nl);
+  while (!mpi.empty() && (mpi.back() == ',' || mpi.back() == ' ')) mpi.pop_back();
+  int major = 0, minor = 0;
+  MPI_Get_version(&major, &minor);
+  const auto node = comm.node();
+
+  nlohmann::json slurm = nlohmann::json::object();
+  for (const char* var : {"SLURM_JOB_ID", "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_STEP_GPUS",
+                          "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES"})
+    if (const char* v = std::getenv(var)) slurm[var] = v;
+
+  return {{"version", kVersion},
+          {"backends", backend::compiled_backends()},
+          {"mpi", {{"library", mpi}, {"standard", fmt::format("{}.{}", major, minor)}, {"world_size", comm.size()},
+                   {"rank", comm.rank()}, {"host", node.host}, {"local_rank", node.local_rank},
+                   {"local_size", node.local_size}}},
+          {"hdf5", {{"version", io::library_version()}, {"parallel", io::library_is_parallel()}}},
+          {"blas", {{"library", kernels::blas_name()}, {"config", kernels::openblas_config_string()},
+                    {"threads", kernels::openblas_threads()}}},
+          {"gpus", backend::describe_gpus()},
+          {"environment", slurm}};
+}
+
+std::string format_info(const nlohmann::json& i) {
+  std::string out = fmt::format("tessera {}\n", i["version"].get<std::string>());
+  std::string backends;
+  for (const auto& b : i["backends"]) backends += (backends.empty() ? "" : ", ") + b.get<std::string>();
+  out += fmt::format("  backends : {}\n", backends);
+  out += fmt::format("  MPI      : {} (MPI {}), {} rank(s); this is rank {} on {} (local {} of {})\n",
+                     i["mpi"]["library"].get<std::string>(), i["mpi"]["standard"].get<std::string>(),
+                     i["mpi"]["world_size"].get<int>(), i["mpi"]["rank"].get<int>(), i["mpi"]["host"].get<std::string>(),
+                     i["mpi"]["local_rank"].get<int>(), i["mpi"]["local_size"].get<int>());
+  out += fmt::format("  HDF5     : {} ({})\n", i["hdf5"]["version"].get<std::string>(),
+                     i["hdf5"]["parallel"].get<bool>() ? "parallel" : "serial");
+  out += fmt::format("  BLAS     : {}, {} thread(s): {}\n", i["blas"]["library"].get<std::string>(),
+                     i["blas"]["threads"].get<int>(), i["blas"]["config"].get<std::string>());
+  if (i["gpus"].empty())
+    out += "  GPUs     : none visible\n";
+  else
+    for (const auto& g : i["gpus"]) out += fmt::format("  GPU      : {}\n", g.get<std::string>());
+  for (const auto& [k, v] : i["environment"].items()) out += fmt::format("  {:<22} = {}\n", k, v.get<std::string>());
+  return out;
+}
+
+}  // namespace tessera::commands

@@ -1,0 +1,30 @@
+#pragma once
+// `tessera tune`: times tessera's own full-precision GPU kernels (and their registered tile
+// variants, e.g. "warptile-128x128" and "warptile-64x64") on the present GPU and writes the
+// fastest correct one per dtype and size to a JSON tune file, which `--kernel auto` on the CUDA
+// backend reads (the file and its lookup: backend/tuning.hpp).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.hpp"
+
+namespace tessera::commands {
+
+// ---- `tessera tune` ------------------------------------------------------------------------------
+
+struct TuneOptions {
+  std::vector<std::string> sizes;   // "N" or "MxNxK"; empty: 1024, 2048, 4096, 8192
+  std::vector<std::string> dtypes;  // "f32", "f64"; empty: both
+  std::string out;                  // empty: default_tune_output(gpu)
+  int warmup = 1;
+  int repeats = 5;                  // timed launches per candidate; the median decides
+  std::uint64_t seed = 42;
+  std::string config;               // --config file, if any: never written
+};
+
+// Times the candidates, prints a table, writes the tune file (merged with choices already in
+// it for other sizes and dtypes). Returns 0; throws InputError/DeviceError on failure.
+int run_tune(const TuneOptions& opts);
+
+}  // namespace tessera::commands

@@ -1,0 +1,115 @@
+#include "commands/verify.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "core/error.hpp"
+#include "partition/partition.hpp"
+#include "io/hdf5_io.hpp"
+#include "kernels/cpu_gemm.hpp"
+#include "job/freivalds.hpp"
+#include "commands/command_paths.hpp"
+
+namespace tessera::commands {
+
+namespace {
+struct Shapes {
+  std::int64_t m = 0, n = 0, k = 0;
+  int dtype = 1;
+};
+}  // namespace
+
+VerifyResult verify(const VerifyOptions& o, const comm::Comm& comm) {
+  const auto aref = io::DatasetRef::parse(o.a);
+  const auto bref = io::DatasetRef::parse(o.b);
+  const auto cref = io::DatasetRef::parse(o.c);
+  Shapes s;
+  comm.step([&] {
+    if (comm.rank() != 0) return;
+    // Where A, B and C live, refused where HDF5 would fill them (commands/command_paths.hpp).
+    for (const auto& note : guard_verify_paths(o).notes) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
+    const auto a = io::inspect(aref), b = io::inspect(bref), c = io::inspect(cref);
+    if (a.cols != b.rows)
+      throw InputError(fmt::format("inner dimensions disagree: A '{}' is {}x{} but B '{}' is {}x{}", aref.str(), a.rows,
+                                   a.cols, bref.str(), b.rows, b.cols));
+    if (c.rows != a.rows || c.cols != b.cols)
+      throw InputError(fmt::format("C '{}' is {}x{} but A*B is {}x{}", cref.str(), c.rows, c.cols, a.rows, b.cols));
+    if (a.rows < 1 || a.cols < 1 || b.cols < 1) throw InputError("A or B has a zero dimension");
+    s = {a.rows, b.cols, a.cols, static_cast<int>(c.natural)};
+    if (o.dtype == "f32" || o.dtype == "float32") s.dtype = static_cast<int>(DType::f32);
+    else if (o.dtype == "f64" || o.dtype == "float64") s.dtype = static_cast<int>(DType::f64);
+    else if (!o.dtype.empty()) throw InputError("invalid --dtype '" + o.dtype + "' (choose: f32, f64)");
+  });
+  TESSERA_MPI_CHECK(MPI_Bcast(&s, sizeof s, MPI_BYTE, 0, comm.get()));
+  const DType dtype = static_cast<DType>(s.dtype);
+  const partition::Partition part(s.m, s.n, s.k, comm.size(), partition::choose_grid(s.m, s.n, s.k, comm.size()));
+
+  if (!o.full) {
+    std::vector<double> a, b, c;
+    comm.step([&] {
+      const int r = comm.rank();
+      if (!part.active(r)) return;
+      const auto rows = part.rows_of(r), cols = part.cols_of(r);
+      a.resize(static_cast<std::size_t>(rows.size() * s.k));
+      b.resize(static_cast<std::size_t>(s.k * cols.size()));
+      c.resize(static_cast<std::size_t>(rows.size() * cols.size()));
+      io::read_block(aref, rows.begin, rows.size(), 0, s.k, DType::f64, a.data());
+      io::read_block(bref, 0, s.k, cols.begin, cols.size(), DType::f64, b.data());
+      io::read_block(cref, rows.begin, rows.size(), cols.begin, cols.size(), DType::f64, c.data());
+    });
+    const auto fr = job::freivalds(comm, part, DType::f64, dtype, a.data(), b.data(), c.data(), o.vectors,
+                              o.safety > 0 ? o.safety : job::kFreivaldsSafety, o.seed);
+    return {fr.passed, "verify " + std::string(fr.passed ? "PASSED" : "FAILED") + ": " + o.c + ": " + fr.summary};
+  }
+
+  const double safety = o.safety > 0 ? o.safety : 2.0;
+  double err2 = 0, ref2 = 0, max_norm = 0, nonfinite = 0;
+  const double bound = safety * gamma_bound(dtype, s.k) + 4 * gamma_bound(DType::f64, s.k);
+  comm.step([&] {
+    const int r = comm.rank();
+    if (!part.active(r)) return;
+    const auto rows = part.rows_of(r), cols = part.cols_of(r);
+    const auto mr = rows.size(), nc = cols.size();
+    std::vector<double> a(static_cast<std::size_t>(mr * s.k)), b(static_cast<std::size_t>(s.k * nc)),
+        c(static_cast<std::size_t>(mr * nc)), ref(c.size()), mag(c.size());
+    io::read_block(aref, rows.begin, mr, 0, s.k, DType::f64, a.data());
+    io::read_block(bref, 0, s.k, cols.begin, nc, DType::f64, b.data());
+    io::read_block(cref, rows.begin, mr, cols.begin, nc, DType::f64, c.data());
+    kernels::openblas_gemm<double>(mr, nc, s.k, a.data(), b.data(), ref.data());
+    for (auto& x : a) x = std::fabs(x);
+    for (auto& x : b) x = std::fabs(x);
+    kernels::openblas_gemm<double>(mr, nc, s.k, a.data(), b.data(), mag.data());
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      if (!std::isfinite(c[i])) {
+        nonfinite += 1;
+        continue;
+      }
+      const double d = std::fabs(c[i] - ref[i]);
+      err2 += d * d;
+      ref2 += ref[i] * ref[i];
+      // An element whose |A||B| is 0 must come out exactly 0.
+      const double norm = mag[i] > 0 ? d / mag[i] : (d > 0 ? INFINITY : 0.0);
+      max_norm = std::max(max_norm, norm);
+    }
+  });
+  err2 = comm.sum(err2);
+  ref2 = comm.sum(ref2);
+  const double worst = comm.max(max_norm);
+  const auto bad = static_cast<long long>(comm.sum(nonfinite));
+  const double rel = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  VerifyResult res;
+  res.passed = bad == 0 && worst <= bound && (o.tolerance <= 0 || rel <= o.tolerance);
+  res.summary = fmt::format(
+      "verify {}: {} vs float64 A*B ({}x{}x{}): rel. Frobenius error {:.3e}{}, max |C-AB|/(|A||B|) {:.3e} {} bound {:.3e} "
+      "({} x gamma_K for {}, K={}){}",
+      res.passed ? "PASSED" : "FAILED", o.c, s.m, s.n, s.k, rel,
+      o.tolerance > 0 ? fmt::format(" (tolerance {:.1e})", o.tolerance) : "", worst, worst <= bound ? "<=" : ">", bound,
+      safety, dtype_name(dtype), s.k, bad ? fmt::format(", {} non-finite elements", bad) : "");
+  return res;
+}
+
+}  // namespace tessera::commands

@@ -1,0 +1,119 @@
+#include "io/hdf5_library.hpp"
+
+#include <hdf5.h>
+
+#include "core/error.hpp"
+
+namespace tessera::io::hdf5 {
+
+void ensure_init() {
+  static const bool initialized = [] {
+    H5open();
+    return true;
+  }();
+  thread_local const bool quiet = [] {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    return true;
+  }();
+  (void)initialized;
+  (void)quiet;
+}
+
+std::mutex& lock() {
+  static std::mutex lock;
+  return lock;
+}
+
+std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
+std::string in_quotes(const DatasetRef& ref) { return in_quotes(ref.str()); }
+
+namespace {
+
+herr_t collect_error(unsigned /*n*/, const H5E_error2_t* err, void* data) {
+  auto* out = static_cast<std::vector<std::string>*>(data);
+  try {
+    out->emplace_back(err->desc != nullptr ? err->desc : "");
+  } catch (...) {
+    return -1;  // never let an exception cross the C library
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::vector<std::string> error_stack() {
+  std::vector<std::string> descs;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect_error, &descs);
+  H5Eclear2(H5E_DEFAULT);
+  return descs;
+}
+
+std::string summarize(const std::vector<std::string>& descs) {
+  static const std::string marker = "error message = '";
+  for (const auto& d : descs) {
+    const auto p = d.find(marker);
+    if (p == std::string::npos) continue;
+    const auto begin = p + marker.size();
+    const auto end = d.find('\'', begin);
+    return d.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+  }
+  for (const auto& d : descs)
+    if (!d.empty()) return d;
+  return {};
+}
+
+void throw_io(const std::string& message) {
+  std::string text = message;
+  const std::string detail = summarize(error_stack());
+  if (!detail.empty()) text += " (HDF5: " + detail + ")";
+  throw IoError(text);
+}
+
+hid_t native_type(DType t) { return t == DType::f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE; }
+
+bool in_range(std::int64_t first, std::int64_t count, std::int64_t extent) {
+  return first >= 0 && count >= 0 && first <= extent && count <= extent - first;
+}
+
+std::string block_text(std::int64_t row0, std::int64_t nrows, std::int64_t col0, std::int64_t ncols) {
+  return "block " + std::to_string(nrows) + "x" + std::to_string(ncols) + " at (" + std::to_string(row0) + ", " +
+         std::to_string(col0) + ")";
+}
+
+std::string shape_text(std::int64_t rows, std::int64_t cols) {
+  return std::to_string(rows) + "x" + std::to_string(cols);
+}
+
+std::pair<Handle, Handle> block_spaces(hid_t dset, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
+                                       std::int64_t ncols) {
+  Handle file_space = own_space(H5Dget_space(dset));
+  const hsize_t start[2] = {static_cast<hsize_t>(row0), static_cast<hsize_t>(col0)};
+  const hsize_t count[2] = {static_cast<hsize_t>(nrows), static_cast<hsize_t>(ncols)};
+  if (!file_space.valid() ||
+      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0)
+    return {};
+  Handle mem_space = own_space(H5Screate_simple(2, count, nullptr));
+  if (!mem_space.valid()) return {};
+  return {std::move(file_space), std::move(mem_space)};
+}
+
+}  // namespace tessera::io::hdf5
+
+namespace tessera::io {
+
+std::string library_version() {
+  hdf5::ensure_init();
+  unsigned major = 0, minor = 0, release = 0;
+  H5get_libversion(&major, &minor, &release);
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release);
+}
+
+bool library_is_parallel() {
+#if defined(H5_HAVE_PARALLEL)
+  return true;
+#else
+  return false;
+#endif
+}
+
+}  // namespace tessera::io

@@ -1,0 +1,240 @@
+#include "io/hdf5_open.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/error.hpp"
+#include "io/hdf5_library.hpp"
+
+namespace tessera::io::hdf5 {
+
+Handle open_file_readonly(const std::string& file) {
+  ensure_init();
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT || err == ENOTDIR)
+      throw InputError("cannot open " + in_quotes(file) + ": no such file");
+    throw InputError("cannot open " + in_quotes(file) + ": " + std::strerror(err));
+  }
+  if (S_ISDIR(st.st_mode)) throw InputError("cannot open " + in_quotes(file) + ": it is a directory");
+  if (::access(file.c_str(), R_OK) != 0)
+    throw InputError("cannot open " + in_quotes(file) + ": " + std::strerror(errno));
+
+  // H5Fis_hdf5 only looks for the signature; a truncated file passes it and fails in H5Fopen.
+  if (H5Fis_hdf5(file.c_str()) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw InputError(in_quotes(file) + " is not an HDF5 file (or is truncated/corrupt)");
+  }
+  Handle fapl = own_plist(H5Pcreate(H5P_FILE_ACCESS));
+  if (!fapl.valid() || H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0)
+    throw_io("cannot set up HDF5 to read " + in_quotes(file));
+  Handle f = own_file(H5Fopen(file.c_str(), H5F_ACC_RDONLY, fapl.get()));
+  if (!f.valid()) {
+    const auto stack = error_stack();
+    const std::string detail = summarize(stack);
+    // A lock HDF5 cannot take (another program writing the file, or a network file system
+    // without locking) is not the file's fault.
+    const bool lock_failed = std::any_of(stack.begin(), stack.end(), [](const std::string& d) {
+      return d.find("unable to lock") != std::string::npos;
+    });
+    if (lock_failed)
+      throw IoError("cannot lock " + in_quotes(file) + " for reading (" + detail +
+                    "): another program may be writing it, or the file system has no locking "
+                    "(then set HDF5_USE_FILE_LOCKING=FALSE)");
+    std::string message = in_quotes(file) + " is not an HDF5 file (or is truncated/corrupt)";
+    if (!detail.empty()) message += " (HDF5: " + detail + ")";
+    throw InputError(message);
+  }
+  return f;
+}
+
+namespace {
+
+const char* object_kind(H5I_type_t t) {
+  switch (t) {
+    case H5I_GROUP: return "a group";
+    case H5I_DATATYPE: return "a named datatype";
+    case H5I_DATASET: return "a dataset";
+    default: return "not a dataset";
+  }
+}
+
+}  // namespace
+
+// Each level of the path is checked
+// on its own because H5Lexists fails (rather than answering "no") below a missing group.
+Handle open_dataset_object(hid_t file, const DatasetRef& ref) {
+  const auto not_found = [&](const std::string& why) {
+    return InputError("dataset " + in_quotes(ref.path) + " not found in " + in_quotes(ref.file) + why);
+  };
+  std::vector<std::string> parts;
+  for (std::size_t pos = 0; pos <= ref.path.size();) {
+    auto next = ref.path.find('/', pos);
+    if (next == std::string::npos) next = ref.path.size();
+    if (next > pos) parts.push_back(ref.path.substr(pos, next - pos));
+    pos = next + 1;
+  }
+  if (parts.empty()) throw InputError(in_quotes(ref) + " is the root group, not a dataset");
+
+  std::string prefix;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    prefix += "/" + parts[i];
+    if (H5Lexists(file, prefix.c_str(), H5P_DEFAULT) <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      throw not_found("");
+    }
+    if (i + 1 == parts.size()) break;
+    Handle group = own_object(H5Oopen(file, prefix.c_str(), H5P_DEFAULT));
+    if (!group.valid()) {
+      H5Eclear2(H5E_DEFAULT);
+      throw not_found(" (" + in_quotes(prefix) + " is a broken link)");
+    }
+    if (H5Iget_type(group.get()) != H5I_GROUP)
+      throw not_found(" (" + in_quotes(prefix) + " is not a group)");
+  }
+  Handle obj = own_object(H5Oopen(file, prefix.c_str(), H5P_DEFAULT));
+  if (!obj.valid()) {
+    H5Eclear2(H5E_DEFAULT);
+    throw not_found(" (the link is broken)");
+  }
+  const H5I_type_t kind = H5Iget_type(obj.get());
+  if (kind != H5I_DATASET) throw InputError(in_quotes(ref) + " is " + object_kind(kind) + ", not a dataset");
+  return obj;
+}
+
+TypeDesc describe_type(hid_t type) {
+  TypeDesc d;
+  const std::size_t bits = H5Tget_size(type) * 8;
+  switch (H5Tget_class(type)) {
+    case H5T_FLOAT:
+      d.name = "float" + std::to_string(bits);
+      d.supported = bits == 32 || bits == 64;
+      d.natural = bits == 32 ? DType::f32 : DType::f64;
+      break;
+    case H5T_INTEGER:
+      d.name = (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(bits);
+      d.supported = true;
+      d.is_integer = true;
+      d.natural = DType::f64;
+      break;
+    case H5T_STRING: d.name = "string"; break;
+    case H5T_COMPOUND: d.name = "compound"; break;  // also how h5py stores complex numbers
+    case H5T_ENUM: d.name = "enum"; break;          // also how h5py stores bool
+    case H5T_ARRAY: d.name = "array"; break;
+    case H5T_VLEN: d.name = "variable-length"; break;
+    case H5T_OPAQUE: d.name = "opaque"; break;
+    case H5T_BITFIELD: d.name = "bitfield"; break;
+    case H5T_REFERENCE: d.name = "reference"; break;
+    case H5T_TIME: d.name = "time"; break;
+    default: d.name = "unknown"; break;
+  }
+  return d;
+}
+
+namespace {
+
+std::string filter_name(H5Z_filter_t id, const char* given) {
+  switch (id) {
+    case H5Z_FILTER_DEFLATE: return "deflate";
+    case H5Z_FILTER_SHUFFLE: return "shuffle";
+    case H5Z_FILTER_FLETCHER32: return "fletcher32";
+    case H5Z_FILTER_SZIP: return "szip";
+    case H5Z_FILTER_NBIT: return "nbit";
+    case H5Z_FILTER_SCALEOFFSET: return "scaleoffset";
+    default: break;
+  }
+  if (given != nullptr && given[0] != '\0') return given;
+  // Registered ids of common third-party filters, so an unavailable one is named usefully.
+  switch (id) {
+    case 307: return "bzip2";
+    case 32000: return "lzf";
+    case 32001: return "blosc";
+    case 32004: return "lz4";
+    case 32008: return "bitshuffle";
+    case 32015: return "zstd";
+    default: return "filter " + std::to_string(id);
+  }
+}
+
+}  // namespace
+
+OpenDataset open_matrix(const DatasetRef& ref) {
+  OpenDataset od;
+  od.file = open_file_readonly(ref.file);
+  od.dataset = open_dataset_object(od.file.get(), ref);
+  const hid_t dset = od.dataset.get();
+
+  Handle space = own_space(H5Dget_space(dset));
+  if (!space.valid()) throw_io("cannot read the shape of " + in_quotes(ref));
+  const H5S_class_t space_class = H5Sget_simple_extent_type(space.get());
+  if (space_class == H5S_NULL) throw InputError(in_quotes(ref) + " is empty (null dataspace); tessera needs a 2-D matrix");
+  if (space_class == H5S_SCALAR) throw InputError(in_quotes(ref) + " is a scalar; tessera needs a 2-D matrix");
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  if (rank < 0) throw_io("cannot read the shape of " + in_quotes(ref));
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  if (rank > 0 && H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0)
+    throw_io("cannot read the shape of " + in_quotes(ref));
+  if (rank != 2) {
+    std::string shape;
+    for (std::size_t i = 0; i < dims.size(); ++i) shape += (i ? "x" : "") + std::to_string(dims[i]);
+    throw InputError(in_quotes(ref) + " is " + std::to_string(rank) + "-D (" + shape +
+                     "); tessera needs a 2-D matrix");
+  }
+  od.info.rows = static_cast<std::int64_t>(dims[0]);
+  od.info.cols = static_cast<std::int64_t>(dims[1]);
+
+  Handle type = own_type(H5Dget_type(dset));
+  if (!type.valid()) throw_io("cannot read the type of " + in_quotes(ref));
+  const TypeDesc td = describe_type(type.get());
+  if (!td.supported)
+    throw InputError(in_quotes(ref) + " has unsupported type " + td.name +
+                     "; use float32, float64 or an integer type");
+  od.info.stored_type = td.name;
+  od.info.is_integer = td.is_integer;
+  od.info.natural = td.natural;
+
+  Handle dcpl = own_plist(H5Dget_create_plist(dset));
+  if (!dcpl.valid()) throw_io("cannot read the storage layout of " + in_quotes(ref));
+  switch (H5Pget_layout(dcpl.get())) {
+    case H5D_CONTIGUOUS: od.info.layout = "contiguous"; break;
+    case H5D_CHUNKED: od.info.layout = "chunked"; break;
+    case H5D_COMPACT: od.info.layout = "compact"; break;
+    case H5D_VIRTUAL: od.info.layout = "virtual"; break;
+    default: throw_io("cannot read the storage layout of " + in_quotes(ref));
+  }
+  if (od.info.layout == "chunked") {
+    hsize_t chunk[2] = {0, 0};
+    if (H5Pget_chunk(dcpl.get(), 2, chunk) != 2) throw_io("cannot read the chunk shape of " + in_quotes(ref));
+    od.info.chunk = {static_cast<std::int64_t>(chunk[0]), static_cast<std::int64_t>(chunk[1])};
+  }
+  const int nfilters = H5Pget_nfilters(dcpl.get());
+  if (nfilters < 0) throw_io("cannot read the filters of " + in_quotes(ref));
+  for (int i = 0; i < nfilters; ++i) {
+    unsigned flags = 0;
+    std::size_t nvalues = 0;
+    unsigned config = 0;
+    char name[256] = {};
+    const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nvalues,
+                                           nullptr, sizeof name, name, &config);
+    if (id < 0) throw_io("cannot read the filters of " + in_quotes(ref));
+    const std::string fname = filter_name(id, name);
+    // Checked up front so the user learns which plugin is missing, not that a read failed.
+    if (H5Zfilter_avail(id) <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      throw InputError(in_quotes(ref) + " is stored with the HDF5 filter '" + fname + "' (id " +
+                       std::to_string(id) +
+                       "), which this HDF5 library does not have; install its plugin and set "
+                       "HDF5_PLUGIN_PATH, or rewrite the file without it");
+    }
+    od.info.filters.push_back(fname);
+  }
+  return od;
+}
+
+}  // namespace tessera::io::hdf5

@@ -1,0 +1,280 @@
+// The writer of a result: a new file under a temporary name, the dataset's space allocated early
+// so blocks can be written in place (by this process or others), attributes, and the commit
+// (flush, fsync, rename or link) that alone makes the file appear.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "core/error.hpp"
+#include "io/cleanup.hpp"
+#include "io/direct_io.hpp"
+#include "io/hdf5_attributes.hpp"
+#include "io/hdf5_io.hpp"
+#include "io/hdf5_library.hpp"
+#include "io/nonfinite.hpp"
+
+namespace tessera::io {
+
+using namespace hdf5;
+
+struct MatrixWriter::Impl {
+  DatasetRef target;
+  std::string temp_path;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  DType dtype = DType::f64;
+  bool overwrite = false;
+  bool created = false;    // the temporary file is ours: remove it unless committed
+  bool committed = false;
+  Handle file;  // declared before dataset: closed after it
+  Handle dataset;
+  // Contiguous datasets are written with pwrite at their offset in the file (see write_block);
+  // invalid where HDF5 writes (chunked or compressed output).
+  DirectTarget direct;
+  std::unique_ptr<BlockFile> direct_file;
+  // NaN and Inf among the elements HDF5 wrote so far (write_block may run on another thread);
+  // direct_file counts its own.
+  NonfiniteCount nonfinite;
+  mutable std::mutex nonfinite_lock;
+
+  std::string where() const { return in_quotes(temp_path + ":" + target.path); }
+  void close_direct() {
+    if (!direct_file) return;
+    const std::lock_guard<std::mutex> hold(nonfinite_lock);
+    nonfinite.merge(direct_file->nonfinite_written());
+    direct_file.reset();
+  }
+
+  // Runs also when the writer's constructor throws after creating the temporary file.
+  ~Impl() {
+    close_direct();
+    if (committed) return;
+    // Closing flushes HDF5's caches. If that flush fails (full disk, quota), HDF5 1.10 frees the
+    // file but keeps its id, and the library crashes at exit (HDFFV-11052). The file is being
+    // discarded anyway, so empty it first: that returns the space the final flush needs.
+    if (created && (file.valid() || dataset.valid()) && ::truncate(temp_path.c_str(), 0) != 0) {
+      // nothing more to do: the file is unlinked below either way
+    }
+    (void)dataset.close();
+    (void)file.close();
+    H5Eclear2(H5E_DEFAULT);
+    if (created) (void)::unlink(temp_path.c_str());
+    if (created) forget_temporary(temp_path);
+  }
+};
+
+MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int64_t cols, DType dtype,
+                           const WriteOptions& opts)
+    : impl_(std::make_unique<Impl>()) {
+  ensure_init();
+  Impl& w = *impl_;
+  w.target = target;
+  w.rows = rows;
+  w.cols = cols;
+  w.dtype = dtype;
+  w.overwrite = opts.overwrite;
+
+  if (target.file.empty() || target.path.size() < 2 || target.path.front() != '/' || target.path.back() == '/')
+    throw InputError("invalid output dataset " + in_quotes(target) + ": expected FILE:/PATH, e.g. c.h5:/C");
+  if (rows < 0 || cols < 0)
+    throw InputError("invalid output shape " + shape_text(rows, cols) + " for " + in_quotes(target));
+  if (opts.gzip_level < 0 || opts.gzip_level > 9)
+    throw InputError("gzip level " + std::to_string(opts.gzip_level) + " is out of range 0..9");
+
+  // Fail before any compute: target and directory.
+  struct stat st {};
+  if (::stat(target.file.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) throw InputError("output file " + in_quotes(target.file) + " is a directory");
+    if (!opts.overwrite)
+      throw InputError("output file " + in_quotes(target.file) + " exists; pass --overwrite to replace it");
+  }
+  std::string dir = std::filesystem::path(target.file).parent_path().string();
+  if (dir.empty()) dir = ".";
+  if (::stat(dir.c_str(), &st) != 0) throw InputError("output directory " + in_quotes(dir) + " does not exist");
+  if (!S_ISDIR(st.st_mode)) throw InputError("output directory " + in_quotes(dir) + " is not a directory");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw InputError("output directory " + in_quotes(dir) + " is not writable");
+
+  // Storage: contiguous unless chunking or compression was asked for.
+  const hsize_t dims[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
+  Handle dcpl = own_plist(H5Pcreate(H5P_DATASET_CREATE));
+  if (!dcpl.valid()) throw_io("cannot set up HDF5 to write " + in_quotes(target));
+  // Lets read_attributes list attributes in the order they were written.
+  if (H5Pset_attr_creation_order(dcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0)
+    throw_io("cannot set up HDF5 to write " + in_quotes(target));
+  const bool want_chunks = !opts.chunk.empty() || opts.gzip_level > 0;
+  // A dataset with a zero dimension has nothing to chunk or compress.
+  if (want_chunks && rows > 0 && cols > 0) {
+    std::int64_t chunk_rows = std::min<std::int64_t>(rows, 256);
+    std::int64_t chunk_cols = std::min<std::int64_t>(cols, 256);
+    if (!opts.chunk.empty()) {
+      if (opts.chunk.size() != 2 || opts.chunk[0] < 1 || opts.chunk[1] < 1)
+        throw InputError("invalid chunk shape for " + in_quotes(target) + ": expected two positive sizes");
+      // Larger than the matrix only means "whole extent"; HDF5 wants chunk <= dims.
+      chunk_rows = std::min(opts.chunk[0], rows);
+      chunk_cols = std::min(opts.chunk[1], cols);
+    }
+    const auto chunk_bytes = static_cast<double>(chunk_rows) * static_cast<double>(chunk_cols) *
+                             static_cast<double>(dtype_size(dtype));
+    if (chunk_bytes >= 4294967296.0)
+      throw InputError("chunk " + shape_text(chunk_rows, chunk_cols) + " for " + in_quotes(target) +
+                       " is too large: HDF5 limits a chunk to 4 GiB");
+    const hsize_t chunk[2] = {static_cast<hsize_t>(chunk_rows), static_cast<hsize_t>(chunk_cols)};
+    if (H5Pset_chunk(dcpl.get(), 2, chunk) < 0) throw_io("cannot set the chunk shape of " + in_quotes(target));
+    if (opts.gzip_level > 0) {
+      if (H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0)
+        throw InputError("gzip compression is not available in this HDF5 library; use --gzip 0");
+      if (H5Pset_deflate(dcpl.get(), static_cast<unsigned>(opts.gzip_level)) < 0)
+        throw_io("cannot set up gzip compression for " + in_quotes(target));
+    }
+  }
+
+  w.temp_path = temporary_name(target.file);
+  if (::stat(w.temp_path.c_str(), &st) == 0)
+    throw IoError("cannot create temporary file " + in_quotes(w.temp_path) +
+                  ": it already exists (left by an earlier run?); remove it");
+  Handle fapl = own_plist(H5Pcreate(H5P_FILE_ACCESS));
+  // STRONG: closing the file closes every object in it, so commit's H5Fclose really flushes and
+  // releases the file (and reports a failed flush) instead of deferring until the last handle.
+  if (!fapl.valid() || H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0)
+    throw_io("cannot set up HDF5 to write " + in_quotes(target));
+  w.file = own_file(H5Fcreate(w.temp_path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()));
+  if (!w.file.valid()) throw_io("cannot create temporary file " + in_quotes(w.temp_path));
+  w.created = true;
+  register_temporary(w.temp_path);  // removed on SIGTERM / SIGINT too
+
+  Handle lcpl = own_plist(H5Pcreate(H5P_LINK_CREATE));
+  if (!lcpl.valid() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0)
+    throw_io("cannot set up HDF5 to write " + in_quotes(target));
+  Handle space = own_space(H5Screate_simple(2, dims, nullptr));
+  if (!space.valid()) throw_io("cannot create the dataspace of " + w.where());
+  const hid_t file_type = dtype == DType::f32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
+  // Contiguous output whose file type is the native one: its space is allocated now and never
+  // filled (every element is written), so write_block can pwrite the blocks straight into it.
+  const bool direct =
+      !want_chunks && rows > 0 && cols > 0 && H5Tequal(file_type, native_type(dtype)) > 0 && direct_io_enabled();
+  if (direct && (H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY) < 0 ||
+                 H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER) < 0))
+    throw_io("cannot set up HDF5 to write " + in_quotes(target));
+  w.dataset = own_dataset(
+      H5Dcreate2(w.file.get(), target.path.c_str(), file_type, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT));
+  if (!w.dataset.valid()) throw_io("cannot create dataset " + w.where());
+  if (direct) {
+    const haddr_t offset = H5Dget_offset(w.dataset.get());
+    H5Eclear2(H5E_DEFAULT);
+    if (offset != HADDR_UNDEF) {
+      w.direct = {w.temp_path, static_cast<std::int64_t>(offset), rows, cols, dtype_size(dtype)};
+      w.direct_file = std::make_unique<BlockFile>(w.direct);
+    }
+  }
+}
+
+MatrixWriter::~MatrixWriter() = default;  // Impl's destructor removes an uncommitted file
+
+void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
+                               const void* data) {
+  Impl& w = *impl_;
+  if (w.committed || !w.dataset.valid())
+    throw IoError("cannot write to " + in_quotes(w.target) + ": the writer is already committed or closed");
+  if (!in_range(row0, nrows, w.rows) || !in_range(col0, ncols, w.cols))
+    throw InputError(block_text(row0, nrows, col0, ncols) + " is outside " + in_quotes(w.target) + " (" +
+                     shape_text(w.rows, w.cols) + ")");
+  if (nrows == 0 || ncols == 0) return;
+  if (data == nullptr) throw std::invalid_argument("write_block: null data");
+  if (w.direct_file) {
+    w.direct_file->write_block(row0, col0, nrows, ncols, data);
+    return;
+  }
+  {
+    const NonfiniteCount seen = count_nonfinite(data, w.dtype, nrows, ncols, row0, col0, w.cols);
+    const std::lock_guard<std::mutex> hold(w.nonfinite_lock);
+    w.nonfinite.merge(seen);
+  }
+  const std::lock_guard<std::mutex> hold(hdf5::lock());
+  ensure_init();
+  auto [file_space, mem_space] = block_spaces(w.dataset.get(), row0, nrows, col0, ncols);
+  if (!file_space.valid()) throw_io("cannot select " + block_text(row0, nrows, col0, ncols) + " of " + w.where());
+  if (H5Dwrite(w.dataset.get(), native_type(w.dtype), mem_space.get(), file_space.get(), H5P_DEFAULT, data) < 0)
+    throw_io("writing " + block_text(row0, nrows, col0, ncols) + " to " + w.where() + " failed");
+}
+
+void MatrixWriter::set_attributes(const std::vector<Attribute>& attrs) {
+  Impl& w = *impl_;
+  if (w.committed || !w.dataset.valid())
+    throw IoError("cannot write attributes to " + in_quotes(w.target) + ": the writer is already committed or closed");
+  for (const auto& a : attrs) write_attribute(w.dataset.get(), a, w.where());
+}
+
+void MatrixWriter::commit() {
+  Impl& w = *impl_;
+  if (w.committed) return;
+  if (!w.file.valid())
+    throw IoError("cannot commit " + in_quotes(w.target) + ": an earlier commit failed");
+
+  w.close_direct();  // the blocks written with pwrite are in the file; fsync below makes them durable
+  // HDF5 writes most metadata (and cached chunks) only now; a full disk shows up here. Flush
+  // explicitly before closing: a failed flush leaves the handles intact for the destructor, while
+  // a failed close would leave HDF5 1.10 with a dangling id that crashes it at exit.
+  if (H5Dflush(w.dataset.get()) < 0 || H5Fflush(w.file.get(), H5F_SCOPE_LOCAL) < 0)
+    throw_io("writing " + in_quotes(w.temp_path) + " failed");
+  const herr_t dataset_closed = w.dataset.close();
+  const herr_t file_closed = w.file.close();
+  if (dataset_closed < 0 || file_closed < 0)
+    throw_io("writing " + in_quotes(w.temp_path) + " failed while closing it (disk full?)");
+
+  // Network file systems may report write errors only on fsync; and the data must be on disk
+  // before the rename makes the file look complete.
+  const int fd = ::open(w.temp_path.c_str(), O_RDONLY);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    throw IoError("writing " + in_quotes(w.temp_path) + " failed: " + std::strerror(err));
+  }
+  ::close(fd);
+
+  const std::string what = "cannot rename " + in_quotes(w.temp_path) + " to " + in_quotes(w.target.file);
+  const auto appeared = [&] {
+    return InputError("output file " + in_quotes(w.target.file) +
+                      " appeared while tessera was running; pass --overwrite to replace it");
+  };
+  if (!w.overwrite) {
+    // link() fails if the target exists, so no file that appeared meanwhile is clobbered; some
+    // file systems have no hard links, and there the check-then-rename below has to do.
+    if (::link(w.temp_path.c_str(), w.target.file.c_str()) == 0) {
+      w.committed = true;
+      (void)::unlink(w.temp_path.c_str());
+      forget_temporary(w.temp_path);
+      return;
+    }
+    if (errno == EEXIST) throw appeared();
+    struct stat st {};
+    if (::stat(w.target.file.c_str(), &st) == 0) throw appeared();
+  }
+  if (std::rename(w.temp_path.c_str(), w.target.file.c_str()) != 0)
+    throw IoError(what + ": " + std::strerror(errno));
+  w.committed = true;
+  forget_temporary(w.temp_path);
+}
+
+const std::string& MatrixWriter::temporary_path() const { return impl_->temp_path; }
+
+DirectTarget MatrixWriter::direct_target() const { return impl_->direct; }
+
+NonfiniteCount MatrixWriter::nonfinite_written() const {
+  const std::lock_guard<std::mutex> hold(impl_->nonfinite_lock);
+  NonfiniteCount all = impl_->nonfinite;
+  if (impl_->direct_file) all.merge(impl_->direct_file->nonfinite_written());
+  return all;
+}
+
+}  // namespace tessera::io

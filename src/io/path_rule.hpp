@@ -1,0 +1,32 @@
+#pragma once
+// What the path rule of every command (job/job_paths.hpp, commands/command_paths.hpp) shares: an
+// input dataset put to the guard with every file its data lives in, the config file, and telling
+// tessera's own files (which it may replace) from others.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "io/path_guard.hpp"
+
+namespace tessera::io {
+
+struct GuardedPaths {
+  PathGuard guard;                 // what was checked: is_read() protects inputs from clean-ups
+  std::vector<std::string> notes;  // inputs read partly as a declared fill value (io::locate_data)
+};
+
+// `ref` (FILE:/DATASET) and every file its data lives in (io::locate_data, which also refuses
+// inputs HDF5 would silently fill), as files the command reads. `role` names it ("A", "C").
+void guard_input(GuardedPaths& g, const std::string& ref, const std::string& role);
+// The --config file, read and never written ("" = none).
+void guard_config(PathGuard& guard, const std::string& config);
+
+// The file's text when it is a regular file small enough to be one of tessera's own (a report of
+// 100,000 ranks is ~150 MB); false otherwise.
+bool read_small_file(const std::string& path, std::string& text);
+// An empty file (nothing to lose), or a JSON object that `match` recognizes.
+bool json_file_of(const std::string& path, const std::function<bool(const nlohmann::json&)>& match);
+
+}  // namespace tessera::io

@@ -1,0 +1,123 @@
+// Reading: dataset references, inspect() and read_block(), which takes the fastest way the
+// dataset's storage allows: pread of contiguous data, the parallel chunk reader, or HDF5.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "core/error.hpp"
+#include "io/chunked_read.hpp"
+#include "io/direct_io.hpp"
+#include "io/hdf5_io.hpp"
+#include "io/hdf5_library.hpp"
+#include "io/hdf5_open.hpp"
+
+namespace tessera::io {
+
+using namespace hdf5;
+
+// ---- DatasetRef ------------------------------------------------------------------------------
+
+DatasetRef DatasetRef::parse(const std::string& text) {
+  // Unescape while looking for the separator: the last ':' followed by '/' that is not "\:".
+  std::string plain;       // text with its escapes resolved
+  std::size_t split = std::string::npos;  // index in `plain` of the separating ':'
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\' && i + 1 < text.size() && (text[i + 1] == ':' || text[i + 1] == '\\')) {
+      plain += text[++i];
+      continue;
+    }
+    if (c == ':' && i + 1 < text.size() && text[i + 1] == '/') split = plain.size();
+    plain += c;
+  }
+  if (split == std::string::npos || split == 0)
+    throw InputError("invalid dataset reference '" + text + "': expected FILE:/PATH, e.g. data.h5:/A");
+  return {plain.substr(0, split), plain.substr(split + 1)};
+}
+
+DatasetInfo inspect(const DatasetRef& ref) { return open_matrix(ref).info; }
+
+namespace {
+
+// Where a dataset's elements lie in its file when they can be read without HDF5: contiguous
+// storage, allocated, no filters or external files, stored exactly in the type asked for (so
+// no conversion), and a plain POSIX file (sec2 driver, no user block). -1 otherwise.
+std::int64_t direct_offset(const OpenDataset& od, DType as) {
+  if (!direct_io_enabled()) return -1;
+  const hid_t dset = od.dataset.get();
+  Handle dcpl = own_plist(H5Dget_create_plist(dset));
+  Handle ftype = own_type(H5Dget_type(dset));
+  Handle fapl = own_plist(H5Fget_access_plist(od.file.get()));
+  Handle fcpl = own_plist(H5Fget_create_plist(od.file.get()));
+  hsize_t userblock = 0;
+  const bool plain = dcpl.valid() && ftype.valid() && fapl.valid() && fcpl.valid() &&
+                     H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl.get()) == 0 &&
+                     H5Pget_external_count(dcpl.get()) == 0 && H5Tequal(ftype.get(), native_type(as)) > 0 &&
+                     H5Pget_driver(fapl.get()) == H5FD_SEC2 && H5Pget_userblock(fcpl.get(), &userblock) >= 0 &&
+                     userblock == 0;
+  // The dataset must live in the file that was named, not behind an external link in another.
+  bool same_file = false;
+  if (plain) {
+    // (By name: HDF5 1.10 has no H5Fget_fileno. A file reached under another name only falls back.)
+    const auto name_of = [](hid_t f) {
+      const ssize_t n = H5Fget_name(f, nullptr, 0);
+      std::string text(n > 0 ? static_cast<std::size_t>(n) : 0, '\0');
+      if (n > 0) H5Fget_name(f, text.data(), text.size() + 1);
+      return text;
+    };
+    Handle home = own_file(H5Iget_file_id(dset));
+    same_file = home.valid() && !name_of(home.get()).empty() && name_of(home.get()) == name_of(od.file.get());
+  }
+  const haddr_t offset = plain && same_file ? H5Dget_offset(dset) : HADDR_UNDEF;
+  H5Eclear2(H5E_DEFAULT);
+  return offset == HADDR_UNDEF ? -1 : static_cast<std::int64_t>(offset);
+}
+
+void read_direct(const std::string& path, std::int64_t base, std::int64_t cols, std::int64_t row0,
+                 std::int64_t nrows, std::int64_t col0, std::int64_t ncols, std::size_t esize, void* out) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw IoError("cannot open " + in_quotes(path) + ": " + std::strerror(errno));
+  const int rc = transfer_direct(fd, false, base, cols, row0, nrows, col0, ncols, esize, out);
+  ::close(fd);
+  if (rc != 0)
+    throw IoError("reading " + in_quotes(path) + " failed: " +
+                  (rc > 0 ? std::string(std::strerror(rc)) : std::string("the file ends early (truncated?)")));
+}
+
+}  // namespace
+
+void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
+                std::int64_t ncols, DType as, void* out) {
+  std::int64_t base = -1, file_cols = 0;
+  {
+    const std::lock_guard<std::mutex> hold(hdf5::lock());
+    OpenDataset od = open_matrix(ref);  // (opening switches off this thread's error printing)
+    if (!in_range(row0, nrows, od.info.rows) || !in_range(col0, ncols, od.info.cols))
+      throw InputError(block_text(row0, nrows, col0, ncols) + " is outside " + in_quotes(ref) + " (" +
+                       shape_text(od.info.rows, od.info.cols) + ")");
+    if (nrows == 0 || ncols == 0) return;
+    if (out == nullptr) throw std::invalid_argument("read_block: null output buffer");
+    base = direct_offset(od, as);
+    file_cols = od.info.cols;
+    // Chunked (and compressed) storage: decompressed by many threads.
+    if (base < 0 && direct_io_enabled() &&
+        read_chunked(od.dataset.get(), ref.str(), row0, nrows, col0, ncols, as, out))
+      return;
+    if (base < 0) {
+      auto [file_space, mem_space] = block_spaces(od.dataset.get(), row0, nrows, col0, ncols);
+      if (!file_space.valid())
+        throw_io("cannot select " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref));
+      if (H5Dread(od.dataset.get(), native_type(as), mem_space.get(), file_space.get(), H5P_DEFAULT, out) < 0)
+        throw_io("reading " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref) + " failed");
+      return;
+    }
+  }
+  read_direct(ref.file, base, file_cols, row0, nrows, col0, ncols, dtype_size(as), out);
+}
+
+}  // namespace tessera::io

@@ -1,0 +1,40 @@
+#include "job/job_paths.hpp"
+
+#include <sys/stat.h>
+
+#include <nlohmann/json.hpp>
+
+#include "io/hdf5_io.hpp"
+
+namespace tessera::job {
+
+bool is_tessera_report(const std::string& path) {
+  return io::json_file_of(path, [](const nlohmann::json& j) {
+    const std::string schema = j.value("schema", std::string());
+    const bool run_report = schema.rfind("tessera.", 0) == 0;
+    const bool dry_run = j.contains("predicted_seconds") && j.contains("rank0") && j.contains("algorithm");
+    return run_report || dry_run;
+  });
+}
+
+std::unique_ptr<io::FileReservation> reserve_report(const std::string& path, int nranks) {
+  struct stat st {};
+  if (path.empty() || (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))) return nullptr;
+  // A report holds ~1.3 KiB per rank and ~2 KiB besides (docs/report.md); room for more.
+  return std::make_unique<io::FileReservation>(path, 8192 + 2048 * static_cast<std::size_t>(nranks), "--report");
+}
+
+GuardedPaths guard_run_paths(const RunOptions& o) {
+  GuardedPaths g;
+  if (!o.a.empty()) io::guard_input(g, o.a, "A");
+  if (!o.b.empty()) io::guard_input(g, o.b, "B");
+  io::guard_config(g.guard, o.config);
+  if (!o.dry_run) g.guard.output(io::DatasetRef::parse(o.c).file, "--c", o.overwrite);
+  // (A report to stdout, "--report -" of issue #17, is a stream like /dev/stdout: it would skip
+  // this check and the reservation, as PathGuard and reserve_report do for pipes.)
+  if (!o.report.empty()) g.guard.written(o.report, "--report", "a tessera report", is_tessera_report);
+  g.guard.check();
+  return g;
+}
+
+}  // namespace tessera::job

@@ -1,0 +1,31 @@
+#pragma once
+// Every path `run` touches, put to io::PathGuard (the rule is written there) before anything is
+// read or computed (the other commands: commands/command_paths.hpp). Rank 0 calls these; each
+// throws InputError at the first conflict.
+#include <memory>
+#include <string>
+
+#include "io/atomic_file.hpp"
+#include "io/path_rule.hpp"
+#include "job/pipeline.hpp"
+
+namespace tessera::job {
+
+using io::GuardedPaths;
+
+// run and --dry-run: A and B with every file their data lives in (io::locate_data, which also
+// refuses inputs HDF5 would silently fill), the output C (not for a dry run), the report, the
+// config.
+GuardedPaths guard_run_paths(const RunOptions& o);
+
+// The report's temporary file, created now with room for the report of `nranks` ranks, so a
+// report that cannot be written (no space, no permission) is refused before the job runs;
+// publish_report (io::write_file_replacing) fills it and renames it into place. nullptr for no
+// report, or one written to a terminal or pipe.
+std::unique_ptr<io::FileReservation> reserve_report(const std::string& path, int nranks);
+
+// Whether an existing file is one tessera may replace as a --report: a run or dry-run report
+// (JSON), or empty.
+bool is_tessera_report(const std::string& path);
+
+}  // namespace tessera::job

@@ -1,0 +1,106 @@
+#include "job/output.hpp"
+
+#include <chrono>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace tessera::job {
+
+namespace {
+
+constexpr int kRoot = 0;
+
+std::uint64_t random_token() {
+  std::random_device rd;
+  return (std::uint64_t{rd()} << 32) ^ rd() ^ static_cast<std::uint64_t>(
+                                                   std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+}  // namespace
+
+OutputRoute OutputRoute::choose(const comm::Comm& comm, io::MatrixWriter* writer, const std::string& want,
+                                bool writes) {
+  const int rank = comm.rank();
+  OutputRoute route;
+  // Rank 0 says where C lies in the file, or why the ranks cannot write there.
+  nlohmann::json plan;
+  comm.step([&] {
+    if (want != "auto" && want != "in-place" && want != "gather")
+      throw InputError("invalid --write '" + want + "' (choose: auto, in-place, gather)");
+    if (rank != kRoot) return;
+    const io::DirectTarget t = writer->direct_target();
+    if (want == "gather") {
+      plan = {{"why", "--write gather"}};
+    } else if (!t.valid()) {
+      plan = {{"why", "HDF5 writes the output (TESSERA_HDF5_DIRECT=0)"}};
+    } else {
+      const std::uint64_t token = random_token();
+      if (comm.size() > 1) io::write_token(t, token);
+      plan = {{"file", t.file}, {"base", t.base}, {"rows", t.rows}, {"cols", t.cols}, {"esize", t.esize},
+              {"token", token}};
+    }
+  });
+  plan = nlohmann::json::parse(comm.broadcast(plan.dump(), kRoot));
+  if (plan.contains("why")) {
+    comm.step([&] {  // the same refusal on every rank
+      if (want == "in-place") throw InputError("--write in-place is not possible: " + plan["why"].get<std::string>());
+    });
+    route.description_ = "gather (" + plan["why"].get<std::string>() + ")";
+    route.sink_ = rank == kRoot ? writer : nullptr;
+    return route;
+  }
+  // Every rank with C to write must see the file rank 0 made (the same file system).
+  const io::DirectTarget t{plan["file"], plan["base"], plan["rows"], plan["cols"], plan["esize"]};
+  bool sees = true;
+  if (rank != kRoot && writes) {
+    sees = io::sees_token(t, plan["token"].get<std::uint64_t>());
+    if (sees) {
+      try {
+        route.own_ = std::make_unique<io::BlockFile>(t);
+      } catch (const std::exception&) {
+        sees = false;
+      }
+    }
+  }
+  const double blind = comm.min(sees ? comm.size() : rank);  // the lowest rank that cannot see it
+  if (blind < comm.size()) {
+    const std::string reason = "rank " + std::to_string(static_cast<int>(blind)) + " cannot see the output file '" +
+                               t.file + "': no shared file system";
+    comm.step([&] {
+      if (want == "in-place") throw InputError("--write in-place is not possible: " + reason);
+    });
+    route.own_.reset();
+    route.description_ = "gather (" + reason + ")";
+    route.sink_ = rank == kRoot ? writer : nullptr;
+    return route;
+  }
+  route.in_place_ = true;
+  route.description_ = comm.size() > 1 ? "in place (every rank writes its rows)" : "in place";
+  route.sink_ = rank == kRoot ? static_cast<io::BlockSink*>(writer) : route.own_.get();
+  return route;
+}
+
+void OutputRoute::write_own_block(const comm::Comm& comm, std::int64_t row0, std::int64_t col0, std::int64_t rows,
+                                  std::int64_t cols, const void* c, bool already_written,
+                                  report::Phases& phases) const {
+  comm.step([&] {
+    if (!sink_ || rows == 0 || cols == 0) return;
+    const auto start = std::chrono::steady_clock::now();
+    if (!already_written) sink_->write_block(row0, col0, rows, cols, c);
+    if (own_) own_->sync();  // rank 0's writer makes its file durable when it commits
+    phases.emplace_back("write", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  });
+}
+
+io::NonfiniteCount OutputRoute::nonfinite_written(const comm::Comm& comm) const {
+  const io::NonfiniteCount mine = sink_ ? sink_->nonfinite_written() : io::NonfiniteCount{};
+  io::NonfiniteCount all;
+  all.count = comm.sum(mine.count);
+  all.first = comm.min(mine.first);
+  return all;
+}
+
+}  // namespace tessera::job

@@ -1,0 +1,35 @@
+#pragma once
+// What rank 0 decides from the inputs before anything is read, and hands every rank: the shapes,
+// the compute precision and the process grid.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.hpp"
+#include "io/hdf5_io.hpp"
+#include "job/pipeline.hpp"
+#include "partition/partition.hpp"
+
+namespace tessera::job {
+
+struct Plan {
+  std::int64_t m = 0, n = 0, k = 0;
+  DType dtype = DType::f64;
+  partition::GridShape grid;
+
+  // Rank 0 looks at the inputs and decides shapes, dtype and grid. Throws InputError. (The paths
+  // were checked before: guard_run_paths.)
+  static Plan make(const RunOptions& o, int nranks);
+  // As one line of text, for Comm::broadcast.
+  std::string encode() const;
+  static Plan decode(const std::string& text);
+};
+
+// --dtype (auto, f32, f64) for inputs described by `a` and `b`: auto is f32 when both are
+// float32, else f64. Throws InputError for another name.
+DType pick_dtype(const std::string& want, const io::DatasetInfo& a, const io::DatasetInfo& b);
+
+// "512M", "8G", "1.5G", "4096" (bytes) -> bytes; "" -> 0. Throws InputError naming the option.
+std::size_t parse_bytes(const std::string& text, const char* option);
+
+}  // namespace tessera::job

@@ -1,0 +1,54 @@
+#include "job/rank_report.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "comm/peers.hpp"
+#include "io/atomic_file.hpp"
+#include "job/process_stats.hpp"
+
+namespace tessera::job {
+
+namespace {
+constexpr int kRoot = 0;
+}  // namespace
+
+void describe_block(const partition::Partition& part, int rank, report::RankRecord& me) {
+  me.block_row = part.block_row(rank);
+  me.block_col = part.block_col(rank);
+  const auto rows = part.rows_of(rank), cols = part.cols_of(rank);
+  me.row_begin = rows.begin;
+  me.row_end = rows.end;
+  me.col_begin = cols.begin;
+  me.col_end = cols.end;
+  me.flops = part.flops(rank);
+}
+
+void publish_report(const RunOptions& o, const comm::Comm& comm, report::JobReport& job, report::RankRecord me,
+                    double started, const backend::Backend* be, const std::function<void()>& after_table) {
+  me.peak_host_bytes = peak_rss_bytes();
+  if (const double since = seconds_since_process_start(); since >= 0)
+    me.startup_seconds = std::max(0.0, since - (MPI_Wtime() - started));
+  if (be) me.peak_gpu_bytes = be->peak_device_bytes();
+  const auto records = comm.gather(report::to_json(me).dump(), kRoot);
+  job.wall_seconds = comm.max(MPI_Wtime() - started);
+  comm.step([&] {
+    if (comm.rank() != kRoot) return;
+    for (const auto& text : records) job.ranks.push_back(report::rank_from_json(nlohmann::json::parse(text)));
+    if (!o.quiet) std::fputs(report::format_table(job).c_str(), stdout);
+    if (after_table) after_table();
+    std::fflush(stdout);
+    // Into the temporary reserved up front (reserve_report), then renamed into place.
+    if (!o.report.empty()) io::write_file_replacing(o.report, report::to_json(job).dump(2) + "\n");
+  });
+}
+
+void note_nccl_transport(const comm::Comm& comm, int device, report::JobReport& job, report::RankRecord& me) {
+  const comm::PeerSurvey peers = comm::survey_peers(comm, device);
+  job.nccl_transport = peers.transport;
+  if (comm.rank() == kRoot) me.warnings.insert(me.warnings.end(), peers.warnings.begin(), peers.warnings.end());
+}
+
+}  // namespace tessera::job

@@ -1,0 +1,28 @@
+#pragma once
+// Each rank's record of the run, and its way to rank 0's table and JSON report.
+#include <functional>
+
+#include "backend/backend.hpp"
+#include "comm/comm.hpp"
+#include "job/pipeline.hpp"
+#include "partition/partition.hpp"
+#include "report/report.hpp"
+
+namespace tessera::job {
+
+// Fills the block fields of an active rank's record (block (i, j), its rows and columns, flops).
+void describe_block(const partition::Partition& part, int rank, report::RankRecord& me);
+
+// The end of every algorithm: each rank's record (with its peak host memory and, from `be`, its
+// peak device memory) goes to rank 0, which prints the table (unless --quiet), then `after_table`
+// (if any), and writes the JSON report (--report). Collective; job.wall_seconds becomes the
+// slowest rank's time since `started` (MPI_Wtime()).
+void publish_report(const RunOptions& o, const comm::Comm& comm, report::JobReport& job, report::RankRecord me,
+                    double started, const backend::Backend* be, const std::function<void()>& after_table = {});
+
+// Collective, where the job's ranks exchange data with NCCL: which transport NCCL has between
+// the GPUs of each node (P2P/NVLink, P2P/PCIe, SHM, NET: comm/peers.hpp) goes into the report,
+// and pairs of ranks on one node that cannot link their GPUs directly become warnings.
+void note_nccl_transport(const comm::Comm& comm, int device, report::JobReport& job, report::RankRecord& me);
+
+}  // namespace tessera::job
