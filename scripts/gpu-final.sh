@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One call on the 2-GPU machine that checks a tree and measures it end to end, within a time
+# budget (the device time of a session is short): build, the GPU tests and the runs over NCCL,
+# compute-sanitizer memcheck on the multi-GPU products, then scripts/e2e_bench.py on the cases
+# that fit. Everything goes to OUTDIR as one tarball-friendly folder.
+#
+#   scripts/gpu-final.sh OUTDIR [SECONDS]     (SECONDS: the whole budget, default 540)
+#
+#   GPU_FINAL_CASES   e2e cases in order (default "16384 f64 gzip proj 32768"): each runs only if
+#                     the time left looks enough for it
+#   GPU_FINAL_TORCH   cases that also run the h5py + torch script (default "16384")
+set -uo pipefail
+out=$(mkdir -p "$1" && cd "$1" && pwd)
+budget=${2:-540}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo" || exit 2
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+export PATH="$PATH:/usr/local/cuda/bin"
+start=$SECONDS
+left() { echo $((budget - (SECONDS - start))); }
+log() { echo "[$(date -u +%H:%M:%S) +$((SECONDS - start))s] $*" | tee -a "$out/steps.log"; }
+
+{ date -u; nvidia-smi -L; nvcc --version | tail -1; } >"$out/environment.log" 2>&1
+log "configure + build"
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  -DTESSERA_WARNINGS_AS_ERRORS=ON >"$out/build.log" 2>&1 &&
+  cmake --build build-gpu -j "$(nproc)" >>"$out/build.log" 2>&1 || { log "build FAILED"; tail -30 "$out/build.log"; exit 1; }
+grep -c "warning" "$out/build.log" | sed 's/^/build warnings: /' | tee -a "$out/steps.log"
+
+log "GPU tests (-L gpu) and the runs on GPUs (cuda|nccl|write|stream|fault)"
+timeout $(( $(left) * 45 / 100 )) ctest --test-dir build-gpu -j 3 --output-on-failure \
+  -R 'gpu: |cuda|nccl|write\.|stream\.|fault\.|summa\.|ksplit\.|startup' >"$out/ctest.log" 2>&1
+grep -E "tests passed|tests failed|\*\*\*Failed|\*\*\*Timeout" "$out/ctest.log" | tee -a "$out/steps.log"
+
+if [ "$(left)" -gt 200 ] && command -v compute-sanitizer >/dev/null; then
+  log "memcheck: the summa and ksplit device products"
+  timeout 90 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
+    build-gpu/tests/tessera_gpu_tests "[summa],[ksplit]" >"$out/memcheck.log" 2>&1
+  tail -3 "$out/memcheck.log" | tee -a "$out/steps.log"
+fi
+
+for c in ${GPU_FINAL_CASES:-16384 f64 gzip proj 32768}; do
+  # Rough cost of one case with 2 repeats on 1 and 2 GPUs, data made once (s).
+  case $c in 16384) need=70 ;; f64) need=45 ;; gzip) need=60 ;; proj) need=60 ;; 32768) need=170 ;; *) need=60 ;; esac
+  [ "$(left)" -gt $((need + 15)) ] || { log "e2e $c: skipped, $(left) s left"; continue; }
+  torch=--no-torch
+  case " ${GPU_FINAL_TORCH:-16384} " in *" $c "*) torch= ;; esac
+  log "e2e $c"
+  # shellcheck disable=SC2086  # torch is empty or one flag
+  timeout $(( $(left) - 10 )) python3 scripts/e2e_bench.py "$out/e2e-$c" --cases "$c" --repeats 2 --nps 1,2 \
+    --tessera build-gpu/tessera --data /tmp/tessera-e2e $torch >"$out/e2e-$c.log" 2>&1
+  tail -3 "$out/e2e-$c.log" | tee -a "$out/steps.log"
+done
+log "done, $(left) s of the budget left"
