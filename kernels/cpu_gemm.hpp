@@ -20,6 +20,9 @@ void openblas_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, c
 
 // Threads OpenBLAS uses (openblas_get_num_threads); 0 where the BLAS is another (unknown).
 int openblas_threads();
+// Asks OpenBLAS for `threads` threads (e.g. once the process may use more cores than at start);
+// nothing for another BLAS, whose own variables decide.
+void set_blas_threads(int threads);
 // OpenBLAS's build configuration, or a line naming the other BLAS.
 const char* openblas_config_string();
 // The BLAS linked: "OpenBLAS", or the BLA_VENDOR it was found with (e.g. "Generic").

@@ -36,11 +36,15 @@ void openblas_gemm<double>(std::int64_t m, std::int64_t n, std::int64_t k, const
 
 #ifdef TESSERA_BLAS_OPENBLAS
 int openblas_threads() { return openblas_get_num_threads(); }
+void set_blas_threads(int threads) {
+  if (threads > 0) openblas_set_num_threads(threads);
+}
 const char* openblas_config_string() { return openblas_get_config(); }
 #else
 // Other vendors have no portable way to tell their thread count (their own variables, e.g.
 // OMP_NUM_THREADS or MKL_NUM_THREADS, decide it).
 int openblas_threads() { return 0; }
+void set_blas_threads(int) {}
 const char* openblas_config_string() { return "CBLAS of " TESSERA_BLAS_NAME; }
 #endif
 const char* blas_name() { return TESSERA_BLAS_NAME; }

@@ -260,6 +260,9 @@ bool gpu_kernel_accumulates(const std::string& kernel, DType dtype);
 // Number of visible GPUs (0 when built without CUDA or when none is visible).
 int visible_gpu_count();
 
+// The CPU backend's BLAS may use `threads` threads (the process's share of the node's cores).
+void use_cpu_threads(int threads);
+
 // Description of the visible GPUs, one line each (empty when none).
 std::vector<std::string> describe_gpus();
 

@@ -144,4 +144,6 @@ std::unique_ptr<PanelProduct> CpuBackend::panel_product(const std::string& kerne
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
 
+void use_cpu_threads(int threads) { kernels::set_blas_threads(threads); }
+
 }  // namespace tessera::backend

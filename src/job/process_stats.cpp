@@ -1,5 +1,7 @@
 #include "job/process_stats.hpp"
 
+#include <sched.h>
+
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -34,6 +36,12 @@ double seconds_since_process_start() {
   if (!(fields >> start_ticks) || hz <= 0 || ::clock_gettime(CLOCK_BOOTTIME, &boot) != 0) return -1;
   const double now = static_cast<double>(boot.tv_sec) + static_cast<double>(boot.tv_nsec) * 1e-9;
   return now - static_cast<double>(start_ticks) / static_cast<double>(hz);
+}
+
+int cpus_in_use() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
 }
 
 }  // namespace tessera::job

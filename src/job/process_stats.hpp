@@ -11,4 +11,7 @@ std::int64_t peak_rss_bytes();
 // (10 ms resolution); -1 where unknown. The report's start-up is this less the job's own time.
 double seconds_since_process_start();
 
+// Cores this process may run on (its CPU affinity); 0 where unknown.
+int cpus_in_use();
+
 }  // namespace tessera::job

@@ -29,6 +29,7 @@ void describe_block(const partition::Partition& part, int rank, report::RankReco
 void publish_report(const RunOptions& o, const comm::Comm& comm, report::JobReport& job, report::RankRecord me,
                     double started, const backend::Backend* be, const std::function<void()>& after_table) {
   me.peak_host_bytes = peak_rss_bytes();
+  me.cpus = cpus_in_use();
   if (const double since = seconds_since_process_start(); since >= 0)
     me.startup_seconds = std::max(0.0, since - (MPI_Wtime() - started));
   if (be) me.peak_gpu_bytes = be->peak_device_bytes();

@@ -69,7 +69,8 @@ nlohmann::json to_json(const RankRecord& r) {
                       {"warnings", r.warnings},
                       {"peak_host_bytes", r.peak_host_bytes},
                       {"peak_gpu_bytes", r.peak_gpu_bytes},
-                      {"startup_seconds", r.startup_seconds}};
+                      {"startup_seconds", r.startup_seconds},
+                      {"cpus", r.cpus}};
   if (!r.baseline_kernel.empty()) {
     const double s = r.compute_seconds();
     j["baseline"] = {{"kernel", r.baseline_kernel},
@@ -101,6 +102,7 @@ RankRecord rank_from_json(const nlohmann::json& j) {
   r.peak_host_bytes = j.value("peak_host_bytes", std::int64_t{0});
   r.peak_gpu_bytes = j.value("peak_gpu_bytes", std::int64_t{0});
   r.startup_seconds = j.value("startup_seconds", -1.0);
+  r.cpus = j.value("cpus", 0);
   if (j.contains("baseline")) {
     r.baseline_kernel = j["baseline"].at("kernel").get<std::string>();
     r.baseline_seconds = j["baseline"].at("seconds").get<double>();

@@ -30,6 +30,7 @@ struct RankRecord {
   // Seconds from the process's start to the job's (launch, loading libraries, MPI start-up); -1:
   // unknown.
   double startup_seconds = -1;
+  int cpus = 0;  // cores the rank's process may run on (its CPU affinity, comm/cpu_share.hpp)
 
   double phase(const std::string& name) const;  // 0 when absent
   bool has_phase(const std::string& name) const;

@@ -6,9 +6,11 @@
 #include <catch2/generators/catch_generators.hpp>
 
 #include <string>
+#include <vector>
 
 #include "comm/exchange.hpp"
 #include "comm/path.hpp"
+#include "comm/cpu_share.hpp"
 #include "comm/peers.hpp"
 #include "core/error.hpp"
 
@@ -101,4 +103,26 @@ TEST_CASE("nccl transport: NVLink or PCIe peer access, else host memory, else th
   NcclEnv loc;
   loc.p2p_level = "LOC";
   CHECK(nccl_transport(PeerLink{true, true, true, true}, loc) == "SHM");
+}
+
+// ---- each rank's share of the node's cores (comm/cpu_share.hpp) ------------------------------
+TEST_CASE("cpu share: contiguous slices, the first ones longer, every core once", "[comm][cpus]") {
+  using tessera::comm::cpu_slice;
+  const std::vector<int> sixteen = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  CHECK(cpu_slice(sixteen, 0, 2) == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
+  CHECK(cpu_slice(sixteen, 1, 2) == std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15});
+  const std::vector<int> odd = {2, 3, 5, 7, 11};  // a cgroup's cores need not be contiguous
+  CHECK(cpu_slice(odd, 0, 3) == std::vector<int>{2, 3});
+  CHECK(cpu_slice(odd, 1, 3) == std::vector<int>{5, 7});
+  CHECK(cpu_slice(odd, 2, 3) == std::vector<int>{11});
+  for (int ranks = 1; ranks <= 7; ++ranks) {  // every core handed out once
+    std::vector<int> all;
+    for (int r = 0; r < ranks; ++r) {
+      const auto s = cpu_slice(sixteen, r, ranks);
+      all.insert(all.end(), s.begin(), s.end());
+    }
+    CHECK(all == sixteen);
+  }
+  CHECK(cpu_slice({0, 1}, 3, 4) == std::vector<int>{1});  // more ranks than cores: one each, shared
+  CHECK(cpu_slice(sixteen, 2, 2).empty());
 }

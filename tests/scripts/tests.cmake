@@ -151,3 +151,6 @@ add_mpi_test(write.identical.summa.np4 4 write_paths.py --case identical --algor
 add_mpi_test(write.unshared-fallback.np2 2 write_paths.py --case unshared)
 add_mpi_test(write.rank-killed-writing.np2 2 write_paths.py --case killed-writing)
 set_tests_properties(write.rank-killed-writing.np2 PROPERTIES LABELS "mpi;fault")
+
+# Each rank's share of the node's cores when the launcher bound it to fewer (comm/cpu_share.hpp).
+add_mpi_test(cpu-share.np1 1 cpu_share.py)
