@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/direct_io.hpp"
 
 #ifdef TESSERA_HAVE_LIBDEFLATE
 #include <libdeflate.h>
@@ -27,8 +28,6 @@
 namespace tessera::io {
 
 namespace {
-
-std::atomic<int> g_read_threads{0};
 
 // Closes an HDF5 identifier on the way out; errors ignored (the plan is only a read-only look-up).
 struct Id {
@@ -221,18 +220,6 @@ std::string chunk_text(const std::string& where, std::int64_t r, std::int64_t c)
 
 }  // namespace
 
-int read_threads() {
-  if (const char* env = std::getenv("TESSERA_IO_THREADS")) {
-    char* end = nullptr;
-    const long v = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && v >= 1 && v <= 1024) return static_cast<int>(v);
-  }
-  if (const int set = g_read_threads.load(); set > 0) return set;
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
-void set_read_threads(int threads) { g_read_threads.store(std::max(0, threads)); }
-
 const char* inflate_library() {
 #ifdef TESSERA_HAVE_LIBDEFLATE
   return "libdeflate";
@@ -302,7 +289,7 @@ bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::
     }
     return true;
   };
-  const int helpers = std::min(read_threads(), static_cast<int>(origins.size())) - 1;
+  const int helpers = std::min(io_threads(), static_cast<int>(origins.size())) - 1;
   if (helpers <= 0) return serial();
 
   // This thread fetches raw chunks into a bounded queue; the helpers decode them.

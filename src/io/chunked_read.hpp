@@ -25,14 +25,9 @@ namespace tessera::io {
 // not apply (HDF5 should then read it), also when a chunk the block needs was never written (HDF5
 // returns the fill value there; io/data_sources decides up front whether that is allowed).
 // Throws IoError when a chunk cannot be read or does not decompress. Call with the HDF5 lock held (only this thread enters
-// HDF5; read_threads() - 1 helpers decompress).
+// HDF5; io_threads() - 1 helpers decompress, io/direct_io.hpp).
 bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
                   std::int64_t ncols, DType as, void* out);
-
-// Threads the reader may use: TESSERA_IO_THREADS if set, else what set_read_threads() was given
-// (the job: the node's cores over its ranks), else the cores of this machine.
-int read_threads();
-void set_read_threads(int threads);
 
 // Which inflate the reader was built with ("libdeflate" or "zlib"), for `tessera info`.
 const char* inflate_library();

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,8 @@
 namespace tessera::io {
 
 namespace {
+
+std::atomic<int> g_io_threads{0};
 
 // pread (or pwrite) of `bytes` at `offset`, to the end (short transfers, EINTR). 0, errno on an
 // error, or -1 at the end of the file (a truncated file) or when nothing could be written.
@@ -40,6 +43,18 @@ std::string io_failure(int rc, const char* eof_text) {
 
 }  // namespace
 
+int io_threads() {
+  if (const char* env = std::getenv("TESSERA_IO_THREADS")) {
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && v >= 1 && v <= 1024) return static_cast<int>(v);
+  }
+  if (const int set = g_io_threads.load(); set > 0) return set;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+void set_io_threads(int threads) { g_io_threads.store(std::max(0, threads)); }
+
 bool direct_io_enabled() {
   const char* env = std::getenv("TESSERA_HDF5_DIRECT");
   return !(env && std::string(env) == "0");
@@ -54,10 +69,11 @@ int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, st
                     std::int64_t col0, std::int64_t ncols, std::size_t esize, void* buffer) {
   auto* dst = static_cast<unsigned char*>(buffer);
   const bool whole_rows = col0 == 0 && ncols == cols;
-  // Pieces: byte ranges of whole rows, or rows of a column block; at most 8 threads, each with
-  // at least 64 MiB (a thread costs more than it saves on small reads).
+  // Pieces: byte ranges of whole rows, or rows of a column block; at most io_threads() threads,
+  // each with at least 16 MiB (a thread costs more than it saves on small transfers).
   const std::size_t total = static_cast<std::size_t>(nrows * ncols) * esize;
-  const auto threads = static_cast<int>(std::clamp<std::size_t>(total >> 26, 1, 8));
+  const auto threads =
+      static_cast<int>(std::clamp<std::size_t>(total >> 24, 1, static_cast<std::size_t>(io_threads())));
   std::vector<int> failed(static_cast<std::size_t>(threads), 0);
   const auto work = [&](int t) {
     const std::int64_t r0 = nrows * t / threads, r1 = nrows * (t + 1) / threads;

@@ -15,6 +15,12 @@ namespace tessera::io {
 // Direct (pread/pwrite) transfers, unless TESSERA_HDF5_DIRECT=0 (HDF5 then moves every byte).
 bool direct_io_enabled();
 
+// Threads a large transfer or decompression may use: TESSERA_IO_THREADS if set, else what
+// set_io_threads() was given (the job: this rank's share of the node's cores), else the cores of
+// this machine.
+int io_threads();
+void set_io_threads(int threads);
+
 // A block of a row-major matrix between memory and a contiguous dataset whose element (0, 0) is
 // at byte `base` of the file open as `fd` (its rows `cols` long), split over a few threads.
 // Returns 0 or the first failure's code (errno, or -1: end of file / nothing written).

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
-#include "io/chunked_read.hpp"
+#include "io/direct_io.hpp"
 #include "comm/cpu_share.hpp"
 #include "comm/path.hpp"
 #include "core/error.hpp"
@@ -73,7 +73,7 @@ void run_job(const RunOptions& o, const comm::Comm& comm) {
   // Each rank's share of its node's cores (comm/cpu_share.hpp), before any of its threads start.
   const comm::CpuShare cpus = comm::widen_cpu_binding(comm);
   if (cpus.after > cpus.before) backend::use_cpu_threads(cpus.after);
-  io::set_read_threads(cpus.after);
+  io::set_io_threads(cpus.after);
   if (rank == 0 && !cpus.note.empty()) std::fprintf(stderr, "tessera: note: %s\n", cpus.note.c_str());
 
   // 1. Rank 0 validates the inputs and the output location, then tells everyone the plan.

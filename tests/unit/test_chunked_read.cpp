@@ -141,7 +141,7 @@ TEST_CASE("chunked reader splits the chunks over the threads it is given", "[io]
   const DatasetRef ref{file, "/M"};
   for (const char* threads : {"1", "3", "64"}) {
     ::setenv("TESSERA_IO_THREADS", threads, 1);
-    CHECK(tessera::io::read_threads() == std::atoi(threads));
+    CHECK(tessera::io::io_threads() == std::atoi(threads));
     const auto [fast, slow] = read_both<float>(ref, 0, 300, 0, 200);
     CHECK(fast == slow);
   }
