@@ -14,7 +14,7 @@
 #include "commands/dry_run.hpp"
 #include "commands/generate.hpp"
 #include "commands/info.hpp"
-#include "job/pipeline.hpp"
+#include "job/run_job.hpp"
 #include "commands/tune.hpp"
 #include "commands/verify.hpp"
 
@@ -74,6 +74,9 @@ void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
                   "how C reaches the output: in-place (every rank writes its own rows), gather (rank 0 writes all) "
                   "or auto (in place where every rank sees the output file)")
       ->capture_default_str();
+  run->add_option("--machine", o.machine,
+                  "rates the model predicts with (auto's choice, --dry-run): a name in configs/machines (default, "
+                  "h200-2gpu) or a JSON file (default: $TESSERA_MACHINE_FILE, else default.json)");
   run->add_flag("--dry-run", o.dry_run, "print grid, memory, communication and predicted time; run nothing");
   run->add_option("--m", o.m, "--dry-run: rows of A and C (instead of --a/--b)");
   run->add_option("--n", o.n, "--dry-run: columns of B and C");

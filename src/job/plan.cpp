@@ -4,6 +4,9 @@
 #include <exception>
 #include <tuple>
 
+#include "backend/backend.hpp"
+#include "comm/comm.hpp"
+#include "comm/path.hpp"
 #include "core/error.hpp"
 #include "job/refusals.hpp"
 
@@ -72,6 +75,28 @@ std::size_t parse_bytes(const std::string& text, const char* option) {
   if (used == 0 || scale == 0 || !(value > 0))
     throw InputError(std::string("invalid ") + option + " '" + text + "': expected a size like 512M, 8G or 1.5G");
   return static_cast<std::size_t>(value * scale);
+}
+
+algorithms::Request choice_request(const RunOptions& o) {
+  algorithms::Request r;
+  r.algorithm = o.algorithm;
+  r.comm = o.comm;
+  r.kernel = o.kernel;
+  r.write = o.write;
+  r.panel_width = o.panel_width;
+  r.gpu_memory = static_cast<std::int64_t>(parse_bytes(o.gpu_memory, "--gpu-memory"));
+  r.verify = o.verify;
+  r.baseline = !o.baseline.empty();
+  r.grid_given = !o.grid.empty();
+  return r;
+}
+
+algorithms::Environment choice_environment(const RunOptions& o) {
+  algorithms::Environment env;
+  env.gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
+  env.nccl = env.gpu && comm::nccl_compiled();
+  env.cuda_aware = comm::mpi_cuda_aware();
+  return env;
 }
 
 }  // namespace tessera::job

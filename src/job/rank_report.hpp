@@ -4,7 +4,7 @@
 
 #include "backend/backend.hpp"
 #include "comm/comm.hpp"
-#include "job/pipeline.hpp"
+#include "job/run_job.hpp"
 #include "partition/partition.hpp"
 #include "report/report.hpp"
 
