@@ -34,6 +34,7 @@ struct Options {
   std::string grid;              // --grid as given ("" = chosen)
   bool verify = false;           // --verify: C is checked before any of it is written (panels)
   std::size_t gpu_memory = 0;    // --gpu-memory in bytes (panels: out of core within it)
+  int bands = 0;                 // TESSERA_BANDS: bands of C for summa and ksplit (0: the model's)
 };
 
 // This rank's share: its block of C (for the report and the kernel choice) and what it reads.
@@ -134,6 +135,16 @@ class Algorithm {
   // Frees what the algorithm holds on the device and in communicators; returns the seconds.
   virtual double release() { return 0; }
 };
+
+// The share of a rank that owns block (i, j) of the problem's grid (panels, summa): its block of C,
+// and the kernel chosen for it (idle ranks: for the largest block) on an m x n x `gemm_k` GEMM.
+// What it reads is the algorithm's to fill in.
+Share block_share(const Problem& p, int rank, std::int64_t gemm_k);
+
+// From `first` bands, doubling up to `most`: the count with the fewest `seconds`, among those
+// `allowed` (the first that is not ends the search).
+int fastest_bands(int first, int most, const std::function<double(int)>& seconds,
+                  const std::function<bool(int)>& allowed);
 
 // panels, summa, ksplit (registry.cpp). Throws InputError for another name.
 std::unique_ptr<Algorithm> make_algorithm(const std::string& name);

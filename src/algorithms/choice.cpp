@@ -79,6 +79,7 @@ Setting setting_for(const std::string& algorithm, const Request& r, const Proble
   s.panel_width = r.panel_width;
   s.gpu_memory_limit = r.gpu_memory;
   s.baseline = r.baseline;
+  s.bands = r.bands;
   s.in_place_write = r.write != "gather";
   s.accumulating_kernel = env.gpu && backend::gpu_kernel_accumulates(r.kernel, p.dtype);
   const bool nccl = env.gpu && env.nccl;

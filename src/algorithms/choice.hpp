@@ -20,6 +20,7 @@ struct Request {
   std::int64_t gpu_memory = 0;     // --gpu-memory in bytes (0: none)
   bool verify = false, baseline = false;
   bool grid_given = false;         // --grid: the grid is the user's, not the model's
+  int bands = 0;                   // TESSERA_BANDS=N: summa's and ksplit's bands of C (0: the model's)
 };
 
 // What the ranks have, as far as the choice depends on it.

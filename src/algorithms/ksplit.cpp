@@ -119,28 +119,27 @@ RankFootprint to_root(const Problem& p, const Setting& s, const MachineModel& m,
 // MPI count and, on the host, that a band stays kHostBandBytes; more where the model predicts a
 // shorter run (each band uploads B again) once a rank's share of C reaches kBandMinBytes.
 int choose_bands(const Problem& p, const Setting& s, const MachineModel& m) {
-  if (s.bands > 0) return s.bands;
+  const auto usable = [&](int b) {  // every band holds rows of C, and every rank's piece at least one
+    return b <= std::max<std::int64_t>(1, p.m / p.ranks) && partition::ScatterBands(p.m, p.ranks, b).band(b - 1).begin < p.m;
+  };
+  if (s.bands > 0) {  // (TESSERA_BANDS)
+    int b = s.bands;
+    while (b > 1 && !usable(b)) --b;
+    return b;
+  }
   const std::int64_t c = p.c_bytes();
   const auto per_rank = c / p.ranks;
   int fewest = 1;
   const std::int64_t piece_elements = p.m * p.n / p.ranks + p.n;
   while (piece_elements / fewest > INT_MAX / 2) fewest *= 2;
   if (!s.nccl())
-    fewest = static_cast<int>(std::min<std::int64_t>(INT_MAX, std::max<std::int64_t>(fewest, (c + kHostBandBytes - 1) / kHostBandBytes)));
-  fewest = static_cast<int>(std::min<std::int64_t>(fewest, std::max<std::int64_t>(1, p.m / p.ranks)));
-  // No band of padding alone.
-  while (fewest > 1 && partition::ScatterBands(p.m, p.ranks, fewest).band(fewest - 1).begin >= p.m) --fewest;
+    fewest = static_cast<int>(
+        std::min<std::int64_t>(INT_MAX, std::max<std::int64_t>(fewest, (c + kHostBandBytes - 1) / kHostBandBytes)));
+  while (fewest > 1 && !usable(fewest)) --fewest;
   if (per_rank < kBandMinBytes) return fewest;
-  int best = fewest;
-  double best_s = scattered(p, s, m, 0, fewest).seconds();
-  for (int b = fewest * 2; b <= std::max(kMostModelledBands, fewest) && b <= p.m / p.ranks; b *= 2) {
-    if (partition::ScatterBands(p.m, p.ranks, b).band(b - 1).begin >= p.m) break;
-    if (const double t = scattered(p, s, m, 0, b).seconds(); t < best_s) {
-      best = b;
-      best_s = t;
-    }
-  }
-  return best;
+  return fastest_bands(
+      fewest, std::max(kMostModelledBands, fewest), [&](int b) { return scattered(p, s, m, 0, b).seconds(); },
+      usable);
 }
 
 // A rank's partial C as the comm layer's sums see it: host memory, or the backend's device copy.
@@ -248,6 +247,7 @@ void KSplitAlgorithm::start(RankRun& run) {
   s.gpu = run.be.name() == "cuda";
   s.comm = comm::path_name(path_);
   s.in_place_write = run.out.in_place();
+  s.bands = run.options.bands;
   s.accumulating_kernel = s.gpu && backend::gpu_kernel_accumulates(run.kernel, run.problem.dtype);
   bands_ = s.in_place_write ? choose_bands(run.problem, s, run.machine) : 1;
   s.bands = bands_;

@@ -19,19 +19,8 @@ class Panels final : public Algorithm {
   std::string name() const override { return "panels"; }
 
   Share share(const Problem& p, int rank) const override {
-    const partition::Partition part(p.m, p.n, p.k, p.ranks, p.grid);
-    Share s;
-    s.active = part.active(rank);
-    const int who = s.active ? rank : 0;  // idle ranks choose the kernel of the largest block
-    s.gemm_m = part.rows_of(who).size();
-    s.gemm_n = part.cols_of(who).size();
-    s.gemm_k = p.k;
+    Share s = block_share(p, rank, p.k);
     if (!s.active) return s;
-    s.block_row = part.block_row(rank);
-    s.block_col = part.block_col(rank);
-    s.rows = part.rows_of(rank);
-    s.cols = part.cols_of(rank);
-    s.flops = part.flops(rank);
     s.a_rows = s.rows;
     s.a_cols = {0, p.k};
     s.b_rows = {0, p.k};
@@ -39,7 +28,6 @@ class Panels final : public Algorithm {
     s.count_a = s.block_col == 0;  // every element of A and B counted once
     s.count_b = s.block_row == 0;
     s.a_may_stream = true;
-    s.c_elements = part.c_elements(rank);
     return s;
   }
 
@@ -100,6 +88,8 @@ class Panels final : public Algorithm {
   }
 
   void compute(RankRun& run) override {
+    run.progress("computing C blocks with " + run.kernel +
+                 (run.streams ? std::string(" (A read and C written meanwhile)") : std::string()));
     run.comm.step([&] {
       if (!run.share.active) return;
       const Share& s = run.share;

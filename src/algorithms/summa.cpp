@@ -102,22 +102,17 @@ RankFootprint cost(const Problem& p, const Setting& s, const MachineModel& m, in
 }
 
 // Bands for a job, the same on every rank: C in place and block (0, 0) at least kBandMinBytes,
-// then the count with the shortest predicted run of block (0, 0), fewer bands than rows of the
-// smallest block.
+// then the count with the shortest predicted run of block (0, 0); never more than the rows of the
+// smallest block (a count given in the setting is only held to that).
 int choose_bands(const Problem& p, const Setting& s, const MachineModel& m) {
-  if (s.bands > 0) return s.bands;
+  if (!s.in_place_write) return 1;  // gathered: one band, sent whole
   const partition::Partition part(p.m, p.n, p.k, p.ranks, p.grid);
-  const std::int64_t block = part.c_elements(0) * static_cast<std::int64_t>(dtype_size(p.dtype));
   const std::int64_t fewest_rows = part.rows(part.grid().rows - 1).size();
-  if (!s.in_place_write || block < kBandMinBytes) return 1;
-  int best = 1;
-  double best_s = cost(p, s, m, 0, 1).seconds();
-  for (int b = 2; b <= kMostBands && b <= fewest_rows; b *= 2)
-    if (const double t = cost(p, s, m, 0, b).seconds(); t < best_s) {
-      best = b;
-      best_s = t;
-    }
-  return best;
+  if (s.bands > 0) return static_cast<int>(std::min<std::int64_t>(s.bands, fewest_rows));  // (TESSERA_BANDS)
+  const std::int64_t block = part.c_elements(0) * static_cast<std::int64_t>(dtype_size(p.dtype));
+  if (block < kBandMinBytes) return 1;
+  return fastest_bands(
+      1, kMostBands, [&](int b) { return cost(p, s, m, 0, b).seconds(); }, [&](int b) { return b <= fewest_rows; });
 }
 
 // A panel of the product's slot, as the comm layer's exchanges see it.
@@ -143,26 +138,15 @@ class Summa final : public Algorithm {
   std::string name() const override { return "summa"; }
 
   Share share(const Problem& p, int rank) const override {
-    const partition::Partition part(p.m, p.n, p.k, p.ranks, p.grid);
-    Share s;
-    s.active = part.active(rank);
-    const int who = s.active ? rank : 0;
-    s.gemm_m = part.rows_of(who).size();
-    s.gemm_n = part.cols_of(who).size();
-    s.gemm_k = std::min(p.k, kWidthGpu);  // one panel's product (the CPU's choice ignores the shape)
+    // `auto`: the kernel of one panel's product (the CPU's choice ignores the shape).
+    Share s = block_share(p, rank, std::min(p.k, kWidthGpu));
     if (!s.active) return s;
-    s.block_row = part.block_row(rank);
-    s.block_col = part.block_col(rank);
-    s.rows = part.rows_of(rank);
-    s.cols = part.cols_of(rank);
-    s.flops = part.flops(rank);
     s.a_rows = s.rows;
     s.a_cols = partition::summa_k_cols(p.k, p.grid.cols, s.block_col);  // A(i, j)'s K columns
     s.b_rows = partition::summa_k_rows(p.k, p.grid.rows, s.block_row);  // B(i, j)'s K rows
     s.b_cols = s.cols;
     s.count_a = s.count_b = true;  // every element of A and of B is read by one rank
-    s.c_elements = part.c_elements(rank);
-    s.zero_c = true;  // the CPU sums into it
+    s.zero_c = true;               // the CPU sums into it
     return s;
   }
 
@@ -227,6 +211,7 @@ void Summa::start(RankRun& run) {
   s.gpu = cuda;
   s.comm = comm::path_name(path_);
   s.panel_width = run.options.panel_width;
+  s.bands = run.options.bands;
   s.in_place_write = run.out.in_place();
   s.accumulating_kernel = cuda && backend::gpu_kernel_accumulates(run.kernel, run.problem.dtype);
   width_ = panel_width(run.problem, s);

@@ -1,6 +1,7 @@
 #include "job/plan.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <tuple>
 
@@ -77,6 +78,16 @@ std::size_t parse_bytes(const std::string& text, const char* option) {
   return static_cast<std::size_t>(value * scale);
 }
 
+int bands_asked() {
+  const char* env = std::getenv("TESSERA_BANDS");
+  if (!env || !*env) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  if (*end != '\0' || n < 1 || n > 1 << 20)
+    throw InputError(std::string("TESSERA_BANDS='") + env + "' is not a positive integer");
+  return static_cast<int>(n);
+}
+
 algorithms::Request choice_request(const RunOptions& o) {
   algorithms::Request r;
   r.algorithm = o.algorithm;
@@ -88,6 +99,7 @@ algorithms::Request choice_request(const RunOptions& o) {
   r.verify = o.verify;
   r.baseline = !o.baseline.empty();
   r.grid_given = !o.grid.empty();
+  r.bands = bands_asked();
   return r;
 }
 

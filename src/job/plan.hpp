@@ -33,6 +33,9 @@ DType pick_dtype(const std::string& want, const io::DatasetInfo& a, const io::Da
 // The options that constrain the algorithm's choice (algorithms/choice.hpp), and what the ranks
 // have as rank 0 sees it: GPUs (--backend, or visible ones), NCCL, a CUDA-aware MPI.
 algorithms::Request choice_request(const RunOptions& o);
+// TESSERA_BANDS=N: summa's and ksplit's bands of C, for tests and comparisons (0: unset, the
+// model's). Throws InputError for a value that is not a positive integer.
+int bands_asked();
 algorithms::Environment choice_environment(const RunOptions& o);
 
 // "512M", "8G", "1.5G", "4096" (bytes) -> bytes; "" -> 0. Throws InputError naming the option.

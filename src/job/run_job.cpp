@@ -137,7 +137,8 @@ void Job::plan() {
                {"algorithm", choice.algorithm},
                {"machine", machine.to_json()},
                {"predicted", choice.footprint.predicted_seconds()},
-               {"bound", choice.footprint.predicted.bound()}};
+               {"bound", choice.footprint.predicted.bound()},
+               {"bands", bands_asked()}};
   });
   print_notes(stale);
   decided = nlohmann::json::parse(comm_.broadcast(decided.dump(), kRoot));
@@ -154,6 +155,7 @@ void Job::plan() {
   options_.grid = o_.grid;
   options_.verify = o_.verify;
   options_.gpu_memory = parse_bytes(o_.gpu_memory, "--gpu-memory");
+  options_.bands = decided["bands"].get<int>();
 }
 
 // 2. The output route, the backend, the algorithm's agreements, host memory refused up front.
@@ -164,7 +166,10 @@ void Job::start() {
   bool show_progress = o_.progress == "on";
   if (o_.progress == "auto" && rank_ == kRoot) show_progress = job_.predicted["seconds"].get<double>() > 5;
   progress_ = std::make_unique<Progress>(rank_ == kRoot && show_progress);
-  progress_->step("plan: " + algorithm_->name() + " on a " + algorithm_->grid(problem_).str() + " grid, " +
+  const partition::GridShape grid = algorithm_->grid(problem_);
+  progress_->step("plan: " + algorithm_->name() +
+                  (algorithm_->gathers_blocks() ? " on a " + grid.str() + " grid, "
+                                                : " over " + std::to_string(comm_.size()) + " rank(s), ") +
                   dtype_name(plan_.dtype));
   me_.rank = rank_;
   me_.active = share_.active;
@@ -256,8 +261,6 @@ void Job::read() {
 
 // 4. The algorithm's compute step.
 void Job::compute() {
-  progress_->step("computing with " + kernel_ +
-                  (run_->streams ? std::string(" (A read and C written meanwhile)") : std::string()));
   algorithm_->compute(*run_);
   if (!run_->streams) return;
   scan_a_ = streams_.nonfinite();
