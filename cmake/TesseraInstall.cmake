@@ -21,7 +21,7 @@ mark_as_advanced(TESSERA_INSTALL_CMAKEDIR)
 
 # tessera's internal targets linked by a static libtessera, in link order: one per layer
 # (src/CMakeLists.txt), and the interface targets they link.
-set(TESSERA_INSTALL_INTERNAL_TARGETS tessera_job tessera_backend tessera_comm tessera_io tessera_report tessera_partition tessera_kernels
+set(TESSERA_INSTALL_INTERNAL_TARGETS tessera_job tessera_algorithms tessera_backend tessera_comm tessera_io tessera_report tessera_partition tessera_kernels
     tessera_core tessera_blas tessera_warnings)
 if(TESSERA_HAVE_CUDA)
   list(APPEND TESSERA_INSTALL_INTERNAL_TARGETS tessera_cuda_kernels)

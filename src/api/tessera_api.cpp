@@ -7,7 +7,7 @@
 
 #include "core/version.hpp"
 #include "comm/comm.hpp"
-#include "job/pipeline.hpp"
+#include "job/run_job.hpp"
 
 namespace tessera {
 

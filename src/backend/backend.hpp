@@ -86,7 +86,7 @@ struct PhaseTime {
   double seconds = 0;
 };
 
-// How the CUDA backend splits large GEMMs, shared with the dry run's memory model (job/dryrun.cpp).
+// How the CUDA backend splits large GEMMs, shared with the footprint model (algorithms/panels.cpp, ksplit.cpp).
 // In-core GEMMs whose A + B + C reach kPipelineMinBytes run in at least kPipelineTiles row tiles,
 // so the copies of one tile overlap the kernel of another. ksplit's partial product runs in
 // kKsplitChunks chunks of K (two in flight) once K reaches kKsplitChunkMinK.
@@ -143,7 +143,7 @@ HostBuffer allocate_pageable(std::size_t bytes);
 // opaque cudaStream_t, ordered after (and before) the backend's own work on the same memory.
 using DeviceWork = std::function<void(void* stream)>;
 
-// SUMMA (job/summa.hpp): one rank's C block (m x n), summed on its device over panels of K:
+// SUMMA (algorithms/summa.cpp): one rank's C block (m x n), summed on its device over panels of K:
 // C += A_p B_p, A_p m x w and B_p w x n (w <= max_w), each panel arriving either from this rank's
 // own blocks (stage) or from another rank (into host(slot) by MPI, then upload; or straight into
 // device(slot) by CUDA-aware MPI, or by a transfer). Two slots: while one multiplies, the next
@@ -185,7 +185,7 @@ class PanelProduct {
   virtual void* device_c() = 0;
 };
 
-// ksplit (job/ksplit.hpp): a partial product C = A * B kept on the device
+// ksplit (algorithms/ksplit.cpp): a partial product C = A * B kept on the device
 // (Backend::gemm_on_device), for the comm layer to sum over the ranks' devices, then copied down.
 class DeviceProduct {
  public:
@@ -199,6 +199,9 @@ class DeviceProduct {
   // Waits for everything and copies C to `host` ("d2h"), unless it is nullptr; frees C. The
   // phases of the transfers, then "d2h".
   virtual std::vector<PhaseTime> finish(void* host) = 0;
+  // The same for rows [row0, row0 + rows) of C only (a rank's piece of a band summed with a
+  // reduce-scatter), copied to `host` (rows x n).
+  virtual std::vector<PhaseTime> finish_rows(void* host, std::int64_t row0, std::int64_t rows) = 0;
 };
 
 class Backend {
@@ -231,12 +234,12 @@ class Backend {
   // between the backend's own steps (setting NCCL groups up, sending C blocks); nullptr on the CPU.
   virtual void* device_stream() const { return nullptr; }
 
-  // --- ksplit (job/ksplit.hpp): C = A * B left on the device (the GPU; the CPU throws). p.c is
+  // --- ksplit (algorithms/ksplit.cpp): C = A * B left on the device (the GPU; the CPU throws). p.c is
   // not written: on the root it may name the host C that DeviceProduct::finish will fill (the
   // backend may prepare it, e.g. page-lock it while the kernel runs), elsewhere nullptr.
   virtual std::unique_ptr<DeviceProduct> gemm_on_device(const std::string& kernel, const GemmProblem& p);
 
-  // --- summa (job/summa.hpp). host_c: the m x n C block in host memory, zero on entry (the CPU
+  // --- summa (algorithms/summa.cpp). host_c: the m x n C block in host memory, zero on entry (the CPU
   // sums into it; a GPU copies its sum there in finish()). host_staging: panels will arrive
   // through PanelProduct::host() (host MPI), so a GPU page-locks staging for both slots; without
   // it (panels arrive in device memory) host() must not be called on a GPU. Throws DeviceError

@@ -24,8 +24,9 @@ using kernels::DeviceBuffer;
 // C on the device after the product; transfers on it (the sum), then the copy down.
 class CudaDeviceProduct final : public DeviceProduct {
  public:
-  CudaDeviceProduct(Gpu& gpu, DeviceBuffer c, kernels::HostRegistration pin_c, std::vector<PhaseTime> computed)
-      : gpu_(gpu), c_(std::move(c)), pin_c_(std::move(pin_c)), computed_(std::move(computed)) {}
+  CudaDeviceProduct(Gpu& gpu, DeviceBuffer c, std::size_t row_bytes, kernels::HostRegistration pin_c,
+                    std::vector<PhaseTime> computed)
+      : gpu_(gpu), c_(std::move(c)), row_bytes_(row_bytes), pin_c_(std::move(pin_c)), computed_(std::move(computed)) {}
 
   std::vector<PhaseTime> compute_phases() const override { return computed_; }
   void* device_c() override { return c_.get(); }
@@ -36,11 +37,19 @@ class CudaDeviceProduct final : public DeviceProduct {
     steps_.time(transfers_.back().seconds, s, [&] { work(s); });
   }
   std::vector<PhaseTime> finish(void* host) override {
+    return finish_rows(host, 0, row_bytes_ ? static_cast<std::int64_t>(c_.bytes() / row_bytes_) : 0);
+  }
+  std::vector<PhaseTime> finish_rows(void* host, std::int64_t row0, std::int64_t rows) override {
     CUDA_CHECK(cudaSetDevice(gpu_.device));
     const cudaStream_t s = gpu_.stream.get();
+    const std::size_t offset = static_cast<std::size_t>(row0) * row_bytes_;
+    const std::size_t bytes = static_cast<std::size_t>(rows) * row_bytes_;
+    if (offset + bytes > c_.bytes()) throw Error("ksplit: rows beyond the partial product asked for");
     double d2h = 0;
-    if (host && c_.bytes())
-      steps_.time(d2h, s, [&] { CUDA_CHECK(cudaMemcpyAsync(host, c_.get(), c_.bytes(), cudaMemcpyDeviceToHost, s)); });
+    if (host && bytes)
+      steps_.time(d2h, s, [&] {
+        CUDA_CHECK(cudaMemcpyAsync(host, static_cast<unsigned char*>(c_.get()) + offset, bytes, cudaMemcpyDeviceToHost, s));
+      });
     gpu_.stream.synchronize();
     steps_.collect();
     std::vector<PhaseTime> phases(transfers_.begin(), transfers_.end());
@@ -54,6 +63,7 @@ class CudaDeviceProduct final : public DeviceProduct {
  private:
   Gpu& gpu_;
   DeviceBuffer c_;
+  std::size_t row_bytes_;            // one row of C (n elements)
   kernels::HostRegistration pin_c_;  // the root's host C, page-locked for the final copy
   std::vector<PhaseTime> computed_;
   std::deque<PhaseTime> transfers_;  // a deque: StepTimes keeps pointers to the totals
@@ -145,7 +155,7 @@ std::unique_ptr<DeviceProduct> gemm_kept_on_device(Gpu& gpu, const std::string& 
   gpu.stream.synchronize();  // the chunk buffers are freed on return
   gpu.note_peak();
   steps.collect();
-  return std::make_unique<CudaDeviceProduct>(gpu, std::move(c), std::move(pin_c),
+  return std::make_unique<CudaDeviceProduct>(gpu, std::move(c), static_cast<std::size_t>(p.n) * elem, std::move(pin_c),
                                              std::vector<PhaseTime>{{"h2d", h2d}, {"kernel", kernel_s}});
 }
 

@@ -14,7 +14,7 @@
 #include "commands/dry_run.hpp"
 #include "commands/generate.hpp"
 #include "commands/info.hpp"
-#include "job/pipeline.hpp"
+#include "job/run_job.hpp"
 #include "commands/tune.hpp"
 #include "commands/verify.hpp"
 
@@ -74,6 +74,9 @@ void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
                   "how C reaches the output: in-place (every rank writes its own rows), gather (rank 0 writes all) "
                   "or auto (in place where every rank sees the output file)")
       ->capture_default_str();
+  run->add_option("--machine", o.machine,
+                  "rates the model predicts with (auto's choice, --dry-run): a name in configs/machines (default, "
+                  "h200-2gpu) or a JSON file (default: $TESSERA_MACHINE_FILE, else default.json)");
   run->add_flag("--dry-run", o.dry_run, "print grid, memory, communication and predicted time; run nothing");
   run->add_option("--m", o.m, "--dry-run: rows of A and C (instead of --a/--b)");
   run->add_option("--n", o.n, "--dry-run: columns of B and C");
@@ -123,6 +126,116 @@ int parse_failed(CLI::App& app, const CLI::ParseError& e, int rank) {
   return kExitUsage;
 }
 
+// The subcommands and the options each fills.
+struct Commands {
+  tessera::commands::GenerateOptions gen;
+  tessera::job::RunOptions ro;
+  tessera::commands::VerifyOptions vo;
+  tessera::commands::BenchOptions bo;
+  tessera::commands::TuneOptions to;
+  bool info_json = false;
+  CLI::App *g = nullptr, *r = nullptr, *v = nullptr, *in = nullptr, *b = nullptr, *tu = nullptr;
+};
+
+void add_job_commands(CLI::App& app, Commands& c) {
+  c.g = app.add_subcommand("generate", "write a random matrix into an HDF5 file");
+  c.g->add_option("--out,-o", c.gen.out, "FILE:/DATASET to create")->required();
+  c.g->add_option("--rows", c.gen.rows, "rows")->required();
+  c.g->add_option("--cols", c.gen.cols, "columns")->required();
+  c.g->add_option("--dtype", c.gen.dtype, "f32 or f64")->capture_default_str();
+  c.g->add_option("--seed", c.gen.seed, "random seed")->capture_default_str();
+  c.g->add_option("--dist", c.gen.dist, "uniform [low, high), normal (0, 1) or integers [low, high]")->capture_default_str();
+  c.g->add_option("--low", c.gen.low, "lower bound")->capture_default_str();
+  c.g->add_option("--high", c.gen.high, "upper bound")->capture_default_str();
+  c.g->add_option("--chunk", c.gen.chunk, "chunked layout RxC (default contiguous)");
+  c.g->add_option("--gzip", c.gen.gzip, "gzip level 1-9 (implies chunking)")->capture_default_str();
+  c.g->add_flag("--overwrite", c.gen.overwrite, "replace an existing file");
+
+  c.r = app.add_subcommand("run", "C = A * B over the MPI ranks; write C and report per-rank timing");
+  add_run_options(c.r, c.ro);
+
+  c.v = app.add_subcommand("verify", "check C against A * B computed independently in float64");
+  c.v->add_option("--a", c.vo.a, "A as FILE:/DATASET")->required();
+  c.v->add_option("--b", c.vo.b, "B as FILE:/DATASET")->required();
+  c.v->add_option("--c", c.vo.c, "C as FILE:/DATASET")->required();
+  c.v->add_flag("--full", c.vo.full, "recompute A*B in float64 and compare every element (O(n^3): small sizes)");
+  c.v->add_option("--vectors", c.vo.vectors, "Freivalds: random vectors")->capture_default_str();
+  c.v->add_option("--safety", c.vo.safety, "allowed multiple of the rounding bound (default: 8 Freivalds, 2 --full)");
+  c.v->add_option("--tolerance", c.vo.tolerance, "--full: also require rel. Frobenius error <= this");
+  c.v->add_option("--dtype", c.vo.dtype, "precision C was computed in (default: C's stored type)");
+
+  c.in = app.add_subcommand("info", "version, build features, MPI, HDF5, BLAS and GPUs");
+  c.in->add_flag("--json", c.info_json, "print JSON");
+}
+
+void add_device_commands(CLI::App& app, Commands& c) {
+  c.b = app.add_subcommand("bench", "time every kernel on one device against the vendor baseline");
+  c.b->add_option("--backend", c.bo.backend, "auto, cpu or cuda")->capture_default_str();
+  c.b->add_option("--sizes", c.bo.sizes, "sizes: N (cube) or MxNxK; default depends on the backend")->delimiter(',');
+  c.b->add_option("--dtypes", c.bo.dtypes, "f32,f64 (default both)")->delimiter(',');
+  c.b->add_option("--kernels", c.bo.kernels, "kernels to time (default all)")->delimiter(',');
+  c.b->add_option("--warmup", c.bo.warmup, "untimed launches first")->capture_default_str();
+  c.b->add_option("--repeats", c.bo.repeats, "timed launches; the median is reported")->capture_default_str();
+  c.b->add_option("--seed", c.bo.seed, "random seed")->capture_default_str();
+  c.b->add_option("--json", c.bo.json_path, "write results as JSON");
+  c.b->add_option("--csv", c.bo.csv_path, "write results as CSV");
+
+  c.tu = app.add_subcommand("tune", "time tessera's GPU kernels here and store the fastest for --kernel auto");
+  c.tu->add_option("--sizes", c.to.sizes, "sizes: N (cube) or MxNxK (default 1024,2048,4096,8192)")->delimiter(',');
+  c.tu->add_option("--dtypes", c.to.dtypes, "f32,f64 (default both)")->delimiter(',');
+  c.tu->add_option("--out", c.to.out, "tune file to write (default $TESSERA_TUNE_FILE or ~/.cache/tessera/tuned-<gpu>.json)");
+  c.tu->add_option("--warmup", c.to.warmup, "untimed launches first")->capture_default_str();
+  c.tu->add_option("--repeats", c.to.repeats, "timed launches; the median decides")->capture_default_str();
+  c.tu->add_option("--seed", c.to.seed, "random seed")->capture_default_str();
+}
+
+// The parsed subcommand, on every rank; its exit status.
+int run_command(Commands& c, int rank) {
+  int code = 0;
+  const tessera::comm::Comm world(MPI_COMM_WORLD);
+  if (*c.g) {
+    // A step, so a failure on rank 0 is one line and a nonzero exit on every rank.
+    world.step([&] {
+      if (rank == 0) tessera::commands::generate(c.gen);
+    });
+  } else if (*c.r) {
+    if (!c.ro.dry_run)
+      for (const auto& [name, value] : {std::pair{"--a", &c.ro.a}, {"--b", &c.ro.b}, {"--c", &c.ro.c}})
+        if (value->empty()) {
+          if (rank == 0) std::fprintf(stderr, "tessera: error: run: %s is required (FILE:/DATASET)\n", name);
+          return kExitUsage;
+        }
+    if (c.ro.dry_run)
+      tessera::commands::dry_run(c.ro, world);
+    else
+      tessera::job::run_job(c.ro, world);
+  } else if (*c.v) {
+    const auto res = tessera::commands::verify(c.vo, world);
+    if (rank == 0) std::printf("%s\n", res.summary.c_str());
+    code = res.passed ? 0 : kExitVerifyFailed;
+  } else if (*c.in) {
+    // Every rank's view (GPUs, Slurm variables differ per rank), printed by rank 0.
+    const auto views = world.gather(tessera::commands::collect_info(world).dump(), 0);
+    if (rank == 0) {
+      nlohmann::json all = nlohmann::json::array();
+      for (const auto& view : views) all.push_back(nlohmann::json::parse(view));
+      if (c.info_json)
+        std::fputs(((views.size() == 1 ? all[0] : all).dump(2) + "\n").c_str(), stdout);
+      else
+        for (const auto& view : all) std::fputs(tessera::commands::format_info(view).c_str(), stdout);
+    }
+  } else if (*c.b) {
+    world.step([&] {
+      if (rank == 0) code = tessera::commands::run_bench(c.bo);
+    });
+  } else if (*c.tu) {
+    world.step([&] {
+      if (rank == 0) code = tessera::commands::run_tune(c.to);
+    });
+  }
+  return code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -138,59 +251,9 @@ int main(int argc, char** argv) {
   app.set_config("--config", "", "TOML file of options: a [run] table holds `tessera run` options");
   app.allow_config_extras(CLI::config_extras_mode::error);
 
-  tessera::commands::GenerateOptions gen;
-  auto* g = app.add_subcommand("generate", "write a random matrix into an HDF5 file");
-  g->add_option("--out,-o", gen.out, "FILE:/DATASET to create")->required();
-  g->add_option("--rows", gen.rows, "rows")->required();
-  g->add_option("--cols", gen.cols, "columns")->required();
-  g->add_option("--dtype", gen.dtype, "f32 or f64")->capture_default_str();
-  g->add_option("--seed", gen.seed, "random seed")->capture_default_str();
-  g->add_option("--dist", gen.dist, "uniform [low, high), normal (0, 1) or integers [low, high]")->capture_default_str();
-  g->add_option("--low", gen.low, "lower bound")->capture_default_str();
-  g->add_option("--high", gen.high, "upper bound")->capture_default_str();
-  g->add_option("--chunk", gen.chunk, "chunked layout RxC (default contiguous)");
-  g->add_option("--gzip", gen.gzip, "gzip level 1-9 (implies chunking)")->capture_default_str();
-  g->add_flag("--overwrite", gen.overwrite, "replace an existing file");
-
-  tessera::job::RunOptions ro;
-  auto* r = app.add_subcommand("run", "C = A * B over the MPI ranks; write C and report per-rank timing");
-  add_run_options(r, ro);
-
-  tessera::commands::VerifyOptions vo;
-  auto* v = app.add_subcommand("verify", "check C against A * B computed independently in float64");
-  v->add_option("--a", vo.a, "A as FILE:/DATASET")->required();
-  v->add_option("--b", vo.b, "B as FILE:/DATASET")->required();
-  v->add_option("--c", vo.c, "C as FILE:/DATASET")->required();
-  v->add_flag("--full", vo.full, "recompute A*B in float64 and compare every element (O(n^3): small sizes)");
-  v->add_option("--vectors", vo.vectors, "Freivalds: random vectors")->capture_default_str();
-  v->add_option("--safety", vo.safety, "allowed multiple of the rounding bound (default: 8 Freivalds, 2 --full)");
-  v->add_option("--tolerance", vo.tolerance, "--full: also require rel. Frobenius error <= this");
-  v->add_option("--dtype", vo.dtype, "precision C was computed in (default: C's stored type)");
-
-  bool info_json = false;
-  auto* in = app.add_subcommand("info", "version, build features, MPI, HDF5, BLAS and GPUs");
-  in->add_flag("--json", info_json, "print JSON");
-
-  tessera::commands::BenchOptions bo;
-  auto* b = app.add_subcommand("bench", "time every kernel on one device against the vendor baseline");
-  b->add_option("--backend", bo.backend, "auto, cpu or cuda")->capture_default_str();
-  b->add_option("--sizes", bo.sizes, "sizes: N (cube) or MxNxK; default depends on the backend")->delimiter(',');
-  b->add_option("--dtypes", bo.dtypes, "f32,f64 (default both)")->delimiter(',');
-  b->add_option("--kernels", bo.kernels, "kernels to time (default all)")->delimiter(',');
-  b->add_option("--warmup", bo.warmup, "untimed launches first")->capture_default_str();
-  b->add_option("--repeats", bo.repeats, "timed launches; the median is reported")->capture_default_str();
-  b->add_option("--seed", bo.seed, "random seed")->capture_default_str();
-  b->add_option("--json", bo.json_path, "write results as JSON");
-  b->add_option("--csv", bo.csv_path, "write results as CSV");
-
-  tessera::commands::TuneOptions to;
-  auto* tu = app.add_subcommand("tune", "time tessera's GPU kernels here and store the fastest for --kernel auto");
-  tu->add_option("--sizes", to.sizes, "sizes: N (cube) or MxNxK (default 1024,2048,4096,8192)")->delimiter(',');
-  tu->add_option("--dtypes", to.dtypes, "f32,f64 (default both)")->delimiter(',');
-  tu->add_option("--out", to.out, "tune file to write (default $TESSERA_TUNE_FILE or ~/.cache/tessera/tuned-<gpu>.json)");
-  tu->add_option("--warmup", to.warmup, "untimed launches first")->capture_default_str();
-  tu->add_option("--repeats", to.repeats, "timed launches; the median decides")->capture_default_str();
-  tu->add_option("--seed", to.seed, "random seed")->capture_default_str();
+  Commands c;
+  add_job_commands(app, c);
+  add_device_commands(app, c);
 
   int code = 0;
   try {
@@ -204,49 +267,8 @@ int main(int argc, char** argv) {
     }
     // The config file is read, never written (job/job_paths.hpp).
     if (const auto* config = app.get_config_ptr(); config != nullptr && config->count() > 0)
-      ro.config = vo.config = gen.config = bo.config = to.config = config->as<std::string>();
-    const tessera::comm::Comm world(MPI_COMM_WORLD);
-    if (*g) {
-      // A step, so a failure on rank 0 is one line and a nonzero exit on every rank.
-      world.step([&] {
-        if (rank == 0) tessera::commands::generate(gen);
-      });
-    } else if (*r) {
-      if (!ro.dry_run)
-        for (const auto& [name, value] : {std::pair{"--a", &ro.a}, {"--b", &ro.b}, {"--c", &ro.c}})
-          if (value->empty()) {
-            if (rank == 0) std::fprintf(stderr, "tessera: error: run: %s is required (FILE:/DATASET)\n", name);
-            MPI_Finalize();
-            return kExitUsage;
-          }
-      if (ro.dry_run)
-        tessera::commands::dry_run(ro, world);
-      else
-        tessera::job::run_job(ro, world);
-    } else if (*v) {
-      const auto res = tessera::commands::verify(vo, world);
-      if (rank == 0) std::printf("%s\n", res.summary.c_str());
-      code = res.passed ? 0 : kExitVerifyFailed;
-    } else if (*in) {
-      // Every rank's view (GPUs, Slurm variables differ per rank), printed by rank 0.
-      const auto views = world.gather(tessera::commands::collect_info(world).dump(), 0);
-      if (rank == 0) {
-        nlohmann::json all = nlohmann::json::array();
-        for (const auto& view : views) all.push_back(nlohmann::json::parse(view));
-        if (info_json)
-          std::fputs(((views.size() == 1 ? all[0] : all).dump(2) + "\n").c_str(), stdout);
-        else
-          for (const auto& view : all) std::fputs(tessera::commands::format_info(view).c_str(), stdout);
-      }
-    } else if (*b) {
-      world.step([&] {
-        if (rank == 0) code = tessera::commands::run_bench(bo);
-      });
-    } else if (*tu) {
-      world.step([&] {
-        if (rank == 0) code = tessera::commands::run_tune(to);
-      });
-    }
+      c.ro.config = c.vo.config = c.gen.config = c.bo.config = c.to.config = config->as<std::string>();
+    code = run_command(c, rank);
   } catch (const tessera::job::VerificationFailed& e) {
     if (rank == 0) std::fprintf(stderr, "tessera: verification failed: %s\n", e.what());
     code = kExitVerifyFailed;

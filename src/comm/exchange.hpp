@@ -1,7 +1,8 @@
 #pragma once
 // The exchanges the algorithms need, one interface for every path (comm/path.hpp):
 //  - GridBroadcast: summa's panels, A's along a grid row and B's down a grid column;
-//  - SumToRoot: ksplit's elementwise sum of every rank's partial C onto rank 0;
+//  - SumToRoot: ksplit's elementwise sum of every rank's partial C onto rank 0 (C gathered);
+//  - SumScatter: ksplit's sum of a band of C, each rank keeping its own rows (C written in place);
 //  - BlockLink: point-to-point of C blocks (summa's gather to rank 0).
 // A Transport makes them for one path (host MPI, CUDA-aware MPI, NCCL); make_transport picks it
 // once per job. The comm layer knows no backend: what it needs of the device (where a panel goes,
@@ -96,6 +97,19 @@ class SumToRoot {
   virtual void sum(ReduceData& data, std::size_t count, int root) = 0;
 };
 
+// ksplit's band of C summed over the ranks, each keeping its own piece: a reduce-scatter.
+class SumScatter {
+ public:
+  virtual ~SumScatter() = default;
+  // Whether it sums device memory (the algorithm keeps its partial product on the device).
+  virtual bool on_device() const = 0;
+  // Collective: the elementwise sum of every rank's size() x `piece` elements; rank r keeps
+  // elements [r * piece, (r + 1) * piece) of the sum: in `into` (host memory) on the host path,
+  // in place at that offset of data.device() on the device path (enqueued: wait on the backend).
+  // MPI counts are int: a piece of more than INT_MAX elements is refused (InputError).
+  virtual void sum_scatter(ReduceData& data, std::size_t piece, void* into) = 0;
+};
+
 // ---- C blocks -----------------------------------------------------------------------------------
 
 // A C block of `elements`: in host memory and, on a GPU, on the device.
@@ -135,8 +149,9 @@ class Transport {
   virtual std::unique_ptr<GridBroadcast> grid_broadcast(const Comm& world, const Comm* row, const Comm* col) = 0;
   // Point-to-point between the `members` (nullptr on ranks that are not).
   virtual std::unique_ptr<BlockLink> block_link(const Comm& world, const Comm* members) = 0;
-  // ksplit: the sum over all of `world`.
+  // ksplit: the sum over all of `world`, onto rank 0 or scattered over the ranks.
   virtual std::unique_ptr<SumToRoot> sum_to_root(const Comm& world) = 0;
+  virtual std::unique_ptr<SumScatter> sum_scatter(const Comm& world) = 0;
 };
 
 // The transport of `path` for elements of `dtype` on `device`. Throws Error for nccl in a build

@@ -121,6 +121,23 @@ class HostSumToRoot final : public SumToRoot {
   DType dtype_;
 };
 
+// MPI_Reduce_scatter_block from the partial in host memory into this rank's piece.
+class HostSumScatter final : public SumScatter {
+ public:
+  HostSumScatter(const Comm& world, DType dtype) : world_(world), dtype_(dtype) {}
+  bool on_device() const override { return false; }
+  void sum_scatter(ReduceData& data, std::size_t piece, void* into) override {
+    const int count = mpi_count(static_cast<std::int64_t>(piece), "ksplit: a rank's piece of a band of C");
+    if (count == 0) return;
+    TESSERA_MPI_CHECK(
+        MPI_Reduce_scatter_block(data.host(), into, count, mpi_type(dtype_), MPI_SUM, world_.get()));
+  }
+
+ private:
+  const Comm& world_;
+  DType dtype_;
+};
+
 // C blocks between host memories (blocking, any size).
 class HostBlockLink final : public BlockLink {
  public:
@@ -150,6 +167,9 @@ class HostTransport : public Transport {
   }
   std::unique_ptr<SumToRoot> sum_to_root(const Comm& world) override {
     return std::make_unique<HostSumToRoot>(world, dtype_);
+  }
+  std::unique_ptr<SumScatter> sum_scatter(const Comm& world) override {
+    return std::make_unique<HostSumScatter>(world, dtype_);
   }
 
  protected:

@@ -84,6 +84,8 @@ void NcclGroup::warm_up(Use use, void* stream) {
     check_cuda(cudaMemsetAsync(warm, 0, kBytes, as_stream(stream)), "cudaMemsetAsync");
     if (use == Use::reduce) {
       reduce_sum(warm, kBytes / sizeof(float), DType::f32, 0, stream);
+    } else if (use == Use::reduce_scatter) {
+      reduce_scatter_sum(warm, kBytes / sizeof(float) / static_cast<std::size_t>(size_), DType::f32, stream);
     } else {
       broadcast(warm, kBytes / sizeof(float), DType::f32, 0, stream);
       // Point-to-point links (the gather to member 0) are set up on first use too.
@@ -101,6 +103,12 @@ void NcclGroup::warm_up(Use use, void* stream) {
 
 void NcclGroup::reduce_sum(void* buffer, std::size_t count, DType dtype, int root, void* stream) {
   NCCL_CHECK(ncclReduce(buffer, buffer, count, nccl_type(dtype), ncclSum, root, comm_, as_stream(stream)));
+}
+
+void NcclGroup::reduce_scatter_sum(void* buffer, std::size_t count, DType dtype, void* stream) {
+  // In place: this member's piece of the result is its own piece of the input.
+  auto* recv = static_cast<unsigned char*>(buffer) + static_cast<std::size_t>(rank_) * count * dtype_size(dtype);
+  NCCL_CHECK(ncclReduceScatter(buffer, recv, count, nccl_type(dtype), ncclSum, comm_, as_stream(stream)));
 }
 
 void NcclGroup::broadcast(void* buffer, std::size_t count, DType dtype, int root, void* stream) {

@@ -19,8 +19,8 @@ namespace tessera::comm {
 class NcclGroup {
  public:
   // What a group is warmed up for (NCCL connects peers on first use: done while joining, not
-  // inside the timed run): broadcasts and sends to member 0, or sums onto member 0.
-  enum class Use { broadcast_and_gather, reduce };
+  // inside the timed run): broadcasts and sends to member 0, sums onto member 0, or sums scattered.
+  enum class Use { broadcast_and_gather, reduce, reduce_scatter };
 
   // Collective over `world`, every rank calling it in the same order: the `members` (nullptr on
   // ranks that are not) form a group on `device`. Member 0 makes the id inside an agreed step of
@@ -41,6 +41,9 @@ class NcclGroup {
   // Enqueued on `stream` (an opaque cudaStream_t), collective over the group; DeviceError on failure.
   // Sum of `count` elements of `buffer` onto `root` (in place there; other ranks' left as they were).
   void reduce_sum(void* buffer, std::size_t count, DType dtype, int root, void* stream);
+  // Sum of size() x `count` elements of `buffer` over the members, member r keeping elements
+  // [r * count, (r + 1) * count) of it in place.
+  void reduce_scatter_sum(void* buffer, std::size_t count, DType dtype, void* stream);
   // `count` elements of `buffer` from `root` into `buffer` on every member.
   void broadcast(void* buffer, std::size_t count, DType dtype, int root, void* stream);
   // Point-to-point with member `peer`.

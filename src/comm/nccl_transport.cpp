@@ -1,5 +1,5 @@
 // The NCCL path: panels broadcast between the GPUs on the backend's copy stream, partial products
-// summed onto rank 0's GPU, C blocks sent GPU to GPU. Without NCCL in the build, asking for it
+// summed onto rank 0's GPU or scattered over the GPUs, C blocks sent GPU to GPU. Without NCCL in the build, asking for it
 // throws.
 #include "comm/transports.hpp"
 #include "core/error.hpp"
@@ -42,6 +42,23 @@ class NcclSumToRoot final : public SumToRoot {
   void sum(ReduceData& data, std::size_t count, int root) override {
     data.enqueue([&](void* stream) {
       if (count > 0) group_->reduce_sum(data.device(), count, dtype_, root, stream);
+    });
+  }
+
+ private:
+  std::unique_ptr<NcclGroup> group_;
+  DType dtype_;
+};
+
+// ncclReduceScatter in place: rank r's piece of the sum lands at offset r * piece of its own
+// partial (NCCL's in-place form: recvbuff = sendbuff + rank * recvcount).
+class NcclSumScatter final : public SumScatter {
+ public:
+  NcclSumScatter(std::unique_ptr<NcclGroup> group, DType dtype) : group_(std::move(group)), dtype_(dtype) {}
+  bool on_device() const override { return true; }
+  void sum_scatter(ReduceData& data, std::size_t piece, void* /*into: the device keeps it*/) override {
+    data.enqueue([&](void* stream) {
+      if (piece > 0) group_->reduce_scatter_sum(data.device(), piece, dtype_, stream);
     });
   }
 
@@ -111,6 +128,10 @@ class NcclTransport final : public Transport {
   std::unique_ptr<SumToRoot> sum_to_root(const Comm& world) override {
     return std::make_unique<NcclSumToRoot>(
         NcclGroup::join(world, &world, device_, NcclGroup::Use::reduce, "the NCCL group"), dtype_);
+  }
+  std::unique_ptr<SumScatter> sum_scatter(const Comm& world) override {
+    return std::make_unique<NcclSumScatter>(
+        NcclGroup::join(world, &world, device_, NcclGroup::Use::reduce_scatter, "the NCCL group"), dtype_);
   }
 
  private:

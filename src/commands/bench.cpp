@@ -3,6 +3,7 @@
 // events around each launch (copies are not the kernels' cost); on the CPU with steady_clock.
 // Results are data first (rows -> JSON/CSV), then a table.
 #include "commands/bench.hpp"
+#include "commands/bench_results.hpp"
 #include "commands/gemm_size.hpp"
 
 #include <cblas.h>
@@ -41,27 +42,13 @@
 namespace tessera::commands {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+using namespace bench;
 
-// The issue's accuracy check: relative Frobenius error against a float64 reference. For
-// uniform [-1, 1) data the expected error of a length-k float sum is about 0.4 u sqrt(k)
-// (u = 2^-24): 2e-6 at k = 8192, so 1e-5 leaves a margin of 4; float64 is far below 1e-12.
-double tolerance(DType t) { return t == DType::f32 ? 1e-5 : 1e-12; }
 
-// Kernels that round their inputs first (tensor cores: TF32, BF16 with unit roundoff u_in) err
-// by the input rounding: each product a*b becomes ab(1 + d1)(1 + d2), |d| <= u_in, a relative
-// error with standard deviation about sqrt(2/3) u_in for uniform rounding errors; summed over k
-// independent terms it stays ~0.8 u_in relative to C in the Frobenius norm (both grow as
-// sqrt(k)). 2 u_in leaves a margin of 2.4 (TF32: 9.8e-4, BF16: 7.8e-3), on top of the float32
-// tolerance for the accumulation.
-double tolerance(DType t, double input_unit_roundoff) { return tolerance(t) + 2 * input_unit_roundoff; }
-
-const char* short_name(DType t) { return t == DType::f32 ? "f32" : "f64"; }
 
 // cpu-naive above this size takes seconds a launch: too slow to time ten times per dtype.
 constexpr std::int64_t kCpuNaiveMax = 1024;
 
-using Size = GemmSize;
 
 Size parse_size(const std::string& text) { return parse_gemm_size(text, "bench"); }
 
@@ -71,12 +58,6 @@ DType parse_dtype(const std::string& text) {
   throw InputError("bench: dtype '" + text + "' is not f32 or f64");
 }
 
-double median(std::vector<double> x) {
-  if (x.empty()) return kNaN;
-  std::sort(x.begin(), x.end());
-  const std::size_t h = x.size() / 2;
-  return x.size() % 2 ? x[h] : 0.5 * (x[h - 1] + x[h]);
-}
 
 // ||C - Cref||_F / ||Cref||_F, accumulated in float64. NaN when C holds a NaN.
 template <class T>
@@ -90,22 +71,6 @@ double rel_frobenius_error(const std::vector<T>& c, const std::vector<double>& r
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
 
-// One table row: a kernel on one size and dtype.
-struct Row {
-  Size size;
-  DType dtype;
-  std::string kernel;
-  std::vector<double> seconds;  // one per timed launch; empty when skipped
-  double rel_error = kNaN;
-  std::string skipped;          // why it was not run; empty when it ran
-  std::string baseline;         // the kernel "% vendor" compares with; "" = the device's vendor kernel
-  double tol = 0;               // accuracy tolerance; 0 = tolerance(dtype)
-  // Filled in by finish():
-  double median_s = kNaN, gflops = kNaN, x_naive = kNaN, pct_vendor = kNaN;
-  std::string status;
-
-  Row(const Size& s, DType t, std::string name) : size(s), dtype(t), kernel(std::move(name)) {}
-};
 
 // Inputs of one size: uniform [-1, 1) from a generator seeded by the seed and the size.
 struct Inputs {
@@ -142,12 +107,6 @@ void progress_done(const Row& row) {
     std::fprintf(stderr, " %.3f ms, rel. error %.2e\n", median(row.seconds) * 1e3, row.rel_error);
 }
 
-// What a device run needs to know about itself, for the header, the JSON and the ratios.
-struct DeviceInfo {
-  std::string backend, device, reference, naive_kernel, vendor_kernel, vendor_label;
-  std::vector<std::string> kernels;  // in bench order
-  std::vector<std::string> default_sizes;
-};
 
 // ---- CPU ---------------------------------------------------------------------------------------
 
@@ -306,111 +265,6 @@ void bench_gpu(const Size& s, const Inputs& in, const std::vector<std::string>& 
 }
 
 #endif  // TESSERA_HAVE_CUDA
-
-// ---- results -----------------------------------------------------------------------------------
-
-// Medians, rates, ratios to the naive and vendor kernels of the same size and dtype, status.
-void finish(std::vector<Row>& rows, const DeviceInfo& info) {
-  std::map<std::pair<std::string, DType>, std::map<std::string, double>> medians;
-  for (Row& r : rows) {
-    if (!r.skipped.empty()) {
-      r.status = "skipped: " + r.skipped;
-      continue;
-    }
-    r.median_s = median(r.seconds);
-    r.gflops = r.size.flops() / r.median_s * 1e-9;
-    if (r.tol == 0) r.tol = tolerance(r.dtype);
-    r.status = r.rel_error <= r.tol ? "ok" : "FAIL";  // NaN fails
-    medians[{r.size.label(), r.dtype}][r.kernel] = r.median_s;
-  }
-  for (Row& r : rows) {
-    if (!r.skipped.empty()) continue;
-    const auto& same = medians[{r.size.label(), r.dtype}];
-    if (auto it = same.find(info.naive_kernel); it != same.end()) r.x_naive = it->second / r.median_s;
-    // Against the baseline in the same mode: cublas-tf32 for tf32, cublas-bf16 for bf16, ...
-    if (r.baseline.empty()) r.baseline = info.vendor_kernel;
-    if (auto it = same.find(r.baseline); it != same.end()) r.pct_vendor = 100.0 * it->second / r.median_s;
-  }
-}
-
-std::string num(double v, const char* spec) { return std::isnan(v) ? "-" : fmt::format(fmt::runtime(spec), v); }
-
-std::string format_table(const std::vector<Row>& rows, const DeviceInfo& info) {
-  const std::string vendor_col = "% " + info.vendor_label;
-  std::string out = fmt::format("{:<16} {:<5} {:<16} {:>11} {:>10} {:>8} {:>10} {:>10}  {}\n", "size", "dtype",
-                                "kernel", "median ms", "GFLOP/s", "x naive", vendor_col, "rel. err", "status");
-  std::string last_group;
-  for (const Row& r : rows) {
-    const std::string group = r.size.label() + short_name(r.dtype);
-    if (!last_group.empty() && group != last_group) out += "\n";
-    last_group = group;
-    out += fmt::format("{:<16} {:<5} {:<16} {:>11} {:>10} {:>8} {:>10} {:>10}  {}\n", r.size.label(),
-                       short_name(r.dtype), r.kernel, num(r.median_s * 1e3, "{:.3f}"), num(r.gflops, "{:.1f}"),
-                       num(r.x_naive, "{:.2f}"), num(r.pct_vendor, "{:.1f}"), num(r.rel_error, "{:.2e}"),
-                       r.status);
-  }
-  return out;
-}
-
-nlohmann::json maybe(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }
-
-nlohmann::json to_json(const std::vector<Row>& rows, const DeviceInfo& info, const BenchOptions& opts) {
-  nlohmann::json results = nlohmann::json::array();
-  for (const Row& r : rows) {
-    std::vector<double> ms;
-    for (double s : r.seconds) ms.push_back(s * 1e3);
-    results.push_back({{"m", r.size.m},
-                       {"n", r.size.n},
-                       {"k", r.size.k},
-                       {"size", r.size.label()},
-                       {"dtype", short_name(r.dtype)},
-                       {"kernel", r.kernel},
-                       {"times_ms", ms},
-                       {"median_ms", maybe(r.median_s * 1e3)},
-                       {"min_ms", ms.empty() ? nlohmann::json(nullptr) : nlohmann::json(*std::min_element(ms.begin(), ms.end()))},
-                       {"max_ms", ms.empty() ? nlohmann::json(nullptr) : nlohmann::json(*std::max_element(ms.begin(), ms.end()))},
-                       {"gflops", maybe(r.gflops)},
-                       {"speedup_vs_naive", maybe(r.x_naive)},
-                       {"percent_of_vendor", maybe(r.pct_vendor)},
-                       {"rel_error", maybe(r.rel_error)},
-                       {"tolerance", r.tol},
-                       {"baseline", r.baseline},
-                       {"status", r.skipped.empty() ? r.status : "skipped"},
-                       {"note", r.skipped}});
-  }
-  return {{"tessera_version", kVersion},
-          {"backend", info.backend},
-          {"device", info.device},
-          {"naive_kernel", info.naive_kernel},
-          {"vendor_kernel", info.vendor_kernel},
-          {"reference", info.reference},
-          {"error_metric", "relative Frobenius error ||C - Cref||_F / ||Cref||_F"},
-          {"tolerance", {{"f32", tolerance(DType::f32)}, {"f64", tolerance(DType::f64)}}},
-          {"warmup", opts.warmup},
-          {"repeats", opts.repeats},
-          {"seed", opts.seed},
-          {"timing", info.backend == "cuda" ? "CUDA events around each launch, device buffers, no copies"
-                                            : "steady_clock around each call"},
-          {"results", results}};
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return q + "\"";
-}
-
-std::string to_csv(const std::vector<Row>& rows) {
-  auto opt = [](double v) { return std::isnan(v) ? std::string() : fmt::format("{:.6g}", v); };
-  std::string out = "m,n,k,dtype,kernel,median_ms,gflops,speedup_vs_naive,percent_of_vendor,rel_error,tolerance,status\n";
-  for (const Row& r : rows) {
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{:g},{}\n", r.size.m, r.size.n, r.size.k, short_name(r.dtype),
-                       csv_field(r.kernel), opt(r.median_s * 1e3), opt(r.gflops), opt(r.x_naive), opt(r.pct_vendor),
-                       opt(r.rel_error), r.tol, csv_field(r.status));
-  }
-  return out;
-}
 
 void write_file(const std::string& path, const std::string& text) { io::write_file_replacing(path, text); }
 

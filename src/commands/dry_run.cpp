@@ -1,70 +1,146 @@
 #include "commands/dry_run.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "backend/backend.hpp"
-#include "comm/path.hpp"
+#include "algorithms/choice.hpp"
+#include "algorithms/footprint.hpp"
+#include "algorithms/machine.hpp"
 #include "core/error.hpp"
 #include "io/atomic_file.hpp"
 #include "io/hdf5_io.hpp"
-#include "job/choose_algorithm.hpp"
-#include "job/dryrun.hpp"
 #include "job/job_paths.hpp"
 #include "job/plan.hpp"
 #include "partition/partition.hpp"
 
 namespace tessera::commands {
 
+namespace {
+
+using algorithms::Footprint;
+using algorithms::RankFootprint;
+
+std::string gib(std::int64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30)); }
+
+nlohmann::json to_json(const Footprint& f, const algorithms::MachineModel& machine, const std::string& why) {
+  const auto rank = [](const RankFootprint& p) {
+    return nlohmann::json{{"rows", p.rows},           {"cols", p.cols},           {"host_bytes", p.host_bytes},
+                          {"gpu_bytes", p.gpu_bytes}, {"read_bytes", p.read_bytes}, {"recv_bytes", p.recv_bytes},
+                          {"send_bytes", p.send_bytes}, {"write_bytes", p.write_bytes}, {"seconds", p.seconds()}};
+  };
+  const bool gathered = f.algorithm != "ksplit" && !f.setting.in_place_write;
+  return {{"algorithm", f.algorithm},
+          {"comm", f.setting.comm},
+          {"grid", {{"rows", f.grid.rows}, {"cols", f.grid.cols}}},
+          {"ranks", f.ranks},
+          {"idle_ranks", f.ranks - f.busy},
+          {"bands", f.setting.bands},
+          {"rank0", rank(f.root)},
+          {"largest", rank(f.largest)},
+          {"total_read_bytes", f.total_read_bytes},
+          {"total_comm_bytes", f.total_comm_bytes},
+          {"max_send_bytes", f.max_send_bytes},
+          {"max_recv_bytes", f.max_recv_bytes},
+          {"write", gathered || (f.algorithm == "ksplit" && !f.setting.in_place_write) ? "rank 0" : "in place"},
+          {"predicted_seconds", f.predicted_seconds()},
+          {"predicted",
+           {{"startup", f.predicted.startup},
+            {"read", f.predicted.read},
+            {"compute", f.predicted.compute},
+            {"write", f.predicted.write},
+            {"bound", f.predicted.bound()}}},
+          {"machine", machine.name},
+          {"why", why}};
+}
+
+std::string to_text(const Footprint& f, const algorithms::Problem& p, const std::string& machine,
+                    const std::string& why) {
+  const bool ksplit = f.algorithm == "ksplit";
+  const bool to_root = !f.setting.in_place_write;
+  std::string out = fmt::format("dry run: C({}x{}) = A({}x{}) * B({}x{}), {}, {} rank{} ({}), algorithm {}{} ({})\n",
+                                p.m, p.n, p.m, p.k, p.k, p.n, dtype_name(p.dtype), f.ranks, f.ranks == 1 ? "" : "s",
+                                f.setting.gpu ? "GPU" : "CPU", f.algorithm,
+                                f.algorithm == "panels" ? "" : ", comm " + f.setting.comm, why);
+  if (ksplit)
+    out += fmt::format("  grid          K split over {} rank{}\n", f.ranks, f.ranks == 1 ? "" : "s");
+  else
+    out += fmt::format("  grid          {}x{}{}\n", f.grid.rows, f.grid.cols,
+                       f.ranks > f.busy ? fmt::format(" ({} idle rank{})", f.ranks - f.busy, f.ranks - f.busy == 1 ? "" : "s")
+                                        : "");
+  out += fmt::format("  largest block {}x{}{}\n", f.largest.rows, f.largest.cols, ksplit ? " (a partial of all of C)" : "");
+  if (f.setting.bands > 1) out += fmt::format("  bands of C    {} (each written while the next computes)\n", f.setting.bands);
+  out += fmt::format("  host memory   rank 0 {}, others up to {}\n", gib(f.root.host_bytes), gib(f.largest.host_bytes));
+  if (f.setting.gpu)
+    out += fmt::format("  GPU memory    up to {} per rank\n", gib(std::max(f.root.gpu_bytes, f.largest.gpu_bytes)));
+  out += fmt::format("  file reads    {} per rank (largest), {} in all\n", gib(f.largest.read_bytes), gib(f.total_read_bytes));
+  if (f.algorithm == "summa")
+    out += fmt::format("  panels in     {} per rank (largest), broadcast along grid rows and columns\n",
+                       gib(f.max_recv_bytes));
+  if (ksplit || to_root)
+    out += fmt::format("  {}     {} per rank (largest), {} between ranks in all\n",
+                       ksplit ? (to_root ? "reduce   " : "sums of C") : "to rank 0", gib(f.max_send_bytes),
+                       gib(f.total_comm_bytes));
+  else if (f.total_comm_bytes > 0)
+    out += fmt::format("  between ranks {} in all; every rank writes its own C block\n", gib(f.total_comm_bytes));
+  const auto& at = f.predicted;
+  out += fmt::format("  predicted     {:.2f} s: start-up {:.2f} s, read {:.2f} s, compute {:.2f} s, write {:.2f} s; "
+                     "bounded by {} (machine {})\n",
+                     at.total(), at.startup, at.read, at.compute, at.write, at.bound(), machine);
+  out += fmt::format("  C written     {}\n", to_root ? "by rank 0" : "in place, every rank its own rows");
+  return out;
+}
+
+// M, N, K and the dtype: from the input files when given, else --m/--n/--k.
+algorithms::Problem problem_of(const job::RunOptions& o, int ranks) {
+  algorithms::Problem p;
+  p.m = o.m;
+  p.n = o.n;
+  p.k = o.k;
+  p.dtype = o.dtype == "f64" || o.dtype == "float64" ? DType::f64 : DType::f32;
+  if (!o.a.empty() || !o.b.empty()) {
+    const auto a = io::inspect(io::DatasetRef::parse(o.a));
+    const auto b = io::inspect(io::DatasetRef::parse(o.b));
+    if (a.cols != b.rows)
+      throw InputError("inner dimensions disagree: A is " + std::to_string(a.rows) + "x" + std::to_string(a.cols) +
+                       ", B is " + std::to_string(b.rows) + "x" + std::to_string(b.cols));
+    p.m = a.rows;
+    p.n = b.cols;
+    p.k = a.cols;
+    p.dtype = job::pick_dtype(o.dtype, a, b);
+  } else if (o.dtype != "auto" && o.dtype != "f32" && o.dtype != "float32" && o.dtype != "f64" &&
+             o.dtype != "float64") {
+    throw InputError("invalid --dtype '" + o.dtype + "' (choose: auto, f32, f64)");
+  }
+  if (p.m < 1 || p.n < 1 || p.k < 1) throw InputError("--dry-run needs --a and --b, or --m, --n and --k (each >= 1)");
+  p.ranks = ranks;
+  p.grid = o.grid.empty() ? partition::choose_grid(p.m, p.n, p.k, ranks) : partition::parse_grid(o.grid);
+  return p;
+}
+
+}  // namespace
+
 void dry_run(const job::RunOptions& o, const comm::Comm& comm) {
   comm.step([&] {
     if (comm.rank() != 0) return;
     // The one rule for every path (job/job_paths.hpp), before anything else.
     for (const auto& note : job::guard_run_paths(o).notes) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
-    std::int64_t m = o.m, n = o.n, k = o.k;
-    DType dtype = o.dtype == "f64" || o.dtype == "float64" ? DType::f64 : DType::f32;
-    if (!o.a.empty() || !o.b.empty()) {
-      const auto a = io::inspect(io::DatasetRef::parse(o.a));
-      const auto b = io::inspect(io::DatasetRef::parse(o.b));
-      if (a.cols != b.rows)
-        throw InputError("inner dimensions disagree: A is " + std::to_string(a.rows) + "x" + std::to_string(a.cols) +
-                         ", B is " + std::to_string(b.rows) + "x" + std::to_string(b.cols));
-      m = a.rows;
-      n = b.cols;
-      k = a.cols;
-      dtype = job::pick_dtype(o.dtype, a, b);
-    } else if (o.dtype != "auto" && o.dtype != "f32" && o.dtype != "float32" && o.dtype != "f64" &&
-               o.dtype != "float64") {
-      throw InputError("invalid --dtype '" + o.dtype + "' (choose: auto, f32, f64)");
-    }
-    if (m < 1 || n < 1 || k < 1)
-      throw InputError("--dry-run needs --a and --b, or --m, --n and --k (each >= 1)");
     if (o.ranks < 0) throw InputError("--ranks must be at least 1 (got " + std::to_string(o.ranks) + ")");
     const int ranks = o.ranks > 0 ? o.ranks : comm.size();
     if (ranks > 100000) throw InputError("--ranks " + std::to_string(ranks) + " is beyond 100,000");
-    const auto grid = o.grid.empty() ? partition::choose_grid(m, n, k, ranks) : partition::parse_grid(o.grid);
-    const bool gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
-    // What a real run would choose (job/choose_algorithm.hpp), assuming one GPU per rank.
-    const bool nccl = gpu && comm::nccl_compiled();
-    job::PlanChoice choice;
-    choice.algorithm = job::choose_algorithm(o, gpu, nccl, ranks, m, n, k, grid);
-    choice.panel_width = o.panel_width;
-    choice.gpu_memory_limit = static_cast<std::int64_t>(job::parse_bytes(o.gpu_memory, "--gpu-memory"));
-    choice.accumulating_kernel = gpu && backend::gpu_kernel_accumulates(o.kernel, dtype);
-    choice.in_place_write = o.write != "gather";
-    if (choice.algorithm == "summa")
-      choice.comm = comm::path_name(comm::choose_path(o.comm, gpu, nccl, comm::mpi_cuda_aware()));
-    if (choice.algorithm == "ksplit") choice.comm = nccl && o.comm != "host" ? "nccl" : "host";
-    if (ranks == 1) choice.comm = "none";
-    const job::DryRun plan = job::plan_run(m, n, k, dtype, ranks, grid, gpu, choice);
-    std::fputs(plan.to_text(m, n, k, dtype, gpu).c_str(), stdout);
+    const algorithms::Problem p = problem_of(o, ranks);
+    // What a real run would choose (algorithms/choice.hpp), assuming one GPU per rank.
+    const auto machine = algorithms::MachineModel::load(o.machine);
+    const auto choice = algorithms::choose(job::choice_request(o), p, job::choice_environment(o), machine);
+    std::fputs(to_text(choice.footprint, choice.problem, machine.name, choice.why).c_str(), stdout);
     if (!o.report.empty()) {
-      nlohmann::json j = plan.to_json();
-      j["shape"] = {{"m", m}, {"n", n}, {"k", k}};
-      j["dtype"] = dtype_name(dtype);
-      j["backend"] = gpu ? "cuda" : "cpu";
+      nlohmann::json j = to_json(choice.footprint, machine, choice.why);
+      j["shape"] = {{"m", p.m}, {"n", p.n}, {"k", p.k}};
+      j["dtype"] = dtype_name(p.dtype);
+      j["backend"] = choice.setting.gpu ? "cuda" : "cpu";
       io::write_file_replacing(o.report, j.dump(2) + "\n");
     }
   });

@@ -2,7 +2,7 @@
 // `tessera run --dry-run`: rank 0 prints the plan (and writes it as JSON with --report); nothing
 // is read beyond the input files' shapes.
 #include "comm/comm.hpp"
-#include "job/pipeline.hpp"
+#include "job/run_job.hpp"
 
 namespace tessera::commands {
 

@@ -228,16 +228,14 @@ const char* inflate_library() {
 #endif
 }
 
-bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
-                  std::int64_t ncols, DType as, void* out) {
-  const std::optional<Layout> layout = layout_of(dset);
-  if (!layout) return false;
-  const Layout& l = *layout;
+namespace {
 
-  // The chunks the block needs, each looked up in the file's chunk index before anything is read
-  // (H5Dget_chunk_info_by_coord would walk all chunks each time in HDF5 1.10).
-  std::vector<std::pair<std::int64_t, std::int64_t>> origins;
-  std::vector<std::size_t> stored;
+// The chunks a block needs (their origins and stored sizes), each looked up in the file's chunk
+// index before anything is read (H5Dget_chunk_info_by_coord would walk all chunks each time in
+// HDF5 1.10). False where HDF5 should read the block itself.
+bool list_chunks(hid_t dset, const Layout& l, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
+                 std::int64_t ncols, std::vector<std::pair<std::int64_t, std::int64_t>>& origins,
+                 std::vector<std::size_t>& stored) {
   for (std::int64_t r = floor_to(row0, l.chunk_rows); r < row0 + nrows; r += l.chunk_rows)
     for (std::int64_t c = floor_to(col0, l.chunk_cols); c < col0 + ncols; c += l.chunk_cols) {
       const hsize_t offset[2] = {static_cast<hsize_t>(r), static_cast<hsize_t>(c)};
@@ -259,6 +257,20 @@ bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::
       origins.emplace_back(r, c);
       stored.push_back(static_cast<std::size_t>(size));
     }
+  return true;
+}
+
+}  // namespace
+
+bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
+                  std::int64_t ncols, DType as, void* out) {
+  const std::optional<Layout> layout = layout_of(dset);
+  if (!layout) return false;
+  const Layout& l = *layout;
+
+  std::vector<std::pair<std::int64_t, std::int64_t>> origins;
+  std::vector<std::size_t> stored;
+  if (!list_chunks(dset, l, row0, nrows, col0, ncols, origins, stored)) return false;
 
   auto* const dst = static_cast<unsigned char*>(out);
   const auto put = [&](const RawChunk& ch) {

@@ -19,7 +19,8 @@ constexpr int kTagBlock = 101;
 }  // namespace
 
 void gather_and_write(const comm::Comm& comm, const partition::Partition& part, DType dtype, void* c_block, void* spare,
-                      io::MatrixWriter* writer, Progress& progress, report::Phases& phases,
+                      io::BlockSink* writer, const std::function<void(const std::string&)>& progress,
+                      report::Phases& phases,
                       const BlockTransport& transport, bool root_written) {
   const int rank = comm.rank();
   const std::size_t esize = dtype_size(dtype);
@@ -60,7 +61,7 @@ void gather_and_write(const comm::Comm& comm, const partition::Partition& part, 
     };
     void* const buffers[2] = {c_block, spare};
     for (int r = 0; r < blocks; ++r) {
-      progress.step("writing C: block " + std::to_string(r + 1) + " of " + std::to_string(blocks));
+      progress("writing C: block " + std::to_string(r + 1) + " of " + std::to_string(blocks));
       if (!spare) {  // one buffer: receive, then write
         if (r != kRoot) receive(r, c_block);
         write(r, c_block);
@@ -85,12 +86,6 @@ void gather_and_write(const comm::Comm& comm, const partition::Partition& part, 
     phases.emplace_back("write", write_s);
     if (write_error) throw IoError(*write_error);
   });
-}
-
-std::int64_t gather_spare_elements(const partition::Partition& part) {
-  std::int64_t most = 0;
-  for (int r = 1; r < part.grid().size(); r += 2) most = std::max(most, part.c_elements(r));
-  return most;
 }
 
 }  // namespace tessera::job

@@ -7,8 +7,8 @@
 
 #include "comm/comm.hpp"
 #include "core/dtype.hpp"
-#include "io/hdf5_io.hpp"
-#include "job/progress.hpp"
+#include "algorithms/algorithm.hpp"
+#include "io/direct_io.hpp"
 #include "partition/partition.hpp"
 #include "report/report.hpp"
 
@@ -16,7 +16,7 @@ namespace tessera::job {
 
 // Collective: each active rank's C block (laid out by `part`) goes to rank 0, which writes it.
 // Rank 0's own block is written from `c_block` (unless `root_written`: it is in the output already); with a `spare` buffer (rank 0 only, of
-// gather_spare_elements() elements) the blocks alternate between the two, and each is written
+// partition::gather_spare_elements() elements) the blocks alternate between the two, and each is written
 // on a second thread while the next one arrives; without one they arrive, one after the other,
 // into `c_block` (block (0, 0) is the largest: split() makes the first ranges the longer ones).
 // Rank 0 keeps receiving after a write error so no sender is left blocked; the error is then
@@ -24,16 +24,10 @@ namespace tessera::job {
 // phases to `phases`; with a spare buffer the two overlap.
 // The blocks travel by host MPI unless `send` (senders) and `receive` (rank 0: rank r's block of
 // `bytes` into `into`) say otherwise, e.g. GPU to GPU.
-struct BlockTransport {
-  std::function<void()> send;
-  std::function<void(int r, void* into, std::size_t bytes)> receive;
-};
+// `progress` hears of each block rank 0 writes.
+using BlockTransport = algorithms::COut::Transport;
 void gather_and_write(const comm::Comm& comm, const partition::Partition& part, DType dtype, void* c_block, void* spare,
-                      io::MatrixWriter* writer, Progress& progress, report::Phases& phases,
-                      const BlockTransport& transport = {}, bool root_written = false);
-
-// Elements of rank 0's spare gather buffer: the largest of the blocks that arrive into it (the
-// odd-numbered ones).
-std::int64_t gather_spare_elements(const partition::Partition& part);
+                      io::BlockSink* writer, const std::function<void(const std::string&)>& progress,
+                      report::Phases& phases, const BlockTransport& transport = {}, bool root_written = false);
 
 }  // namespace tessera::job

@@ -7,7 +7,7 @@
 
 #include "io/atomic_file.hpp"
 #include "io/path_rule.hpp"
-#include "job/pipeline.hpp"
+#include "job/run_job.hpp"
 
 namespace tessera::job {
 

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <random>
 
+#include "job/gather.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
@@ -21,10 +23,13 @@ std::uint64_t random_token() {
 
 }  // namespace
 
-OutputRoute OutputRoute::choose(const comm::Comm& comm, io::MatrixWriter* writer, const std::string& want,
-                                bool writes) {
+std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::MatrixWriter* writer,
+                                                 const std::string& want, bool writes, DType dtype) {
   const int rank = comm.rank();
-  OutputRoute route;
+  std::unique_ptr<OutputRoute> made(new OutputRoute());
+  OutputRoute& route = *made;
+  route.dtype_ = dtype;
+  route.counted_.esize = dtype_size(dtype);
   // Rank 0 says where C lies in the file, or why the ranks cannot write there.
   nlohmann::json plan;
   comm.step([&] {
@@ -50,7 +55,8 @@ OutputRoute OutputRoute::choose(const comm::Comm& comm, io::MatrixWriter* writer
     });
     route.description_ = "gather (" + plan["why"].get<std::string>() + ")";
     route.sink_ = rank == kRoot ? writer : nullptr;
-    return route;
+    route.counted_.inner = route.sink_;
+    return made;
   }
   // Every rank with C to write must see the file rank 0 made (the same file system).
   const io::DirectTarget t{plan["file"], plan["base"], plan["rows"], plan["cols"], plan["esize"]};
@@ -75,28 +81,49 @@ OutputRoute OutputRoute::choose(const comm::Comm& comm, io::MatrixWriter* writer
     route.own_.reset();
     route.description_ = "gather (" + reason + ")";
     route.sink_ = rank == kRoot ? writer : nullptr;
-    return route;
+    route.counted_.inner = route.sink_;
+    return made;
   }
   route.in_place_ = true;
   route.description_ = comm.size() > 1 ? "in place (every rank writes its rows)" : "in place";
   route.sink_ = rank == kRoot ? static_cast<io::BlockSink*>(writer) : route.own_.get();
-  return route;
+  route.counted_.inner = route.sink_;
+  return made;
+}
+
+void OutputRoute::use(backend::Backend* be, std::function<void(const std::string&)> progress) {
+  be_ = be;
+  progress_ = std::move(progress);
 }
 
 void OutputRoute::write_own_block(const comm::Comm& comm, std::int64_t row0, std::int64_t col0, std::int64_t rows,
-                                  std::int64_t cols, const void* c, bool already_written,
+                                  std::int64_t cols, const void* c, bool already_written, double write_seconds,
                                   report::Phases& phases) const {
   comm.step([&] {
-    if (!sink_ || rows == 0 || cols == 0) return;
+    if (!sink_ || (!already_written && (rows == 0 || cols == 0))) return;
     const auto start = std::chrono::steady_clock::now();
-    if (!already_written) sink_->write_block(row0, col0, rows, cols, c);
+    if (!already_written) counted_.write_block(row0, col0, rows, cols, c);
     if (own_) own_->sync();  // rank 0's writer makes its file durable when it commits
-    phases.emplace_back("write", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    phases.emplace_back(
+        "write", write_seconds + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   });
 }
 
+void OutputRoute::gather(const comm::Comm& comm, const partition::Partition& part, void* c, const Transport& transport,
+                         bool root_written, report::Phases& phases) const {
+  // Rank 0's second buffer: the blocks alternate between it and rank 0's own C (job/gather.hpp).
+  backend::HostBuffer spare;
+  comm.step([&] {
+    if (comm.rank() == kRoot && part.grid().size() > 1 && be_)
+      spare = be_->allocate_host(static_cast<std::size_t>(partition::gather_spare_elements(part)) * dtype_size(dtype_));
+  });
+  const auto progress = progress_ ? progress_ : [](const std::string&) {};
+  gather_and_write(comm, part, dtype_, c, spare.empty() ? nullptr : spare.data(), sink(), progress, phases, transport,
+                   root_written);
+}
+
 io::NonfiniteCount OutputRoute::nonfinite_written(const comm::Comm& comm) const {
-  const io::NonfiniteCount mine = sink_ ? sink_->nonfinite_written() : io::NonfiniteCount{};
+  const io::NonfiniteCount mine = sink_ ? counted_.nonfinite_written() : io::NonfiniteCount{};
   io::NonfiniteCount all;
   all.count = comm.sum(mine.count);
   all.first = comm.min(mine.first);

@@ -1,6 +1,6 @@
 #pragma once
-// How C reaches the output file (--write):
-//  - in place: every active rank writes its own C block straight into the output's temporary file
+// How C reaches the output file (--write), for every algorithm (algorithms::COut):
+//  - in place: every active rank writes its own C straight into the output's temporary file
 //    (pwrite at its offsets, io/direct_io.hpp) and makes it durable; rank 0 then adds the
 //    attributes and commits by rename. Nothing of C passes through rank 0 that rank 0 did not
 //    compute. Taken when the output is contiguous and every active rank sees the same file
@@ -8,45 +8,73 @@
 //  - gather: the blocks travel to rank 0, which writes them (job/gather.hpp). Taken where the
 //    ranks do not share the file (e.g. nodes without a common file system), where HDF5 writes the
 //    output itself (TESSERA_HDF5_DIRECT=0), or when asked for (--write gather).
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "algorithms/algorithm.hpp"
+#include "backend/backend.hpp"
 #include "comm/comm.hpp"
 #include "io/hdf5_io.hpp"
 #include "report/report.hpp"
 
 namespace tessera::job {
 
-class OutputRoute {
+class OutputRoute final : public algorithms::COut {
  public:
   // Collective. `want`: "auto", "in-place" or "gather" (anything else: InputError); `writer`: the
   // output's writer on rank 0 (null elsewhere); `writes`: whether this rank has C to write.
   // Throws (on every rank) InputError when "in-place" was asked for and cannot be done.
-  static OutputRoute choose(const comm::Comm& comm, io::MatrixWriter* writer, const std::string& want, bool writes);
+  static std::unique_ptr<OutputRoute> choose(const comm::Comm& comm, io::MatrixWriter* writer, const std::string& want,
+                                             bool writes, DType dtype);
+  OutputRoute(const OutputRoute&) = delete;
+  OutputRoute& operator=(const OutputRoute&) = delete;
 
-  bool in_place() const { return in_place_; }
+  // Where rank 0's spare gather buffer comes from (page-locked on a GPU), and where the progress
+  // of a gather is told.
+  void use(backend::Backend* be, std::function<void(const std::string&)> progress);
+
+  bool in_place() const override { return in_place_; }
   // "in place" or "gather", with why where it matters (for the report and the C attributes).
   const std::string& description() const { return description_; }
-  // Where this rank writes its own rows as they are computed (streaming): its own file handle in
-  // place, rank 0's writer, or null (a rank whose block is gathered).
-  io::BlockSink* sink() const { return sink_; }
-
-  // Collective, in place only: each active rank writes its C block (rows x cols at (row0, col0))
-  // unless `already_written` (streamed during the GEMM), makes its writes durable, and every rank
-  // agrees that all did. Appends a "write" phase to `phases` on ranks that wrote.
+  io::BlockSink* sink() const override { return sink_ ? &counted_ : nullptr; }
   void write_own_block(const comm::Comm& comm, std::int64_t row0, std::int64_t col0, std::int64_t rows,
-                       std::int64_t cols, const void* c, bool already_written, report::Phases& phases) const;
+                       std::int64_t cols, const void* c, bool already_written, double write_seconds,
+                       report::Phases& phases) const override;
+  void gather(const comm::Comm& comm, const partition::Partition& part, void* c, const Transport& transport,
+              bool root_written, report::Phases& phases) const override;
 
   // Collective: NaN and Inf in all of C as written, over every rank's writes (result on every
   // rank), for job/result.hpp's commit_result.
   io::NonfiniteCount nonfinite_written(const comm::Comm& comm) const;
+  // Bytes of C this rank wrote into the output (the report's write rate).
+  std::int64_t bytes_written() const { return counted_.bytes; }
 
  private:
+  OutputRoute() = default;
+
+  // The sink, counting the bytes that go through it.
+  struct Counted final : io::BlockSink {
+    io::BlockSink* inner = nullptr;
+    std::size_t esize = 0;
+    std::atomic<std::int64_t> bytes{0};
+    void write_block(std::int64_t row0, std::int64_t col0, std::int64_t rows, std::int64_t cols,
+                     const void* data) override {
+      inner->write_block(row0, col0, rows, cols, data);
+      bytes += rows * cols * static_cast<std::int64_t>(esize);
+    }
+    io::NonfiniteCount nonfinite_written() const override { return inner->nonfinite_written(); }
+  };
+
   bool in_place_ = false;
   std::string description_;
+  DType dtype_ = DType::f64;
   std::unique_ptr<io::BlockFile> own_;  // in place, ranks other than 0
   io::BlockSink* sink_ = nullptr;
+  mutable Counted counted_;
+  backend::Backend* be_ = nullptr;
+  std::function<void(const std::string&)> progress_;
 };
 
 }  // namespace tessera::job

@@ -1,9 +1,13 @@
 #include "job/plan.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <tuple>
 
+#include "backend/backend.hpp"
+#include "comm/comm.hpp"
+#include "comm/path.hpp"
 #include "core/error.hpp"
 #include "job/refusals.hpp"
 
@@ -72,6 +76,39 @@ std::size_t parse_bytes(const std::string& text, const char* option) {
   if (used == 0 || scale == 0 || !(value > 0))
     throw InputError(std::string("invalid ") + option + " '" + text + "': expected a size like 512M, 8G or 1.5G");
   return static_cast<std::size_t>(value * scale);
+}
+
+int bands_asked() {
+  const char* env = std::getenv("TESSERA_BANDS");
+  if (!env || !*env) return 0;
+  char* end = nullptr;
+  const long n = std::strtol(env, &end, 10);
+  if (*end != '\0' || n < 1 || n > 1 << 20)
+    throw InputError(std::string("TESSERA_BANDS='") + env + "' is not a positive integer");
+  return static_cast<int>(n);
+}
+
+algorithms::Request choice_request(const RunOptions& o) {
+  algorithms::Request r;
+  r.algorithm = o.algorithm;
+  r.comm = o.comm;
+  r.kernel = o.kernel;
+  r.write = o.write;
+  r.panel_width = o.panel_width;
+  r.gpu_memory = static_cast<std::int64_t>(parse_bytes(o.gpu_memory, "--gpu-memory"));
+  r.verify = o.verify;
+  r.baseline = !o.baseline.empty();
+  r.grid_given = !o.grid.empty();
+  r.bands = bands_asked();
+  return r;
+}
+
+algorithms::Environment choice_environment(const RunOptions& o) {
+  algorithms::Environment env;
+  env.gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
+  env.nccl = env.gpu && comm::nccl_compiled();
+  env.cuda_aware = comm::mpi_cuda_aware();
+  return env;
 }
 
 }  // namespace tessera::job

@@ -5,9 +5,10 @@
 #include <cstdint>
 #include <string>
 
+#include "algorithms/choice.hpp"
 #include "core/dtype.hpp"
 #include "io/hdf5_io.hpp"
-#include "job/pipeline.hpp"
+#include "job/run_job.hpp"
 #include "partition/partition.hpp"
 
 namespace tessera::job {
@@ -28,6 +29,14 @@ struct Plan {
 // --dtype (auto, f32, f64) for inputs described by `a` and `b`: auto is f32 when both are
 // float32, else f64. Throws InputError for another name.
 DType pick_dtype(const std::string& want, const io::DatasetInfo& a, const io::DatasetInfo& b);
+
+// The options that constrain the algorithm's choice (algorithms/choice.hpp), and what the ranks
+// have as rank 0 sees it: GPUs (--backend, or visible ones), NCCL, a CUDA-aware MPI.
+algorithms::Request choice_request(const RunOptions& o);
+// TESSERA_BANDS=N: summa's and ksplit's bands of C, for tests and comparisons (0: unset, the
+// model's). Throws InputError for a value that is not a positive integer.
+int bands_asked();
+algorithms::Environment choice_environment(const RunOptions& o);
 
 // "512M", "8G", "1.5G", "4096" (bytes) -> bytes; "" -> 0. Throws InputError naming the option.
 std::size_t parse_bytes(const std::string& text, const char* option);

@@ -1,5 +1,5 @@
 #pragma once
-// A rank's backend and kernel, and which ranks share a GPU.
+// A rank's backend and kernel.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -10,10 +10,6 @@
 #include "report/report.hpp"
 
 namespace tessera::job {
-
-// "ranks 0, 2 share NVIDIA H200 [...]" for ranks that report the same GPU (`gpu`: host and
-// device, "" for none), or "" when none share. Collective; the same text on every rank.
-std::string shared_gpu_note(const comm::Comm& comm, const std::string& gpu);
 
 // The rank's backend (`backend_name`, placed by `where`) and the kernel `kernel_name` stands for:
 // "auto" is the backend's choice for an m x n x k GEMM. Fills me.device, me.device_id and

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "comm/peers.hpp"
 #include "io/atomic_file.hpp"
 #include "job/process_stats.hpp"
 
@@ -44,12 +43,6 @@ void publish_report(const RunOptions& o, const comm::Comm& comm, report::JobRepo
     // Into the temporary reserved up front (reserve_report), then renamed into place.
     if (!o.report.empty()) io::write_file_replacing(o.report, report::to_json(job).dump(2) + "\n");
   });
-}
-
-void note_nccl_transport(const comm::Comm& comm, int device, report::JobReport& job, report::RankRecord& me) {
-  const comm::PeerSurvey peers = comm::survey_peers(comm, device);
-  job.nccl_transport = peers.transport;
-  if (comm.rank() == kRoot) me.warnings.insert(me.warnings.end(), peers.warnings.begin(), peers.warnings.end());
 }
 
 }  // namespace tessera::job

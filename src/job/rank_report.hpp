@@ -4,7 +4,7 @@
 
 #include "backend/backend.hpp"
 #include "comm/comm.hpp"
-#include "job/pipeline.hpp"
+#include "job/run_job.hpp"
 #include "partition/partition.hpp"
 #include "report/report.hpp"
 
@@ -19,10 +19,5 @@ void describe_block(const partition::Partition& part, int rank, report::RankReco
 // slowest rank's time since `started` (MPI_Wtime()).
 void publish_report(const RunOptions& o, const comm::Comm& comm, report::JobReport& job, report::RankRecord me,
                     double started, const backend::Backend* be, const std::function<void()>& after_table = {});
-
-// Collective, where the job's ranks exchange data with NCCL: which transport NCCL has between
-// the GPUs of each node (P2P/NVLink, P2P/PCIe, SHM, NET: comm/peers.hpp) goes into the report,
-// and pairs of ranks on one node that cannot link their GPUs directly become warnings.
-void note_nccl_transport(const comm::Comm& comm, int device, report::JobReport& job, report::RankRecord& me);
 
 }  // namespace tessera::job

@@ -7,7 +7,7 @@
 #include "core/version.hpp"
 #include "io/hdf5_io.hpp"
 #include "report/report.hpp"
-#include "job/pipeline.hpp"
+#include "job/run_job.hpp"
 
 namespace tessera::job {
 

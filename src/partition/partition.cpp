@@ -138,4 +138,23 @@ std::vector<SummaPanel> summa_panels(std::int64_t k, GridShape grid, std::int64_
   return panels;
 }
 
+std::int64_t gather_spare_elements(const Partition& part) {
+  std::int64_t most = 0;
+  for (int r = 1; r < part.grid().size(); r += 2) most = std::max(most, part.c_elements(r));
+  return most;
+}
+
+ScatterBands::ScatterBands(std::int64_t m, int ranks, int count) : m_(m), piece_(0), ranks_(ranks), count_(count) {
+  if (m < 1 || ranks < 1 || count < 1)
+    throw InputError("scatter bands need m, ranks and bands >= 1 (got " + std::to_string(m) + ", " +
+                     std::to_string(ranks) + ", " + std::to_string(count) + ")");
+  const std::int64_t pieces = std::int64_t{count} * ranks;
+  piece_ = (m + pieces - 1) / pieces;
+}
+
+Range ScatterBands::mine(int t, int r) const {
+  const std::int64_t begin = std::min(m_, t * rows() + r * piece_);
+  return {begin, std::min(m_, begin + piece_)};
+}
+
 }  // namespace tessera::partition

@@ -82,7 +82,11 @@ class Partition {
   GridShape grid_;
 };
 
-// The ksplit algorithm (job/ksplit.hpp): the P ranks split K instead of C. Rank r multiplies
+// Elements of rank 0's spare buffer when it gathers the C blocks of `part` (job/gather.hpp): the
+// largest of the blocks that arrive into it (the odd-numbered ones).
+std::int64_t gather_spare_elements(const Partition& part);
+
+// The ksplit algorithm (algorithms/ksplit.cpp): the P ranks split K instead of C. Rank r multiplies
 // A[:, K_r] (all M rows) by B[K_r, :] (all N columns) into a partial C of the full M x N, and
 // the partials are summed. K_r = split(K, P, r): contiguous, sizes differing by at most one;
 // when K < P the last P - K ranges are empty (those ranks contribute zeros).
@@ -107,7 +111,28 @@ class KSplit {
   int nranks_;
 };
 
-// The summa algorithm (job/summa.hpp) on a pr x pc grid: rank (i, j) holds A(i, j) = the rows
+// ksplit's C in row bands summed by reduce-scatter (algorithms/ksplit.cpp): `count` bands, each of
+// `ranks` pieces of `piece` rows, piece = ceil(M / (count * ranks)); rank r keeps piece r of every
+// band. The bands cover M rows and more: the last band is padded with rows beyond M (zero rows of
+// A, whose products are dropped), so that every piece has the same size (NCCL's reduce-scatter
+// takes one count).
+class ScatterBands {
+ public:
+  // Throws InputError if m < 1, ranks < 1 or count < 1.
+  ScatterBands(std::int64_t m, int ranks, int count);
+  int count() const { return count_; }
+  std::int64_t piece() const { return piece_; }
+  std::int64_t rows() const { return piece_ * ranks_; }  // of a band, padding included
+  Range band(int t) const { return {t * rows(), (t + 1) * rows()}; }
+  // Rank r's rows of band t within C (empty where they are all padding).
+  Range mine(int t, int r) const;
+
+ private:
+  std::int64_t m_, piece_;
+  int ranks_, count_;
+};
+
+// The summa algorithm (algorithms/summa.cpp) on a pr x pc grid: rank (i, j) holds A(i, j) = the rows
 // of block-row i by the K columns summa_k_cols(j), and B(i, j) = the K rows summa_k_rows(i) by
 // the columns of block-column j. K is walked in panels: each lies inside one rank column's A
 // columns and one rank row's B rows (owner_col, owner_row), and is at most max_width wide.

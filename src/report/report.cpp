@@ -23,6 +23,16 @@ double RankRecord::gflops() const {
   return s > 0 ? flops / s * 1e-9 : 0;
 }
 
+double RankRecord::read_gbps() const {
+  const double s = phase("read");
+  return s > 0 && read_bytes > 0 ? static_cast<double>(read_bytes) / s * 1e-9 : 0;
+}
+
+double RankRecord::write_gbps() const {
+  const double s = phase("write");
+  return s > 0 && write_bytes > 0 ? static_cast<double>(write_bytes) / s * 1e-9 : 0;
+}
+
 double JobReport::total_flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
 double JobReport::max_compute_seconds() const {
   double mx = 0;
@@ -49,6 +59,20 @@ double JobReport::aggregate_gflops() const {
   return s > 0 ? total_flops() / s * 1e-9 : 0;
 }
 
+std::string JobReport::bound_phase() const {
+  if (ranks.empty()) return "";
+  double start_s = 0, read_s = 0, compute_s = 0, write_s = 0;
+  for (const auto& r : ranks) {
+    start_s = std::max(start_s, r.startup_seconds);
+    read_s = std::max(read_s, r.phase("read"));
+    compute_s = std::max(compute_s, r.phase("compute"));
+    write_s = std::max(write_s, r.phase("write") + r.phase("gather"));
+  }
+  const std::pair<double, const char*> phases[] = {
+      {start_s, "start-up"}, {read_s, "read"}, {compute_s, "compute"}, {write_s, "write"}};
+  return std::max_element(std::begin(phases), std::end(phases))->second;
+}
+
 nlohmann::json to_json(const RankRecord& r) {
   nlohmann::json phases = nlohmann::json::object();
   for (const auto& [n, s] : r.phases) phases[n] = s;
@@ -70,7 +94,11 @@ nlohmann::json to_json(const RankRecord& r) {
                       {"peak_host_bytes", r.peak_host_bytes},
                       {"peak_gpu_bytes", r.peak_gpu_bytes},
                       {"startup_seconds", r.startup_seconds},
-                      {"cpus", r.cpus}};
+                      {"cpus", r.cpus},
+                      {"read_bytes", r.read_bytes},
+                      {"write_bytes", r.write_bytes},
+                      {"read_gbps", r.read_gbps()},
+                      {"write_gbps", r.write_gbps()}};
   if (!r.baseline_kernel.empty()) {
     const double s = r.compute_seconds();
     j["baseline"] = {{"kernel", r.baseline_kernel},
@@ -103,6 +131,8 @@ RankRecord rank_from_json(const nlohmann::json& j) {
   r.peak_gpu_bytes = j.value("peak_gpu_bytes", std::int64_t{0});
   r.startup_seconds = j.value("startup_seconds", -1.0);
   r.cpus = j.value("cpus", 0);
+  r.read_bytes = j.value("read_bytes", std::int64_t{0});
+  r.write_bytes = j.value("write_bytes", std::int64_t{0});
   if (j.contains("baseline")) {
     r.baseline_kernel = j["baseline"].at("kernel").get<std::string>();
     r.baseline_seconds = j["baseline"].at("seconds").get<double>();
@@ -137,6 +167,8 @@ nlohmann::json to_json(const JobReport& r) {
             {"mean_compute_seconds", r.mean_compute_seconds()},
             {"load_imbalance", r.load_imbalance()}}},
           {"verification", r.verification},
+          {"predicted", r.predicted},
+          {"bound", r.bound_phase()},
           {"warnings", r.warnings},
           {"ranks", ranks}};
 }
@@ -162,8 +194,8 @@ std::string format_table(const JobReport& r) {
     out += fmt::format("streaming: A read in {} pieces while the GEMM ran\n",
                        r.stream_chunks);
   out += fmt::format("C written: {}\n", r.write);
-  out += fmt::format("{:>4}  {:<12} {:<24} {:>7} {:>19} {:>10}", "rank", "host", "device", "block", "rows x cols",
-                     "GFLOP/s");
+  out += fmt::format("{:>4}  {:<12} {:<24} {:>7} {:>19} {:>10} {:>8} {:>8}", "rank", "host", "device", "block",
+                     "rows x cols", "GFLOP/s", "rd GB/s", "wr GB/s");
   for (const auto& n : names) out += fmt::format(" {:>9}", n + "/ms");
   if (baseline) out += fmt::format(" {:>12}", "x baseline");
   out += "\n";
@@ -175,9 +207,11 @@ std::string format_table(const JobReport& r) {
                          "-", r.grid_rows, r.grid_cols, r.grid_rows * r.grid_cols, r.nranks);
       continue;
     }
-    out += fmt::format("{:>4}  {:<12} {:<24} {:>7} {:>19} {:>10.1f}", rr.rank, host, dev,
+    const auto rate = [](double gbps) { return gbps > 0 ? fmt::format("{:.2f}", gbps) : std::string("-"); };
+    out += fmt::format("{:>4}  {:<12} {:<24} {:>7} {:>19} {:>10.1f} {:>8} {:>8}", rr.rank, host, dev,
                        fmt::format("({},{})", rr.block_row, rr.block_col),
-                       fmt::format("{}x{}", rr.row_end - rr.row_begin, rr.col_end - rr.col_begin), rr.gflops());
+                       fmt::format("{}x{}", rr.row_end - rr.row_begin, rr.col_end - rr.col_begin), rr.gflops(),
+                       rate(rr.read_gbps()), rate(rr.write_gbps()));
     for (const auto& n : names) out += fmt::format(" {:>9}", rr.has_phase(n) ? ms(rr.phase(n)) : "-");
     if (baseline) {
       const double s = rr.compute_seconds();
@@ -200,6 +234,11 @@ std::string format_table(const JobReport& r) {
   for (const auto& rr : r.ranks) startup = std::max(startup, rr.startup_seconds);
   if (startup >= 0)
     out += fmt::format("before the job: {:.3f} s of process start-up (launch, libraries, MPI), slowest rank\n", startup);
+  out += fmt::format("bounded by: {}", r.bound_phase());
+  if (r.predicted.is_object() && r.predicted.contains("seconds"))
+    out += fmt::format(" (predicted: {:.2f} s, bounded by {}, machine {})", r.predicted["seconds"].get<double>(),
+                       r.predicted.value("bound", std::string("?")), r.predicted.value("machine", std::string("?")));
+  out += "\n";
   for (const auto& rr : r.ranks)
     for (const auto& w : rr.warnings) out += fmt::format("warning (rank {}): {}\n", rr.rank, w);
   for (const auto& w : r.warnings) out += fmt::format("warning: {}\n", w);

@@ -31,12 +31,18 @@ struct RankRecord {
   // unknown.
   double startup_seconds = -1;
   int cpus = 0;  // cores the rank's process may run on (its CPU affinity, comm/cpu_share.hpp)
+  // Bytes this rank read from the input files and wrote into the output (its share of C, or all of
+  // it when it gathered), for its read and write rates.
+  std::int64_t read_bytes = 0, write_bytes = 0;
 
   double phase(const std::string& name) const;  // 0 when absent
   bool has_phase(const std::string& name) const;
   // Seconds the rate is taken over: the kernel alone when the backend reports it, else compute.
   double compute_seconds() const;
   double gflops() const;
+  // Bytes per second over the "read" ("write") phase, in GB/s; 0 without the phase or the bytes.
+  double read_gbps() const;
+  double write_gbps() const;
 };
 
 struct JobReport {
@@ -63,12 +69,17 @@ struct JobReport {
   std::vector<RankRecord> ranks;
   nlohmann::json verification;  // --verify: method, passed, vectors, residuals (null otherwise)
   std::vector<std::string> warnings;  // about the whole job, e.g. a C that holds NaN or Inf
+  // The footprint model's prediction (algorithms/footprint.hpp): seconds, bound, machine (null: none).
+  nlohmann::json predicted;
 
   double total_flops() const;
   double max_compute_seconds() const;
   double mean_compute_seconds() const;  // over active ranks
   double load_imbalance() const;        // max / mean compute over active ranks
   double aggregate_gflops() const;      // total flops / slowest rank's compute
+  // The phase that took longest, the slowest rank's of each: "start-up", "read", "compute" or
+  // "write" (writing and gathering C); "" without ranks.
+  std::string bound_phase() const;
 };
 
 nlohmann::json to_json(const RankRecord& r);

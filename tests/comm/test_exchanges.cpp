@@ -123,6 +123,23 @@ TEST_CASE("host MPI sums every rank's partial onto the root, leaving the others'
   }
 }
 
+TEST_CASE("host MPI sums a band over the ranks, each keeping its own piece (reduce-scatter)", "[comm][mpi]") {
+  const comm::Comm world(MPI_COMM_WORLD);
+  const auto transport = comm::make_transport(Path::host, DType::f64, {});
+  const auto scatter = transport->sum_scatter(world);
+  CHECK_FALSE(scatter->on_device());
+  const std::size_t piece = 13;  // odd, to catch an offset in elements taken for bytes
+  const auto ranks = static_cast<std::size_t>(world.size());
+  std::vector<double> partial(ranks * piece);
+  for (std::size_t i = 0; i < partial.size(); ++i) partial[i] = (world.rank() + 1) * static_cast<double>(i);
+  std::vector<double> mine(piece, -1.0);
+  HostPartial data(partial);
+  scatter->sum_scatter(data, piece, mine.data());
+  const double sum_of_factors = static_cast<double>(ranks) * static_cast<double>(ranks + 1) / 2;
+  for (std::size_t j = 0; j < piece; ++j)
+    CHECK(mine[j] == sum_of_factors * static_cast<double>(static_cast<std::size_t>(world.rank()) * piece + j));
+}
+
 TEST_CASE("the host block link carries every rank's C block to rank 0", "[comm][mpi]") {
   const comm::Comm world(MPI_COMM_WORLD);
   const auto transport = comm::make_transport(Path::host, DType::f32, {});

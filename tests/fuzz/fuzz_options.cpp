@@ -27,7 +27,7 @@
 #include "partition/partition.hpp"
 #include "io/hdf5_io.hpp"
 #include "commands/generate.hpp"
-#include "job/pipeline.hpp"
+#include "job/run_job.hpp"
 
 namespace {
 

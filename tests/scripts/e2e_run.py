@@ -27,6 +27,9 @@ p.add_argument("--baseline", default="")
 p.add_argument("--need-gpus", type=int, default=0)
 p.add_argument("--expect-shared-gpu", action="store_true", help="more ranks than GPUs: a warning is expected")
 p.add_argument("--gpu-memory", default="", help="--gpu-memory for tessera; the block must then run out of core")
+p.add_argument("--bands", type=int, default=0,
+               help="TESSERA_BANDS: summa's and ksplit's row bands of C (0: unset, the model's)")
+p.add_argument("--write", default="", help="--write auto|in-place|gather")
 p.add_argument("--stream-chunks", type=int, default=0,
                help="TESSERA_STREAM_CHUNKS for the run: A is read in this many pieces while the GEMM runs")
 args = p.parse_args()
@@ -71,7 +74,14 @@ if args.comm:
     cmd += ["--comm", args.comm]
 if args.panel_width:
     cmd += ["--panel-width", str(args.panel_width)]
-res = r.run(cmd, env={"TESSERA_STREAM_CHUNKS": str(args.stream_chunks)} if args.stream_chunks else None)
+if args.write:
+    cmd += ["--write", args.write]
+env = {}
+if args.stream_chunks:
+    env["TESSERA_STREAM_CHUNKS"] = str(args.stream_chunks)
+if args.bands:
+    env["TESSERA_BANDS"] = str(args.bands)
+res = r.run(cmd, env=env or None)
 
 with h5py.File(c_file, "r") as f:
     c = f["/result/C"][...]
@@ -113,8 +123,15 @@ if rep["comm"] == "nccl" and len({e["host"] for e in rep["ranks"]}) == 1 and not
     peer_warnings = [w for e in rep["ranks"] for w in e["warnings"] if "cannot link their GPUs" in w]
     check(not peer_warnings, f"unexpected peer-access warnings: {peer_warnings}")
 check(f"C written: {rep['write']}" in res.stdout, "the table says how C was written")
-if rep["algorithm"] != "ksplit":
+if args.write != "gather":
     check(rep["write"].startswith("in place"), f"C should be written in place here, report says {rep['write']!r}")
+else:
+    check(rep["write"].startswith("gather"), f"C should be gathered (--write gather), report says {rep['write']!r}")
+# Every input word is read by some rank (a rank may read nothing: summa's with an empty K range).
+read = sum(entry["read_bytes"] for entry in rep["ranks"])
+check(read >= 8 * (args.m * args.k + args.k * args.n) // (2 if args.dtype == "f32" else 1),
+      f"the ranks read {read} bytes, less than A and B")
+check(rep.get("bound") in ("start-up", "read", "compute", "write"), f"report bound {rep.get('bound')!r}")
 ksplit = rep["algorithm"] == "ksplit"
 covered = 0
 for entry in rep["ranks"]:
@@ -122,8 +139,9 @@ for entry in rep["ranks"]:
         continue
     rows, cols = entry["rows"], entry["cols"]
     covered += (rows[1] - rows[0]) * (cols[1] - cols[0])
-    # ksplit: every rank holds a partial of all of C, summed onto rank 0 ("reduce"). Otherwise each
-    # rank writes its own block in place ("write") or sends it to rank 0 ("gather").
+    # ksplit: every rank holds a partial of all of C, summed by reduce-scatter (every rank writes its
+    # rows: "write") or onto rank 0 ("reduce"). Otherwise each rank writes its own block in place
+    # ("write") or sends it to rank 0 ("gather").
     in_place = rep["write"].startswith("in place")
     last = "write" if entry["rank"] == 0 or in_place else ("reduce" if ksplit else "gather")
     for phase in ["read", "compute", last] + (["reduce"] if ksplit else []):

@@ -107,6 +107,11 @@ add_mpi_test(ksplit.f64.k-lt-p.np4 4 e2e_run.py --m 13 --n 11 --k 2 --dtype f64 
 add_mpi_test(ksplit.f32.k1.np3 3 e2e_run.py --m 7 --n 5 --k 1 --dtype f32 --algorithm ksplit)
 add_mpi_test(ksplit.f32.chunked.np2 2 e2e_run.py --m 70 --n 90 --k 50 --dtype f32 --layout chunked --algorithm ksplit)
 add_mpi_test(ksplit.int32.np3 3 e2e_run.py --m 15 --n 16 --k 17 --dtype i32 --algorithm ksplit)
+# C in row bands, each summed by reduce-scatter and written by the ranks (TESSERA_BANDS forces what
+# the model keeps for large C): odd M pads the last band; more bands than M allows are cut down.
+add_mpi_test(ksplit.bands.f64.np3 3 e2e_run.py --m 31 --n 29 --k 37 --dtype f64 --algorithm ksplit --bands 3)
+add_mpi_test(ksplit.bands.f32.np2 2 e2e_run.py --m 7 --n 45 --k 1027 --dtype f32 --algorithm ksplit --bands 50)
+add_mpi_test(ksplit.gather.f64.np3 3 e2e_run.py --m 31 --n 29 --k 37 --dtype f64 --algorithm ksplit --write gather)
 # auto on the CPU backend stays panels.
 add_mpi_test(ksplit.auto-cpu-is-panels.np2 2 e2e_run.py --m 20 --n 20 --k 40 --dtype f64 --algorithm auto --expect-algorithm panels)
 # On GPUs (NCCL where built with it); skipped (visibly) where fewer GPUs are visible.
@@ -129,6 +134,10 @@ add_mpi_test(summa.f32.k-lt-side.np4 4 e2e_run.py --m 13 --n 11 --k 2 --dtype f3
 add_mpi_test(summa.f64.1x1x1.np4 4 e2e_run.py --m 1 --n 1 --k 1 --dtype f64 --algorithm summa)
 add_mpi_test(summa.f32.chunked.np2 2 e2e_run.py --m 70 --n 90 --k 50 --dtype f32 --layout chunked --algorithm summa --panel-width 16)
 add_mpi_test(summa.int32.np3 3 e2e_run.py --m 15 --n 16 --k 17 --dtype i32 --algorithm summa)
+# C blocks in row bands, each written while the next computes (B's panels broadcast again per band).
+add_mpi_test(summa.bands.f64.grid2x2.np4 4 e2e_run.py --m 129 --n 257 --k 67 --dtype f64 --algorithm summa --grid 2x2 --panel-width 7 --bands 3)
+add_mpi_test(summa.bands.f32.np3 3 e2e_run.py --m 40 --n 45 --k 50 --dtype f32 --algorithm summa --bands 100)
+add_mpi_test(summa.gather.f64.grid2x2.np4 4 e2e_run.py --m 29 --n 31 --k 23 --dtype f64 --algorithm summa --grid 2x2 --write gather --bands 3)
 # auto on a 2-D grid of CPU ranks is summa (a 1-D one stays panels, above).
 add_mpi_test(summa.auto-2d-cpu.np4 4 e2e_run.py --m 40 --n 40 --k 40 --dtype f64 --algorithm auto --expect-algorithm summa)
 # On GPUs: NCCL broadcasts (auto) and host-staged MPI, f32 and f64, a shared GPU (host path).

@@ -187,3 +187,24 @@ TEST_CASE("summa: panels tile 0..K, each inside one owner's A columns and B rows
   REQUIRE(one.size() == 1);
   REQUIRE(one[0].width == big);
 }
+
+TEST_CASE("scatter bands give every rank equal pieces and cover C's rows once", "[partition]") {
+  for (std::int64_t m : {1, 2, 7, 13, 64, 1000})
+    for (int ranks : {1, 2, 3, 4})
+      for (int count : {1, 2, 3, 8}) {
+        const tessera::partition::ScatterBands b(m, ranks, count);
+        CHECK(b.rows() == b.piece() * ranks);
+        CHECK(b.count() * b.rows() >= m);       // the bands reach C's last row
+        CHECK((b.count() * b.rows() - m) < static_cast<std::int64_t>(count) * ranks);  // padding: under a row a piece
+        std::vector<int> seen(static_cast<std::size_t>(m), 0);
+        for (int t = 0; t < count; ++t)
+          for (int r = 0; r < ranks; ++r) {
+            const auto rows = b.mine(t, r);
+            CHECK(rows.size() <= b.piece());
+            if (rows.size() > 0) CHECK((rows.begin >= b.band(t).begin && rows.end <= b.band(t).end));
+            for (auto i = rows.begin; i < rows.end; ++i) ++seen[static_cast<std::size_t>(i)];
+          }
+        for (int s : seen) CHECK(s == 1);
+      }
+  CHECK_THROWS_AS(tessera::partition::ScatterBands(0, 2, 1), tessera::InputError);
+}

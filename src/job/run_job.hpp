@@ -1,7 +1,8 @@
 #pragma once
-// `tessera run`: the distributed multiply. HDF5 -> each rank reads its A rows and B columns ->
-// backend computes its C block -> blocks gathered to rank 0 -> written under a temporary name
-// and renamed on success -> per-rank report.
+// `tessera run`: the distributed multiply, run by one harness for every algorithm
+// (job/run_job.cpp): plan and its broadcast, the path rule, backend start, the inputs read (NaN/Inf
+// refused), the algorithm's compute step (algorithms/algorithm.hpp), C through the output route
+// (in place or gathered), committed under its name only when all went well, the report.
 #include <cstdint>
 #include <string>
 
@@ -17,9 +18,9 @@ struct RunOptions {
   std::string backend = "auto";
   std::string kernel = "auto";
   std::string dtype = "auto";  // auto | f32 | f64
-  std::string algorithm = "auto";  // auto | panels | summa | ksplit (job/choose_algorithm.hpp)
-  std::string comm = "auto";       // auto | host | cuda-aware | nccl (job/summa.hpp)
-  std::int64_t panel_width = 0;    // summa's K panel width; 0: chosen (job/summa.hpp)
+  std::string algorithm = "auto";  // auto | panels | summa | ksplit (algorithms/choice.hpp)
+  std::string comm = "auto";       // auto | host | cuda-aware | nccl (comm/path.hpp)
+  std::int64_t panel_width = 0;    // summa's K panel width; 0: chosen (algorithms/summa.cpp)
   std::string baseline;      // kernel to compare against on the same block ("" = none)
   bool overwrite = false;
   bool quiet = false;        // no table on stdout
@@ -32,6 +33,7 @@ struct RunOptions {
   std::string gpu_memory;    // --gpu-memory: "" (what the GPU has free) or e.g. 512M, 8G, bytes
   std::string progress = "auto";  // on | off | auto (on when the predicted time exceeds 5 s)
   std::string write = "auto";     // how C reaches the file: auto | in-place | gather (job/output.hpp)
+  std::string machine;            // --machine: the rates the model predicts with (algorithms/machine.hpp)
   std::string config;        // the TOML file the options came from ("" = none): read, never written
 };
 

@@ -11,9 +11,9 @@
 #include "backend/backend.hpp"
 #include "core/dtype.hpp"
 #include "io/hdf5_io.hpp"
-#include "job/refusals.hpp"
+#include "io/nonfinite.hpp"
 
-namespace tessera::job {
+namespace tessera::algorithms {
 
 // Pieces A's block is read in when it streams: 1 (no streaming) below kStreamMinBytes, else
 // kStreamChunks. TESSERA_STREAM_CHUNKS=N overrides it (N >= 1; 1 turns streaming off), for tests
@@ -49,14 +49,14 @@ class RowStreams {
 
   double read_seconds() const { return read_seconds_; }
   double write_seconds() const { return write_seconds_; }
-  const NonfiniteScan& nonfinite() const { return scan_; }
+  const io::NonfiniteCount& nonfinite() const { return scan_; }
 
  private:
   std::thread reading_, writing_;
   backend::RowProgress a_rows_, c_rows_;
   std::exception_ptr read_error_, write_error_;
   double read_seconds_ = 0, write_seconds_ = 0;
-  NonfiniteScan scan_;
+  io::NonfiniteCount scan_;
 };
 
-}  // namespace tessera::job
+}  // namespace tessera::algorithms

@@ -1,4 +1,4 @@
-#include "job/stream.hpp"
+#include "algorithms/row_streams.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -6,7 +6,7 @@
 
 #include "core/error.hpp"
 
-namespace tessera::job {
+namespace tessera::algorithms {
 
 namespace {
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -45,7 +45,7 @@ void RowStreams::start_reading(const io::DatasetRef& a, std::int64_t row0, std::
         void* at = static_cast<unsigned char*>(into) + static_cast<std::size_t>(r0) * row_bytes;
         io::read_block(a, row0 + r0, r1 - r0, 0, k, dtype, at);
         if (scan) {
-          const NonfiniteScan s = scan_nonfinite(at, dtype, r1 - r0, k, row0 + r0, 0, k);
+          const io::NonfiniteCount s = io::count_nonfinite(at, dtype, r1 - r0, k, row0 + r0, 0, k);
           if (scan_.count == 0) scan_.first = s.first;
           scan_.count += s.count;
         }
@@ -92,4 +92,4 @@ void RowStreams::finish(std::exception_ptr gemm_error) {
   if (write_error_) std::rethrow_exception(write_error_);
 }
 
-}  // namespace tessera::job
+}  // namespace tessera::algorithms

@@ -1,0 +1,89 @@
+// The whole job's footprint from each rank's (Algorithm::rank_footprint), and its end-to-end
+// prediction.
+#include <algorithm>
+
+#include "algorithms/algorithm.hpp"
+
+namespace tessera::algorithms {
+
+std::string Prediction::bound() const {
+  const std::pair<double, const char*> phases[] = {
+      {startup, "start-up"}, {read, "read"}, {compute, "compute"}, {write, "write"}};
+  return std::max_element(std::begin(phases), std::end(phases))->second;
+}
+
+namespace {
+
+// Rank 0 receiving every other block and writing all of C, a block while the next arrives.
+double gather_seconds(const Footprint& f, const Problem& p, const MachineModel& m) {
+  const bool summa_nccl = f.setting.nccl() && f.algorithm == "summa";
+  const auto es = static_cast<std::int64_t>(dtype_size(p.dtype));
+  const double others = static_cast<double>(p.c_bytes() - f.root.rows * f.root.cols * es);
+  const double receive = others / (summa_nccl ? m.device_link_bytes_per_s : m.network_bytes_per_s);
+  const double write = static_cast<double>(p.c_bytes()) / m.write_bytes_per_s;
+  return std::max(receive, write);
+}
+
+Prediction predict(const Footprint& f, const Problem& p, const MachineModel& m, bool gathered) {
+  Prediction at;
+  const int groups = std::max(f.root.nccl_groups, f.largest.nccl_groups);
+  at.startup = m.startup_seconds + groups * m.nccl_group_seconds;
+  const RankFootprint& slow = f.root.seconds() >= f.largest.seconds() ? f.root : f.largest;
+  at.read = std::max(f.root.read_seconds, f.largest.read_seconds);
+  at.compute = slow.compute_seconds;
+  at.write = slow.write_seconds;
+  if (gathered) at.write += gather_seconds(f, p, m);
+  // The storage makes all of C durable before the commit, from the first write on.
+  const double durable = static_cast<double>(p.c_bytes()) / m.durable_write_bytes_per_s;
+  at.write = std::max(at.write, durable - at.compute);
+  return at;
+}
+
+}  // namespace
+
+Footprint footprint(const Algorithm& alg, const Problem& p, const Setting& s, const MachineModel& m) {
+  Footprint f;
+  f.algorithm = alg.name();
+  f.setting = s;
+  f.setting.bands = alg.bands(p, s, m);  // decided once, not per rank
+  f.grid = alg.grid(p);
+  f.ranks = p.ranks;
+  f.busy = alg.busy_ranks(p);
+  const auto plan = [&](int r) {
+    RankFootprint rf = alg.rank_footprint(p, f.setting, m, r);
+    rf.host_bytes += m.host_overhead_bytes + (s.gpu ? m.gpu_host_overhead_bytes : 0);
+    return rf;
+  };
+  f.root = plan(0);
+  if (f.busy == 1) f.largest = f.root;
+  RankFootprint most;  // "others up to": the most any other rank holds and reads
+  for (int r = 0; r < f.busy; ++r) {  // at most 100,000 ranks: look at each
+    const RankFootprint rf = r == 0 ? f.root : plan(r);
+    f.total_read_bytes += rf.read_bytes;
+    f.total_comm_bytes += rf.send_bytes + rf.recv_bytes;
+    f.max_send_bytes = std::max(f.max_send_bytes, rf.send_bytes);
+    f.max_recv_bytes = std::max(f.max_recv_bytes, rf.recv_bytes);
+    if (r == 0) continue;
+    if (r == 1 || rf.seconds() > f.largest.seconds()) f.largest = rf;
+    most.host_bytes = std::max(most.host_bytes, rf.host_bytes);
+    most.gpu_bytes = std::max(most.gpu_bytes, rf.gpu_bytes);
+    most.read_bytes = std::max(most.read_bytes, rf.read_bytes);
+  }
+  if (f.busy > 1) {
+    f.largest.host_bytes = most.host_bytes;
+    f.largest.gpu_bytes = most.gpu_bytes;
+    f.largest.read_bytes = most.read_bytes;
+  }
+  // Gathered C: rank 0 receives every other block into a spare buffer while it writes the one
+  // before (job/gather.cpp), after the compute.
+  const bool gathered = alg.gathers_blocks() && !s.in_place_write && f.busy > 1;
+  (void)s;
+  if (gathered) {
+    const partition::Partition part(p.m, p.n, p.k, p.ranks, f.grid);
+    f.root.host_bytes += partition::gather_spare_elements(part) * static_cast<std::int64_t>(dtype_size(p.dtype));
+  }
+  f.predicted = predict(f, p, m, gathered);
+  return f;
+}
+
+}  // namespace tessera::algorithms

@@ -1,0 +1,68 @@
+#pragma once
+// The rates of the machine a run is predicted for, kept as data: configs/machines/<name>.json
+// (default.json; h200-2gpu.json for the 2-GPU H200 machine). Chosen by --machine NAME|FILE, else
+// $TESSERA_MACHINE_FILE, else configs/machines/default.json, else the built-in defaults below
+// (the same numbers as default.json). The footprint model (algorithms/footprint.hpp) turns them
+// into predicted read, compute, write and start-up times.
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/dtype.hpp"
+
+namespace tessera::algorithms {
+
+struct MachineModel {
+  std::string name = "built-in";
+  std::string source;  // the file it was read from ("" = built in)
+  // Files: one rank reading its hyperslabs (warm page cache or storage), one rank writing its C
+  // rows with pwrite (into the page cache), and the storage's durable rate (fsync before the
+  // rename) shared by every rank of the job.
+  double read_bytes_per_s = 2e9;
+  double write_bytes_per_s = 1.5e9;
+  double durable_write_bytes_per_s = 1.5e9;
+  // Before the job: one process's launch, libraries and MPI start-up (the report's
+  // startup_seconds), and setting up one NCCL group (id, join, warm-up).
+  double startup_seconds = 0.6;
+  double nccl_group_seconds = 0.15;
+  // Copies between pinned host memory and the device (measured 53 / 55 GB/s on the H200).
+  double h2d_bytes_per_s = 50e9;
+  double d2h_bytes_per_s = 50e9;
+  // Between ranks: MPI on host memory (point-to-point, broadcasts, reductions), and GPU to GPU with
+  // NCCL (NVLink 395 GB/s peak; broadcasts reach less).
+  double network_bytes_per_s = 8e9;
+  double device_link_bytes_per_s = 100e9;
+  // Kernel rates: the default GPU kernel (warptile f32: 42-43 TFLOP/s at 8192) and OpenBLAS on one
+  // rank's cores, per precision.
+  double gpu_flops_f32 = 40e12;
+  double gpu_flops_f64 = 40e12;
+  double cpu_flops_f32 = 50e9;
+  double cpu_flops_f64 = 50e9;
+  // Resident memory of a rank before its data (peak RSS of a 1x1x1 run, CPU backend: 23-28 MiB),
+  // what a GPU rank adds (CUDA runtime: 115 MiB on the H200 machine), and each NCCL communicator
+  // (~800 MiB of device and ~190 MiB of host memory with 2 GPUs over NVLink); rank 0 of summa
+  // receiving C blocks by NCCL point-to-point holds ~512 MiB more on its GPU.
+  std::int64_t host_overhead_bytes = 28ll << 20;
+  std::int64_t gpu_host_overhead_bytes = 115ll << 20;
+  std::int64_t nccl_gpu_bytes_per_comm = 800ll << 20;
+  std::int64_t nccl_host_bytes_per_comm = 190ll << 20;
+  std::int64_t nccl_p2p_receive_gpu_bytes = 512ll << 20;
+
+  double flops(bool gpu, DType dtype) const {
+    if (gpu) return dtype == DType::f32 ? gpu_flops_f32 : gpu_flops_f64;
+    return dtype == DType::f32 ? cpu_flops_f32 : cpu_flops_f64;
+  }
+
+  // Fields present in `j` replace the defaults; an unknown key or a value that is not a positive
+  // number is an InputError naming `where`.
+  static MachineModel from_json(const nlohmann::json& j, const std::string& where);
+  nlohmann::json to_json() const;
+  // --machine `wanted` ("": $TESSERA_MACHINE_FILE, else default.json where found, else built in):
+  // a file path (holds '/' or ends in .json), or the name of a file in configs/machines (looked
+  // for under the working directory, then in the installation's share/tessera/configs/machines).
+  // Throws InputError for a machine file that is named and missing or malformed.
+  static MachineModel load(const std::string& wanted);
+};
+
+}  // namespace tessera::algorithms

@@ -1,0 +1,172 @@
+// panels: rank (i, j) of a pr x pc grid reads the A rows of block-row i and the B columns of
+// block-column j (all of K) and computes its C block in one GEMM: no communication while it
+// computes. A's rows may stream in while the GEMM runs, and the rank's C rows go to the output as
+// the GEMM hands them back (RowStreams).
+#include <algorithm>
+#include <exception>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/gpu_sharing.hpp"
+#include "core/error.hpp"
+
+namespace tessera::algorithms {
+namespace {
+
+double seconds_since(double start) { return MPI_Wtime() - start; }
+
+class Panels final : public Algorithm {
+ public:
+  std::string name() const override { return "panels"; }
+
+  Share share(const Problem& p, int rank) const override {
+    Share s = block_share(p, rank, p.k);
+    if (!s.active) return s;
+    s.a_rows = s.rows;
+    s.a_cols = {0, p.k};
+    s.b_rows = {0, p.k};
+    s.b_cols = s.cols;
+    s.count_a = s.block_col == 0;  // every element of A and B counted once
+    s.count_b = s.block_row == 0;
+    s.a_may_stream = true;
+    return s;
+  }
+
+  RankFootprint rank_footprint(const Problem& p, const Setting& s, const MachineModel& m, int rank) const override {
+    const partition::Partition part(p.m, p.n, p.k, p.ranks, p.grid);
+    RankFootprint f;
+    if (!part.active(rank)) return f;
+    const auto es = static_cast<std::int64_t>(dtype_size(p.dtype));
+    f.rows = part.rows_of(rank).size();
+    f.cols = part.cols_of(rank).size();
+    const std::int64_t a = part.a_elements(rank) * es, b = part.b_elements(rank) * es;
+    const std::int64_t c = part.c_elements(rank) * es;
+    f.host_bytes = a + b + c * (s.baseline ? 2 : 1);
+    // Out of core under --gpu-memory: tiles fill the limit at most. In core, a large GEMM runs
+    // pipelined (backend.hpp): all of B, and two tiles of 1 / kPipelineTiles of the A and C rows.
+    const std::int64_t tile = (f.rows + backend::kPipelineTiles - 1) / backend::kPipelineTiles;
+    const std::int64_t pipelined = (p.k * f.cols + 2 * tile * (p.k + f.cols)) * es;
+    const bool pipelines =
+        a + b + c >= static_cast<std::int64_t>(backend::kPipelineMinBytes) && f.rows >= 2 * backend::kPipelineTiles;
+    const std::int64_t in_core = pipelines ? std::min(a + b + c, pipelined) : a + b + c;
+    f.gpu_bytes = !s.gpu ? 0 : s.gpu_memory_limit > 0 ? std::min(in_core, s.gpu_memory_limit) : in_core;
+    f.read_bytes = a + b;
+    f.send_bytes = rank == 0 || s.in_place_write ? 0 : c;
+    f.write_bytes = s.in_place_write || rank == 0 ? c : 0;
+    const double compute = part.flops(rank) / m.flops(s.gpu, p.dtype);
+    const double copies = s.gpu ? static_cast<double>(a + b) / m.h2d_bytes_per_s + static_cast<double>(c) / m.d2h_bytes_per_s : 0;
+    const double read_a = static_cast<double>(a) / m.read_bytes_per_s, read_b = static_cast<double>(b) / m.read_bytes_per_s;
+    const double write = static_cast<double>(f.write_bytes) / m.write_bytes_per_s;
+    f.compute_seconds = copies + compute + static_cast<double>(f.send_bytes) / m.network_bytes_per_s;
+    // Streaming (RowStreams): A read and C written in pieces while the GEMM runs; the first piece
+    // of A and the last of C are not hidden.
+    const int chunks = stream_chunks(static_cast<std::size_t>(a));
+    if (chunks > 1 && !s.baseline) {
+      f.read_seconds = read_b + std::max(read_a / chunks, read_a - f.compute_seconds);
+      f.write_seconds = std::max(write / chunks, write - f.compute_seconds);
+    } else {
+      f.read_seconds = read_a + read_b;
+      f.write_seconds = write;
+    }
+    return f;
+  }
+
+  std::string holds(const Problem& p) const override {
+    return "A rows, B columns and C block of a " + p.grid.str() + " grid";
+  }
+
+  void start(RankRun& run) override {
+    // Ranks on one GPU (same host, name and PCI bus id, whatever CUDA_VISIBLE_DEVICES says) compete.
+    const std::string shared =
+        shared_gpu_note(run.comm, run.me.device_id >= 0 ? run.me.host + "|" + run.me.device : std::string());
+    if (!shared.empty() && run.comm.rank() == 0)
+      run.me.warnings.push_back(shared + " (fewer GPUs than ranks on the node)");
+    run.setting.gpu = run.be.name() == "cuda";
+    run.setting.comm = run.comm.size() == 1 ? "none" : "host";
+    run.setting.gpu_memory_limit = static_cast<std::int64_t>(run.options.gpu_memory);
+    run.setting.in_place_write = run.out.in_place();
+    run.setting.baseline = !run.options.baseline.empty();
+  }
+
+  void compute(RankRun& run) override {
+    run.progress("computing C blocks with " + run.kernel +
+                 (run.streams ? std::string(" (A read and C written meanwhile)") : std::string()));
+    run.comm.step([&] {
+      if (!run.share.active) return;
+      const Share& s = run.share;
+      backend::GemmProblem prob{run.problem.dtype, s.rows.size(), s.cols.size(), run.problem.k,
+                                run.a.data(), run.b.data(), run.c.data()};
+      if (!run.options.baseline.empty()) time_baseline(run, prob);
+      if (run.streams) {
+        prob.a_rows = run.streams->a_rows();
+        if (run.out.sink() && !run.options.verify) {  // rank 0, or every rank when C is written in place
+          run.streams->start_writing(run.out.sink(), s.rows.begin, s.cols.begin, s.rows.size(), s.cols.size(),
+                                     run.problem.dtype, run.c.data());
+          prob.c_rows = run.streams->c_rows();
+        }
+      }
+      const double t = MPI_Wtime();
+      std::vector<backend::PhaseTime> phases;
+      std::exception_ptr failed;
+      try {
+        phases = run.be.gemm(run.kernel, prob);
+      } catch (...) {
+        if (!run.streams) throw;
+        failed = std::current_exception();
+      }
+      const double compute_s = seconds_since(t);  // streaming: includes waiting for A's rows
+      if (run.streams) {
+        run.streams->finish(failed);  // rethrows the first failure: reading A, the GEMM, writing C
+        run.c_written = prob.c_rows != nullptr;
+      }
+      run.me.phases.emplace_back("compute", compute_s);
+      for (const auto& p : phases)
+        if (p.name != "compute") run.me.phases.emplace_back(p.name, p.seconds);
+      for (const auto& w : run.be.warnings())  // e.g. that the block ran out of core
+        if (std::find(run.me.warnings.begin(), run.me.warnings.end(), w) == run.me.warnings.end())
+          run.me.warnings.push_back(w);
+    });
+  }
+
+  void deliver(RankRun& run) override {
+    const Share& s = run.share;
+    const double streamed = run.c_written ? run.streams->write_seconds() : 0;
+    if (run.out.in_place()) {
+      run.progress("writing C blocks on every rank");
+      run.out.write_own_block(run.comm, s.rows.begin, s.cols.begin, s.rows.size(), s.cols.size(), run.c.data(),
+                              run.c_written, streamed, run.me.phases);
+      return;
+    }
+    run.progress("gathering and writing C");
+    const Problem& p = run.problem;
+    run.out.gather(run.comm, partition::Partition(p.m, p.n, p.k, p.ranks, p.grid), run.c.data(), {}, run.c_written,
+                   run.me.phases);
+    if (run.c_written)  // rank 0's own block was written during the GEMM
+      for (auto& ph : run.me.phases)
+        if (ph.first == "write") ph.second += streamed;
+  }
+
+ private:
+  // --baseline: the compared kernel on the same block (after a warm-up: module load, handles),
+  // then the same warm-up for the measured kernel, so the comparison is fair.
+  static void time_baseline(RankRun& run, const backend::GemmProblem& prob) {
+    backend::HostBuffer scratch = run.be.allocate_host(run.c.size());
+    auto bprob = prob;
+    bprob.c = scratch.data();
+    run.be.gemm(run.options.baseline, bprob);
+    // Compared like for like: kernel time on a GPU, the whole call on the CPU.
+    double kernel_s = -1, total_s = 0;
+    for (const auto& p : run.be.gemm(run.options.baseline, bprob)) {
+      total_s += p.seconds;
+      if (p.name == "kernel") kernel_s = p.seconds;
+    }
+    run.me.baseline_kernel = run.options.baseline;
+    run.me.baseline_seconds = kernel_s >= 0 ? kernel_s : total_s;
+    run.be.gemm(run.kernel, prob);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_panels() { return std::make_unique<Panels>(); }
+
+}  // namespace tessera::algorithms

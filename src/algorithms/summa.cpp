@@ -1,0 +1,354 @@
+// summa (van de Geijn & Watts) on a pr x pc grid: rank (i, j) reads only A(i, j) (its block-row's
+// rows, the K columns of grid column j) and B(i, j) (the K rows of grid row i, its block-column's
+// columns), so each input word is read once and a rank holds O((MK + KN + MN) / P) words. K is
+// walked in panels (partition::summa_panels): for each, the ranks holding its A columns broadcast
+// them along their grid row and the ranks holding its B rows broadcast them down their grid
+// column; every rank adds A_p B_p into its C block, kept on its device. Two panel slots: the next
+// panel travels while the current one multiplies.
+//
+// Large C blocks are computed in row bands (the model chooses how many: each band broadcasts B's
+// panels again, and its C is written in place while the next band computes).
+//
+// Communication (--comm; comm/path.hpp): nccl between GPUs, cuda-aware MPI on device memory, or
+// host MPI through page-locked staging; the exchanges are the comm layer's (comm/exchange.hpp).
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/band_writer.hpp"
+#include "algorithms/gpu_sharing.hpp"
+#include "comm/exchange.hpp"
+#include "core/error.hpp"
+
+namespace tessera::algorithms {
+namespace {
+
+constexpr int kRoot = 0;
+using Panel = backend::PanelProduct::Panel;
+
+// Panel width when --panel-width is 0: wide enough that a panel's multiply dwarfs its launch
+// and transfer latency, narrow enough that two slots stay small next to the C block.
+constexpr std::int64_t kWidthGpu = 1024;
+constexpr std::int64_t kWidthCpu = 256;
+// C blocks from this size on are computed in bands, each written while the next computes.
+constexpr std::int64_t kBandMinBytes = std::int64_t{256} << 20;
+constexpr int kMostBands = 16;
+
+double seconds_since(double start) { return MPI_Wtime() - start; }
+
+// The panel width, the same on every rank. MPI moves a panel as one item of at most INT_MAX
+// elements (and bytes), so on the MPI paths it is narrowed to fit the largest block (block
+// (0, 0): split() puts the longer ranges first).
+std::int64_t panel_width(const Problem& p, const Setting& s) {
+  std::int64_t w = std::min(p.k, s.panel_width > 0 ? s.panel_width : s.gpu ? kWidthGpu : kWidthCpu);
+  if (s.comm == "host" || s.comm == "cuda-aware") {
+    const partition::Partition part(p.m, p.n, p.k, p.ranks, p.grid);
+    const std::int64_t side = std::max(part.rows_of(0).size(), part.cols_of(0).size());
+    const auto es = static_cast<std::int64_t>(dtype_size(p.dtype));
+    w = std::max<std::int64_t>(1, std::min<std::int64_t>(w, INT_MAX / (side * es)));
+  }
+  return w;
+}
+
+// One rank's footprint when its C block is computed in `bands` row bands.
+RankFootprint cost(const Problem& p, const Setting& s, const MachineModel& m, int rank, int bands) {
+  const partition::Partition part(p.m, p.n, p.k, p.ranks, p.grid);
+  RankFootprint f;
+  if (!part.active(rank)) return f;
+  const auto es = static_cast<std::int64_t>(dtype_size(p.dtype));
+  const auto grid = part.grid();
+  const int i = part.block_row(rank), j = part.block_col(rank);
+  f.rows = part.rows_of(rank).size();
+  f.cols = part.cols_of(rank).size();
+  const std::int64_t ka = partition::summa_k_cols(p.k, grid.cols, j).size();
+  const std::int64_t kb = partition::summa_k_rows(p.k, grid.rows, i).size();
+  const std::int64_t w = panel_width(p, s), band_rows = (f.rows + bands - 1) / bands;
+  const std::int64_t own_a = f.rows * ka * es, own_b = kb * f.cols * es, own = own_a + own_b;
+  const std::int64_t c = f.rows * f.cols * es, band_c = band_rows * f.cols * es;
+  const std::int64_t slots = backend::PanelProduct::kSlots * (band_rows + f.cols) * w * es;
+  const bool nccl = s.nccl(), gathered = !s.in_place_write && grid.size() > 1;
+  f.nccl_groups = nccl ? (grid.cols > 1) + (grid.rows > 1) + gathered : 0;
+  // Host slots: the CPU's panels, or a GPU's page-locked staging for panels that arrive by host
+  // MPI. CPU: a scratch C for each panel's product; GPU: C, the slots and (unless the kernel adds
+  // into C itself) a scratch C on the device.
+  const bool host_slots = !s.gpu || (s.comm == "host" && grid.size() > 1);
+  f.host_bytes = own + c + (host_slots ? slots : 0) + (s.gpu ? 0 : band_c) + f.nccl_groups * m.nccl_host_bytes_per_comm;
+  f.gpu_bytes = s.gpu ? (s.accumulating_kernel ? 1 : 2) * band_c + slots + f.nccl_groups * m.nccl_gpu_bytes_per_comm : 0;
+  if (nccl && rank == kRoot && gathered) f.gpu_bytes += m.nccl_p2p_receive_gpu_bytes;  // the gather
+  f.read_bytes = own;
+  // Every band takes all of K's panels again: A's rows of the band, B's panels whole.
+  const std::int64_t a_in = grid.cols > 1 ? f.rows * (p.k - ka) * es : 0;
+  const std::int64_t b_in = grid.rows > 1 ? (p.k - kb) * f.cols * es : 0;
+  f.recv_bytes = a_in + bands * b_in;
+  f.send_bytes = rank == kRoot || !gathered ? 0 : c;
+  f.write_bytes = gathered ? 0 : c;
+  const double link = nccl ? m.device_link_bytes_per_s : m.network_bytes_per_s;
+  const double compute = part.flops(rank) / m.flops(s.gpu, p.dtype);
+  const double panels = static_cast<double>(f.recv_bytes) / link +
+                        (s.gpu && !nccl ? static_cast<double>(f.recv_bytes) / m.h2d_bytes_per_s : 0);
+  const double copies =
+      s.gpu ? static_cast<double>(own_a + bands * own_b) / m.h2d_bytes_per_s + static_cast<double>(c) / m.d2h_bytes_per_s
+            : 0;
+  f.read_seconds = static_cast<double>(own) / m.read_bytes_per_s;
+  f.compute_seconds = std::max(compute, panels + copies) + static_cast<double>(f.send_bytes) / link;
+  // A band's C is written while the next band computes: the last band's write is not hidden.
+  const double write = static_cast<double>(f.write_bytes) / m.write_bytes_per_s;
+  f.write_seconds = bands > 1 ? std::max(write / bands, write - f.compute_seconds * (bands - 1) / bands) : write;
+  return f;
+}
+
+// Bands for a job, the same on every rank: C in place and block (0, 0) at least kBandMinBytes,
+// then the count with the shortest predicted run of block (0, 0); never more than the rows of the
+// smallest block (a count given in the setting is only held to that).
+int choose_bands(const Problem& p, const Setting& s, const MachineModel& m) {
+  if (!s.in_place_write) return 1;  // gathered: one band, sent whole
+  const partition::Partition part(p.m, p.n, p.k, p.ranks, p.grid);
+  const std::int64_t fewest_rows = part.rows(part.grid().rows - 1).size();
+  if (s.bands > 0) return static_cast<int>(std::min<std::int64_t>(s.bands, fewest_rows));  // (TESSERA_BANDS)
+  const std::int64_t block = part.c_elements(0) * static_cast<std::int64_t>(dtype_size(p.dtype));
+  if (block < kBandMinBytes) return 1;
+  return fastest_bands(
+      1, kMostBands, [&](int b) { return cost(p, s, m, 0, b).seconds(); }, [&](int b) { return b <= fewest_rows; });
+}
+
+// A panel of the product's slot, as the comm layer's exchanges see it.
+class SlotPanel final : public comm::PanelSlot {
+ public:
+  SlotPanel(backend::PanelProduct& product, int slot, Panel which, std::int64_t elements)
+      : product_(product), slot_(slot), which_(which), elements_(elements) {}
+  void* device() override { return product_.device(slot_, which_); }
+  void* host_staging() override { return product_.host(slot_, which_); }
+  void upload() override { product_.upload(slot_, which_, elements_); }
+  void wait_staged() override { product_.wait_arrived(slot_); }
+  void enqueue(const comm::StreamWork& work) override { product_.transfer(slot_, work); }
+
+ private:
+  backend::PanelProduct& product_;
+  int slot_;
+  Panel which_;
+  std::int64_t elements_;
+};
+
+class Summa final : public Algorithm {
+ public:
+  std::string name() const override { return "summa"; }
+
+  Share share(const Problem& p, int rank) const override {
+    // `auto`: the kernel of one panel's product (the CPU's choice ignores the shape).
+    Share s = block_share(p, rank, std::min(p.k, kWidthGpu));
+    if (!s.active) return s;
+    s.a_rows = s.rows;
+    s.a_cols = partition::summa_k_cols(p.k, p.grid.cols, s.block_col);  // A(i, j)'s K columns
+    s.b_rows = partition::summa_k_rows(p.k, p.grid.rows, s.block_row);  // B(i, j)'s K rows
+    s.b_cols = s.cols;
+    s.count_a = s.count_b = true;  // every element of A and of B is read by one rank
+    s.zero_c = true;               // the CPU sums into it
+    return s;
+  }
+
+  RankFootprint rank_footprint(const Problem& p, const Setting& s, const MachineModel& m, int rank) const override {
+    return cost(p, s, m, rank, choose_bands(p, s, m));
+  }
+
+  int bands(const Problem& p, const Setting& s, const MachineModel& m) const override {
+    return choose_bands(p, s, m);
+  }
+  std::string holds(const Problem& p) const override {
+    return "A and B blocks, C block and two panels of a " + p.grid.str() + " summa grid";
+  }
+
+  void start(RankRun& run) override;
+  void compute(RankRun& run) override;
+  void deliver(RankRun& run) override;
+  double release() override {
+    const double t = MPI_Wtime();  // freeing device memory and the NCCL groups takes time too
+    product_.reset();
+    link_.reset();
+    broadcast_.reset();
+    transport_.reset();
+    return seconds_since(t);
+  }
+
+ private:
+  void join_exchanges(RankRun& run);
+  void multiply_band(RankRun& run, partition::Range band, report::Phases& parts, double& comm_wait);
+
+  comm::Path path_ = comm::Path::host;
+  std::int64_t width_ = 0;
+  int bands_ = 1;
+  double written_seconds_ = 0;  // writing the bands while the next computed
+  std::unique_ptr<comm::Comm> row_comm_, col_comm_, active_comm_;
+  std::unique_ptr<comm::Transport> transport_;
+  std::unique_ptr<comm::GridBroadcast> broadcast_;
+  std::unique_ptr<comm::BlockLink> link_;
+  std::unique_ptr<backend::PanelProduct> product_;
+};
+
+// The backend must be the same on every rank; the path and the panel width follow from values
+// every rank agrees on (the panels and their broadcasts must match).
+void Summa::start(RankRun& run) {
+  const comm::Comm& comm = run.comm;
+  const bool cuda = comm.min(run.be.name() == "cuda" ? 1.0 : 0.0) > 0;
+  comm.step([&] {
+    if (comm.max(run.be.name() == "cuda" ? 1.0 : 0.0) > 0 && !cuda)
+      throw InputError("summa needs the same backend on every rank, but some ranks have a GPU and some do not; pass "
+                       "--backend cpu, or run one rank per GPU");
+  });
+  // Idle ranks compute nothing: a GPU they share does not count against NCCL.
+  const std::string shared =
+      shared_gpu_note(comm, run.share.active && run.me.device_id >= 0 ? run.me.host + "|" + run.me.device : "");
+  if (!shared.empty() && comm.rank() == kRoot) run.me.warnings.push_back(shared + " (fewer GPUs than ranks on the node)");
+  const bool nccl = shared.empty() && cuda && comm::nccl_compiled();
+  const bool cuda_aware = comm.min(comm::mpi_cuda_aware() ? 1.0 : 0.0) > 0;
+  comm.step([&] { path_ = comm::choose_path(run.options.comm, cuda, nccl, cuda_aware); });
+  const partition::GridShape grid = run.problem.grid;
+  run.job.comm = comm.size() == 1 || grid.size() == 1 ? "none" : comm::path_name(path_);
+  if (run.job.comm == "nccl") note_nccl_transport(comm, run.be.device_id(), run.job, run.me);
+  Setting& s = run.setting;
+  s.gpu = cuda;
+  s.comm = comm::path_name(path_);
+  s.panel_width = run.options.panel_width;
+  s.bands = run.options.bands;
+  s.in_place_write = run.out.in_place();
+  s.accumulating_kernel = cuda && backend::gpu_kernel_accumulates(run.kernel, run.problem.dtype);
+  width_ = panel_width(run.problem, s);
+  bands_ = choose_bands(run.problem, s, run.machine);
+  s.bands = bands_;
+  run.attributes = {io::Attribute::of("comm", run.job.comm), io::Attribute::of("panel_width", std::int64_t{width_})};
+}
+
+// The exchanges of the path: panels along grid rows (position in a row is j) and down grid
+// columns (position i; split keeps rank order), C blocks to rank 0 only when they are gathered
+// (no link, nor NCCL group, in place).
+void Summa::join_exchanges(RankRun& run) {
+  const comm::Comm& comm = run.comm;
+  const bool active = run.share.active;
+  row_comm_ = std::make_unique<comm::Comm>(comm.split(active ? run.share.block_row : -1));
+  col_comm_ = std::make_unique<comm::Comm>(comm.split(active ? run.share.block_col : -1));
+  active_comm_ = std::make_unique<comm::Comm>(comm.split(active ? 0 : -1));
+  comm.step([&] {
+    transport_ = comm::make_transport(path_, run.problem.dtype, {run.be.device_id(), run.be.device_stream()});
+  });
+  broadcast_ = transport_->grid_broadcast(comm, active ? row_comm_.get() : nullptr, active ? col_comm_.get() : nullptr);
+  const bool gathered = active && run.problem.grid.size() > 1 && !run.out.in_place();
+  link_ = transport_->block_link(comm, gathered ? active_comm_.get() : nullptr);
+  // MPI counts are int: checked here, agreed on by every rank, rather than inside the loop.
+  comm.step([&] {
+    if (!active || !comm::int_counts(path_)) return;
+    const Share& s = run.share;
+    const auto es = static_cast<std::int64_t>(dtype_size(run.problem.dtype));
+    comm::mpi_count(s.rows.size(), "summa: a block's row count");
+    comm::mpi_count(s.cols.size(), "summa: a block's column count");
+    comm::mpi_count(s.a_cols.size(), "summa: a block's K columns");
+    comm::mpi_count(s.rows.size() * width_ * es, "summa: an A panel's bytes");
+    comm::mpi_count(width_ * s.cols.size() * es, "summa: a B panel's bytes");
+  });
+}
+
+// C(band, j) += A(band, p) B(p, j) over the K panels p. Not a Comm::step: the loop holds
+// collectives of the grid rows and columns, so a rank that fails in it cannot wait for the others
+// to agree (they wait in a broadcast). Its error goes to main(), which prints it and aborts the
+// whole job (MPI_Abort): no rank is left waiting.
+void Summa::multiply_band(RankRun& run, partition::Range band, report::Phases& parts, double& comm_wait) {
+  const Share& s = run.share;
+  const std::size_t es = dtype_size(run.problem.dtype);
+  const std::int64_t rows = band.size(), cols = s.cols.size(), ka = s.a_cols.size();
+  const auto* a_bytes = run.a.data() + static_cast<std::size_t>(band.begin * ka) * es;
+  const auto* b_bytes = run.b.data();
+  const auto panels = partition::summa_panels(run.problem.k, run.problem.grid, width_);
+  for (std::size_t p = 0; p < panels.size(); ++p) {
+    const partition::SummaPanel& pan = panels[p];
+    const int slot = static_cast<int>(p % backend::PanelProduct::kSlots);
+    const std::int64_t w = pan.width;
+    const bool own_a = s.block_col == pan.owner_col, own_b = s.block_row == pan.owner_row;
+    // Where this rank's own piece of the panel sits in its blocks.
+    const unsigned char* a_src = own_a ? a_bytes + static_cast<std::size_t>(pan.begin - s.a_cols.begin) * es : nullptr;
+    const unsigned char* b_src =
+        own_b ? b_bytes + static_cast<std::size_t>((pan.begin - s.b_rows.begin) * cols) * es : nullptr;
+    product_->wait_slot(slot);  // the multiply two panels back has released this slot
+    if (own_a) product_->stage(slot, Panel::kA, a_src, ka, rows, w);
+    if (own_b) product_->stage(slot, Panel::kB, b_src, cols, w, cols);
+    SlotPanel a_slot(*product_, slot, Panel::kA, rows * w), b_slot(*product_, slot, Panel::kB, w * cols);
+    const double t = MPI_Wtime();
+    broadcast_->broadcast({a_slot, pan.owner_col, rows, w, a_src, ka}, {b_slot, pan.owner_row, w, cols, b_src, cols});
+    comm_wait += seconds_since(t);
+    product_->multiply(slot, w);
+  }
+  for (const auto& ph : product_->finish()) {
+    const auto same = std::find_if(parts.begin(), parts.end(), [&](const auto& x) { return x.first == ph.name; });
+    if (same == parts.end())
+      parts.emplace_back(ph.name, ph.seconds);
+    else
+      same->second += ph.seconds;
+  }
+}
+
+void Summa::compute(RankRun& run) {
+  join_exchanges(run);
+  const Share& s = run.share;
+  const std::size_t panels = partition::summa_panels(run.problem.k, run.problem.grid, width_).size();
+  run.progress(fmt::format("computing C blocks with {}: {} panels of K{}, comm {}", run.kernel, panels,
+                           bands_ > 1 ? fmt::format(" in {} bands of C", bands_) : "", run.job.comm));
+  report::Phases parts;
+  double comm_wait = 0;
+  const double t_compute = MPI_Wtime();
+  const std::size_t es = dtype_size(run.problem.dtype);
+  BandWriter writer(run.out.in_place() && s.active ? run.out.sink() : nullptr);
+  for (int t = 0; t < bands_; ++t) {
+    const partition::Range band = partition::split(s.rows.size(), bands_, t);
+    unsigned char* c_band = s.active ? run.c.data() + static_cast<std::size_t>(band.begin * s.cols.size()) * es : nullptr;
+    // Agreed on by every rank: a GPU without room for the band's C and two slots of panels.
+    run.comm.step([&] {
+      if (s.active)
+        product_ = run.be.panel_product(run.kernel, run.problem.dtype, band.size(), s.cols.size(), width_, c_band,
+                                        broadcast_->stages_on_host());
+    });
+    if (!s.active) continue;
+    multiply_band(run, band, parts, comm_wait);
+    if (!run.out.in_place()) continue;  // one band: gathered in deliver()
+    product_.reset();
+    writer.write(s.rows.begin + band.begin, s.cols.begin, band.size(), s.cols.size(), c_band);
+  }
+  run.comm.step([&] { writer.finish(); });  // the last band's write; a failed write, agreed on
+  written_seconds_ = writer.seconds();
+  run.c_written = run.out.in_place();
+  if (!s.active) return;
+  run.me.phases.emplace_back("compute", seconds_since(t_compute));
+  for (const auto& p : parts) run.me.phases.push_back(p);
+  // Host time spent enqueueing and waiting on panel communication (overlaps the kernels).
+  if (run.problem.grid.size() > 1) run.me.phases.emplace_back("comm_wait", comm_wait);
+}
+
+void Summa::deliver(RankRun& run) {
+  broadcast_.reset();  // the grid's NCCL groups, if any
+  const Share& s = run.share;
+  if (run.out.in_place()) {
+    run.progress("writing C blocks on every rank");
+    run.out.write_own_block(run.comm, s.rows.begin, s.cols.begin, s.rows.size(), s.cols.size(), run.c.data(),
+                            run.c_written, written_seconds_, run.me.phases);
+    return;
+  }
+  // Through the path's block link (GPU to GPU with NCCL; a failed device transfer there ends the
+  // job, as its peer waits inside NCCL), then written on rank 0 as they arrive.
+  run.progress("gathering and writing C");
+  const std::int64_t elements = s.rows.size() * s.cols.size();
+  const std::size_t es = dtype_size(run.problem.dtype);
+  COut::Transport blocks;
+  blocks.send = [&] { link_->send({run.c.data(), product_->device_c(), elements}, kRoot); };
+  blocks.receive = [&](int r, void* into, std::size_t bytes) {
+    link_->receive(r, into, static_cast<std::int64_t>(bytes / es), {run.c.data(), product_->device_c(), elements});
+  };
+  const Problem& p = run.problem;
+  run.out.gather(run.comm, partition::Partition(p.m, p.n, p.k, p.ranks, p.grid), run.c.data(), blocks, false,
+                 run.me.phases);
+}
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_summa() { return std::make_unique<Summa>(); }
+
+}  // namespace tessera::algorithms

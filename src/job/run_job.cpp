@@ -1,0 +1,360 @@
+// The job harness: every algorithm runs through these steps, written once.
+//   1. plan       rank 0 checks every path, inspects the inputs, chooses the algorithm (and the
+//                 ranks it uses) from the footprint model, creates the output; all ranks learn it
+//   2. start      the output route, the backend (GPU start-up), the algorithm's agreements
+//                 (communication path, panel width, bands), host memory refused up front
+//   3. read       each rank reads its share of A and B; NaN/Inf refused
+//   4. compute    the algorithm's compute step (C may leave the rank meanwhile)
+//   5. verify     --verify: Freivalds' check before anything is committed (panels)
+//   6. deliver    C leaves the rank: in place, or gathered to rank 0
+//   7. finish     release (page-locked memory freed beside the commit), commit, report
+#include "job/run_job.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/choice.hpp"
+#include "algorithms/machine.hpp"
+#include "algorithms/row_streams.hpp"
+#include "backend/backend.hpp"
+#include "comm/cpu_share.hpp"
+#include "core/error.hpp"
+#include "core/version.hpp"
+#include "io/atomic_file.hpp"
+#include "io/cleanup.hpp"
+#include "io/direct_io.hpp"
+#include "io/hdf5_io.hpp"
+#include "job/background_release.hpp"
+#include "job/freivalds.hpp"
+#include "job/job_paths.hpp"
+#include "job/output.hpp"
+#include "job/plan.hpp"
+#include "job/progress.hpp"
+#include "job/rank_backend.hpp"
+#include "job/rank_report.hpp"
+#include "job/refusals.hpp"
+#include "job/result.hpp"
+#include "partition/partition.hpp"
+#include "report/report.hpp"
+
+namespace tessera::job {
+
+namespace {
+
+constexpr int kRoot = 0;
+
+double seconds_since(double start) { return MPI_Wtime() - start; }
+
+void print_notes(const std::vector<std::string>& notes) {
+  for (const auto& note : notes) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
+}
+
+class Job {
+ public:
+  Job(const RunOptions& o, const comm::Comm& comm) : o_(o), comm_(comm), rank_(comm.rank()), started_(MPI_Wtime()) {}
+  void run() {
+    share_cores();
+    plan();
+    start();
+    read();
+    compute();
+    verify();
+    deliver();
+    finish();
+  }
+
+ private:
+  void share_cores();
+  void plan();
+  void start();
+  void start_backend();
+  void read();
+  void compute();
+  void verify();
+  void deliver();
+  void finish();
+  void commit();
+
+  const RunOptions& o_;
+  const comm::Comm& comm_;
+  const int rank_;
+  const double started_;  // MPI_Wtime() when the job began
+  report::JobReport job_;
+  report::RankRecord me_;
+  Plan plan_;
+  algorithms::Problem problem_;
+  algorithms::MachineModel machine_;
+  algorithms::Options options_;
+  algorithms::Share share_;
+  std::unique_ptr<algorithms::Algorithm> algorithm_;
+  std::unique_ptr<io::FileReservation> report_file_;  // rank 0: the report's space, taken up front
+  std::unique_ptr<io::MatrixWriter> writer_;          // rank 0 only
+  std::unique_ptr<OutputRoute> route_;
+  std::unique_ptr<Progress> progress_;
+  std::unique_ptr<backend::Backend> be_;
+  std::string kernel_;
+  std::unique_ptr<algorithms::RankRun> run_;
+  algorithms::RowStreams streams_;  // after the buffers its threads use (in run_): stopped before they go
+  io::NonfiniteCount scan_a_, scan_b_;
+  std::optional<FreivaldsResult> verified_;
+};
+
+// 0. Each rank's share of its node's cores (comm/cpu_share.hpp), before any of its threads start:
+// the BLAS's, the readers' and the writers'.
+void Job::share_cores() {
+  const comm::CpuShare cpus = comm::widen_cpu_binding(comm_);
+  if (cpus.after > cpus.before) backend::use_cpu_threads(cpus.after);
+  io::set_io_threads(cpus.after);
+  if (rank_ == kRoot && !cpus.note.empty()) std::fprintf(stderr, "tessera: note: %s\n", cpus.note.c_str());
+}
+
+// 1. Rank 0 validates the inputs and the output location, chooses, then tells everyone the plan.
+void Job::plan() {
+  job_.version = kVersion;
+  job_.started_at = report::utc_timestamp();
+  job_.a = o_.a;
+  job_.b = o_.b;
+  job_.c = o_.c;
+  job_.nranks = comm_.size();
+  std::vector<std::string> stale;  // leftovers of earlier runs, inputs read as a fill value (rank 0)
+  nlohmann::json decided;
+  comm_.step([&] {
+    if (rank_ != kRoot) return;
+    // The one rule for every path (job/job_paths.hpp), before anything is read or computed.
+    GuardedPaths paths = guard_run_paths(o_);
+    stale = std::move(paths.notes);
+    Plan plan = Plan::make(o_, comm_.size());
+    const algorithms::MachineModel machine = algorithms::MachineModel::load(o_.machine);
+    const algorithms::Choice choice =
+        algorithms::choose(choice_request(o_), {plan.m, plan.n, plan.k, plan.dtype, comm_.size(), plan.grid},
+                           choice_environment(o_), machine);
+    plan.grid = choice.problem.grid;  // the model may leave ranks idle
+    const auto is_input = [&paths](const std::string& p) { return paths.guard.is_read(p); };
+    for (const auto& file : {io::DatasetRef::parse(o_.c).file, o_.report})
+      if (!file.empty())
+        for (auto& note : io::clean_stale_temporaries(file, is_input)) stale.push_back(std::move(note));
+    report_file_ = reserve_report(o_.report, comm_.size());
+    io::WriteOptions wo;
+    wo.overwrite = o_.overwrite;
+    writer_ = std::make_unique<io::MatrixWriter>(io::DatasetRef::parse(o_.c), plan.m, plan.n, plan.dtype, wo);
+    decided = {{"plan", plan.encode()},
+               {"algorithm", choice.algorithm},
+               {"machine", machine.to_json()},
+               {"predicted", choice.footprint.predicted_seconds()},
+               {"bound", choice.footprint.predicted.bound()},
+               {"bands", bands_asked()}};
+  });
+  print_notes(stale);
+  decided = nlohmann::json::parse(comm_.broadcast(decided.dump(), kRoot));
+  plan_ = Plan::decode(decided["plan"].get<std::string>());
+  machine_ = algorithms::MachineModel::from_json(decided["machine"], "rank 0's machine model");
+  algorithm_ = algorithms::make_algorithm(decided["algorithm"].get<std::string>());
+  problem_ = {plan_.m, plan_.n, plan_.k, plan_.dtype, comm_.size(), plan_.grid};
+  share_ = algorithm_->share(problem_, rank_);
+  job_.algorithm = algorithm_->name();
+  job_.predicted = {{"seconds", decided["predicted"]}, {"bound", decided["bound"]}, {"machine", machine_.name}};
+  options_.comm = o_.comm;
+  options_.panel_width = o_.panel_width;
+  options_.baseline = o_.baseline;
+  options_.grid = o_.grid;
+  options_.verify = o_.verify;
+  options_.gpu_memory = parse_bytes(o_.gpu_memory, "--gpu-memory");
+  options_.bands = decided["bands"].get<int>();
+}
+
+// 2. The output route, the backend, the algorithm's agreements, host memory refused up front.
+void Job::start() {
+  // Every rank writes its own C into the output, or rank 0 gathers them (job/output.hpp).
+  route_ = OutputRoute::choose(comm_, writer_.get(), o_.write, share_.active, plan_.dtype);
+  job_.write = route_->description();
+  bool show_progress = o_.progress == "on";
+  if (o_.progress == "auto" && rank_ == kRoot) show_progress = job_.predicted["seconds"].get<double>() > 5;
+  progress_ = std::make_unique<Progress>(rank_ == kRoot && show_progress);
+  const partition::GridShape grid = algorithm_->grid(problem_);
+  progress_->step("plan: " + algorithm_->name() +
+                  (algorithm_->gathers_blocks() ? " on a " + grid.str() + " grid, "
+                                                : " over " + std::to_string(comm_.size()) + " rank(s), ") +
+                  dtype_name(plan_.dtype));
+  me_.rank = rank_;
+  me_.active = share_.active;
+  me_.host = comm_.node().host;
+  if (share_.active) {
+    me_.block_row = share_.block_row;
+    me_.block_col = share_.block_col;
+    me_.row_begin = share_.rows.begin;
+    me_.row_end = share_.rows.end;
+    me_.col_begin = share_.cols.begin;
+    me_.col_end = share_.cols.end;
+    me_.flops = share_.flops;
+  }
+  start_backend();
+  const auto progress = [this](const std::string& what) { progress_->step(what); };
+  route_->use(be_.get(), progress);
+  run_ = std::make_unique<algorithms::RankRun>(comm_, *be_, kernel_, problem_, options_, share_, machine_, *route_, me_,
+                                               job_, progress);
+  algorithm_->start(*run_);
+  // Host memory: what the ranks of each node hold against the node's memory.
+  const algorithms::RankFootprint mine = algorithm_->rank_footprint(problem_, run_->setting, machine_, rank_);
+  refuse_over_node_memory(comm_, static_cast<double>(mine.host_bytes), algorithm_->holds(problem_),
+                          algorithm_->memory_advice());
+  me_.phases.emplace_back("setup", seconds_since(started_));  // plan, output, backend (GPU start-up)
+}
+
+// The rank's backend (GPU selection happens here), and the kernel `auto` stands for on its share.
+// Idle ranks set one up too, to report placement.
+void Job::start_backend() {
+  const auto node = comm_.node();
+  comm_.step([&] {
+    be_ = make_rank_backend(o_.backend, {node.local_rank, node.local_size, options_.gpu_memory}, o_.kernel,
+                            plan_.dtype, share_.gemm_m, share_.gemm_n, share_.gemm_k, me_, kernel_);
+    if (!o_.baseline.empty()) {
+      const auto names = be_->kernels();
+      if (std::find(names.begin(), names.end(), o_.baseline) == names.end())
+        throw InputError("unknown --baseline kernel '" + o_.baseline + "' for the " + be_->name() + " backend");
+    }
+  });
+  job_.backend = comm_.broadcast(be_->name(), kRoot);
+  job_.kernel = comm_.broadcast(kernel_, kRoot);
+}
+
+// 3. Each rank reads only its share: the blocks of A and B the algorithm asks for. A may stream
+// in while the GEMM runs (panels without --baseline; rank 0 decides, so every rank refuses
+// non-finite input at the same step).
+void Job::read() {
+  const std::size_t es = dtype_size(plan_.dtype);
+  int chunks = 1;
+  comm_.step([&] {
+    if (rank_ != kRoot || !o_.baseline.empty() || !share_.a_may_stream) return;
+    const algorithms::Share tallest = algorithm_->share(problem_, 0);  // block-row 0 is the tallest
+    const std::int64_t rows = tallest.a_rows.size();
+    chunks = static_cast<int>(std::min<std::int64_t>(
+        algorithms::stream_chunks(static_cast<std::size_t>(rows * tallest.a_cols.size()) * es), rows));
+  });
+  chunks = std::stoi(comm_.broadcast(std::to_string(chunks), kRoot));
+  job_.stream_chunks = chunks;
+  progress_->step("reading A and B on " + std::to_string(algorithm_->busy_ranks(problem_)) + " rank(s)");
+  const algorithms::Share& s = share_;
+  comm_.step([&] {
+    if (!s.active) return;
+    const double t = MPI_Wtime();
+    run_->a = be_->allocate_host(static_cast<std::size_t>(s.a_rows.size() * s.a_cols.size()) * es);
+    run_->b = be_->allocate_host(static_cast<std::size_t>(s.b_rows.size() * s.b_cols.size()) * es);
+    run_->c = be_->allocate_host(static_cast<std::size_t>(s.c_elements) * es);
+    if (s.zero_c && !run_->c.empty()) std::memset(run_->c.data(), 0, run_->c.size());
+    const auto read = [&](const std::string& ref, partition::Range rows, partition::Range cols, void* into) {
+      if (rows.size() > 0 && cols.size() > 0)
+        io::read_block(io::DatasetRef::parse(ref), rows.begin, rows.size(), cols.begin, cols.size(), plan_.dtype, into);
+    };
+    read(o_.b, s.b_rows, s.b_cols, run_->b.data());
+    if (s.count_b) scan_b_ = scan_nonfinite(run_->b.data(), plan_.dtype, s.b_rows.size(), s.b_cols.size(),
+                                            s.b_rows.begin, s.b_cols.begin, plan_.n);
+    if (chunks > 1) {
+      streams_.start_reading(io::DatasetRef::parse(o_.a), s.a_rows.begin, s.a_rows.size(), plan_.k, plan_.dtype,
+                             run_->a.data(), chunks, s.count_a);
+      run_->streams = &streams_;
+    } else {
+      read(o_.a, s.a_rows, s.a_cols, run_->a.data());
+      if (s.count_a) scan_a_ = scan_nonfinite(run_->a.data(), plan_.dtype, s.a_rows.size(), s.a_cols.size(),
+                                              s.a_rows.begin, s.a_cols.begin, plan_.k);
+    }
+    me_.read_bytes = static_cast<std::int64_t>(run_->a.size() + run_->b.size());
+    me_.phases.emplace_back("read", seconds_since(t));  // streaming: B, and A's reading that ran before the GEMM
+  });
+  if (!run_->streams) refuse_nonfinite(comm_, o_.a, scan_a_, plan_.k, o_.b, scan_b_, plan_.n, o_.allow_nonfinite);
+}
+
+// 4. The algorithm's compute step.
+void Job::compute() {
+  algorithm_->compute(*run_);
+  if (!run_->streams) return;
+  scan_a_ = streams_.nonfinite();
+  for (auto& p : me_.phases)  // all of A's reading, though most of it overlapped the GEMM
+    if (p.first == "read") p.second += streams_.read_seconds();
+  refuse_nonfinite(comm_, o_.a, scan_a_, plan_.k, o_.b, scan_b_, plan_.n, o_.allow_nonfinite);
+}
+
+// 5. Optional: Freivalds' check on the blocks still in memory, before anything is written.
+void Job::verify() {
+  if (!o_.verify) return;
+  const double t = MPI_Wtime();
+  const partition::Partition part(plan_.m, plan_.n, plan_.k, comm_.size(), plan_.grid);
+  verified_ = freivalds(comm_, part, plan_.dtype, plan_.dtype, run_->a.data(), run_->b.data(), run_->c.data(),
+                        kFreivaldsVectors, kFreivaldsSafety, 0x7e55e7a);
+  if (share_.active) me_.phases.emplace_back("verify", seconds_since(t));
+  if (!verified_->passed) throw VerificationFailed("result not written: " + verified_->summary);
+}
+
+// 6. C leaves the rank, as the algorithm sends it.
+void Job::deliver() {
+  algorithm_->deliver(*run_);
+  me_.write_bytes = route_->bytes_written();
+}
+
+// 7. Release, commit, report.
+void Job::finish() {
+  double release_s = algorithm_->release();
+  // Freeing page-locked memory takes time too (unregistering it): done beside rank 0's commit,
+  // which mostly waits for the disk (fsync).
+  BackgroundRelease releasing(be_.get(), [this] {
+    run_->a = {};
+    run_->b = {};
+    run_->c = {};
+  });
+  commit();
+  release_s += releasing.wait();
+  if (share_.active) me_.phases.emplace_back("release", release_s);
+  progress_->finish();
+  if (verified_)
+    job_.verification = {{"method", "freivalds"}, {"passed", verified_->passed}, {"vectors", verified_->vectors},
+                         {"max_relative_residual", verified_->max_relative}, {"max_bound_ratio", verified_->max_ratio}};
+  publish_report(o_, comm_, job_, std::move(me_), started_, be_.get(), [&] {
+    if (verified_ && !o_.quiet) std::printf("%s\n", verified_->summary.c_str());
+  });
+}
+
+// Rank 0 labels and commits the result: only now does the output file appear.
+void Job::commit() {
+  job_.m = plan_.m;
+  job_.n = plan_.n;
+  job_.k = plan_.k;
+  job_.dtype = dtype_name(plan_.dtype);
+  const partition::GridShape grid = algorithm_->grid(problem_);
+  job_.grid_rows = grid.rows;
+  job_.grid_cols = grid.cols;
+  const io::NonfiniteCount c_nonfinite = route_->nonfinite_written(comm_);  // of every rank's writes
+  comm_.step([&] {
+    if (rank_ != kRoot) return;
+    const double t = MPI_Wtime();
+    job_.wall_seconds = seconds_since(started_);
+    const std::string split = algorithm_->busy_ranks(problem_) > grid.size() && grid.size() == 1
+                                  ? "1x1x" + std::to_string(comm_.size())  // K split over the ranks
+                                  : grid.str();
+    writer_->set_attributes(result_attributes(job_, split));
+    writer_->set_attributes(run_->attributes);
+    if (verified_)
+      writer_->set_attributes({io::Attribute::of("verified", verified_->passed ? "passed" : "failed"),
+                               io::Attribute::of("verify_method", "freivalds"),
+                               io::Attribute::of("verify_vectors", std::int64_t{verified_->vectors}),
+                               io::Attribute::of("verify_max_relative_residual", verified_->max_relative)});
+    commit_result(o_, *writer_, job_, c_nonfinite);
+    writer_.reset();
+    // Attribute writing and the rename are part of the write phase.
+    for (auto& p : me_.phases)
+      if (p.first == "write") p.second += seconds_since(t);
+  });
+}
+
+}  // namespace
+
+void run_job(const RunOptions& o, const comm::Comm& comm) { Job(o, comm).run(); }
+
+}  // namespace tessera::job

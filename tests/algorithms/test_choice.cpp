@@ -1,0 +1,133 @@
+// The algorithm choice and the comm path it implies, in-process (algorithms/choice.hpp): the rule
+// of thumb, the refusals of options an algorithm cannot honour, and the footprint model
+// overriding the rule (another algorithm, or fewer ranks) where it predicts a clearly shorter run.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/generators/catch_generators.hpp>
+
+#include <string>
+
+#include "algorithms/choice.hpp"
+#include "core/error.hpp"
+#include "partition/partition.hpp"
+
+using tessera::DType;
+using tessera::InputError;
+namespace alg = tessera::algorithms;
+
+namespace {
+
+alg::Problem problem(std::int64_t m, std::int64_t n, std::int64_t k, int ranks, DType dtype = DType::f64) {
+  return {m, n, k, dtype, ranks, tessera::partition::choose_grid(m, n, k, ranks)};
+}
+
+const alg::Environment kCpu{false, false, false};
+const alg::Environment kNvlink{true, true, false};
+
+// NCCL groups that cost nothing to set up: on problems this small the default model would
+// rightly prefer a path without them (see "the model overrides the rule" below).
+alg::MachineModel free_nccl() {
+  alg::MachineModel m;
+  m.nccl_group_seconds = 1e-9;
+  return m;
+}
+
+std::string chosen(const alg::Request& r, const alg::Problem& p, const alg::Environment& env) {
+  return alg::choose(r, p, env, free_nccl()).algorithm;
+}
+
+}  // namespace
+
+TEST_CASE("auto: the rule of thumb where the model sees no clear winner", "[algorithms][choice]") {
+  const alg::Request r;
+  CHECK(chosen(r, problem(20, 20, 40, 1), kCpu) == "panels");   // one rank
+  CHECK(chosen(r, problem(20, 20, 40, 2), kCpu) == "panels");   // 1-D grid on host MPI
+  CHECK(chosen(r, problem(40, 40, 40, 4), kCpu) == "summa");    // a 2-D grid
+  CHECK(chosen(r, problem(64, 64, 64, 2), kNvlink) == "ksplit");  // P M N <= (M + N) K over NVLink
+  CHECK(chosen(r, problem(4096, 4096, 64, 2), kNvlink) == "summa");  // partials bigger than the inputs
+}
+
+TEST_CASE("auto keeps panels for what only panels does", "[algorithms][choice]") {
+  alg::Request r;
+  r.verify = true;
+  CHECK(chosen(r, problem(64, 64, 64, 4), kNvlink) == "panels");
+  r = {};
+  r.gpu_memory = 1 << 20;
+  CHECK(chosen(r, problem(64, 64, 64, 4), kNvlink) == "panels");
+}
+
+TEST_CASE("options an algorithm cannot honour are refused", "[algorithms][choice]") {
+  alg::Request r;
+  r.algorithm = "summa";
+  r.verify = true;
+  CHECK_THROWS_AS(alg::choose(r, problem(8, 8, 8, 2), kCpu, {}), InputError);
+  r = {};
+  r.algorithm = "ksplit";
+  r.panel_width = 16;
+  CHECK_THROWS_AS(alg::choose(r, problem(8, 8, 8, 2), kCpu, {}), InputError);
+  r = {};
+  r.algorithm = "panels";
+  r.comm = "nccl";
+  CHECK_THROWS_AS(alg::choose(r, problem(8, 8, 8, 2), kNvlink, {}), InputError);
+  r = {};
+  r.algorithm = "ksplit";
+  r.comm = "cuda-aware";
+  CHECK_THROWS_AS(alg::choose(r, problem(8, 8, 8, 2), kNvlink, {}), InputError);
+  r = {};
+  r.algorithm = "cannon";
+  CHECK_THROWS_AS(alg::choose(r, problem(8, 8, 8, 2), kCpu, {}), InputError);
+  r = {};
+  r.comm = "infiniband";
+  CHECK_THROWS_AS(alg::choose(r, problem(8, 8, 8, 2), kCpu, {}), InputError);
+}
+
+TEST_CASE("the setting names the comm path each algorithm would take", "[algorithms][choice]") {
+  const alg::Request r;
+  const auto p = problem(64, 64, 64, 2);
+  CHECK(alg::setting_for("summa", r, p, kNvlink).comm == "nccl");
+  CHECK(alg::setting_for("summa", r, p, kCpu).comm == "host");
+  CHECK(alg::setting_for("summa", r, p, {true, false, true}).comm == "cuda-aware");
+  CHECK(alg::setting_for("ksplit", r, p, kNvlink).comm == "nccl");
+  alg::Request host;
+  host.comm = "host";
+  CHECK(alg::setting_for("ksplit", host, p, kNvlink).comm == "host");
+  CHECK(alg::setting_for("summa", r, problem(64, 64, 64, 1), kNvlink).comm == "none");
+  alg::Request gather;
+  gather.write = "gather";
+  CHECK_FALSE(alg::setting_for("panels", gather, p, kCpu).in_place_write);
+}
+
+TEST_CASE("the model overrides the rule where it predicts a clearly shorter run", "[algorithms][choice]") {
+  // Small problems on 2 GPUs: the NCCL groups' set-up costs more than summa or ksplit save.
+  CHECK(alg::choose({}, problem(64, 64, 64, 2), kNvlink, alg::MachineModel{}).algorithm == "panels");
+  // NCCL groups that take 10 s to set up: summa and ksplit over NVLink lose to panels on host MPI.
+  alg::MachineModel slow_nccl;
+  slow_nccl.nccl_group_seconds = 10;
+  const alg::Request r;
+  const auto p = problem(2048, 2048, 2048, 2, DType::f32);
+  const auto c = alg::choose(r, p, kNvlink, slow_nccl);
+  CHECK(c.algorithm == "panels");
+  CHECK(c.why.find("predicted") != std::string::npos);
+}
+
+TEST_CASE("the model leaves ranks idle where extra ranks cannot help", "[algorithms][choice]") {
+  // C gathered to rank 0 over a network of 1 MB/s: one rank alone writes its C, nothing travels.
+  alg::MachineModel slow_network;
+  slow_network.network_bytes_per_s = 1e6;
+  alg::Request r;
+  r.write = "gather";
+  const auto c = alg::choose(r, problem(1000, 1000, 10, 4), kCpu, slow_network);
+  CHECK(c.problem.grid.size() == 1);
+  CHECK(c.footprint.busy == 1);
+  CHECK(c.footprint.ranks == 4);
+  // With --grid the grid is the user's.
+  r.grid_given = true;
+  CHECK(alg::choose(r, problem(1000, 1000, 10, 4), kCpu, slow_network).problem.grid.size() == 4);
+}
+
+TEST_CASE("a given --algorithm is kept, whatever the model predicts", "[algorithms][choice]") {
+  alg::MachineModel slow_nccl;
+  slow_nccl.nccl_group_seconds = 10;
+  alg::Request r;
+  r.algorithm = "ksplit";
+  CHECK(alg::choose(r, problem(2048, 2048, 2048, 2), kNvlink, slow_nccl).algorithm == "ksplit");
+}

@@ -1,0 +1,121 @@
+// The footprint model in-process (algorithms/footprint.hpp): what each algorithm's ranks hold,
+// read, move and write, the bands of C, summa's panel width within MPI's int counts, and the
+// machine model read from data.
+#include <catch2/catch_test_macros.hpp>
+
+#include <climits>
+#include <nlohmann/json.hpp>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/machine.hpp"
+#include "core/error.hpp"
+#include "partition/partition.hpp"
+
+using tessera::DType;
+using tessera::InputError;
+namespace alg = tessera::algorithms;
+
+namespace {
+
+alg::Problem problem(std::int64_t m, std::int64_t n, std::int64_t k, int ranks, DType dtype = DType::f64) {
+  return {m, n, k, dtype, ranks, tessera::partition::choose_grid(m, n, k, ranks)};
+}
+
+alg::Footprint of(const std::string& name, const alg::Problem& p, const alg::Setting& s,
+                  const alg::MachineModel& m = {}) {
+  return alg::footprint(*alg::make_algorithm(name), p, s, m);
+}
+
+}  // namespace
+
+TEST_CASE("panels: a rank holds its A rows, B columns and C block, and writes its block", "[algorithms][footprint]") {
+  const auto p = problem(100, 60, 30, 2);  // a 2x1 grid of 50 x 60 blocks
+  REQUIRE(p.grid == (tessera::partition::GridShape{2, 1}));
+  const auto panels = alg::make_algorithm("panels");
+  const auto f = panels->rank_footprint(p, {}, {}, 1);
+  CHECK(f.host_bytes == (50 * 30 + 30 * 60 + 50 * 60) * 8);
+  CHECK(f.read_bytes == (50 * 30 + 30 * 60) * 8);
+  CHECK(f.write_bytes == 50 * 60 * 8);
+  CHECK(f.send_bytes == 0);
+  alg::Setting gather;
+  gather.in_place_write = false;
+  CHECK(panels->rank_footprint(p, gather, {}, 1).send_bytes == 50 * 60 * 8);
+  CHECK(panels->rank_footprint(p, gather, {}, 1).write_bytes == 0);
+  // Rank 0 gathers: a spare buffer for the blocks that arrive while it writes.
+  CHECK(of("panels", p, gather).root.host_bytes > of("panels", p, {}).root.host_bytes);
+}
+
+TEST_CASE("every rank reads and writes its share once: totals cover A, B and C", "[algorithms][footprint]") {
+  const auto p = problem(96, 80, 64, 4);
+  for (const char* name : {"summa", "ksplit"}) {
+    const auto f = of(name, p, {});
+    CHECK(f.total_read_bytes == (96 * 64 + 64 * 80) * 8);  // each input word read by one rank
+    std::int64_t written = 0;
+    const auto a = alg::make_algorithm(name);
+    for (int r = 0; r < f.busy; ++r) written += a->rank_footprint(p, f.setting, {}, r).write_bytes;
+    CHECK(written == 96 * 80 * 8);  // in place: C's rows, each by one rank
+  }
+}
+
+TEST_CASE("summa narrows its panels to MPI's int counts on the MPI paths only", "[algorithms][footprint]") {
+  // Blocks of 2^19 rows of float64: a 1024-wide panel would hold 2^32 bytes.
+  const std::int64_t side = std::int64_t{1} << 20;
+  const alg::Problem p{side, side, 4096, DType::f64, 4, {2, 2}};
+  alg::Setting host, nccl;
+  host.gpu = nccl.gpu = true;
+  host.comm = "host";
+  nccl.comm = "nccl";
+  host.bands = nccl.bands = 1;
+  const auto summa = alg::make_algorithm("summa");
+  const auto on_host = summa->rank_footprint(p, host, {}, 0), on_nccl = summa->rank_footprint(p, nccl, {}, 0);
+  const std::int64_t rows = side / 2, c = rows * rows * 8;
+  const std::int64_t narrowed = INT_MAX / (rows * 8);  // 511
+  CHECK(on_host.gpu_bytes == 2 * c + 2 * (rows + rows) * narrowed * 8);
+  CHECK(on_nccl.gpu_bytes == 2 * c + 2 * (rows + rows) * 1024 * 8 + 2 * alg::MachineModel{}.nccl_gpu_bytes_per_comm);
+}
+
+TEST_CASE("large C blocks are computed in bands, written in place while the next computes", "[algorithms][footprint]") {
+  const auto big = problem(32768, 32768, 32768, 2, DType::f32);
+  alg::Setting gpu;
+  gpu.gpu = true;
+  gpu.comm = "nccl";
+  const auto ksplit = of("ksplit", big, gpu);
+  CHECK(ksplit.setting.bands >= 2);
+  CHECK(ksplit.root.write_bytes == big.c_bytes() / 2);  // its own rows: nothing funnels through rank 0
+  CHECK(ksplit.root.write_seconds < static_cast<double>(ksplit.root.write_bytes) / alg::MachineModel{}.write_bytes_per_s);
+  // Gathered: C in one piece, summed onto rank 0, which writes it all.
+  alg::Setting gather = gpu;
+  gather.in_place_write = false;
+  const auto to_root = of("ksplit", big, gather);
+  CHECK(to_root.setting.bands == 1);
+  CHECK(to_root.root.write_bytes == big.c_bytes());
+  // Small C: one band.
+  CHECK(of("summa", problem(512, 512, 512, 4), {}).setting.bands == 1);
+  CHECK(of("summa", problem(65536, 65536, 1024, 4), gpu).setting.bands >= 2);
+}
+
+TEST_CASE("the prediction names the phase that bounds the run", "[algorithms][footprint]") {
+  alg::MachineModel slow_disk;
+  slow_disk.read_bytes_per_s = 1e6;
+  CHECK(of("panels", problem(2000, 2000, 2000, 1), {}, slow_disk).predicted.bound() == "read");
+  alg::MachineModel slow_start;
+  slow_start.startup_seconds = 100;
+  CHECK(of("panels", problem(64, 64, 64, 1), {}, slow_start).predicted.bound() == "start-up");
+  const auto f = of("panels", problem(64, 64, 64, 1), {});
+  CHECK(f.predicted_seconds() == f.predicted.startup + f.predicted.read + f.predicted.compute + f.predicted.write);
+}
+
+TEST_CASE("the machine model is data: defaults, a file's fields, refusals", "[algorithms][machine]") {
+  const alg::MachineModel built_in;
+  const auto same = alg::MachineModel::from_json(built_in.to_json(), "round trip");
+  CHECK(same.to_json() == built_in.to_json());
+  const auto m = alg::MachineModel::from_json({{"name", "test"}, {"read_bytes_per_s", 7e9}, {"comment", "x"}}, "t");
+  CHECK(m.name == "test");
+  CHECK(m.read_bytes_per_s == 7e9);
+  CHECK(m.write_bytes_per_s == built_in.write_bytes_per_s);
+  CHECK_THROWS_AS(alg::MachineModel::from_json({{"read_bytes_per_sec", 7e9}}, "t"), InputError);
+  CHECK_THROWS_AS(alg::MachineModel::from_json({{"read_bytes_per_s", -1}}, "t"), InputError);
+  CHECK_THROWS_AS(alg::MachineModel::load("/nonexistent/machine.json"), InputError);
+  CHECK_THROWS_AS(alg::MachineModel::load("no-such-machine"), InputError);
+  CHECK(m.flops(true, DType::f32) == built_in.gpu_flops_f32);
+}
