@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -38,6 +39,36 @@ DatasetRef DatasetRef::parse(const std::string& text) {
   if (split == std::string::npos || split == 0)
     throw InputError("invalid dataset reference '" + text + "': expected FILE:/PATH, e.g. data.h5:/A");
   return {plain.substr(0, split), plain.substr(split + 1)};
+}
+
+namespace {
+
+// `part` written so that parse() reads it back unchanged: a '\\' that parse() would take for an
+// escape (followed by ':' or '\\', or ending the file name, where the separator follows) is
+// doubled; in the dataset path, a ':' followed by '/' becomes "\\:" (it must not split).
+std::string escaped(const std::string& part, bool is_path) {
+  std::string out;
+  for (std::size_t i = 0; i < part.size(); ++i) {
+    const char c = part[i];
+    const char next = i + 1 < part.size() ? part[i + 1] : '\0';
+    if (c == '\\' && (next == ':' || next == '\\' || (next == '\0' && !is_path)))
+      out += "\\\\";
+    else if (c == ':' && is_path && next == '/')
+      out += "\\:";
+    else
+      out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string DatasetRef::text() const { return escaped(file, false) + ":" + escaped(path, true); }
+
+DatasetRef DatasetRef::absolute() const {
+  std::error_code ec;
+  const auto abs = std::filesystem::absolute(file, ec);
+  return {ec ? file : abs.lexically_normal().string(), path};
 }
 
 DatasetInfo inspect(const DatasetRef& ref) { return open_matrix(ref).info; }
