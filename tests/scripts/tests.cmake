@@ -151,3 +151,14 @@ add_mpi_test(write.identical.summa.np4 4 write_paths.py --case identical --algor
 add_mpi_test(write.unshared-fallback.np2 2 write_paths.py --case unshared)
 add_mpi_test(write.rank-killed-writing.np2 2 write_paths.py --case killed-writing)
 set_tests_properties(write.rank-killed-writing.np2 PROPERTIES LABELS "mpi;fault")
+
+# C into an existing HDF5 file (#17 item 1): other datasets byte-identical after a run, after
+# --overwrite and after a rank killed mid-compute (the next run removes the leftover); in place
+# and gathered, 1-3 ranks. The attributes read back as str in h5py (item 3).
+add_mpi_test(existing.add.np1 1 existing_file.py --case add)
+add_mpi_test(existing.add.gather.np2 2 existing_file.py --case add --write gather)
+add_mpi_test(existing.add.summa.np3 3 existing_file.py --case add --algorithm summa --write in-place)
+add_mpi_test(existing.killed.np1 1 existing_file.py --case killed)
+add_mpi_test(existing.killed.np2 2 existing_file.py --case killed --write in-place)
+add_mpi_test(existing.killed.gather.np3 3 existing_file.py --case killed --write gather)
+set_tests_properties(existing.killed.np1 existing.killed.np2 existing.killed.gather.np3 PROPERTIES LABELS "mpi;fault")
