@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/version.hpp"
@@ -14,7 +15,9 @@
 #include "commands/dry_run.hpp"
 #include "commands/generate.hpp"
 #include "commands/info.hpp"
+#include "commands/provenance.hpp"
 #include "job/pipeline.hpp"
+#include "report/provenance.hpp"
 #include "commands/tune.hpp"
 #include "commands/verify.hpp"
 
@@ -123,6 +126,24 @@ int parse_failed(CLI::App& app, const CLI::ParseError& e, int rank) {
   return kExitUsage;
 }
 
+// The options given to `sub` (and to the program itself: --config, logging), on the command line
+// or in the config file, as the report's provenance records them: name -> value as given (a list
+// when given more than once or as a list).
+nlohmann::json options_given(const CLI::App& app, const CLI::App* sub) {
+  nlohmann::json given = nlohmann::json::object();
+  for (const CLI::App* a : {&app, sub}) {
+    if (a == nullptr) continue;
+    for (const CLI::Option* opt : a->get_options()) {
+      if (opt->count() == 0) continue;
+      const std::string name = opt->get_single_name();
+      if (name == "help" || name == "version") continue;
+      const auto& values = opt->results();
+      given[name] = values.size() == 1 ? nlohmann::json(values.front()) : nlohmann::json(values);
+    }
+  }
+  return given;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -212,6 +233,10 @@ int main(int argc, char** argv) {
         if (rank == 0) tessera::commands::generate(gen);
       });
     } else if (*r) {
+      // Every report says how it was made (docs/report.md, "provenance"); a run gathers each
+      // rank's host and GPUs.
+      tessera::report::set_provenance(tessera::commands::collect_provenance(
+          world, std::vector<std::string>(argv, argv + argc), options_given(app, r), !ro.dry_run));
       if (!ro.dry_run)
         for (const auto& [name, value] : {std::pair{"--a", &ro.a}, {"--b", &ro.b}, {"--c", &ro.c}})
           if (value->empty()) {
@@ -239,6 +264,8 @@ int main(int argc, char** argv) {
           for (const auto& view : all) std::fputs(tessera::commands::format_info(view).c_str(), stdout);
       }
     } else if (*b) {
+      tessera::report::set_provenance(tessera::commands::collect_provenance(
+          world, std::vector<std::string>(argv, argv + argc), options_given(app, b), false));
       world.step([&] {
         if (rank == 0) code = tessera::commands::run_bench(bo);
       });

@@ -3,6 +3,8 @@
 // events around each launch (copies are not the kernels' cost); on the CPU with steady_clock.
 // Results are data first (rows -> JSON/CSV), then a table.
 #include "commands/bench.hpp"
+
+#include "report/provenance.hpp"
 #include "commands/gemm_size.hpp"
 
 #include <cblas.h>
@@ -378,7 +380,9 @@ nlohmann::json to_json(const std::vector<Row>& rows, const DeviceInfo& info, con
                        {"status", r.skipped.empty() ? r.status : "skipped"},
                        {"note", r.skipped}});
   }
-  return {{"tessera_version", kVersion},
+  return {{"schema", report::kBenchSchema},
+          {"provenance", report::provenance()},
+          {"tessera_version", kVersion},
           {"backend", info.backend},
           {"device", info.device},
           {"naive_kernel", info.naive_kernel},

@@ -1,5 +1,7 @@
 #include "commands/dry_run.hpp"
 
+#include "report/provenance.hpp"
+
 #include <cstdio>
 #include <string>
 
@@ -61,7 +63,8 @@ void dry_run(const job::RunOptions& o, const comm::Comm& comm) {
     const job::DryRun plan = job::plan_run(m, n, k, dtype, ranks, grid, gpu, choice);
     std::fputs(plan.to_text(m, n, k, dtype, gpu).c_str(), stdout);
     if (!o.report.empty()) {
-      nlohmann::json j = plan.to_json();
+      nlohmann::json j = {{"schema", report::kDryRunSchema}, {"provenance", report::provenance()}};
+      j.update(plan.to_json());
       j["shape"] = {{"m", m}, {"n", n}, {"k", k}};
       j["dtype"] = dtype_name(dtype);
       j["backend"] = gpu ? "cuda" : "cpu";
