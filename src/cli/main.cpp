@@ -2,6 +2,8 @@
 // every failure into one clear line and a nonzero exit on every rank.
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "core/version.hpp"
 #include "comm/comm.hpp"
 #include "commands/bench.hpp"
@@ -20,6 +23,8 @@
 #include "report/provenance.hpp"
 #include "commands/tune.hpp"
 #include "commands/verify.hpp"
+#include "io/atomic_file.hpp"
+#include "report/progress.hpp"
 
 namespace {
 
@@ -44,7 +49,8 @@ void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
   run->add_option("--a", o.a, "A (M x K) as FILE:/DATASET");
   run->add_option("--b", o.b, "B (K x N) as FILE:/DATASET");
   run->add_option("--c", o.c, "where to write C (M x N), FILE:/DATASET");
-  run->add_option("--report", o.report, "write the JSON report here (schema: docs/report.md)");
+  run->add_option("--report", o.report,
+                  "write the JSON report here (schema: docs/report.md); '-': to stdout, the table then to stderr");
   run->add_option("--algorithm", o.algorithm,
                   "panels (C blocks from whole A rows and B columns), summa (2-D blocks, panels of K broadcast along "
                   "grid rows and columns), ksplit (K split, partials summed; NCCL on GPUs) or auto")
@@ -68,7 +74,8 @@ void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
   run->add_flag("--allow-nonfinite", o.allow_nonfinite, "multiply inputs holding NaN/Inf instead of refusing them");
   run->add_flag("--fail-on-nonfinite", o.fail_on_nonfinite,
                 "a C holding NaN/Inf (e.g. overflow) is an error and is not written (default: a warning)");
-  run->add_option("--progress", o.progress, "progress lines on stderr: auto (runs predicted over 5 s), on, off")
+  run->add_option("--progress", o.progress,
+                  "progress on stderr: auto (runs predicted over 5 s, and on a terminal any run past 3 s), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   run->add_option("--gpu-memory", o.gpu_memory,
@@ -97,6 +104,33 @@ void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
   run->fallthrough();
   run->footer("Options can also come from a TOML file: --config F.toml with a [run] table, keys = option names\n"
               "(see configs/). Options on the command line override the file.");
+}
+
+// -v / -vv / --log-level on every subcommand (README, "Logging and progress").
+struct Logging {
+  int verbose = 0;
+  std::string level;
+};
+void add_logging(CLI::App* sub, Logging& l) {
+  sub->add_flag("-v,--verbose", l.verbose, "log more on stderr: -v what each rank is doing (info), -vv details (debug)");
+  sub->add_option("--log-level", l.level, "stderr log level: error, warn (default), info or debug; overrides -v")
+      ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
+}
+tessera::log::Level log_level(const Logging& l) {
+  tessera::log::Level level = l.verbose >= 2 ? tessera::log::Level::debug
+                              : l.verbose == 1 ? tessera::log::Level::info
+                                               : tessera::log::Level::warn;
+  if (!l.level.empty()) tessera::log::parse_level(l.level, level);
+  return level;
+}
+
+// `--report -` (or `--json -`): the JSON document alone goes to the standard output; whatever else
+// tessera prints there (the table, the plan) goes to stderr instead.
+void json_to_stdout() {
+  std::fflush(stdout);
+  const int json_fd = ::dup(STDOUT_FILENO);
+  if (json_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) return;
+  tessera::io::set_stdout_fd(json_fd);
 }
 
 // CLI11's message as one line: "tessera: error: ..." and exit 2, like other command-line tools.
@@ -159,6 +193,7 @@ int main(int argc, char** argv) {
   app.set_config("--config", "", "TOML file of options: a [run] table holds `tessera run` options");
   app.allow_config_extras(CLI::config_extras_mode::error);
 
+  Logging logging;
   tessera::commands::GenerateOptions gen;
   auto* g = app.add_subcommand("generate", "write a random matrix into an HDF5 file");
   g->add_option("--out,-o", gen.out, "FILE:/DATASET to create")->required();
@@ -172,10 +207,12 @@ int main(int argc, char** argv) {
   g->add_option("--chunk", gen.chunk, "chunked layout RxC (default contiguous)");
   g->add_option("--gzip", gen.gzip, "gzip level 1-9 (implies chunking)")->capture_default_str();
   g->add_flag("--overwrite", gen.overwrite, "replace an existing file");
+  add_logging(g, logging);
 
   tessera::job::RunOptions ro;
   auto* r = app.add_subcommand("run", "C = A * B over the MPI ranks; write C and report per-rank timing");
   add_run_options(r, ro);
+  add_logging(r, logging);
 
   tessera::commands::VerifyOptions vo;
   auto* v = app.add_subcommand("verify", "check C against A * B computed independently in float64");
@@ -187,10 +224,12 @@ int main(int argc, char** argv) {
   v->add_option("--safety", vo.safety, "allowed multiple of the rounding bound (default: 8 Freivalds, 2 --full)");
   v->add_option("--tolerance", vo.tolerance, "--full: also require rel. Frobenius error <= this");
   v->add_option("--dtype", vo.dtype, "precision C was computed in (default: C's stored type)");
+  add_logging(v, logging);
 
   bool info_json = false;
   auto* in = app.add_subcommand("info", "version, build features, MPI, HDF5, BLAS and GPUs");
   in->add_flag("--json", info_json, "print JSON");
+  add_logging(in, logging);
 
   tessera::commands::BenchOptions bo;
   auto* b = app.add_subcommand("bench", "time every kernel on one device against the vendor baseline");
@@ -203,6 +242,7 @@ int main(int argc, char** argv) {
   b->add_option("--seed", bo.seed, "random seed")->capture_default_str();
   b->add_option("--json", bo.json_path, "write results as JSON");
   b->add_option("--csv", bo.csv_path, "write results as CSV");
+  add_logging(b, logging);
 
   tessera::commands::TuneOptions to;
   auto* tu = app.add_subcommand("tune", "time tessera's GPU kernels here and store the fastest for --kernel auto");
@@ -212,6 +252,7 @@ int main(int argc, char** argv) {
   tu->add_option("--warmup", to.warmup, "untimed launches first")->capture_default_str();
   tu->add_option("--repeats", to.repeats, "timed launches; the median decides")->capture_default_str();
   tu->add_option("--seed", to.seed, "random seed")->capture_default_str();
+  add_logging(tu, logging);
 
   int code = 0;
   try {
@@ -223,6 +264,10 @@ int main(int argc, char** argv) {
       MPI_Finalize();
       return code;
     }
+    tessera::log::configure(log_level(logging), rank);
+    tessera::report::set_progress_mode(ro.progress, rank == 0);
+    if (*r && ro.report == "-") json_to_stdout();
+    if (*b && bo.json_path == "-") json_to_stdout();
     // The config file is read, never written (job/job_paths.hpp).
     if (const auto* config = app.get_config_ptr(); config != nullptr && config->count() > 0)
       ro.config = vo.config = gen.config = bo.config = to.config = config->as<std::string>();
@@ -237,6 +282,8 @@ int main(int argc, char** argv) {
       // rank's host and GPUs.
       tessera::report::set_provenance(tessera::commands::collect_provenance(
           world, std::vector<std::string>(argv, argv + argc), options_given(app, r), !ro.dry_run));
+      if (rank == 0 && tessera::log::enabled(tessera::log::Level::debug))
+        tessera::log::debug("options given: " + options_given(app, r).dump());
       if (!ro.dry_run)
         for (const auto& [name, value] : {std::pair{"--a", &ro.a}, {"--b", &ro.b}, {"--c", &ro.c}})
           if (value->empty()) {

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "io/cleanup.hpp"
 #include "io/dataset_in_file.hpp"
 #include "io/direct_io.hpp"
@@ -182,6 +183,7 @@ void MatrixWriter::Impl::commit_in_file() {
         H5Lmove(out.get(), w.temp_dataset.c_str(), out.get(), w.target.path.c_str(), lcpl.get(), H5P_DEFAULT) < 0)
       throw_io("cannot move " + w.where() + " to " + in_quotes(w.target));
     w.dataset_created = false;  // it is C now: never removed
+    log::debug("moved " + w.temp_dataset + " to " + w.target.path + " in " + in_quotes(w.target.file));
     w.committed = true;
     if (H5Fflush(out.get(), H5F_SCOPE_LOCAL) < 0 || out.close() < 0)
       throw_io("writing " + in_quotes(w.target.file) + " failed while closing it (disk full?)");
@@ -269,6 +271,9 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
                        " is not supported; write a new file");
     w.create_in_existing_file(dcpl.get(), dims);
     if (w.direct.valid()) w.direct_file = std::make_unique<BlockFile>(w.direct);
+    log::info("C goes into the existing file " + in_quotes(target.file) + " as " + target.path + ", written as " +
+              w.temp_dataset + " until complete" +
+              (w.direct.valid() ? " (its elements at byte " + std::to_string(w.direct.base) + ")" : " (by HDF5)"));
     return;
   }
 
@@ -285,6 +290,8 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
   if (!w.file.valid()) throw_io("cannot create temporary file " + in_quotes(w.temp_path));
   w.created = true;
   register_temporary(w.temp_path);  // removed on SIGTERM / SIGINT too
+  log::info("C goes into the new file " + in_quotes(target.file) + ", written as " + in_quotes(w.temp_path) +
+            " until complete");
 
   Handle lcpl = own_plist(H5Pcreate(H5P_LINK_CREATE));
   if (!lcpl.valid() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0)
@@ -400,6 +407,7 @@ void MatrixWriter::commit() {
     throw IoError("writing " + in_quotes(w.temp_path) + " failed: " + std::strerror(err));
   }
   ::close(fd);
+  log::debug("C is on disk in " + in_quotes(w.temp_path) + "; renaming it to " + in_quotes(w.target.file));
 
   const std::string what = "cannot rename " + in_quotes(w.temp_path) + " to " + in_quotes(w.target.file);
   const auto appeared = [&] {

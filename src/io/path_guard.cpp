@@ -145,6 +145,7 @@ void PathGuard::check() const {
   for (std::size_t i = 0; i < writes_.size(); ++i) {
     const auto& w = writes_[i];
     const std::string subject = w.option + " " + in_quotes(w.file);
+    if (w.file == "-") continue;  // the standard output (io::write_file_replacing)
     const std::string in_dir = w.option == "--report" ? "report directory" : w.option + " directory";
     struct stat st {};
     if (::lstat(w.file.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {

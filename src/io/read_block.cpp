@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "io/chunked_read.hpp"
 #include "io/direct_io.hpp"
 #include "io/hdf5_io.hpp"
@@ -135,6 +136,9 @@ void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, st
     if (out == nullptr) throw std::invalid_argument("read_block: null output buffer");
     base = direct_offset(od, as);
     file_cols = od.info.cols;
+    if (log::enabled(log::Level::debug))
+      log::debug("reading " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref) + " (" +
+                 (base >= 0 ? "pread" : od.info.layout + ", through HDF5") + ")");
     // Chunked (and compressed) storage: decompressed by many threads.
     if (base < 0 && direct_io_enabled() &&
         read_chunked(od.dataset.get(), ref.str(), row0, nrows, col0, ncols, as, out))

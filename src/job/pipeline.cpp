@@ -10,6 +10,7 @@
 #include "backend/backend.hpp"
 #include "comm/path.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "core/version.hpp"
 #include "partition/partition.hpp"
 #include "io/cleanup.hpp"
@@ -53,7 +54,7 @@ class Stopwatch {
 };
 
 void print_notes(const std::vector<std::string>& notes) {
-  for (const auto& note : notes) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
+  for (const auto& note : notes) log::note(note);
 }
 
 }  // namespace
@@ -225,6 +226,7 @@ void run_job(const RunOptions& o, const comm::Comm& comm) {
         prob.c_rows = streams.c_rows();
       }
     }
+    const auto watching = prob.c_rows ? progress.watch(rows.size(), "rows of C", [r = prob.c_rows] { return r->wait_for(0); }) : Progress::Watch{};
     const Stopwatch t;
     std::vector<backend::PhaseTime> phases;
     std::exception_ptr failed;

@@ -164,6 +164,7 @@ void run_summa(const RunOptions& o, const comm::Comm& comm, JobStart start) {
   // 4. The panels: C(i, j) += A(i, p) B(p, j) over the K panels p.
   const auto panels = partition::summa_panels(part.k(), grid, width);
   progress.step(fmt::format("computing C blocks with {}: {} panels of K, comm {}", kernel, panels.size(), job.comm));
+  progress.work(static_cast<std::int64_t>(panels.size()), "panels of K");
   std::unique_ptr<backend::PanelProduct> product;
   comm.step([&] {
     if (active)
@@ -207,6 +208,7 @@ void run_summa(const RunOptions& o, const comm::Comm& comm, JobStart start) {
                            {b_slot, pan.owner_row, w, cols.size(), b_src, cols.size()});
       comm_wait += seconds_since(t);
       product->multiply(s, w);
+      progress.advance(static_cast<std::int64_t>(p) + 1);
     }
     for (const auto& ph : product->finish()) parts.emplace_back(ph.name, ph.seconds);
   };

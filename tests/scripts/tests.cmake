@@ -162,3 +162,10 @@ add_mpi_test(existing.killed.np1 1 existing_file.py --case killed)
 add_mpi_test(existing.killed.np2 2 existing_file.py --case killed --write in-place)
 add_mpi_test(existing.killed.gather.np3 3 existing_file.py --case killed --write gather)
 set_tests_properties(existing.killed.np1 existing.killed.np2 existing.killed.gather.np3 PROPERTIES LABELS "mpi;fault")
+
+# JSON Schemas (docs/schema/, #17 item 5): every JSON tessera writes validates against its schema.
+add_mpi_test(schema.run.np2 2 schemas.py --case run)
+add_mpi_test(schema.dry-run 1 schemas.py --case dry-run)
+add_mpi_test(schema.bench 1 schemas.py --case bench)
+add_mpi_test(schema.info.np2 2 schemas.py --case info)
+add_mpi_test(schema.tune-files 1 schemas.py --case tune-files)
