@@ -136,8 +136,8 @@ void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, st
     if (out == nullptr) throw std::invalid_argument("read_block: null output buffer");
     base = direct_offset(od, as);
     file_cols = od.info.cols;
-    if (log::enabled(log::Level::debug))
-      log::debug("reading " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref) + " (" +
+    if (log::enabled(log::Level::info))
+      log::info("reading " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref) + " (" +
                  (base >= 0 ? "pread" : od.info.layout + ", through HDF5") + ")");
     // Chunked (and compressed) storage: decompressed by many threads.
     if (base < 0 && direct_io_enabled() &&

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -31,6 +32,21 @@ std::string duration_text(double s) {
   return fmt::format("{}h{:02d}m", static_cast<int>(s) / 3600, static_cast<int>(s) % 3600 / 60);
 }
 
+// Whether what this process writes to stderr reaches a terminal. Under a launcher the process's
+// own stderr is a pipe to it (Open MPI's mpirun forwards it; it gives a rank a pty for stdout
+// alone, whether or not mpirun's own stdout is a terminal), so the launcher's stderr decides: the
+// parent process's (mpirun's for the ranks of its node; srun --pty gives the task a terminal
+// itself). Linux /proc; elsewhere only the process's own stderr counts.
+bool stderr_is_terminal() {
+  if (::isatty(STDERR_FILENO)) return true;
+  char target[256] = {};
+  const std::string link = "/proc/" + std::to_string(::getppid()) + "/fd/2";
+  const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+  if (n <= 0) return false;
+  const std::string to(target, static_cast<std::size_t>(n));
+  return to.rfind("/dev/pts/", 0) == 0 || to.rfind("/dev/tty", 0) == 0;
+}
+
 }  // namespace
 
 void set_progress_mode(const std::string& m, bool printer) {
@@ -52,7 +68,7 @@ Progress::Watch::~Watch() {
 }
 
 Progress::Progress(bool enabled) : enabled_(enabled) {
-  tty_ = ::isatty(STDERR_FILENO) != 0;
+  tty_ = (enabled || mode().printer) && stderr_is_terminal();
   late_ = !enabled && tty_ && mode().printer && mode().progress == "auto";
   shown_ = enabled_;
   // The steps are log lines instead where the log asks for them.

@@ -169,3 +169,10 @@ add_mpi_test(schema.dry-run 1 schemas.py --case dry-run)
 add_mpi_test(schema.bench 1 schemas.py --case bench)
 add_mpi_test(schema.info.np2 2 schemas.py --case info)
 add_mpi_test(schema.tune-files 1 schemas.py --case tune-files)
+
+# Logging and progress (#17 item 6): -v/--log-level, progress with percentage and ETA on a terminal
+# (a pty), auto turning it on for a run longer than predicted.
+add_mpi_test(log.verbose.np2 2 log_progress.py --case verbose)
+add_mpi_test(log.level.np2 2 log_progress.py --case log-level)
+add_mpi_test(progress.terminal.np2 2 log_progress.py --case progress-terminal)
+add_mpi_test(progress.batch.np2 2 log_progress.py --case progress-batch)
