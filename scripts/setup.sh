@@ -91,6 +91,8 @@ have_header /usr/lib/*/blas/libblas.so || missing+=(libblas-dev)
 # pkg-config: ctest install.consumer.pkgconfig builds a program with the installed tessera.pc
 command -v pkg-config >/dev/null || missing+=(pkgconf)
 python_with_h5py >/dev/null || missing+=(python3-h5py python3-numpy)
+# The schema tests validate every JSON tessera writes against docs/schema/ (ctest -R schema).
+/usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1 || missing+=(python3-jsonschema)
 # The Python package's install test builds it with pip (python/).
 /usr/bin/python3 -c 'import pip, setuptools, wheel' >/dev/null 2>&1 || missing+=(python3-pip python3-setuptools python3-wheel)
 if ! catch2_v3_present; then need_backports=1; fi

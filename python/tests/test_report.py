@@ -59,18 +59,39 @@ class ReportTest(unittest.TestCase):
         self.assertIsNone(r2.block)
         self.assertEqual(rep.phases, ["setup", "read", "compute", "write", "release", "gather"])
         self.assertEqual(r0.peak_host_bytes, 29974528)
+        self.assertIsNone(rep.provenance)  # a report of a tessera before provenance
+
+    def test_provenance(self):
+        d = copy.deepcopy(REPORT)
+        d["provenance"] = {"command_line": ["tessera", "run", "--a", "a.h5:/A"], "options": {"a": "a.h5:/A"},
+                           "tessera_version": "0.1.0", "git_id": "b79cba9-dirty", "build_type": "Release",
+                           "libraries": {"hdf5": "1.10.8", "nccl": None}, "slurm_job_id": None, "hosts": ["node1"],
+                           "gpus": [{"rank": 0, "host": "node1", "device_id": 0, "name": "NVIDIA H200",
+                                     "uuid": "GPU-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", "pci_bus_id": None}]}
+        prov = tessera.Report.from_json(d).provenance
+        self.assertIsInstance(prov, tessera.Provenance)
+        self.assertEqual((prov.git_id, prov.build_type, prov.hosts), ("b79cba9-dirty", "Release", ["node1"]))
+        self.assertEqual(prov.options, {"a": "a.h5:/A"})
+        self.assertEqual(prov.libraries["hdf5"], "1.10.8")
+        self.assertEqual(prov.gpus[0]["uuid"], "GPU-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
+        plan = tessera.DryRun.from_json({"schema": "tessera.dry-run/1", "provenance": d["provenance"]})
+        self.assertEqual((plan.schema, plan.provenance.git_id), ("tessera.dry-run/1", "b79cba9-dirty"))
 
     def test_older_and_newer_reports(self):
         newer = copy.deepcopy(REPORT)
         newer["schema"] = "tessera.report/2"
-        newer["provenance"] = {"command": ["tessera", "run"], "git": "abc123", "slurm_job_id": "42"}
+        newer["provenance"] = {"command_line": ["tessera", "run"], "git": "abc123", "slurm_job_id": "42",
+                               "future_key": [1]}
         newer["warnings"] = ["job-level warning"]
         newer["repeat"] = 5
         newer["totals"]["wall_seconds"] = {"min": 0.9, "median": 1.0, "max": 1.3}
         newer["ranks"][0]["phases"]["compute"] = {"min": 0.1, "median": 0.2, "max": 0.4}
         newer["ranks"][0]["gpu_uuid"] = "GPU-1234"
         rep = tessera.Report.from_json(newer)
-        self.assertEqual(rep.provenance["git"], "abc123")
+        self.assertEqual(rep.provenance["git"], "abc123")  # keys it does not know: as in the JSON
+        self.assertEqual((rep.provenance.command_line, rep.provenance.slurm_job_id), (["tessera", "run"], "42"))
+        self.assertIsNone(rep.provenance.git_id)
+        self.assertEqual(rep.provenance.get("future_key"), [1])
         self.assertEqual(rep.warnings, ["job-level warning"])
         self.assertEqual(rep.raw["repeat"], 5)
         self.assertEqual(rep.wall_seconds, 1.0)

@@ -39,6 +39,12 @@ class RunTest(TempDirTest):
         self.assertLessEqual(rep.grid.rows * rep.grid.cols, args.np)
         self.assertGreater(rep.wall_seconds, 0)
         self.assertEqual(rep.flops, 2.0 * m * n * k)
+        # How it was made: the command line that ran (the binary's part of it) and the options.
+        self.assertEqual(rep.schema, "tessera.report/1")
+        self.assertEqual(rep.provenance.command_line[1], "run")
+        self.assertEqual(rep.provenance.options["backend"], "cpu")
+        self.assertTrue(rep.provenance.git_id and rep.provenance.libraries["hdf5"])
+        self.assertEqual(rep.provenance.hosts, list(dict.fromkeys(r.host for r in rep.ranks)))
         active = [r for r in rep.ranks if r.active]
         self.assertTrue(active)
         self.assertEqual(sum(r.flops for r in active), 2.0 * m * n * k)

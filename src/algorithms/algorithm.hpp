@@ -22,6 +22,7 @@
 #include "io/direct_io.hpp"
 #include "io/hdf5_io.hpp"
 #include "partition/partition.hpp"
+#include "report/progress.hpp"
 #include "report/report.hpp"
 
 namespace tessera::algorithms {
@@ -95,6 +96,7 @@ struct RankRun {
   report::RankRecord& me;
   report::JobReport& job;
   std::function<void(const std::string&)> progress;
+  report::Progress* work = nullptr;  // rank 0's progress display: the work of the compute step (or null)
   Setting setting;                // Algorithm::start fills in what every rank agreed on
   backend::HostBuffer a, b, c;    // read (A possibly still arriving: streams) and allocated by the harness
   RowStreams* streams = nullptr;  // A's rows arriving while the GEMM runs; null: A was read before

@@ -104,6 +104,10 @@ class Panels final : public Algorithm {
           prob.c_rows = run.streams->c_rows();
         }
       }
+      // The work done: C's rows as the GEMM hands them back (streaming).
+      const auto watching = prob.c_rows && run.work ? run.work->watch(s.rows.size(), "rows of C",
+                                                                       [r = prob.c_rows] { return r->wait_for(0); })
+                                                    : report::Progress::Watch{};
       const double t = MPI_Wtime();
       std::vector<backend::PhaseTime> phases;
       std::exception_ptr failed;

@@ -181,6 +181,7 @@ class Summa final : public Algorithm {
   std::int64_t width_ = 0;
   int bands_ = 1;
   double written_seconds_ = 0;  // writing the bands while the next computed
+  std::int64_t panels_done_ = 0;  // over the bands, for the progress display
   std::unique_ptr<comm::Comm> row_comm_, col_comm_, active_comm_;
   std::unique_ptr<comm::Transport> transport_;
   std::unique_ptr<comm::GridBroadcast> broadcast_;
@@ -277,6 +278,7 @@ void Summa::multiply_band(RankRun& run, partition::Range band, report::Phases& p
     broadcast_->broadcast({a_slot, pan.owner_col, rows, w, a_src, ka}, {b_slot, pan.owner_row, w, cols, b_src, cols});
     comm_wait += seconds_since(t);
     product_->multiply(slot, w);
+    if (run.work) run.work->advance(++panels_done_);
   }
   for (const auto& ph : product_->finish()) {
     const auto same = std::find_if(parts.begin(), parts.end(), [&](const auto& x) { return x.first == ph.name; });
@@ -293,6 +295,7 @@ void Summa::compute(RankRun& run) {
   const std::size_t panels = partition::summa_panels(run.problem.k, run.problem.grid, width_).size();
   run.progress(fmt::format("computing C blocks with {}: {} panels of K{}, comm {}", run.kernel, panels,
                            bands_ > 1 ? fmt::format(" in {} bands of C", bands_) : "", run.job.comm));
+  if (run.work) run.work->work(static_cast<std::int64_t>(panels) * bands_, "panels of K");
   report::Phases parts;
   double comm_wait = 0;
   const double t_compute = MPI_Wtime();

@@ -2,21 +2,29 @@
 // every failure into one clear line and a nonzero exit on every rank.
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "core/version.hpp"
 #include "comm/comm.hpp"
 #include "commands/bench.hpp"
 #include "commands/dry_run.hpp"
 #include "commands/generate.hpp"
 #include "commands/info.hpp"
+#include "commands/provenance.hpp"
 #include "job/run_job.hpp"
 #include "commands/tune.hpp"
 #include "commands/verify.hpp"
+#include "io/atomic_file.hpp"
+#include "report/progress.hpp"
+#include "report/provenance.hpp"
 
 namespace {
 
@@ -41,7 +49,8 @@ void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
   run->add_option("--a", o.a, "A (M x K) as FILE:/DATASET");
   run->add_option("--b", o.b, "B (K x N) as FILE:/DATASET");
   run->add_option("--c", o.c, "where to write C (M x N), FILE:/DATASET");
-  run->add_option("--report", o.report, "write the JSON report here (schema: docs/report.md)");
+  run->add_option("--report", o.report,
+                  "write the JSON report here (schema: docs/report.md); '-': to stdout, the table then to stderr");
   run->add_option("--algorithm", o.algorithm,
                   "panels (C blocks from whole A rows and B columns), summa (2-D blocks, panels of K broadcast along "
                   "grid rows and columns), ksplit (K split, partials summed; NCCL on GPUs) or auto")
@@ -65,7 +74,8 @@ void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
   run->add_flag("--allow-nonfinite", o.allow_nonfinite, "multiply inputs holding NaN/Inf instead of refusing them");
   run->add_flag("--fail-on-nonfinite", o.fail_on_nonfinite,
                 "a C holding NaN/Inf (e.g. overflow) is an error and is not written (default: a warning)");
-  run->add_option("--progress", o.progress, "progress lines on stderr: auto (runs predicted over 5 s), on, off")
+  run->add_option("--progress", o.progress,
+                  "progress on stderr: auto (runs predicted over 5 s, and on a terminal any run past 3 s), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   run->add_option("--gpu-memory", o.gpu_memory,
@@ -97,6 +107,51 @@ void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
   run->fallthrough();
   run->footer("Options can also come from a TOML file: --config F.toml with a [run] table, keys = option names\n"
               "(see configs/). Options on the command line override the file.");
+}
+
+// -v / -vv / --log-level on every subcommand (README, "Logging and progress").
+struct Logging {
+  int verbose = 0;
+  std::string level;
+};
+void add_logging(CLI::App* sub, Logging& l) {
+  sub->add_flag("-v,--verbose", l.verbose, "log more on stderr: -v what each rank is doing (info), -vv details (debug)");
+  sub->add_option("--log-level", l.level, "stderr log level: error, warn (default), info or debug; overrides -v")
+      ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
+}
+tessera::log::Level log_level(const Logging& l) {
+  tessera::log::Level level = l.verbose >= 2 ? tessera::log::Level::debug
+                              : l.verbose == 1 ? tessera::log::Level::info
+                                               : tessera::log::Level::warn;
+  if (!l.level.empty()) tessera::log::parse_level(l.level, level);
+  return level;
+}
+
+// `--report -` (or `--json -`): the JSON document alone goes to the standard output; whatever else
+// tessera prints there (the table, the plan) goes to stderr instead.
+void json_to_stdout() {
+  std::fflush(stdout);
+  const int json_fd = ::dup(STDOUT_FILENO);
+  if (json_fd < 0 || ::dup2(STDERR_FILENO, STDOUT_FILENO) < 0) return;
+  tessera::io::set_stdout_fd(json_fd);
+}
+
+// The options given to `sub` (and to the program itself: --config, logging), on the command line
+// or in the config file, as the report's provenance records them: name -> value as given (a list
+// when given more than once or as a list).
+nlohmann::json options_given(const CLI::App& app, const CLI::App* sub) {
+  nlohmann::json given = nlohmann::json::object();
+  for (const CLI::App* a : {&app, sub}) {
+    if (a == nullptr) continue;
+    for (const CLI::Option* opt : a->get_options()) {
+      if (opt->count() == 0) continue;
+      const std::string name = opt->get_single_name();
+      if (name == "help" || name == "version") continue;
+      const auto& values = opt->results();
+      given[name] = values.size() == 1 ? nlohmann::json(values.front()) : nlohmann::json(values);
+    }
+  }
+  return given;
 }
 
 // CLI11's message as one line: "tessera: error: ..." and exit 2, like other command-line tools.
@@ -134,6 +189,7 @@ struct Commands {
   tessera::commands::BenchOptions bo;
   tessera::commands::TuneOptions to;
   bool info_json = false;
+  Logging logging;
   CLI::App *g = nullptr, *r = nullptr, *v = nullptr, *in = nullptr, *b = nullptr, *tu = nullptr;
 };
 
@@ -166,6 +222,7 @@ void add_job_commands(CLI::App& app, Commands& c) {
 
   c.in = app.add_subcommand("info", "version, build features, MPI, HDF5, BLAS and GPUs");
   c.in->add_flag("--json", c.info_json, "print JSON");
+  for (CLI::App* sub : {c.g, c.r, c.v, c.in}) add_logging(sub, c.logging);
 }
 
 void add_device_commands(CLI::App& app, Commands& c) {
@@ -187,10 +244,11 @@ void add_device_commands(CLI::App& app, Commands& c) {
   c.tu->add_option("--warmup", c.to.warmup, "untimed launches first")->capture_default_str();
   c.tu->add_option("--repeats", c.to.repeats, "timed launches; the median decides")->capture_default_str();
   c.tu->add_option("--seed", c.to.seed, "random seed")->capture_default_str();
+  for (CLI::App* sub : {c.b, c.tu}) add_logging(sub, c.logging);
 }
 
 // The parsed subcommand, on every rank; its exit status.
-int run_command(Commands& c, int rank) {
+int run_command(const CLI::App& app, Commands& c, int rank, const std::vector<std::string>& argv) {
   int code = 0;
   const tessera::comm::Comm world(MPI_COMM_WORLD);
   if (*c.g) {
@@ -199,6 +257,12 @@ int run_command(Commands& c, int rank) {
       if (rank == 0) tessera::commands::generate(c.gen);
     });
   } else if (*c.r) {
+    // Every report says how it was made (docs/report.md, "provenance"); a run gathers each rank's
+    // host and GPUs.
+    tessera::report::set_provenance(
+        tessera::commands::collect_provenance(world, argv, options_given(app, c.r), !c.ro.dry_run));
+    if (rank == 0 && tessera::log::enabled(tessera::log::Level::debug))
+      tessera::log::debug("options given: " + options_given(app, c.r).dump());
     if (!c.ro.dry_run)
       for (const auto& [name, value] : {std::pair{"--a", &c.ro.a}, {"--b", &c.ro.b}, {"--c", &c.ro.c}})
         if (value->empty()) {
@@ -225,6 +289,7 @@ int run_command(Commands& c, int rank) {
         for (const auto& view : all) std::fputs(tessera::commands::format_info(view).c_str(), stdout);
     }
   } else if (*c.b) {
+    tessera::report::set_provenance(tessera::commands::collect_provenance(world, argv, options_given(app, c.b), false));
     world.step([&] {
       if (rank == 0) code = tessera::commands::run_bench(c.bo);
     });
@@ -265,10 +330,13 @@ int main(int argc, char** argv) {
       MPI_Finalize();
       return code;
     }
+    tessera::log::configure(log_level(c.logging), rank);
+    tessera::report::set_progress_mode(c.ro.progress, rank == 0);
+    if ((*c.r && c.ro.report == "-") || (*c.b && c.bo.json_path == "-")) json_to_stdout();
     // The config file is read, never written (job/job_paths.hpp).
     if (const auto* config = app.get_config_ptr(); config != nullptr && config->count() > 0)
       c.ro.config = c.vo.config = c.gen.config = c.bo.config = c.to.config = config->as<std::string>();
-    code = run_command(c, rank);
+    code = run_command(app, c, rank, std::vector<std::string>(argv, argv + argc));
   } catch (const tessera::job::VerificationFailed& e) {
     if (rank == 0) std::fprintf(stderr, "tessera: verification failed: %s\n", e.what());
     code = kExitVerifyFailed;

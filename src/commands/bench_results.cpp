@@ -1,6 +1,8 @@
 // `tessera bench`'s results: the ratios, the table, JSON and CSV.
 #include "commands/bench_results.hpp"
 
+#include "report/provenance.hpp"
+
 #include <cmath>
 #include <map>
 #include <utility>
@@ -91,7 +93,9 @@ nlohmann::json to_json(const std::vector<Row>& rows, const DeviceInfo& info, con
                        {"status", r.skipped.empty() ? r.status : "skipped"},
                        {"note", r.skipped}});
   }
-  return {{"tessera_version", kVersion},
+  return {{"schema", report::kBenchSchema},
+          {"provenance", report::provenance()},
+          {"tessera_version", kVersion},
           {"backend", info.backend},
           {"device", info.device},
           {"naive_kernel", info.naive_kernel},

@@ -1,5 +1,7 @@
 #include "commands/dry_run.hpp"
 
+#include "report/provenance.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -137,7 +139,8 @@ void dry_run(const job::RunOptions& o, const comm::Comm& comm) {
     const auto choice = algorithms::choose(job::choice_request(o), p, job::choice_environment(o), machine);
     std::fputs(to_text(choice.footprint, choice.problem, machine.name, choice.why).c_str(), stdout);
     if (!o.report.empty()) {
-      nlohmann::json j = to_json(choice.footprint, machine, choice.why);
+      nlohmann::json j = {{"schema", report::kDryRunSchema}, {"provenance", report::provenance()}};
+      j.update(to_json(choice.footprint, machine, choice.why));
       j["shape"] = {{"m", p.m}, {"n", p.n}, {"k", p.k}};
       j["dtype"] = dtype_name(p.dtype);
       j["backend"] = choice.setting.gpu ? "cuda" : "cpu";

@@ -64,6 +64,7 @@ void generate(const GenerateOptions& o) {
 
   io::WriteOptions wo;
   wo.overwrite = o.overwrite;
+  wo.existing_file = io::ExistingFile::replace_file;  // --overwrite replaces the whole file (README)
   wo.gzip_level = o.gzip;
   if (!o.chunk.empty()) {
     const auto g = partition::parse_grid(o.chunk, "--chunk");  // the same "RxC" syntax

@@ -1,5 +1,8 @@
 #include "commands/info.hpp"
 
+#include "commands/provenance.hpp"
+#include "report/provenance.hpp"
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -27,7 +30,10 @@ nlohmann::json collect_info(const comm::Comm& comm) {
                           "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES"})
     if (const char* v = std::getenv(var)) slurm[var] = v;
 
-  return {{"version", kVersion},
+  return {{"schema", report::kInfoSchema},
+          {"version", kVersion},
+          {"git_id", kGitId},
+          {"libraries", library_versions()},
           {"backends", backend::compiled_backends()},
           {"mpi", {{"library", mpi}, {"standard", fmt::format("{}.{}", major, minor)}, {"world_size", comm.size()},
                    {"rank", comm.rank()}, {"host", node.host}, {"local_rank", node.local_rank},
@@ -40,7 +46,7 @@ nlohmann::json collect_info(const comm::Comm& comm) {
 }
 
 std::string format_info(const nlohmann::json& i) {
-  std::string out = fmt::format("tessera {}\n", i["version"].get<std::string>());
+  std::string out = fmt::format("tessera {} ({})\n", i["version"].get<std::string>(), i.value("git_id", "unknown"));
   std::string backends;
   for (const auto& b : i["backends"]) backends += (backends.empty() ? "" : ", ") + b.get<std::string>();
   out += fmt::format("  backends : {}\n", backends);

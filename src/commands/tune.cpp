@@ -3,6 +3,8 @@
 // random data (never zeros). A candidate is eligible only if its result agrees with cuBLAS
 // (pedantic, same dtype) to well within rounding, so a broken kernel can never win.
 #include "commands/tune.hpp"
+
+#include "report/provenance.hpp"
 #include "commands/gemm_size.hpp"
 
 #include <fmt/format.h>
@@ -247,7 +249,8 @@ int run_tune(const TuneOptions& opts) {
     list.push_back({{"dtype", short_name(c.dtype)}, {"m", c.m}, {"n", c.n}, {"k", c.k}, {"kernel", c.kernel},
                     {"gflops", c.gflops}, {"candidates", candidates[i]}});
   }
-  const nlohmann::json doc = {{"format", kFormat},
+  const nlohmann::json doc = {{"schema", report::kTuneSchema},
+                              {"format", kFormat},
                               {"device", device},
                               {"created", utc_now()},
                               {"tessera_version", kVersion},

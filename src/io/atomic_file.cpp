@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "io/cleanup.hpp"
 
 namespace tessera::io {
@@ -58,10 +59,17 @@ FileReservation::~FileReservation() {
   forget_temporary(temp_);
 }
 
+namespace {
+int g_stdout_fd = STDOUT_FILENO;
+}  // namespace
+
+void set_stdout_fd(int fd) { g_stdout_fd = fd; }
+
 void write_file_replacing(const std::string& path, const std::string& content) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  const bool dash = path == "-";
+  if (dash || (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))) {
+    const int fd = dash ? ::dup(g_stdout_fd) : ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     std::size_t done = 0;
     int err = fd < 0 ? errno : 0;
     while (err == 0 && done < content.size()) {
@@ -74,6 +82,7 @@ void write_file_replacing(const std::string& path, const std::string& content) {
     }
     if (fd >= 0) ::close(fd);
     if (err != 0) throw IoError("cannot write " + in_quotes(path) + ": " + std::strerror(err));
+    log::info("wrote " + (dash ? std::string("the standard output") : in_quotes(path)));
     return;
   }
   const std::string temp = temporary_name(path);
@@ -95,6 +104,7 @@ void write_file_replacing(const std::string& path, const std::string& content) {
     throw IoError("cannot write " + in_quotes(path) + ": " + std::strerror(err));
   }
   forget_temporary(temp);
+  log::info("wrote " + in_quotes(path));
 }
 
 }  // namespace tessera::io

@@ -22,9 +22,14 @@ class FileReservation {
   std::string temp_;
 };
 
-// Writes `content` to `path`: an existing terminal, pipe or device (e.g. /dev/stdout) is written
-// as it is; anything else through the temporary (the reservation's, when one was made) with fsync
-// and rename. Throws IoError naming `path` (and nothing is left behind).
+// Writes `content` to `path`: "-" is the standard output (set_stdout_fd), an existing terminal,
+// pipe or device (e.g. /dev/stdout) is written as it is; anything else through the temporary (the
+// reservation's, when one was made) with fsync and rename. Throws IoError naming `path` (and
+// nothing is left behind).
 void write_file_replacing(const std::string& path, const std::string& content);
+
+// Where "-" writes (STDOUT_FILENO unless the command line moved the standard output aside, so
+// that a JSON document alone reaches it: `--report -`).
+void set_stdout_fd(int fd);
 
 }  // namespace tessera::io

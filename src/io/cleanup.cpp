@@ -1,5 +1,7 @@
 #include "io/cleanup.hpp"
 
+#include "io/dataset_in_file.hpp"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -101,6 +103,23 @@ std::string temporary_name(const std::string& file) {
   return temporary_prefix(file).string() + host_name() + "-" + std::to_string(::getpid());
 }
 
+bool left_by_dead_process(const std::string& name) {
+  const auto at = name.rfind(kMarker);
+  if (at == std::string::npos) return false;
+  const std::string rest = name.substr(at + std::strlen(kMarker));  // host-pid
+  const auto dash = rest.rfind('-');
+  if (dash == std::string::npos) return false;
+  long pid = 0;
+  try {
+    std::size_t used = 0;
+    pid = std::stol(rest.substr(dash + 1), &used);
+    if (used != rest.size() - dash - 1) return false;
+  } catch (...) {
+    return false;
+  }
+  return rest.substr(0, dash) == host_name() && pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
 std::vector<std::string> clean_stale_temporaries(const std::string& file,
                                                  const std::function<bool(const std::string&)>& keep) {
   namespace fs = std::filesystem;
@@ -108,7 +127,6 @@ std::vector<std::string> clean_stale_temporaries(const std::string& file,
   const fs::path target(file);
   const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
   const std::string prefix = temporary_prefix(file).filename().string();
-  const std::string me = host_name();
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -118,22 +136,15 @@ std::vector<std::string> clean_stale_temporaries(const std::string& file,
                       "', named like a partial output of an earlier run, but this run reads it; not touched");
       continue;
     }
-    const std::string rest = name.substr(prefix.size());  // host-pid
-    const auto dash = rest.rfind('-');
-    const std::string host = dash == std::string::npos ? "" : rest.substr(0, dash);
-    long pid = 0;
-    try {
-      pid = dash == std::string::npos ? 0 : std::stol(rest.substr(dash + 1));
-    } catch (...) {
-      pid = 0;
-    }
-    const bool dead = host == me && pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+    const bool dead = left_by_dead_process(name);
     if (dead && fs::remove(entry.path(), ec))
       notes.push_back("removed '" + entry.path().string() + "', a partial output left by an earlier run that died");
     else
       notes.push_back("found '" + entry.path().string() +
                       "', a partial output of another run (still running, or on another host); not touched");
   }
+  if (!(keep && keep(file)))
+    for (auto& note : clean_stale_datasets(file)) notes.push_back(std::move(note));
   return notes;
 }
 

@@ -19,9 +19,16 @@ void forget_temporary(const std::string& path);
 // and ends in a hash of the whole name (the same for every run), e.g. "<first 146 bytes>~<16 hex>".
 std::string temporary_name(const std::string& file);
 
+// Whether a name of temporary_name's form (a file's, or a temporary dataset's link name) was left
+// by a process of this host that is gone; anything else (a live process, another host, not such
+// a name) is not.
+bool left_by_dead_process(const std::string& name);
+
 // Looks for leftovers of `file` from earlier runs: removes those of dead processes of this
 // host, and returns one line per leftover (removed or kept) for the user. A leftover for which
-// `keep` returns true (e.g. a file this run reads) is never removed.
+// `keep` returns true (e.g. a file this run reads) is never removed. When `file` is an existing
+// HDF5 file that `keep` does not protect, the temporary datasets such runs left inside it go too
+// (io/dataset_in_file.hpp).
 std::vector<std::string> clean_stale_temporaries(const std::string& file,
                                                  const std::function<bool(const std::string&)>& keep = {});
 

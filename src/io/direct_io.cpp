@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 namespace tessera::io {
 
@@ -126,6 +127,9 @@ void BlockFile::write_block(std::int64_t row0, std::int64_t col0, std::int64_t n
     const std::lock_guard<std::mutex> hold(counted_lock_);
     counted_.merge(seen);
   }
+  if (log::enabled(log::Level::info))
+    log::info("writing C rows " + std::to_string(row0) + ".." + std::to_string(row0 + nrows - 1) + ", columns " +
+               std::to_string(col0) + ".." + std::to_string(col0 + ncols - 1) + " into '" + t_.file + "' (pwrite)");
   const int rc = transfer_direct(fd_, true, t_.base, t_.cols, row0, nrows, col0, ncols, t_.esize, const_cast<void*>(data));
   if (rc != 0)
     throw IoError("writing rows " + std::to_string(row0) + ".." + std::to_string(row0 + nrows - 1) + " of C to '" +

@@ -120,20 +120,20 @@ void hdf5::write_attribute(hid_t dset, const Attribute& a, const std::string& wh
   hid_t mem_type = kNoId;
   const void* data = nullptr;
   const std::int64_t dummy = 0;
+  const char* text_ptr = nullptr;
   switch (a.kind) {
     case Attribute::Kind::text: {
-      // Fixed-length, null-terminated, sized to the text: the simplest type every reader
-      // (h5py, h5dump, HDFView) handles; UTF-8 is declared only when the text needs it.
+      // Variable-length UTF-8, as h5py writes a Python str: h5py reads it back as str (fixed-length
+      // strings come back as bytes, so `attrs["algorithm"] == "panels"` would be False), and
+      // h5dump, HDFView, MATLAB and netCDF read it as text too.
       owned_type = own_type(H5Tcopy(H5T_C_S1));
-      const bool ascii = std::all_of(a.text.begin(), a.text.end(),
-                                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-      if (!owned_type.valid() || H5Tset_size(owned_type.get(), a.text.size() + 1) < 0 ||
-          H5Tset_strpad(owned_type.get(), H5T_STR_NULLTERM) < 0 ||
-          H5Tset_cset(owned_type.get(), ascii ? H5T_CSET_ASCII : H5T_CSET_UTF8) < 0)
+      if (!owned_type.valid() || H5Tset_size(owned_type.get(), H5T_VARIABLE) < 0 ||
+          H5Tset_cset(owned_type.get(), H5T_CSET_UTF8) < 0)
         throw_io(what);
       file_type = mem_type = owned_type.get();
       space = own_space(H5Screate(H5S_SCALAR));
-      data = a.text.c_str();
+      text_ptr = a.text.c_str();
+      data = &text_ptr;  // a variable-length string is written from a pointer to it
       break;
     }
     case Attribute::Kind::integer:

@@ -28,6 +28,11 @@ struct DatasetRef {
   std::string path;
   static DatasetRef parse(const std::string& text);  // throws InputError
   std::string str() const { return file + ":" + path; }
+  // As parse() reads it back (escapes where the names need them): str() unless a name holds
+  // ':/' or '\\'.
+  std::string text() const;
+  // The file as an absolute path (the working directory's, lexically normalized; links kept).
+  DatasetRef absolute() const;
 };
 
 struct DatasetInfo {
@@ -65,20 +70,32 @@ struct Attribute {
   static Attribute of(std::string name, std::vector<std::int64_t> v);
 };
 
+// What the writer does when the output file exists: add the dataset to it (run's C, issue #17:
+// `overwrite` then replaces that dataset only), or replace the whole file (`generate`: only with
+// `overwrite`).
+enum class ExistingFile { add_dataset, replace_file };
+
 struct WriteOptions {
   bool overwrite = false;
+  ExistingFile existing_file = ExistingFile::add_dataset;
   std::vector<std::int64_t> chunk;  // empty: contiguous; else {rows, cols}
   int gzip_level = 0;               // 0: none; 1..9 needs chunk (defaulted if empty)
 };
 
-// Writes a new HDF5 file holding one 2-D dataset, block by block, under a temporary name
-// (io::temporary_name: "<file>.tessera-partial-<host>-<pid>") in the target's directory; commit() closes and renames it
-// into place. Destroyed without commit() (an error, an exception) the temporary file is
-// removed, so a failed run never leaves a file that looks complete.
+// Writes a 2-D dataset block by block, so that no result appears before it is complete:
+//  - a new file (or, with ExistingFile::replace_file and overwrite, one replacing the file):
+//    written under a temporary name (io::temporary_name: "<file>.tessera-partial-<host>-<pid>")
+//    in the target's directory; commit() closes and renames it into place.
+//  - an existing file (ExistingFile::add_dataset): a temporary dataset in it
+//    (io/dataset_in_file.hpp), the file closed between blocks; commit() moves it to the target
+//    path (with overwrite replacing the dataset there; nothing else in the file is touched).
+// Destroyed without commit() (an error, an exception) the temporary file or dataset is removed,
+// so a failed run never leaves a result that looks complete.
 //
-// The constructor fails early (before any compute) with InputError if the target file exists
-// and !overwrite, or if the directory does not exist or is not writable; IoError if the
-// temporary file cannot be created.
+// The constructor fails early (before any compute) with InputError if the target exists and may
+// not be replaced (the file, or in an existing file the dataset, and !overwrite; a group where
+// the dataset goes), if the directory does not exist or is not writable, or if an existing file
+// is not HDF5 or read-only; IoError if the temporary file or dataset cannot be created.
 class MatrixWriter : public BlockSink {
  public:
   MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int64_t cols, DType dtype,
@@ -91,8 +108,10 @@ class MatrixWriter : public BlockSink {
   void write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
                    const void* data) override;
   void set_attributes(const std::vector<Attribute>& attrs);
-  // Flush, close, rename into place. If !overwrite and the target appeared meanwhile, fails.
+  // Flush, close, rename (or move the dataset's link) into place. If !overwrite and the target
+  // appeared meanwhile, fails.
   void commit();
+  // The temporary file ("" when writing into an existing file).
   const std::string& temporary_path() const;
   // Where the dataset's elements lie in the temporary file, for other processes to write their
   // blocks there (io/direct_io.hpp); invalid for chunked or compressed output, or with

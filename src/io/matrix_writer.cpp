@@ -1,6 +1,7 @@
-// The writer of a result: a new file under a temporary name, the dataset's space allocated early
-// so blocks can be written in place (by this process or others), attributes, and the commit
-// (flush, fsync, rename or link) that alone makes the file appear.
+// The writer of a result: a new file under a temporary name, or a temporary dataset in an existing
+// file (io/dataset_in_file.hpp); the dataset's space allocated early so blocks can be written in
+// place (by this process or others), attributes, and the commit (flush, fsync, then rename or link
+// the file, or move the dataset's link) that alone makes the result appear.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,7 +17,9 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "io/cleanup.hpp"
+#include "io/dataset_in_file.hpp"
 #include "io/direct_io.hpp"
 #include "io/hdf5_attributes.hpp"
 #include "io/hdf5_io.hpp"
@@ -36,6 +39,13 @@ struct MatrixWriter::Impl {
   bool overwrite = false;
   bool created = false;    // the temporary file is ours: remove it unless committed
   bool committed = false;
+  // Into an existing file: the temporary dataset (a root-group link) made there, removed unless
+  // committed; the file stays closed between the constructor and the commit (and each block
+  // HDF5 writes), and the attributes wait for the commit.
+  bool in_file = false;
+  std::string temp_dataset;
+  bool dataset_created = false;
+  std::vector<Attribute> attributes;
   Handle file;  // declared before dataset: closed after it
   Handle dataset;
   // Contiguous datasets are written with pwrite at their offset in the file (see write_block);
@@ -47,7 +57,9 @@ struct MatrixWriter::Impl {
   NonfiniteCount nonfinite;
   mutable std::mutex nonfinite_lock;
 
-  std::string where() const { return in_quotes(temp_path + ":" + target.path); }
+  std::string where() const {
+    return in_file ? in_quotes(target.file + ":" + temp_dataset) : in_quotes(temp_path + ":" + target.path);
+  }
   void close_direct() {
     if (!direct_file) return;
     const std::lock_guard<std::mutex> hold(nonfinite_lock);
@@ -55,10 +67,35 @@ struct MatrixWriter::Impl {
     direct_file.reset();
   }
 
+  void create_in_existing_file(hid_t dcpl, const hsize_t dims[2]);
+  void commit_in_file();
+
+  // The existing file without the temporary dataset (an error, or an exception): reopened, the
+  // link removed. Errors are ignored: the next run removes a leftover (io::clean_stale_datasets).
+  void remove_temporary_dataset() {
+    (void)dataset.close();
+    (void)file.close();
+    if (dataset_created) {
+      const std::lock_guard<std::mutex> hold(hdf5::lock());
+      Handle fapl = own_plist(H5Pcreate(H5P_FILE_ACCESS));
+      if (fapl.valid()) H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG);
+      Handle f = own_file(H5Fopen(target.file.c_str(), H5F_ACC_RDWR, fapl.valid() ? fapl.get() : H5P_DEFAULT));
+      if (f.valid()) {
+        (void)H5Ldelete(f.get(), temp_dataset.c_str(), H5P_DEFAULT);
+        (void)H5Fflush(f.get(), H5F_SCOPE_LOCAL);
+      }
+    }
+    H5Eclear2(H5E_DEFAULT);
+  }
+
   // Runs also when the writer's constructor throws after creating the temporary file.
   ~Impl() {
     close_direct();
     if (committed) return;
+    if (in_file) {
+      remove_temporary_dataset();
+      return;
+    }
     // Closing flushes HDF5's caches. If that flush fails (full disk, quota), HDF5 1.10 frees the
     // file but keeps its id, and the library crashes at exit (HDFFV-11052). The file is being
     // discarded anyway, so empty it first: that returns the space the final flush needs.
@@ -72,6 +109,93 @@ struct MatrixWriter::Impl {
     if (created) forget_temporary(temp_path);
   }
 };
+
+// The temporary dataset in the existing output file, contiguous with its space allocated now (so
+// the ranks can pwrite their rows at its offset), then the file closed again: while the job
+// computes, HDF5 holds nothing of it open, so a run that dies leaves a valid file.
+void MatrixWriter::Impl::create_in_existing_file(hid_t dcpl, const hsize_t dims[2]) {
+  Impl& w = *this;
+  const std::lock_guard<std::mutex> hold(hdf5::lock());
+  Handle out = open_file_readwrite(w.target.file);
+  check_dataset_target(out.get(), w.target, w.overwrite);
+  w.temp_dataset = temporary_dataset(w.target);
+  const std::string what = "cannot create the temporary dataset " + in_quotes(w.target.file + ":" + w.temp_dataset);
+  if (H5Lexists(out.get(), w.temp_dataset.c_str(), H5P_DEFAULT) != 0)
+    throw IoError(what + ": it already exists (left by an earlier run?); remove it");
+  if (H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0 || H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0)
+    throw_io(what);
+  const bool empty = dims[0] == 0 || dims[1] == 0;
+  Handle space = own_space(H5Screate_simple(2, dims, nullptr));
+  if (!space.valid()) throw_io(what);
+  const hid_t file_type = w.dtype == DType::f32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
+  Handle made = own_dataset(
+      H5Dcreate2(out.get(), w.temp_dataset.c_str(), file_type, space.get(), H5P_DEFAULT, dcpl, H5P_DEFAULT));
+  if (!made.valid()) throw_io(what);
+  w.dataset_created = true;
+  // pwrite needs the dataset's offset in the file as a whole: HDF5's addresses start after a
+  // user block (MATLAB's .mat files have one), so such files are written through HDF5 instead.
+  hsize_t userblock = 1;
+  Handle fcpl = own_plist(H5Fget_create_plist(out.get()));
+  const bool plain = fcpl.valid() && H5Pget_userblock(fcpl.get(), &userblock) >= 0 && userblock == 0;
+  const haddr_t offset = H5Dget_offset(made.get());
+  H5Eclear2(H5E_DEFAULT);
+  if (plain && !empty && offset != HADDR_UNDEF && direct_io_enabled() &&
+      H5Tequal(file_type, native_type(w.dtype)) > 0)
+    w.direct = {w.target.file, static_cast<std::int64_t>(offset), w.rows, w.cols, dtype_size(w.dtype)};
+  if (made.close() < 0 || H5Fflush(out.get(), H5F_SCOPE_LOCAL) < 0 || out.close() < 0)
+    throw_io("writing " + in_quotes(w.target.file) + " failed");
+  const int fd = ::open(w.target.file.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    (void)::fsync(fd);  // the new link on disk before the ranks write into its space
+    ::close(fd);
+  }
+}
+
+// The commit into an existing file: reopened, the attributes written, the dataset that
+// --overwrite replaces unlinked and the temporary moved to PATH (groups created as needed), then
+// flushed, closed and fsync'ed. HDF5 has no transactions: a process killed inside these few
+// metadata writes (milliseconds) can leave the file damaged, the one window where it can.
+void MatrixWriter::Impl::commit_in_file() {
+  Impl& w = *this;
+  if (!w.dataset_created) throw IoError("cannot commit " + in_quotes(w.target) + ": an earlier commit failed");
+  w.close_direct();
+  {
+    const std::lock_guard<std::mutex> hold(hdf5::lock());
+    Handle out = open_file_readwrite(w.target.file);
+    {
+      Handle made = own_dataset(H5Dopen2(out.get(), w.temp_dataset.c_str(), H5P_DEFAULT));
+      if (!made.valid()) throw_io("cannot open " + w.where() + " to commit it");
+      for (const auto& a : w.attributes) write_attribute(made.get(), a, w.where());
+      if (made.close() < 0) throw_io("writing the attributes of " + w.where() + " failed");
+    }
+    const htri_t exists = H5Lexists(out.get(), w.target.path.c_str(), H5P_DEFAULT);
+    H5Eclear2(H5E_DEFAULT);  // (a missing group on the way is an error to H5Lexists)
+    if (exists > 0) {
+      if (!w.overwrite)
+        throw InputError("output dataset " + in_quotes(w.target) +
+                         " appeared while tessera was running; pass --overwrite to replace it");
+      check_dataset_target(out.get(), w.target, true);  // still a dataset, reached within the file
+      if (H5Ldelete(out.get(), w.target.path.c_str(), H5P_DEFAULT) < 0)
+        throw_io("cannot replace " + in_quotes(w.target));
+    }
+    Handle lcpl = own_plist(H5Pcreate(H5P_LINK_CREATE));
+    if (!lcpl.valid() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0 ||
+        H5Lmove(out.get(), w.temp_dataset.c_str(), out.get(), w.target.path.c_str(), lcpl.get(), H5P_DEFAULT) < 0)
+      throw_io("cannot move " + w.where() + " to " + in_quotes(w.target));
+    w.dataset_created = false;  // it is C now: never removed
+    log::debug("moved " + w.temp_dataset + " to " + w.target.path + " in " + in_quotes(w.target.file));
+    w.committed = true;
+    if (H5Fflush(out.get(), H5F_SCOPE_LOCAL) < 0 || out.close() < 0)
+      throw_io("writing " + in_quotes(w.target.file) + " failed while closing it (disk full?)");
+  }
+  const int fd = ::open(w.target.file.c_str(), O_RDONLY);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    throw IoError("writing " + in_quotes(w.target.file) + " failed: " + std::strerror(err));
+  }
+  ::close(fd);
+}
 
 MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int64_t cols, DType dtype,
                            const WriteOptions& opts)
@@ -93,17 +217,19 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
 
   // Fail before any compute: target and directory.
   struct stat st {};
-  if (::stat(target.file.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) throw InputError("output file " + in_quotes(target.file) + " is a directory");
-    if (!opts.overwrite)
-      throw InputError("output file " + in_quotes(target.file) + " exists; pass --overwrite to replace it");
+  const bool exists = ::stat(target.file.c_str(), &st) == 0;
+  if (exists && S_ISDIR(st.st_mode)) throw InputError("output file " + in_quotes(target.file) + " is a directory");
+  w.in_file = exists && opts.existing_file == ExistingFile::add_dataset;
+  if (exists && !w.in_file && !opts.overwrite)
+    throw InputError("output file " + in_quotes(target.file) + " exists; pass --overwrite to replace it");
+  if (!w.in_file) {
+    std::string dir = std::filesystem::path(target.file).parent_path().string();
+    if (dir.empty()) dir = ".";
+    if (::stat(dir.c_str(), &st) != 0) throw InputError("output directory " + in_quotes(dir) + " does not exist");
+    if (!S_ISDIR(st.st_mode)) throw InputError("output directory " + in_quotes(dir) + " is not a directory");
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+      throw InputError("output directory " + in_quotes(dir) + " is not writable");
   }
-  std::string dir = std::filesystem::path(target.file).parent_path().string();
-  if (dir.empty()) dir = ".";
-  if (::stat(dir.c_str(), &st) != 0) throw InputError("output directory " + in_quotes(dir) + " does not exist");
-  if (!S_ISDIR(st.st_mode)) throw InputError("output directory " + in_quotes(dir) + " is not a directory");
-  if (::access(dir.c_str(), W_OK | X_OK) != 0)
-    throw InputError("output directory " + in_quotes(dir) + " is not writable");
 
   // Storage: contiguous unless chunking or compression was asked for.
   const hsize_t dims[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
@@ -139,6 +265,18 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
     }
   }
 
+  if (w.in_file) {
+    if (want_chunks)
+      throw InputError("chunked or compressed output into the existing file " + in_quotes(target.file) +
+                       " is not supported; write a new file");
+    w.create_in_existing_file(dcpl.get(), dims);
+    if (w.direct.valid()) w.direct_file = std::make_unique<BlockFile>(w.direct);
+    log::info("C goes into the existing file " + in_quotes(target.file) + " as " + target.path + ", written as " +
+              w.temp_dataset + " until complete" +
+              (w.direct.valid() ? " (its elements at byte " + std::to_string(w.direct.base) + ")" : " (by HDF5)"));
+    return;
+  }
+
   w.temp_path = temporary_name(target.file);
   if (::stat(w.temp_path.c_str(), &st) == 0)
     throw IoError("cannot create temporary file " + in_quotes(w.temp_path) +
@@ -152,6 +290,8 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
   if (!w.file.valid()) throw_io("cannot create temporary file " + in_quotes(w.temp_path));
   w.created = true;
   register_temporary(w.temp_path);  // removed on SIGTERM / SIGINT too
+  log::info("C goes into the new file " + in_quotes(target.file) + ", written as " + in_quotes(w.temp_path) +
+            " until complete");
 
   Handle lcpl = own_plist(H5Pcreate(H5P_LINK_CREATE));
   if (!lcpl.valid() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0)
@@ -184,7 +324,7 @@ MatrixWriter::~MatrixWriter() = default;  // Impl's destructor removes an uncomm
 void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
                                const void* data) {
   Impl& w = *impl_;
-  if (w.committed || !w.dataset.valid())
+  if (w.committed || (!w.dataset.valid() && !w.in_file))
     throw IoError("cannot write to " + in_quotes(w.target) + ": the writer is already committed or closed");
   if (!in_range(row0, nrows, w.rows) || !in_range(col0, ncols, w.cols))
     throw InputError(block_text(row0, nrows, col0, ncols) + " is outside " + in_quotes(w.target) + " (" +
@@ -202,22 +342,48 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
   }
   const std::lock_guard<std::mutex> hold(hdf5::lock());
   ensure_init();
-  auto [file_space, mem_space] = block_spaces(w.dataset.get(), row0, nrows, col0, ncols);
+  // Into an existing file, HDF5 has it open only while it writes this block: its space was
+  // allocated when it was made, so the write changes raw data alone, no metadata.
+  Handle file, opened;
+  if (w.in_file) {
+    file = open_file_readwrite(w.target.file);
+    opened = own_dataset(H5Dopen2(file.get(), w.temp_dataset.c_str(), H5P_DEFAULT));
+    if (!opened.valid()) throw_io("cannot open " + w.where() + " to write C");
+  }
+  const hid_t dataset = w.in_file ? opened.get() : w.dataset.get();
+  auto [file_space, mem_space] = block_spaces(dataset, row0, nrows, col0, ncols);
   if (!file_space.valid()) throw_io("cannot select " + block_text(row0, nrows, col0, ncols) + " of " + w.where());
-  if (H5Dwrite(w.dataset.get(), native_type(w.dtype), mem_space.get(), file_space.get(), H5P_DEFAULT, data) < 0)
+  if (H5Dwrite(dataset, native_type(w.dtype), mem_space.get(), file_space.get(), H5P_DEFAULT, data) < 0)
+    throw_io("writing " + block_text(row0, nrows, col0, ncols) + " to " + w.where() + " failed");
+  if (w.in_file && (opened.close() < 0 || file.close() < 0))
     throw_io("writing " + block_text(row0, nrows, col0, ncols) + " to " + w.where() + " failed");
 }
 
 void MatrixWriter::set_attributes(const std::vector<Attribute>& attrs) {
   Impl& w = *impl_;
-  if (w.committed || !w.dataset.valid())
+  if (w.committed || (!w.dataset.valid() && !w.in_file))
     throw IoError("cannot write attributes to " + in_quotes(w.target) + ": the writer is already committed or closed");
+  if (w.in_file) {  // written at the commit, when the file is open again
+    for (const auto& a : attrs) {
+      if (a.name.empty()) throw InputError("attribute names must not be empty (writing " + w.where() + ")");
+      // Replaced as HDF5 replaces one: deleted, then written last.
+      w.attributes.erase(std::remove_if(w.attributes.begin(), w.attributes.end(),
+                                        [&](const Attribute& b) { return b.name == a.name; }),
+                         w.attributes.end());
+      w.attributes.push_back(a);
+    }
+    return;
+  }
   for (const auto& a : attrs) write_attribute(w.dataset.get(), a, w.where());
 }
 
 void MatrixWriter::commit() {
   Impl& w = *impl_;
   if (w.committed) return;
+  if (w.in_file) {
+    w.commit_in_file();
+    return;
+  }
   if (!w.file.valid())
     throw IoError("cannot commit " + in_quotes(w.target) + ": an earlier commit failed");
 
@@ -241,6 +407,7 @@ void MatrixWriter::commit() {
     throw IoError("writing " + in_quotes(w.temp_path) + " failed: " + std::strerror(err));
   }
   ::close(fd);
+  log::debug("C is on disk in " + in_quotes(w.temp_path) + "; renaming it to " + in_quotes(w.target.file));
 
   const std::string what = "cannot rename " + in_quotes(w.temp_path) + " to " + in_quotes(w.target.file);
   const auto appeared = [&] {

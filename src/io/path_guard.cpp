@@ -75,11 +75,12 @@ void PathGuard::read(const std::string& file, const std::string& what) {
   reads_.push_back(std::move(e));
 }
 
-void PathGuard::output(const std::string& file, const std::string& option, bool overwrite) {
+void PathGuard::output(const std::string& file, const std::string& option, bool overwrite, Output kind) {
   Entry e;
   e.file = file;
   e.option = option;
   e.overwrite = overwrite;
+  e.output = kind;
   outputs_.push_back(std::move(e));
 }
 
@@ -119,6 +120,10 @@ void PathGuard::check() const {
         throw InputError(subject + " is a symbolic link to " + in_quotes(target) +
                          ", which does not exist; tessera writes a new file and renames it into place, which would "
                          "replace the link: name the file itself");
+      if (o.output == Output::dataset_in_file)
+        throw InputError(subject + " is a symbolic link to " + in_quotes(target) +
+                         "; tessera writes into an existing file only under its own name: name " + in_quotes(target) +
+                         " itself");
       throw InputError(subject + " is a symbolic link to " + in_quotes(target) +
                        "; tessera writes a new file and renames it into place, which would replace the link and "
                        "leave " +
@@ -128,6 +133,9 @@ void PathGuard::check() const {
     if (::stat(o.file.c_str(), &st) == 0) {
       if (S_ISDIR(st.st_mode)) throw InputError(subject + " is a directory");
       if (!S_ISREG(st.st_mode)) throw InputError(subject + " is not a regular file (a device, pipe or socket)");
+      // An existing file gets C as a new dataset (checked by the writer, which reads the file);
+      // nothing is created beside it.
+      if (o.output == Output::dataset_in_file) continue;
       if (!o.overwrite) throw InputError(subject + " exists; pass --overwrite to replace it");
     }
     check_directory(o.file, "output directory", "");
@@ -137,6 +145,7 @@ void PathGuard::check() const {
   for (std::size_t i = 0; i < writes_.size(); ++i) {
     const auto& w = writes_[i];
     const std::string subject = w.option + " " + in_quotes(w.file);
+    if (w.file == "-") continue;  // the standard output (io::write_file_replacing)
     const std::string in_dir = w.option == "--report" ? "report directory" : w.option + " directory";
     struct stat st {};
     if (::lstat(w.file.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {

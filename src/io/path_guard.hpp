@@ -21,11 +21,16 @@ class PathGuard {
   // A file the job reads. `what` names it in messages, e.g. "input A 'a.h5:/A'".
   void read(const std::string& file, const std::string& what);
 
-  // The HDF5 output: written under io::temporary_name(file) and renamed into place. An existing
-  // file is replaced only with `overwrite`, and only a regular file; a symbolic link is refused
-  // (the rename would replace the link, not the file it points to).
-  // `option` is how the user named it ("--c", "--out").
-  void output(const std::string& file, const std::string& option, bool overwrite);
+  // The HDF5 output. A new file is written under io::temporary_name(file) and renamed into
+  // place. An existing file must be a regular file; what happens to it depends on `kind`:
+  //  - dataset_in_file (run's C): the result becomes a new dataset of it, and `overwrite`
+  //    replaces that dataset only (which the writer checks, io::MatrixWriter, as it needs HDF5);
+  //  - whole_file (generate): replaced by the new file, only with `overwrite`.
+  // A symbolic link is refused (the rename would replace the link, not the file it points to;
+  // and a file is written only under its own name). `option` is how the user named it ("--c").
+  enum class Output { dataset_in_file, whole_file };
+  void output(const std::string& file, const std::string& option, bool overwrite,
+              Output kind = Output::dataset_in_file);
 
   // A file written whole by temporary + rename (io/atomic_file.hpp), e.g. the report. An existing
   // one is replaced only when `replaceable(path)` says tessera wrote it (`kind` names the format in
@@ -45,6 +50,7 @@ class PathGuard {
   struct Entry {
     std::string file, what, option, kind;
     bool overwrite = false;
+    Output output = Output::dataset_in_file;
     std::function<bool(const std::string&)> replaceable;
   };
   std::vector<Entry> reads_, outputs_, writes_;

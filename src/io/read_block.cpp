@@ -5,11 +5,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "io/chunked_read.hpp"
 #include "io/direct_io.hpp"
 #include "io/hdf5_io.hpp"
@@ -38,6 +40,36 @@ DatasetRef DatasetRef::parse(const std::string& text) {
   if (split == std::string::npos || split == 0)
     throw InputError("invalid dataset reference '" + text + "': expected FILE:/PATH, e.g. data.h5:/A");
   return {plain.substr(0, split), plain.substr(split + 1)};
+}
+
+namespace {
+
+// `part` written so that parse() reads it back unchanged: a '\\' that parse() would take for an
+// escape (followed by ':' or '\\', or ending the file name, where the separator follows) is
+// doubled; in the dataset path, a ':' followed by '/' becomes "\\:" (it must not split).
+std::string escaped(const std::string& part, bool is_path) {
+  std::string out;
+  for (std::size_t i = 0; i < part.size(); ++i) {
+    const char c = part[i];
+    const char next = i + 1 < part.size() ? part[i + 1] : '\0';
+    if (c == '\\' && (next == ':' || next == '\\' || (next == '\0' && !is_path)))
+      out += "\\\\";
+    else if (c == ':' && is_path && next == '/')
+      out += "\\:";
+    else
+      out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string DatasetRef::text() const { return escaped(file, false) + ":" + escaped(path, true); }
+
+DatasetRef DatasetRef::absolute() const {
+  std::error_code ec;
+  const auto abs = std::filesystem::absolute(file, ec);
+  return {ec ? file : abs.lexically_normal().string(), path};
 }
 
 DatasetInfo inspect(const DatasetRef& ref) { return open_matrix(ref).info; }
@@ -104,6 +136,9 @@ void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, st
     if (out == nullptr) throw std::invalid_argument("read_block: null output buffer");
     base = direct_offset(od, as);
     file_cols = od.info.cols;
+    if (log::enabled(log::Level::info))
+      log::info("reading " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref) + " (" +
+                 (base >= 0 ? "pread" : od.info.layout + ", through HDF5") + ")");
     // Chunked (and compressed) storage: decompressed by many threads.
     if (base < 0 && direct_io_enabled() &&
         read_chunked(od.dataset.get(), ref.str(), row0, nrows, col0, ncols, as, out))

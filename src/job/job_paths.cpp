@@ -19,7 +19,7 @@ bool is_tessera_report(const std::string& path) {
 
 std::unique_ptr<io::FileReservation> reserve_report(const std::string& path, int nranks) {
   struct stat st {};
-  if (path.empty() || (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))) return nullptr;
+  if (path.empty() || path == "-" || (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))) return nullptr;
   // A report holds ~1.3 KiB per rank and ~2 KiB besides (docs/report.md); room for more.
   return std::make_unique<io::FileReservation>(path, 8192 + 2048 * static_cast<std::size_t>(nranks), "--report");
 }
@@ -30,8 +30,8 @@ GuardedPaths guard_run_paths(const RunOptions& o) {
   if (!o.b.empty()) io::guard_input(g, o.b, "B");
   io::guard_config(g.guard, o.config);
   if (!o.dry_run) g.guard.output(io::DatasetRef::parse(o.c).file, "--c", o.overwrite);
-  // (A report to stdout, "--report -" of issue #17, is a stream like /dev/stdout: it would skip
-  // this check and the reservation, as PathGuard and reserve_report do for pipes.)
+  // (A report to stdout, "--report -", is a stream like /dev/stdout: PathGuard and reserve_report
+  // skip it as they do pipes.)
   if (!o.report.empty()) g.guard.written(o.report, "--report", "a tessera report", is_tessera_report);
   g.guard.check();
   return g;

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 
 namespace tessera::job {
 
@@ -20,8 +21,7 @@ void commit_result(const RunOptions& o, io::MatrixWriter& writer, report::JobRep
         o.allow_nonfinite ? std::string(" (--allow-nonfinite)")
                           : ", although A and B are finite: the products or their sums overflow " + job.dtype);
     if (o.fail_on_nonfinite) throw Error(message + "; nothing written (--fail-on-nonfinite)");
-    std::fprintf(stderr, "tessera: warning: %s; written anyway (--fail-on-nonfinite refuses such a result)\n",
-                 message.c_str());
+    log::warn(message + "; written anyway (--fail-on-nonfinite refuses such a result)");
     job.warnings.push_back(message);
   }
   writer.commit();

@@ -20,7 +20,8 @@ inline std::vector<io::Attribute> result_attributes(const report::JobReport& job
           io::Attribute::of("algorithm", job.algorithm),
           io::Attribute::of("backend", job.backend),
           io::Attribute::of("kernel", job.kernel),
-          io::Attribute::of("inputs", job.a + " * " + job.b),
+          io::Attribute::of("input_a", io::DatasetRef::parse(job.a).absolute().text()),
+          io::Attribute::of("input_b", io::DatasetRef::parse(job.b).absolute().text()),
           io::Attribute::of("tessera_version", kVersion),
           io::Attribute::of("created", job.started_at),
           io::Attribute::of("wall_seconds", job.wall_seconds)};

@@ -28,6 +28,7 @@
 #include "backend/backend.hpp"
 #include "comm/cpu_share.hpp"
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "core/version.hpp"
 #include "io/atomic_file.hpp"
 #include "io/cleanup.hpp"
@@ -55,7 +56,7 @@ constexpr int kRoot = 0;
 double seconds_since(double start) { return MPI_Wtime() - start; }
 
 void print_notes(const std::vector<std::string>& notes) {
-  for (const auto& note : notes) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
+  for (const auto& note : notes) log::note(note);
 }
 
 class Job {
@@ -114,7 +115,7 @@ void Job::share_cores() {
   const comm::CpuShare cpus = comm::widen_cpu_binding(comm_);
   if (cpus.after > cpus.before) backend::use_cpu_threads(cpus.after);
   io::set_io_threads(cpus.after);
-  if (rank_ == kRoot && !cpus.note.empty()) std::fprintf(stderr, "tessera: note: %s\n", cpus.note.c_str());
+  if (rank_ == kRoot && !cpus.note.empty()) log::note(cpus.note);
 }
 
 // 1. Rank 0 validates the inputs and the output location, chooses, then tells everyone the plan.
@@ -201,6 +202,7 @@ void Job::start() {
   route_->use(be_.get(), progress);
   run_ = std::make_unique<algorithms::RankRun>(comm_, *be_, kernel_, problem_, options_, share_, machine_, *route_, me_,
                                                job_, progress);
+  run_->work = progress_.get();
   algorithm_->start(*run_);
   // Host memory: what the ranks of each node hold against the node's memory.
   const algorithms::RankFootprint mine = algorithm_->rank_footprint(problem_, run_->setting, machine_, rank_);

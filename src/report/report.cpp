@@ -1,5 +1,7 @@
 #include "report/report.hpp"
 
+#include "report/provenance.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -140,10 +142,46 @@ RankRecord rank_from_json(const nlohmann::json& j) {
   return r;
 }
 
+namespace {
+
+// The process's provenance with what the job adds: the hosts of its ranks, and the GPU each rank
+// used (its device id looked up among the GPUs that rank saw, as the command line gathered them
+// under "devices": [{rank, host, gpus: [{id, name, uuid, pci_bus_id}]}]).
+nlohmann::json job_provenance(const JobReport& r) {
+  nlohmann::json p = provenance();
+  if (!r.ranks.empty()) {
+    std::vector<std::string> hosts;
+    for (const auto& rr : r.ranks)
+      if (std::find(hosts.begin(), hosts.end(), rr.host) == hosts.end()) hosts.push_back(rr.host);
+    p["hosts"] = hosts;
+  }
+  nlohmann::json used = nlohmann::json::array();
+  const nlohmann::json devices = p.value("devices", nlohmann::json::array());
+  for (const auto& rr : r.ranks) {
+    if (rr.device_id < 0) continue;
+    nlohmann::json gpu = {{"rank", rr.rank}, {"host", rr.host}, {"device_id", rr.device_id}, {"name", rr.device},
+                          {"uuid", nullptr}, {"pci_bus_id", nullptr}};
+    for (const auto& d : devices)
+      if (d.value("rank", -1) == rr.rank)
+        for (const auto& g : d.value("gpus", nlohmann::json::array()))
+          if (g.value("id", -1) == rr.device_id) {
+            gpu["uuid"] = g.value("uuid", nlohmann::json(nullptr));
+            gpu["pci_bus_id"] = g.value("pci_bus_id", nlohmann::json(nullptr));
+          }
+    used.push_back(gpu);
+  }
+  p["gpus"] = used;
+  p.erase("devices");
+  return p;
+}
+
+}  // namespace
+
 nlohmann::json to_json(const JobReport& r) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& rr : r.ranks) ranks.push_back(to_json(rr));
-  return {{"schema", "tessera.report/1"},
+  return {{"schema", kReportSchema},
+          {"provenance", job_provenance(r)},
           {"tessera_version", r.version},
           {"started_at", r.started_at},
           {"inputs", {{"a", r.a}, {"b", r.b}}},

@@ -163,3 +163,28 @@ set_tests_properties(write.rank-killed-writing.np2 PROPERTIES LABELS "mpi;fault"
 
 # Each rank's share of the node's cores when the launcher bound it to fewer (comm/cpu_share.hpp).
 add_mpi_test(cpu-share.np1 1 cpu_share.py)
+
+# C into an existing HDF5 file (#17 item 1): other datasets byte-identical after a run, after
+# --overwrite and after a rank killed mid-compute (the next run removes the leftover); in place
+# and gathered, 1-3 ranks. The attributes read back as str in h5py (item 3).
+add_mpi_test(existing.add.np1 1 existing_file.py --case add)
+add_mpi_test(existing.add.gather.np2 2 existing_file.py --case add --write gather)
+add_mpi_test(existing.add.summa.np3 3 existing_file.py --case add --algorithm summa --write in-place)
+add_mpi_test(existing.killed.np1 1 existing_file.py --case killed)
+add_mpi_test(existing.killed.np2 2 existing_file.py --case killed --write in-place)
+add_mpi_test(existing.killed.gather.np3 3 existing_file.py --case killed --write gather)
+set_tests_properties(existing.killed.np1 existing.killed.np2 existing.killed.gather.np3 PROPERTIES LABELS "mpi;fault")
+
+# JSON Schemas (docs/schema/, #17 item 5): every JSON tessera writes validates against its schema.
+add_mpi_test(schema.run.np2 2 schemas.py --case run)
+add_mpi_test(schema.dry-run 1 schemas.py --case dry-run)
+add_mpi_test(schema.bench 1 schemas.py --case bench)
+add_mpi_test(schema.info.np2 2 schemas.py --case info)
+add_mpi_test(schema.tune-files 1 schemas.py --case tune-files)
+
+# Logging and progress (#17 item 6): -v/--log-level, progress with percentage and ETA on a terminal
+# (a pty), auto turning it on for a run longer than predicted.
+add_mpi_test(log.verbose.np2 2 log_progress.py --case verbose)
+add_mpi_test(log.level.np2 2 log_progress.py --case log-level)
+add_mpi_test(progress.terminal.np2 2 log_progress.py --case progress-terminal)
+add_mpi_test(progress.batch.np2 2 log_progress.py --case progress-batch)

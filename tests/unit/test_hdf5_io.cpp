@@ -698,17 +698,19 @@ TEST_CASE("writer destroyed without commit leaves nothing behind", "[io][writer]
   CHECK(dir.entries() == 0);
 }
 
-TEST_CASE("writer refuses an existing output unless overwrite", "[io][writer]") {
+TEST_CASE("writer refuses an existing output file unless overwrite (replace_file)", "[io][writer]") {
   TempDir dir;
   const DatasetRef ref{dir.file("c.h5"), "/C"};
   write_matrix<double>(ref, 2, 2);
-  CHECK_THROWS_AS(MatrixWriter(ref, 2, 2, DType::f64, {}), InputError);
-  CHECK(message_of<InputError>([&] { MatrixWriter w(ref, 2, 2, DType::f64, {}); }) ==
+  WriteOptions whole;
+  whole.existing_file = tessera::io::ExistingFile::replace_file;
+  CHECK_THROWS_AS(MatrixWriter(ref, 2, 2, DType::f64, whole), InputError);
+  CHECK(message_of<InputError>([&] { MatrixWriter w(ref, 2, 2, DType::f64, whole); }) ==
         "output file '" + ref.file + "' exists; pass --overwrite to replace it");
   CHECK(dir.entries() == 1);  // no temporary file was created
 
   // With overwrite the old file is replaced, and by a different shape.
-  WriteOptions opts;
+  WriteOptions opts = whole;
   opts.overwrite = true;
   {
     MatrixWriter w(ref, 3, 5, DType::f32, opts);

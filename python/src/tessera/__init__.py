@@ -13,9 +13,9 @@ from .api import dry_run, run
 from .binary import find_binary
 from .errors import TesseraError, UsageError, VerificationError
 from .launch import launcher_prefix
-from .report import DryRun, Grid, RankPlan, RankRecord, Report, Shape
+from .report import DryRun, Grid, Provenance, RankPlan, RankRecord, Report, Shape
 
 __version__ = "0.1.0"
 
-__all__ = ["run", "dry_run", "find_binary", "launcher_prefix", "Report", "RankRecord", "DryRun", "RankPlan",
+__all__ = ["run", "dry_run", "find_binary", "launcher_prefix", "Report", "RankRecord", "DryRun", "RankPlan", "Provenance",
            "Shape", "Grid", "TesseraError", "UsageError", "VerificationError", "__version__"]

@@ -67,6 +67,38 @@ def _pandas():
 
 
 @dataclass
+class Provenance:
+    """How a report was made (docs/report.md, "provenance"): the command line and the options given,
+    tessera's version and git id, the libraries it ran with, the Slurm job, the hosts and the GPU
+    each rank used. Indexing (`prov["git_id"]`) reads the JSON as it is, for any other key."""
+    command_line: List[str]
+    options: Dict[str, Any]
+    tessera_version: Optional[str]
+    git_id: Optional[str]
+    build_type: Optional[str]
+    libraries: Dict[str, Optional[str]]
+    slurm_job_id: Optional[str]
+    hosts: List[str]
+    gpus: List[Dict[str, Any]]  # rank, host, device_id, name, uuid, pci_bus_id of each GPU used
+    raw: Dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_json(cls, d: Any) -> Optional["Provenance"]:
+        if not isinstance(d, dict):
+            return None
+        return cls(command_line=list(d.get("command_line") or []), options=dict(d.get("options") or {}),
+                   tessera_version=d.get("tessera_version"), git_id=d.get("git_id"), build_type=d.get("build_type"),
+                   libraries=dict(d.get("libraries") or {}), slurm_job_id=d.get("slurm_job_id"),
+                   hosts=list(d.get("hosts") or []), gpus=list(d.get("gpus") or []), raw=d)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.raw[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.raw.get(key, default)
+
+
+@dataclass
 class RankRecord:
     """One rank of a run: its block of C, device, work and the seconds of each phase."""
     rank: int
@@ -146,7 +178,7 @@ class Report:
     mean_compute_seconds: Optional[float]
     load_imbalance: Optional[float]
     verification: Optional[Dict[str, Any]]
-    provenance: Optional[Dict[str, Any]]
+    provenance: Optional[Provenance]  # None in reports of a tessera before it
     warnings: List[str]  # the job's, else every rank's, each once
     ranks: List[RankRecord]
     raw: Dict[str, Any] = field(repr=False)
@@ -170,7 +202,8 @@ class Report:
                    max_compute_seconds=_get(d, "totals", "max_compute_seconds"),
                    mean_compute_seconds=_get(d, "totals", "mean_compute_seconds"),
                    load_imbalance=_get(d, "totals", "load_imbalance"), verification=d.get("verification"),
-                   provenance=d.get("provenance"), warnings=list(warnings), ranks=ranks, raw=d)
+                   provenance=Provenance.from_json(d.get("provenance")), warnings=list(warnings), ranks=ranks,
+                   raw=d)
 
     @classmethod
     def load(cls, path) -> "Report":
@@ -235,7 +268,8 @@ class DryRun:
     max_recv_bytes: Optional[int]
     rank0: Optional[RankPlan]
     largest: Optional[RankPlan]
-    raw: Dict[str, Any] = field(repr=False)
+    provenance: Optional[Provenance] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
     command: List[str] = field(default_factory=list, repr=False)
     stdout: str = field(default="", repr=False)  # the plan as tessera prints it
     stderr: str = field(default="", repr=False)
@@ -247,7 +281,8 @@ class DryRun:
                    backend=d.get("backend"), predicted_seconds=d.get("predicted_seconds"),
                    total_read_bytes=d.get("total_read_bytes"), total_comm_bytes=d.get("total_comm_bytes"),
                    max_send_bytes=d.get("max_send_bytes"), max_recv_bytes=d.get("max_recv_bytes"),
-                   rank0=RankPlan.from_json(d.get("rank0")), largest=RankPlan.from_json(d.get("largest")), raw=d)
+                   rank0=RankPlan.from_json(d.get("rank0")), largest=RankPlan.from_json(d.get("largest")),
+                   provenance=Provenance.from_json(d.get("provenance")), raw=d)
 
     @classmethod
     def load(cls, path) -> "DryRun":

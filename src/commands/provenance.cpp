@@ -1,0 +1,134 @@
+#include "commands/provenance.hpp"
+
+#include <dlfcn.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "io/hdf5_io.hpp"
+#include "kernels/cpu_gemm.hpp"
+
+#ifdef TESSERA_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace tessera::commands {
+
+namespace {
+
+nlohmann::json or_null(const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); }
+
+std::string mpi_library() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(text, &len);
+  std::string v(text);
+  if (const auto nl = v.find('\n'); nl != std::string::npos) v.resize(nl);
+  while (!v.empty() && (v.back() == ',' || v.back() == ' ')) v.pop_back();
+  return v;
+}
+
+// NCCL as loaded into this process (tessera links it where built with it): asked through
+// ncclGetVersion without linking NCCL here.
+std::string nccl_version() {
+  void* lib = ::dlopen("libnccl.so.2", RTLD_LAZY | RTLD_NOLOAD);
+  if (lib == nullptr) return "";
+  std::string out;
+  using GetVersion = int (*)(int*);
+  if (auto get = reinterpret_cast<GetVersion>(::dlsym(lib, "ncclGetVersion"))) {
+    int code = 0;
+    if (get(&code) == 0 && code > 0)
+      out = code >= 10000 ? fmt::format("{}.{}.{}", code / 10000, code % 10000 / 100, code % 100)
+                          : fmt::format("{}.{}.{}", code / 1000, code % 1000 / 100, code % 100);
+  }
+  ::dlclose(lib);
+  return out;
+}
+
+#ifdef TESSERA_HAVE_CUDA
+std::string cuda_version_text(int v) { return v > 0 ? fmt::format("{}.{}", v / 1000, v % 1000 / 10) : ""; }
+
+std::string uuid_text(const cudaUUID_t& u) {
+  const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
+  std::string s = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    s += fmt::format("{:02x}", b[i]);
+  }
+  return s;
+}
+#endif
+
+}  // namespace
+
+nlohmann::json library_versions() {
+  int major = 0, minor = 0;
+  MPI_Get_version(&major, &minor);
+  std::string runtime, driver;
+#ifdef TESSERA_HAVE_CUDA
+  int v = 0;
+  if (cudaRuntimeGetVersion(&v) == cudaSuccess) runtime = cuda_version_text(v);
+  v = 0;
+  if (cudaDriverGetVersion(&v) == cudaSuccess) driver = cuda_version_text(v);
+  (void)cudaGetLastError();
+#endif
+  return {{"mpi", or_null(mpi_library())},
+          {"mpi_standard", fmt::format("{}.{}", major, minor)},
+          {"hdf5", or_null(io::library_version())},
+          {"blas", or_null(kernels::blas_name())},
+          {"blas_config", or_null(kernels::openblas_config_string())},
+          {"cuda_runtime", or_null(runtime)},
+          {"cuda_driver", or_null(driver)},
+          {"nccl", or_null(nccl_version())}};
+}
+
+nlohmann::json visible_gpus() {
+  nlohmann::json gpus = nlohmann::json::array();
+#ifdef TESSERA_HAVE_CUDA
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+  for (int d = 0; d < count; ++d) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) continue;
+    char bus[32] = {};
+    const bool has_bus = cudaDeviceGetPCIBusId(bus, sizeof bus, d) == cudaSuccess;
+    gpus.push_back({{"id", d}, {"name", prop.name}, {"uuid", uuid_text(prop.uuid)},
+                    {"pci_bus_id", has_bus ? nlohmann::json(std::string(bus)) : nlohmann::json(nullptr)}});
+  }
+  (void)cudaGetLastError();
+#endif
+  return gpus;
+}
+
+nlohmann::json collect_provenance(const comm::Comm& comm, const std::vector<std::string>& argv,
+                                  const nlohmann::json& options, bool gather) {
+  nlohmann::json p = {{"command_line", argv}, {"options", options}, {"libraries", library_versions()}};
+  const char* job = std::getenv("SLURM_JOB_ID");
+  p["slurm_job_id"] = job ? nlohmann::json(std::string(job)) : nlohmann::json(nullptr);
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(host, &len);  // as the report's ranks name their hosts; not collective
+  const nlohmann::json mine = {{"rank", comm.rank()}, {"host", std::string(host, static_cast<std::size_t>(len))},
+                               {"gpus", visible_gpus()}};
+  nlohmann::json devices = nlohmann::json::array();
+  if (gather) {
+    for (const auto& text : comm.gather(mine.dump(), 0)) devices.push_back(nlohmann::json::parse(text));
+    if (comm.rank() != 0) devices = nlohmann::json::array({mine});
+  } else {
+    devices.push_back(mine);
+  }
+  std::vector<std::string> hosts;
+  for (const auto& d : devices) {
+    const std::string h = d.value("host", std::string());
+    if (std::find(hosts.begin(), hosts.end(), h) == hosts.end()) hosts.push_back(h);
+  }
+  p["hosts"] = hosts;
+  p["devices"] = devices;
+  return p;
+}
+
+}  // namespace tessera::commands
