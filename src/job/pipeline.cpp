@@ -226,7 +226,8 @@ void run_job(const RunOptions& o, const comm::Comm& comm) {
         prob.c_rows = streams.c_rows();
       }
     }
-    const auto watching = prob.c_rows ? progress.watch(rows.size(), "rows of C", [r = prob.c_rows] { return r->wait_for(0); }) : Progress::Watch{};
+    Progress::Watch watching;  // progress (rank 0): the rows of C the GEMM has finished
+    if (prob.c_rows) watching = progress.watch(rows.size(), "rows of C", [r = prob.c_rows] { return r->wait_for(0); });
     const Stopwatch t;
     std::vector<backend::PhaseTime> phases;
     std::exception_ptr failed;
