@@ -96,7 +96,9 @@ nlohmann::json visible_gpus() {
     if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) continue;
     char bus[32] = {};
     const bool has_bus = cudaDeviceGetPCIBusId(bus, sizeof bus, d) == cudaSuccess;
-    gpus.push_back({{"id", d}, {"name", prop.name}, {"uuid", uuid_text(prop.uuid)},
+    gpus.push_back({{"id", d},
+                    {"name", prop.name},
+                    {"uuid", uuid_text(prop.uuid)},
                     {"pci_bus_id", has_bus ? nlohmann::json(std::string(bus)) : nlohmann::json(nullptr)}});
   }
   (void)cudaGetLastError();
@@ -112,8 +114,8 @@ nlohmann::json collect_provenance(const comm::Comm& comm, const std::vector<std:
   char host[MPI_MAX_PROCESSOR_NAME] = {};
   int len = 0;
   MPI_Get_processor_name(host, &len);  // as the report's ranks name their hosts; not collective
-  const nlohmann::json mine = {{"rank", comm.rank()}, {"host", std::string(host, static_cast<std::size_t>(len))},
-                               {"gpus", visible_gpus()}};
+  const nlohmann::json mine = {
+      {"rank", comm.rank()}, {"host", std::string(host, static_cast<std::size_t>(len))}, {"gpus", visible_gpus()}};
   nlohmann::json devices = nlohmann::json::array();
   if (gather) {
     for (const auto& text : comm.gather(mine.dump(), 0)) devices.push_back(nlohmann::json::parse(text));

@@ -36,11 +36,16 @@ inline bool enabled(Level l) { return static_cast<int>(l) <= detail::level().loa
 
 // "error", "warn" (or "warning"), "info", "debug"; false for anything else.
 inline bool parse_level(const std::string& text, Level& out) {
-  if (text == "error") out = Level::error;
-  else if (text == "warn" || text == "warning") out = Level::warn;
-  else if (text == "info") out = Level::info;
-  else if (text == "debug") out = Level::debug;
-  else return false;
+  if (text == "error")
+    out = Level::error;
+  else if (text == "warn" || text == "warning")
+    out = Level::warn;
+  else if (text == "info")
+    out = Level::info;
+  else if (text == "debug")
+    out = Level::debug;
+  else
+    return false;
   return true;
 }
 

@@ -164,8 +164,10 @@ std::vector<std::string> clean_stale_datasets(const std::string& file) {
                       ", a partial output left by an earlier run that died (HDF5 keeps its space in the file until "
                       "it is repacked: h5repack)");
     else
-      notes.push_back("found dataset " + where + ", a partial output left by an earlier run that died, but could not "
-                      "remove it (" + summarize(error_stack()) + ")");
+      notes.push_back("found dataset " + where +
+                      ", a partial output left by an earlier run that died, but could not "
+                      "remove it (" +
+                      summarize(error_stack()) + ")");
   }
   if (f.valid() && (H5Fflush(f.get(), H5F_SCOPE_LOCAL) < 0 || f.close() < 0))
     notes.push_back("flushing " + in_quotes(file) + " after removing leftovers failed (" + summarize(error_stack()) +

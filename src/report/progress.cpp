@@ -13,7 +13,7 @@ namespace tessera::report {
 
 namespace {
 
-constexpr double kLateSeconds = 3.0;       // auto on a terminal: show a run still going after this
+constexpr double kLateSeconds = 3.0;        // auto on a terminal: show a run still going after this
 constexpr double kBatchLineSeconds = 10.0;  // a batch log gets a work line this often
 constexpr auto kTick = std::chrono::milliseconds(500);
 

@@ -75,7 +75,7 @@ class Progress {
   bool enabled_ = false;  // shown from the start
   bool late_ = false;     // may start showing after kLateSeconds (auto, on a terminal)
   bool tty_ = false;
-  bool shown_ = false;    // showing now
+  bool shown_ = false;  // showing now
   bool open_line_ = false;
   bool finished_ = false;
   std::string step_;

@@ -40,9 +40,9 @@ nlohmann::json provenance() {
     p["hosts"] = {std::string(host)};
   }
   for (const char* key : {"command_line", "options", "libraries", "gpus"})
-    if (!p.contains(key)) p[key] = std::string(key) == "options" || std::string(key) == "libraries"
-                                       ? nlohmann::json::object()
-                                       : nlohmann::json::array();
+    if (!p.contains(key))
+      p[key] = std::string(key) == "options" || std::string(key) == "libraries" ? nlohmann::json::object()
+                                                                                : nlohmann::json::array();
   return p;
 }
 

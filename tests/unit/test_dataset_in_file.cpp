@@ -95,12 +95,13 @@ std::vector<std::string> root_links(const std::string& name) {
   const hid_t f = H5Fopen(name.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   REQUIRE(f >= 0);
   hsize_t idx = 0;
-  H5Literate(f, H5_INDEX_NAME, H5_ITER_INC, &idx,
-             [](hid_t, const char* n, const H5L_info_t*, void* data) -> herr_t {
-               static_cast<std::vector<std::string>*>(data)->emplace_back(n);
-               return 0;
-             },
-             &names);
+  H5Literate(
+      f, H5_INDEX_NAME, H5_ITER_INC, &idx,
+      [](hid_t, const char* n, const H5L_info_t*, void* data) -> herr_t {
+        static_cast<std::vector<std::string>*>(data)->emplace_back(n);
+        return 0;
+      },
+      &names);
   H5Fclose(f);
   return names;
 }
@@ -151,9 +152,11 @@ TEST_CASE("an existing dataset is refused up front, replaced alone with overwrit
   make_existing(name);
   write_c({name, "/C"}, 2, 2, 1);
   const auto size_before = fs::file_size(name);
-  CHECK(message_of([&] { MatrixWriter w({name, "/C"}, 2, 2, DType::f64, {}); }) ==
-        "output dataset '" + name + ":/C' exists; pass --overwrite to replace it (that dataset only: the rest of the "
-        "file is kept)");
+  CHECK(message_of([&] {
+          MatrixWriter w({name, "/C"}, 2, 2, DType::f64, {});
+        }) == "output dataset '" + name +
+                  ":/C' exists; pass --overwrite to replace it (that dataset only: the rest of the "
+                  "file is kept)");
   CHECK(fs::file_size(name) == size_before);  // refused before anything was written
   CHECK(root_links(name) == std::vector<std::string>{"C", "grp", "other"});
   // A different shape replaces it; the siblings stay.
@@ -171,9 +174,13 @@ TEST_CASE("what is in the way of C is refused by name", "[io][infile]") {
   make_existing(name);
   WriteOptions ow;
   ow.overwrite = true;
-  CHECK_THAT(message_of([&] { MatrixWriter w({name, "/grp"}, 2, 2, DType::f64, ow); }),
+  CHECK_THAT(message_of([&] {
+               MatrixWriter w({name, "/grp"}, 2, 2, DType::f64, ow);
+             }),
              ContainsSubstring("exists and is a group"));
-  CHECK_THAT(message_of([&] { MatrixWriter w({name, "/other/C"}, 2, 2, DType::f64, ow); }),
+  CHECK_THAT(message_of([&] {
+               MatrixWriter w({name, "/other/C"}, 2, 2, DType::f64, ow);
+             }),
              ContainsSubstring("'" + name + ":/other' is not a group"));
   {
     const hid_t f = H5Fopen(name.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
@@ -181,16 +188,24 @@ TEST_CASE("what is in the way of C is refused by name", "[io][infile]") {
     REQUIRE(H5Lcreate_soft("/other", f, "/soft", H5P_DEFAULT, H5P_DEFAULT) >= 0);
     H5Fclose(f);
   }
-  CHECK_THAT(message_of([&] { MatrixWriter w({name, "/ext/C"}, 2, 2, DType::f64, ow); }),
+  CHECK_THAT(message_of([&] {
+               MatrixWriter w({name, "/ext/C"}, 2, 2, DType::f64, ow);
+             }),
              ContainsSubstring("is an external link"));
-  CHECK_THAT(message_of([&] { MatrixWriter w({name, "/soft"}, 2, 2, DType::f64, ow); }),
+  CHECK_THAT(message_of([&] {
+               MatrixWriter w({name, "/soft"}, 2, 2, DType::f64, ow);
+             }),
              ContainsSubstring("is a soft link"));
   std::ofstream(dir.file("notes.h5")) << "not hdf5";
-  CHECK_THAT(message_of([&] { MatrixWriter w({dir.file("notes.h5"), "/C"}, 2, 2, DType::f64, ow); }),
+  CHECK_THAT(message_of([&] {
+               MatrixWriter w({dir.file("notes.h5"), "/C"}, 2, 2, DType::f64, ow);
+             }),
              ContainsSubstring("exists and is not an HDF5 file"));
   WriteOptions chunked;
   chunked.chunk = {2, 2};
-  CHECK_THAT(message_of([&] { MatrixWriter w({name, "/C"}, 2, 2, DType::f64, chunked); }),
+  CHECK_THAT(message_of([&] {
+               MatrixWriter w({name, "/C"}, 2, 2, DType::f64, chunked);
+             }),
              ContainsSubstring("not supported"));
   CHECK(root_links(name) == std::vector<std::string>{"ext", "grp", "other", "soft"});
 }
@@ -308,7 +323,7 @@ TEST_CASE("text attributes are variable-length UTF-8, as h5py writes str", "[io]
 
 TEST_CASE("dataset references round trip through text() and absolute()", "[io]") {
   for (const DatasetRef& ref : {DatasetRef{"a.h5", "/A"}, DatasetRef{"x:/y.h5", "/run:/A"},
-                               DatasetRef{"back\\", "/p\\:/q"}, DatasetRef{"f:", "/g\\\\h"}}) {
+                                DatasetRef{"back\\", "/p\\:/q"}, DatasetRef{"f:", "/g\\\\h"}}) {
     const DatasetRef back = DatasetRef::parse(ref.text());
     CHECK(back.file == ref.file);
     CHECK(back.path == ref.path);
