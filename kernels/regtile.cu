@@ -20,6 +20,7 @@
 
 #include "kernels/cuda_check.hpp"
 #include "kernels/gpu_kernel.hpp"
+#include "kernels/tile_copy.cuh"
 
 namespace tessera::kernels {
 namespace {
@@ -40,21 +41,9 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2)
     T acc[TM][TN] = {};
     for (std::int64_t k0 = 0; k0 < k; k0 += BK) {
       // Consecutive threads take consecutive k of a row of A and consecutive columns of a row
-      // of B: coalesced global reads. 64-bit offsets: r * k exceeds 2^31 on large matrices.
-#pragma unroll
-      for (int it = 0; it < BM * BK / kThreads; ++it) {
-        const int e = it * kThreads + tid;
-        const int i = e / BK, p = e % BK;
-        const std::int64_t r = row0 + i, q = k0 + p;
-        As[p][i] = (r < m && q < k) ? a[r * k + q] : T(0);
-      }
-#pragma unroll
-      for (int it = 0; it < BK * BN / kThreads; ++it) {
-        const int e = it * kThreads + tid;
-        const int p = e / BN, j = e % BN;
-        const std::int64_t q = k0 + p, col = col0 + j;
-        Bs[p][j] = (q < k && col < n) ? b[q * n + col] : T(0);
-      }
+      // of B: coalesced global reads.
+      load_a_tile_transposed<BM, BK, kThreads>(As, a, m, k, row0, k0, tid);
+      load_b_tile<BK, BN, kThreads>(Bs, b, k, n, k0, col0, tid);
       // The whole tile must be in shared memory before anyone reads it.
       __syncthreads();
 #pragma unroll
@@ -64,10 +53,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2)
         for (int i = 0; i < TM; ++i) ar[i] = As[p][trow * TM + i];
 #pragma unroll
         for (int j = 0; j < TN; ++j) br[j] = Bs[p][tcol * TN + j];
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-          for (int j = 0; j < TN; ++j) acc[i][j] = fma(ar[i], br[j], acc[i][j]);
+        outer_product(acc, ar, br);
       }
       // So faster threads don't overwrite the tiles with the next k block while slower ones
       // are still reading this one.

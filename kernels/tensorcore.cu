@@ -257,12 +257,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 
   for_each_tile(m, n, BM, BN, [&](std::int64_t tile_m, std::int64_t tile_n) {
     const std::int64_t row0 = tile_m * BM, col0 = tile_n * BN;
-    bool a_row_ok[kARows];
-#pragma unroll
-    for (int j = 0; j < kARows; ++j) a_row_ok[j] = row0 + a_row + j * kARowStep < m;
-    const bool b_col_ok = col0 + b_col < n;
-    const T* const a_src = a + (row0 + a_row) * k + a_k;  // 64-bit offsets throughout
-    const T* const b_src = b + std::int64_t{b_row} * n + col0 + b_col;
+    bool a_row_ok[kARows], b_col_ok;
+    const T *a_src, *b_src;
+    tile_copy_origin<kARows, kARowStep>(a_row_ok, b_col_ok, a_src, b_src, a, b, m, n, k, row0, col0, a_row, a_k, b_row,
+                                        b_col);
 
     auto load_stage = [&](int stage, std::int64_t kb) {
       T* const As = smem + stage * Cfg::kStageElems;

@@ -1,7 +1,8 @@
 #pragma once
 // Device helpers the tiled kernels share: 16-byte vector access to registers and shared memory,
 // the asynchronous global -> shared copy (cp.async, sm_80+) with zero fill for edge tiles, and
-// the multistage pipeline built on it (warptile.cu, tensorcore.cu). Internal to kernels/.
+// the multistage pipeline built on it (warptile.cu, tensorcore.cu); the scalar guarded tile loads
+// and the register outer product (regtile.cu, vectorized.cu, warptile.cu). Internal to kernels/.
 // (Hopper's TMA + mbarrier pipeline, for wgmma, is in kernels/hopper.cuh.)
 #include <cstdint>
 
@@ -147,6 +148,66 @@ __device__ __forceinline__ void cp_async_pipeline(std::int64_t k_blocks, Load&& 
   // the caller's next tile (grid-stride loop) writes them again.
   cp_async_wait<0>();
   __syncthreads();
+}
+
+// ---- scalar tile loads and the register outer product (regtile.cu, vectorized.cu) -------------
+
+// A's BM x BK block at (row0, k0), transposed into As (As[p][i] = A(row0 + i, k0 + p)), one
+// guarded element per thread and step, zeros outside A. Consecutive threads take consecutive k of
+// a row of A: coalesced global reads. 64-bit offsets: r * k exceeds 2^31 on large matrices.
+template <int BM, int BK, int kThreads, class T, int LD>
+__device__ __forceinline__ void load_a_tile_transposed(T (&As)[BK][LD], const T* __restrict__ a, std::int64_t m,
+                                                  std::int64_t k, std::int64_t row0, std::int64_t k0, int tid) {
+  static_assert(BM * BK % kThreads == 0, "the A tile splits evenly over the threads");
+#pragma unroll
+  for (int it = 0; it < BM * BK / kThreads; ++it) {
+    const int e = it * kThreads + tid;
+    const int i = e / BK, p = e % BK;
+    const std::int64_t r = row0 + i, q = k0 + p;
+    As[p][i] = (r < m && q < k) ? a[r * k + q] : T(0);
+  }
+}
+
+// B's BK x BN block at (k0, col0) into Bs, one guarded element per thread and step, zeros outside
+// B; consecutive threads take consecutive columns of a row of B.
+template <int BK, int BN, int kThreads, class T, int LD>
+__device__ __forceinline__ void load_b_tile(T (&Bs)[BK][LD], const T* __restrict__ b, std::int64_t k, std::int64_t n,
+                                       std::int64_t k0, std::int64_t col0, int tid) {
+  static_assert(BK * BN % kThreads == 0, "the B tile splits evenly over the threads");
+#pragma unroll
+  for (int it = 0; it < BK * BN / kThreads; ++it) {
+    const int e = it * kThreads + tid;
+    const int p = e / BN, j = e % BN;
+    const std::int64_t q = k0 + p, col = col0 + j;
+    Bs[p][j] = (q < k && col < n) ? b[q * n + col] : T(0);
+  }
+}
+
+// acc += ar br^T: a thread's TM x TN micro-tile of C from one k step's TM values of A and TN of B.
+template <int TM, int TN, class T>
+__device__ __forceinline__ void outer_product(T (&acc)[TM][TN], const T (&ar)[TM], const T (&br)[TN]) {
+#pragma unroll
+  for (int i = 0; i < TM; ++i)
+#pragma unroll
+    for (int j = 0; j < TN; ++j) acc[i][j] = fma(ar[i], br[j], acc[i][j]);
+}
+
+// ---- a thread's share of a tile's cp.async copies (tensorcore.cu, warptile.cu) -----------------
+
+// Where this thread's copies of a BM x BN tile at (row0, col0) start, for every k block: its A rows
+// a_row + j * kARowStep at k offset a_k, its B rows from b_row at column b_col; and which of those
+// A rows and B columns lie inside A and B (the k bounds are checked per block). Into the caller's
+// own variables: kept in a struct, the flags went to local memory (warptile spilled 32 bytes).
+template <int kARows, int kARowStep, class T>
+__device__ __forceinline__ void tile_copy_origin(bool (&a_row_ok)[kARows], bool& b_col_ok, const T*& a_src,
+                                                 const T*& b_src, const T* a, const T* b, std::int64_t m,
+                                                 std::int64_t n, std::int64_t k, std::int64_t row0, std::int64_t col0,
+                                                 int a_row, int a_k, int b_row, int b_col) {
+#pragma unroll
+  for (int j = 0; j < kARows; ++j) a_row_ok[j] = row0 + a_row + j * kARowStep < m;
+  b_col_ok = col0 + b_col < n;
+  a_src = a + (row0 + a_row) * k + a_k;  // 64-bit offsets throughout
+  b_src = b + std::int64_t{b_row} * n + col0 + b_col;
 }
 
 }  // namespace tessera::kernels

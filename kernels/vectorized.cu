@@ -68,13 +68,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2)
           for (int w = 0; w < W; ++w) As[a_p + w][i] = vec_get(v, w);
         }
       } else {
-#pragma unroll
-        for (int it = 0; it < BM * BK / kThreads; ++it) {
-          const int e = it * kThreads + tid;
-          const int i = e / BK, p = e % BK;
-          const std::int64_t r = row0 + i, q = k0 + p;
-          As[p][i] = (r < m && q < k) ? a[r * k + q] : T(0);
-        }
+        load_a_tile_transposed<BM, BK, kThreads>(As, a, m, k, row0, k0, tid);
       }
       if constexpr (VEC_B) {
         // n % W == 0 and aligned rows: a chunk is all inside or all outside N.
@@ -87,13 +81,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2)
           *reinterpret_cast<V*>(&Bs[p][b_j]) = v;
         }
       } else {
-#pragma unroll
-        for (int it = 0; it < BK * BN / kThreads; ++it) {
-          const int e = it * kThreads + tid;
-          const int p = e / BN, j = e % BN;
-          const std::int64_t q = k0 + p, col = col0 + j;
-          Bs[p][j] = (q < k && col < n) ? b[q * n + col] : T(0);
-        }
+        load_b_tile<BK, BN, kThreads>(Bs, b, k, n, k0, col0, tid);
       }
       // The whole tile must be in shared memory before anyone reads it.
       __syncthreads();
@@ -106,10 +94,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2)
 #pragma unroll
         for (int s = 0; s < TN / 4; ++s)
           load4(&Bs[p][s * 4 * kColThreads + tcol * 4], &br[s * 4]);
-#pragma unroll
-        for (int i = 0; i < TM; ++i)
-#pragma unroll
-          for (int j = 0; j < TN; ++j) acc[i][j] = fma(ar[i], br[j], acc[i][j]);
+        outer_product(acc, ar, br);
       }
       // So faster threads don't overwrite the tiles with the next k block while slower ones
       // are still reading this one.

@@ -151,13 +151,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                   "warptile: B rows are split evenly over the threads");
     const int a_row = tid / 8, a_k = tid % 8;
     const int b_row = tid / kBChunksPerRow, b_col = (tid % kBChunksPerRow) * kBWidth;
-    bool a_row_ok[kARows];
-#pragma unroll
-    for (int j = 0; j < kARows; ++j) a_row_ok[j] = row0 + a_row + j * kARowStep < m;
     // n % W == 0 on the vector path: a chunk is all inside or all outside B.
-    const bool b_col_ok = col0 + b_col < n;
-    const T* const a_src = a + (row0 + a_row) * k + a_k;  // 64-bit offsets throughout
-    const T* const b_src = b + std::int64_t{b_row} * n + col0 + b_col;
+    bool a_row_ok[kARows], b_col_ok;
+    const T *a_src, *b_src;
+    tile_copy_origin<kARows, kARowStep>(a_row_ok, b_col_ok, a_src, b_src, a, b, m, n, k, row0, col0, a_row, a_k, b_row,
+                                        b_col);
 
     // Issues the copies of k block kb into stage `stage` (zeros outside A and B).
     auto load_stage = [&](int stage, std::int64_t kb) {
@@ -201,10 +199,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 #pragma unroll
         for (int p = 0; p < BK; ++p) {
           if (p + 1 < BK) load_fragments(p + 1, ar[(p + 1) % 2], br[(p + 1) % 2]);
-#pragma unroll
-          for (int i = 0; i < Cfg::TM; ++i)
-#pragma unroll
-            for (int j = 0; j < Cfg::TN; ++j) acc[i][j] = fma(ar[p % 2][i], br[p % 2][j], acc[i][j]);
+          outer_product(acc, ar[p % 2], br[p % 2]);
         }
       } else {
 #pragma unroll
@@ -214,10 +209,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
           for (int s = 0; s < MSUB; ++s) load4(&As[p * kLdA + m_base + s * (Cfg::WM / MSUB)], &ar[4 * s]);
 #pragma unroll
           for (int t = 0; t < NSUB; ++t) load4(&Bs[p * kLdB + n_base + t * (Cfg::WN / NSUB)], &br[4 * t]);
-#pragma unroll
-          for (int i = 0; i < Cfg::TM; ++i)
-#pragma unroll
-            for (int j = 0; j < Cfg::TN; ++j) acc[i][j] = fma(ar[i], br[j], acc[i][j]);
+          outer_product(acc, ar, br);
         }
       }
     });

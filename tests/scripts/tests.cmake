@@ -15,7 +15,7 @@ add_mpi_test(mpi.f64.gzip.np3 3 e2e_run.py --m 64 --n 80 --k 96 --dtype f64 --la
 add_mpi_test(mpi.f64.samefile.np2 2 e2e_run.py --m 20 --n 21 --k 22 --dtype f64 --same-file)
 add_mpi_test(mpi.int32.np2 2 e2e_run.py --m 15 --n 16 --k 17 --dtype i32)
 add_mpi_test(mpi.f64.baseline.np2 2 e2e_run.py --m 40 --n 50 --k 60 --dtype f64 --baseline cpu-naive)
-# Streaming (run/stream.hpp): A read in pieces while the GEMM runs, rank 0's C written as it
+# Streaming (algorithms/row_streams.hpp): A read in pieces while the GEMM runs, rank 0's C written as it
 # comes back. Forced small with TESSERA_STREAM_CHUNKS; more pieces than rows, prime shapes, K = 1.
 add_mpi_test(stream.f64.odd.np1 1 e2e_run.py --m 37 --n 29 --k 31 --dtype f64 --stream-chunks 5)
 add_mpi_test(stream.f32.odd.np2 2 e2e_run.py --m 61 --n 47 --k 1031 --dtype f32 --stream-chunks 3 --kernel cpu-tiled)
@@ -151,7 +151,7 @@ add_mpi_test(summa.cuda.f64.grid2x2.np4 4 e2e_run.py --m 131 --n 137 --k 139 --d
 add_mpi_test(mpi.cuda.outofcore.f32.np1 1 e2e_run.py --m 300 --n 301 --k 302 --dtype f32 --backend cuda --need-gpus 1 --gpu-memory 400K)
 add_mpi_test(mpi.cuda.outofcore.f64.np2 2 e2e_run.py --m 257 --n 129 --k 1031 --dtype f64 --backend cuda --need-gpus 2 --gpu-memory 1.5M)
 
-# How C reaches the file (run/output.hpp): in place on every rank vs the gather through rank 0.
+# How C reaches the file (job/output.hpp): in place on every rank vs the gather through rank 0.
 add_mpi_test(write.identical.panels.np2 2 write_paths.py --case identical)
 add_mpi_test(write.identical.panels.np3 3 write_paths.py --case identical)
 add_mpi_test(write.identical.panels.stream.np4 4 write_paths.py --case identical --stream-chunks 7)
