@@ -23,7 +23,8 @@ double time_gemm(int n, int repeats) {
   for (int r = 0; r <= repeats; ++r) {  // the first run is a warm-up
     const auto t0 = std::chrono::steady_clock::now();
     if constexpr (sizeof(T) == 4)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(),
+                  n);
     else
       cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a.data(), n, b.data(), n, 0.0, c.data(), n);
     const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;

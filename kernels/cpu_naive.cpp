@@ -18,7 +18,6 @@ void cpu_naive_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, 
 }
 
 template void cpu_naive_gemm<float>(std::int64_t, std::int64_t, std::int64_t, const float*, const float*, float*);
-template void cpu_naive_gemm<double>(std::int64_t, std::int64_t, std::int64_t, const double*, const double*,
-                                     double*);
+template void cpu_naive_gemm<double>(std::int64_t, std::int64_t, std::int64_t, const double*, const double*, double*);
 
 }  // namespace tessera::kernels

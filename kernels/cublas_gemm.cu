@@ -25,8 +25,8 @@ namespace {
 bool cublas_can_implement(const GpuGemm& g, std::string* why) {
   if (g.m > INT_MAX || g.n > INT_MAX || g.k > INT_MAX) {
     if (why) {
-      *why = "cublas takes sizes below 2^31; got " + std::to_string(g.m) + "x" +
-             std::to_string(g.n) + "x" + std::to_string(g.k);
+      *why = "cublas takes sizes below 2^31; got " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
+             std::to_string(g.k);
     }
     return false;
   }
@@ -40,14 +40,12 @@ void run_cublas(const GpuGemm& g, GpuContext& ctx) {
   const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
   if (g.dtype == DType::f32) {
     const float alpha = 1, beta = g.accumulate ? 1.0f : 0.0f;
-    CUBLAS_CHECK(api.sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
-                             static_cast<const float*>(g.b), n, static_cast<const float*>(g.a), k,
-                             &beta, static_cast<float*>(g.c), n));
+    CUBLAS_CHECK(api.sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, static_cast<const float*>(g.b), n,
+                           static_cast<const float*>(g.a), k, &beta, static_cast<float*>(g.c), n));
   } else {
     const double alpha = 1, beta = g.accumulate ? 1.0 : 0.0;
-    CUBLAS_CHECK(api.dgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha,
-                             static_cast<const double*>(g.b), n, static_cast<const double*>(g.a),
-                             k, &beta, static_cast<double*>(g.c), n));
+    CUBLAS_CHECK(api.dgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, static_cast<const double*>(g.b), n,
+                           static_cast<const double*>(g.a), k, &beta, static_cast<double*>(g.c), n));
   }
 }
 
@@ -67,17 +65,12 @@ void run_cublas_ex(const GpuGemm& g, GpuContext& ctx, cublasComputeType_t comput
   CUBLAS_CHECK(api.set_stream(handle, g.stream));
   const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
   const float alpha = 1, beta = g.accumulate ? 1.0f : 0.0f;
-  CUBLAS_CHECK(api.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, g.b, CUDA_R_32F, n,
-                            g.a, CUDA_R_32F, k, &beta, g.c, CUDA_R_32F, n, compute,
-                            CUBLAS_GEMM_DEFAULT));
+  CUBLAS_CHECK(api.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, g.b, CUDA_R_32F, n, g.a, CUDA_R_32F, k,
+                           &beta, g.c, CUDA_R_32F, n, compute, CUBLAS_GEMM_DEFAULT));
 }
 
-void run_cublas_tf32(const GpuGemm& g, GpuContext& ctx) {
-  run_cublas_ex(g, ctx, CUBLAS_COMPUTE_32F_FAST_TF32);
-}
-void run_cublas_bf16(const GpuGemm& g, GpuContext& ctx) {
-  run_cublas_ex(g, ctx, CUBLAS_COMPUTE_32F_FAST_16BF);
-}
+void run_cublas_tf32(const GpuGemm& g, GpuContext& ctx) { run_cublas_ex(g, ctx, CUBLAS_COMPUTE_32F_FAST_TF32); }
+void run_cublas_bf16(const GpuGemm& g, GpuContext& ctx) { run_cublas_ex(g, ctx, CUBLAS_COMPUTE_32F_FAST_16BF); }
 
 }  // namespace
 
@@ -85,8 +78,8 @@ void run_cublas_bf16(const GpuGemm& g, GpuContext& ctx) {
 // yardstick, and a user may still name it.
 std::vector<GpuKernel> cublas_kernels() {
   std::vector<GpuKernel> kernels{
-      {"cublas", "cuBLAS SGEMM/DGEMM, pedantic math (no TF32)", &cublas_can_implement,
-       &run_cublas, 0.0, true, "cublas"},
+      {"cublas", "cuBLAS SGEMM/DGEMM, pedantic math (no TF32)", &cublas_can_implement, &run_cublas, 0.0, true,
+       "cublas"},
       {"cublas-tf32", "cuBLAS GemmEx on float32, CUBLAS_COMPUTE_32F_FAST_TF32 (opt-in baseline)",
        &cublas_tc_can_implement, &run_cublas_tf32, 0x1p-11, true, "cublas-tf32"},
       {"cublas-bf16", "cuBLAS GemmEx on float32, CUBLAS_COMPUTE_32F_FAST_16BF (opt-in baseline)",

@@ -13,33 +13,29 @@
 
 namespace tessera::kernels {
 
-[[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* call, const char* file,
-                                          int line) {
-  throw DeviceError(std::string("CUDA call ") + call + " failed at " + file + ":" +
-                    std::to_string(line) + ": " + cudaGetErrorName(err) + " (" +
-                    cudaGetErrorString(err) + ")");
+[[noreturn]] inline void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
+  throw DeviceError(std::string("CUDA call ") + call + " failed at " + file + ":" + std::to_string(line) + ": " +
+                    cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
 }
 
-[[noreturn]] inline void throw_cublas_error(cublasStatus_t status, const char* call,
-                                            const char* file, int line) {
-  throw DeviceError(std::string("cuBLAS call ") + call + " failed at " + file + ":" +
-                    std::to_string(line) + ": " + cublas_api().status_name(status) + " (" +
-                    cublas_api().status_string(status) + ")");
+[[noreturn]] inline void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
+  throw DeviceError(std::string("cuBLAS call ") + call + " failed at " + file + ":" + std::to_string(line) + ": " +
+                    cublas_api().status_name(status) + " (" + cublas_api().status_string(status) + ")");
 }
 
 }  // namespace tessera::kernels
 
-#define CUDA_CHECK(call)                                                           \
-  do {                                                                             \
-    const cudaError_t tessera_cuda_err_ = (call);                                  \
-    if (tessera_cuda_err_ != cudaSuccess)                                          \
+#define CUDA_CHECK(call)                                                                  \
+  do {                                                                                    \
+    const cudaError_t tessera_cuda_err_ = (call);                                         \
+    if (tessera_cuda_err_ != cudaSuccess)                                                 \
       ::tessera::kernels::throw_cuda_error(tessera_cuda_err_, #call, __FILE__, __LINE__); \
   } while (0)
 
-#define CUBLAS_CHECK(call)                                                             \
-  do {                                                                                 \
-    const cublasStatus_t tessera_cublas_status_ = (call);                              \
-    if (tessera_cublas_status_ != CUBLAS_STATUS_SUCCESS)                               \
+#define CUBLAS_CHECK(call)                                                                       \
+  do {                                                                                           \
+    const cublasStatus_t tessera_cublas_status_ = (call);                                        \
+    if (tessera_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                         \
       ::tessera::kernels::throw_cublas_error(tessera_cublas_status_, #call, __FILE__, __LINE__); \
   } while (0)
 

@@ -40,19 +40,17 @@ class DeviceBuffer {
       (void)cudaMemGetInfo(&free_bytes, &total_bytes);
       int device = -1;
       (void)cudaGetDevice(&device);
-      throw DeviceError("out of GPU memory on GPU " + std::to_string(device) + " allocating " +
-                        what + " (" + format_bytes(static_cast<double>(bytes)) + "); " +
+      throw DeviceError("out of GPU memory on GPU " + std::to_string(device) + " allocating " + what + " (" +
+                        format_bytes(static_cast<double>(bytes)) + "); " +
                         format_bytes(static_cast<double>(free_bytes)) + " free of " +
-                        format_bytes(static_cast<double>(total_bytes)) +
-                        ": use more ranks or a smaller problem");
+                        format_bytes(static_cast<double>(total_bytes)) + ": use more ranks or a smaller problem");
     }
     if (err != cudaSuccess) throw_cuda_error(err, "cudaMalloc", __FILE__, __LINE__);
   }
   ~DeviceBuffer() {
     if (ptr_) (void)cudaFree(ptr_);
   }
-  DeviceBuffer(DeviceBuffer&& o) noexcept
-      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     std::swap(ptr_, o.ptr_);
     std::swap(bytes_, o.bytes_);
@@ -84,8 +82,7 @@ class HostRegistration {
   HostRegistration(const void* ptr, std::size_t bytes, std::size_t min_bytes) {
     if (ptr == nullptr || bytes < min_bytes) return;
     cudaPointerAttributes attr{};
-    if (cudaPointerGetAttributes(&attr, ptr) == cudaSuccess &&
-        attr.type != cudaMemoryTypeUnregistered) {
+    if (cudaPointerGetAttributes(&attr, ptr) == cudaSuccess && attr.type != cudaMemoryTypeUnregistered) {
       return;  // already pinned (cudaHostAlloc, registered elsewhere) or not host memory at all
     }
     (void)cudaGetLastError();

@@ -71,8 +71,7 @@ cublasContext* GpuContext::cublas() {
     const cublasStatus_t status = cublas_api().set_math_mode(handle, CUBLAS_PEDANTIC_MATH);
     if (status != CUBLAS_STATUS_SUCCESS) {
       (void)cublas_api().destroy(handle);
-      throw_cublas_error(status, "cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH)", __FILE__,
-                         __LINE__);
+      throw_cublas_error(status, "cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH)", __FILE__, __LINE__);
     }
     cublas_ = handle;
   }
@@ -89,12 +88,7 @@ const std::vector<GpuKernel>& registry() {
   static const std::vector<GpuKernel> all = [] {
     std::vector<GpuKernel> kernels;
     for (auto technique : {
-             naive_kernels,
-             tiled_kernels,
-             regtile_kernels,
-             vectorized_kernels,
-             warptile_kernels,
-             tensorcore_kernels,
+             naive_kernels, tiled_kernels, regtile_kernels, vectorized_kernels, warptile_kernels, tensorcore_kernels,
              wgmma_kernels,
              cublas_kernels,  // keep last: the baseline the others are compared with
          }) {
@@ -147,14 +141,14 @@ std::vector<GpuKernel> wgmma_kernels() { return {}; }
 
 bool f32_only(const GpuGemm& g, std::string* why) {
   if (g.dtype == DType::f32) return true;
-  return fail(why, "tensor-core kernels take float32 data only (they round it to TF32 or BF16); "
-                   "use a full-precision kernel for float64");
+  return fail(why,
+              "tensor-core kernels take float32 data only (they round it to TF32 or BF16); "
+              "use a full-precision kernel for float64");
 }
 
 void allow_dynamic_smem(const void* kernel, std::size_t bytes) {
   if (bytes <= 48 * 1024) return;
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(bytes)));
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
 bool gpu_kernel_traits(const std::string& kernel, GpuKernelTraits* out) {
@@ -201,11 +195,10 @@ bool gpu_can_implement(const std::string& kernel, const GpuGemm& g, std::string*
   if (!found) {
     return fail(why, "unknown GPU kernel '" + kernel + "' (known: " + known_kernels() + ")");
   }
-  if (g.dtype != DType::f32 && g.dtype != DType::f64)
-    return fail(why, "GPU kernels take float32 or float64");
+  if (g.dtype != DType::f32 && g.dtype != DType::f64) return fail(why, "GPU kernels take float32 or float64");
   if (g.m < 0 || g.n < 0 || g.k < 0) {
-    return fail(why, "negative GEMM size " + std::to_string(g.m) + "x" + std::to_string(g.n) +
-                         "x" + std::to_string(g.k));
+    return fail(why,
+                "negative GEMM size " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k));
   }
   if (found->can_implement && g.m > 0 && g.n > 0 && g.k > 0) return found->can_implement(g, why);
   return true;
@@ -215,8 +208,7 @@ void gpu_gemm(const std::string& kernel, const GpuGemm& g, GpuContext& ctx) {
   std::string why;
   if (!gpu_can_implement(kernel, g, &why)) throw InputError(why);
   if (g.m == 0 || g.n == 0) return;  // C is empty
-  if (!g.c || (g.k > 0 && (!g.a || !g.b)))
-    throw InputError("GPU GEMM without a device buffer for A, B or C");
+  if (!g.c || (g.k > 0 && (!g.a || !g.b))) throw InputError("GPU GEMM without a device buffer for A, B or C");
   const std::size_t c_bytes = static_cast<std::size_t>(g.m * g.n) * dtype_size(g.dtype);
   if (g.k == 0) {  // an empty sum: C = 0 (all-zero bits are 0.0), or C unchanged
     if (!g.accumulate) CUDA_CHECK(cudaMemsetAsync(g.c, 0, c_bytes, g.stream));

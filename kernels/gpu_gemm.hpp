@@ -74,8 +74,8 @@ struct GpuKernelTraits {
   std::string summary;
   // Unit roundoff of the inputs as multiplied (2^-11 TF32, 2^-8 BF16); 0 = the dtype's own.
   double input_unit_roundoff = 0;
-  bool opt_in = false;   // chosen only when named: reduced precision, or a vendor library
-  std::string baseline;  // the kernel `tessera bench` compares its speed with
+  bool opt_in = false;       // chosen only when named: reduced precision, or a vendor library
+  std::string baseline;      // the kernel `tessera bench` compares its speed with
   bool accumulates = false;  // adds into C itself; else GpuGemm::accumulate uses a scratch C
 };
 

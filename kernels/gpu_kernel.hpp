@@ -20,10 +20,9 @@
 namespace tessera::kernels {
 
 struct GpuKernel {
-  GpuKernel(std::string name_, std::string summary_,
-            bool (*can_implement_)(const GpuGemm&, std::string*),
-            void (*run_)(const GpuGemm&, GpuContext&), double input_unit_roundoff_ = 0,
-            bool opt_in_ = false, std::string baseline_ = "")
+  GpuKernel(std::string name_, std::string summary_, bool (*can_implement_)(const GpuGemm&, std::string*),
+            void (*run_)(const GpuGemm&, GpuContext&), double input_unit_roundoff_ = 0, bool opt_in_ = false,
+            std::string baseline_ = "")
       : name(std::move(name_)),
         summary(std::move(summary_)),
         can_implement(can_implement_),
@@ -52,8 +51,8 @@ struct GpuKernel {
 };
 
 // The technique files.
-std::vector<GpuKernel> naive_kernels();   // kernels/naive.cu
-std::vector<GpuKernel> tiled_kernels();   // kernels/tiled.cu
+std::vector<GpuKernel> naive_kernels();       // kernels/naive.cu
+std::vector<GpuKernel> tiled_kernels();       // kernels/tiled.cu
 std::vector<GpuKernel> regtile_kernels();     // kernels/regtile.cu
 std::vector<GpuKernel> vectorized_kernels();  // kernels/vectorized.cu
 std::vector<GpuKernel> warptile_kernels();    // kernels/warptile.cu
@@ -61,7 +60,7 @@ std::vector<GpuKernel> tensorcore_kernels();  // kernels/tensorcore.cu
 // kernels/wgmma.cu: Hopper's wgmma + TMA, built only for sm_90a (TESSERA_HAVE_SM90A); an empty
 // list in other builds (kernels/gpu_gemm.cu).
 std::vector<GpuKernel> wgmma_kernels();
-std::vector<GpuKernel> cublas_kernels();      // kernels/cublas_gemm.cu
+std::vector<GpuKernel> cublas_kernels();  // kernels/cublas_gemm.cu
 
 // ---- helpers for launchers -------------------------------------------------------------------
 
@@ -86,9 +85,7 @@ void static_switch(F&& f, bool first, Flags... rest) {
       rest...);
 }
 
-__host__ __device__ constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
-}
+__host__ __device__ constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 // Hardware limits of a grid (all GPUs since compute capability 3.0).
 inline constexpr std::int64_t kMaxGridX = 2147483647;  // 2^31 - 1
@@ -100,16 +97,16 @@ inline constexpr std::int64_t kMaxGridY = 65535;
 inline dim3 tile_grid(std::int64_t m, std::int64_t n, int tile_m, int tile_n) {
   const std::int64_t tiles_m = ceil_div(m, tile_m);
   const std::int64_t tiles_n = ceil_div(n, tile_n);
-  return dim3(static_cast<unsigned>(std::min(tiles_n, kMaxGridX)),
-              static_cast<unsigned>(std::min(tiles_m, kMaxGridY)), 1);
+  return dim3(static_cast<unsigned>(std::min(tiles_n, kMaxGridX)), static_cast<unsigned>(std::min(tiles_m, kMaxGridY)),
+              1);
 }
 
 // Grid-stride loop over the tiles of C owned by this block (see tile_grid): calls
 // body(tile_m, tile_n) with the tile's row and column index. Depends only on the block, so every
 // thread of a block makes the same calls (each body may hold __syncthreads()).
 template <class Body>
-__device__ __forceinline__ void for_each_tile(std::int64_t m, std::int64_t n, int tile_m_size,
-                                              int tile_n_size, Body&& body) {
+__device__ __forceinline__ void for_each_tile(std::int64_t m, std::int64_t n, int tile_m_size, int tile_n_size,
+                                              Body&& body) {
   const std::int64_t tiles_m = ceil_div(m, tile_m_size);
   const std::int64_t tiles_n = ceil_div(n, tile_n_size);
   for (std::int64_t tm = blockIdx.y; tm < tiles_m; tm += gridDim.y)
@@ -117,9 +114,7 @@ __device__ __forceinline__ void for_each_tile(std::int64_t m, std::int64_t n, in
 }
 
 // Whether p is aligned to `bytes` (16-byte vector loads and cp.async need it).
-inline bool is_aligned(const void* p, std::size_t bytes) {
-  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
-}
+inline bool is_aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
 
 // Refuses anything but float32: the tensor-core kernels convert float32 inputs.
 bool f32_only(const GpuGemm& g, std::string* why);

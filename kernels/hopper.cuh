@@ -32,9 +32,7 @@ __device__ __forceinline__ void mbar_fence_init() {
 
 // Arrives and announces `bytes` more to come from TMA copies in this phase.
 __device__ __forceinline__ void mbar_arrive_expect_tx(std::uint64_t* bar, std::uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
-               "r"(bytes)
-               : "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
 }
 
 __device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
@@ -66,8 +64,8 @@ __device__ __forceinline__ void mbar_wait(std::uint64_t* bar, std::uint32_t pari
 // Copies the box of the 2-D tensor `map` (a CUtensorMap kernel parameter) whose first element is
 // at (c0 innermost, c1) into shared memory at dst, completing `bytes` on `bar`. Elements outside
 // the tensor are written as zeros.
-__device__ __forceinline__ void tma_load_2d(void* dst, const void* map, std::int32_t c0,
-                                            std::int32_t c1, std::uint64_t* bar) {
+__device__ __forceinline__ void tma_load_2d(void* dst, const void* map, std::int32_t c0, std::int32_t c1,
+                                            std::uint64_t* bar) {
   asm volatile(
       "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
           smem_addr(dst)),
@@ -96,18 +94,16 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 // 128-byte row is a plain offset of the start address (the swizzle is applied to the address).
 __device__ __forceinline__ std::uint64_t desc_k_major_sw128(const void* tile) {
   const std::uint64_t addr = smem_addr(tile);
-  return ((addr & 0x3FFFF) >> 4)           // start address, 16-byte units
-         | (std::uint64_t{1} << 16)         // leading byte offset (unused)
+  return ((addr & 0x3FFFF) >> 4)             // start address, 16-byte units
+         | (std::uint64_t{1} << 16)          // leading byte offset (unused)
          | (std::uint64_t{1024 >> 4} << 32)  // stride byte offset
-         | (std::uint64_t{1} << 62);        // layout: 128-byte swizzle
+         | (std::uint64_t{1} << 62);         // layout: 128-byte swizzle
 }
 
 // Orders this thread's register accesses to the accumulators before the next wgmma.
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 // Closes the group of wgmma issued since the last commit.
-__device__ __forceinline__ void wgmma_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 // Waits until at most N committed groups are still running.
 template <int N>
 __device__ __forceinline__ void wgmma_wait() {
@@ -124,36 +120,36 @@ __device__ __forceinline__ void fence_registers(float (&d)[N]) {
 
 // wgmma's accumulator operands: the registers "{%0, ..., %N-1}" of the instruction text and the
 // matching "+f"(d[i]) constraints, for 64 and 128 accumulators (the second half extends the first).
-#define TESSERA_WGMMA_REGS_0_63 \
-  " %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15," \
+#define TESSERA_WGMMA_REGS_0_63                                                      \
+  " %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"           \
   " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31," \
   " %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47," \
   " %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-#define TESSERA_WGMMA_REGS_64_127 \
-  " %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79," \
-  " %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95," \
+#define TESSERA_WGMMA_REGS_64_127                                                                \
+  " %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"             \
+  " %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"             \
   " %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111," \
   " %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 #define TESSERA_WGMMA_REGS64 "{" TESSERA_WGMMA_REGS_0_63 "}"
 #define TESSERA_WGMMA_REGS128 "{" TESSERA_WGMMA_REGS_0_63 ", " TESSERA_WGMMA_REGS_64_127 "}"
-#define TESSERA_WGMMA_OUTS_0_63(d) \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
-  "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
-  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
-  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-#define TESSERA_WGMMA_OUTS_64_127(d) \
-  "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
-  "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
-  "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
-  "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
-  "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
-  "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
-  "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
-  "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+#define TESSERA_WGMMA_OUTS_0_63(d)                                                                            \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), \
+      "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),  \
+      "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), \
+      "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), \
+      "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), \
+      "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), \
+      "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), \
+      "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#define TESSERA_WGMMA_OUTS_64_127(d)                                                                                   \
+  "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), \
+      "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]),          \
+      "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]),          \
+      "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),          \
+      "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]),     \
+      "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]),  \
+      "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]),  \
+      "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 #define TESSERA_WGMMA_OUTS64(d) TESSERA_WGMMA_OUTS_0_63(d)
 #define TESSERA_WGMMA_OUTS128(d) TESSERA_WGMMA_OUTS_0_63(d), TESSERA_WGMMA_OUTS_64_127(d)
 
@@ -165,34 +161,34 @@ enum class WgmmaInput { kTf32, kBf16 };
 // (bf16): 32 bytes of k. Thread (warp w, lane l) holds, for each 8 columns j: d[4j + 0, 1] =
 // D(16w + l/4, 8j + 2(l%4) + 0, 1) and d[4j + 2, 3] the same 8 rows lower.
 template <WgmmaInput IN, int N>
-__device__ __forceinline__ void wgmma(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b,
-                                      bool accumulate) {
+__device__ __forceinline__ void wgmma(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b, bool accumulate) {
   static_assert(N == 128 || N == 256, "wgmma: N of 128 or 256 wrapped");
   const int scale_d = accumulate ? 1 : 0;
   if constexpr (IN == WgmmaInput::kTf32 && N == 128) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 " TESSERA_WGMMA_REGS64
-                 ", %64, %65, p, 1, 1;\n}\n"
-                 : TESSERA_WGMMA_OUTS64(d)
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 " TESSERA_WGMMA_REGS64 ", %64, %65, p, 1, 1;\n}\n"
+        : TESSERA_WGMMA_OUTS64(d)
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
   } else if constexpr (IN == WgmmaInput::kTf32 && N == 256) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 " TESSERA_WGMMA_REGS128
-                 ", %128, %129, p, 1, 1;\n}\n"
-                 : TESSERA_WGMMA_OUTS128(d)
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 " TESSERA_WGMMA_REGS128 ", %128, %129, p, 1, 1;\n}\n"
+        : TESSERA_WGMMA_OUTS128(d)
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
   } else if constexpr (IN == WgmmaInput::kBf16 && N == 128) {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " TESSERA_WGMMA_REGS64
-                 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : TESSERA_WGMMA_OUTS64(d)
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " TESSERA_WGMMA_REGS64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
+        : TESSERA_WGMMA_OUTS64(d)
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
   } else {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " TESSERA_WGMMA_REGS128
-                 ", %128, %129, p, 1, 1, 0, 0;\n}\n"
-                 : TESSERA_WGMMA_OUTS128(d)
-                 : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " TESSERA_WGMMA_REGS128
+        ", %128, %129, p, 1, 1, 0, 0;\n}\n"
+        : TESSERA_WGMMA_OUTS128(d)
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
   }
 }
 

@@ -17,9 +17,9 @@ namespace tessera::kernels {
 namespace {
 
 template <class T, int BLOCK>
-__global__ void __launch_bounds__(BLOCK * BLOCK)
-    naive_gemm_kernel(std::int64_t m, std::int64_t n, std::int64_t k, const T* __restrict__ a,
-                      const T* __restrict__ b, T* __restrict__ c) {
+__global__ void __launch_bounds__(BLOCK* BLOCK)
+    naive_gemm_kernel(std::int64_t m, std::int64_t n, std::int64_t k, const T* __restrict__ a, const T* __restrict__ b,
+                      T* __restrict__ c) {
   const std::int64_t tiles_m = ceil_div(m, BLOCK);
   const std::int64_t tiles_n = ceil_div(n, BLOCK);
   // The grid is capped at the hardware limits (gridDim.y <= 65535), so when M or N is huge a
@@ -47,12 +47,10 @@ void run_naive(const GpuGemm& g, GpuContext&) {
   const dim3 grid = tile_grid(g.m, g.n, BLOCK, BLOCK);
   if (g.dtype == DType::f32) {
     naive_gemm_kernel<float, BLOCK><<<grid, block, 0, g.stream>>>(
-        g.m, g.n, g.k, static_cast<const float*>(g.a), static_cast<const float*>(g.b),
-        static_cast<float*>(g.c));
+        g.m, g.n, g.k, static_cast<const float*>(g.a), static_cast<const float*>(g.b), static_cast<float*>(g.c));
   } else {
     naive_gemm_kernel<double, BLOCK><<<grid, block, 0, g.stream>>>(
-        g.m, g.n, g.k, static_cast<const double*>(g.a), static_cast<const double*>(g.b),
-        static_cast<double*>(g.c));
+        g.m, g.n, g.k, static_cast<const double*>(g.a), static_cast<const double*>(g.b), static_cast<double*>(g.c));
   }
   CUDA_CHECK_LAUNCH();
 }
@@ -61,10 +59,8 @@ void run_naive(const GpuGemm& g, GpuContext&) {
 
 std::vector<GpuKernel> naive_kernels() {
   return {
-      {"naive", "one thread per element of C, 32x32 blocks, operands from global memory",
-       nullptr, &run_naive<32>},
-      {"naive16", "one thread per element of C, 16x16 blocks, operands from global memory",
-       nullptr, &run_naive<16>},
+      {"naive", "one thread per element of C, 32x32 blocks, operands from global memory", nullptr, &run_naive<32>},
+      {"naive16", "one thread per element of C, 16x16 blocks, operands from global memory", nullptr, &run_naive<16>},
   };
 }
 

@@ -94,9 +94,8 @@ void run_regtile(const GpuGemm& g, GpuContext&) {
 }  // namespace
 
 std::vector<GpuKernel> regtile_kernels() {
-  return {{"regtile",
-           "register blocking: 8x8 of C per thread, 128x128x8 block tiles (f64: 4x4, 64x64x8)",
-           nullptr, &run_regtile}};
+  return {{"regtile", "register blocking: 8x8 of C per thread, 128x128x8 block tiles (f64: 4x4, 64x64x8)", nullptr,
+           &run_regtile}};
 }
 
 }  // namespace tessera::kernels

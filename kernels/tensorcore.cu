@@ -98,8 +98,7 @@ __device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[4], const
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
-__device__ __forceinline__ void mma(double (&d)[4], const double (&a)[2], const double (&b)[1],
-                                    MmaShape<Mma::kF64>) {
+__device__ __forceinline__ void mma(double (&d)[4], const double (&a)[2], const double (&b)[1], MmaShape<Mma::kF64>) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0,%1,%2,%3}, {%4,%5}, {%6}, "
       "{%0,%1,%2,%3};\n"
@@ -168,8 +167,8 @@ __device__ __forceinline__ void load_b(const typename MmaShape<K>::T* p, int ld,
 // One 8-byte (float) or 16-byte (double) access when the row is aligned for it, else guarded
 // scalars.
 template <bool ACCUMULATE, class T>
-__device__ __forceinline__ void store2(T* c, std::int64_t m, std::int64_t n, std::int64_t r,
-                                       std::int64_t col, T x, T y, bool vec) {
+__device__ __forceinline__ void store2(T* c, std::int64_t m, std::int64_t n, std::int64_t r, std::int64_t col, T x, T y,
+                                       bool vec) {
   if (r >= m) return;
   T* p = c + r * n + col;
   if (vec && col + 1 < n) {
@@ -190,8 +189,7 @@ __device__ __forceinline__ void store2(T* c, std::int64_t m, std::int64_t n, std
   }
 }
 
-template <Mma KIND, int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, int PAD_A, int PAD_B,
-          int MIN_BLOCKS_>
+template <Mma KIND, int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, int PAD_A, int PAD_B, int MIN_BLOCKS_>
 struct TcConfig {
   using Shape = MmaShape<KIND>;
   using T = typename Shape::T;
@@ -221,10 +219,8 @@ struct TcConfig {
 
 template <class Cfg, bool VEC_A, bool VEC_B, bool ACCUMULATE>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
-    tensorcore_gemm_kernel(std::int64_t m, std::int64_t n, std::int64_t k,
-                           const typename Cfg::T* __restrict__ a,
-                           const typename Cfg::T* __restrict__ b, typename Cfg::T* __restrict__ c,
-                           bool vec_c) {
+    tensorcore_gemm_kernel(std::int64_t m, std::int64_t n, std::int64_t k, const typename Cfg::T* __restrict__ a,
+                           const typename Cfg::T* __restrict__ b, typename Cfg::T* __restrict__ c, bool vec_c) {
   using T = typename Cfg::T;
   using Shape = typename Cfg::Shape;
   constexpr Mma K = Cfg::kKind;
@@ -330,9 +326,9 @@ void run_tc(const GpuGemm& g, GpuContext&) {
   const bool vec_a = g.k % W == 0 && is_aligned(g.a, 16);
   const bool vec_b = g.n % W == 0 && is_aligned(g.b, 16);
   const bool vec_c = g.n % 2 == 0 && is_aligned(g.c, 2 * sizeof(T));
-  static_switch([&](auto vec_a_, auto vec_b_, auto accumulate) {
-    launch_tc<Cfg, vec_a_(), vec_b_(), accumulate()>(g, vec_c);
-  }, vec_a, vec_b, g.accumulate);
+  static_switch(
+      [&](auto vec_a_, auto vec_b_, auto accumulate) { launch_tc<Cfg, vec_a_(), vec_b_(), accumulate()>(g, vec_c); },
+      vec_a, vec_b, g.accumulate);
 }
 
 bool f64_only(const GpuGemm& g, std::string* why) {
@@ -342,11 +338,11 @@ bool f64_only(const GpuGemm& g, std::string* why) {
 }
 
 //                         kind        BM   BN  BK  WM  WN STAGES PAD_A PAD_B MIN_BLOCKS
-using Tf32Cfg = TcConfig<Mma::kTf32, 128, 128, 32, 64, 64, 3,     4,    8,    2>;  // 128 threads
-using Bf16Cfg = TcConfig<Mma::kBf16, 128, 128, 32, 64, 64, 3,     8,    4,    2>;  // 128 threads
-using DmmaCfg = TcConfig<Mma::kF64,  128,  64, 16, 64, 32, 3,     4,    4,    2>;  // 128 threads
-using Dmma128x128Cfg = TcConfig<Mma::kF64, 128, 128, 16, 64, 32, 3,  4,    4,    1>;  // 256 threads
-using Dmma64x64Cfg = TcConfig<Mma::kF64, 64,  64, 16, 32, 32, 4,     4,    4,    3>;  // 128 threads
+using Tf32Cfg = TcConfig<Mma::kTf32, 128, 128, 32, 64, 64, 3, 4, 8, 2>;        // 128 threads
+using Bf16Cfg = TcConfig<Mma::kBf16, 128, 128, 32, 64, 64, 3, 8, 4, 2>;        // 128 threads
+using DmmaCfg = TcConfig<Mma::kF64, 128, 64, 16, 64, 32, 3, 4, 4, 2>;          // 128 threads
+using Dmma128x128Cfg = TcConfig<Mma::kF64, 128, 128, 16, 64, 32, 3, 4, 4, 1>;  // 256 threads
+using Dmma64x64Cfg = TcConfig<Mma::kF64, 64, 64, 16, 32, 32, 4, 4, 4, 3>;      // 128 threads
 
 }  // namespace
 
@@ -354,16 +350,16 @@ std::vector<GpuKernel> tensorcore_kernels() {
   constexpr double kTf32UnitRoundoff = 0x1p-11;  // 10 explicit mantissa bits, round to nearest
   constexpr double kBf16UnitRoundoff = 0x1p-8;   // 7 explicit mantissa bits
   std::vector<GpuKernel> kernels{
-      {"tf32", "tensor cores, mma.sync m16n8k8: float32 rounded to TF32, FP32 accumulation (opt-in)",
-       &f32_only, &run_tc<Tf32Cfg>, kTf32UnitRoundoff, true, "cublas-tf32"},
-      {"bf16", "tensor cores, mma.sync m16n8k16: float32 rounded to BF16, FP32 accumulation (opt-in)",
-       &f32_only, &run_tc<Bf16Cfg>, kBf16UnitRoundoff, true, "cublas-bf16"},
-      {"dmma", "FP64 tensor cores, mma.sync m16n8k4, 128x64x16 tiles, 3-stage cp.async (float64 only)",
-       &f64_only, &run_tc<DmmaCfg>},
+      {"tf32", "tensor cores, mma.sync m16n8k8: float32 rounded to TF32, FP32 accumulation (opt-in)", &f32_only,
+       &run_tc<Tf32Cfg>, kTf32UnitRoundoff, true, "cublas-tf32"},
+      {"bf16", "tensor cores, mma.sync m16n8k16: float32 rounded to BF16, FP32 accumulation (opt-in)", &f32_only,
+       &run_tc<Bf16Cfg>, kBf16UnitRoundoff, true, "cublas-bf16"},
+      {"dmma", "FP64 tensor cores, mma.sync m16n8k4, 128x64x16 tiles, 3-stage cp.async (float64 only)", &f64_only,
+       &run_tc<DmmaCfg>},
       {"dmma-128x128", "FP64 tensor cores, mma.sync m16n8k4, 128x128x16 tiles, 3-stage cp.async (float64 only)",
        &f64_only, &run_tc<Dmma128x128Cfg>},
-      {"dmma-64x64", "FP64 tensor cores, mma.sync m16n8k4, 64x64x16 tiles, 4-stage cp.async (float64 only)",
-       &f64_only, &run_tc<Dmma64x64Cfg>},
+      {"dmma-64x64", "FP64 tensor cores, mma.sync m16n8k4, 64x64x16 tiles, 4-stage cp.async (float64 only)", &f64_only,
+       &run_tc<Dmma64x64Cfg>},
   };
   for (GpuKernel& kernel : kernels) kernel.accumulates = true;  // C += A * B in the epilogue
   return kernels;

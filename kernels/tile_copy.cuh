@@ -29,14 +29,20 @@ __device__ __forceinline__ float vec_get(const float4& v, int w) {
 }
 __device__ __forceinline__ double vec_get(const double2& v, int w) { return w == 0 ? v.x : v.y; }
 __device__ __forceinline__ void vec_set(float4& v, int w, float x) {
-  if (w == 0) v.x = x;
-  else if (w == 1) v.y = x;
-  else if (w == 2) v.z = x;
-  else v.w = x;
+  if (w == 0)
+    v.x = x;
+  else if (w == 1)
+    v.y = x;
+  else if (w == 2)
+    v.z = x;
+  else
+    v.w = x;
 }
 __device__ __forceinline__ void vec_set(double2& v, int w, double x) {
-  if (w == 0) v.x = x;
-  else v.y = x;
+  if (w == 0)
+    v.x = x;
+  else
+    v.y = x;
 }
 
 // Four consecutive elements from 16-byte-aligned (shared) memory into registers: one LDS.128
@@ -71,8 +77,7 @@ __device__ __forceinline__ void store4(T* dst, const T* src) {
 // aligned, so col, a multiple of 4, is too) and all four are inside C, else scalar stores of
 // the elements inside C.
 template <class T>
-__device__ __forceinline__ void store4_guarded(T* c_row, std::int64_t col, std::int64_t n,
-                                               const T* v, bool vec) {
+__device__ __forceinline__ void store4_guarded(T* c_row, std::int64_t col, std::int64_t n, const T* v, bool vec) {
   if (vec && col + 3 < n) {
     store4(c_row + col, v);
   } else {
@@ -94,19 +99,15 @@ __device__ __forceinline__ void cp_async(void* dst, const void* src, bool valid)
   const auto g = static_cast<unsigned long long>(__cvta_generic_to_global(src));
   const int src_bytes = valid ? BYTES : 0;
   if constexpr (BYTES == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(g), "r"(src_bytes)
-                 : "memory");
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(g), "r"(src_bytes) : "memory");
   } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(g), "n"(BYTES),
-                 "r"(src_bytes)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(s), "l"(g), "n"(BYTES), "r"(src_bytes)
                  : "memory");
   }
 }
 
 // Closes the group of cp.async issued since the last commit.
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
 // Waits until at most N of this thread's committed groups are still in flight. Other threads'
 // copies are visible only after a __syncthreads() that follows.
@@ -121,8 +122,7 @@ __device__ __forceinline__ void cp_async_wait() {
 // `stage` (zero-filling outside the matrices); compute(stage) consumes a stage. One
 // __syncthreads() per k block. Every thread of the block calls it with the same k_blocks.
 template <int STAGES, class Load, class Compute>
-__device__ __forceinline__ void cp_async_pipeline(std::int64_t k_blocks, Load&& load,
-                                                  Compute&& compute) {
+__device__ __forceinline__ void cp_async_pipeline(std::int64_t k_blocks, Load&& load, Compute&& compute) {
   static_assert(STAGES >= 2, "cp_async_pipeline: at least double buffering");
   // Prologue: the first STAGES - 1 k blocks in flight. One commit group per k block, empty ones
   // included, so that "group kb" is always the kb-th commit.
@@ -157,7 +157,7 @@ __device__ __forceinline__ void cp_async_pipeline(std::int64_t k_blocks, Load&& 
 // a row of A: coalesced global reads. 64-bit offsets: r * k exceeds 2^31 on large matrices.
 template <int BM, int BK, int kThreads, class T, int LD>
 __device__ __forceinline__ void load_a_tile_transposed(T (&As)[BK][LD], const T* __restrict__ a, std::int64_t m,
-                                                  std::int64_t k, std::int64_t row0, std::int64_t k0, int tid) {
+                                                       std::int64_t k, std::int64_t row0, std::int64_t k0, int tid) {
   static_assert(BM * BK % kThreads == 0, "the A tile splits evenly over the threads");
 #pragma unroll
   for (int it = 0; it < BM * BK / kThreads; ++it) {
@@ -172,7 +172,7 @@ __device__ __forceinline__ void load_a_tile_transposed(T (&As)[BK][LD], const T*
 // B; consecutive threads take consecutive columns of a row of B.
 template <int BK, int BN, int kThreads, class T, int LD>
 __device__ __forceinline__ void load_b_tile(T (&Bs)[BK][LD], const T* __restrict__ b, std::int64_t k, std::int64_t n,
-                                       std::int64_t k0, std::int64_t col0, int tid) {
+                                            std::int64_t k0, std::int64_t col0, int tid) {
   static_assert(BK * BN % kThreads == 0, "the B tile splits evenly over the threads");
 #pragma unroll
   for (int it = 0; it < BK * BN / kThreads; ++it) {

@@ -18,9 +18,9 @@ namespace tessera::kernels {
 namespace {
 
 template <class T, int TILE>
-__global__ void __launch_bounds__(TILE * TILE)
-    tiled_gemm_kernel(std::int64_t m, std::int64_t n, std::int64_t k, const T* __restrict__ a,
-                      const T* __restrict__ b, T* __restrict__ c) {
+__global__ void __launch_bounds__(TILE* TILE)
+    tiled_gemm_kernel(std::int64_t m, std::int64_t n, std::int64_t k, const T* __restrict__ a, const T* __restrict__ b,
+                      T* __restrict__ c) {
   __shared__ T As[TILE][TILE];
   __shared__ T Bs[TILE][TILE];
   const int tx = threadIdx.x;  // column within the tile
@@ -66,12 +66,10 @@ void run_tiled(const GpuGemm& g, GpuContext&) {
   const dim3 grid = tile_grid(g.m, g.n, TILE, TILE);
   if (g.dtype == DType::f32) {
     tiled_gemm_kernel<float, TILE><<<grid, block, 0, g.stream>>>(
-        g.m, g.n, g.k, static_cast<const float*>(g.a), static_cast<const float*>(g.b),
-        static_cast<float*>(g.c));
+        g.m, g.n, g.k, static_cast<const float*>(g.a), static_cast<const float*>(g.b), static_cast<float*>(g.c));
   } else {
     tiled_gemm_kernel<double, TILE><<<grid, block, 0, g.stream>>>(
-        g.m, g.n, g.k, static_cast<const double*>(g.a), static_cast<const double*>(g.b),
-        static_cast<double*>(g.c));
+        g.m, g.n, g.k, static_cast<const double*>(g.a), static_cast<const double*>(g.b), static_cast<double*>(g.c));
   }
   CUDA_CHECK_LAUNCH();
 }
@@ -80,10 +78,8 @@ void run_tiled(const GpuGemm& g, GpuContext&) {
 
 std::vector<GpuKernel> tiled_kernels() {
   return {
-      {"tiled16", "shared-memory tiles of 16x16, one element of C per thread", nullptr,
-       &run_tiled<16>},
-      {"tiled32", "shared-memory tiles of 32x32, one element of C per thread", nullptr,
-       &run_tiled<32>},
+      {"tiled16", "shared-memory tiles of 16x16, one element of C per thread", nullptr, &run_tiled<16>},
+      {"tiled32", "shared-memory tiles of 32x32, one element of C per thread", nullptr, &run_tiled<32>},
   };
 }
 

@@ -32,10 +32,10 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2)
     vectorized_gemm_kernel(std::int64_t m, std::int64_t n, std::int64_t k, const T* __restrict__ a,
                            const T* __restrict__ b, T* __restrict__ c, bool vec_c) {
   using V = typename Vec<T>::type;
-  constexpr int W = Vec<T>::kWidth;            // elements per 16 bytes
+  constexpr int W = Vec<T>::kWidth;  // elements per 16 bytes
   constexpr int kThreads = (BM / TM) * (BN / TN);
   constexpr int kRowThreads = BM / TM, kColThreads = BN / TN;
-  constexpr int kPadA = W;                      // 16 bytes: rows stay 16-byte aligned
+  constexpr int kPadA = W;                        // 16 bytes: rows stay 16-byte aligned
   __shared__ __align__(16) T As[BK][BM + kPadA];  // transposed: As[p][i] = A(row0 + i, k0 + p)
   __shared__ __align__(16) T Bs[BK][BN];
   const int tid = static_cast<int>(threadIdx.x);
@@ -76,8 +76,7 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2)
         for (int it = 0; it < kBChunks; ++it) {
           const int p = b_p + it * kBRowStep;
           V v{};
-          if (k0 + p < k && col0 + b_j < n)
-            v = *reinterpret_cast<const V*>(b_src + (k0 + it * kBRowStep) * n);
+          if (k0 + p < k && col0 + b_j < n) v = *reinterpret_cast<const V*>(b_src + (k0 + it * kBRowStep) * n);
           *reinterpret_cast<V*>(&Bs[p][b_j]) = v;
         }
       } else {
@@ -89,11 +88,9 @@ __global__ void __launch_bounds__((BM / TM) * (BN / TN), 2)
       for (int p = 0; p < BK; ++p) {
         T ar[TM], br[TN];
 #pragma unroll
-        for (int s = 0; s < TM / 4; ++s)
-          load4(&As[p][s * 4 * kRowThreads + trow * 4], &ar[s * 4]);
+        for (int s = 0; s < TM / 4; ++s) load4(&As[p][s * 4 * kRowThreads + trow * 4], &ar[s * 4]);
 #pragma unroll
-        for (int s = 0; s < TN / 4; ++s)
-          load4(&Bs[p][s * 4 * kColThreads + tcol * 4], &br[s * 4]);
+        for (int s = 0; s < TN / 4; ++s) load4(&Bs[p][s * 4 * kColThreads + tcol * 4], &br[s * 4]);
         outer_product(acc, ar, br);
       }
       // So faster threads don't overwrite the tiles with the next k block while slower ones
@@ -127,8 +124,7 @@ void launch_vectorized(const GpuGemm& g) {
                 "vectorized: every thread loads the same number of chunks (and of elements)");
   static_assert(kThreads % (BK / W) == 0 && kThreads % (BN / W) == 0,
                 "vectorized: a thread's chunks are whole rows apart");
-  static_assert((BK * (BM + W) + BK * BN) * sizeof(T) <= 48 * 1024,
-                "vectorized: tiles fit static shared memory");
+  static_assert((BK * (BM + W) + BK * BN) * sizeof(T) <= 48 * 1024, "vectorized: tiles fit static shared memory");
   // 16-byte accesses need 16-byte-aligned rows: an aligned base and a row length in whole chunks.
   const bool vec_a = g.k % W == 0 && is_aligned(g.a, 16);
   const bool vec_b = g.n % W == 0 && is_aligned(g.b, 16);
@@ -138,13 +134,17 @@ void launch_vectorized(const GpuGemm& g) {
   const auto* b = static_cast<const T*>(g.b);
   auto* c = static_cast<T*>(g.c);
   if (vec_a && vec_b)
-    vectorized_gemm_kernel<T, BM, BN, BK, TM, TN, true, true><<<grid, kThreads, 0, g.stream>>>(g.m, g.n, g.k, a, b, c, vec_c);
+    vectorized_gemm_kernel<T, BM, BN, BK, TM, TN, true, true>
+        <<<grid, kThreads, 0, g.stream>>>(g.m, g.n, g.k, a, b, c, vec_c);
   else if (vec_a)
-    vectorized_gemm_kernel<T, BM, BN, BK, TM, TN, true, false><<<grid, kThreads, 0, g.stream>>>(g.m, g.n, g.k, a, b, c, vec_c);
+    vectorized_gemm_kernel<T, BM, BN, BK, TM, TN, true, false>
+        <<<grid, kThreads, 0, g.stream>>>(g.m, g.n, g.k, a, b, c, vec_c);
   else if (vec_b)
-    vectorized_gemm_kernel<T, BM, BN, BK, TM, TN, false, true><<<grid, kThreads, 0, g.stream>>>(g.m, g.n, g.k, a, b, c, vec_c);
+    vectorized_gemm_kernel<T, BM, BN, BK, TM, TN, false, true>
+        <<<grid, kThreads, 0, g.stream>>>(g.m, g.n, g.k, a, b, c, vec_c);
   else
-    vectorized_gemm_kernel<T, BM, BN, BK, TM, TN, false, false><<<grid, kThreads, 0, g.stream>>>(g.m, g.n, g.k, a, b, c, vec_c);
+    vectorized_gemm_kernel<T, BM, BN, BK, TM, TN, false, false>
+        <<<grid, kThreads, 0, g.stream>>>(g.m, g.n, g.k, a, b, c, vec_c);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -158,8 +158,7 @@ void run_vectorized(const GpuGemm& g, GpuContext&) {
 }  // namespace
 
 std::vector<GpuKernel> vectorized_kernels() {
-  return {{"vectorized",
-           "register blocking + 16-byte loads/stores, transposed padded A tile, LDS.128 fragments",
+  return {{"vectorized", "register blocking + 16-byte loads/stores, transposed padded A tile, LDS.128 fragments",
            nullptr, &run_vectorized}};
 }
 

@@ -58,8 +58,8 @@ namespace {
 // pieces of 4 x 4, STAGES k blocks in shared memory, MIN_BLOCKS blocks per SM to plan
 // registers for (__launch_bounds__); FRAG_DB: the fragments of k step p + 1 are loaded from
 // shared memory into a second set of registers while the FFMAs of step p run.
-template <class T_, int BM_, int BN_, int BK_, int WM_, int WN_, int MSUB_, int NSUB_, int STAGES_,
-          int MIN_BLOCKS_, bool FRAG_DB_ = false>
+template <class T_, int BM_, int BN_, int BK_, int WM_, int WN_, int MSUB_, int NSUB_, int STAGES_, int MIN_BLOCKS_,
+          bool FRAG_DB_ = false>
 struct WarpTileConfig {
   using T = T_;
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_;
@@ -70,7 +70,7 @@ struct WarpTileConfig {
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
   static constexpr int kLaneRows = WM / TM, kLaneCols = WN / TN;  // a warp's threads: rows x cols
   static constexpr int W = Vec<T>::kWidth;                        // elements per 16 bytes
-  static constexpr int kLdA = BM + W;  // transposed A tile, padded by 16 bytes per row
+  static constexpr int kLdA = BM + W;                             // transposed A tile, padded by 16 bytes per row
   static constexpr int kLdB = BN;
   static constexpr int kStageElems = BK * kLdA + BK * kLdB;
   static constexpr std::size_t kSmemBytes = std::size_t{STAGES} * kStageElems * sizeof(T);
@@ -92,8 +92,7 @@ struct WarpTileConfig {
 // Same guards as store4_guarded: 16-byte accesses when `vec` and all four are inside C, else
 // element-wise ones of the elements inside C.
 template <bool ACCUMULATE, class T>
-__device__ __forceinline__ void epilogue4(T* c_row, std::int64_t col, std::int64_t n, const T* v,
-                                          bool vec) {
+__device__ __forceinline__ void epilogue4(T* c_row, std::int64_t col, std::int64_t n, const T* v, bool vec) {
   if constexpr (!ACCUMULATE) {
     store4_guarded(c_row, col, n, v, vec);
   } else if (vec && col + 3 < n) {
@@ -111,10 +110,9 @@ __device__ __forceinline__ void epilogue4(T* c_row, std::int64_t col, std::int64
 
 template <class Cfg, bool VEC_B, bool ACCUMULATE, bool SPLIT_K>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
-    warptile_gemm_kernel(std::int64_t m, std::int64_t n, std::int64_t k,
-                         const typename Cfg::T* __restrict__ a,
-                         const typename Cfg::T* __restrict__ b, typename Cfg::T* __restrict__ c,
-                         bool vec_c, std::int64_t k_split, std::int64_t c_split_stride) {
+    warptile_gemm_kernel(std::int64_t m, std::int64_t n, std::int64_t k, const typename Cfg::T* __restrict__ a,
+                         const typename Cfg::T* __restrict__ b, typename Cfg::T* __restrict__ c, bool vec_c,
+                         std::int64_t k_split, std::int64_t c_split_stride) {
   using T = typename Cfg::T;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, W = Cfg::W;
   constexpr int kThreads = Cfg::kThreads, kLdA = Cfg::kLdA, kLdB = Cfg::kLdB;
@@ -249,9 +247,9 @@ void launch_warptile(const GpuGemm& g, bool vec_c, int splits, void* partials) {
   // Whole k blocks per split, so that only the last split has a partial one.
   const std::int64_t k_split = ceil_div(ceil_div(g.k, Cfg::BK), splits) * Cfg::BK;
   T* const out = splits > 1 ? static_cast<T*>(partials) : static_cast<T*>(g.c);
-  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, g.stream>>>(
-      g.m, g.n, g.k, static_cast<const T*>(g.a), static_cast<const T*>(g.b), out, vec_c, k_split,
-      splits > 1 ? g.m * g.n : 0);
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, g.stream>>>(g.m, g.n, g.k, static_cast<const T*>(g.a),
+                                                             static_cast<const T*>(g.b), out, vec_c, k_split,
+                                                             splits > 1 ? g.m * g.n : 0);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -267,9 +265,9 @@ void launch_warptile(const GpuGemm& g, GpuContext& ctx) {
   const bool vec_b = g.n % W == 0 && is_aligned(g.b, 16);
   if constexpr (SPLITS == 1) {
     const bool vec_c = g.n % W == 0 && is_aligned(g.c, 16);
-    static_switch(
-        [&](auto vec_b_, auto accumulate) { launch_warptile<Cfg, vec_b_(), accumulate(), false>(g, vec_c, 1, nullptr); },
-        vec_b, g.accumulate);
+    static_switch([&](auto vec_b_,
+                      auto accumulate) { launch_warptile<Cfg, vec_b_(), accumulate(), false>(g, vec_c, 1, nullptr); },
+                  vec_b, g.accumulate);
   } else {
     const std::int64_t count = g.m * g.n;
     void* const partials = ctx.scratch(static_cast<std::size_t>(SPLITS * count) * sizeof(T));  // 256-byte aligned
@@ -279,8 +277,8 @@ void launch_warptile(const GpuGemm& g, GpuContext& ctx) {
     const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(ceil_div(count, kThreads), 65535));
     static_switch(
         [&](auto accumulate) {
-          sum_splits<T, accumulate()><<<blocks, kThreads, 0, g.stream>>>(count, SPLITS, static_cast<const T*>(partials),
-                                                                          static_cast<T*>(g.c));
+          sum_splits<T, accumulate()>
+              <<<blocks, kThreads, 0, g.stream>>>(count, SPLITS, static_cast<const T*>(partials), static_cast<T*>(g.c));
         },
         g.accumulate);
     CUDA_CHECK_LAUNCH();
@@ -288,19 +286,19 @@ void launch_warptile(const GpuGemm& g, GpuContext& ctx) {
 }
 
 //                                   T       BM   BN  BK  WM  WN MSUB NSUB STAGES MIN_BLOCKS
-using F32_128x128 = WarpTileConfig<float,  128, 128, 16, 64, 32, 2,   2,   3,     2>;  // 256 thr
-using F32_128x64  = WarpTileConfig<float,  128,  64, 16, 64, 32, 2,   2,   3,     3>;  // 128 thr
-using F32_64x64   = WarpTileConfig<float,   64,  64, 16, 32, 32, 1,   2,   3,     4>;  // 128 thr
+using F32_128x128 = WarpTileConfig<float, 128, 128, 16, 64, 32, 2, 2, 3, 2>;  // 256 thr
+using F32_128x64 = WarpTileConfig<float, 128, 64, 16, 64, 32, 2, 2, 3, 3>;    // 128 thr
+using F32_64x64 = WarpTileConfig<float, 64, 64, 16, 32, 32, 1, 2, 3, 4>;      // 128 thr
 // 8 x 16 per thread (128 accumulators): 6 LDS.128 per 128 FFMA instead of 4 per 64, a quarter
 // fewer cp.async per FFMA; one block (8 warps) per SM, latency hidden by ILP instead of warps.
-using F32_128x256 = WarpTileConfig<float, 128, 256, 16, 64, 64, 2,   4,   3,     1>;  // 256 thr
-using F32_128x256_db = WarpTileConfig<float, 128, 256, 16, 64, 64, 2,  4,   3,     1, true>;  // 256 thr
+using F32_128x256 = WarpTileConfig<float, 128, 256, 16, 64, 64, 2, 4, 3, 1>;           // 256 thr
+using F32_128x256_db = WarpTileConfig<float, 128, 256, 16, 64, 64, 2, 4, 3, 1, true>;  // 256 thr
 // 8 x 16 per thread in 128 x 128 tiles of 4 warps: two blocks per SM, so one block's barrier
 // or load wait is covered by the other's FFMAs, and twice the tiles of 128x256.
-using F32_128x128_8x16 = WarpTileConfig<float, 128, 128, 16, 64, 64, 2, 4,   3,     2>;  // 128 thr
-using F64_64x64   = WarpTileConfig<double,  64,  64, 16, 32, 32, 1,   2,   3,     3>;  // 128 thr
-using F64_64x32   = WarpTileConfig<double,  64,  32, 16, 32, 16, 1,   1,   3,     4>;  // 128 thr
-using F64_32x32   = WarpTileConfig<double,  32,  32, 16, 32, 16, 1,   1,   3,     6>;  //  64 thr
+using F32_128x128_8x16 = WarpTileConfig<float, 128, 128, 16, 64, 64, 2, 4, 3, 2>;  // 128 thr
+using F64_64x64 = WarpTileConfig<double, 64, 64, 16, 32, 32, 1, 2, 3, 3>;          // 128 thr
+using F64_64x32 = WarpTileConfig<double, 64, 32, 16, 32, 16, 1, 1, 3, 4>;          // 128 thr
+using F64_32x32 = WarpTileConfig<double, 32, 32, 16, 32, 16, 1, 1, 3, 6>;          //  64 thr
 
 template <class F32, class F64, int SPLITS = 1>
 void run_warptile(const GpuGemm& g, GpuContext& ctx) {
@@ -314,31 +312,27 @@ void run_warptile(const GpuGemm& g, GpuContext& ctx) {
 
 std::vector<GpuKernel> warptile_kernels() {
   std::vector<GpuKernel> kernels{
-      {"warptile-128x128",
-       "warp tiles + 3-stage cp.async pipeline, 128x128x16 tiles, 8x8 per thread (f64: 64x64, 4x8)",
+      {"warptile-128x128", "warp tiles + 3-stage cp.async pipeline, 128x128x16 tiles, 8x8 per thread (f64: 64x64, 4x8)",
        nullptr, &run_warptile<F32_128x128, F64_64x64>},
-      {"warptile-128x64",
-       "warp tiles + 3-stage cp.async pipeline, 128x64x16 tiles, 8x8 per thread (f64: 64x32, 4x4)",
+      {"warptile-128x64", "warp tiles + 3-stage cp.async pipeline, 128x64x16 tiles, 8x8 per thread (f64: 64x32, 4x4)",
        nullptr, &run_warptile<F32_128x64, F64_64x32>},
-      {"warptile-64x64",
-       "warp tiles + 3-stage cp.async pipeline, 64x64x16 tiles, 4x8 per thread (f64: 32x32, 4x4)",
+      {"warptile-64x64", "warp tiles + 3-stage cp.async pipeline, 64x64x16 tiles, 4x8 per thread (f64: 32x32, 4x4)",
        nullptr, &run_warptile<F32_64x64, F64_32x32>},
       {"warptile-128x256",
-       "warp tiles + 3-stage cp.async pipeline, 128x256x16 tiles, 8x16 per thread (f64: 64x64, 4x8)",
-       nullptr, &run_warptile<F32_128x256, F64_64x64>},
-      {"warptile-128x256-db",
-       "warptile-128x256 with double-buffered register fragments (f64: 64x64, 4x8)",
-       nullptr, &run_warptile<F32_128x256_db, F64_64x64>},
+       "warp tiles + 3-stage cp.async pipeline, 128x256x16 tiles, 8x16 per thread (f64: 64x64, 4x8)", nullptr,
+       &run_warptile<F32_128x256, F64_64x64>},
+      {"warptile-128x256-db", "warptile-128x256 with double-buffered register fragments (f64: 64x64, 4x8)", nullptr,
+       &run_warptile<F32_128x256_db, F64_64x64>},
       {"warptile-128x128-8x16",
        "warp tiles + 3-stage cp.async pipeline, 128x128x16 tiles of 4 warps, 8x16 per thread, 2 blocks/SM "
        "(f64: 64x64, 4x8)",
        nullptr, &run_warptile<F32_128x128_8x16, F64_64x64>},
       {"warptile-128x256-split2",
-       "warptile-128x256 with K split in 2 (partial C's summed in a fixed order; f64: 64x64)",
-       nullptr, &run_warptile<F32_128x256, F64_64x64, 2>},
+       "warptile-128x256 with K split in 2 (partial C's summed in a fixed order; f64: 64x64)", nullptr,
+       &run_warptile<F32_128x256, F64_64x64, 2>},
       {"warptile-128x128-8x16-split4",
-       "warptile-128x128-8x16 with K split in 4, for problems with few tiles (f64: 64x64)",
-       nullptr, &run_warptile<F32_128x128_8x16, F64_64x64, 4>},
+       "warptile-128x128-8x16 with K split in 4, for problems with few tiles (f64: 64x64)", nullptr,
+       &run_warptile<F32_128x128_8x16, F64_64x64, 4>},
   };
   for (GpuKernel& kernel : kernels) kernel.accumulates = true;  // C += A * B in the epilogue
   return kernels;

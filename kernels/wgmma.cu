@@ -34,9 +34,9 @@
 //
 // Built only for sm_90a (CMake: TESSERA_WITH_SM90A); on another GPU the kernels fall back to
 // tensorcore.cu's mma.sync "tf32"/"bf16".
-#include <cuda.h>  // CUtensorMap
-#include <cuda_bf16.h>
+#include <cuda.h>          // CUtensorMap
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled
+#include <cuda_bf16.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -137,7 +137,7 @@ __global__ void pack_transposed(std::int64_t rows, std::int64_t cols, const floa
       __syncthreads();
 #pragma unroll
       for (int i = y; i < kTile; i += kRowsPerPass) {
-        const std::int64_t r = tc * kTile + i, c = tr * kTile + x;  // out row = b column
+        const std::int64_t r = tc * kTile + i, c = tr * kTile + x;                // out row = b column
         if (r < cols && c < ld) out[r * ld + c] = Operand<IN>::from(tile[x][i]);  // zero past b's rows
       }
       // Everyone has read the tile before the next one overwrites it.
@@ -159,7 +159,7 @@ struct WgmmaConfig {
   static constexpr WgmmaInput kInput = IN;
   static constexpr bool kRawA = RAW_A_;
   static_assert(!RAW_A_ || IN == WgmmaInput::kTf32, "wgmma: only TF32 reads float32 A as it is");
-  static constexpr int kConsumers = 2;                 // warpgroups computing, 64 rows each
+  static constexpr int kConsumers = 2;  // warpgroups computing, 64 rows each
   static constexpr int BM = 64 * kConsumers, BN = BN_;
   static constexpr int BK = 128 / static_cast<int>(sizeof(E));  // one 128-byte swizzle row
   static constexpr int STAGES = STAGES_;
@@ -180,8 +180,8 @@ struct WgmmaConfig {
 // Row and column of the tile number `t` when tiles are walked kGroupM tile rows at a time,
 // down each group's columns.
 template <int GROUP>
-__device__ __forceinline__ void tile_of(std::int64_t t, std::int64_t tiles_m, std::int64_t tiles_n,
-                                        std::int64_t& tm, std::int64_t& tn) {
+__device__ __forceinline__ void tile_of(std::int64_t t, std::int64_t tiles_m, std::int64_t tiles_n, std::int64_t& tm,
+                                        std::int64_t& tn) {
   const std::int64_t per_group = GROUP * tiles_n;
   const std::int64_t first = t / per_group * GROUP;
   const std::int64_t rows = tiles_m - first < GROUP ? tiles_m - first : GROUP;
@@ -191,8 +191,8 @@ __device__ __forceinline__ void tile_of(std::int64_t t, std::int64_t tiles_m, st
 }
 
 template <bool ACCUMULATE>
-__device__ __forceinline__ void store_pair(float* c, std::int64_t m, std::int64_t n, std::int64_t r,
-                                           std::int64_t col, float x, float y, bool vec) {
+__device__ __forceinline__ void store_pair(float* c, std::int64_t m, std::int64_t n, std::int64_t r, std::int64_t col,
+                                           float x, float y, bool vec) {
   if (r >= m) return;
   float* p = c + r * n + col;
   if (vec && col + 1 < n) {
@@ -221,7 +221,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      hopper::mbar_init(&full[s], 1);                       // the producer's arrive + TMA bytes
+      hopper::mbar_init(&full[s], 1);                     // the producer's arrive + TMA bytes
       hopper::mbar_init(&empty[s], Cfg::kConsumers * 4);  // one arrival per consumer warp
     }
     hopper::mbar_fence_init();
@@ -324,13 +324,12 @@ CUtensorMap tensor_map(CUtensorMapDataType type, std::size_t elem, const void* b
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * elem};  // bytes, dimension 1
   const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
   const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult res = tensor_map_encoder()(&map, type, 2, const_cast<void*>(base), dims, strides, box,
-                                            element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult res = tensor_map_encoder()(&map, type, 2, const_cast<void*>(base), dims, strides, box, element_strides,
+                                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (res != CUDA_SUCCESS)
-    throw DeviceError("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(res)) +
-                      ") for a " + std::to_string(rows) + " x " + std::to_string(cols) + " operand");
+    throw DeviceError("cuTensorMapEncodeTiled failed (CUresult " + std::to_string(static_cast<int>(res)) + ") for a " +
+                      std::to_string(rows) + " x " + std::to_string(cols) + " operand");
   return map;
 }
 
@@ -364,8 +363,8 @@ void run_wgmma(const GpuGemm& g, GpuContext& ctx) {
   const bool raw_a = Cfg::kRawA && vec_a;  // ld == k: A's rows are whole 16-byte units
   const std::size_t a_bytes = raw_a ? 0 : static_cast<std::size_t>(g.m * ld) * sizeof(E);
   const std::size_t b_offset = (a_bytes + 255) / 256 * 256;
-  auto* const scratch = static_cast<unsigned char*>(
-      ctx.operand_scratch(b_offset + static_cast<std::size_t>(g.n * ld) * sizeof(E)));
+  auto* const scratch =
+      static_cast<unsigned char*>(ctx.operand_scratch(b_offset + static_cast<std::size_t>(g.n * ld) * sizeof(E)));
   const E* a_op = raw_a ? static_cast<const E*>(g.a) : reinterpret_cast<E*>(scratch);
   E* const b_op = reinterpret_cast<E*>(scratch + b_offset);
   if (!raw_a) {
@@ -374,8 +373,8 @@ void run_wgmma(const GpuGemm& g, GpuContext& ctx) {
                     static_cast<unsigned>(std::min<std::int64_t>(g.m, kMaxGridY)));
     static_switch(
         [&](auto vec) {
-          pack_rows<Cfg::kInput, vec()><<<grid, kThreads, 0, g.stream>>>(
-              g.m, g.k, static_cast<const float*>(g.a), reinterpret_cast<E*>(scratch), ld);
+          pack_rows<Cfg::kInput, vec()><<<grid, kThreads, 0, g.stream>>>(g.m, g.k, static_cast<const float*>(g.a),
+                                                                         reinterpret_cast<E*>(scratch), ld);
         },
         vec_a);
     CUDA_CHECK_LAUNCH();
@@ -383,8 +382,8 @@ void run_wgmma(const GpuGemm& g, GpuContext& ctx) {
   {
     const dim3 tgrid(static_cast<unsigned>(std::min<std::int64_t>(ceil_div(g.n, 32), kMaxGridX)),
                      static_cast<unsigned>(std::min<std::int64_t>(ceil_div(ld, 32), kMaxGridY)));
-    pack_transposed<Cfg::kInput><<<tgrid, dim3(32, 8), 0, g.stream>>>(g.k, g.n, static_cast<const float*>(g.b),
-                                                                       b_op, ld);
+    pack_transposed<Cfg::kInput>
+        <<<tgrid, dim3(32, 8), 0, g.stream>>>(g.k, g.n, static_cast<const float*>(g.b), b_op, ld);
     CUDA_CHECK_LAUNCH();
   }
   // 2. The GEMM on them. The padded width as the tensor's: rows of whole 16-byte units, the
@@ -400,7 +399,7 @@ void run_wgmma(const GpuGemm& g, GpuContext& ctx) {
         const auto kernel = &wgmma_gemm_kernel<Cfg, accumulate()>;
         allow_dynamic_smem(reinterpret_cast<const void*>(kernel), Cfg::kSmemBytes);
         kernel<<<blocks, Cfg::kThreads, Cfg::kSmemBytes, g.stream>>>(map_a, map_b, g.m, g.n, g.k,
-                                                                      static_cast<float*>(g.c), vec_c);
+                                                                     static_cast<float*>(g.c), vec_c);
         CUDA_CHECK_LAUNCH();
       },
       g.accumulate);
@@ -435,15 +434,13 @@ std::vector<GpuKernel> wgmma_kernels() {
        "tf32-wgmma without the rounding pass over A when its rows are 16-byte aligned: A's floats "
        "truncated to TF32 by the tensor cores, B rounded (opt-in, sm_90a)",
        &wgmma_can_implement, &run_wgmma<Tf32x256RawA>, 0x1p-10, true, "cublas-tf32"},
-      {"tf32-wgmma-128x128",
-       "Hopper wgmma m64n128k8 + TMA, 128x128x32 tiles, 6 stages (opt-in, sm_90a)",
+      {"tf32-wgmma-128x128", "Hopper wgmma m64n128k8 + TMA, 128x128x32 tiles, 6 stages (opt-in, sm_90a)",
        &wgmma_can_implement, &run_wgmma<Tf32x128>, kTf32UnitRoundoff, true, "cublas-tf32"},
       {"bf16-wgmma",
        "Hopper wgmma m64n256k16 + TMA, 128x256x64 tiles, 4 stages, warp-specialised, persistent: "
        "float32 rounded to BF16, FP32 accumulation (opt-in, sm_90a)",
        &wgmma_can_implement, &run_wgmma<Bf16x256>, kBf16UnitRoundoff, true, "cublas-bf16"},
-      {"bf16-wgmma-128x128",
-       "Hopper wgmma m64n128k16 + TMA, 128x128x64 tiles, 6 stages (opt-in, sm_90a)",
+      {"bf16-wgmma-128x128", "Hopper wgmma m64n128k16 + TMA, 128x128x64 tiles, 6 stages (opt-in, sm_90a)",
        &wgmma_can_implement, &run_wgmma<Bf16x128>, kBf16UnitRoundoff, true, "cublas-bf16"},
   };
   for (GpuKernel& kernel : kernels) kernel.accumulates = true;  // C += A * B in the epilogue

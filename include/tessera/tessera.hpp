@@ -25,21 +25,21 @@ const char* version() noexcept;
 
 // The options of `tessera run` that a program sets (README "Usage"; defaults as the CLI's).
 struct Options {
-  std::string a, b, c;            // FILE:/DATASET of A (M x K), B (K x N), and where C goes
-  std::string report;             // JSON report path (schema: docs/report.md); "" = none
-  std::string grid;               // process grid "PRxPC"; "" = chosen from M, N, K and the ranks
-  std::string backend = "auto";   // auto | cpu | cuda
-  std::string kernel = "auto";    // a kernel of the backend (`tessera info`); auto = its choice
-  std::string dtype = "auto";     // auto | f32 | f64
-  std::string algorithm = "auto"; // auto | panels | summa | ksplit
-  std::string comm = "auto";      // auto | nccl | cuda-aware | host
-  std::int64_t panel_width = 0;   // summa's K panel width; 0 = chosen
-  std::string gpu_memory;         // GPU memory a rank may use ("8G"); "" = what is free
-  std::string progress = "off";   // on | off | auto (progress lines on rank 0's stderr)
-  bool overwrite = false;         // replace an existing output file
-  bool verify = false;            // Freivalds' check of C before it is written
-  bool allow_nonfinite = false;   // multiply inputs holding NaN / Inf instead of refusing them
-  bool quiet = true;              // false: rank 0 prints the report table on stdout
+  std::string a, b, c;             // FILE:/DATASET of A (M x K), B (K x N), and where C goes
+  std::string report;              // JSON report path (schema: docs/report.md); "" = none
+  std::string grid;                // process grid "PRxPC"; "" = chosen from M, N, K and the ranks
+  std::string backend = "auto";    // auto | cpu | cuda
+  std::string kernel = "auto";     // a kernel of the backend (`tessera info`); auto = its choice
+  std::string dtype = "auto";      // auto | f32 | f64
+  std::string algorithm = "auto";  // auto | panels | summa | ksplit
+  std::string comm = "auto";       // auto | nccl | cuda-aware | host
+  std::int64_t panel_width = 0;    // summa's K panel width; 0 = chosen
+  std::string gpu_memory;          // GPU memory a rank may use ("8G"); "" = what is free
+  std::string progress = "off";    // on | off | auto (progress lines on rank 0's stderr)
+  bool overwrite = false;          // replace an existing output file
+  bool verify = false;             // Freivalds' check of C before it is written
+  bool allow_nonfinite = false;    // multiply inputs holding NaN / Inf instead of refusing them
+  bool quiet = true;               // false: rank 0 prints the report table on stdout
 };
 
 // What a successful multiply returns, on every rank.

@@ -48,7 +48,7 @@ struct Share {
   partition::Range a_rows, a_cols, b_rows, b_cols;  // the blocks of A and B it reads
   // It counts the NaN/Inf of its A (B) block: every element is counted by one rank.
   bool count_a = false, count_b = false;
-  bool a_may_stream = false;  // A's rows may arrive while the GEMM runs (RowStreams)
+  bool a_may_stream = false;    // A's rows may arrive while the GEMM runs (RowStreams)
   std::int64_t c_elements = 0;  // host C the harness allocates for it
   bool zero_c = false;          // ... filled with zeros (the algorithm sums into it)
 };
@@ -83,8 +83,17 @@ struct RankRun {
   RankRun(const comm::Comm& comm_, backend::Backend& be_, const std::string& kernel_, const Problem& problem_,
           const Options& options_, const Share& share_, const MachineModel& machine_, const COut& out_,
           report::RankRecord& me_, report::JobReport& job_, std::function<void(const std::string&)> progress_)
-      : comm(comm_), be(be_), kernel(kernel_), problem(problem_), options(options_), share(share_),
-        machine(machine_), out(out_), me(me_), job(job_), progress(std::move(progress_)) {}
+      : comm(comm_),
+        be(be_),
+        kernel(kernel_),
+        problem(problem_),
+        options(options_),
+        share(share_),
+        machine(machine_),
+        out(out_),
+        me(me_),
+        job(job_),
+        progress(std::move(progress_)) {}
   const comm::Comm& comm;
   backend::Backend& be;
   const std::string& kernel;
@@ -96,11 +105,11 @@ struct RankRun {
   report::RankRecord& me;
   report::JobReport& job;
   std::function<void(const std::string&)> progress;
-  report::Progress* work = nullptr;  // rank 0's progress display: the work of the compute step (or null)
-  Setting setting;                // Algorithm::start fills in what every rank agreed on
-  backend::HostBuffer a, b, c;    // read (A possibly still arriving: streams) and allocated by the harness
-  RowStreams* streams = nullptr;  // A's rows arriving while the GEMM runs; null: A was read before
-  bool c_written = false;         // compute wrote this rank's C to the output already
+  report::Progress* work = nullptr;       // rank 0's progress display: the work of the compute step (or null)
+  Setting setting;                        // Algorithm::start fills in what every rank agreed on
+  backend::HostBuffer a, b, c;            // read (A possibly still arriving: streams) and allocated by the harness
+  RowStreams* streams = nullptr;          // A's rows arriving while the GEMM runs; null: A was read before
+  bool c_written = false;                 // compute wrote this rank's C to the output already
   std::vector<io::Attribute> attributes;  // the algorithm's own attributes of C
 };
 

@@ -12,8 +12,7 @@ void BandWriter::join() {
   band_seconds_ = 0;
 }
 
-void BandWriter::write(std::int64_t row0, std::int64_t col0, std::int64_t rows, std::int64_t cols,
-                       const void* data) {
+void BandWriter::write(std::int64_t row0, std::int64_t col0, std::int64_t rows, std::int64_t cols, const void* data) {
   join();
   if (error_ || rows == 0 || cols == 0) return;
   thread_ = std::thread([this, row0, col0, rows, cols, data] {

@@ -15,12 +15,12 @@ struct Request {
   std::string algorithm = "auto";  // auto | panels | summa | ksplit
   std::string comm = "auto";       // auto | host | cuda-aware | nccl
   std::string kernel = "auto";
-  std::string write = "auto";      // auto | in-place | gather
+  std::string write = "auto";  // auto | in-place | gather
   std::int64_t panel_width = 0;
-  std::int64_t gpu_memory = 0;     // --gpu-memory in bytes (0: none)
+  std::int64_t gpu_memory = 0;  // --gpu-memory in bytes (0: none)
   bool verify = false, baseline = false;
-  bool grid_given = false;         // --grid: the grid is the user's, not the model's
-  int bands = 0;                   // TESSERA_BANDS=N: summa's and ksplit's bands of C (0: the model's)
+  bool grid_given = false;  // --grid: the grid is the user's, not the model's
+  int bands = 0;            // TESSERA_BANDS=N: summa's and ksplit's bands of C (0: the model's)
 };
 
 // What the ranks have, as far as the choice depends on it.

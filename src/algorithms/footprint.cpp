@@ -56,7 +56,7 @@ Footprint footprint(const Algorithm& alg, const Problem& p, const Setting& s, co
   };
   f.root = plan(0);
   if (f.busy == 1) f.largest = f.root;
-  RankFootprint most;  // "others up to": the most any other rank holds and reads
+  RankFootprint most;                 // "others up to": the most any other rank holds and reads
   for (int r = 0; r < f.busy; ++r) {  // at most 100,000 ranks: look at each
     const RankFootprint rf = r == 0 ? f.root : plan(r);
     f.total_read_bytes += rf.read_bytes;

@@ -20,7 +20,8 @@ std::string shared_gpu_note(const comm::Comm& comm, const std::string& gpu) {
         ++users;
       }
     if (users > 1)
-      note += (note.empty() ? "" : "; ") + std::string("ranks ") + ranks + " share " + all[i].substr(all[i].find('|') + 1);
+      note +=
+          (note.empty() ? "" : "; ") + std::string("ranks ") + ranks + " share " + all[i].substr(all[i].find('|') + 1);
   }
   return comm.broadcast(note, 0);
 }

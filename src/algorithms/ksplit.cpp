@@ -55,10 +55,11 @@ RankFootprint scattered(const Problem& p, const Setting& s, const MachineModel& 
   // The slices, the rank's pieces of every band, a padded copy of the last band's A rows and, on the host,
   // a band's partial and the temporary buffer MPI sums it in.
   const bool padded = b.band(bands - 1).end > p.m;
-  f.host_bytes = own_a + own_b + bands * b.piece() * p.n * es + (padded ? b.rows() * kr * es : 0) + (nccl ? 0 : 2 * band_c);
+  f.host_bytes =
+      own_a + own_b + bands * b.piece() * p.n * es + (padded ? b.rows() * kr * es : 0) + (nccl ? 0 : 2 * band_c);
   const bool chunked = kr >= backend::kKsplitChunkMinK;
   const std::int64_t chunk = (kr + backend::kKsplitChunks - 1) / backend::kKsplitChunks;
-  f.gpu_bytes = !s.gpu ? 0
+  f.gpu_bytes = !s.gpu    ? 0
                 : chunked ? 2 * (b.rows() + p.n) * chunk * es + (s.accumulating_kernel ? 1 : 2) * band_c
                           : (b.rows() + p.n) * kr * es + band_c;
   f.nccl_groups = nccl ? 1 : 0;
@@ -93,8 +94,10 @@ RankFootprint to_root(const Problem& p, const Setting& s, const MachineModel& m,
   f.cols = p.n;
   // Summing on the host: every rank holds its partial C, and MPI_Reduce takes a receive buffer of
   // one piece on the ranks that combine.
-  f.host_bytes = own + (nccl ? (rank == kRoot ? c : 0)
-                             : c + (p.ranks > 1 ? std::min<std::int64_t>(c, static_cast<std::int64_t>(comm::kReducePieceBytes)) : 0));
+  f.host_bytes =
+      own +
+      (nccl ? (rank == kRoot ? c : 0)
+            : c + (p.ranks > 1 ? std::min<std::int64_t>(c, static_cast<std::int64_t>(comm::kReducePieceBytes)) : 0));
   const bool chunked = kr >= backend::kKsplitChunkMinK;
   const std::int64_t chunk = (kr + backend::kKsplitChunks - 1) / backend::kKsplitChunks;
   f.gpu_bytes = !s.gpu ? 0 : chunked ? 2 * (p.m + p.n) * chunk * es + (s.accumulating_kernel ? 1 : 2) * c : own + c;
@@ -120,7 +123,8 @@ RankFootprint to_root(const Problem& p, const Setting& s, const MachineModel& m,
 // shorter run (each band uploads B again) once a rank's share of C reaches kBandMinBytes.
 int choose_bands(const Problem& p, const Setting& s, const MachineModel& m) {
   const auto usable = [&](int b) {  // every band holds rows of C, and every rank's piece at least one
-    return b <= std::max<std::int64_t>(1, p.m / p.ranks) && partition::ScatterBands(p.m, p.ranks, b).band(b - 1).begin < p.m;
+    return b <= std::max<std::int64_t>(1, p.m / p.ranks) &&
+           partition::ScatterBands(p.m, p.ranks, b).band(b - 1).begin < p.m;
   };
   if (s.bands > 0) {  // (TESSERA_BANDS)
     int b = s.bands;
@@ -138,8 +142,7 @@ int choose_bands(const Problem& p, const Setting& s, const MachineModel& m) {
   while (fewest > 1 && !usable(fewest)) --fewest;
   if (per_rank < kBandMinBytes) return fewest;
   return fastest_bands(
-      fewest, std::max(kMostModelledBands, fewest), [&](int b) { return scattered(p, s, m, 0, b).seconds(); },
-      usable);
+      fewest, std::max(kMostModelledBands, fewest), [&](int b) { return scattered(p, s, m, 0, b).seconds(); }, usable);
 }
 
 // A rank's partial C as the comm layer's sums see it: host memory, or the backend's device copy.
@@ -194,9 +197,7 @@ class KSplitAlgorithm final : public Algorithm {
   std::string holds(const Problem& p) const override {
     return "A columns, B rows and partial products of C (ksplit over " + std::to_string(p.ranks) + " ranks)";
   }
-  std::string memory_advice() const override {
-    return "use --algorithm summa (C split over the ranks) or more nodes";
-  }
+  std::string memory_advice() const override { return "use --algorithm summa (C split over the ranks) or more nodes"; }
 
   void start(RankRun& run) override;
   void compute(RankRun& run) override;
@@ -258,7 +259,9 @@ void KSplitAlgorithm::start(RankRun& run) {
 
 void KSplitAlgorithm::compute(RankRun& run) {
   comm::Comm const& comm = run.comm;
-  comm.step([&] { transport_ = comm::make_transport(path_, run.problem.dtype, {run.be.device_id(), run.be.device_stream()}); });
+  comm.step([&] {
+    transport_ = comm::make_transport(path_, run.problem.dtype, {run.be.device_id(), run.be.device_stream()});
+  });
   if (run.out.in_place())
     scatter_ = transport_->sum_scatter(comm);
   else
@@ -319,7 +322,8 @@ void KSplitAlgorithm::compute_bands(RankRun& run, report::Phases& parts) {
       for (const auto& ph : kept->compute_phases()) add_phase(parts, ph.name, ph.seconds);
       PartialC data(nullptr, kept.get());
       scatter_->sum_scatter(data, piece, nullptr);
-      for (const auto& ph : kept->finish_rows(mine, rank * bands.piece(), bands.piece())) add_phase(parts, ph.name, ph.seconds);
+      for (const auto& ph : kept->finish_rows(mine, rank * bands.piece(), bands.piece()))
+        add_phase(parts, ph.name, ph.seconds);
     } else {
       auto host_prob = prob;
       host_prob.c = partial.data();
@@ -357,7 +361,8 @@ void KSplitAlgorithm::compute_to_root(RankRun& run, report::Phases& parts) {
       std::memset(c_.data(), 0, c_.size());
     }
   });
-  const backend::GemmProblem prob{p.dtype, p.m, p.n, kr.size(), run.a.data(), run.b.data(), c_.empty() ? nullptr : c_.data()};
+  const backend::GemmProblem prob{
+      p.dtype, p.m, p.n, kr.size(), run.a.data(), run.b.data(), c_.empty() ? nullptr : c_.data()};
   std::unique_ptr<backend::DeviceProduct> kept;  // the partial product, where the sum is on the devices
   comm.step([&] {
     if (sum_->on_device()) {
@@ -377,7 +382,8 @@ void KSplitAlgorithm::compute_to_root(RankRun& run, report::Phases& parts) {
       parts.emplace_back("reduce", seconds_since(t));
       return;
     }
-    for (const auto& ph : kept->finish(comm.rank() == kRoot ? c_.data() : nullptr)) parts.emplace_back(ph.name, ph.seconds);
+    for (const auto& ph : kept->finish(comm.rank() == kRoot ? c_.data() : nullptr))
+      parts.emplace_back(ph.name, ph.seconds);
     kept.reset();
   });
   if (comm.rank() != kRoot) c_ = {};

@@ -53,7 +53,8 @@ std::vector<std::filesystem::path> machine_dirs() {
   static const int anchor = 0;
   Dl_info info{};
   if (dladdr(&anchor, &info) != 0 && info.dli_fname != nullptr && info.dli_fname[0] == '/')
-    dirs.push_back(std::filesystem::path(info.dli_fname).parent_path().parent_path() / "share/tessera/configs/machines");
+    dirs.push_back(std::filesystem::path(info.dli_fname).parent_path().parent_path() /
+                   "share/tessera/configs/machines");
   dirs.push_back(std::filesystem::path(kInstallDataDir) / "configs/machines");
   return dirs;
 }
@@ -103,8 +104,8 @@ MachineModel MachineModel::load(const std::string& wanted) {
   std::string name = wanted;
   if (name.empty())
     if (const char* env = std::getenv("TESSERA_MACHINE_FILE"); env && *env) name = env;
-  const bool is_path = name.find('/') != std::string::npos ||
-                       (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0);
+  const bool is_path =
+      name.find('/') != std::string::npos || (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0);
   if (is_path) return read_file(name);
   const std::string file = (name.empty() ? std::string("default") : name) + ".json";
   for (const auto& dir : machine_dirs())

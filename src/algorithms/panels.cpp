@@ -53,8 +53,10 @@ class Panels final : public Algorithm {
     f.send_bytes = rank == 0 || s.in_place_write ? 0 : c;
     f.write_bytes = s.in_place_write || rank == 0 ? c : 0;
     const double compute = part.flops(rank) / m.flops(s.gpu, p.dtype);
-    const double copies = s.gpu ? static_cast<double>(a + b) / m.h2d_bytes_per_s + static_cast<double>(c) / m.d2h_bytes_per_s : 0;
-    const double read_a = static_cast<double>(a) / m.read_bytes_per_s, read_b = static_cast<double>(b) / m.read_bytes_per_s;
+    const double copies =
+        s.gpu ? static_cast<double>(a + b) / m.h2d_bytes_per_s + static_cast<double>(c) / m.d2h_bytes_per_s : 0;
+    const double read_a = static_cast<double>(a) / m.read_bytes_per_s,
+                 read_b = static_cast<double>(b) / m.read_bytes_per_s;
     const double write = static_cast<double>(f.write_bytes) / m.write_bytes_per_s;
     f.compute_seconds = copies + compute + static_cast<double>(f.send_bytes) / m.network_bytes_per_s;
     // Streaming (RowStreams): A read and C written in pieces while the GEMM runs; the first piece
@@ -94,7 +96,7 @@ class Panels final : public Algorithm {
       if (!run.share.active) return;
       const Share& s = run.share;
       backend::GemmProblem prob{run.problem.dtype, s.rows.size(), s.cols.size(), run.problem.k,
-                                run.a.data(), run.b.data(), run.c.data()};
+                                run.a.data(),      run.b.data(),  run.c.data()};
       if (!run.options.baseline.empty()) time_baseline(run, prob);
       if (run.streams) {
         prob.a_rows = run.streams->a_rows();
@@ -106,7 +108,7 @@ class Panels final : public Algorithm {
       }
       // The work done: C's rows as the GEMM hands them back (streaming).
       const auto watching = prob.c_rows && run.work ? run.work->watch(s.rows.size(), "rows of C",
-                                                                       [r = prob.c_rows] { return r->wait_for(0); })
+                                                                      [r = prob.c_rows] { return r->wait_for(0); })
                                                     : report::Progress::Watch{};
       const double t = MPI_Wtime();
       std::vector<backend::PhaseTime> phases;

@@ -37,8 +37,8 @@ class RowStreams {
   // Starts writing the rows of a rows x cols C block, placed at (row0, col0) of `writer`'s
   // matrix (the output's writer, or this rank's own handle on it), from `c` as they are published
   // on c_rows().
-  void start_writing(io::BlockSink* writer, std::int64_t row0, std::int64_t col0, std::int64_t rows,
-                     std::int64_t cols, DType dtype, const void* c);
+  void start_writing(io::BlockSink* writer, std::int64_t row0, std::int64_t col0, std::int64_t rows, std::int64_t cols,
+                     DType dtype, const void* c);
 
   const backend::RowProgress* a_rows() const { return reading_.joinable() ? &a_rows_ : nullptr; }
   backend::RowProgress* c_rows() { return writing_.joinable() ? &c_rows_ : nullptr; }

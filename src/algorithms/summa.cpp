@@ -77,7 +77,8 @@ RankFootprint cost(const Problem& p, const Setting& s, const MachineModel& m, in
   // into C itself) a scratch C on the device.
   const bool host_slots = !s.gpu || (s.comm == "host" && grid.size() > 1);
   f.host_bytes = own + c + (host_slots ? slots : 0) + (s.gpu ? 0 : band_c) + f.nccl_groups * m.nccl_host_bytes_per_comm;
-  f.gpu_bytes = s.gpu ? (s.accumulating_kernel ? 1 : 2) * band_c + slots + f.nccl_groups * m.nccl_gpu_bytes_per_comm : 0;
+  f.gpu_bytes =
+      s.gpu ? (s.accumulating_kernel ? 1 : 2) * band_c + slots + f.nccl_groups * m.nccl_gpu_bytes_per_comm : 0;
   if (nccl && rank == kRoot && gathered) f.gpu_bytes += m.nccl_p2p_receive_gpu_bytes;  // the gather
   f.read_bytes = own;
   // Every band takes all of K's panels again: A's rows of the band, B's panels whole.
@@ -90,9 +91,9 @@ RankFootprint cost(const Problem& p, const Setting& s, const MachineModel& m, in
   const double compute = part.flops(rank) / m.flops(s.gpu, p.dtype);
   const double panels = static_cast<double>(f.recv_bytes) / link +
                         (s.gpu && !nccl ? static_cast<double>(f.recv_bytes) / m.h2d_bytes_per_s : 0);
-  const double copies =
-      s.gpu ? static_cast<double>(own_a + bands * own_b) / m.h2d_bytes_per_s + static_cast<double>(c) / m.d2h_bytes_per_s
-            : 0;
+  const double copies = s.gpu ? static_cast<double>(own_a + bands * own_b) / m.h2d_bytes_per_s +
+                                    static_cast<double>(c) / m.d2h_bytes_per_s
+                              : 0;
   f.read_seconds = static_cast<double>(own) / m.read_bytes_per_s;
   f.compute_seconds = std::max(compute, panels + copies) + static_cast<double>(f.send_bytes) / link;
   // A band's C is written while the next band computes: the last band's write is not hidden.
@@ -154,9 +155,7 @@ class Summa final : public Algorithm {
     return cost(p, s, m, rank, choose_bands(p, s, m));
   }
 
-  int bands(const Problem& p, const Setting& s, const MachineModel& m) const override {
-    return choose_bands(p, s, m);
-  }
+  int bands(const Problem& p, const Setting& s, const MachineModel& m) const override { return choose_bands(p, s, m); }
   std::string holds(const Problem& p) const override {
     return "A and B blocks, C block and two panels of a " + p.grid.str() + " summa grid";
   }
@@ -180,7 +179,7 @@ class Summa final : public Algorithm {
   comm::Path path_ = comm::Path::host;
   std::int64_t width_ = 0;
   int bands_ = 1;
-  double written_seconds_ = 0;  // writing the bands while the next computed
+  double written_seconds_ = 0;    // writing the bands while the next computed
   std::int64_t panels_done_ = 0;  // over the bands, for the progress display
   std::unique_ptr<comm::Comm> row_comm_, col_comm_, active_comm_;
   std::unique_ptr<comm::Transport> transport_;
@@ -196,13 +195,15 @@ void Summa::start(RankRun& run) {
   const bool cuda = comm.min(run.be.name() == "cuda" ? 1.0 : 0.0) > 0;
   comm.step([&] {
     if (comm.max(run.be.name() == "cuda" ? 1.0 : 0.0) > 0 && !cuda)
-      throw InputError("summa needs the same backend on every rank, but some ranks have a GPU and some do not; pass "
-                       "--backend cpu, or run one rank per GPU");
+      throw InputError(
+          "summa needs the same backend on every rank, but some ranks have a GPU and some do not; pass "
+          "--backend cpu, or run one rank per GPU");
   });
   // Idle ranks compute nothing: a GPU they share does not count against NCCL.
   const std::string shared =
       shared_gpu_note(comm, run.share.active && run.me.device_id >= 0 ? run.me.host + "|" + run.me.device : "");
-  if (!shared.empty() && comm.rank() == kRoot) run.me.warnings.push_back(shared + " (fewer GPUs than ranks on the node)");
+  if (!shared.empty() && comm.rank() == kRoot)
+    run.me.warnings.push_back(shared + " (fewer GPUs than ranks on the node)");
   const bool nccl = shared.empty() && cuda && comm::nccl_compiled();
   const bool cuda_aware = comm.min(comm::mpi_cuda_aware() ? 1.0 : 0.0) > 0;
   comm.step([&] { path_ = comm::choose_path(run.options.comm, cuda, nccl, cuda_aware); });
@@ -303,7 +304,8 @@ void Summa::compute(RankRun& run) {
   BandWriter writer(run.out.in_place() && s.active ? run.out.sink() : nullptr);
   for (int t = 0; t < bands_; ++t) {
     const partition::Range band = partition::split(s.rows.size(), bands_, t);
-    unsigned char* c_band = s.active ? run.c.data() + static_cast<std::size_t>(band.begin * s.cols.size()) * es : nullptr;
+    unsigned char* c_band =
+        s.active ? run.c.data() + static_cast<std::size_t>(band.begin * s.cols.size()) * es : nullptr;
     // Agreed on by every rank: a GPU without room for the band's C and two slots of panels.
     run.comm.step([&] {
       if (s.active)

@@ -5,8 +5,8 @@
 
 #include <exception>
 
-#include "core/version.hpp"
 #include "comm/comm.hpp"
+#include "core/version.hpp"
 #include "job/run_job.hpp"
 
 namespace tessera {

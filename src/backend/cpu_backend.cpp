@@ -19,7 +19,8 @@ class CpuBackend final : public Backend {
   std::string name() const override { return "cpu"; }
   std::string device() const override {
     const int threads = kernels::openblas_threads();  // 0: a BLAS that does not tell
-    return std::string("cpu (") + kernels::blas_name() + (threads > 0 ? " " + std::to_string(threads) + " threads" : "") + ")";
+    return std::string("cpu (") + kernels::blas_name() +
+           (threads > 0 ? " " + std::to_string(threads) + " threads" : "") + ")";
   }
   std::vector<std::string> kernels() const override { return {"openblas", "cpu-tiled", "cpu-naive"}; }
 
@@ -93,7 +94,8 @@ class CpuPanelProduct final : public PanelProduct {
     unsigned char* to = slots_[slot][which].data();
     const std::size_t row_bytes = static_cast<std::size_t>(cols) * esize_;
     for (std::int64_t r = 0; r < rows; ++r)
-      std::memcpy(to + static_cast<std::size_t>(r) * row_bytes, from + static_cast<std::size_t>(r * ld) * esize_, row_bytes);
+      std::memcpy(to + static_cast<std::size_t>(r) * row_bytes, from + static_cast<std::size_t>(r * ld) * esize_,
+                  row_bytes);
   }
   void upload(int, Panel, std::int64_t) override {}
   void transfer(int, const DeviceWork&) override { throw Error("the cpu backend has no device transfers"); }

@@ -48,7 +48,8 @@ class CudaDeviceProduct final : public DeviceProduct {
     double d2h = 0;
     if (host && bytes)
       steps_.time(d2h, s, [&] {
-        CUDA_CHECK(cudaMemcpyAsync(host, static_cast<unsigned char*>(c_.get()) + offset, bytes, cudaMemcpyDeviceToHost, s));
+        CUDA_CHECK(
+            cudaMemcpyAsync(host, static_cast<unsigned char*>(c_.get()) + offset, bytes, cudaMemcpyDeviceToHost, s));
       });
     gpu_.stream.synchronize();
     steps_.collect();

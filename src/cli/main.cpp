@@ -10,19 +10,19 @@
 #include <string>
 #include <vector>
 
-#include "core/error.hpp"
-#include "core/log.hpp"
-#include "core/version.hpp"
 #include "comm/comm.hpp"
 #include "commands/bench.hpp"
 #include "commands/dry_run.hpp"
 #include "commands/generate.hpp"
 #include "commands/info.hpp"
 #include "commands/provenance.hpp"
-#include "job/run_job.hpp"
 #include "commands/tune.hpp"
 #include "commands/verify.hpp"
+#include "core/error.hpp"
+#include "core/log.hpp"
+#include "core/version.hpp"
 #include "io/atomic_file.hpp"
+#include "job/run_job.hpp"
 #include "report/progress.hpp"
 #include "report/provenance.hpp"
 
@@ -105,8 +105,9 @@ void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
   // --config belongs to the top-level app (CLI11 reads subcommand options from a [run] table
   // there); fallthrough lets `tessera run --config F.toml` reach it.
   run->fallthrough();
-  run->footer("Options can also come from a TOML file: --config F.toml with a [run] table, keys = option names\n"
-              "(see configs/). Options on the command line override the file.");
+  run->footer(
+      "Options can also come from a TOML file: --config F.toml with a [run] table, keys = option names\n"
+      "(see configs/). Options on the command line override the file.");
 }
 
 // -v / -vv / --log-level on every subcommand (README, "Logging and progress").
@@ -115,12 +116,13 @@ struct Logging {
   std::string level;
 };
 void add_logging(CLI::App* sub, Logging& l) {
-  sub->add_flag("-v,--verbose", l.verbose, "log more on stderr: -v what each rank is doing (info), -vv details (debug)");
+  sub->add_flag("-v,--verbose", l.verbose,
+                "log more on stderr: -v what each rank is doing (info), -vv details (debug)");
   sub->add_option("--log-level", l.level, "stderr log level: error, warn (default), info or debug; overrides -v")
       ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
 }
 tessera::log::Level log_level(const Logging& l) {
-  tessera::log::Level level = l.verbose >= 2 ? tessera::log::Level::debug
+  tessera::log::Level level = l.verbose >= 2   ? tessera::log::Level::debug
                               : l.verbose == 1 ? tessera::log::Level::info
                                                : tessera::log::Level::warn;
   if (!l.level.empty()) tessera::log::parse_level(l.level, level);
@@ -171,12 +173,12 @@ int parse_failed(CLI::App& app, const CLI::ParseError& e, int rank) {
     } else if (const auto at = text.find(": At Most 1 required but received"); at != std::string::npos) {
       text = text.substr(0, at) + " is given more than once (on the command line or in the config file)";
     }
-    const bool config = dynamic_cast<const CLI::ConfigError*>(&e) != nullptr ||
-                        dynamic_cast<const CLI::FileError*>(&e) != nullptr;
+    const bool config =
+        dynamic_cast<const CLI::ConfigError*>(&e) != nullptr || dynamic_cast<const CLI::FileError*>(&e) != nullptr;
     std::fprintf(stderr, "tessera: error: %s%s%s\n", config ? "config file: " : "", text.c_str(),
                  dynamic_cast<const CLI::ConfigError*>(&e) ? " (unknown key, or not under [run]?)"
-                 : config                                 ? ""
-                                                          : " (see --help)");
+                 : config                                  ? ""
+                                                           : " (see --help)");
   }
   return kExitUsage;
 }
@@ -200,7 +202,8 @@ void add_job_commands(CLI::App& app, Commands& c) {
   c.g->add_option("--cols", c.gen.cols, "columns")->required();
   c.g->add_option("--dtype", c.gen.dtype, "f32 or f64")->capture_default_str();
   c.g->add_option("--seed", c.gen.seed, "random seed")->capture_default_str();
-  c.g->add_option("--dist", c.gen.dist, "uniform [low, high), normal (0, 1) or integers [low, high]")->capture_default_str();
+  c.g->add_option("--dist", c.gen.dist, "uniform [low, high), normal (0, 1) or integers [low, high]")
+      ->capture_default_str();
   c.g->add_option("--low", c.gen.low, "lower bound")->capture_default_str();
   c.g->add_option("--high", c.gen.high, "upper bound")->capture_default_str();
   c.g->add_option("--chunk", c.gen.chunk, "chunked layout RxC (default contiguous)");
@@ -240,7 +243,8 @@ void add_device_commands(CLI::App& app, Commands& c) {
   c.tu = app.add_subcommand("tune", "time tessera's GPU kernels here and store the fastest for --kernel auto");
   c.tu->add_option("--sizes", c.to.sizes, "sizes: N (cube) or MxNxK (default 1024,2048,4096,8192)")->delimiter(',');
   c.tu->add_option("--dtypes", c.to.dtypes, "f32,f64 (default both)")->delimiter(',');
-  c.tu->add_option("--out", c.to.out, "tune file to write (default $TESSERA_TUNE_FILE or ~/.cache/tessera/tuned-<gpu>.json)");
+  c.tu->add_option("--out", c.to.out,
+                   "tune file to write (default $TESSERA_TUNE_FILE or ~/.cache/tessera/tuned-<gpu>.json)");
   c.tu->add_option("--warmup", c.to.warmup, "untimed launches first")->capture_default_str();
   c.tu->add_option("--repeats", c.to.repeats, "timed launches; the median decides")->capture_default_str();
   c.tu->add_option("--seed", c.to.seed, "random seed")->capture_default_str();

@@ -29,7 +29,6 @@ bool mpi_cuda_aware() {
 #endif
 }
 
-
 void throw_mpi_error(const char* call, const char* file, int line, int code) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int len = 0;
@@ -47,8 +46,7 @@ Comm::~Comm() {
   if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-Comm::Comm(Comm&& other) noexcept
-    : comm_(other.comm_), owned_(other.owned_), rank_(other.rank_), size_(other.size_) {
+Comm::Comm(Comm&& other) noexcept : comm_(other.comm_), owned_(other.owned_), rank_(other.rank_), size_(other.size_) {
   other.comm_ = MPI_COMM_NULL;
   other.owned_ = false;
 }
@@ -162,8 +160,8 @@ std::vector<std::string> Comm::gather(const std::string& text, int root) const {
     }
     all.resize(static_cast<std::size_t>(offset));
   }
-  TESSERA_MPI_CHECK(MPI_Gatherv(text.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, root,
-                                comm_));
+  TESSERA_MPI_CHECK(
+      MPI_Gatherv(text.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, root, comm_));
   std::vector<std::string> out;
   for (std::size_t r = 0; r < lens.size(); ++r)
     out.push_back(all.substr(static_cast<std::size_t>(displs[r]), static_cast<std::size_t>(lens[r])));

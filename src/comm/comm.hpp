@@ -10,11 +10,10 @@
 
 #include "core/error.hpp"
 
-#define TESSERA_MPI_CHECK(call)                                                          \
-  do {                                                                                   \
-    const int tessera_mpi_rc_ = (call);                                                  \
-    if (tessera_mpi_rc_ != MPI_SUCCESS)                                                  \
-      ::tessera::comm::throw_mpi_error(#call, __FILE__, __LINE__, tessera_mpi_rc_);      \
+#define TESSERA_MPI_CHECK(call)                                                                                       \
+  do {                                                                                                                \
+    const int tessera_mpi_rc_ = (call);                                                                               \
+    if (tessera_mpi_rc_ != MPI_SUCCESS) ::tessera::comm::throw_mpi_error(#call, __FILE__, __LINE__, tessera_mpi_rc_); \
   } while (0)
 
 namespace tessera::comm {

@@ -129,8 +129,7 @@ class HostSumScatter final : public SumScatter {
   void sum_scatter(ReduceData& data, std::size_t piece, void* into) override {
     const int count = mpi_count(static_cast<std::int64_t>(piece), "ksplit: a rank's piece of a band of C");
     if (count == 0) return;
-    TESSERA_MPI_CHECK(
-        MPI_Reduce_scatter_block(data.host(), into, count, mpi_type(dtype_), MPI_SUM, world_.get()));
+    TESSERA_MPI_CHECK(MPI_Reduce_scatter_block(data.host(), into, count, mpi_type(dtype_), MPI_SUM, world_.get()));
   }
 
  private:

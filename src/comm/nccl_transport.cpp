@@ -1,6 +1,6 @@
 // The NCCL path: panels broadcast between the GPUs on the backend's copy stream, partial products
-// summed onto rank 0's GPU or scattered over the GPUs, C blocks sent GPU to GPU. Without NCCL in the build, asking for it
-// throws.
+// summed onto rank 0's GPU or scattered over the GPUs, C blocks sent GPU to GPU. Without NCCL in the build, asking for
+// it throws.
 #include "comm/transports.hpp"
 #include "core/error.hpp"
 

@@ -131,12 +131,15 @@ PeerSurvey survey_peers(const Comm& world, int device) {
     if (r == world.rank() || mine.empty() || ranks[static_cast<std::size_t>(r)].second.empty() ||
         ranks[static_cast<std::size_t>(r)].second == mine)
       continue;
-    const bool same_host = ranks[static_cast<std::size_t>(r)].first == ranks[static_cast<std::size_t>(world.rank())].first;
+    const bool same_host =
+        ranks[static_cast<std::size_t>(r)].first == ranks[static_cast<std::size_t>(world.rank())].first;
     PeerLink l = same_host ? link_to(device, mine, ranks[static_cast<std::size_t>(r)].second, nvml) : PeerLink{};
     l.same_host = same_host;
     std::string why;
-    if (l.same_host && !l.visible) why = "its GPU is not visible to this rank (per-task GPU binding such as --gpus-per-task=1)";
-    else if (l.same_host && !l.peer_access) why = "the GPUs cannot access each other's memory";
+    if (l.same_host && !l.visible)
+      why = "its GPU is not visible to this rank (per-task GPU binding such as --gpus-per-task=1)";
+    else if (l.same_host && !l.peer_access)
+      why = "the GPUs cannot access each other's memory";
     found.push_back({{"peer", r}, {"transport", nccl_transport(l, env)}, {"why", why}});
   }
   // Rank 0 sums up; everyone gets the same survey.
@@ -149,7 +152,8 @@ PeerSurvey survey_peers(const Comm& world, int device) {
       for (const auto& p : nlohmann::json::parse(views[r])) {
         const std::string t = p["transport"];
         if (slowest.empty() || rank_of(t) < rank_of(slowest)) slowest = t;
-        const int a = std::min(static_cast<int>(r), p["peer"].get<int>()), b = std::max(static_cast<int>(r), p["peer"].get<int>());
+        const int a = std::min(static_cast<int>(r), p["peer"].get<int>()),
+                  b = std::max(static_cast<int>(r), p["peer"].get<int>());
         if (p["why"].get<std::string>().empty() || std::count(warned.begin(), warned.end(), std::pair{a, b}) > 0)
           continue;
         warned.emplace_back(a, b);

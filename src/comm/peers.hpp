@@ -15,9 +15,9 @@ namespace tessera::comm {
 // What one pair of ranks on one node can do.
 struct PeerLink {
   bool same_host = true;
-  bool visible = false;     // the peer's GPU is visible in this rank's process
-  bool peer_access = false; // cudaDeviceCanAccessPeer
-  bool nvlink = false;      // NVML: the two GPUs are joined by NVLink
+  bool visible = false;      // the peer's GPU is visible in this rank's process
+  bool peer_access = false;  // cudaDeviceCanAccessPeer
+  bool nvlink = false;       // NVML: the two GPUs are joined by NVLink
 };
 
 // NCCL's settings that change the transport (NCCL_P2P_DISABLE, NCCL_SHM_DISABLE, NCCL_P2P_LEVEL).

@@ -25,12 +25,12 @@
 #include <utility>
 #include <vector>
 
+#include "commands/command_paths.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
 #include "io/atomic_file.hpp"
 #include "kernels/cpu_gemm.hpp"
-#include "commands/command_paths.hpp"
 
 #ifdef TESSERA_HAVE_CUDA
 #include "backend/cuda_backend.hpp"
@@ -44,11 +44,8 @@ namespace {
 
 using namespace bench;
 
-
-
 // cpu-naive above this size takes seconds a launch: too slow to time ten times per dtype.
 constexpr std::int64_t kCpuNaiveMax = 1024;
-
 
 Size parse_size(const std::string& text) { return parse_gemm_size(text, "bench"); }
 
@@ -57,7 +54,6 @@ DType parse_dtype(const std::string& text) {
   if (text == "f64" || text == "float64") return DType::f64;
   throw InputError("bench: dtype '" + text + "' is not f32 or f64");
 }
-
 
 // ||C - Cref||_F / ||Cref||_F, accumulated in float64. NaN when C holds a NaN.
 template <class T>
@@ -70,7 +66,6 @@ double rel_frobenius_error(const std::vector<T>& c, const std::vector<double>& r
   }
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
-
 
 // Inputs of one size: uniform [-1, 1) from a generator seeded by the seed and the size.
 struct Inputs {
@@ -106,7 +101,6 @@ void progress_done(const Row& row) {
   else
     std::fprintf(stderr, " %.3f ms, rel. error %.2e\n", median(row.seconds) * 1e3, row.rel_error);
 }
-
 
 // ---- CPU ---------------------------------------------------------------------------------------
 
@@ -151,8 +145,7 @@ void bench_cpu(const Size& s, const Inputs& in, const std::vector<std::string>& 
     Row row(s, dtype, kernel);
     std::function<void()> launch;
     if (kernel == "cpu-naive") {
-      if (std::max({s.m, s.n, s.k}) > kCpuNaiveMax)
-        row.skipped = fmt::format("cpu-naive above {}", kCpuNaiveMax);
+      if (std::max({s.m, s.n, s.k}) > kCpuNaiveMax) row.skipped = fmt::format("cpu-naive above {}", kCpuNaiveMax);
       launch = [&] { kernels::cpu_naive_gemm<T>(s.m, s.n, s.k, a.data(), b.data(), c.data()); };
     } else if (kernel == "cpu-tiled") {
       launch = [&] { kernels::cpu_tiled_gemm<T>(s.m, s.n, s.k, a.data(), b.data(), c.data()); };
@@ -300,7 +293,8 @@ int run_bench(const BenchOptions& opts) {
 #endif
 
   std::vector<Size> sizes;
-  for (const std::string& text : opts.sizes.empty() ? info.default_sizes : opts.sizes) sizes.push_back(parse_size(text));
+  for (const std::string& text : opts.sizes.empty() ? info.default_sizes : opts.sizes)
+    sizes.push_back(parse_size(text));
   std::vector<DType> dtypes;
   for (const std::string& text : opts.dtypes.empty() ? std::vector<std::string>{"f32", "f64"} : opts.dtypes)
     dtypes.push_back(parse_dtype(text));

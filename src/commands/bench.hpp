@@ -10,16 +10,16 @@
 namespace tessera::commands {
 
 struct BenchOptions {
-  std::string backend = "auto";        // cpu | cuda | auto
-  std::vector<std::string> sizes;      // "N" (cube) or "MxNxK"; empty: the backend's defaults
-  std::vector<std::string> dtypes;     // "f32", "f64"; empty: both
-  std::vector<std::string> kernels;    // empty: every kernel of the backend
+  std::string backend = "auto";      // cpu | cuda | auto
+  std::vector<std::string> sizes;    // "N" (cube) or "MxNxK"; empty: the backend's defaults
+  std::vector<std::string> dtypes;   // "f32", "f64"; empty: both
+  std::vector<std::string> kernels;  // empty: every kernel of the backend
   int warmup = 2;
-  int repeats = 10;                    // timed launches per kernel; the median is reported
+  int repeats = 10;  // timed launches per kernel; the median is reported
   std::uint64_t seed = 42;
-  std::string json_path;               // write results as JSON when set
-  std::string csv_path;                // write results as CSV when set
-  std::string config;                  // --config file, if any: never written
+  std::string json_path;  // write results as JSON when set
+  std::string csv_path;   // write results as CSV when set
+  std::string config;     // --config file, if any: never written
 };
 
 // Prints the table to stdout; returns 0, or 1 if any kernel failed its accuracy check.

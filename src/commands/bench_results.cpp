@@ -63,8 +63,7 @@ std::string format_table(const std::vector<Row>& rows, const DeviceInfo& info) {
     last_group = group;
     out += fmt::format("{:<16} {:<5} {:<16} {:>11} {:>10} {:>8} {:>10} {:>10}  {}\n", r.size.label(),
                        short_name(r.dtype), r.kernel, num(r.median_s * 1e3, "{:.3f}"), num(r.gflops, "{:.1f}"),
-                       num(r.x_naive, "{:.2f}"), num(r.pct_vendor, "{:.1f}"), num(r.rel_error, "{:.2e}"),
-                       r.status);
+                       num(r.x_naive, "{:.2f}"), num(r.pct_vendor, "{:.1f}"), num(r.rel_error, "{:.2e}"), r.status);
   }
   return out;
 }
@@ -74,24 +73,25 @@ nlohmann::json to_json(const std::vector<Row>& rows, const DeviceInfo& info, con
   for (const Row& r : rows) {
     std::vector<double> ms;
     for (double s : r.seconds) ms.push_back(s * 1e3);
-    results.push_back({{"m", r.size.m},
-                       {"n", r.size.n},
-                       {"k", r.size.k},
-                       {"size", r.size.label()},
-                       {"dtype", short_name(r.dtype)},
-                       {"kernel", r.kernel},
-                       {"times_ms", ms},
-                       {"median_ms", maybe(r.median_s * 1e3)},
-                       {"min_ms", ms.empty() ? nlohmann::json(nullptr) : nlohmann::json(*std::min_element(ms.begin(), ms.end()))},
-                       {"max_ms", ms.empty() ? nlohmann::json(nullptr) : nlohmann::json(*std::max_element(ms.begin(), ms.end()))},
-                       {"gflops", maybe(r.gflops)},
-                       {"speedup_vs_naive", maybe(r.x_naive)},
-                       {"percent_of_vendor", maybe(r.pct_vendor)},
-                       {"rel_error", maybe(r.rel_error)},
-                       {"tolerance", r.tol},
-                       {"baseline", r.baseline},
-                       {"status", r.skipped.empty() ? r.status : "skipped"},
-                       {"note", r.skipped}});
+    results.push_back(
+        {{"m", r.size.m},
+         {"n", r.size.n},
+         {"k", r.size.k},
+         {"size", r.size.label()},
+         {"dtype", short_name(r.dtype)},
+         {"kernel", r.kernel},
+         {"times_ms", ms},
+         {"median_ms", maybe(r.median_s * 1e3)},
+         {"min_ms", ms.empty() ? nlohmann::json(nullptr) : nlohmann::json(*std::min_element(ms.begin(), ms.end()))},
+         {"max_ms", ms.empty() ? nlohmann::json(nullptr) : nlohmann::json(*std::max_element(ms.begin(), ms.end()))},
+         {"gflops", maybe(r.gflops)},
+         {"speedup_vs_naive", maybe(r.x_naive)},
+         {"percent_of_vendor", maybe(r.pct_vendor)},
+         {"rel_error", maybe(r.rel_error)},
+         {"tolerance", r.tol},
+         {"baseline", r.baseline},
+         {"status", r.skipped.empty() ? r.status : "skipped"},
+         {"note", r.skipped}});
   }
   return {{"schema", report::kBenchSchema},
           {"provenance", report::provenance()},
@@ -113,7 +113,8 @@ nlohmann::json to_json(const std::vector<Row>& rows, const DeviceInfo& info, con
 
 std::string to_csv(const std::vector<Row>& rows) {
   auto opt = [](double v) { return std::isnan(v) ? std::string() : fmt::format("{:.6g}", v); };
-  std::string out = "m,n,k,dtype,kernel,median_ms,gflops,speedup_vs_naive,percent_of_vendor,rel_error,tolerance,status\n";
+  std::string out =
+      "m,n,k,dtype,kernel,median_ms,gflops,speedup_vs_naive,percent_of_vendor,rel_error,tolerance,status\n";
   for (const Row& r : rows) {
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{:g},{}\n", r.size.m, r.size.n, r.size.k, short_name(r.dtype),
                        csv_field(r.kernel), opt(r.median_s * 1e3), opt(r.gflops), opt(r.x_naive), opt(r.pct_vendor),

@@ -49,9 +49,9 @@ struct Row {
   std::string kernel;
   std::vector<double> seconds;  // one per timed launch; empty when skipped
   double rel_error = kNaN;
-  std::string skipped;          // why it was not run; empty when it ran
-  std::string baseline;         // the kernel "% vendor" compares with; "" = the device's vendor kernel
-  double tol = 0;               // accuracy tolerance; 0 = tolerance(dtype)
+  std::string skipped;   // why it was not run; empty when it ran
+  std::string baseline;  // the kernel "% vendor" compares with; "" = the device's vendor kernel
+  double tol = 0;        // accuracy tolerance; 0 = tolerance(dtype)
   // Filled in by finish():
   double median_s = kNaN, gflops = kNaN, x_naive = kNaN, pct_vendor = kNaN;
   std::string status;

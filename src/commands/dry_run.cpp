@@ -30,9 +30,15 @@ std::string gib(std::int64_t bytes) { return fmt::format("{:.2f} GiB", static_ca
 
 nlohmann::json to_json(const Footprint& f, const algorithms::MachineModel& machine, const std::string& why) {
   const auto rank = [](const RankFootprint& p) {
-    return nlohmann::json{{"rows", p.rows},           {"cols", p.cols},           {"host_bytes", p.host_bytes},
-                          {"gpu_bytes", p.gpu_bytes}, {"read_bytes", p.read_bytes}, {"recv_bytes", p.recv_bytes},
-                          {"send_bytes", p.send_bytes}, {"write_bytes", p.write_bytes}, {"seconds", p.seconds()}};
+    return nlohmann::json{{"rows", p.rows},
+                          {"cols", p.cols},
+                          {"host_bytes", p.host_bytes},
+                          {"gpu_bytes", p.gpu_bytes},
+                          {"read_bytes", p.read_bytes},
+                          {"recv_bytes", p.recv_bytes},
+                          {"send_bytes", p.send_bytes},
+                          {"write_bytes", p.write_bytes},
+                          {"seconds", p.seconds()}};
   };
   const bool gathered = f.algorithm != "ksplit" && !f.setting.in_place_write;
   return {{"algorithm", f.algorithm},
@@ -63,22 +69,25 @@ std::string to_text(const Footprint& f, const algorithms::Problem& p, const std:
                     const std::string& why) {
   const bool ksplit = f.algorithm == "ksplit";
   const bool to_root = !f.setting.in_place_write;
-  std::string out = fmt::format("dry run: C({}x{}) = A({}x{}) * B({}x{}), {}, {} rank{} ({}), algorithm {}{} ({})\n",
-                                p.m, p.n, p.m, p.k, p.k, p.n, dtype_name(p.dtype), f.ranks, f.ranks == 1 ? "" : "s",
-                                f.setting.gpu ? "GPU" : "CPU", f.algorithm,
-                                f.algorithm == "panels" ? "" : ", comm " + f.setting.comm, why);
+  std::string out =
+      fmt::format("dry run: C({}x{}) = A({}x{}) * B({}x{}), {}, {} rank{} ({}), algorithm {}{} ({})\n", p.m, p.n, p.m,
+                  p.k, p.k, p.n, dtype_name(p.dtype), f.ranks, f.ranks == 1 ? "" : "s", f.setting.gpu ? "GPU" : "CPU",
+                  f.algorithm, f.algorithm == "panels" ? "" : ", comm " + f.setting.comm, why);
   if (ksplit)
     out += fmt::format("  grid          K split over {} rank{}\n", f.ranks, f.ranks == 1 ? "" : "s");
   else
-    out += fmt::format("  grid          {}x{}{}\n", f.grid.rows, f.grid.cols,
-                       f.ranks > f.busy ? fmt::format(" ({} idle rank{})", f.ranks - f.busy, f.ranks - f.busy == 1 ? "" : "s")
-                                        : "");
-  out += fmt::format("  largest block {}x{}{}\n", f.largest.rows, f.largest.cols, ksplit ? " (a partial of all of C)" : "");
-  if (f.setting.bands > 1) out += fmt::format("  bands of C    {} (each written while the next computes)\n", f.setting.bands);
+    out += fmt::format(
+        "  grid          {}x{}{}\n", f.grid.rows, f.grid.cols,
+        f.ranks > f.busy ? fmt::format(" ({} idle rank{})", f.ranks - f.busy, f.ranks - f.busy == 1 ? "" : "s") : "");
+  out += fmt::format("  largest block {}x{}{}\n", f.largest.rows, f.largest.cols,
+                     ksplit ? " (a partial of all of C)" : "");
+  if (f.setting.bands > 1)
+    out += fmt::format("  bands of C    {} (each written while the next computes)\n", f.setting.bands);
   out += fmt::format("  host memory   rank 0 {}, others up to {}\n", gib(f.root.host_bytes), gib(f.largest.host_bytes));
   if (f.setting.gpu)
     out += fmt::format("  GPU memory    up to {} per rank\n", gib(std::max(f.root.gpu_bytes, f.largest.gpu_bytes)));
-  out += fmt::format("  file reads    {} per rank (largest), {} in all\n", gib(f.largest.read_bytes), gib(f.total_read_bytes));
+  out += fmt::format("  file reads    {} per rank (largest), {} in all\n", gib(f.largest.read_bytes),
+                     gib(f.total_read_bytes));
   if (f.algorithm == "summa")
     out += fmt::format("  panels in     {} per rank (largest), broadcast along grid rows and columns\n",
                        gib(f.max_recv_bytes));
@@ -89,9 +98,10 @@ std::string to_text(const Footprint& f, const algorithms::Problem& p, const std:
   else if (f.total_comm_bytes > 0)
     out += fmt::format("  between ranks {} in all; every rank writes its own C block\n", gib(f.total_comm_bytes));
   const auto& at = f.predicted;
-  out += fmt::format("  predicted     {:.2f} s: start-up {:.2f} s, read {:.2f} s, compute {:.2f} s, write {:.2f} s; "
-                     "bounded by {} (machine {})\n",
-                     at.total(), at.startup, at.read, at.compute, at.write, at.bound(), machine);
+  out += fmt::format(
+      "  predicted     {:.2f} s: start-up {:.2f} s, read {:.2f} s, compute {:.2f} s, write {:.2f} s; "
+      "bounded by {} (machine {})\n",
+      at.total(), at.startup, at.read, at.compute, at.write, at.bound(), machine);
   out += fmt::format("  C written     {}\n", to_root ? "by rank 0" : "in place, every rank its own rows");
   return out;
 }

@@ -4,10 +4,10 @@
 #include <cmath>
 #include <vector>
 
-#include "core/error.hpp"
-#include "partition/partition.hpp"
-#include "io/hdf5_io.hpp"
 #include "commands/command_paths.hpp"
+#include "core/error.hpp"
+#include "io/hdf5_io.hpp"
+#include "partition/partition.hpp"
 
 namespace tessera::commands {
 
@@ -28,7 +28,8 @@ class Distribution {
     if (o.dist != "uniform" && o.dist != "normal" && o.dist != "integers")
       throw InputError("invalid --dist '" + o.dist + "' (choose: uniform, normal, integers)");
     if (!(o.low < o.high) && o.dist != "normal")
-      throw InputError("--low must be below --high (got " + std::to_string(o.low) + ", " + std::to_string(o.high) + ")");
+      throw InputError("--low must be below --high (got " + std::to_string(o.low) + ", " + std::to_string(o.high) +
+                       ")");
   }
   double operator()(std::uint64_t index) const {
     const std::uint64_t h = mix(o_.seed * 0x2545f4914f6cdd1dULL ^ mix(index));
@@ -50,7 +51,8 @@ class Distribution {
 
 void generate(const GenerateOptions& o) {
   if (o.rows < 1 || o.cols < 1)
-    throw InputError("--rows and --cols must be >= 1 (got " + std::to_string(o.rows) + "x" + std::to_string(o.cols) + ")");
+    throw InputError("--rows and --cols must be >= 1 (got " + std::to_string(o.rows) + "x" + std::to_string(o.cols) +
+                     ")");
   DType dtype;
   if (o.dtype == "f32" || o.dtype == "float32")
     dtype = DType::f32;
@@ -90,8 +92,7 @@ void generate(const GenerateOptions& o) {
       writer.write_block(r0, 0, nr, o.cols, f32.data());
     }
   }
-  writer.set_attributes({io::Attribute::of("generator", "tessera generate"),
-                         io::Attribute::of("distribution", o.dist),
+  writer.set_attributes({io::Attribute::of("generator", "tessera generate"), io::Attribute::of("distribution", o.dist),
                          io::Attribute::of("seed", static_cast<std::int64_t>(o.seed))});
   writer.commit();
 }

@@ -10,14 +10,14 @@ namespace tessera::commands {
 struct GenerateOptions {
   std::string out;  // FILE:/DATASET
   std::int64_t rows = 0, cols = 0;
-  std::string dtype = "f32";          // f32 | f64
+  std::string dtype = "f32";  // f32 | f64
   std::uint64_t seed = 1;
-  std::string dist = "uniform";       // uniform [low, high) | normal (mean 0, sd 1) | integers [low, high]
+  std::string dist = "uniform";  // uniform [low, high) | normal (mean 0, sd 1) | integers [low, high]
   double low = -1, high = 1;
-  std::string chunk;                  // "RxC" or ""
-  int gzip = 0;                       // 0..9
+  std::string chunk;  // "RxC" or ""
+  int gzip = 0;       // 0..9
   bool overwrite = false;
-  std::string config;                 // --config file, if any: never written
+  std::string config;  // --config file, if any: never written
 };
 
 void generate(const GenerateOptions& opts);

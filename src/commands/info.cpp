@@ -35,12 +35,19 @@ nlohmann::json collect_info(const comm::Comm& comm) {
           {"git_id", kGitId},
           {"libraries", library_versions()},
           {"backends", backend::compiled_backends()},
-          {"mpi", {{"library", mpi}, {"standard", fmt::format("{}.{}", major, minor)}, {"world_size", comm.size()},
-                   {"rank", comm.rank()}, {"host", node.host}, {"local_rank", node.local_rank},
-                   {"local_size", node.local_size}}},
+          {"mpi",
+           {{"library", mpi},
+            {"standard", fmt::format("{}.{}", major, minor)},
+            {"world_size", comm.size()},
+            {"rank", comm.rank()},
+            {"host", node.host},
+            {"local_rank", node.local_rank},
+            {"local_size", node.local_size}}},
           {"hdf5", {{"version", io::library_version()}, {"parallel", io::library_is_parallel()}}},
-          {"blas", {{"library", kernels::blas_name()}, {"config", kernels::openblas_config_string()},
-                    {"threads", kernels::openblas_threads()}}},
+          {"blas",
+           {{"library", kernels::blas_name()},
+            {"config", kernels::openblas_config_string()},
+            {"threads", kernels::openblas_threads()}}},
           {"gpus", backend::describe_gpus()},
           {"environment", slurm}};
 }
@@ -50,10 +57,11 @@ std::string format_info(const nlohmann::json& i) {
   std::string backends;
   for (const auto& b : i["backends"]) backends += (backends.empty() ? "" : ", ") + b.get<std::string>();
   out += fmt::format("  backends : {}\n", backends);
-  out += fmt::format("  MPI      : {} (MPI {}), {} rank(s); this is rank {} on {} (local {} of {})\n",
-                     i["mpi"]["library"].get<std::string>(), i["mpi"]["standard"].get<std::string>(),
-                     i["mpi"]["world_size"].get<int>(), i["mpi"]["rank"].get<int>(), i["mpi"]["host"].get<std::string>(),
-                     i["mpi"]["local_rank"].get<int>(), i["mpi"]["local_size"].get<int>());
+  out +=
+      fmt::format("  MPI      : {} (MPI {}), {} rank(s); this is rank {} on {} (local {} of {})\n",
+                  i["mpi"]["library"].get<std::string>(), i["mpi"]["standard"].get<std::string>(),
+                  i["mpi"]["world_size"].get<int>(), i["mpi"]["rank"].get<int>(), i["mpi"]["host"].get<std::string>(),
+                  i["mpi"]["local_rank"].get<int>(), i["mpi"]["local_size"].get<int>());
   out += fmt::format("  HDF5     : {} ({})\n", i["hdf5"]["version"].get<std::string>(),
                      i["hdf5"]["parallel"].get<bool>() ? "parallel" : "serial");
   out += fmt::format("  BLAS     : {}, {} thread(s): {}\n", i["blas"]["library"].get<std::string>(),

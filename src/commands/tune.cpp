@@ -4,8 +4,8 @@
 // (pedantic, same dtype) to well within rounding, so a broken kernel can never win.
 #include "commands/tune.hpp"
 
-#include "report/provenance.hpp"
 #include "commands/gemm_size.hpp"
+#include "report/provenance.hpp"
 
 #include <fmt/format.h>
 
@@ -28,10 +28,10 @@
 #include <vector>
 
 #include "backend/tuning.hpp"
+#include "commands/command_paths.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
 #include "io/atomic_file.hpp"
-#include "commands/command_paths.hpp"
 
 #ifdef TESSERA_HAVE_CUDA
 #include "backend/cuda_backend.hpp"
@@ -116,8 +116,8 @@ struct Result {
 };
 
 template <class T>
-TunedChoice tune_one(const Size& s, const TuneOptions& opts, kernels::GpuContext& ctx,
-                     const kernels::Stream& stream, std::map<std::string, double>& gflops_of) {
+TunedChoice tune_one(const Size& s, const TuneOptions& opts, kernels::GpuContext& ctx, const kernels::Stream& stream,
+                     std::map<std::string, double>& gflops_of) {
   const DType dtype = sizeof(T) == 4 ? DType::f32 : DType::f64;
   // Agreement with cuBLAS in the same dtype: rounding differences are ~1e-6 (f32) and ~1e-15
   // (f64) in relative Frobenius norm; a wrong kernel is off by O(1).
@@ -145,8 +145,8 @@ TunedChoice tune_one(const Size& s, const TuneOptions& opts, kernels::GpuContext
     r.kernel = kernel;
     std::string why;
     if (!kernels::gpu_can_implement(kernel, g, &why)) continue;  // e.g. dmma on float32
-    std::fprintf(stderr, "tune: %lldx%lldx%lld %s %s ...", static_cast<long long>(s.m),
-                 static_cast<long long>(s.n), static_cast<long long>(s.k), short_name(dtype), kernel.c_str());
+    std::fprintf(stderr, "tune: %lldx%lldx%lld %s %s ...", static_cast<long long>(s.m), static_cast<long long>(s.n),
+                 static_cast<long long>(s.k), short_name(dtype), kernel.c_str());
     CUDA_CHECK(cudaMemsetAsync(dc.get(), 0xFF, mn * sizeof(T), stream.get()));  // NaN: unwritten C fails
     for (int i = 0; i < std::max(opts.warmup, 1); ++i) kernels::gpu_gemm(kernel, g, ctx);
     std::vector<double> times;
@@ -197,7 +197,8 @@ int run_tune(const TuneOptions& opts) {
   if (opts.repeats < 1) throw InputError("tune: --repeats must be at least 1");
   if (opts.warmup < 0) throw InputError("tune: --warmup must not be negative");
   std::vector<Size> sizes;
-  for (const std::string& t : opts.sizes.empty() ? std::vector<std::string>{"1024", "2048", "4096", "8192"} : opts.sizes)
+  for (const std::string& t :
+       opts.sizes.empty() ? std::vector<std::string>{"1024", "2048", "4096", "8192"} : opts.sizes)
     sizes.push_back(parse_size(t));
   std::vector<DType> dtypes;
   for (const std::string& t : opts.dtypes.empty() ? std::vector<std::string>{"f32", "f64"} : opts.dtypes)
@@ -221,7 +222,7 @@ int run_tune(const TuneOptions& opts) {
   kernels::GpuContext ctx;
   kernels::Stream stream;
   std::vector<TunedChoice> choices;
-  std::vector<std::map<std::string, double>> candidates;
+  std::vector<std::map<std::string, double> > candidates;
   for (const DType t : dtypes) {
     for (const Size& s : sizes) {
       std::map<std::string, double> gflops_of;
@@ -241,20 +242,31 @@ int run_tune(const TuneOptions& opts) {
         return x.dtype == c.dtype && x.m == c.m && x.n == c.n && x.k == c.k;
       });
       if (!replaced)
-        list.push_back({{"dtype", short_name(c.dtype)}, {"m", c.m}, {"n", c.n}, {"k", c.k}, {"kernel", c.kernel}, {"gflops", c.gflops}});
+        list.push_back({{"dtype", short_name(c.dtype)},
+                        {"m", c.m},
+                        {"n", c.n},
+                        {"k", c.k},
+                        {"kernel", c.kernel},
+                        {"gflops", c.gflops}});
     }
   }
   for (std::size_t i = 0; i < choices.size(); ++i) {
     const TunedChoice& c = choices[i];
-    list.push_back({{"dtype", short_name(c.dtype)}, {"m", c.m}, {"n", c.n}, {"k", c.k}, {"kernel", c.kernel},
-                    {"gflops", c.gflops}, {"candidates", candidates[i]}});
+    list.push_back({{"dtype", short_name(c.dtype)},
+                    {"m", c.m},
+                    {"n", c.n},
+                    {"k", c.k},
+                    {"kernel", c.kernel},
+                    {"gflops", c.gflops},
+                    {"candidates", candidates[i]}});
   }
   const nlohmann::json doc = {{"schema", report::kTuneSchema},
                               {"format", kFormat},
                               {"device", device},
                               {"created", utc_now()},
                               {"tessera_version", kVersion},
-                              {"timing", fmt::format("median of {} launches after {} warm-up(s), CUDA events", opts.repeats, std::max(opts.warmup, 1))},
+                              {"timing", fmt::format("median of {} launches after {} warm-up(s), CUDA events",
+                                                     opts.repeats, std::max(opts.warmup, 1))},
                               {"choices", list}};
   io::write_file_replacing(out, doc.dump(2) + "\n");
 
@@ -269,8 +281,8 @@ int run_tune(const TuneOptions& opts) {
         second = name;
         second_gf = gf;
       }
-    fmt::print("{:<16} {:<5} {:<18} {:>10.1f}   {}\n", fmt::format("{}x{}x{}", c.m, c.n, c.k), short_name(c.dtype), c.kernel,
-               c.gflops, second.empty() ? std::string("-") : fmt::format("{} {:.1f}", second, second_gf));
+    fmt::print("{:<16} {:<5} {:<18} {:>10.1f}   {}\n", fmt::format("{}x{}x{}", c.m, c.n, c.k), short_name(c.dtype),
+               c.kernel, c.gflops, second.empty() ? std::string("-") : fmt::format("{} {:.1f}", second, second_gf));
   }
   fmt::print("wrote {}\n", out);
   return 0;

@@ -18,9 +18,9 @@ struct TuneOptions {
   std::vector<std::string> dtypes;  // "f32", "f64"; empty: both
   std::string out;                  // empty: default_tune_output(gpu)
   int warmup = 1;
-  int repeats = 5;                  // timed launches per candidate; the median decides
+  int repeats = 5;  // timed launches per candidate; the median decides
   std::uint64_t seed = 42;
-  std::string config;               // --config file, if any: never written
+  std::string config;  // --config file, if any: never written
 };
 
 // Times the candidates, prints a table, writes the tune file (merged with choices already in

@@ -7,12 +7,12 @@
 #include <cstdio>
 #include <vector>
 
-#include "core/error.hpp"
-#include "partition/partition.hpp"
-#include "io/hdf5_io.hpp"
-#include "kernels/cpu_gemm.hpp"
-#include "job/freivalds.hpp"
 #include "commands/command_paths.hpp"
+#include "core/error.hpp"
+#include "io/hdf5_io.hpp"
+#include "job/freivalds.hpp"
+#include "kernels/cpu_gemm.hpp"
+#include "partition/partition.hpp"
 
 namespace tessera::commands {
 
@@ -40,9 +40,12 @@ VerifyResult verify(const VerifyOptions& o, const comm::Comm& comm) {
       throw InputError(fmt::format("C '{}' is {}x{} but A*B is {}x{}", cref.str(), c.rows, c.cols, a.rows, b.cols));
     if (a.rows < 1 || a.cols < 1 || b.cols < 1) throw InputError("A or B has a zero dimension");
     s = {a.rows, b.cols, a.cols, static_cast<int>(c.natural)};
-    if (o.dtype == "f32" || o.dtype == "float32") s.dtype = static_cast<int>(DType::f32);
-    else if (o.dtype == "f64" || o.dtype == "float64") s.dtype = static_cast<int>(DType::f64);
-    else if (!o.dtype.empty()) throw InputError("invalid --dtype '" + o.dtype + "' (choose: f32, f64)");
+    if (o.dtype == "f32" || o.dtype == "float32")
+      s.dtype = static_cast<int>(DType::f32);
+    else if (o.dtype == "f64" || o.dtype == "float64")
+      s.dtype = static_cast<int>(DType::f64);
+    else if (!o.dtype.empty())
+      throw InputError("invalid --dtype '" + o.dtype + "' (choose: f32, f64)");
   });
   TESSERA_MPI_CHECK(MPI_Bcast(&s, sizeof s, MPI_BYTE, 0, comm.get()));
   const DType dtype = static_cast<DType>(s.dtype);
@@ -62,7 +65,7 @@ VerifyResult verify(const VerifyOptions& o, const comm::Comm& comm) {
       io::read_block(cref, rows.begin, rows.size(), cols.begin, cols.size(), DType::f64, c.data());
     });
     const auto fr = job::freivalds(comm, part, DType::f64, dtype, a.data(), b.data(), c.data(), o.vectors,
-                              o.safety > 0 ? o.safety : job::kFreivaldsSafety, o.seed);
+                                   o.safety > 0 ? o.safety : job::kFreivaldsSafety, o.seed);
     return {fr.passed, "verify " + std::string(fr.passed ? "PASSED" : "FAILED") + ": " + o.c + ": " + fr.summary};
   }
 
@@ -104,7 +107,8 @@ VerifyResult verify(const VerifyOptions& o, const comm::Comm& comm) {
   VerifyResult res;
   res.passed = bad == 0 && worst <= bound && (o.tolerance <= 0 || rel <= o.tolerance);
   res.summary = fmt::format(
-      "verify {}: {} vs float64 A*B ({}x{}x{}): rel. Frobenius error {:.3e}{}, max |C-AB|/(|A||B|) {:.3e} {} bound {:.3e} "
+      "verify {}: {} vs float64 A*B ({}x{}x{}): rel. Frobenius error {:.3e}{}, max |C-AB|/(|A||B|) {:.3e} {} bound "
+      "{:.3e} "
       "({} x gamma_K for {}, K={}){}",
       res.passed ? "PASSED" : "FAILED", o.c, s.m, s.n, s.k, rel,
       o.tolerance > 0 ? fmt::format(" (tolerance {:.1e})", o.tolerance) : "", worst, worst <= bound ? "<=" : ">", bound,

@@ -15,18 +15,18 @@ namespace tessera::commands {
 
 struct VerifyOptions {
   std::string a, b, c;
-  bool full = false;        // the O(n^3) elementwise comparison instead of Freivalds
-  int vectors = 3;          // Freivalds: random vectors
-  double safety = 0;        // multiple of the bound allowed; 0 = the method's default
-  double tolerance = 0;     // --full: also require rel. Frobenius error <= tolerance
-  std::string dtype;        // the precision C was computed in: "" = C's stored type
+  bool full = false;     // the O(n^3) elementwise comparison instead of Freivalds
+  int vectors = 3;       // Freivalds: random vectors
+  double safety = 0;     // multiple of the bound allowed; 0 = the method's default
+  double tolerance = 0;  // --full: also require rel. Frobenius error <= tolerance
+  std::string dtype;     // the precision C was computed in: "" = C's stored type
   std::uint64_t seed = 12345;
-  std::string config;       // --config file, if any
+  std::string config;  // --config file, if any
 };
 
 struct VerifyResult {
   bool passed = false;
-  std::string summary;      // one line for people
+  std::string summary;  // one line for people
 };
 
 // Collective; throws comm::JobError on bad input.

@@ -2,15 +2,15 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -61,7 +61,7 @@ struct Layout {
 // One chunk as stored in the file, fetched by the calling thread for a helper to decode.
 struct RawChunk {
   std::int64_t row0 = 0, col0 = 0;  // the chunk's origin in the dataset
-  std::uint32_t filter_mask = 0;     // bit i set: filter i was skipped for this chunk
+  std::uint32_t filter_mask = 0;    // bit i set: filter i was skipped for this chunk
   std::vector<unsigned char> bytes;
 };
 
@@ -118,8 +118,7 @@ class Inflater {
   bool inflate(const unsigned char* in, std::size_t in_bytes, unsigned char* out, std::size_t out_bytes) {
 #ifdef TESSERA_HAVE_LIBDEFLATE
     std::size_t got = 0;
-    return libdeflate_zlib_decompress(d_, in, in_bytes, out, out_bytes, &got) == LIBDEFLATE_SUCCESS &&
-           got == out_bytes;
+    return libdeflate_zlib_decompress(d_, in, in_bytes, out, out_bytes, &got) == LIBDEFLATE_SUCCESS && got == out_bytes;
 #else
     uLongf got = static_cast<uLongf>(out_bytes);
     return ::uncompress(out, &got, in, static_cast<uLong>(in_bytes)) == Z_OK && got == out_bytes;

@@ -24,8 +24,8 @@ namespace tessera::io {
 // (row-major, as `as`) and returns true, or returns false without reading when this reader does
 // not apply (HDF5 should then read it), also when a chunk the block needs was never written (HDF5
 // returns the fill value there; io/data_sources decides up front whether that is allowed).
-// Throws IoError when a chunk cannot be read or does not decompress. Call with the HDF5 lock held (only this thread enters
-// HDF5; io_threads() - 1 helpers decompress, io/direct_io.hpp).
+// Throws IoError when a chunk cannot be read or does not decompress. Call with the HDF5 lock held (only this thread
+// enters HDF5; io_threads() - 1 helpers decompress, io/direct_io.hpp).
 bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
                   std::int64_t ncols, DType as, void* out);
 

@@ -187,12 +187,15 @@ class Locator {
     const hssize_t elements = H5Sget_simple_extent_npoints(space.get());
     if (elements <= 0) return;  // nothing to read (a zero dimension is refused elsewhere)
     switch (H5Pget_layout(dcpl.get())) {
-      case H5D_VIRTUAL: return check_virtual(dset, dcpl.get(), elements, what, depth);
-      case H5D_CHUNKED: return check_chunks(dset, dcpl.get(), space.get(), what);
+      case H5D_VIRTUAL:
+        return check_virtual(dset, dcpl.get(), elements, what, depth);
+      case H5D_CHUNKED:
+        return check_chunks(dset, dcpl.get(), space.get(), what);
       case H5D_CONTIGUOUS:
         if (H5Pget_external_count(dcpl.get()) > 0) return check_external(dset, dcpl.get(), elements, what);
         return check_allocated(dset, dcpl.get(), what);
-      default: return;  // compact: the data is in the object header
+      default:
+        return;  // compact: the data is in the object header
     }
   }
 
@@ -301,12 +304,16 @@ class Locator {
         throw InputError(what + " is a virtual dataset whose mappings cannot be read");
       }
       switch (H5Sget_select_type(vspace.get())) {
-        case H5S_SEL_ALL: all = true; break;
+        case H5S_SEL_ALL:
+          all = true;
+          break;
         case H5S_SEL_HYPERSLABS:
           covered = covered.valid() ? Handle(H5Scombine_select(covered.get(), H5S_SELECT_OR, vspace.get()), H5Sclose)
                                     : Handle(H5Scopy(vspace.get()), H5Sclose);
           break;
-        default: points += static_cast<double>(H5Sget_select_npoints(vspace.get())); break;
+        default:
+          points += static_cast<double>(H5Sget_select_npoints(vspace.get()));
+          break;
       }
       const std::string source = file == "." ? home : find_source(file, home);
       if (source.empty())

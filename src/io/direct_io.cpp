@@ -80,15 +80,15 @@ int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, st
     const std::int64_t r0 = nrows * t / threads, r1 = nrows * (t + 1) / threads;
     if (whole_rows) {
       const std::size_t row_bytes = static_cast<std::size_t>(cols) * esize;
-      failed[static_cast<std::size_t>(t)] =
-          io_all(fd, write, dst + static_cast<std::size_t>(r0) * row_bytes, static_cast<std::size_t>(r1 - r0) * row_bytes,
-                     base + (row0 + r0) * cols * static_cast<std::int64_t>(esize));
+      failed[static_cast<std::size_t>(t)] = io_all(fd, write, dst + static_cast<std::size_t>(r0) * row_bytes,
+                                                   static_cast<std::size_t>(r1 - r0) * row_bytes,
+                                                   base + (row0 + r0) * cols * static_cast<std::int64_t>(esize));
       return;
     }
     const std::size_t piece = static_cast<std::size_t>(ncols) * esize;
     for (std::int64_t r = r0; r < r1; ++r)
       if (const int rc = io_all(fd, write, dst + static_cast<std::size_t>(r) * piece, piece,
-                                   base + ((row0 + r) * cols + col0) * static_cast<std::int64_t>(esize))) {
+                                base + ((row0 + r) * cols + col0) * static_cast<std::int64_t>(esize))) {
         failed[static_cast<std::size_t>(t)] = rc;
         return;
       }
@@ -108,7 +108,8 @@ int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, st
 
 BlockFile::BlockFile(const DirectTarget& target) : t_(target) {
   fd_ = ::open(t_.file.c_str(), O_WRONLY);
-  if (fd_ < 0) throw IoError("cannot open the output '" + t_.file + "' to write this rank's part: " + std::strerror(errno));
+  if (fd_ < 0)
+    throw IoError("cannot open the output '" + t_.file + "' to write this rank's part: " + std::strerror(errno));
 }
 
 BlockFile::~BlockFile() {
@@ -129,8 +130,9 @@ void BlockFile::write_block(std::int64_t row0, std::int64_t col0, std::int64_t n
   }
   if (log::enabled(log::Level::info))
     log::info("writing C rows " + std::to_string(row0) + ".." + std::to_string(row0 + nrows - 1) + ", columns " +
-               std::to_string(col0) + ".." + std::to_string(col0 + ncols - 1) + " into '" + t_.file + "' (pwrite)");
-  const int rc = transfer_direct(fd_, true, t_.base, t_.cols, row0, nrows, col0, ncols, t_.esize, const_cast<void*>(data));
+              std::to_string(col0) + ".." + std::to_string(col0 + ncols - 1) + " into '" + t_.file + "' (pwrite)");
+  const int rc =
+      transfer_direct(fd_, true, t_.base, t_.cols, row0, nrows, col0, ncols, t_.esize, const_cast<void*>(data));
   if (rc != 0)
     throw IoError("writing rows " + std::to_string(row0) + ".." + std::to_string(row0 + nrows - 1) + " of C to '" +
                   t_.file + "' failed: " + io_failure(rc, "nothing written"));

@@ -115,7 +115,7 @@ void hdf5::write_attribute(hid_t dset, const Attribute& a, const std::string& wh
   if (exists > 0 && H5Adelete(dset, a.name.c_str()) < 0) throw_io(what);
 
   Handle space;
-  Handle owned_type;   // file type when we built one (strings)
+  Handle owned_type;  // file type when we built one (strings)
   hid_t file_type = kNoId;
   hid_t mem_type = kNoId;
   const void* data = nullptr;

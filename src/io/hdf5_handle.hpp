@@ -1,6 +1,6 @@
 #pragma once
-// RAII for HDF5 identifiers, shared by the io/ files that call HDF5 (hdf5_library, hdf5_open, read_block, hdf5_attributes, matrix_writer, data_sources).
-// Internal to io/: nothing outside it includes HDF5.
+// RAII for HDF5 identifiers, shared by the io/ files that call HDF5 (hdf5_library, hdf5_open, read_block,
+// hdf5_attributes, matrix_writer, data_sources). Internal to io/: nothing outside it includes HDF5.
 #include <hdf5.h>
 
 namespace tessera::io {

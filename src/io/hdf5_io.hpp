@@ -40,9 +40,9 @@ struct DatasetInfo {
   std::int64_t cols = 0;
   std::string stored_type;  // "float32", "float64", "int32", "uint8", ...
   bool is_integer = false;
-  DType natural = DType::f64;  // float32 -> f32; float64 and integers -> f64
-  std::string layout;          // "contiguous", "chunked" or "compact"
-  std::vector<std::int64_t> chunk;  // chunk dims when chunked
+  DType natural = DType::f64;        // float32 -> f32; float64 and integers -> f64
+  std::string layout;                // "contiguous", "chunked" or "compact"
+  std::vector<std::int64_t> chunk;   // chunk dims when chunked
   std::vector<std::string> filters;  // e.g. {"deflate"}
 };
 
@@ -52,8 +52,8 @@ DatasetInfo inspect(const DatasetRef& ref);
 
 // Read rows [row0, row0+nrows) x cols [col0, col0+ncols) into `out` (row-major, nrows x ncols,
 // converted to `as`). Only that hyperslab is read from the file.
-void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
-                std::int64_t ncols, DType as, void* out);
+void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, std::int64_t col0, std::int64_t ncols,
+                DType as, void* out);
 
 // Attributes written on a dataset.
 struct Attribute {
@@ -98,8 +98,7 @@ struct WriteOptions {
 // is not HDF5 or read-only; IoError if the temporary file or dataset cannot be created.
 class MatrixWriter : public BlockSink {
  public:
-  MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int64_t cols, DType dtype,
-               const WriteOptions& opts);
+  MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int64_t cols, DType dtype, const WriteOptions& opts);
   ~MatrixWriter() override;
   MatrixWriter(const MatrixWriter&) = delete;
   MatrixWriter& operator=(const MatrixWriter&) = delete;

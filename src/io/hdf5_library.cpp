@@ -89,8 +89,7 @@ std::pair<Handle, Handle> block_spaces(hid_t dset, std::int64_t row0, std::int64
   Handle file_space = own_space(H5Dget_space(dset));
   const hsize_t start[2] = {static_cast<hsize_t>(row0), static_cast<hsize_t>(col0)};
   const hsize_t count[2] = {static_cast<hsize_t>(nrows), static_cast<hsize_t>(ncols)};
-  if (!file_space.valid() ||
-      H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0)
+  if (!file_space.valid() || H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0)
     return {};
   Handle mem_space = own_space(H5Screate_simple(2, count, nullptr));
   if (!mem_space.valid()) return {};

@@ -18,8 +18,7 @@ Handle open_file_readonly(const std::string& file) {
   struct stat st {};
   if (::stat(file.c_str(), &st) != 0) {
     const int err = errno;
-    if (err == ENOENT || err == ENOTDIR)
-      throw InputError("cannot open " + in_quotes(file) + ": no such file");
+    if (err == ENOENT || err == ENOTDIR) throw InputError("cannot open " + in_quotes(file) + ": no such file");
     throw InputError("cannot open " + in_quotes(file) + ": " + std::strerror(err));
   }
   if (S_ISDIR(st.st_mode)) throw InputError("cannot open " + in_quotes(file) + ": it is a directory");
@@ -40,9 +39,8 @@ Handle open_file_readonly(const std::string& file) {
     const std::string detail = summarize(stack);
     // A lock HDF5 cannot take (another program writing the file, or a network file system
     // without locking) is not the file's fault.
-    const bool lock_failed = std::any_of(stack.begin(), stack.end(), [](const std::string& d) {
-      return d.find("unable to lock") != std::string::npos;
-    });
+    const bool lock_failed = std::any_of(
+        stack.begin(), stack.end(), [](const std::string& d) { return d.find("unable to lock") != std::string::npos; });
     if (lock_failed)
       throw IoError("cannot lock " + in_quotes(file) + " for reading (" + detail +
                     "): another program may be writing it, or the file system has no locking "
@@ -58,10 +56,14 @@ namespace {
 
 const char* object_kind(H5I_type_t t) {
   switch (t) {
-    case H5I_GROUP: return "a group";
-    case H5I_DATATYPE: return "a named datatype";
-    case H5I_DATASET: return "a dataset";
-    default: return "not a dataset";
+    case H5I_GROUP:
+      return "a group";
+    case H5I_DATATYPE:
+      return "a named datatype";
+    case H5I_DATASET:
+      return "a dataset";
+    default:
+      return "not a dataset";
   }
 }
 
@@ -95,8 +97,7 @@ Handle open_dataset_object(hid_t file, const DatasetRef& ref) {
       H5Eclear2(H5E_DEFAULT);
       throw not_found(" (" + in_quotes(prefix) + " is a broken link)");
     }
-    if (H5Iget_type(group.get()) != H5I_GROUP)
-      throw not_found(" (" + in_quotes(prefix) + " is not a group)");
+    if (H5Iget_type(group.get()) != H5I_GROUP) throw not_found(" (" + in_quotes(prefix) + " is not a group)");
   }
   Handle obj = own_object(H5Oopen(file, prefix.c_str(), H5P_DEFAULT));
   if (!obj.valid()) {
@@ -123,16 +124,36 @@ TypeDesc describe_type(hid_t type) {
       d.is_integer = true;
       d.natural = DType::f64;
       break;
-    case H5T_STRING: d.name = "string"; break;
-    case H5T_COMPOUND: d.name = "compound"; break;  // also how h5py stores complex numbers
-    case H5T_ENUM: d.name = "enum"; break;          // also how h5py stores bool
-    case H5T_ARRAY: d.name = "array"; break;
-    case H5T_VLEN: d.name = "variable-length"; break;
-    case H5T_OPAQUE: d.name = "opaque"; break;
-    case H5T_BITFIELD: d.name = "bitfield"; break;
-    case H5T_REFERENCE: d.name = "reference"; break;
-    case H5T_TIME: d.name = "time"; break;
-    default: d.name = "unknown"; break;
+    case H5T_STRING:
+      d.name = "string";
+      break;
+    case H5T_COMPOUND:
+      d.name = "compound";
+      break;  // also how h5py stores complex numbers
+    case H5T_ENUM:
+      d.name = "enum";
+      break;  // also how h5py stores bool
+    case H5T_ARRAY:
+      d.name = "array";
+      break;
+    case H5T_VLEN:
+      d.name = "variable-length";
+      break;
+    case H5T_OPAQUE:
+      d.name = "opaque";
+      break;
+    case H5T_BITFIELD:
+      d.name = "bitfield";
+      break;
+    case H5T_REFERENCE:
+      d.name = "reference";
+      break;
+    case H5T_TIME:
+      d.name = "time";
+      break;
+    default:
+      d.name = "unknown";
+      break;
   }
   return d;
 }
@@ -141,24 +162,38 @@ namespace {
 
 std::string filter_name(H5Z_filter_t id, const char* given) {
   switch (id) {
-    case H5Z_FILTER_DEFLATE: return "deflate";
-    case H5Z_FILTER_SHUFFLE: return "shuffle";
-    case H5Z_FILTER_FLETCHER32: return "fletcher32";
-    case H5Z_FILTER_SZIP: return "szip";
-    case H5Z_FILTER_NBIT: return "nbit";
-    case H5Z_FILTER_SCALEOFFSET: return "scaleoffset";
-    default: break;
+    case H5Z_FILTER_DEFLATE:
+      return "deflate";
+    case H5Z_FILTER_SHUFFLE:
+      return "shuffle";
+    case H5Z_FILTER_FLETCHER32:
+      return "fletcher32";
+    case H5Z_FILTER_SZIP:
+      return "szip";
+    case H5Z_FILTER_NBIT:
+      return "nbit";
+    case H5Z_FILTER_SCALEOFFSET:
+      return "scaleoffset";
+    default:
+      break;
   }
   if (given != nullptr && given[0] != '\0') return given;
   // Registered ids of common third-party filters, so an unavailable one is named usefully.
   switch (id) {
-    case 307: return "bzip2";
-    case 32000: return "lzf";
-    case 32001: return "blosc";
-    case 32004: return "lz4";
-    case 32008: return "bitshuffle";
-    case 32015: return "zstd";
-    default: return "filter " + std::to_string(id);
+    case 307:
+      return "bzip2";
+    case 32000:
+      return "lzf";
+    case 32001:
+      return "blosc";
+    case 32004:
+      return "lz4";
+    case 32008:
+      return "bitshuffle";
+    case 32015:
+      return "zstd";
+    default:
+      return "filter " + std::to_string(id);
   }
 }
 
@@ -173,7 +208,8 @@ OpenDataset open_matrix(const DatasetRef& ref) {
   Handle space = own_space(H5Dget_space(dset));
   if (!space.valid()) throw_io("cannot read the shape of " + in_quotes(ref));
   const H5S_class_t space_class = H5Sget_simple_extent_type(space.get());
-  if (space_class == H5S_NULL) throw InputError(in_quotes(ref) + " is empty (null dataspace); tessera needs a 2-D matrix");
+  if (space_class == H5S_NULL)
+    throw InputError(in_quotes(ref) + " is empty (null dataspace); tessera needs a 2-D matrix");
   if (space_class == H5S_SCALAR) throw InputError(in_quotes(ref) + " is a scalar; tessera needs a 2-D matrix");
   const int rank = H5Sget_simple_extent_ndims(space.get());
   if (rank < 0) throw_io("cannot read the shape of " + in_quotes(ref));
@@ -183,8 +219,7 @@ OpenDataset open_matrix(const DatasetRef& ref) {
   if (rank != 2) {
     std::string shape;
     for (std::size_t i = 0; i < dims.size(); ++i) shape += (i ? "x" : "") + std::to_string(dims[i]);
-    throw InputError(in_quotes(ref) + " is " + std::to_string(rank) + "-D (" + shape +
-                     "); tessera needs a 2-D matrix");
+    throw InputError(in_quotes(ref) + " is " + std::to_string(rank) + "-D (" + shape + "); tessera needs a 2-D matrix");
   }
   od.info.rows = static_cast<std::int64_t>(dims[0]);
   od.info.cols = static_cast<std::int64_t>(dims[1]);
@@ -193,8 +228,7 @@ OpenDataset open_matrix(const DatasetRef& ref) {
   if (!type.valid()) throw_io("cannot read the type of " + in_quotes(ref));
   const TypeDesc td = describe_type(type.get());
   if (!td.supported)
-    throw InputError(in_quotes(ref) + " has unsupported type " + td.name +
-                     "; use float32, float64 or an integer type");
+    throw InputError(in_quotes(ref) + " has unsupported type " + td.name + "; use float32, float64 or an integer type");
   od.info.stored_type = td.name;
   od.info.is_integer = td.is_integer;
   od.info.natural = td.natural;
@@ -202,11 +236,20 @@ OpenDataset open_matrix(const DatasetRef& ref) {
   Handle dcpl = own_plist(H5Dget_create_plist(dset));
   if (!dcpl.valid()) throw_io("cannot read the storage layout of " + in_quotes(ref));
   switch (H5Pget_layout(dcpl.get())) {
-    case H5D_CONTIGUOUS: od.info.layout = "contiguous"; break;
-    case H5D_CHUNKED: od.info.layout = "chunked"; break;
-    case H5D_COMPACT: od.info.layout = "compact"; break;
-    case H5D_VIRTUAL: od.info.layout = "virtual"; break;
-    default: throw_io("cannot read the storage layout of " + in_quotes(ref));
+    case H5D_CONTIGUOUS:
+      od.info.layout = "contiguous";
+      break;
+    case H5D_CHUNKED:
+      od.info.layout = "chunked";
+      break;
+    case H5D_COMPACT:
+      od.info.layout = "compact";
+      break;
+    case H5D_VIRTUAL:
+      od.info.layout = "virtual";
+      break;
+    default:
+      throw_io("cannot read the storage layout of " + in_quotes(ref));
   }
   if (od.info.layout == "chunked") {
     hsize_t chunk[2] = {0, 0};
@@ -220,15 +263,14 @@ OpenDataset open_matrix(const DatasetRef& ref) {
     std::size_t nvalues = 0;
     unsigned config = 0;
     char name[256] = {};
-    const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nvalues,
-                                           nullptr, sizeof name, name, &config);
+    const H5Z_filter_t id =
+        H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nvalues, nullptr, sizeof name, name, &config);
     if (id < 0) throw_io("cannot read the filters of " + in_quotes(ref));
     const std::string fname = filter_name(id, name);
     // Checked up front so the user learns which plugin is missing, not that a read failed.
     if (H5Zfilter_avail(id) <= 0) {
       H5Eclear2(H5E_DEFAULT);
-      throw InputError(in_quotes(ref) + " is stored with the HDF5 filter '" + fname + "' (id " +
-                       std::to_string(id) +
+      throw InputError(in_quotes(ref) + " is stored with the HDF5 filter '" + fname + "' (id " + std::to_string(id) +
                        "), which this HDF5 library does not have; install its plugin and set "
                        "HDF5_PLUGIN_PATH, or rewrite the file without it");
     }

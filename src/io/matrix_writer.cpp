@@ -37,7 +37,7 @@ struct MatrixWriter::Impl {
   std::int64_t cols = 0;
   DType dtype = DType::f64;
   bool overwrite = false;
-  bool created = false;    // the temporary file is ours: remove it unless committed
+  bool created = false;  // the temporary file is ours: remove it unless committed
   bool committed = false;
   // Into an existing file: the temporary dataset (a root-group link) made there, removed unless
   // committed; the file stays closed between the constructor and the commit (and each block
@@ -139,8 +139,7 @@ void MatrixWriter::Impl::create_in_existing_file(hid_t dcpl, const hsize_t dims[
   const bool plain = fcpl.valid() && H5Pget_userblock(fcpl.get(), &userblock) >= 0 && userblock == 0;
   const haddr_t offset = H5Dget_offset(made.get());
   H5Eclear2(H5E_DEFAULT);
-  if (plain && !empty && offset != HADDR_UNDEF && direct_io_enabled() &&
-      H5Tequal(file_type, native_type(w.dtype)) > 0)
+  if (plain && !empty && offset != HADDR_UNDEF && direct_io_enabled() && H5Tequal(file_type, native_type(w.dtype)) > 0)
     w.direct = {w.target.file, static_cast<std::int64_t>(offset), w.rows, w.cols, dtype_size(w.dtype)};
   if (made.close() < 0 || H5Fflush(out.get(), H5F_SCOPE_LOCAL) < 0 || out.close() < 0)
     throw_io("writing " + in_quotes(w.target.file) + " failed");
@@ -250,8 +249,8 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
       chunk_rows = std::min(opts.chunk[0], rows);
       chunk_cols = std::min(opts.chunk[1], cols);
     }
-    const auto chunk_bytes = static_cast<double>(chunk_rows) * static_cast<double>(chunk_cols) *
-                             static_cast<double>(dtype_size(dtype));
+    const auto chunk_bytes =
+        static_cast<double>(chunk_rows) * static_cast<double>(chunk_cols) * static_cast<double>(dtype_size(dtype));
     if (chunk_bytes >= 4294967296.0)
       throw InputError("chunk " + shape_text(chunk_rows, chunk_cols) + " for " + in_quotes(target) +
                        " is too large: HDF5 limits a chunk to 4 GiB");
@@ -384,8 +383,7 @@ void MatrixWriter::commit() {
     w.commit_in_file();
     return;
   }
-  if (!w.file.valid())
-    throw IoError("cannot commit " + in_quotes(w.target) + ": an earlier commit failed");
+  if (!w.file.valid()) throw IoError("cannot commit " + in_quotes(w.target) + ": an earlier commit failed");
 
   w.close_direct();  // the blocks written with pwrite are in the file; fsync below makes them durable
   // HDF5 writes most metadata (and cached chunks) only now; a full disk shows up here. Flush
@@ -427,8 +425,7 @@ void MatrixWriter::commit() {
     struct stat st {};
     if (::stat(w.target.file.c_str(), &st) == 0) throw appeared();
   }
-  if (std::rename(w.temp_path.c_str(), w.target.file.c_str()) != 0)
-    throw IoError(what + ": " + std::strerror(errno));
+  if (std::rename(w.temp_path.c_str(), w.target.file.c_str()) != 0) throw IoError(what + ": " + std::strerror(errno));
   w.committed = true;
   forget_temporary(w.temp_path);
 }

@@ -26,7 +26,7 @@ using namespace hdf5;
 
 DatasetRef DatasetRef::parse(const std::string& text) {
   // Unescape while looking for the separator: the last ':' followed by '/' that is not "\:".
-  std::string plain;       // text with its escapes resolved
+  std::string plain;                      // text with its escapes resolved
   std::size_t split = std::string::npos;  // index in `plain` of the separating ':'
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -110,8 +110,8 @@ std::int64_t direct_offset(const OpenDataset& od, DType as) {
   return offset == HADDR_UNDEF ? -1 : static_cast<std::int64_t>(offset);
 }
 
-void read_direct(const std::string& path, std::int64_t base, std::int64_t cols, std::int64_t row0,
-                 std::int64_t nrows, std::int64_t col0, std::int64_t ncols, std::size_t esize, void* out) {
+void read_direct(const std::string& path, std::int64_t base, std::int64_t cols, std::int64_t row0, std::int64_t nrows,
+                 std::int64_t col0, std::int64_t ncols, std::size_t esize, void* out) {
   const int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) throw IoError("cannot open " + in_quotes(path) + ": " + std::strerror(errno));
   const int rc = transfer_direct(fd, false, base, cols, row0, nrows, col0, ncols, esize, out);
@@ -123,8 +123,8 @@ void read_direct(const std::string& path, std::int64_t base, std::int64_t cols, 
 
 }  // namespace
 
-void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
-                std::int64_t ncols, DType as, void* out) {
+void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, std::int64_t col0, std::int64_t ncols,
+                DType as, void* out) {
   std::int64_t base = -1, file_cols = 0;
   {
     const std::lock_guard<std::mutex> hold(hdf5::lock());
@@ -138,10 +138,9 @@ void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, st
     file_cols = od.info.cols;
     if (log::enabled(log::Level::info))
       log::info("reading " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref) + " (" +
-                 (base >= 0 ? "pread" : od.info.layout + ", through HDF5") + ")");
+                (base >= 0 ? "pread" : od.info.layout + ", through HDF5") + ")");
     // Chunked (and compressed) storage: decompressed by many threads.
-    if (base < 0 && direct_io_enabled() &&
-        read_chunked(od.dataset.get(), ref.str(), row0, nrows, col0, ncols, as, out))
+    if (base < 0 && direct_io_enabled() && read_chunked(od.dataset.get(), ref.str(), row0, nrows, col0, ncols, as, out))
       return;
     if (base < 0) {
       auto [file_space, mem_space] = block_spaces(od.dataset.get(), row0, nrows, col0, ncols);

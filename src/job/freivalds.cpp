@@ -17,7 +17,7 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64: every rank draws the same x
   return x ^ (x >> 31);
 }
 
-struct Sums {  // one block's contributions for one vector
+struct Sums {                      // one block's contributions for one vector
   std::vector<double> bx, bx_abs;  // K: B_j x_j and |B_j||x_j|
   std::vector<double> cx;          // rows_i: C_ij x_j
 };
@@ -99,7 +99,8 @@ FreivaldsResult run(const comm::Comm& comm, const partition::Partition& part, DT
     for (std::int64_t q = 0; q < cols.size(); ++q)
       x[static_cast<std::size_t>(q)] =
           (mix(seed * 0x9e3779b97f4a7c15ULL + static_cast<std::uint64_t>(v) * 0x632be59bd9b4e019ULL +
-               static_cast<std::uint64_t>(cols.begin + q)) & 1)
+               static_cast<std::uint64_t>(cols.begin + q)) &
+           1)
               ? 1.0
               : -1.0;
     local_products(part, rank, b, c, x, s, nonfinite, v == 0);
@@ -134,8 +135,7 @@ FreivaldsResult run(const comm::Comm& comm, const partition::Partition& part, DT
 }  // namespace
 
 FreivaldsResult freivalds(const comm::Comm& comm, const partition::Partition& part, DType storage, DType dtype,
-                          const void* a, const void* b, const void* c, int vectors, double safety,
-                          std::uint64_t seed) {
+                          const void* a, const void* b, const void* c, int vectors, double safety, std::uint64_t seed) {
   if (storage == DType::f32)
     return run(comm, part, dtype, static_cast<const float*>(a), static_cast<const float*>(b),
                static_cast<const float*>(c), vectors, safety, seed);

@@ -16,8 +16,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/dtype.hpp"
 #include "comm/comm.hpp"
+#include "core/dtype.hpp"
 #include "partition/partition.hpp"
 
 namespace tessera::job {
@@ -25,17 +25,16 @@ namespace tessera::job {
 struct FreivaldsResult {
   bool passed = false;
   int vectors = 0;
-  double max_ratio = 0;        // max over rows and vectors of |r_p| / bound_p (passed: <= 1)
-  double max_relative = 0;     // max over vectors of ||r|| / ||A(Bx)||
-  long long nonfinite = 0;     // non-finite elements of C
+  double max_ratio = 0;     // max over rows and vectors of |r_p| / bound_p (passed: <= 1)
+  double max_relative = 0;  // max over vectors of ||r|| / ||A(Bx)||
+  long long nonfinite = 0;  // non-finite elements of C
   std::string summary;
 };
 
 // Collective over `comm`. a: rows_i x K, b: K x cols_j, c: rows_i x cols_j (row-major, elements
 // of type `storage`); ignored on idle ranks. `precision` is what C was computed in (the bound).
 FreivaldsResult freivalds(const comm::Comm& comm, const partition::Partition& part, DType storage, DType precision,
-                          const void* a, const void* b, const void* c, int vectors, double safety,
-                          std::uint64_t seed);
+                          const void* a, const void* b, const void* c, int vectors, double safety, std::uint64_t seed);
 
 inline constexpr double kFreivaldsSafety = 8.0;
 inline constexpr int kFreivaldsVectors = 3;

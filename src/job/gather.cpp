@@ -20,8 +20,7 @@ constexpr int kTagBlock = 101;
 
 void gather_and_write(const comm::Comm& comm, const partition::Partition& part, DType dtype, void* c_block, void* spare,
                       io::BlockSink* writer, const std::function<void(const std::string&)>& progress,
-                      report::Phases& phases,
-                      const BlockTransport& transport, bool root_written) {
+                      report::Phases& phases, const BlockTransport& transport, bool root_written) {
   const int rank = comm.rank();
   const std::size_t esize = dtype_size(dtype);
   comm.step([&] {

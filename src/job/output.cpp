@@ -17,8 +17,8 @@ constexpr int kRoot = 0;
 
 std::uint64_t random_token() {
   std::random_device rd;
-  return (std::uint64_t{rd()} << 32) ^ rd() ^ static_cast<std::uint64_t>(
-                                                   std::chrono::steady_clock::now().time_since_epoch().count());
+  return (std::uint64_t{rd()} << 32) ^ rd() ^
+         static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
 }  // namespace
@@ -44,8 +44,8 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
     } else {
       const std::uint64_t token = random_token();
       if (comm.size() > 1) io::write_token(t, token);
-      plan = {{"file", t.file}, {"base", t.base}, {"rows", t.rows}, {"cols", t.cols}, {"esize", t.esize},
-              {"token", token}};
+      plan = {{"file", t.file}, {"base", t.base},   {"rows", t.rows},
+              {"cols", t.cols}, {"esize", t.esize}, {"token", token}};
     }
   });
   plan = nlohmann::json::parse(comm.broadcast(plan.dump(), kRoot));

@@ -27,8 +27,8 @@ Plan Plan::make(const RunOptions& o, int nranks) {
   const auto b = io::inspect(bref);
   for (const auto& [name, ref, info] : {std::tuple{"A", &aref, &a}, std::tuple{"B", &bref, &b}})
     if (info->rows < 1 || info->cols < 1)
-      throw InputError(std::string(name) + " '" + ref->str() + "' has a zero dimension (" +
-                       std::to_string(info->rows) + "x" + std::to_string(info->cols) + ")");
+      throw InputError(std::string(name) + " '" + ref->str() + "' has a zero dimension (" + std::to_string(info->rows) +
+                       "x" + std::to_string(info->cols) + ")");
   if (a.cols != b.rows)
     throw InputError("inner dimensions disagree: A '" + aref.str() + "' is " + std::to_string(a.rows) + "x" +
                      std::to_string(a.cols) + " but B '" + bref.str() + "' is " + std::to_string(b.rows) + "x" +
@@ -68,11 +68,16 @@ std::size_t parse_bytes(const std::string& text, const char* option) {
   }
   const std::string unit = text.substr(used);
   double scale = 0;
-  if (unit.empty() || unit == "B") scale = 1;
-  else if (unit == "K" || unit == "KiB") scale = 1024.0;
-  else if (unit == "M" || unit == "MiB") scale = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GiB") scale = kGiB;
-  else if (unit == "T" || unit == "TiB") scale = kGiB * 1024;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "K" || unit == "KiB")
+    scale = 1024.0;
+  else if (unit == "M" || unit == "MiB")
+    scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB")
+    scale = kGiB;
+  else if (unit == "T" || unit == "TiB")
+    scale = kGiB * 1024;
   if (used == 0 || scale == 0 || !(value > 0))
     throw InputError(std::string("invalid ") + option + " '" + text + "': expected a size like 512M, 8G or 1.5G");
   return static_cast<std::size_t>(value * scale);

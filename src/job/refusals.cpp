@@ -29,16 +29,16 @@ std::string nonfinite_cause(const std::string& name, std::int64_t index, std::in
     return "";  // the refusal below says enough
   }
   if (!std::isfinite(stored)) return "";
-  return fmt::format(": it is {:g} in the file, which overflows float32 on conversion (|x| > {:g}); compute in "
-                     "float64 (--dtype f64 or auto)",
-                     stored, static_cast<double>(std::numeric_limits<float>::max()));
+  return fmt::format(
+      ": it is {:g} in the file, which overflows float32 on conversion (|x| > {:g}); compute in "
+      "float64 (--dtype f64 or auto)",
+      stored, static_cast<double>(std::numeric_limits<float>::max()));
 }
 
 }  // namespace
 
-void refuse_nonfinite(const comm::Comm& comm, const std::string& a_name, const NonfiniteScan& a,
-                      std::int64_t a_cols, const std::string& b_name, const NonfiniteScan& b, std::int64_t b_cols,
-                      bool allowed) {
+void refuse_nonfinite(const comm::Comm& comm, const std::string& a_name, const NonfiniteScan& a, std::int64_t a_cols,
+                      const std::string& b_name, const NonfiniteScan& b, std::int64_t b_cols, bool allowed) {
   const double na = comm.sum(a.count), nb = comm.sum(b.count);
   const double fa = comm.min(a.first), fb = comm.min(b.first);
   comm.step([&] {
@@ -59,8 +59,7 @@ void refuse_nonfinite(const comm::Comm& comm, const std::string& a_name, const N
   });
 }
 
-void refuse_over_node_memory(const comm::Comm& comm, double need, const std::string& what,
-                             const std::string& advice) {
+void refuse_over_node_memory(const comm::Comm& comm, double need, const std::string& what, const std::string& advice) {
   const comm::Comm node_comm = comm.split_node();
   const double node_need = node_comm.sum(need);
   const std::string host = comm.node().host;

@@ -21,9 +21,8 @@ NonfiniteScan scan_nonfinite(const void* data, DType dtype, std::int64_t rows, s
 // and the first (row, col); a value that is finite in the file but overflows float32 on
 // conversion is named as such (the cause to fix is --dtype, not the data). Collective (a
 // Comm::step): throws the same JobError on every rank.
-void refuse_nonfinite(const comm::Comm& comm, const std::string& a_name, const NonfiniteScan& a,
-                      std::int64_t a_cols, const std::string& b_name, const NonfiniteScan& b, std::int64_t b_cols,
-                      bool allowed);
+void refuse_nonfinite(const comm::Comm& comm, const std::string& a_name, const NonfiniteScan& a, std::int64_t a_cols,
+                      const std::string& b_name, const NonfiniteScan& b, std::int64_t b_cols, bool allowed);
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 

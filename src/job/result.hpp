@@ -6,8 +6,8 @@
 
 #include "core/version.hpp"
 #include "io/hdf5_io.hpp"
-#include "report/report.hpp"
 #include "job/run_job.hpp"
+#include "report/report.hpp"
 
 namespace tessera::job {
 

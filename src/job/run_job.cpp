@@ -216,8 +216,8 @@ void Job::start() {
 void Job::start_backend() {
   const auto node = comm_.node();
   comm_.step([&] {
-    be_ = make_rank_backend(o_.backend, {node.local_rank, node.local_size, options_.gpu_memory}, o_.kernel,
-                            plan_.dtype, share_.gemm_m, share_.gemm_n, share_.gemm_k, me_, kernel_);
+    be_ = make_rank_backend(o_.backend, {node.local_rank, node.local_size, options_.gpu_memory}, o_.kernel, plan_.dtype,
+                            share_.gemm_m, share_.gemm_n, share_.gemm_k, me_, kernel_);
     if (!o_.baseline.empty()) {
       const auto names = be_->kernels();
       if (std::find(names.begin(), names.end(), o_.baseline) == names.end())
@@ -257,16 +257,18 @@ void Job::read() {
         io::read_block(io::DatasetRef::parse(ref), rows.begin, rows.size(), cols.begin, cols.size(), plan_.dtype, into);
     };
     read(o_.b, s.b_rows, s.b_cols, run_->b.data());
-    if (s.count_b) scan_b_ = scan_nonfinite(run_->b.data(), plan_.dtype, s.b_rows.size(), s.b_cols.size(),
-                                            s.b_rows.begin, s.b_cols.begin, plan_.n);
+    if (s.count_b)
+      scan_b_ = scan_nonfinite(run_->b.data(), plan_.dtype, s.b_rows.size(), s.b_cols.size(), s.b_rows.begin,
+                               s.b_cols.begin, plan_.n);
     if (chunks > 1) {
       streams_.start_reading(io::DatasetRef::parse(o_.a), s.a_rows.begin, s.a_rows.size(), plan_.k, plan_.dtype,
                              run_->a.data(), chunks, s.count_a);
       run_->streams = &streams_;
     } else {
       read(o_.a, s.a_rows, s.a_cols, run_->a.data());
-      if (s.count_a) scan_a_ = scan_nonfinite(run_->a.data(), plan_.dtype, s.a_rows.size(), s.a_cols.size(),
-                                              s.a_rows.begin, s.a_cols.begin, plan_.k);
+      if (s.count_a)
+        scan_a_ = scan_nonfinite(run_->a.data(), plan_.dtype, s.a_rows.size(), s.a_cols.size(), s.a_rows.begin,
+                                 s.a_cols.begin, plan_.k);
     }
     me_.read_bytes = static_cast<std::int64_t>(run_->a.size() + run_->b.size());
     me_.phases.emplace_back("read", seconds_since(t));  // streaming: B, and A's reading that ran before the GEMM
@@ -316,8 +318,11 @@ void Job::finish() {
   if (share_.active) me_.phases.emplace_back("release", release_s);
   progress_->finish();
   if (verified_)
-    job_.verification = {{"method", "freivalds"}, {"passed", verified_->passed}, {"vectors", verified_->vectors},
-                         {"max_relative_residual", verified_->max_relative}, {"max_bound_ratio", verified_->max_ratio}};
+    job_.verification = {{"method", "freivalds"},
+                         {"passed", verified_->passed},
+                         {"vectors", verified_->vectors},
+                         {"max_relative_residual", verified_->max_relative},
+                         {"max_bound_ratio", verified_->max_ratio}};
   publish_report(o_, comm_, job_, std::move(me_), started_, be_.get(), [&] {
     if (verified_ && !o_.quiet) std::printf("%s\n", verified_->summary.c_str());
   });

@@ -6,35 +6,35 @@
 #include <cstdint>
 #include <string>
 
-#include "core/error.hpp"
 #include "comm/comm.hpp"
+#include "core/error.hpp"
 
 namespace tessera::job {
 
 struct RunOptions {
-  std::string a, b, c;       // FILE:/DATASET
-  std::string report;        // JSON report path ("" = none)
-  std::string grid;          // "PRxPC" or "" (chosen)
+  std::string a, b, c;  // FILE:/DATASET
+  std::string report;   // JSON report path ("" = none)
+  std::string grid;     // "PRxPC" or "" (chosen)
   std::string backend = "auto";
   std::string kernel = "auto";
-  std::string dtype = "auto";  // auto | f32 | f64
+  std::string dtype = "auto";      // auto | f32 | f64
   std::string algorithm = "auto";  // auto | panels | summa | ksplit (algorithms/choice.hpp)
   std::string comm = "auto";       // auto | host | cuda-aware | nccl (comm/path.hpp)
   std::int64_t panel_width = 0;    // summa's K panel width; 0: chosen (algorithms/summa.cpp)
-  std::string baseline;      // kernel to compare against on the same block ("" = none)
+  std::string baseline;            // kernel to compare against on the same block ("" = none)
   bool overwrite = false;
-  bool quiet = false;        // no table on stdout
-  bool verify = false;       // Freivalds' check of C before it is written (job/freivalds.hpp)
-  bool allow_nonfinite = false;  // multiply inputs holding NaN / Inf instead of refusing them
-  bool fail_on_nonfinite = false;  // a C holding NaN / Inf is an error (nothing written), not a warning
-  bool dry_run = false;      // print the plan instead (commands/dry_run.hpp; run_job ignores it)
+  bool quiet = false;                // no table on stdout
+  bool verify = false;               // Freivalds' check of C before it is written (job/freivalds.hpp)
+  bool allow_nonfinite = false;      // multiply inputs holding NaN / Inf instead of refusing them
+  bool fail_on_nonfinite = false;    // a C holding NaN / Inf is an error (nothing written), not a warning
+  bool dry_run = false;              // print the plan instead (commands/dry_run.hpp; run_job ignores it)
   std::int64_t m = 0, n = 0, k = 0;  // --dry-run without input files
-  int ranks = 0;             // --dry-run for this many ranks (default: the job's)
-  std::string gpu_memory;    // --gpu-memory: "" (what the GPU has free) or e.g. 512M, 8G, bytes
-  std::string progress = "auto";  // on | off | auto (on when the predicted time exceeds 5 s)
-  std::string write = "auto";     // how C reaches the file: auto | in-place | gather (job/output.hpp)
-  std::string machine;            // --machine: the rates the model predicts with (algorithms/machine.hpp)
-  std::string config;        // the TOML file the options came from ("" = none): read, never written
+  int ranks = 0;                     // --dry-run for this many ranks (default: the job's)
+  std::string gpu_memory;            // --gpu-memory: "" (what the GPU has free) or e.g. 512M, 8G, bytes
+  std::string progress = "auto";     // on | off | auto (on when the predicted time exceeds 5 s)
+  std::string write = "auto";        // how C reaches the file: auto | in-place | gather (job/output.hpp)
+  std::string machine;               // --machine: the rates the model predicts with (algorithms/machine.hpp)
+  std::string config;                // the TOML file the options came from ("" = none): read, never written
 };
 
 // Thrown (on every rank) when --verify finds C wrong: nothing is written.

@@ -20,15 +20,14 @@ Range split(std::int64_t extent, int parts, int index) {
 
 GridShape parse_grid(const std::string& text, const std::string& option) {
   const auto bad = [&]() {
-    return InputError("invalid " + option + " '" + text + "': expected " +
-                      (option == "--grid" ? "PRxPC with positive integers, e.g. 2x3"
-                                          : "RxC with positive integers, e.g. 256x256"));
+    return InputError(
+        "invalid " + option + " '" + text + "': expected " +
+        (option == "--grid" ? "PRxPC with positive integers, e.g. 2x3" : "RxC with positive integers, e.g. 256x256"));
   };
   const auto x = text.find_first_of("xX");
   if (x == std::string::npos || x == 0 || x + 1 >= text.size()) throw bad();
   const auto parse = [&](const std::string& s) {
-    if (s.size() > 6 || !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); }))
-      throw bad();
+    if (s.size() > 6 || !std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); })) throw bad();
     const int v = std::stoi(s);
     if (v < 1) throw bad();
     return v;
@@ -81,8 +80,8 @@ GridShape choose_grid(std::int64_t m, std::int64_t n, std::int64_t k, int nranks
 Partition::Partition(std::int64_t m, std::int64_t n, std::int64_t k, int nranks, GridShape grid)
     : m_(m), n_(n), k_(k), nranks_(nranks), grid_(grid) {
   if (m < 1 || n < 1 || k < 1)
-    throw InputError("matrix dimensions must be >= 1, got M=" + std::to_string(m) +
-                     " N=" + std::to_string(n) + " K=" + std::to_string(k));
+    throw InputError("matrix dimensions must be >= 1, got M=" + std::to_string(m) + " N=" + std::to_string(n) +
+                     " K=" + std::to_string(k));
   // Every element and byte count (x8 for float64, A + B + C summed) must stay exact in int64.
   constexpr std::int64_t kMaxElements = std::int64_t{1} << 58;
   for (const auto& [name, r, c] : {std::tuple{"A", m, k}, std::tuple{"B", k, n}, std::tuple{"C", m, n}})
@@ -96,8 +95,8 @@ Partition::Partition(std::int64_t m, std::int64_t n, std::int64_t k, int nranks,
     throw InputError("grid " + grid.str() + " needs " + std::to_string(grid_ranks) + " ranks but the job has " +
                      std::to_string(nranks));
   if (grid.rows > m)
-    throw InputError("grid " + grid.str() + " has " + std::to_string(grid.rows) + " block rows but C has only M=" +
-                     std::to_string(m) + " rows");
+    throw InputError("grid " + grid.str() + " has " + std::to_string(grid.rows) +
+                     " block rows but C has only M=" + std::to_string(m) + " rows");
   if (grid.cols > n)
     throw InputError("grid " + grid.str() + " has " + std::to_string(grid.cols) +
                      " block columns but C has only N=" + std::to_string(n) + " columns");
@@ -108,7 +107,9 @@ std::int64_t Partition::b_elements(int rank) const { return active(rank) ? k_ * 
 std::int64_t Partition::c_elements(int rank) const {
   return active(rank) ? rows_of(rank).size() * cols_of(rank).size() : 0;
 }
-double Partition::flops(int rank) const { return 2.0 * static_cast<double>(c_elements(rank)) * static_cast<double>(k_); }
+double Partition::flops(int rank) const {
+  return 2.0 * static_cast<double>(c_elements(rank)) * static_cast<double>(k_);
+}
 
 KSplit::KSplit(std::int64_t m, std::int64_t n, std::int64_t k, int nranks) : m_(m), n_(n), k_(k), nranks_(nranks) {
   if (m < 1 || n < 1 || k < 1)
@@ -130,8 +131,8 @@ std::vector<SummaPanel> summa_panels(std::int64_t k, GridShape grid, std::int64_
   for (std::int64_t at = 0; at < k;) {
     while (summa_k_cols(k, grid.cols, col).end <= at) ++col;
     while (summa_k_rows(k, grid.rows, row).end <= at) ++row;
-    const std::int64_t end = std::min({at + max_width, summa_k_cols(k, grid.cols, col).end,
-                                       summa_k_rows(k, grid.rows, row).end});
+    const std::int64_t end =
+        std::min({at + max_width, summa_k_cols(k, grid.cols, col).end, summa_k_rows(k, grid.rows, row).end});
     panels.push_back({at, end - at, col, row});
     at = end;
   }

@@ -100,11 +100,11 @@ class KSplit {
   std::int64_t k() const { return k_; }
   int nranks() const { return nranks_; }
 
-  Range k_range(int rank) const { return split(k_, nranks_, rank); }  // may be empty
+  Range k_range(int rank) const { return split(k_, nranks_, rank); }             // may be empty
   std::int64_t a_elements(int rank) const { return m_ * k_range(rank).size(); }  // M x |K_r|
   std::int64_t b_elements(int rank) const { return k_range(rank).size() * n_; }  // |K_r| x N
-  std::int64_t c_elements() const { return m_ * n_; }                           // the partial C
-  double flops(int rank) const;  // 2 * M * N * |K_r|
+  std::int64_t c_elements() const { return m_ * n_; }                            // the partial C
+  double flops(int rank) const;                                                  // 2 * M * N * |K_r|
 
  private:
   std::int64_t m_, n_, k_;

@@ -35,7 +35,9 @@ double RankRecord::write_gbps() const {
   return s > 0 && write_bytes > 0 ? static_cast<double>(write_bytes) / s * 1e-9 : 0;
 }
 
-double JobReport::total_flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+double JobReport::total_flops() const {
+  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+}
 double JobReport::max_compute_seconds() const {
   double mx = 0;
   for (const auto& r : ranks)
@@ -159,8 +161,8 @@ nlohmann::json job_provenance(const JobReport& r) {
   const nlohmann::json devices = p.value("devices", nlohmann::json::array());
   for (const auto& rr : r.ranks) {
     if (rr.device_id < 0) continue;
-    nlohmann::json gpu = {{"rank", rr.rank}, {"host", rr.host}, {"device_id", rr.device_id}, {"name", rr.device},
-                          {"uuid", nullptr}, {"pci_bus_id", nullptr}};
+    nlohmann::json gpu = {{"rank", rr.rank},   {"host", rr.host}, {"device_id", rr.device_id},
+                          {"name", rr.device}, {"uuid", nullptr}, {"pci_bus_id", nullptr}};
     for (const auto& d : devices)
       if (d.value("rank", -1) == rr.rank)
         for (const auto& g : d.value("gpus", nlohmann::json::array()))
@@ -221,16 +223,14 @@ std::string format_table(const JobReport& r) {
   for (const auto& rr : r.ranks)
     for (const auto& p : rr.phases)
       if (std::find(names.begin(), names.end(), p.first) == names.end()) names.push_back(p.first);
-  const bool baseline = std::any_of(r.ranks.begin(), r.ranks.end(), [](const auto& x) { return !x.baseline_kernel.empty(); });
+  const bool baseline =
+      std::any_of(r.ranks.begin(), r.ranks.end(), [](const auto& x) { return !x.baseline_kernel.empty(); });
 
-  std::string out =
-      fmt::format("tessera {}: C({}x{}) = A({}x{}) * B({}x{}), {}, {} on a {}x{} grid of {} rank{} (comm {}), {} / {}\n",
-                  r.version, r.m, r.n, r.m, r.k, r.k, r.n, r.dtype, r.algorithm, r.grid_rows, r.grid_cols, r.nranks,
-                  r.nranks == 1 ? "" : "s", r.comm + (r.nccl_transport.empty() ? "" : ", " + r.nccl_transport), r.backend,
-                  r.kernel);
-  if (r.stream_chunks > 1)
-    out += fmt::format("streaming: A read in {} pieces while the GEMM ran\n",
-                       r.stream_chunks);
+  std::string out = fmt::format(
+      "tessera {}: C({}x{}) = A({}x{}) * B({}x{}), {}, {} on a {}x{} grid of {} rank{} (comm {}), {} / {}\n", r.version,
+      r.m, r.n, r.m, r.k, r.k, r.n, r.dtype, r.algorithm, r.grid_rows, r.grid_cols, r.nranks, r.nranks == 1 ? "" : "s",
+      r.comm + (r.nccl_transport.empty() ? "" : ", " + r.nccl_transport), r.backend, r.kernel);
+  if (r.stream_chunks > 1) out += fmt::format("streaming: A read in {} pieces while the GEMM ran\n", r.stream_chunks);
   out += fmt::format("C written: {}\n", r.write);
   out += fmt::format("{:>4}  {:<12} {:<24} {:>7} {:>19} {:>10} {:>8} {:>8}", "rank", "host", "device", "block",
                      "rows x cols", "GFLOP/s", "rd GB/s", "wr GB/s");
@@ -258,8 +258,10 @@ std::string format_table(const JobReport& r) {
     }
     out += "\n";
   }
-  out += fmt::format("total: wall {:.3f} s, {:.1f} GFLOP/s aggregate (2MNK / slowest rank's compute), load imbalance {:.2f} (max/mean compute)\n",
-                     r.wall_seconds, r.aggregate_gflops(), r.load_imbalance());
+  out += fmt::format(
+      "total: wall {:.3f} s, {:.1f} GFLOP/s aggregate (2MNK / slowest rank's compute), load imbalance {:.2f} (max/mean "
+      "compute)\n",
+      r.wall_seconds, r.aggregate_gflops(), r.load_imbalance());
   if (baseline) {
     for (const auto& rr : r.ranks)
       if (!rr.baseline_kernel.empty()) {
@@ -271,7 +273,8 @@ std::string format_table(const JobReport& r) {
   double startup = -1;
   for (const auto& rr : r.ranks) startup = std::max(startup, rr.startup_seconds);
   if (startup >= 0)
-    out += fmt::format("before the job: {:.3f} s of process start-up (launch, libraries, MPI), slowest rank\n", startup);
+    out +=
+        fmt::format("before the job: {:.3f} s of process start-up (launch, libraries, MPI), slowest rank\n", startup);
   out += fmt::format("bounded by: {}", r.bound_phase());
   if (r.predicted.is_object() && r.predicted.contains("seconds"))
     out += fmt::format(" (predicted: {:.2f} s, bounded by {}, machine {})", r.predicted["seconds"].get<double>(),

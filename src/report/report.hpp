@@ -15,13 +15,13 @@ using Phases = std::vector<std::pair<std::string, double>>;  // in the order the
 struct RankRecord {
   int rank = 0;
   std::string host;
-  std::string device;       // "cpu (...)" or the GPU name
+  std::string device;  // "cpu (...)" or the GPU name
   int device_id = -1;
-  bool active = false;      // false: idle, the grid needs fewer ranks than the job has
+  bool active = false;  // false: idle, the grid needs fewer ranks than the job has
   int block_row = -1, block_col = -1;
   std::int64_t row_begin = 0, row_end = 0, col_begin = 0, col_end = 0;
   double flops = 0;
-  Phases phases;            // seconds: read, compute (h2d, kernel, d2h on a GPU), gather, write
+  Phases phases;                // seconds: read, compute (h2d, kernel, d2h on a GPU), gather, write
   std::string baseline_kernel;  // --baseline: the kernel compared against on the same block
   double baseline_seconds = 0;  // its compute time (kernel time on a GPU)
   std::vector<std::string> warnings;
@@ -67,7 +67,7 @@ struct JobReport {
   std::string backend, kernel;
   double wall_seconds = 0;
   std::vector<RankRecord> ranks;
-  nlohmann::json verification;  // --verify: method, passed, vectors, residuals (null otherwise)
+  nlohmann::json verification;        // --verify: method, passed, vectors, residuals (null otherwise)
   std::vector<std::string> warnings;  // about the whole job, e.g. a C that holds NaN or Inf
   // The footprint model's prediction (algorithms/footprint.hpp): seconds, bound, machine (null: none).
   nlohmann::json predicted;

@@ -39,10 +39,10 @@ std::string chosen(const alg::Request& r, const alg::Problem& p, const alg::Envi
 
 TEST_CASE("auto: the rule of thumb where the model sees no clear winner", "[algorithms][choice]") {
   const alg::Request r;
-  CHECK(chosen(r, problem(20, 20, 40, 1), kCpu) == "panels");   // one rank
-  CHECK(chosen(r, problem(20, 20, 40, 2), kCpu) == "panels");   // 1-D grid on host MPI
-  CHECK(chosen(r, problem(40, 40, 40, 4), kCpu) == "summa");    // a 2-D grid
-  CHECK(chosen(r, problem(64, 64, 64, 2), kNvlink) == "ksplit");  // P M N <= (M + N) K over NVLink
+  CHECK(chosen(r, problem(20, 20, 40, 1), kCpu) == "panels");        // one rank
+  CHECK(chosen(r, problem(20, 20, 40, 2), kCpu) == "panels");        // 1-D grid on host MPI
+  CHECK(chosen(r, problem(40, 40, 40, 4), kCpu) == "summa");         // a 2-D grid
+  CHECK(chosen(r, problem(64, 64, 64, 2), kNvlink) == "ksplit");     // P M N <= (M + N) K over NVLink
   CHECK(chosen(r, problem(4096, 4096, 64, 2), kNvlink) == "summa");  // partials bigger than the inputs
 }
 

@@ -82,7 +82,8 @@ TEST_CASE("large C blocks are computed in bands, written in place while the next
   const auto ksplit = of("ksplit", big, gpu);
   CHECK(ksplit.setting.bands >= 2);
   CHECK(ksplit.root.write_bytes == big.c_bytes() / 2);  // its own rows: nothing funnels through rank 0
-  CHECK(ksplit.root.write_seconds < static_cast<double>(ksplit.root.write_bytes) / alg::MachineModel{}.write_bytes_per_s);
+  CHECK(ksplit.root.write_seconds <
+        static_cast<double>(ksplit.root.write_bytes) / alg::MachineModel{}.write_bytes_per_s);
   // Gathered: C in one piece, summed onto rank 0, which writes it all.
   alg::Setting gather = gpu;
   gather.in_place_write = false;

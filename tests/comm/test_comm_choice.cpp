@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "comm/cpu_share.hpp"
 #include "comm/exchange.hpp"
 #include "comm/path.hpp"
-#include "comm/cpu_share.hpp"
 #include "comm/peers.hpp"
 #include "core/error.hpp"
 

@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "partition/partition.hpp"
 #include "io/hdf5_io.hpp"
+#include "partition/partition.hpp"
 
 namespace {
 
@@ -39,7 +39,7 @@ namespace partition = tessera::partition;
 
 constexpr std::int64_t kMaxElements = std::int64_t{2} << 20;       // 16 MiB as float64
 constexpr std::int64_t kMaxChunkElements = std::int64_t{8} << 20;  // a 64 MiB chunk
-constexpr int kRanks = 3;                                           // odd: uneven blocks
+constexpr int kRanks = 3;                                          // odd: uneven blocks
 
 std::string g_file;  // the input, written to a tmpfs
 
@@ -50,8 +50,8 @@ std::string g_file;  // the input, written to a tmpfs
 }
 
 // Open identifiers of every kind tessera's io layer creates.
-constexpr std::array<H5I_type_t, 7> kIdKinds = {H5I_FILE,      H5I_GROUP, H5I_DATATYPE,    H5I_DATASPACE,
-                                                H5I_DATASET,   H5I_ATTR,  H5I_GENPROP_LST};
+constexpr std::array<H5I_type_t, 7> kIdKinds = {H5I_FILE,    H5I_GROUP, H5I_DATATYPE,   H5I_DATASPACE,
+                                                H5I_DATASET, H5I_ATTR,  H5I_GENPROP_LST};
 const char* const kIdNames[] = {"file", "group", "datatype", "dataspace", "dataset", "attribute", "property list"};
 
 std::array<hsize_t, kIdKinds.size()> open_ids() {
@@ -72,8 +72,8 @@ bool call(const char* what, const std::string& path, F&& f) {
   } catch (const tessera::Error&) {
     ok = false;
   } catch (const std::exception& e) {
-    finding(std::string(what) + " on '" + path + "' threw " + typeid(e).name() + " (not a tessera::Error): " +
-            e.what());
+    finding(std::string(what) + " on '" + path + "' threw " + typeid(e).name() +
+            " (not a tessera::Error): " + e.what());
   }
   const auto after = open_ids();
   for (std::size_t i = 0; i < kIdKinds.size(); ++i)

@@ -23,11 +23,11 @@
 #include <typeinfo>
 #include <vector>
 
-#include "core/error.hpp"
-#include "partition/partition.hpp"
-#include "io/hdf5_io.hpp"
 #include "commands/generate.hpp"
+#include "core/error.hpp"
+#include "io/hdf5_io.hpp"
 #include "job/run_job.hpp"
+#include "partition/partition.hpp"
 
 namespace {
 

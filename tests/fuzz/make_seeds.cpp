@@ -235,9 +235,9 @@ int main(int argc, char** argv) try {
                                         "# demo\n[run]\na = \"demo/a.h5:/A\"\nb = \"demo/b.h5:/B\"\n"
                                         "c = \"demo/c.h5:/C\"\nreport = \"demo/report.json\"\nbackend = \"auto\"\n"
                                         "kernel = \"auto\"\noverwrite = true\ngrid = \"1x2\"\n");
-  write_text(opt / "toml-quoted.txt",
-             std::string("\x01", 1) + "[run]\na = 'x:y.h5:/A'\nb = \"\"\"b.h5:/B\"\"\"\nc = \"c.h5:/C\" # out\n"
-                                      "dtype = f64\nverify = false\n[run.extra]\nkey = [1, 2]\n");
+  write_text(opt / "toml-quoted.txt", std::string("\x01", 1) +
+                                          "[run]\na = 'x:y.h5:/A'\nb = \"\"\"b.h5:/B\"\"\"\nc = \"c.h5:/C\" # out\n"
+                                          "dtype = f64\nverify = false\n[run.extra]\nkey = [1, 2]\n");
   write_text(opt / "grid.txt", std::string("\x02", 1) + "12x7");
   write_text(opt / "grid-huge.txt", std::string("\x02", 1) + "999999x999999");  // int overflow before the fix
   write_text(opt / "dataset-ref.txt", std::string("\x02", 1) + "dir/file:with:colons.h5:/group/A");

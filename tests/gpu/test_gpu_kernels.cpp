@@ -13,10 +13,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <cstdint>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -65,18 +65,16 @@ void reference_gemm(const Shape& s, const std::vector<double>& a, const std::vec
                     std::vector<double>& c) {
   c.assign(static_cast<std::size_t>(s.m * s.n), 0.0);
   if (static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k) > 1e7) {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m),
-                static_cast<int>(s.n), static_cast<int>(s.k), 1.0, a.data(),
-                static_cast<int>(s.k), b.data(), static_cast<int>(s.n), 0.0, c.data(),
-                static_cast<int>(s.n));
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
+                static_cast<int>(s.k), 1.0, a.data(), static_cast<int>(s.k), b.data(), static_cast<int>(s.n), 0.0,
+                c.data(), static_cast<int>(s.n));
     return;
   }
   for (std::int64_t i = 0; i < s.m; ++i)
     for (std::int64_t p = 0; p < s.k; ++p) {
       const double aip = a[static_cast<std::size_t>(i * s.k + p)];
       for (std::int64_t j = 0; j < s.n; ++j)
-        c[static_cast<std::size_t>(i * s.n + j)] +=
-            aip * b[static_cast<std::size_t>(p * s.n + j)];
+        c[static_cast<std::size_t>(i * s.n + j)] += aip * b[static_cast<std::size_t>(p * s.n + j)];
     }
 }
 
@@ -104,8 +102,7 @@ struct Problem {
 template <class T>
 std::vector<T> to_host(const DeviceBuffer& d, std::size_t count, const Stream& stream) {
   std::vector<T> x(count);
-  CUDA_CHECK(cudaMemcpyAsync(x.data(), d.get(), count * sizeof(T), cudaMemcpyDeviceToHost,
-                             stream.get()));
+  CUDA_CHECK(cudaMemcpyAsync(x.data(), d.get(), count * sizeof(T), cudaMemcpyDeviceToHost, stream.get()));
   stream.synchronize();
   return x;
 }
@@ -122,8 +119,7 @@ void poison(const DeviceBuffer& d, const Stream& stream) {
 
 // Runs `kernel` on the device with C poisoned with NaN first.
 template <class T>
-std::vector<T> run_kernel(const std::string& kernel, const Problem<T>& p, GpuContext& ctx,
-                          const Stream& stream) {
+std::vector<T> run_kernel(const std::string& kernel, const Problem<T>& p, GpuContext& ctx, const Stream& stream) {
   const Shape& s = p.shape;
   DeviceBuffer a(p.a.size() * sizeof(T), "A"), b(p.b.size() * sizeof(T), "B");
   DeviceBuffer c(static_cast<std::size_t>(s.m * s.n) * sizeof(T), "C");
@@ -143,8 +139,8 @@ std::vector<T> run_kernel(const std::string& kernel, const Problem<T>& p, GpuCon
 // Returns "" when every element is within, else a description of the first one that is not.
 template <class T>
 std::string compare(const std::vector<T>& c, const Problem<T>& p, const std::string& kernel) {
-  const double gamma = 2 * kernels::gpu_error_bound(kernel, dtype_of<T>(), p.shape.k) +
-                       gamma_bound(DType::f64, p.shape.k);
+  const double gamma =
+      2 * kernels::gpu_error_bound(kernel, dtype_of<T>(), p.shape.k) + gamma_bound(DType::f64, p.shape.k);
   std::size_t bad = 0, first = 0;
   for (std::size_t i = 0; i < c.size(); ++i) {
     const double err = std::fabs(static_cast<double>(c[i]) - p.ref[i]);
@@ -156,9 +152,8 @@ std::string compare(const std::vector<T>& c, const Problem<T>& p, const std::str
   const auto n = static_cast<std::size_t>(p.shape.n);
   std::ostringstream out;
   out.precision(10);
-  out << bad << " of " << c.size() << " elements out of bounds; first C(" << first / n << ", "
-      << first % n << ") = " << c[first] << ", reference " << p.ref[first] << ", allowed error "
-      << gamma * p.abs_ref[first];
+  out << bad << " of " << c.size() << " elements out of bounds; first C(" << first / n << ", " << first % n
+      << ") = " << c[first] << ", reference " << p.ref[first] << ", allowed error " << gamma * p.abs_ref[first];
   return out.str();
 }
 
@@ -212,8 +207,7 @@ TEST_CASE("cuda_device_count answers without throwing with or without a GPU", "[
   for (const std::string& line : lines) CHECK(line.find("(sm_") != std::string::npos);
 }
 
-TEST_CASE("every GPU kernel matches a float64 reference on small and odd shapes",
-          "[gpu][small]") {
+TEST_CASE("every GPU kernel matches a float64 reference on small and odd shapes", "[gpu][small]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
   const Shape shape = GENERATE(values<Shape>({
       {1, 1, 1},
@@ -270,8 +264,8 @@ TEST_CASE("k = 0 makes C zero and an empty C is left alone", "[gpu][small]") {
     const GpuGemm no_k{DType::f64, 2, 3, 0, nullptr, nullptr, c.get(), stream.get()};
     kernels::gpu_gemm(kernel, no_k, ctx);
     CHECK(to_host<double>(c, 6, stream) == std::vector<double>(6, 0.0));
-    CHECK_NOTHROW(kernels::gpu_gemm(
-        kernel, GpuGemm{DType::f64, 0, 3, 5, nullptr, nullptr, nullptr, stream.get()}, ctx));
+    CHECK_NOTHROW(
+        kernels::gpu_gemm(kernel, GpuGemm{DType::f64, 0, 3, 5, nullptr, nullptr, nullptr, stream.get()}, ctx));
   }
 }
 
@@ -311,7 +305,7 @@ TEST_CASE("every GPU kernel accumulates: C += A * B", "[gpu][small][summa]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
   check_accumulate<float>({65, 130, 67}, 30);
   check_accumulate<double>({65, 130, 67}, 30);
-  check_accumulate<float>({17, 33, 9}, 9);   // the second product has k = 0: C unchanged
+  check_accumulate<float>({17, 33, 9}, 9);  // the second product has k = 0: C unchanged
   check_accumulate<double>({1, 1, 2}, 1);
 }
 
@@ -398,8 +392,9 @@ TEST_CASE("the cuda backend's panel product sums panels of K", "[gpu][small][sum
     }
   }
   std::vector<double> c(1);
-  CHECK_THROWS_AS(cuda->panel_product("cublas", DType::f64, std::int64_t{1} << 20, std::int64_t{1} << 20, 1, c.data(), true),
-                  DeviceError);  // 8 TiB of C: refused up front, saying what summa needs
+  CHECK_THROWS_AS(
+      cuda->panel_product("cublas", DType::f64, std::int64_t{1} << 20, std::int64_t{1} << 20, 1, c.data(), true),
+      DeviceError);  // 8 TiB of C: refused up front, saying what summa needs
 }
 
 // The comm layer's hook into a slot (PanelProduct::transfer, how NCCL broadcasts): device work
@@ -501,8 +496,7 @@ TEST_CASE("unknown kernels and unsupported sizes are refused with InputError", "
   CHECK_THROWS_AS(cuda->gemm("no-such-kernel", p), InputError);
 }
 
-TEST_CASE("the cuda backend computes through the Backend interface and times its phases",
-          "[gpu][small]") {
+TEST_CASE("the cuda backend computes through the Backend interface and times its phases", "[gpu][small]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
   auto cuda = backend::make_cuda_backend({0, 1});
   CHECK(cuda->name() == "cuda");
@@ -526,10 +520,8 @@ TEST_CASE("the cuda backend computes through the Backend interface and times its
     // The bound of what auto resolves to is the largest of the candidates': gamma_k.
     const std::string bound_of = kernel == "auto" ? "tiled32" : kernel;
     if (kernel == "auto" || kernels::gpu_can_implement(kernel, GpuGemm{DType::f64, s.m, s.n, s.k})) {
-      std::vector<double> c64(static_cast<std::size_t>(s.m * s.n),
-                              std::numeric_limits<double>::quiet_NaN());
-      const auto phases = cuda->gemm(
-          kernel, {DType::f64, s.m, s.n, s.k, p64.a.data(), p64.b.data(), c64.data()});
+      std::vector<double> c64(static_cast<std::size_t>(s.m * s.n), std::numeric_limits<double>::quiet_NaN());
+      const auto phases = cuda->gemm(kernel, {DType::f64, s.m, s.n, s.k, p64.a.data(), p64.b.data(), c64.data()});
       REQUIRE(phases.size() == 3);
       CHECK(phases[0].name == "h2d");
       CHECK(phases[1].name == "kernel");
@@ -538,16 +530,14 @@ TEST_CASE("the cuda backend computes through the Backend interface and times its
       CHECK(compare(c64, p64, bound_of) == "");
     }
     if (kernel == "auto" || kernels::gpu_can_implement(kernel, GpuGemm{DType::f32, s.m, s.n, s.k})) {
-      std::vector<float> c32(static_cast<std::size_t>(s.m * s.n),
-                             std::numeric_limits<float>::quiet_NaN());
+      std::vector<float> c32(static_cast<std::size_t>(s.m * s.n), std::numeric_limits<float>::quiet_NaN());
       cuda->gemm(kernel, {DType::f32, s.m, s.n, s.k, p32.a.data(), p32.b.data(), c32.data()});
       CHECK(compare(c32, p32, bound_of) == "");
     }
   }
 }
 
-TEST_CASE("tensor-core kernels are opt-in, float32 only, and carry their input precision",
-          "[gpu][small]") {
+TEST_CASE("tensor-core kernels are opt-in, float32 only, and carry their input precision", "[gpu][small]") {
   const std::vector<std::string> own = kernels::gpu_auto_candidates();
   for (const std::string kernel : {"tf32", "bf16", "cublas", "cublas-tf32", "cublas-bf16"}) {
     INFO("kernel " << kernel);
@@ -606,8 +596,7 @@ TEST_CASE("the cuda backend pins large host buffers and computes correctly", "[g
   const Problem<double> p(s, 3);
   std::vector<double> c(static_cast<std::size_t>(s.m * s.n));
   auto cuda = backend::make_cuda_backend({0, 1});
-  const auto phases =
-      cuda->gemm("tiled32", {DType::f64, s.m, s.n, s.k, p.a.data(), p.b.data(), c.data()});
+  const auto phases = cuda->gemm("tiled32", {DType::f64, s.m, s.n, s.k, p.a.data(), p.b.data(), c.data()});
   CHECK(phases.size() == 3);
   CHECK(compare(c, p, "tiled32") == "");
 }
@@ -644,8 +633,7 @@ TEST_CASE("hand-written kernels index matrices beyond 2^31 elements", "[.][gpu][
     // k = 1 and values exact in float: C = A * 0.5 exactly.
     const std::int64_t len = std::max(s.m, s.n);
     std::vector<float> x(static_cast<std::size_t>(len));
-    for (std::int64_t i = 0; i < len; ++i)
-      x[static_cast<std::size_t>(i)] = static_cast<float>(i % 4093 - 2046);
+    for (std::int64_t i = 0; i < len; ++i) x[static_cast<std::size_t>(i)] = static_cast<float>(i % 4093 - 2046);
     const float one_half = 0.5f;
     DeviceBuffer dx(x.size() * sizeof(float), "long operand");
     DeviceBuffer dh(sizeof(float), "1x1 operand");
@@ -699,7 +687,7 @@ TEST_CASE("pageable vs registered host-to-device copies", "[.][gpu][pinning]") {
     const double with_pinning = std::chrono::duration<double>(t3 - t1).count();
     const double gib = static_cast<double>(bytes) / (1 << 30);
     WARN(kernels::format_bytes(static_cast<double>(bytes))
-         << ": pageable copy " << gib / pageable << " GiB/s; register + copy + unregister "
-         << gib / with_pinning << " GiB/s (the copy alone " << gib / registered_copy << " GiB/s)");
+         << ": pageable copy " << gib / pageable << " GiB/s; register + copy + unregister " << gib / with_pinning
+         << " GiB/s (the copy alone " << gib / registered_copy << " GiB/s)");
   }
 }

@@ -100,8 +100,7 @@ void multiply(const comm::Comm& world, const std::string& dir, const std::string
 
 }  // namespace
 
-TEST_CASE("every algorithm multiplies in-process: C in place and gathered, in one piece and in bands",
-          "[job][mpi]") {
+TEST_CASE("every algorithm multiplies in-process: C in place and gathered, in one piece and in bands", "[job][mpi]") {
   const comm::Comm world(MPI_COMM_WORLD);
   const std::string dir = shared_inputs(world);
   for (const char* algorithm : {"panels", "summa", "ksplit"})

@@ -53,7 +53,8 @@ struct Layout {
 // Writes a rows x cols random matrix of `type` (H5T_NATIVE_FLOAT/DOUBLE) chunked as `l`; when
 // `skip_chunk`, the chunk at the origin is left unwritten.
 template <typename T>
-std::vector<T> write_chunked(const std::string& file, hsize_t rows, hsize_t cols, const Layout& l, bool skip_chunk = false) {
+std::vector<T> write_chunked(const std::string& file, hsize_t rows, hsize_t cols, const Layout& l,
+                             bool skip_chunk = false) {
   std::mt19937 gen(static_cast<unsigned>(rows * 131 + cols));
   std::normal_distribution<double> d;
   std::vector<T> m(rows * cols);
@@ -110,8 +111,8 @@ TEST_CASE("chunked reader equals HDF5 on every filter combination, type and bloc
   const auto m = write_chunked<float>(file, rows, cols, layout);
   const DatasetRef ref{file, "/M"};
   // Whole, row blocks, column blocks, a block cutting chunks, one element, the last row.
-  const std::vector<std::array<std::int64_t, 4>> blocks = {
-      {0, 257, 0, 131}, {100, 57, 0, 131}, {0, 257, 31, 70}, {63, 77, 49, 51}, {256, 1, 130, 1}, {256, 1, 0, 131}};
+  const std::vector<std::array<std::int64_t, 4>> blocks = {{0, 257, 0, 131}, {100, 57, 0, 131}, {0, 257, 31, 70},
+                                                           {63, 77, 49, 51}, {256, 1, 130, 1},  {256, 1, 0, 131}};
   for (const auto& [r0, nr, c0, nc] : blocks) {
     const auto [fast32, slow32] = read_both<float>(ref, r0, nr, c0, nc);
     CHECK(fast32 == slow32);

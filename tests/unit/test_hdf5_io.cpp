@@ -12,10 +12,10 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <string>
-#include <limits>
 #include <vector>
 
 #include "core/error.hpp"
@@ -41,9 +41,8 @@ class TempDir {
   TempDir() {
     static std::atomic<int> counter{0};
     std::random_device rd;
-    path_ = fs::temp_directory_path() /
-            ("tessera-io-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
-             std::to_string(rd()));
+    path_ = fs::temp_directory_path() / ("tessera-io-test-" + std::to_string(::getpid()) + "-" +
+                                         std::to_string(counter++) + "-" + std::to_string(rd()));
     fs::create_directories(path_);
   }
   ~TempDir() {
@@ -109,8 +108,8 @@ struct RawFile {
 
 // Creates `path` in `file` with the given shape, file type and optional dcpl; writes `data`
 // (of memory type `mem_type`) when given.
-void raw_dataset(hid_t file, const std::string& path, std::vector<hsize_t> dims, hid_t file_type,
-                 hid_t mem_type = -1, const void* data = nullptr, hid_t dcpl = H5P_DEFAULT) {
+void raw_dataset(hid_t file, const std::string& path, std::vector<hsize_t> dims, hid_t file_type, hid_t mem_type = -1,
+                 const void* data = nullptr, hid_t dcpl = H5P_DEFAULT) {
   const hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
   REQUIRE(space >= 0);
   const hid_t dset = H5Dcreate2(file, path.c_str(), file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
@@ -207,8 +206,8 @@ TEST_CASE("the writer counts the NaN and Inf it writes", "[io][writer]") {
     if (!direct) opts.chunk = {2, 2};
     MatrixWriter w(ref, 4, 5, DType::f32, opts);
     std::vector<float> top(2 * 5, 1.0f), bottom(2 * 5, 2.0f);
-    bottom[3] = std::numeric_limits<float>::infinity();       // (2, 3)
-    bottom[9] = std::numeric_limits<float>::quiet_NaN();      // (3, 4)
+    bottom[3] = std::numeric_limits<float>::infinity();   // (2, 3)
+    bottom[9] = std::numeric_limits<float>::quiet_NaN();  // (3, 4)
     w.write_block(2, 0, 2, 5, bottom.data());
     CHECK(w.nonfinite_written().count == 2);
     w.write_block(0, 0, 2, 5, top.data());
@@ -222,9 +221,8 @@ TEST_CASE("DatasetRef::parse rejects malformed references", "[io]") {
   for (const char* bad : {"", "data.h5", "data.h5:", "data.h5:A", ":/A", "/A", "data.h5/A"}) {
     INFO("reference: '" << bad << "'");
     CHECK_THROWS_AS(DatasetRef::parse(bad), InputError);
-    CHECK_THROWS_WITH(DatasetRef::parse(bad),
-                      ContainsSubstring("invalid dataset reference '" + std::string(bad) +
-                                        "': expected FILE:/PATH, e.g. data.h5:/A"));
+    CHECK_THROWS_WITH(DatasetRef::parse(bad), ContainsSubstring("invalid dataset reference '" + std::string(bad) +
+                                                                "': expected FILE:/PATH, e.g. data.h5:/A"));
   }
 }
 
@@ -295,7 +293,8 @@ TEST_CASE("matrix written block by block reads back whole", "[io]") {
         const auto nr = rs[bi + 1] - rs[bi], nc = cs[bj + 1] - cs[bj];
         std::vector<double> b(static_cast<std::size_t>(nr * nc));
         for (std::int64_t i = 0; i < nr; ++i)
-          for (std::int64_t j = 0; j < nc; ++j) b[static_cast<std::size_t>(i * nc + j)] = value_at(rs[bi] + i, cs[bj] + j);
+          for (std::int64_t j = 0; j < nc; ++j)
+            b[static_cast<std::size_t>(i * nc + j)] = value_at(rs[bi] + i, cs[bj] + j);
         w.write_block(rs[bi], cs[bj], nr, nc, b.data());
       }
     w.commit();
@@ -478,8 +477,8 @@ TEST_CASE("attributes round trip in the order written", "[io]") {
   }
   const auto attrs = tessera::io::read_attributes(ref);
   const std::vector<std::pair<std::string, std::string>> expected = {
-      {"tool", "tessera 0.1.0"}, {"seconds", "0.125"}, {"grid", "2,3,4"},        {"empty", ""},
-      {"none", ""},              {"pi", "3.141592653589793"}, {"k", "5000000000"}};
+      {"tool", "tessera 0.1.0"},   {"seconds", "0.125"}, {"grid", "2,3,4"}, {"empty", ""}, {"none", ""},
+      {"pi", "3.141592653589793"}, {"k", "5000000000"}};
   CHECK(attrs == expected);
 }
 
@@ -545,8 +544,9 @@ TEST_CASE("garbage, empty and truncated files are refused", "[io][errors]") {
     for (int i = 0; i < 4096; ++i) f.put(static_cast<char>((i * 37 + 11) & 0xff));
   }
   CHECK_THROWS_AS(tessera::io::inspect({garbage, "/A"}), InputError);
-  CHECK(message_of<InputError>([&] { tessera::io::inspect({garbage, "/A"}); }) ==
-        "'" + garbage + "' is not an HDF5 file (or is truncated/corrupt)");
+  CHECK(message_of<InputError>([&] {
+          tessera::io::inspect({garbage, "/A"});
+        }) == "'" + garbage + "' is not an HDF5 file (or is truncated/corrupt)");
 
   const std::string empty = dir.file("empty.h5");
   std::ofstream(empty).close();
@@ -569,8 +569,9 @@ TEST_CASE("missing datasets and non-datasets", "[io][errors]") {
   const std::string name = dir.file("g.h5");
   write_matrix<double>({name, "/grp/sub/A"}, 2, 2);
 
-  CHECK(message_of<InputError>([&] { tessera::io::inspect({name, "/B"}); }) ==
-        "dataset '/B' not found in '" + name + "'");
+  CHECK(message_of<InputError>([&] {
+          tessera::io::inspect({name, "/B"});
+        }) == "dataset '/B' not found in '" + name + "'");
   // Missing intermediate groups and paths through a dataset are "not found", not a crash.
   CHECK_THROWS_AS(tessera::io::inspect({name, "/nope/deeper/A"}), InputError);
   CHECK_THROWS_WITH(tessera::io::inspect({name, "/nope/deeper/A"}),
@@ -579,8 +580,9 @@ TEST_CASE("missing datasets and non-datasets", "[io][errors]") {
                     ContainsSubstring("dataset '/grp/sub/A/x' not found"));
 
   CHECK_THROWS_AS(tessera::io::inspect({name, "/grp/sub"}), InputError);
-  CHECK(message_of<InputError>([&] { tessera::io::inspect({name, "/grp/sub"}); }) ==
-        "'" + name + ":/grp/sub' is a group, not a dataset");
+  CHECK(message_of<InputError>([&] {
+          tessera::io::inspect({name, "/grp/sub"});
+        }) == "'" + name + ":/grp/sub' is a group, not a dataset");
   CHECK_THROWS_AS(tessera::io::inspect({name, "/"}), InputError);
   CHECK_THROWS_AS(tessera::io::read_attributes({name, "/grp"}), InputError);
 
@@ -618,14 +620,16 @@ TEST_CASE("wrong rank and unsupported types are refused", "[io][errors]") {
     H5Sclose(scalar);
     raw_dataset(f.id, "/empty_rows", {0, 5}, H5T_IEEE_F64LE);
   }
-  CHECK(message_of<InputError>([&] { tessera::io::inspect({name, "/cube"}); }) ==
-        "'" + name + ":/cube' is 3-D (4x5x6); tessera needs a 2-D matrix");
+  CHECK(message_of<InputError>([&] {
+          tessera::io::inspect({name, "/cube"});
+        }) == "'" + name + ":/cube' is 3-D (4x5x6); tessera needs a 2-D matrix");
   CHECK_THROWS_AS(tessera::io::inspect({name, "/cube"}), InputError);
   CHECK_THROWS_WITH(tessera::io::inspect({name, "/vec"}), ContainsSubstring("is 1-D (5); tessera needs a 2-D matrix"));
   CHECK_THROWS_AS(tessera::io::inspect({name, "/scalar"}), InputError);
 
-  CHECK(message_of<InputError>([&] { tessera::io::inspect({name, "/strings"}); }) ==
-        "'" + name + ":/strings' has unsupported type string; use float32, float64 or an integer type");
+  CHECK(message_of<InputError>([&] {
+          tessera::io::inspect({name, "/strings"});
+        }) == "'" + name + ":/strings' has unsupported type string; use float32, float64 or an integer type");
   CHECK_THROWS_AS(tessera::io::inspect({name, "/strings"}), InputError);
   CHECK_THROWS_WITH(tessera::io::inspect({name, "/half"}), ContainsSubstring("unsupported type float16"));
   CHECK_THROWS_WITH(tessera::io::inspect({name, "/complex"}), ContainsSubstring("unsupported type compound"));
@@ -738,8 +742,8 @@ TEST_CASE("commit refuses an output that appeared meanwhile", "[io][writer]") {
     const double v = 1;
     w.write_block(0, 0, 1, 1, &v);
     std::ofstream(ref.file) << "someone else's file";
-    CHECK(message_of<InputError>([&] { w.commit(); }) == "output file '" + ref.file +
-                                                 "' appeared while tessera was running; pass --overwrite to replace it");
+    CHECK(message_of<InputError>([&] { w.commit(); }) ==
+          "output file '" + ref.file + "' appeared while tessera was running; pass --overwrite to replace it");
     // The failed commit is final.
     CHECK_THROWS_AS(w.commit(), IoError);
   }
@@ -755,8 +759,9 @@ TEST_CASE("writer checks the output directory", "[io][writer]") {
   TempDir dir;
   const std::string missing = dir.file("no/such/dir");
   CHECK_THROWS_AS(MatrixWriter({missing + "/c.h5", "/C"}, 2, 2, DType::f64, {}), InputError);
-  CHECK(message_of<InputError>([&] { MatrixWriter w({missing + "/c.h5", "/C"}, 2, 2, DType::f64, {}); }) ==
-        "output directory '" + missing + "' does not exist");
+  CHECK(message_of<InputError>([&] {
+          MatrixWriter w({missing + "/c.h5", "/C"}, 2, 2, DType::f64, {});
+        }) == "output directory '" + missing + "' does not exist");
 
   // The target is a directory.
   fs::create_directory(dir.file("sub"));
@@ -777,8 +782,9 @@ TEST_CASE("writer checks the output directory", "[io][writer]") {
     const std::string ro = dir.file("readonly");
     fs::create_directory(ro);
     fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
-    CHECK(message_of<InputError>([&] { MatrixWriter w({ro + "/c.h5", "/C"}, 2, 2, DType::f64, {}); }) ==
-          "output directory '" + ro + "' is not writable");
+    CHECK(message_of<InputError>([&] {
+            MatrixWriter w({ro + "/c.h5", "/C"}, 2, 2, DType::f64, {});
+          }) == "output directory '" + ro + "' is not writable");
     fs::permissions(ro, fs::perms::owner_all);
   }
 }
@@ -893,7 +899,9 @@ TEST_CASE("locate_data lists the files behind external links and virtual dataset
   CHECK(has(through_vds, "src.h5"));
   CHECK(through_vds.notes.empty());
   fs::remove(src);
-  CHECK_THAT(message_of<InputError>([&] { tessera::io::locate_data({virt, "/V"}, "A"); }),
+  CHECK_THAT(message_of<InputError>([&] {
+               tessera::io::locate_data({virt, "/V"}, "A");
+             }),
              ContainsSubstring("A '" + virt + ":/V' is a virtual dataset whose source file 'src.h5'"));
 }
 
@@ -926,7 +934,9 @@ TEST_CASE("locate_data refuses chunks never written unless a fill value is decla
       CHECK_THAT(sources.notes[0], ContainsSubstring("2 of its 3 chunks never written"));
       CHECK_THAT(sources.notes[0], ContainsSubstring("declared fill value 0.25"));
     } else {
-      CHECK_THAT(message_of<InputError>([&] { tessera::io::locate_data({file, "/A"}, "A"); }),
+      CHECK_THAT(message_of<InputError>([&] {
+                   tessera::io::locate_data({file, "/A"}, "A");
+                 }),
                  ContainsSubstring("has 2 of its 3 chunks never written"));
     }
   }

@@ -72,7 +72,7 @@ TEST_CASE("choose_grid uses all ranks when that shrinks the largest block", "[pa
   CHECK(choose_grid(100, 100, 100, 1) == GridShape{1, 1});
   CHECK(choose_grid(100, 100, 100, 4) == GridShape{2, 2});
   CHECK(choose_grid(100, 100, 100, 2).size() == 2);
-  CHECK(choose_grid(100, 100, 100, 3).size() == 3);   // prime: 3x1 or 1x3
+  CHECK(choose_grid(100, 100, 100, 3).size() == 3);  // prime: 3x1 or 1x3
   CHECK(choose_grid(100, 100, 100, 7).size() == 7);
   CHECK(choose_grid(1000, 10, 50, 4) == GridShape{4, 1});  // tall C: split rows
   CHECK(choose_grid(10, 1000, 50, 4) == GridShape{1, 4});  // wide C: split columns
@@ -168,7 +168,8 @@ TEST_CASE("summa: panels tile 0..K, each inside one owner's A columns and B rows
             REQUIRE(p.begin == at);
             REQUIRE(p.width >= 1);
             REQUIRE(p.width <= width);
-            const tessera::partition::Range a = tessera::partition::summa_k_cols(k, pc, p.owner_col), b = tessera::partition::summa_k_rows(k, pr, p.owner_row);
+            const tessera::partition::Range a = tessera::partition::summa_k_cols(k, pc, p.owner_col),
+                                            b = tessera::partition::summa_k_rows(k, pr, p.owner_row);
             REQUIRE(a.begin <= p.begin);
             REQUIRE(p.begin + p.width <= a.end);  // the owner column holds all of the panel's A columns
             REQUIRE(b.begin <= p.begin);
@@ -194,7 +195,7 @@ TEST_CASE("scatter bands give every rank equal pieces and cover C's rows once", 
       for (int count : {1, 2, 3, 8}) {
         const tessera::partition::ScatterBands b(m, ranks, count);
         CHECK(b.rows() == b.piece() * ranks);
-        CHECK(b.count() * b.rows() >= m);       // the bands reach C's last row
+        CHECK(b.count() * b.rows() >= m);                                              // the bands reach C's last row
         CHECK((b.count() * b.rows() - m) < static_cast<std::int64_t>(count) * ranks);  // padding: under a row a piece
         std::vector<int> seen(static_cast<std::size_t>(m), 0);
         for (int t = 0; t < count; ++t)

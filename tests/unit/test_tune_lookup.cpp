@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/version.hpp"
 #include "backend/tuning.hpp"
+#include "core/version.hpp"
 
 namespace {
 
