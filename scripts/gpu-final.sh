@@ -9,6 +9,7 @@
 #   GPU_FINAL_CASES   e2e cases in order (default "16384 f64 gzip proj 32768"): each runs only if
 #                     the time left looks enough for it
 #   GPU_FINAL_TORCH   cases that also run the h5py + torch script (default "16384")
+#   GPU_FINAL_TESTS   the ctest -R selection; GPU_FINAL_MEMCHECK=0 skips the memcheck step
 set -uo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 budget=${2:-540}
@@ -34,7 +35,7 @@ timeout $(( $(left) * 40 / 100 )) ctest --test-dir build-gpu -j 3 --output-on-fa
   >"$out/ctest.log" 2>&1
 grep -E "tests passed|tests failed|\*\*\*Failed|\*\*\*Timeout" "$out/ctest.log" | tee -a "$out/steps.log"
 
-if [ "$(left)" -gt 200 ] && command -v compute-sanitizer >/dev/null; then
+if [ "${GPU_FINAL_MEMCHECK:-1}" = 1 ] && [ "$(left)" -gt 200 ] && command -v compute-sanitizer >/dev/null; then
   log "memcheck: the summa and ksplit device products"
   timeout 90 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 1 \
     build-gpu/tests/tessera_gpu_tests "[summa],[ksplit]" >"$out/memcheck.log" 2>&1

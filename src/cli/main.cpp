@@ -116,8 +116,10 @@ struct Logging {
   std::string level;
 };
 void add_logging(CLI::App* sub, Logging& l) {
-  sub->add_flag("-v,--verbose", l.verbose,
-                "log more on stderr: -v what each rank is doing (info), -vv details (debug)");
+  // Counted through a callback: how CLI11 fills an int flag changed between its versions.
+  sub->add_flag_function(
+      "-v,--verbose", [&l](std::int64_t count) { l.verbose = static_cast<int>(count); },
+      "log more on stderr: -v what each rank is doing (info), -vv details (debug)");
   sub->add_option("--log-level", l.level, "stderr log level: error, warn (default), info or debug; overrides -v")
       ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
 }

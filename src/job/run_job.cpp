@@ -115,7 +115,7 @@ void Job::share_cores() {
   const comm::CpuShare cpus = comm::widen_cpu_binding(comm_);
   if (cpus.after > cpus.before) backend::use_cpu_threads(cpus.after);
   io::set_io_threads(cpus.after);
-  if (rank_ == kRoot && !cpus.note.empty()) log::note(cpus.note);
+  if (!cpus.note.empty()) log::info(cpus.note);  // every run of 2 ranks on a node would print it
 }
 
 // 1. Rank 0 validates the inputs and the output location, chooses, then tells everyone the plan.

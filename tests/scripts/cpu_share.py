@@ -1,5 +1,5 @@
 """A rank the launcher bound to one core (Open MPI's default for 2 ranks or fewer) is given its
-share of the node's cores, and says so; TESSERA_KEEP_BINDING=1 keeps the launcher's binding."""
+share of the node's cores, and says so under -v; TESSERA_KEEP_BINDING=1 keeps the launcher's binding."""
 import json
 import os
 import shlex
@@ -24,7 +24,7 @@ def run(env_extra):
     # mpiexec's flags from CTest (--oversubscribe) would turn binding off: bind explicitly.
     cmd = shlex.split(args.mpiexec) + ["--bind-to", "core", "-np", "1", args.tessera, "run", "--a",
                                        r.path("a.h5") + ":/A", "--b", r.path("b.h5") + ":/B", "--c",
-                                       r.path("c.h5") + ":/C", "--overwrite", "--backend", "cpu", "-q",
+                                       r.path("c.h5") + ":/C", "--overwrite", "--backend", "cpu", "-q", "-v",
                                        "--report", r.path("r.json")]
     if env_extra:
         cmd[len(shlex.split(args.mpiexec)):len(shlex.split(args.mpiexec))] = ["-x", "TESSERA_KEEP_BINDING"]
@@ -38,8 +38,8 @@ def run(env_extra):
 
 res, cpus = run({})
 check(cpus == cores, f"the rank runs on {cpus} cores, expected all {cores} (one rank on the node)")
-check("tessera: note: the launcher bound this rank to 1 core" in res.stderr, "the widening is said")
+check("tessera: info (rank 0): the launcher bound this rank to 1 core" in res.stderr, "the widening is said under -v")
 res, cpus = run({"TESSERA_KEEP_BINDING": "1"})
 check(cpus == 1, f"TESSERA_KEEP_BINDING=1: {cpus} cores, expected the launcher's 1")
-check("tessera: note" not in res.stderr, "nothing to say when the binding is kept")
+check("the launcher bound" not in res.stderr, "nothing to say when the binding is kept")
 print("PASS")
