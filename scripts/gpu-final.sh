@@ -10,6 +10,7 @@
 #                     the time left looks enough for it
 #   GPU_FINAL_TORCH   cases that also run the h5py + torch script (default "16384")
 #   GPU_FINAL_TESTS   the ctest -R selection; GPU_FINAL_MEMCHECK=0 skips the memcheck step
+#   GPU_FINAL_EXTRA   extra options of every e2e tessera run (e.g. "--machine h200-2gpu")
 set -uo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 budget=${2:-540}
@@ -51,7 +52,7 @@ for c in ${GPU_FINAL_CASES:-16384 f64 gzip proj 32768}; do
   log "e2e $c"
   # shellcheck disable=SC2086  # torch is empty or one flag
   timeout $(( $(left) - 10 )) python3 scripts/e2e_bench.py "$out/e2e-$c" --cases "$c" --repeats 2 --nps 1,2 \
-    --tessera build-gpu/tessera --data /tmp/tessera-e2e $torch >"$out/e2e-$c.log" 2>&1
+    --tessera build-gpu/tessera --data /tmp/tessera-e2e --extra "${GPU_FINAL_EXTRA:-}" $torch >"$out/e2e-$c.log" 2>&1
   tail -3 "$out/e2e-$c.log" | tee -a "$out/steps.log"
 done
 log "done, $(left) s of the budget left"

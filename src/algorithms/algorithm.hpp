@@ -143,8 +143,9 @@ class Algorithm {
   virtual void compute(RankRun& run) = 0;
   // Collective: C leaves the rank (in place, or to rank 0), unless compute wrote it.
   virtual void deliver(RankRun& run) = 0;
-  // Frees what the algorithm holds on the device and in communicators; returns the seconds.
-  virtual double release() { return 0; }
+  // Frees what the algorithm holds on the device and in its NCCL groups. Runs on a thread of its
+  // own, beside rank 0's commit: no MPI call (its MPI communicators go with the algorithm).
+  virtual void release() {}
 };
 
 // The share of a rank that owns block (i, j) of the problem's grid (panels, summa): its block of C,

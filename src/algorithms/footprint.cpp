@@ -27,9 +27,12 @@ double gather_seconds(const Footprint& f, const Problem& p, const MachineModel& 
 Prediction predict(const Footprint& f, const Problem& p, const MachineModel& m, bool gathered) {
   Prediction at;
   const int groups = std::max(f.root.nccl_groups, f.largest.nccl_groups);
-  at.startup = m.startup_seconds + groups * m.nccl_group_seconds;
+  const double joining = groups * m.nccl_group_seconds;
+  const bool hidden = f.root.groups_join_while_reading && f.largest.groups_join_while_reading;
+  at.startup = m.startup_seconds + (hidden ? 0.0 : joining);
   const RankFootprint& slow = f.root.seconds() >= f.largest.seconds() ? f.root : f.largest;
   at.read = std::max(f.root.read_seconds, f.largest.read_seconds);
+  if (hidden) at.read = std::max(at.read, joining);
   at.compute = slow.compute_seconds;
   at.write = slow.write_seconds;
   if (gathered) at.write += gather_seconds(f, p, m);

@@ -41,17 +41,18 @@ struct Setting {
 };
 
 struct RankFootprint {
-  std::int64_t rows = 0, cols = 0;  // the C block (a partial of all of C for ksplit)
-  std::int64_t host_bytes = 0;      // its data: A and B parts, C, staging (no process overhead)
-  std::int64_t gpu_bytes = 0;       // what its GPU holds at the peak
-  std::int64_t read_bytes = 0;      // from the input files
-  std::int64_t recv_bytes = 0;      // from other ranks while computing (summa's panels, sums)
-  std::int64_t send_bytes = 0;      // to other ranks (C to rank 0, partial C)
-  std::int64_t write_bytes = 0;     // into the output file
-  int nccl_groups = 0;              // NCCL communicators it joins
-  double read_seconds = 0;          // reading that the compute does not hide
-  double compute_seconds = 0;       // copies, kernels and communication
-  double write_seconds = 0;         // writing that the compute does not hide
+  std::int64_t rows = 0, cols = 0;         // the C block (a partial of all of C for ksplit)
+  std::int64_t host_bytes = 0;             // its data: A and B parts, C, staging (no process overhead)
+  std::int64_t gpu_bytes = 0;              // what its GPU holds at the peak
+  std::int64_t read_bytes = 0;             // from the input files
+  std::int64_t recv_bytes = 0;             // from other ranks while computing (summa's panels, sums)
+  std::int64_t send_bytes = 0;             // to other ranks (C to rank 0, partial C)
+  std::int64_t write_bytes = 0;            // into the output file
+  int nccl_groups = 0;                     // NCCL communicators it joins
+  bool groups_join_while_reading = false;  // ... in the background, while it reads (ksplit)
+  double read_seconds = 0;                 // reading that the compute does not hide
+  double compute_seconds = 0;              // copies, kernels and communication
+  double write_seconds = 0;                // writing that the compute does not hide
   double seconds() const { return read_seconds + compute_seconds + write_seconds; }
 };
 

@@ -63,6 +63,7 @@ RankFootprint scattered(const Problem& p, const Setting& s, const MachineModel& 
                 : chunked ? 2 * (b.rows() + p.n) * chunk * es + (s.accumulating_kernel ? 1 : 2) * band_c
                           : (b.rows() + p.n) * kr * es + band_c;
   f.nccl_groups = nccl ? 1 : 0;
+  f.groups_join_while_reading = true;
   f.host_bytes += f.nccl_groups * m.nccl_host_bytes_per_comm;
   f.gpu_bytes += f.nccl_groups * m.nccl_gpu_bytes_per_comm;
   f.read_bytes = own_a + own_b;
@@ -102,6 +103,7 @@ RankFootprint to_root(const Problem& p, const Setting& s, const MachineModel& m,
   const std::int64_t chunk = (kr + backend::kKsplitChunks - 1) / backend::kKsplitChunks;
   f.gpu_bytes = !s.gpu ? 0 : chunked ? 2 * (p.m + p.n) * chunk * es + (s.accumulating_kernel ? 1 : 2) * c : own + c;
   f.nccl_groups = nccl ? 1 : 0;
+  f.groups_join_while_reading = true;
   f.host_bytes += f.nccl_groups * m.nccl_host_bytes_per_comm;
   f.gpu_bytes += f.nccl_groups * m.nccl_gpu_bytes_per_comm;
   f.read_bytes = own;
@@ -202,14 +204,12 @@ class KSplitAlgorithm final : public Algorithm {
   void start(RankRun& run) override;
   void compute(RankRun& run) override;
   void deliver(RankRun& run) override;
-  double release() override {
-    const double t = MPI_Wtime();
+  void release() override {
     scatter_.reset();
     sum_.reset();
     transport_.reset();
     c_ = {};
     pieces_ = {};
-    return seconds_since(t);
   }
 
  private:
@@ -255,10 +255,7 @@ void KSplitAlgorithm::start(RankRun& run) {
   s.bands = bands_;
   run.job.write = run.out.in_place() ? "in place (every rank writes its rows of C, summed by reduce-scatter)"
                                      : run.job.write + "; ksplit sums C onto rank 0";
-}
-
-void KSplitAlgorithm::compute(RankRun& run) {
-  comm::Comm const& comm = run.comm;
+  // The sums are set up now: NCCL's group joins while the inputs are read (comm/exchange.hpp).
   comm.step([&] {
     transport_ = comm::make_transport(path_, run.problem.dtype, {run.be.device_id(), run.be.device_stream()});
   });
@@ -266,6 +263,9 @@ void KSplitAlgorithm::compute(RankRun& run) {
     scatter_ = transport_->sum_scatter(comm);
   else
     sum_ = transport_->sum_to_root(comm);
+}
+
+void KSplitAlgorithm::compute(RankRun& run) {
   report::Phases parts;
   const double t = MPI_Wtime();
   if (run.out.in_place()) {

@@ -149,7 +149,9 @@ class Transport {
   virtual std::unique_ptr<GridBroadcast> grid_broadcast(const Comm& world, const Comm* row, const Comm* col) = 0;
   // Point-to-point between the `members` (nullptr on ranks that are not).
   virtual std::unique_ptr<BlockLink> block_link(const Comm& world, const Comm* members) = 0;
-  // ksplit: the sum over all of `world`, onto rank 0 or scattered over the ranks.
+  // ksplit: the sum over all of `world`, onto rank 0 or scattered over the ranks. NCCL's group is
+  // joined in the background until the first sum: made before the inputs are read, its set-up
+  // overlaps the reading.
   virtual std::unique_ptr<SumToRoot> sum_to_root(const Comm& world) = 0;
   virtual std::unique_ptr<SumScatter> sum_scatter(const Comm& world) = 0;
 };

@@ -57,6 +57,42 @@ std::unique_ptr<NcclGroup> NcclGroup::join(const Comm& world, const Comm* member
   }
 }
 
+NcclGroup::Pending NcclGroup::join_in_background(const Comm& world, const Comm* members, const Device& device, Use use,
+                                                 const std::string& what) {
+  std::string id;
+  world.step([&] {
+    if (members && members->rank() == 0) id = unique_id(device.id);
+  });
+  if (!members) return Pending();
+  id = members->broadcast(id, 0);
+  const int rank = members->rank(), size = members->size(), gpu = device.id;
+  auto joining = std::async(std::launch::async, [id = std::move(id), rank, size, gpu, use] {
+    std::unique_ptr<NcclGroup> group(new NcclGroup(std::vector<unsigned char>(id.begin(), id.end()), rank, size, gpu));
+    cudaStream_t stream = nullptr;
+    check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    try {
+      group->warm_up(use, stream);
+    } catch (...) {
+      (void)cudaStreamDestroy(stream);
+      throw;
+    }
+    check_cuda(cudaStreamDestroy(stream), "cudaStreamDestroy");
+    return group;
+  });
+  return Pending(std::move(joining), what);
+}
+
+NcclGroup* NcclGroup::Pending::get() {
+  if (!group_ && joining_.valid()) {
+    try {
+      group_ = joining_.get();
+    } catch (const std::exception& e) {
+      abort_job("joining " + what_ + ": " + e.what());
+    }
+  }
+  return group_.get();
+}
+
 NcclGroup::NcclGroup(const std::vector<unsigned char>& id_bytes, int rank, int size, int device)
     : rank_(rank), size_(size), device_(device) {
   ncclUniqueId id;

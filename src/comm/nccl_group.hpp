@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <cstddef>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,14 @@ class NcclGroup {
   // the others wait inside NCCL's set-up. Returns nullptr on non-members.
   static std::unique_ptr<NcclGroup> join(const Comm& world, const Comm* members, const Device& device, Use use,
                                          const std::string& what);
+  class Pending;
+  // As join, with NCCL's part in the background: the id is handed out now (MPI, on this thread,
+  // in the same order on every rank); ncclCommInitRank and the warm-up (on a stream of its own)
+  // run on a thread of their own, so that they overlap what the rank does next, reading its
+  // inputs. Pending::get waits for them. One group at a time per device: two joining at once
+  // could interleave their warm-up collectives differently on different ranks.
+  static Pending join_in_background(const Comm& world, const Comm* members, const Device& device, Use use,
+                                    const std::string& what);
 
   ~NcclGroup();
   NcclGroup(const NcclGroup&) = delete;
@@ -56,6 +65,22 @@ class NcclGroup {
 
   ncclComm_t comm_ = nullptr;
   int rank_ = 0, size_ = 1, device_ = 0;
+};
+
+// A group being joined in the background (NcclGroup::join_in_background).
+class NcclGroup::Pending {
+ public:
+  Pending() = default;  // on a rank that is not a member
+  Pending(std::future<std::unique_ptr<NcclGroup>> joining, std::string what)
+      : joining_(std::move(joining)), what_(std::move(what)) {}
+  // The group (nullptr on non-members), once joined. A member that failed to join ends the job
+  // (abort_job), as with join: its peers may be waiting inside NCCL.
+  NcclGroup* get();
+
+ private:
+  std::future<std::unique_ptr<NcclGroup>> joining_;  // its destructor waits for the thread
+  std::unique_ptr<NcclGroup> group_;
+  std::string what_;
 };
 
 // A CUDA runtime call's result: DeviceError naming the call on failure.

@@ -37,16 +37,16 @@ class NcclGridBroadcast final : public GridBroadcast {
 
 class NcclSumToRoot final : public SumToRoot {
  public:
-  NcclSumToRoot(std::unique_ptr<NcclGroup> group, DType dtype) : group_(std::move(group)), dtype_(dtype) {}
+  NcclSumToRoot(NcclGroup::Pending group, DType dtype) : group_(std::move(group)), dtype_(dtype) {}
   bool on_device() const override { return true; }
   void sum(ReduceData& data, std::size_t count, int root) override {
     data.enqueue([&](void* stream) {
-      if (count > 0) group_->reduce_sum(data.device(), count, dtype_, root, stream);
+      if (count > 0) group_.get()->reduce_sum(data.device(), count, dtype_, root, stream);
     });
   }
 
  private:
-  std::unique_ptr<NcclGroup> group_;
+  NcclGroup::Pending group_;
   DType dtype_;
 };
 
@@ -54,16 +54,16 @@ class NcclSumToRoot final : public SumToRoot {
 // partial (NCCL's in-place form: recvbuff = sendbuff + rank * recvcount).
 class NcclSumScatter final : public SumScatter {
  public:
-  NcclSumScatter(std::unique_ptr<NcclGroup> group, DType dtype) : group_(std::move(group)), dtype_(dtype) {}
+  NcclSumScatter(NcclGroup::Pending group, DType dtype) : group_(std::move(group)), dtype_(dtype) {}
   bool on_device() const override { return true; }
   void sum_scatter(ReduceData& data, std::size_t piece, void* /*into: the device keeps it*/) override {
     data.enqueue([&](void* stream) {
-      if (piece > 0) group_->reduce_scatter_sum(data.device(), piece, dtype_, stream);
+      if (piece > 0) group_.get()->reduce_scatter_sum(data.device(), piece, dtype_, stream);
     });
   }
 
  private:
-  std::unique_ptr<NcclGroup> group_;
+  NcclGroup::Pending group_;
   DType dtype_;
 };
 
@@ -127,11 +127,12 @@ class NcclTransport final : public Transport {
   }
   std::unique_ptr<SumToRoot> sum_to_root(const Comm& world) override {
     return std::make_unique<NcclSumToRoot>(
-        NcclGroup::join(world, &world, device_, NcclGroup::Use::reduce, "the NCCL group"), dtype_);
+        NcclGroup::join_in_background(world, &world, device_, NcclGroup::Use::reduce, "the NCCL group"), dtype_);
   }
   std::unique_ptr<SumScatter> sum_scatter(const Comm& world) override {
     return std::make_unique<NcclSumScatter>(
-        NcclGroup::join(world, &world, device_, NcclGroup::Use::reduce_scatter, "the NCCL group"), dtype_);
+        NcclGroup::join_in_background(world, &world, device_, NcclGroup::Use::reduce_scatter, "the NCCL group"),
+        dtype_);
   }
 
  private:

@@ -305,16 +305,16 @@ void Job::deliver() {
 
 // 7. Release, commit, report.
 void Job::finish() {
-  double release_s = algorithm_->release();
-  // Freeing page-locked memory takes time too (unregistering it): done beside rank 0's commit,
-  // which mostly waits for the disk (fsync).
+  // Freeing device memory, page-locked memory (unregistering it) and NCCL groups takes time too:
+  // done beside rank 0's commit, which mostly waits for the disk (fsync).
   BackgroundRelease releasing(be_.get(), [this] {
+    algorithm_->release();
     run_->a = {};
     run_->b = {};
     run_->c = {};
   });
   commit();
-  release_s += releasing.wait();
+  const double release_s = releasing.wait();
   if (share_.active) me_.phases.emplace_back("release", release_s);
   progress_->finish();
   if (verified_)
