@@ -101,6 +101,7 @@ Choice choose(const Request& r, const Problem& p, const Environment& env, const 
   for (const std::string& name : algorithm_names())
     for (const auto& grid : grids(r, p)) {
       if (name == "ksplit" && !(grid == p.grid)) continue;  // ksplit runs on every rank
+      if (name != "panels" && grid.size() == 1) continue;   // one busy rank: nothing to exchange
       Problem q = p;
       q.grid = grid;
       Choice c;

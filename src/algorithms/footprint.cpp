@@ -30,14 +30,19 @@ Prediction predict(const Footprint& f, const Problem& p, const MachineModel& m, 
   const double joining = groups * m.nccl_group_seconds;
   const bool hidden = f.root.groups_join_while_reading && f.largest.groups_join_while_reading;
   at.startup = m.startup_seconds + (hidden ? 0.0 : joining);
+  if (f.setting.gpu && f.busy > 1) at.startup += (f.busy - 1) * m.gpu_rank_seconds;
   const RankFootprint& slow = f.root.seconds() >= f.largest.seconds() ? f.root : f.largest;
   at.read = std::max(f.root.read_seconds, f.largest.read_seconds);
   if (hidden) at.read = std::max(at.read, joining);
   at.compute = slow.compute_seconds;
   at.write = slow.write_seconds;
   if (gathered) at.write += gather_seconds(f, p, m);
-  // The storage makes all of C durable before the commit, from the first write on.
-  const double durable = static_cast<double>(p.c_bytes()) / m.durable_write_bytes_per_s;
+  // The storage makes all of C durable before the commit, from the first write on, at what its
+  // writers reach together: rank 0 alone when C goes to it (gathered, or summed onto it), else
+  // every busy rank.
+  const int writers = f.setting.in_place_write ? std::max(1, f.busy) : 1;
+  const double durable_rate = std::min(m.durable_write_bytes_per_s, writers * m.durable_write_bytes_per_s_one_rank);
+  const double durable = static_cast<double>(p.c_bytes()) / durable_rate;
   at.write = std::max(at.write, durable - at.compute);
   return at;
 }

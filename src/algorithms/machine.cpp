@@ -28,6 +28,8 @@ const Fields& fields() {
                          {"durable_write_bytes_per_s", &MachineModel::durable_write_bytes_per_s},
                          {"startup_seconds", &MachineModel::startup_seconds},
                          {"nccl_group_seconds", &MachineModel::nccl_group_seconds},
+                         {"gpu_rank_seconds", &MachineModel::gpu_rank_seconds},
+                         {"durable_write_bytes_per_s_one_rank", &MachineModel::durable_write_bytes_per_s_one_rank},
                          {"h2d_bytes_per_s", &MachineModel::h2d_bytes_per_s},
                          {"d2h_bytes_per_s", &MachineModel::d2h_bytes_per_s},
                          {"network_bytes_per_s", &MachineModel::network_bytes_per_s},

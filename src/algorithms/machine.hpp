@@ -22,10 +22,17 @@ struct MachineModel {
   double read_bytes_per_s = 2e9;
   double write_bytes_per_s = 1.5e9;
   double durable_write_bytes_per_s = 1.5e9;
+  // ... and what one rank's writes reach of it (one stream of pwrite and fsync; measured 0.9-1.2
+  // GB/s on the H200 machine's disk, against ~1.7 GB/s for two ranks together).
+  double durable_write_bytes_per_s_one_rank = 1.5e9;
   // Before the job: one process's launch, libraries and MPI start-up (the report's
   // startup_seconds), and setting up one NCCL group (id, join, warm-up).
   double startup_seconds = 0.6;
   double nccl_group_seconds = 0.15;
+  // Each busy GPU rank after the first: what a job pays for it outside the phases above (CUDA
+  // contexts started side by side, the slower rank's start, its page-locked buffers and NCCL
+  // groups torn down). It is why a small product runs faster on one GPU of two.
+  double gpu_rank_seconds = 0.3;
   // Copies between pinned host memory and the device (measured 53 / 55 GB/s on the H200).
   double h2d_bytes_per_s = 50e9;
   double d2h_bytes_per_s = 50e9;

@@ -1,6 +1,7 @@
 // The algorithm choice and the comm path it implies, in-process (algorithms/choice.hpp): the rule
 // of thumb, the refusals of options an algorithm cannot honour, and the footprint model
 // overriding the rule (another algorithm, or fewer ranks) where it predicts a clearly shorter run.
+#include <catch2/catch_approx.hpp>
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
 
@@ -28,6 +29,7 @@ const alg::Environment kNvlink{true, true, false};
 alg::MachineModel free_nccl() {
   alg::MachineModel m;
   m.nccl_group_seconds = 1e-9;
+  m.gpu_rank_seconds = 0;  // and more GPU ranks that cost nothing either
   return m;
 }
 
@@ -122,6 +124,37 @@ TEST_CASE("the model leaves ranks idle where extra ranks cannot help", "[algorit
   // With --grid the grid is the user's.
   r.grid_given = true;
   CHECK(alg::choose(r, problem(1000, 1000, 10, 4), kCpu, slow_network).problem.grid.size() == 4);
+}
+
+TEST_CASE("a small product on GPUs runs on one where a second costs more than it saves", "[algorithms][choice]") {
+  // Free NCCL groups, but a second busy GPU rank that costs 10 s: the job keeps one GPU busy.
+  alg::MachineModel m = free_nccl();
+  m.gpu_rank_seconds = 10;
+  const auto c = alg::choose({}, problem(2048, 2048, 2048, 2, DType::f32), kNvlink, m);
+  CHECK(c.footprint.busy == 1);
+  CHECK(c.footprint.predicted.startup == m.startup_seconds);
+  // Free: both GPUs, and the second rank's cost is in the start-up the model predicts.
+  m.gpu_rank_seconds = 0.25;
+  const auto both = alg::choose({}, problem(32768, 32768, 32768, 2, DType::f32), kNvlink, m);
+  CHECK(both.footprint.busy == 2);
+  CHECK(both.footprint.predicted.startup == Catch::Approx(m.startup_seconds + 0.25));
+  // On CPU ranks there is no such cost.
+  CHECK(alg::choose({}, problem(2048, 2048, 2048, 2), kCpu, m).footprint.predicted.startup == m.startup_seconds);
+}
+
+TEST_CASE("C is made durable at what its writers reach together", "[algorithms][footprint]") {
+  alg::MachineModel m = free_nccl();
+  m.durable_write_bytes_per_s = 2e9;
+  m.durable_write_bytes_per_s_one_rank = 1e6;  // one writer: a slow stream, two: twice as fast
+  alg::Request gather;
+  gather.write = "gather";
+  const auto p = problem(4096, 4096, 64, 2, DType::f32);
+  const auto one = alg::choose(gather, p, kCpu, m), two = alg::choose({}, p, kCpu, m);
+  REQUIRE(one.footprint.busy == 2);
+  REQUIRE(two.footprint.busy == 2);
+  const double c_bytes = 4096.0 * 4096 * 4;
+  CHECK(one.footprint.predicted.write >= c_bytes / 1e6 - one.footprint.predicted.compute - 1e-9);
+  CHECK(two.footprint.predicted.write == Catch::Approx(c_bytes / 2e6 - two.footprint.predicted.compute).epsilon(1e-6));
 }
 
 TEST_CASE("a given --algorithm is kept, whatever the model predicts", "[algorithms][choice]") {
