@@ -105,6 +105,7 @@ class Job {
   std::string kernel_;
   std::unique_ptr<algorithms::RankRun> run_;
   algorithms::RowStreams streams_;  // after the buffers its threads use (in run_): stopped before they go
+  bool streaming_ = false;          // A streams in on the busy ranks: non-finite input is refused after the GEMM
   io::NonfiniteCount scan_a_, scan_b_;
   std::optional<FreivaldsResult> verified_;
 };
@@ -243,6 +244,7 @@ void Job::read() {
   });
   chunks = std::stoi(comm_.broadcast(std::to_string(chunks), kRoot));
   job_.stream_chunks = chunks;
+  streaming_ = chunks > 1;  // the same on every rank, idle ones included: they refuse at the same step
   progress_->step("reading A and B on " + std::to_string(algorithm_->busy_ranks(problem_)) + " rank(s)");
   const algorithms::Share& s = share_;
   comm_.step([&] {
@@ -273,16 +275,18 @@ void Job::read() {
     me_.read_bytes = static_cast<std::int64_t>(run_->a.size() + run_->b.size());
     me_.phases.emplace_back("read", seconds_since(t));  // streaming: B, and A's reading that ran before the GEMM
   });
-  if (!run_->streams) refuse_nonfinite(comm_, o_.a, scan_a_, plan_.k, o_.b, scan_b_, plan_.n, o_.allow_nonfinite);
+  if (!streaming_) refuse_nonfinite(comm_, o_.a, scan_a_, plan_.k, o_.b, scan_b_, plan_.n, o_.allow_nonfinite);
 }
 
 // 4. The algorithm's compute step.
 void Job::compute() {
   algorithm_->compute(*run_);
-  if (!run_->streams) return;
-  scan_a_ = streams_.nonfinite();
-  for (auto& p : me_.phases)  // all of A's reading, though most of it overlapped the GEMM
-    if (p.first == "read") p.second += streams_.read_seconds();
+  if (!streaming_) return;
+  if (run_->streams) {
+    scan_a_ = streams_.nonfinite();
+    for (auto& p : me_.phases)  // all of A's reading, though most of it overlapped the GEMM
+      if (p.first == "read") p.second += streams_.read_seconds();
+  }
   refuse_nonfinite(comm_, o_.a, scan_a_, plan_.k, o_.b, scan_b_, plan_.n, o_.allow_nonfinite);
 }
 

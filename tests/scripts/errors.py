@@ -138,6 +138,14 @@ elif case == "stream-nonfinite":
     nan_a[37, 2] = np.nan
     write(A, "/Anan", nan_a)
     cmd, expect, stream_env = base(a=f"{A}:/Anan"), "first at (37, 2)", {"TESSERA_STREAM_CHUNKS": "4"}
+elif case == "stream-nonfinite-idle":
+    # The same with a rank left idle (a 1x1 grid of 2 ranks): it refuses at the same step as the
+    # rank that streamed A (an idle rank once refused earlier: MPI_ERR_TRUNCATE, the job aborted).
+    nan_a = rng.random((40, 5))
+    nan_a[37, 2] = np.nan
+    write(A, "/Anan", nan_a)
+    cmd, expect = base(a=f"{A}:/Anan") + ["--grid", "1x1"], "first at (37, 2)"
+    stream_env = {"TESSERA_STREAM_CHUNKS": "4"}
 elif case == "bad-stream-chunks":
     cmd, expect, stream_env = base(), "TESSERA_STREAM_CHUNKS='lots'", {"TESSERA_STREAM_CHUNKS": "lots"}
 else:

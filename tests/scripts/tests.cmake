@@ -24,6 +24,8 @@ add_mpi_test(stream.f64.k1.np2 2 e2e_run.py --m 13 --n 11 --k 1 --dtype f64 --st
 add_mpi_test(stream.f64.grid2x2.np4 4 e2e_run.py --m 29 --n 31 --k 23 --dtype f64 --grid 2x2 --algorithm panels --stream-chunks 3)
 add_mpi_test(stream.f32.chunked.np2 2 e2e_run.py --m 70 --n 90 --k 50 --dtype f32 --layout chunked --stream-chunks 4)
 add_mpi_test(stream.f64.off.np2 2 e2e_run.py --m 20 --n 21 --k 22 --dtype f64 --stream-chunks 1)
+# Ranks left idle (a 1x1 grid of 3 ranks, as the model chooses for small products on GPUs).
+add_mpi_test(stream.f64.idle.np3 3 e2e_run.py --m 23 --n 19 --k 17 --dtype f64 --grid 1x1 --stream-chunks 4)
 
 # The CUDA backend end to end; skipped (visibly) where fewer GPUs are visible.
 add_mpi_test(mpi.cuda.np1 1 e2e_run.py --m 1023 --n 1025 --k 1027 --dtype f32 --backend cuda --need-gpus 1)
@@ -36,7 +38,8 @@ foreach(case missing-file missing-dataset group-not-dataset not-2d unsupported-d
         output-exists output-dir-missing output-dir-not-writable corrupt-file truncated-file bad-grid-syntax
         grid-too-big unknown-config-key output-is-input bad-dataset-ref unknown-kernel unknown-backend
         report-dir-missing bad-dtype too-large-for-memory bad-gpu-memory bad-algorithm bad-comm summa-verify
-        summa-nccl-on-cpu cuda-aware-on-cpu panel-width-with-panels stream-nonfinite bad-stream-chunks)
+        summa-nccl-on-cpu cuda-aware-on-cpu panel-width-with-panels stream-nonfinite stream-nonfinite-idle
+        bad-stream-chunks)
   add_mpi_test(error.${case} 2 errors.py --case ${case})
 endforeach()
 
