@@ -30,7 +30,7 @@ Prediction predict(const Footprint& f, const Problem& p, const MachineModel& m, 
   const double joining = groups * m.nccl_group_seconds;
   const bool hidden = f.root.groups_join_while_reading && f.largest.groups_join_while_reading;
   at.startup = m.startup_seconds + (hidden ? 0.0 : joining);
-  if (f.setting.gpu && f.busy > 1) at.startup += (f.busy - 1) * m.gpu_rank_seconds;
+  if (f.setting.gpu && f.busy > 1) at.startup += m.multi_gpu_seconds;
   const RankFootprint& slow = f.root.seconds() >= f.largest.seconds() ? f.root : f.largest;
   at.read = std::max(f.root.read_seconds, f.largest.read_seconds);
   if (hidden) at.read = std::max(at.read, joining);

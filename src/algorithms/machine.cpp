@@ -28,7 +28,7 @@ const Fields& fields() {
                          {"durable_write_bytes_per_s", &MachineModel::durable_write_bytes_per_s},
                          {"startup_seconds", &MachineModel::startup_seconds},
                          {"nccl_group_seconds", &MachineModel::nccl_group_seconds},
-                         {"gpu_rank_seconds", &MachineModel::gpu_rank_seconds},
+                         {"multi_gpu_seconds", &MachineModel::multi_gpu_seconds},
                          {"durable_write_bytes_per_s_one_rank", &MachineModel::durable_write_bytes_per_s_one_rank},
                          {"h2d_bytes_per_s", &MachineModel::h2d_bytes_per_s},
                          {"d2h_bytes_per_s", &MachineModel::d2h_bytes_per_s},

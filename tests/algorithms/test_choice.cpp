@@ -29,7 +29,7 @@ const alg::Environment kNvlink{true, true, false};
 alg::MachineModel free_nccl() {
   alg::MachineModel m;
   m.nccl_group_seconds = 1e-9;
-  m.gpu_rank_seconds = 0;  // and more GPU ranks that cost nothing either
+  m.multi_gpu_seconds = 0;  // and more GPU ranks that cost nothing either
   return m;
 }
 
@@ -127,14 +127,14 @@ TEST_CASE("the model leaves ranks idle where extra ranks cannot help", "[algorit
 }
 
 TEST_CASE("a small product on GPUs runs on one where a second costs more than it saves", "[algorithms][choice]") {
-  // Free NCCL groups, but a second busy GPU rank that costs 10 s: the job keeps one GPU busy.
+  // Free NCCL groups, but more than one busy GPU costs 10 s: the job keeps one GPU busy.
   alg::MachineModel m = free_nccl();
-  m.gpu_rank_seconds = 10;
+  m.multi_gpu_seconds = 10;
   const auto c = alg::choose({}, problem(2048, 2048, 2048, 2, DType::f32), kNvlink, m);
   CHECK(c.footprint.busy == 1);
   CHECK(c.footprint.predicted.startup == m.startup_seconds);
   // Free: both GPUs, and the second rank's cost is in the start-up the model predicts.
-  m.gpu_rank_seconds = 0.25;
+  m.multi_gpu_seconds = 0.25;
   const auto both = alg::choose({}, problem(32768, 32768, 32768, 2, DType::f32), kNvlink, m);
   CHECK(both.footprint.busy == 2);
   CHECK(both.footprint.predicted.startup == Catch::Approx(m.startup_seconds + 0.25));
