@@ -1,5 +1,6 @@
 #include "job/output.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <vector>
@@ -141,18 +142,25 @@ void add_scaled(const void* c, double beta, T* old, std::int64_t n) {
 
 void OutputRoute::Counted::write_block(std::int64_t row0, std::int64_t col0, std::int64_t rows, std::int64_t cols,
                                        const void* data) {
-  if (beta != 0 && rows > 0 && cols > 0) {
-    // The old block, read before this block of the temporary is written; the old dataset itself
-    // stays until the commit moves the new one over it.
-    std::vector<unsigned char> sum(static_cast<std::size_t>(rows * cols) * esize);
-    io::read_block(old, row0, rows, col0, cols, dtype, sum.data());
-    if (dtype == DType::f32)
-      add_scaled(data, beta, reinterpret_cast<float*>(sum.data()), rows * cols);
-    else
-      add_scaled(data, beta, reinterpret_cast<double*>(sum.data()), rows * cols);
-    inner->write_block(row0, col0, rows, cols, sum.data());
-  } else {
+  if (beta == 0 || rows == 0 || cols == 0) {
     inner->write_block(row0, col0, rows, cols, data);
+  } else {
+    // The old block, read just before this block of the temporary is written (the old dataset
+    // itself stays until the commit moves the new one over it); in row pieces of about 64 MiB,
+    // so a large block does not need twice its memory.
+    const std::size_t row_bytes = static_cast<std::size_t>(cols) * esize;
+    const std::int64_t step = std::max<std::int64_t>(1, static_cast<std::int64_t>((std::size_t{64} << 20) / row_bytes));
+    std::vector<unsigned char> sum(static_cast<std::size_t>(std::min(step, rows)) * row_bytes);
+    for (std::int64_t r = 0; r < rows; r += step) {
+      const std::int64_t count = std::min(step, rows - r);
+      const auto* c = static_cast<const unsigned char*>(data) + static_cast<std::size_t>(r) * row_bytes;
+      io::read_block(old, row0 + r, count, col0, cols, dtype, sum.data());
+      if (dtype == DType::f32)
+        add_scaled(c, beta, reinterpret_cast<float*>(sum.data()), count * cols);
+      else
+        add_scaled(c, beta, reinterpret_cast<double*>(sum.data()), count * cols);
+      inner->write_block(row0 + r, col0, count, cols, sum.data());
+    }
   }
   bytes += rows * cols * static_cast<std::int64_t>(esize);
 }

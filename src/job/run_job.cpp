@@ -322,11 +322,16 @@ void Job::scan_old_c() {
   if (o_.beta == 0 || o_.allow_nonfinite) return;
   comm_.step([&] {
     const partition::Range rows = partition::split(plan_.m, comm_.size(), rank_);
-    if (rows.size() == 0) return;
-    const std::size_t es = dtype_size(plan_.dtype);
-    std::vector<unsigned char> old(static_cast<std::size_t>(rows.size() * plan_.n) * es);
-    io::read_block(io::DatasetRef::parse(o_.c), rows.begin, rows.size(), 0, plan_.n, plan_.dtype, old.data());
-    scan_old_c_ = scan_nonfinite(old.data(), plan_.dtype, rows.size(), plan_.n, rows.begin, 0, plan_.n);
+    const std::size_t row_bytes = static_cast<std::size_t>(plan_.n) * dtype_size(plan_.dtype);
+    // In pieces of about 64 MiB: the scan needs no more of C_old in memory at once.
+    const std::int64_t step = std::max<std::int64_t>(1, static_cast<std::int64_t>((std::size_t{64} << 20) / row_bytes));
+    std::vector<unsigned char> old(static_cast<std::size_t>(std::min(step, rows.size())) * row_bytes);
+    const io::DatasetRef ref = io::DatasetRef::parse(o_.c);
+    for (std::int64_t r = rows.begin; r < rows.end; r += step) {
+      const std::int64_t count = std::min(step, rows.end - r);
+      io::read_block(ref, r, count, 0, plan_.n, plan_.dtype, old.data());
+      scan_old_c_.merge(scan_nonfinite(old.data(), plan_.dtype, count, plan_.n, r, 0, plan_.n));
+    }
   });
 }
 
