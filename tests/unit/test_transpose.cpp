@@ -49,3 +49,40 @@ TEST_CASE("transpose: an empty matrix writes nothing") {
   tessera::io::transpose(nullptr, 0, 5, sizeof(double), out.data());
   CHECK(out[0] == 7.0);
 }
+
+TEST_CASE("read_operand_block: blocks of a stored matrix's transpose, in the transpose's coordinates") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("tessera-operand-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const DatasetRef ref{(dir / "s.h5").string(), "/S"};
+  const std::int64_t rows = 7, cols = 5;  // stored 7 x 5: the operand is 5 x 7
+  std::vector<double> stored(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t j = 0; j < cols; ++j)
+      stored[static_cast<std::size_t>(i * cols + j)] = static_cast<double>(i * 100 + j);
+  {
+    tessera::io::MatrixWriter w(ref, rows, cols, DType::f64, {});
+    w.write_block(0, 0, rows, cols, stored.data());
+    w.commit();
+  }
+  const Operand op{ref, true};
+  const auto info = tessera::io::inspect_operand(op);
+  CHECK(info.rows == cols);
+  CHECK(info.cols == rows);
+  // Blocks of the 5 x 7 operand: whole, inner, one row, one column, one element.
+  const auto [r0, nr, c0, nc] = GENERATE(table<std::int64_t, std::int64_t, std::int64_t, std::int64_t>(
+      {{0, 5, 0, 7}, {1, 3, 2, 4}, {4, 1, 0, 7}, {0, 5, 6, 1}, {3, 1, 5, 1}}));
+  CAPTURE(r0, nr, c0, nc);
+  std::vector<double> out(static_cast<std::size_t>(nr * nc), -1);
+  tessera::io::read_operand_block(op, r0, nr, c0, nc, DType::f64, out.data());
+  bool same = true;
+  for (std::int64_t i = 0; i < nr; ++i)
+    for (std::int64_t j = 0; j < nc; ++j)  // operand (r, c) is stored (c, r)
+      same = same && out[static_cast<std::size_t>(i * nc + j)] == static_cast<double>((c0 + j) * 100 + r0 + i);
+  CHECK(same);
+  std::vector<float> out32(out.size(), -1);
+  tessera::io::read_operand_block(op, r0, nr, c0, nc, DType::f32, out32.data());
+  CHECK(static_cast<double>(out32.back()) == out.back());
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
