@@ -232,3 +232,4 @@ foreach(alg panels summa ksplit)
   add_mpi_test(op.cuda.${alg}.np2 2 op_run.py --m 517 --n 259 --k 1031 --ta --tb --alpha 0.5 --beta 2 --backend cuda --need-gpus 2 --algorithm ${alg})
 endforeach()
 add_mpi_test(op.cuda.gather.np2 2 op_run.py --m 257 --n 131 --k 67 --tb --beta 1 --backend cuda --need-gpus 2 --write gather --algorithm summa)
+add_mpi_test(op.tb.pieces.np1 1 op_run.py --m 2 --n 3001 --k 2999 --tb --beta 1)  # op(B) read in two pieces of ~64 MiB

@@ -86,3 +86,24 @@ TEST_CASE("read_operand_block: blocks of a stored matrix's transpose, in the tra
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
+
+TEST_CASE("transpose: into columns of a wider matrix (ld_out)") {
+  const std::int64_t rows = 3, cols = 5, ld = 9, offset = 4;  // in 3 x 5 -> columns 4..6 of a 5 x 9
+  std::vector<double> in(static_cast<std::size_t>(rows * cols)), out(static_cast<std::size_t>(cols * ld), -1.0);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<double>(i);
+  tessera::io::transpose(in.data(), rows, cols, sizeof(double), out.data() + offset, ld);
+  bool same = true;
+  for (std::int64_t c = 0; c < cols; ++c)
+    for (std::int64_t j = 0; j < ld; ++j) {
+      const double want =
+          j >= offset && j < offset + rows ? in[static_cast<std::size_t>((j - offset) * cols + c)] : -1.0;
+      same = same && out[static_cast<std::size_t>(c * ld + j)] == want;
+    }
+  CHECK(same);
+  // A single row of `in` into a column of the wider matrix: not contiguous, no copy.
+  std::vector<double> column(static_cast<std::size_t>(cols * ld), -1.0);
+  tessera::io::transpose(in.data(), 1, cols, sizeof(double), column.data() + 2, ld);
+  CHECK(column[2] == in[0]);
+  CHECK(column[static_cast<std::size_t>(ld + 2)] == in[1]);
+  CHECK(column[3] == -1.0);
+}
