@@ -32,8 +32,8 @@ RowStreams::~RowStreams() {
   if (writing_.joinable()) writing_.join();
 }
 
-void RowStreams::start_reading(const io::DatasetRef& a, std::int64_t row0, std::int64_t rows, std::int64_t k,
-                               DType dtype, void* into, int chunks, bool scan) {
+void RowStreams::start_reading(const io::Operand& a, std::int64_t row0, std::int64_t rows, std::int64_t k, DType dtype,
+                               void* into, int chunks, bool scan) {
   reading_ = std::thread([this, a, row0, rows, k, dtype, into, chunks, scan] {
     const auto start = std::chrono::steady_clock::now();
     const std::size_t row_bytes = static_cast<std::size_t>(k) * dtype_size(dtype);
@@ -43,7 +43,7 @@ void RowStreams::start_reading(const io::DatasetRef& a, std::int64_t row0, std::
         if (a_rows_.abandoned()) return;  // the GEMM failed: no one waits for the rest
         if (r1 == r0) continue;
         void* at = static_cast<unsigned char*>(into) + static_cast<std::size_t>(r0) * row_bytes;
-        io::read_block(a, row0 + r0, r1 - r0, 0, k, dtype, at);
+        io::read_operand_block(a, row0 + r0, r1 - r0, 0, k, dtype, at);
         if (scan) {
           const io::NonfiniteCount s = io::count_nonfinite(at, dtype, r1 - r0, k, row0 + r0, 0, k);
           if (scan_.count == 0) scan_.first = s.first;

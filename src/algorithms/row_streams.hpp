@@ -12,6 +12,7 @@
 #include "core/dtype.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/nonfinite.hpp"
+#include "io/operand.hpp"
 
 namespace tessera::algorithms {
 
@@ -29,10 +30,11 @@ class RowStreams {
   RowStreams& operator=(const RowStreams&) = delete;
   ~RowStreams();  // gives up and joins the threads that still run (an error elsewhere)
 
-  // Starts reading rows [row0, row0 + rows) of `a` (all k columns, as `dtype`) into `into`, in
+  // Starts reading rows [row0, row0 + rows) of `a` (all k columns, as `dtype`; of its transpose
+  // when the operand says so: io/operand.hpp) into `into`, in
   // `chunks` pieces published on a_rows(). With `scan`, each piece is checked for NaN/Inf
   // (nonfinite(), after finish()).
-  void start_reading(const io::DatasetRef& a, std::int64_t row0, std::int64_t rows, std::int64_t k, DType dtype,
+  void start_reading(const io::Operand& a, std::int64_t row0, std::int64_t rows, std::int64_t k, DType dtype,
                      void* into, int chunks, bool scan);
   // Starts writing the rows of a rows x cols C block, placed at (row0, col0) of `writer`'s
   // matrix (the output's writer, or this rank's own handle on it), from `c` as they are published

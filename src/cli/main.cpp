@@ -87,6 +87,14 @@ void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
   run->add_option("--machine", o.machine,
                   "rates the model predicts with (auto's choice, --dry-run): a name in configs/machines (default, "
                   "h200-2gpu) or a JSON file (default: $TESSERA_MACHINE_FILE, else default.json)");
+  run->add_flag("--transpose-a", o.transpose_a,
+                "--a is stored K x M: use its transpose as A (read as such, the file is not copied)");
+  run->add_flag("--transpose-b", o.transpose_b, "--b is stored N x K: use its transpose as B");
+  run->add_option("--alpha", o.alpha, "C = alpha op(A) op(B) + beta C_old")->capture_default_str();
+  run->add_option("--beta", o.beta,
+                  "C = alpha op(A) op(B) + beta C_old; beta != 0 reads the existing C (--c, M x N) and needs "
+                  "--overwrite")
+      ->capture_default_str();
   run->add_flag("--dry-run", o.dry_run, "print grid, memory, communication and predicted time; run nothing");
   run->add_option("--m", o.m, "--dry-run: rows of A and C (instead of --a/--b)");
   run->add_option("--n", o.n, "--dry-run: columns of B and C");
@@ -224,6 +232,9 @@ void add_job_commands(CLI::App& app, Commands& c) {
   c.v->add_option("--safety", c.vo.safety, "allowed multiple of the rounding bound (default: 8 Freivalds, 2 --full)");
   c.v->add_option("--tolerance", c.vo.tolerance, "--full: also require rel. Frobenius error <= this");
   c.v->add_option("--dtype", c.vo.dtype, "precision C was computed in (default: C's stored type)");
+  c.v->add_flag("--transpose-a", c.vo.transpose_a, "as `run --transpose-a`: --a is stored K x M");
+  c.v->add_flag("--transpose-b", c.vo.transpose_b, "as `run --transpose-b`: --b is stored N x K");
+  c.v->add_option("--alpha", c.vo.alpha, "as `run --alpha`: C = alpha op(A) op(B)")->capture_default_str();
 
   c.in = app.add_subcommand("info", "version, build features, MPI, HDF5, BLAS and GPUs");
   c.in->add_flag("--json", c.info_json, "print JSON");

@@ -114,15 +114,11 @@ algorithms::Problem problem_of(const job::RunOptions& o, int ranks) {
   p.k = o.k;
   p.dtype = o.dtype == "f64" || o.dtype == "float64" ? DType::f64 : DType::f32;
   if (!o.a.empty() || !o.b.empty()) {
-    const auto a = io::inspect(io::DatasetRef::parse(o.a));
-    const auto b = io::inspect(io::DatasetRef::parse(o.b));
-    if (a.cols != b.rows)
-      throw InputError("inner dimensions disagree: A is " + std::to_string(a.rows) + "x" + std::to_string(a.cols) +
-                       ", B is " + std::to_string(b.rows) + "x" + std::to_string(b.cols));
-    p.m = a.rows;
-    p.n = b.cols;
-    p.k = a.cols;
-    p.dtype = job::pick_dtype(o.dtype, a, b);
+    const job::Shapes s = job::inspect_shapes(o);  // op(A), op(B): --transpose-a/-b swap the stored shapes
+    p.m = s.m;
+    p.n = s.n;
+    p.k = s.k;
+    p.dtype = job::pick_dtype(o.dtype, s.a, s.b);
   } else if (o.dtype != "auto" && o.dtype != "f32" && o.dtype != "float32" && o.dtype != "f64" &&
              o.dtype != "float64") {
     throw InputError("invalid --dtype '" + o.dtype + "' (choose: auto, f32, f64)");
@@ -153,6 +149,8 @@ void dry_run(const job::RunOptions& o, const comm::Comm& comm) {
       j.update(to_json(choice.footprint, machine, choice.why));
       j["shape"] = {{"m", p.m}, {"n", p.n}, {"k", p.k}};
       j["dtype"] = dtype_name(p.dtype);
+      j["transpose_a"] = o.transpose_a;
+      j["transpose_b"] = o.transpose_b;
       j["backend"] = choice.setting.gpu ? "cuda" : "cpu";
       io::write_file_replacing(o.report, j.dump(2) + "\n");
     }

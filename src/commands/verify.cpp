@@ -10,6 +10,7 @@
 #include "commands/command_paths.hpp"
 #include "core/error.hpp"
 #include "io/hdf5_io.hpp"
+#include "io/operand.hpp"
 #include "job/freivalds.hpp"
 #include "kernels/cpu_gemm.hpp"
 #include "partition/partition.hpp"
@@ -24,15 +25,17 @@ struct Shapes {
 }  // namespace
 
 VerifyResult verify(const VerifyOptions& o, const comm::Comm& comm) {
-  const auto aref = io::DatasetRef::parse(o.a);
-  const auto bref = io::DatasetRef::parse(o.b);
+  const io::Operand aop{io::DatasetRef::parse(o.a), o.transpose_a};
+  const io::Operand bop{io::DatasetRef::parse(o.b), o.transpose_b};
+  const auto& aref = aop.ref;
+  const auto& bref = bop.ref;
   const auto cref = io::DatasetRef::parse(o.c);
   Shapes s;
   comm.step([&] {
     if (comm.rank() != 0) return;
     // Where A, B and C live, refused where HDF5 would fill them (commands/command_paths.hpp).
     for (const auto& note : guard_verify_paths(o).notes) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
-    const auto a = io::inspect(aref), b = io::inspect(bref), c = io::inspect(cref);
+    const auto a = io::inspect_operand(aop), b = io::inspect_operand(bop), c = io::inspect(cref);
     if (a.cols != b.rows)
       throw InputError(fmt::format("inner dimensions disagree: A '{}' is {}x{} but B '{}' is {}x{}", aref.str(), a.rows,
                                    a.cols, bref.str(), b.rows, b.cols));
@@ -60,8 +63,10 @@ VerifyResult verify(const VerifyOptions& o, const comm::Comm& comm) {
       a.resize(static_cast<std::size_t>(rows.size() * s.k));
       b.resize(static_cast<std::size_t>(s.k * cols.size()));
       c.resize(static_cast<std::size_t>(rows.size() * cols.size()));
-      io::read_block(aref, rows.begin, rows.size(), 0, s.k, DType::f64, a.data());
-      io::read_block(bref, 0, s.k, cols.begin, cols.size(), DType::f64, b.data());
+      io::read_operand_block(aop, rows.begin, rows.size(), 0, s.k, DType::f64, a.data());
+      io::read_operand_block(bop, 0, s.k, cols.begin, cols.size(), DType::f64, b.data());
+      if (o.alpha != 1)
+        for (auto& x : b) x *= o.alpha;
       io::read_block(cref, rows.begin, rows.size(), cols.begin, cols.size(), DType::f64, c.data());
     });
     const auto fr = job::freivalds(comm, part, DType::f64, dtype, a.data(), b.data(), c.data(), o.vectors,
@@ -79,8 +84,10 @@ VerifyResult verify(const VerifyOptions& o, const comm::Comm& comm) {
     const auto mr = rows.size(), nc = cols.size();
     std::vector<double> a(static_cast<std::size_t>(mr * s.k)), b(static_cast<std::size_t>(s.k * nc)),
         c(static_cast<std::size_t>(mr * nc)), ref(c.size()), mag(c.size());
-    io::read_block(aref, rows.begin, mr, 0, s.k, DType::f64, a.data());
-    io::read_block(bref, 0, s.k, cols.begin, nc, DType::f64, b.data());
+    io::read_operand_block(aop, rows.begin, mr, 0, s.k, DType::f64, a.data());
+    io::read_operand_block(bop, 0, s.k, cols.begin, nc, DType::f64, b.data());
+    if (o.alpha != 1)
+      for (auto& x : b) x *= o.alpha;
     io::read_block(cref, rows.begin, mr, cols.begin, nc, DType::f64, c.data());
     kernels::openblas_gemm<double>(mr, nc, s.k, a.data(), b.data(), ref.data());
     for (auto& x : a) x = std::fabs(x);

@@ -22,6 +22,10 @@ struct VerifyOptions {
   std::string dtype;     // the precision C was computed in: "" = C's stored type
   std::uint64_t seed = 12345;
   std::string config;  // --config file, if any
+  // C of `run --transpose-a/--transpose-b/--alpha`: A and B used as run used them (io/operand.hpp),
+  // alpha scaling the product. (--beta cannot be checked: run replaced the C it added.)
+  bool transpose_a = false, transpose_b = false;
+  double alpha = 1;
 };
 
 struct VerifyResult {

@@ -1,7 +1,9 @@
 #include "job/output.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
+#include <vector>
 
 #include "job/gather.hpp"
 
@@ -30,6 +32,7 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
   OutputRoute& route = *made;
   route.dtype_ = dtype;
   route.counted_.esize = dtype_size(dtype);
+  route.counted_.dtype = dtype;
   // Rank 0 says where C lies in the file, or why the ranks cannot write there.
   nlohmann::json plan;
   comm.step([&] {
@@ -120,6 +123,46 @@ void OutputRoute::gather(const comm::Comm& comm, const partition::Partition& par
   const auto progress = progress_ ? progress_ : [](const std::string&) {};
   gather_and_write(comm, part, dtype_, c, spare.empty() ? nullptr : spare.data(), sink(), progress, phases, transport,
                    root_written);
+}
+
+void OutputRoute::add_old_c(const io::DatasetRef& old, double beta) {
+  counted_.old = old;
+  counted_.beta = beta;
+}
+
+namespace {
+// out = c + beta old, elementwise over n elements of T.
+template <typename T>
+void add_scaled(const void* c, double beta, T* old, std::int64_t n) {
+  const auto* x = static_cast<const T*>(c);
+  const auto b = static_cast<T>(beta);
+  for (std::int64_t i = 0; i < n; ++i) old[i] = x[i] + b * old[i];
+}
+}  // namespace
+
+void OutputRoute::Counted::write_block(std::int64_t row0, std::int64_t col0, std::int64_t rows, std::int64_t cols,
+                                       const void* data) {
+  if (beta == 0 || rows == 0 || cols == 0) {
+    inner->write_block(row0, col0, rows, cols, data);
+  } else {
+    // The old block, read just before this block of the temporary is written (the old dataset
+    // itself stays until the commit moves the new one over it); in row pieces of about 64 MiB,
+    // so a large block does not need twice its memory.
+    const std::size_t row_bytes = static_cast<std::size_t>(cols) * esize;
+    const std::int64_t step = std::max<std::int64_t>(1, static_cast<std::int64_t>((std::size_t{64} << 20) / row_bytes));
+    std::vector<unsigned char> sum(static_cast<std::size_t>(std::min(step, rows)) * row_bytes);
+    for (std::int64_t r = 0; r < rows; r += step) {
+      const std::int64_t count = std::min(step, rows - r);
+      const auto* c = static_cast<const unsigned char*>(data) + static_cast<std::size_t>(r) * row_bytes;
+      io::read_block(old, row0 + r, count, col0, cols, dtype, sum.data());
+      if (dtype == DType::f32)
+        add_scaled(c, beta, reinterpret_cast<float*>(sum.data()), count * cols);
+      else
+        add_scaled(c, beta, reinterpret_cast<double*>(sum.data()), count * cols);
+      inner->write_block(row0 + r, col0, count, cols, sum.data());
+    }
+  }
+  bytes += rows * cols * static_cast<std::int64_t>(esize);
 }
 
 io::NonfiniteCount OutputRoute::nonfinite_written(const comm::Comm& comm) const {

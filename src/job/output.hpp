@@ -45,6 +45,13 @@ class OutputRoute final : public algorithms::COut {
   void gather(const comm::Comm& comm, const partition::Partition& part, void* c, const Transport& transport,
               bool root_written, report::Phases& phases) const override;
 
+  // --beta: every block of C that leaves this rank through the sink becomes C + beta C_old, C_old's
+  // block read from `old` (the output dataset as it was; the run replaces it only at commit) just
+  // before it is written. One place for every algorithm and every way C leaves (streamed rows,
+  // bands, a gather, a whole block); a block computed is never changed in memory (--verify checks
+  // it, and a gather may send it from the GPU).
+  void add_old_c(const io::DatasetRef& old, double beta);
+
   // Collective: NaN and Inf in all of C as written, over every rank's writes (result on every
   // rank), for job/result.hpp's commit_result.
   io::NonfiniteCount nonfinite_written(const comm::Comm& comm) const;
@@ -54,16 +61,16 @@ class OutputRoute final : public algorithms::COut {
  private:
   OutputRoute() = default;
 
-  // The sink, counting the bytes that go through it.
+  // The sink, counting the bytes that go through it (and adding beta C_old to them).
   struct Counted final : io::BlockSink {
     io::BlockSink* inner = nullptr;
     std::size_t esize = 0;
+    DType dtype = DType::f64;
     std::atomic<std::int64_t> bytes{0};
+    double beta = 0;
+    io::DatasetRef old;  // with beta != 0
     void write_block(std::int64_t row0, std::int64_t col0, std::int64_t rows, std::int64_t cols,
-                     const void* data) override {
-      inner->write_block(row0, col0, rows, cols, data);
-      bytes += rows * cols * static_cast<std::int64_t>(esize);
-    }
+                     const void* data) override;
     io::NonfiniteCount nonfinite_written() const override { return inner->nonfinite_written(); }
   };
 

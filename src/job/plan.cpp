@@ -1,9 +1,13 @@
 #include "job/plan.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <tuple>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "backend/backend.hpp"
 #include "comm/comm.hpp"
@@ -20,24 +24,63 @@ DType pick_dtype(const std::string& want, const io::DatasetInfo& a, const io::Da
   return a.natural == DType::f32 && b.natural == DType::f32 ? DType::f32 : DType::f64;
 }
 
-Plan Plan::make(const RunOptions& o, int nranks) {
-  const auto aref = io::DatasetRef::parse(o.a);
-  const auto bref = io::DatasetRef::parse(o.b);
-  const auto a = io::inspect(aref);
-  const auto b = io::inspect(bref);
-  for (const auto& [name, ref, info] : {std::tuple{"A", &aref, &a}, std::tuple{"B", &bref, &b}})
+io::Operand operand_a(const RunOptions& o) { return {io::DatasetRef::parse(o.a), o.transpose_a}; }
+io::Operand operand_b(const RunOptions& o) { return {io::DatasetRef::parse(o.b), o.transpose_b}; }
+
+namespace {
+// "5x3", or "5x3 (stored 3x5, --transpose-a)": what the user sees in the file is the stored shape.
+std::string shape_text(const io::DatasetInfo& info, bool transposed, const char* flag) {
+  const std::string used = std::to_string(info.rows) + "x" + std::to_string(info.cols);
+  if (!transposed) return used;
+  return used + " (stored " + std::to_string(info.cols) + "x" + std::to_string(info.rows) + ", " + flag + ")";
+}
+}  // namespace
+
+Shapes inspect_shapes(const RunOptions& o) {
+  const io::Operand aop = operand_a(o), bop = operand_b(o);
+  Shapes s;
+  s.a = io::inspect_operand(aop);
+  s.b = io::inspect_operand(bop);
+  for (const auto& [name, ref, info] : {std::tuple{"A", &aop.ref, &s.a}, std::tuple{"B", &bop.ref, &s.b}})
     if (info->rows < 1 || info->cols < 1)
       throw InputError(std::string(name) + " '" + ref->str() + "' has a zero dimension (" + std::to_string(info->rows) +
                        "x" + std::to_string(info->cols) + ")");
-  if (a.cols != b.rows)
-    throw InputError("inner dimensions disagree: A '" + aref.str() + "' is " + std::to_string(a.rows) + "x" +
-                     std::to_string(a.cols) + " but B '" + bref.str() + "' is " + std::to_string(b.rows) + "x" +
-                     std::to_string(b.cols) + " (A's columns must equal B's rows)");
+  if (s.a.cols != s.b.rows)
+    throw InputError("inner dimensions disagree: A '" + aop.ref.str() + "' is " +
+                     shape_text(s.a, o.transpose_a, "--transpose-a") + " but B '" + bop.ref.str() + "' is " +
+                     shape_text(s.b, o.transpose_b, "--transpose-b") + " (A's columns must equal B's rows)");
+  s.m = s.a.rows;
+  s.n = s.b.cols;
+  s.k = s.a.cols;
+  return s;
+}
+
+void check_old_c(const RunOptions& o, std::int64_t m, std::int64_t n) {
+  if (o.beta == 0) return;
+  const auto cref = io::DatasetRef::parse(o.c);
+  const std::string why = fmt::format("--beta {:g} adds beta times the existing C '{}' to the product", o.beta, o.c);
+  if (!o.overwrite) throw InputError(why + ", which it then replaces: pass --overwrite");
+  io::DatasetInfo c;
+  try {
+    c = io::inspect(cref);
+  } catch (const InputError& e) {
+    throw InputError(why + ", but it cannot be read: " + e.what());
+  }
+  if (c.rows != m || c.cols != n)
+    throw InputError(why + ", but it is " + std::to_string(c.rows) + "x" + std::to_string(c.cols) + ", not " +
+                     std::to_string(m) + "x" + std::to_string(n) + " (M x N of op(A) op(B))");
+}
+
+Plan Plan::make(const RunOptions& o, int nranks) {
+  for (const auto& [name, v] : {std::pair{"--alpha", o.alpha}, std::pair{"--beta", o.beta}})
+    if (!std::isfinite(v)) throw InputError(fmt::format("{} must be a finite number (got {})", name, v));
+  const Shapes s = inspect_shapes(o);
+  check_old_c(o, s.m, s.n);
   Plan plan;
-  plan.m = a.rows;
-  plan.n = b.cols;
-  plan.k = a.cols;
-  plan.dtype = pick_dtype(o.dtype, a, b);
+  plan.m = s.m;
+  plan.n = s.n;
+  plan.k = s.k;
+  plan.dtype = pick_dtype(o.dtype, s.a, s.b);
   plan.grid = o.grid.empty() ? partition::choose_grid(plan.m, plan.n, plan.k, nranks) : partition::parse_grid(o.grid);
   partition::Partition check(plan.m, plan.n, plan.k, nranks, plan.grid);  // validates the grid
   return plan;

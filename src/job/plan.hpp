@@ -8,6 +8,7 @@
 #include "algorithms/choice.hpp"
 #include "core/dtype.hpp"
 #include "io/hdf5_io.hpp"
+#include "io/operand.hpp"
 #include "job/run_job.hpp"
 #include "partition/partition.hpp"
 
@@ -25,6 +26,22 @@ struct Plan {
   std::string encode() const;
   static Plan decode(const std::string& text);
 };
+
+// A and B as the job reads them: the stored datasets, or their transposes.
+io::Operand operand_a(const RunOptions& o);
+io::Operand operand_b(const RunOptions& o);
+
+// The inputs' logical shapes (op(A) M x K, op(B) K x N) and the dtype auto picks; throws
+// InputError for a zero dimension or inner dimensions that disagree, naming stored shapes and
+// transposes. Used by the run's plan and the dry run.
+struct Shapes {
+  std::int64_t m = 0, n = 0, k = 0;
+  io::DatasetInfo a, b;  // op(A), op(B): rows and cols are the logical ones
+};
+Shapes inspect_shapes(const RunOptions& o);
+
+// With beta != 0: C_old (--c) must exist as an m x n dataset. Throws InputError naming the cause.
+void check_old_c(const RunOptions& o, std::int64_t m, std::int64_t n);
 
 // --dtype (auto, f32, f64) for inputs described by `a` and `b`: auto is f32 when both are
 // float32, else f64. Throws InputError for another name.

@@ -21,10 +21,10 @@ namespace {
 // Why element `index` of `name` (a matrix with `cols` columns) is not finite in the compute
 // precision: a float64 (or integer) value beyond float32's range overflows on conversion, which
 // is not the same as the file holding NaN or Inf. Reads that one element as float64.
-std::string nonfinite_cause(const std::string& name, std::int64_t index, std::int64_t cols) {
+std::string nonfinite_cause(const io::Operand& op, std::int64_t index, std::int64_t cols) {
   double stored = 0;
   try {
-    io::read_block(io::DatasetRef::parse(name), index / cols, 1, index % cols, 1, DType::f64, &stored);
+    io::read_operand_block(op, index / cols, 1, index % cols, 1, DType::f64, &stored);
   } catch (const std::exception&) {
     return "";  // the refusal below says enough
   }
@@ -37,25 +37,27 @@ std::string nonfinite_cause(const std::string& name, std::int64_t index, std::in
 
 }  // namespace
 
-void refuse_nonfinite(const comm::Comm& comm, const std::string& a_name, const NonfiniteScan& a, std::int64_t a_cols,
-                      const std::string& b_name, const NonfiniteScan& b, std::int64_t b_cols, bool allowed) {
-  const double na = comm.sum(a.count), nb = comm.sum(b.count);
-  const double fa = comm.min(a.first), fb = comm.min(b.first);
+void refuse_nonfinite(const comm::Comm& comm, const std::vector<Scanned>& scans, bool allowed) {
+  std::vector<double> counts, firsts;
+  for (const auto& s : scans) {
+    counts.push_back(comm.sum(s.scan.count));
+    firsts.push_back(comm.min(s.scan.first));
+  }
   comm.step([&] {
     if (comm.rank() != 0 || allowed) return;
-    const auto refuse = [](const std::string& what, const std::string& name, double count, double first,
-                           std::int64_t cols) {
-      const auto idx = static_cast<std::int64_t>(first);
-      const std::string where = "(" + std::to_string(idx / cols) + ", " + std::to_string(idx % cols) + ")";
-      if (const std::string overflow = nonfinite_cause(name, idx, cols); !overflow.empty())
-        return InputError(what + " '" + name + "' holds " + std::to_string(static_cast<long long>(count)) +
-                          " value(s) that are not finite in float32, the first at " + where + overflow);
-      return InputError(what + " '" + name + "' holds " + std::to_string(static_cast<long long>(count)) +
-                        " non-finite value(s) (NaN/Inf), the first at " + where +
-                        "; pass --allow-nonfinite to multiply anyway");
-    };
-    if (na > 0) throw refuse("A", a_name, na, fa, a_cols);
-    if (nb > 0) throw refuse("B", b_name, nb, fb, b_cols);
+    for (std::size_t i = 0; i < scans.size(); ++i) {
+      if (!(counts[i] > 0)) continue;
+      const Scanned& s = scans[i];
+      const std::string name = s.op.ref.str() + (s.op.transposed ? "' (transposed)" : "'");
+      const auto idx = static_cast<std::int64_t>(firsts[i]);
+      const std::string where = "(" + std::to_string(idx / s.cols) + ", " + std::to_string(idx % s.cols) + ")";
+      const auto count = std::to_string(static_cast<long long>(counts[i]));
+      if (const std::string overflow = nonfinite_cause(s.op, idx, s.cols); !overflow.empty())
+        throw InputError(s.what + " '" + name + " holds " + count +
+                         " value(s) that are not finite in float32, the first at " + where + overflow);
+      throw InputError(s.what + " '" + name + " holds " + count + " non-finite value(s) (NaN/Inf), the first at " +
+                       where + "; pass --allow-nonfinite to multiply anyway");
+    }
   });
 }
 

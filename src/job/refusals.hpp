@@ -3,10 +3,12 @@
 // ranks that need more host memory than their node has.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "comm/comm.hpp"
 #include "core/dtype.hpp"
 #include "io/nonfinite.hpp"
+#include "io/operand.hpp"
 
 namespace tessera::job {
 
@@ -17,12 +19,21 @@ using NonfiniteScan = io::NonfiniteCount;
 NonfiniteScan scan_nonfinite(const void* data, DType dtype, std::int64_t rows, std::int64_t cols, std::int64_t row0,
                              std::int64_t col0, std::int64_t ld_total);
 
-// Sums the scans over the ranks and, unless allowed, refuses NaN/Inf in A or B with the count
-// and the first (row, col); a value that is finite in the file but overflows float32 on
-// conversion is named as such (the cause to fix is --dtype, not the data). Collective (a
-// Comm::step): throws the same JobError on every rank.
-void refuse_nonfinite(const comm::Comm& comm, const std::string& a_name, const NonfiniteScan& a, std::int64_t a_cols,
-                      const std::string& b_name, const NonfiniteScan& b, std::int64_t b_cols, bool allowed);
+// One matrix's scan, for refuse_nonfinite: `what` ("A", "B", "C_old"), how it is read (its first
+// non-finite element is read again, by the operand's coordinates, to say why), its columns.
+struct Scanned {
+  std::string what;
+  io::Operand op;
+  NonfiniteScan scan;
+  std::int64_t cols = 1;
+};
+
+// Sums the scans over the ranks and, unless allowed, refuses NaN/Inf in any of them (A, B, and
+// C_old with --beta) with the count and the first (row, col) in the operand's coordinates; a
+// value that is finite in the file but overflows float32 on conversion is named as such (the
+// cause to fix is --dtype, not the data). Collective (a Comm::step): throws the same JobError on
+// every rank.
+void refuse_nonfinite(const comm::Comm& comm, const std::vector<Scanned>& scans, bool allowed);
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 

@@ -55,6 +55,18 @@ constexpr int kRoot = 0;
 
 double seconds_since(double start) { return MPI_Wtime() - start; }
 
+// x *= factor over `count` elements of `dtype`.
+void scale(void* data, DType dtype, std::int64_t count, double factor) {
+  if (dtype == DType::f32) {
+    auto* x = static_cast<float*>(data);
+    const auto f = static_cast<float>(factor);
+    for (std::int64_t i = 0; i < count; ++i) x[i] *= f;
+  } else {
+    auto* x = static_cast<double*>(data);
+    for (std::int64_t i = 0; i < count; ++i) x[i] *= factor;
+  }
+}
+
 void print_notes(const std::vector<std::string>& notes) {
   for (const auto& note : notes) log::note(note);
 }
@@ -84,6 +96,8 @@ class Job {
   void deliver();
   void finish();
   void commit();
+  void scan_old_c();
+  void refuse_inputs();
 
   const RunOptions& o_;
   const comm::Comm& comm_;
@@ -106,7 +120,7 @@ class Job {
   std::unique_ptr<algorithms::RankRun> run_;
   algorithms::RowStreams streams_;  // after the buffers its threads use (in run_): stopped before they go
   bool streaming_ = false;          // A streams in on the busy ranks: non-finite input is refused after the GEMM
-  io::NonfiniteCount scan_a_, scan_b_;
+  io::NonfiniteCount scan_a_, scan_b_, scan_old_c_;
   std::optional<FreivaldsResult> verified_;
 };
 
@@ -127,6 +141,10 @@ void Job::plan() {
   job_.b = o_.b;
   job_.c = o_.c;
   job_.nranks = comm_.size();
+  job_.transpose_a = o_.transpose_a;
+  job_.transpose_b = o_.transpose_b;
+  job_.alpha = o_.alpha;
+  job_.beta = o_.beta;
   std::vector<std::string> stale;  // leftovers of earlier runs, inputs read as a fill value (rank 0)
   nlohmann::json decided;
   comm_.step([&] {
@@ -177,6 +195,7 @@ void Job::plan() {
 void Job::start() {
   // Every rank writes its own C into the output, or rank 0 gathers them (job/output.hpp).
   route_ = OutputRoute::choose(comm_, writer_.get(), o_.write, share_.active, plan_.dtype);
+  if (o_.beta != 0) route_->add_old_c(io::DatasetRef::parse(o_.c), o_.beta);  // as each block of C leaves
   job_.write = route_->description();
   bool show_progress = o_.progress == "on";
   if (o_.progress == "auto" && rank_ == kRoot) show_progress = job_.predicted["seconds"].get<double>() > 5;
@@ -254,20 +273,25 @@ void Job::read() {
     run_->b = be_->allocate_host(static_cast<std::size_t>(s.b_rows.size() * s.b_cols.size()) * es);
     run_->c = be_->allocate_host(static_cast<std::size_t>(s.c_elements) * es);
     if (s.zero_c && !run_->c.empty()) std::memset(run_->c.data(), 0, run_->c.size());
-    const auto read = [&](const std::string& ref, partition::Range rows, partition::Range cols, void* into) {
+    // Every block of A and B is read here (or by the streams): op(A) and op(B), in their own
+    // coordinates, whether the file holds them or their transposes (io/operand.hpp).
+    const auto read = [&](const io::Operand& op, partition::Range rows, partition::Range cols, void* into) {
       if (rows.size() > 0 && cols.size() > 0)
-        io::read_block(io::DatasetRef::parse(ref), rows.begin, rows.size(), cols.begin, cols.size(), plan_.dtype, into);
+        io::read_operand_block(op, rows.begin, rows.size(), cols.begin, cols.size(), plan_.dtype, into);
     };
-    read(o_.b, s.b_rows, s.b_cols, run_->b.data());
+    read(operand_b(o_), s.b_rows, s.b_cols, run_->b.data());
     if (s.count_b)
       scan_b_ = scan_nonfinite(run_->b.data(), plan_.dtype, s.b_rows.size(), s.b_cols.size(), s.b_rows.begin,
                                s.b_cols.begin, plan_.n);
+    // alpha op(A) op(B): B's block is the smaller, scaled once here (after the scan: the
+    // refusal names the file's values).
+    if (o_.alpha != 1) scale(run_->b.data(), plan_.dtype, s.b_rows.size() * s.b_cols.size(), o_.alpha);
     if (chunks > 1) {
-      streams_.start_reading(io::DatasetRef::parse(o_.a), s.a_rows.begin, s.a_rows.size(), plan_.k, plan_.dtype,
-                             run_->a.data(), chunks, s.count_a);
+      streams_.start_reading(operand_a(o_), s.a_rows.begin, s.a_rows.size(), plan_.k, plan_.dtype, run_->a.data(),
+                             chunks, s.count_a);
       run_->streams = &streams_;
     } else {
-      read(o_.a, s.a_rows, s.a_cols, run_->a.data());
+      read(operand_a(o_), s.a_rows, s.a_cols, run_->a.data());
       if (s.count_a)
         scan_a_ = scan_nonfinite(run_->a.data(), plan_.dtype, s.a_rows.size(), s.a_cols.size(), s.a_rows.begin,
                                  s.a_cols.begin, plan_.k);
@@ -275,7 +299,8 @@ void Job::read() {
     me_.read_bytes = static_cast<std::int64_t>(run_->a.size() + run_->b.size());
     me_.phases.emplace_back("read", seconds_since(t));  // streaming: B, and A's reading that ran before the GEMM
   });
-  if (!streaming_) refuse_nonfinite(comm_, o_.a, scan_a_, plan_.k, o_.b, scan_b_, plan_.n, o_.allow_nonfinite);
+  scan_old_c();
+  if (!streaming_) refuse_inputs();
 }
 
 // 4. The algorithm's compute step.
@@ -287,7 +312,33 @@ void Job::compute() {
     for (auto& p : me_.phases)  // all of A's reading, though most of it overlapped the GEMM
       if (p.first == "read") p.second += streams_.read_seconds();
   }
-  refuse_nonfinite(comm_, o_.a, scan_a_, plan_.k, o_.b, scan_b_, plan_.n, o_.allow_nonfinite);
+  refuse_inputs();
+}
+
+// With --beta: C_old's NaN/Inf are refused like A's and B's. The blocks added to C are read as C
+// leaves (OutputRoute::add_old_c); this scan reads every rank's slice of C_old's rows once more, up
+// front, so that all ranks refuse at the same step (not needed with --allow-nonfinite).
+void Job::scan_old_c() {
+  if (o_.beta == 0 || o_.allow_nonfinite) return;
+  comm_.step([&] {
+    const partition::Range rows = partition::split(plan_.m, comm_.size(), rank_);
+    const std::size_t row_bytes = static_cast<std::size_t>(plan_.n) * dtype_size(plan_.dtype);
+    // In pieces of about 64 MiB: the scan needs no more of C_old in memory at once.
+    const std::int64_t step = std::max<std::int64_t>(1, static_cast<std::int64_t>((std::size_t{64} << 20) / row_bytes));
+    std::vector<unsigned char> old(static_cast<std::size_t>(std::min(step, rows.size())) * row_bytes);
+    const io::DatasetRef ref = io::DatasetRef::parse(o_.c);
+    for (std::int64_t r = rows.begin; r < rows.end; r += step) {
+      const std::int64_t count = std::min(step, rows.end - r);
+      io::read_block(ref, r, count, 0, plan_.n, plan_.dtype, old.data());
+      scan_old_c_.merge(scan_nonfinite(old.data(), plan_.dtype, count, plan_.n, r, 0, plan_.n));
+    }
+  });
+}
+
+void Job::refuse_inputs() {
+  std::vector<Scanned> scans{{"A", operand_a(o_), scan_a_, plan_.k}, {"B", operand_b(o_), scan_b_, plan_.n}};
+  if (o_.beta != 0) scans.push_back({"C_old", {io::DatasetRef::parse(o_.c), false}, scan_old_c_, plan_.n});
+  refuse_nonfinite(comm_, scans, o_.allow_nonfinite);
 }
 
 // 5. Optional: Freivalds' check on the blocks still in memory, before anything is written.

@@ -35,6 +35,11 @@ struct RunOptions {
   std::string write = "auto";        // how C reaches the file: auto | in-place | gather (job/output.hpp)
   std::string machine;               // --machine: the rates the model predicts with (algorithms/machine.hpp)
   std::string config;                // the TOML file the options came from ("" = none): read, never written
+  // C = alpha op(A) op(B) + beta C_old. op: the stored matrix, or its transpose (--transpose-a:
+  // A's dataset is K x M), read block by block as such (io/operand.hpp), never copied. C_old is
+  // the output dataset as it is before the run; read only when beta != 0.
+  bool transpose_a = false, transpose_b = false;
+  double alpha = 1, beta = 0;
 };
 
 // Thrown (on every rank) when --verify finds C wrong: nothing is written.

@@ -54,6 +54,9 @@ struct JobReport {
   int grid_rows = 1, grid_cols = 1;
   int nranks = 1;
   std::string algorithm = "panels";
+  // C = alpha op(A) op(B) + beta C_old (--transpose-a/-b: A's, B's dataset used as its transpose).
+  bool transpose_a = false, transpose_b = false;
+  double alpha = 1, beta = 0;
   // How ranks moved data during the compute: "host" (MPI on host memory), "nccl" (GPU to GPU),
   // "cuda-aware" (MPI on GPU memory), "none" (one rank).
   std::string comm = "host";
