@@ -30,6 +30,16 @@ std::string unique_id(int device) {
   return std::string(reinterpret_cast<const char*>(&id), sizeof id);
 }
 
+// Member 0 makes the group's id inside an agreed step of `world` (every rank calls this), MPI
+// hands it to the members; "" on ranks that are not members.
+std::string handed_out_id(const Comm& world, const Comm* members, const Device& device) {
+  std::string id;
+  world.step([&] {
+    if (members && members->rank() == 0) id = unique_id(device.id);
+  });
+  return members ? members->broadcast(id, 0) : std::string();
+}
+
 }  // namespace
 
 void check_cuda(cudaError_t err, const char* call) {
@@ -40,12 +50,8 @@ void check_cuda(cudaError_t err, const char* call) {
 
 std::unique_ptr<NcclGroup> NcclGroup::join(const Comm& world, const Comm* members, const Device& device, Use use,
                                            const std::string& what) {
-  std::string id;
-  world.step([&] {
-    if (members && members->rank() == 0) id = unique_id(device.id);
-  });
+  const std::string id = handed_out_id(world, members, device);
   if (!members) return nullptr;
-  id = members->broadcast(id, 0);
   // Not a Comm::step: the group's other members wait inside NCCL's init.
   try {
     std::unique_ptr<NcclGroup> group(
@@ -59,12 +65,8 @@ std::unique_ptr<NcclGroup> NcclGroup::join(const Comm& world, const Comm* member
 
 NcclGroup::Pending NcclGroup::join_in_background(const Comm& world, const Comm* members, const Device& device, Use use,
                                                  const std::string& what) {
-  std::string id;
-  world.step([&] {
-    if (members && members->rank() == 0) id = unique_id(device.id);
-  });
-  if (!members) return Pending();
-  id = members->broadcast(id, 0);
+  std::string id = handed_out_id(world, members, device);
+  if (!members) return {};
   const int rank = members->rank(), size = members->size(), gpu = device.id;
   auto joining = std::async(std::launch::async, [id = std::move(id), rank, size, gpu, use] {
     std::unique_ptr<NcclGroup> group(new NcclGroup(std::vector<unsigned char>(id.begin(), id.end()), rank, size, gpu));

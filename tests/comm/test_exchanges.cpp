@@ -3,7 +3,6 @@
 // "device" of a panel slot is host memory here, which MPI handles on either path, so the host and
 // CUDA-aware broadcasts, the sum onto the root and the block link are checked without a GPU.
 #include <mpi.h>
-#include <catch2/catch_session.hpp>
 #include <catch2/catch_test_macros.hpp>
 
 #include <cstdint>
@@ -155,15 +154,4 @@ TEST_CASE("the host block link carries every rank's C block to rank 0", "[comm][
     link->receive(r, got.data(), 7 + r, {mine.data(), nullptr, elements});
     CHECK(got == std::vector<float>(static_cast<std::size_t>(7 + r), static_cast<float>(r)));
   }
-}
-
-int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  const int failed = Catch::Session().run(argc, argv);
-  // Every rank's verdict: a failure on any rank fails the test on rank 0 too.
-  int any = failed != 0 ? 1 : 0, total = 0;
-  MPI_Allreduce(&any, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return total == 0 ? 0 : 1;
 }

@@ -3,7 +3,6 @@
 // C written in place and gathered, in one piece and in bands, checked against a float64 product
 // computed here, and the report each run writes.
 #include <mpi.h>
-#include <catch2/catch_session.hpp>
 #include <catch2/catch_test_macros.hpp>
 
 #include <cmath>
@@ -126,15 +125,4 @@ TEST_CASE("a bad choice is refused on every rank alike, and nothing is written",
   if (world.rank() == 0) CHECK_FALSE(std::ifstream(dir + "/refused.h5").good());
   MPI_Barrier(MPI_COMM_WORLD);
   if (world.rank() == 0) std::filesystem::remove_all(dir);
-}
-
-int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  const int failed = Catch::Session().run(argc, argv);
-  // Every rank's verdict: a failure on any rank fails the test on rank 0 too.
-  int any = failed != 0 ? 1 : 0, total = 0;
-  MPI_Allreduce(&any, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return total == 0 ? 0 : 1;
 }

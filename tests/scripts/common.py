@@ -64,6 +64,16 @@ class Runner:
         return p
 
 
+def forced_env(stream_chunks=0, bands=0):
+    """The environment that forces A's streaming pieces and the bands of C (None: the model's)."""
+    env = {}
+    if stream_chunks:
+        env["TESSERA_STREAM_CHUNKS"] = str(stream_chunks)
+    if bands:
+        env["TESSERA_BANDS"] = str(bands)
+    return env or None
+
+
 def random_matrix(rng, rows, cols, dtype):
     # Uniform [-1, 1): mixed signs, never zeros-only.
     return (rng.random((rows, cols)) * 2 - 1).astype(dtype)

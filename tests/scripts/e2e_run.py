@@ -6,7 +6,7 @@ import os
 import h5py
 import numpy as np
 
-from common import Runner, SKIP, check, check_product, parser, write, leftovers
+from common import Runner, SKIP, check, check_product, forced_env, parser, write, leftovers
 
 p = parser(__doc__)
 p.add_argument("--m", type=int, required=True)
@@ -76,12 +76,8 @@ if args.panel_width:
     cmd += ["--panel-width", str(args.panel_width)]
 if args.write:
     cmd += ["--write", args.write]
-env = {}
-if args.stream_chunks:
-    env["TESSERA_STREAM_CHUNKS"] = str(args.stream_chunks)
-if args.bands:
-    env["TESSERA_BANDS"] = str(args.bands)
-res = r.run(cmd, env=env or None)
+env = forced_env(args.stream_chunks, args.bands)
+res = r.run(cmd, env=env)
 
 with h5py.File(c_file, "r") as f:
     c = f["/result/C"][...]

@@ -11,7 +11,7 @@ import os
 import h5py
 import numpy as np
 
-from common import SKIP, Runner, check, fail, gamma, leftovers, parser, write
+from common import SKIP, Runner, check, fail, forced_env, gamma, leftovers, parser, write
 
 p = parser(__doc__)
 p.add_argument("--m", type=int, default=7)
@@ -66,17 +66,13 @@ if args.algorithm:
     cmd += ["--algorithm", args.algorithm]
 if args.write:
     cmd += ["--write", args.write]
-env = {}
-if args.stream_chunks:
-    env["TESSERA_STREAM_CHUNKS"] = str(args.stream_chunks)
-if args.bands:
-    env["TESSERA_BANDS"] = str(args.bands)
+env = forced_env(args.stream_chunks, args.bands)
 
 
 def refused(extra, words, *, expect_c=None):
     """The run fails on every rank with one `tessera: error:` line naming the cause, before any
     compute, and the old C (if any) is untouched."""
-    res = r.run(cmd + extra, expect_ok=False, env=env or None)
+    res = r.run(cmd + extra, expect_ok=False, env=env)
     check(res.returncode != 0, "the run must fail")
     err = res.stderr + res.stdout
     check("tessera: error" in err, "one 'tessera: error' line expected")
@@ -116,7 +112,7 @@ if args.case == "nan-in-old-c":
 
 if args.beta is not None:
     cmd.append("--overwrite")
-res = r.run(cmd, env=env or None)
+res = r.run(cmd, env=env)
 
 with h5py.File(c_file, "r") as f:
     c = f["/C"][...]

@@ -23,6 +23,7 @@
 #include "core/error.hpp"
 #include "io/chunked_read.hpp"
 #include "io/hdf5_io.hpp"
+#include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::ContainsSubstring;
@@ -31,18 +32,8 @@ using tessera::io::DatasetRef;
 
 namespace {
 
-struct Scratch {
-  fs::path dir;
-  Scratch() {
-    std::random_device rd;
-    dir = fs::temp_directory_path() / ("tessera-chunked-" + std::to_string(::getpid()) + "-" + std::to_string(rd()));
-    fs::create_directories(dir);
-  }
-  ~Scratch() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string file(const std::string& name) const { return (dir / name).string(); }
+struct Scratch : tessera::test::TempDir {
+  Scratch() : tessera::test::TempDir("tessera-chunked") {}
 };
 
 struct Layout {

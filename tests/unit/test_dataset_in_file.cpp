@@ -23,6 +23,8 @@
 #include "io/direct_io.hpp"
 #include "io/hdf5_io.hpp"
 
+#include "temp_dir.hpp"
+
 namespace fs = std::filesystem;
 using Catch::Matchers::ContainsSubstring;
 using tessera::DType;
@@ -34,26 +36,8 @@ using tessera::io::WriteOptions;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("tessera-infile-test-" + std::to_string(::getpid()) + "-" +
-                                         std::to_string(counter++) + "-" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::size_t entries() const {
-    return static_cast<std::size_t>(std::distance(fs::directory_iterator(path_), fs::directory_iterator()));
-  }
-
- private:
-  fs::path path_;
+struct TempDir : tessera::test::TempDir {
+  TempDir() : tessera::test::TempDir("tessera-infile-test") {}
 };
 
 // A file as other tools leave it: a dataset with an attribute, a group holding another dataset.

@@ -23,6 +23,8 @@
 #include "io/data_sources.hpp"
 #include "io/hdf5_io.hpp"
 
+#include "temp_dir.hpp"
+
 namespace fs = std::filesystem;
 using Catch::Matchers::ContainsSubstring;
 using tessera::DType;
@@ -35,30 +37,8 @@ using tessera::io::WriteOptions;
 
 namespace {
 
-// A fresh directory per test, removed with everything in it at the end.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("tessera-io-test-" + std::to_string(::getpid()) + "-" +
-                                         std::to_string(counter++) + "-" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-  std::size_t entries() const {
-    return static_cast<std::size_t>(std::distance(fs::directory_iterator(path_), fs::directory_iterator()));
-  }
-
- private:
-  fs::path path_;
+struct TempDir : tessera::test::TempDir {
+  TempDir() : tessera::test::TempDir("tessera-io-test") {}
 };
 
 // Value of element (i, j) of the test matrices: distinct everywhere, exact in float32.

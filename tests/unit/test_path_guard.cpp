@@ -18,6 +18,8 @@
 #include "io/cleanup.hpp"
 #include "io/path_guard.hpp"
 
+#include "temp_dir.hpp"
+
 namespace fs = std::filesystem;
 using Catch::Matchers::ContainsSubstring;
 using tessera::InputError;
@@ -25,28 +27,8 @@ using tessera::io::PathGuard;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("tessera-guard-test-" + std::to_string(::getpid()) + "-" +
-                                         std::to_string(counter++) + "-" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::size_t entries() const {
-    return static_cast<std::size_t>(std::distance(fs::directory_iterator(path_), fs::directory_iterator()));
-  }
-
- private:
-  fs::path path_;
+struct TempDir : tessera::test::TempDir {
+  TempDir() : tessera::test::TempDir("tessera-guard-test") {}
 };
 
 void put(const std::string& path, const std::string& text) { std::ofstream(path) << text; }

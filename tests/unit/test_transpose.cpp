@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "io/operand.hpp"
+#include "temp_dir.hpp"
 
 using tessera::DType;
 using tessera::io::DatasetRef;
@@ -51,10 +52,8 @@ TEST_CASE("transpose: an empty matrix writes nothing") {
 }
 
 TEST_CASE("read_operand_block: blocks of a stored matrix's transpose, in the transpose's coordinates") {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("tessera-operand-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const DatasetRef ref{(dir / "s.h5").string(), "/S"};
+  const tessera::test::TempDir dir("tessera-operand-test");
+  const DatasetRef ref{dir.file("s.h5"), "/S"};
   const std::int64_t rows = 7, cols = 5;  // stored 7 x 5: the operand is 5 x 7
   std::vector<double> stored(static_cast<std::size_t>(rows * cols));
   for (std::int64_t i = 0; i < rows; ++i)
@@ -83,8 +82,6 @@ TEST_CASE("read_operand_block: blocks of a stored matrix's transpose, in the tra
   std::vector<float> out32(out.size(), -1);
   tessera::io::read_operand_block(op, r0, nr, c0, nc, DType::f32, out32.data());
   CHECK(static_cast<double>(out32.back()) == out.back());
-  std::error_code ec;
-  fs::remove_all(dir, ec);
 }
 
 TEST_CASE("transpose: into columns of a wider matrix (ld_out)") {
