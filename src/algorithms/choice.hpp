@@ -50,7 +50,9 @@ struct Choice {
 //  - panels otherwise (one rank, a 1-D grid on host MPI: no broadcast saves anything);
 // then asks the model for every algorithm that can run the job, on all ranks and (without --grid)
 // on fewer ranks where extra ranks cannot help, and takes the shortest predicted run when it is
-// more than kClearlyFaster shorter than the rule's.
+// more than kClearlyFaster shorter than the rule's. On GPUs, last, more busy GPUs must be clearly
+// faster (by kClearlyFaster) than the fastest run on fewer: each added GPU costs start-up,
+// NCCL groups and teardown that the model only estimates.
 Choice choose(const Request& r, const Problem& p, const Environment& env, const MachineModel& m);
 
 // The setting `algorithm` runs with for this request and environment (the comm path that `auto`

@@ -33,6 +33,14 @@ alg::MachineModel free_nccl() {
   return m;
 }
 
+// GPUs of 1 TFLOP/s with free NCCL groups: compute bounds every run, so two GPUs are clearly
+// faster than one on products of a few TFLOP.
+alg::MachineModel slow_gpus() {
+  alg::MachineModel m = free_nccl();
+  m.gpu_flops_f32 = m.gpu_flops_f64 = 1e12;
+  return m;
+}
+
 std::string chosen(const alg::Request& r, const alg::Problem& p, const alg::Environment& env) {
   return alg::choose(r, p, env, free_nccl()).algorithm;
 }
@@ -41,11 +49,43 @@ std::string chosen(const alg::Request& r, const alg::Problem& p, const alg::Envi
 
 TEST_CASE("auto: the rule of thumb where the model sees no clear winner", "[algorithms][choice]") {
   const alg::Request r;
-  CHECK(chosen(r, problem(20, 20, 40, 1), kCpu) == "panels");        // one rank
-  CHECK(chosen(r, problem(20, 20, 40, 2), kCpu) == "panels");        // 1-D grid on host MPI
-  CHECK(chosen(r, problem(40, 40, 40, 4), kCpu) == "summa");         // a 2-D grid
-  CHECK(chosen(r, problem(64, 64, 64, 2), kNvlink) == "ksplit");     // P M N <= (M + N) K over NVLink
-  CHECK(chosen(r, problem(4096, 4096, 64, 2), kNvlink) == "summa");  // partials bigger than the inputs
+  CHECK(chosen(r, problem(20, 20, 40, 1), kCpu) == "panels");  // one rank
+  CHECK(chosen(r, problem(20, 20, 40, 2), kCpu) == "panels");  // 1-D grid on host MPI
+  CHECK(chosen(r, problem(40, 40, 40, 4), kCpu) == "summa");   // a 2-D grid
+  // GPUs: big enough that two are clearly faster than one (below, one GPU is kept).
+  const auto gpus = [&r](const alg::Problem& p) { return alg::choose(r, p, kNvlink, slow_gpus()).algorithm; };
+  CHECK(gpus(problem(8192, 8192, 8192, 2, DType::f32)) == "ksplit");  // P M N <= (M + N) K over NVLink
+  CHECK(gpus(problem(8192, 8192, 1024, 2, DType::f32)) == "summa");   // partials bigger than the inputs
+}
+
+TEST_CASE("auto: more busy GPUs only where clearly faster than fewer", "[algorithms][choice]") {
+  const alg::Request r;
+  // Tiny: the rule's ksplit and summa on 2 GPUs are predicted no faster than one GPU.
+  for (const auto& p : {problem(64, 64, 64, 2), problem(4096, 4096, 64, 2)}) {
+    const auto c = alg::choose(r, p, kNvlink, free_nccl());
+    CHECK(c.algorithm == "panels");
+    CHECK(c.footprint.busy == 1);
+    CHECK(c.why.find("more GPUs must be clearly faster") != std::string::npos);
+  }
+  // A second GPU predicted faster, but by less than kClearlyFaster: one GPU.
+  alg::MachineModel m = slow_gpus();
+  const auto p = problem(8192, 8192, 8192, 2, DType::f32);
+  alg::Request one;
+  one.algorithm = "panels";
+  one.grid_given = true;
+  auto alone = p;
+  alone.grid = {1, 1};
+  const double t1 = alg::choose(one, alone, kNvlink, m).footprint.predicted_seconds();
+  alg::Request ks;
+  ks.algorithm = "ksplit";
+  const double t2 = alg::choose(ks, p, kNvlink, m).footprint.predicted_seconds();
+  REQUIRE(t2 < (1 - 2.5 * alg::kClearlyFaster) * t1);
+  m.multi_gpu_seconds = (t1 - t2) - 0.5 * alg::kClearlyFaster * t1;  // 2 GPUs 5% faster
+  CHECK(alg::choose(r, p, kNvlink, m).footprint.busy == 1);
+  m.multi_gpu_seconds = (t1 - t2) - 2 * alg::kClearlyFaster * t1;  // 2 GPUs 20% faster
+  CHECK(alg::choose(r, p, kNvlink, m).footprint.busy == 2);
+  // On CPUs the ranks share nothing the model misses: the rule and the model as before.
+  CHECK(alg::choose(r, problem(40, 40, 40, 4), kCpu, free_nccl()).footprint.busy == 4);
 }
 
 TEST_CASE("auto keeps panels for what only panels does", "[algorithms][choice]") {
@@ -128,14 +168,14 @@ TEST_CASE("the model leaves ranks idle where extra ranks cannot help", "[algorit
 
 TEST_CASE("a small product on GPUs runs on one where a second costs more than it saves", "[algorithms][choice]") {
   // Free NCCL groups, but more than one busy GPU costs 10 s: the job keeps one GPU busy.
-  alg::MachineModel m = free_nccl();
+  alg::MachineModel m = slow_gpus();
   m.multi_gpu_seconds = 10;
   const auto c = alg::choose({}, problem(2048, 2048, 2048, 2, DType::f32), kNvlink, m);
   CHECK(c.footprint.busy == 1);
   CHECK(c.footprint.predicted.startup == m.startup_seconds);
   // Free: both GPUs, and the second rank's cost is in the start-up the model predicts.
   m.multi_gpu_seconds = 0.25;
-  const auto both = alg::choose({}, problem(32768, 32768, 32768, 2, DType::f32), kNvlink, m);
+  const auto both = alg::choose({}, problem(8192, 8192, 8192, 2, DType::f32), kNvlink, m);
   CHECK(both.footprint.busy == 2);
   CHECK(both.footprint.predicted.startup == Catch::Approx(m.startup_seconds + 0.25));
   // On CPU ranks there is no such cost.
