@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -82,6 +83,15 @@ MachineModel MachineModel::from_json(const nlohmann::json& j, const std::string&
       continue;
     }
     if (key == "comment" || key == "measured") continue;  // for people
+    if (key == "match") {
+      const bool ok = value.is_object() && value.size() == 2 && value.contains("gpu") && value["gpu"].is_string() &&
+                      !value["gpu"].get<std::string>().empty() && value.contains("gpus") &&
+                      value["gpus"].is_number_integer() && value["gpus"].get<int>() > 0;
+      if (!ok)
+        throw InputError("machine file '" + where +
+                         "': 'match' must be {\"gpu\": part of the GPU's name, \"gpus\": their count}");
+      continue;
+    }
     const auto& f = fields();
     const bool number = value.is_number() && value.get<double>() > 0;
     if (const auto r = f.rates.find(key); r != f.rates.end() && number) {
@@ -102,10 +112,30 @@ nlohmann::json MachineModel::to_json() const {
   return j;
 }
 
-MachineModel MachineModel::load(const std::string& wanted) {
+bool MachineModel::matches(const nlohmann::json& match, const GpuNode& gpus) {
+  if (!match.is_object() || gpus.count <= 0 || !match.contains("gpu") || !match.contains("gpus")) return false;
+  return match["gpu"].is_string() && gpus.model.find(match["gpu"].get<std::string>()) != std::string::npos &&
+         match["gpus"].is_number_integer() && match["gpus"].get<int>() == gpus.count;
+}
+
+MachineModel MachineModel::load(const std::string& wanted, const GpuNode& gpus) {
   std::string name = wanted;
   if (name.empty())
     if (const char* env = std::getenv("TESSERA_MACHINE_FILE"); env && *env) name = env;
+  if (name.empty() && gpus.count > 0)
+    for (const auto& dir : machine_dirs()) {
+      std::error_code ec;
+      std::vector<std::filesystem::path> files;
+      for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+        if (e.path().extension() == ".json") files.push_back(e.path());
+      std::sort(files.begin(), files.end());
+      for (const auto& file : files) {
+        std::ifstream in(file);
+        const auto j = nlohmann::json::parse(in, nullptr, false);
+        if (!j.is_discarded() && j.is_object() && j.contains("match") && matches(j["match"], gpus))
+          return read_file(file);
+      }
+    }
   const bool is_path =
       name.find('/') != std::string::npos || (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0);
   if (is_path) return read_file(name);

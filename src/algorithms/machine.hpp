@@ -1,7 +1,8 @@
 #pragma once
 // The rates of the machine a run is predicted for, kept as data: configs/machines/<name>.json
 // (default.json; h200-2gpu.json for the 2-GPU H200 machine). Chosen by --machine NAME|FILE, else
-// $TESSERA_MACHINE_FILE, else configs/machines/default.json, else the built-in defaults below
+// $TESSERA_MACHINE_FILE, else the file in configs/machines whose "match" names the GPUs rank 0
+// sees (e.g. {"gpu": "H200", "gpus": 2}), else default.json, else the built-in defaults below
 // (the same numbers as default.json). The footprint model (algorithms/footprint.hpp) turns them
 // into predicted read, compute, write and start-up times.
 #include <cstdint>
@@ -12,6 +13,12 @@
 #include "core/dtype.hpp"
 
 namespace tessera::algorithms {
+
+// The GPUs rank 0 sees: a machine file whose "match" names them is taken when no file is named.
+struct GpuNode {
+  std::string model;  // e.g. "NVIDIA H200" ("" without a GPU)
+  int count = 0;      // GPUs visible to the process
+};
 
 struct MachineModel {
   std::string name = "built-in";
@@ -66,11 +73,14 @@ struct MachineModel {
   // number is an InputError naming `where`.
   static MachineModel from_json(const nlohmann::json& j, const std::string& where);
   nlohmann::json to_json() const;
-  // --machine `wanted` ("": $TESSERA_MACHINE_FILE, else default.json where found, else built in):
-  // a file path (holds '/' or ends in .json), or the name of a file in configs/machines (looked
-  // for under the working directory, then in the installation's share/tessera/configs/machines).
-  // Throws InputError for a machine file that is named and missing or malformed.
-  static MachineModel load(const std::string& wanted);
+  // --machine `wanted` ("": $TESSERA_MACHINE_FILE, else the first file, by name, whose "match"
+  // fits `gpus`, else default.json where found, else built in): a file path (holds '/' or ends
+  // in .json), or the name of a file in configs/machines (looked for under the working directory,
+  // then in the installation's share/tessera/configs/machines). Throws InputError for a machine
+  // file that is named and missing or malformed.
+  static MachineModel load(const std::string& wanted, const GpuNode& gpus = {});
+  // Whether a file's "match" ({"gpu": part of the model's name, "gpus": their count}) fits.
+  static bool matches(const nlohmann::json& match, const GpuNode& gpus);
 };
 
 }  // namespace tessera::algorithms

@@ -141,7 +141,7 @@ void dry_run(const job::RunOptions& o, const comm::Comm& comm) {
     if (ranks > 100000) throw InputError("--ranks " + std::to_string(ranks) + " is beyond 100,000");
     const algorithms::Problem p = problem_of(o, ranks);
     // What a real run would choose (algorithms/choice.hpp), assuming one GPU per rank.
-    const auto machine = algorithms::MachineModel::load(o.machine);
+    const auto machine = job::machine_model(o);
     const auto choice = algorithms::choose(job::choice_request(o), p, job::choice_environment(o), machine);
     std::fputs(to_text(choice.footprint, choice.problem, machine.name, choice.why).c_str(), stdout);
     if (!o.report.empty()) {

@@ -159,4 +159,14 @@ algorithms::Environment choice_environment(const RunOptions& o) {
   return env;
 }
 
+algorithms::MachineModel machine_model(const RunOptions& o) {
+  algorithms::GpuNode gpus;
+  if (o.machine.empty() && o.backend != "cpu") {  // a CPU run does not start the CUDA driver for it
+    const std::vector<std::string> described = backend::describe_gpus();
+    gpus.count = static_cast<int>(described.size());
+    if (!described.empty()) gpus.model = described.front();  // "0: NVIDIA H200 (sm_90, 139.8 GiB)"
+  }
+  return algorithms::MachineModel::load(o.machine, gpus);
+}
+
 }  // namespace tessera::job

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "algorithms/choice.hpp"
+#include "algorithms/machine.hpp"
 #include "core/dtype.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/operand.hpp"
@@ -54,6 +55,9 @@ algorithms::Request choice_request(const RunOptions& o);
 // model's). Throws InputError for a value that is not a positive integer.
 int bands_asked();
 algorithms::Environment choice_environment(const RunOptions& o);
+// The machine model the run is predicted with: --machine, $TESSERA_MACHINE_FILE, the file in
+// configs/machines that matches the GPUs rank 0 sees (GPU runs), or the default.
+algorithms::MachineModel machine_model(const RunOptions& o);
 
 // "512M", "8G", "1.5G", "4096" (bytes) -> bytes; "" -> 0. Throws InputError naming the option.
 std::size_t parse_bytes(const std::string& text, const char* option);

@@ -153,7 +153,7 @@ void Job::plan() {
     GuardedPaths paths = guard_run_paths(o_);
     stale = std::move(paths.notes);
     Plan plan = Plan::make(o_, comm_.size());
-    const algorithms::MachineModel machine = algorithms::MachineModel::load(o_.machine);
+    const algorithms::MachineModel machine = machine_model(o_);
     const algorithms::Choice choice =
         algorithms::choose(choice_request(o_), {plan.m, plan.n, plan.k, plan.dtype, comm_.size(), plan.grid},
                            choice_environment(o_), machine);

@@ -3,8 +3,14 @@
 // machine model read from data.
 #include <catch2/catch_test_macros.hpp>
 
+#include <unistd.h>
+
 #include <climits>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/machine.hpp"
@@ -119,4 +125,36 @@ TEST_CASE("the machine model is data: defaults, a file's fields, refusals", "[al
   CHECK_THROWS_AS(alg::MachineModel::load("/nonexistent/machine.json"), InputError);
   CHECK_THROWS_AS(alg::MachineModel::load("no-such-machine"), InputError);
   CHECK(m.flops(true, DType::f32) == built_in.gpu_flops_f32);
+}
+
+TEST_CASE("a machine file names the GPUs it was measured on; unnamed runs there take it", "[algorithms][machine]") {
+  const nlohmann::json match = {{"gpu", "H200"}, {"gpus", 2}};
+  CHECK(alg::MachineModel::matches(match, {"0: NVIDIA H200 (sm_90, 139.8 GiB)", 2}));
+  CHECK_FALSE(alg::MachineModel::matches(match, {"0: NVIDIA H200 (sm_90, 139.8 GiB)", 1}));
+  CHECK_FALSE(alg::MachineModel::matches(match, {"0: NVIDIA H100 80GB HBM3", 2}));
+  CHECK_FALSE(alg::MachineModel::matches(match, {}));
+  CHECK(alg::MachineModel::from_json({{"match", match}, {"read_bytes_per_s", 7e9}}, "t").read_bytes_per_s == 7e9);
+  CHECK_THROWS_AS(alg::MachineModel::from_json({{"match", "H200"}}, "t"), InputError);
+  CHECK_THROWS_AS(alg::MachineModel::from_json({{"match", {{"gpu", "H200"}}}}, "t"), InputError);
+  CHECK_THROWS_AS(alg::MachineModel::from_json({{"match", {{"gpu", "H200"}, {"gpus", 0}}}}, "t"), InputError);
+  if (const char* env = std::getenv("TESSERA_MACHINE_FILE"); env && *env) SKIP("TESSERA_MACHINE_FILE is set");
+  // configs/machines under the working directory: the file that matches, else default.json.
+  const auto here = std::filesystem::current_path();
+  const auto dir = std::filesystem::temp_directory_path() / ("tessera-machines-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "configs/machines");
+  std::ofstream(dir / "configs/machines/default.json") << R"({"name": "default", "read_bytes_per_s": 1e9})";
+  std::ofstream(dir / "configs/machines/two-h200.json")
+      << R"({"name": "two-h200", "match": {"gpu": "H200", "gpus": 2}, "read_bytes_per_s": 4e9})";
+  std::filesystem::current_path(dir);
+  const auto two = alg::MachineModel::load("", {"0: NVIDIA H200", 2});
+  const auto one = alg::MachineModel::load("", {"0: NVIDIA H200", 1});
+  const auto cpu = alg::MachineModel::load("", {});
+  const auto named = alg::MachineModel::load("default", {"0: NVIDIA H200", 2});
+  std::filesystem::current_path(here);
+  std::filesystem::remove_all(dir);
+  CHECK(two.name == "two-h200");
+  CHECK(two.read_bytes_per_s == 4e9);
+  CHECK(one.name == "default");
+  CHECK(cpu.name == "default");
+  CHECK(named.name == "default");  // a named file wins over the match
 }
