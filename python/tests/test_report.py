@@ -51,6 +51,7 @@ class ReportTest(unittest.TestCase):
         self.assertEqual((rep.wall_seconds, rep.flops, rep.load_imbalance), (0.016, 30000.0, 1.006))
         self.assertEqual(rep.warnings, ["ranks 0 and 1 share GPU 0"])  # the ranks', each once
         self.assertIsNone(rep.verification)
+        self.assertIsNone(rep.repeats)  # a single run
         r0, r1, r2 = rep.ranks
         self.assertEqual((r0.rank, r0.block, r0.rows, r0.cols), (0, (0, 0), (0, 15), (0, 25)))
         self.assertEqual(list(r0.phases), ["setup", "read", "compute", "write", "release"])
@@ -76,6 +77,17 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(prov.gpus[0]["uuid"], "GPU-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0")
         plan = tessera.DryRun.from_json({"schema": "tessera.dry-run/1", "provenance": d["provenance"]})
         self.assertEqual((plan.schema, plan.provenance.git_id), ("tessera.dry-run/1", "b79cba9-dirty"))
+
+    def test_repeated_runs(self):
+        repeated = copy.deepcopy(REPORT)
+        spread = {"min": 0.014, "median": 0.015, "max": 0.016}
+        repeated["repeats"] = {"runs": 3, "warmup": 1,
+                               "wall_seconds": {**spread, "samples": [0.015, 0.014, 0.016]},
+                               "phases": {"read": spread}, "ranks": [{"rank": 0, "phases": {"read": spread}}]}
+        rep = tessera.Report.from_json(repeated)
+        self.assertEqual((rep.repeats["runs"], rep.repeats["warmup"]), (3, 1))
+        self.assertEqual(rep.repeats["wall_seconds"]["samples"], [0.015, 0.014, 0.016])
+        self.assertEqual(rep.wall_seconds, 0.016)  # the last run's, as totals.wall_seconds says
 
     def test_older_and_newer_reports(self):
         newer = copy.deepcopy(REPORT)

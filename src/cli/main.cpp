@@ -95,6 +95,14 @@ void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
                   "C = alpha op(A) op(B) + beta C_old; beta != 0 reads the existing C (--c, M x N) and needs "
                   "--overwrite")
       ->capture_default_str();
+  run->add_option("--repeat", o.repeat,
+                  "run the whole job (read, compute, write, commit) N times in this launch; the report gives the "
+                  "median, min and max of the runs and its table the last run (--dry-run ignores it)")
+      ->capture_default_str();
+  // Its default depends on --repeat: an option function, so that "not given" stays apart from 0.
+  run->add_option_function<int>(
+      "--warmup", [&o](const int& runs) { o.warmup = runs; },
+      "whole runs before the --repeat ones, in no statistic of the report (default: 1 with --repeat > 1, else 0)");
   run->add_flag("--dry-run", o.dry_run, "print grid, memory, communication and predicted time; run nothing");
   run->add_option("--m", o.m, "--dry-run: rows of A and C (instead of --a/--b)");
   run->add_option("--n", o.n, "--dry-run: columns of B and C");

@@ -25,18 +25,24 @@ void describe_block(const partition::Partition& part, int rank, report::RankReco
   me.flops = part.flops(rank);
 }
 
-void publish_report(const RunOptions& o, const comm::Comm& comm, report::JobReport& job, report::RankRecord me,
-                    double started, const backend::Backend* be, const std::function<void()>& after_table) {
+void gather_records(const comm::Comm& comm, report::JobReport& job, report::RankRecord me, double started,
+                    double process_began, const backend::Backend* be) {
   me.peak_host_bytes = peak_rss_bytes();
   me.cpus = cpus_in_use();
   if (const double since = seconds_since_process_start(); since >= 0)
-    me.startup_seconds = std::max(0.0, since - (MPI_Wtime() - started));
+    me.startup_seconds = std::max(0.0, since - (MPI_Wtime() - process_began));
   if (be) me.peak_gpu_bytes = be->peak_device_bytes();
   const auto records = comm.gather(report::to_json(me).dump(), kRoot);
   job.wall_seconds = comm.max(MPI_Wtime() - started);
+  job.ranks.clear();
+  if (comm.rank() == kRoot)
+    for (const auto& text : records) job.ranks.push_back(report::rank_from_json(nlohmann::json::parse(text)));
+}
+
+void publish_report(const RunOptions& o, const comm::Comm& comm, const report::JobReport& job,
+                    const std::function<void()>& after_table) {
   comm.step([&] {
     if (comm.rank() != kRoot) return;
-    for (const auto& text : records) job.ranks.push_back(report::rank_from_json(nlohmann::json::parse(text)));
     if (!o.quiet) std::fputs(report::format_table(job).c_str(), stdout);
     if (after_table) after_table();
     std::fflush(stdout);

@@ -13,11 +13,16 @@ namespace tessera::job {
 // Fills the block fields of an active rank's record (block (i, j), its rows and columns, flops).
 void describe_block(const partition::Partition& part, int rank, report::RankRecord& me);
 
-// The end of every algorithm: each rank's record (with its peak host memory and, from `be`, its
-// peak device memory) goes to rank 0, which prints the table (unless --quiet), then `after_table`
-// (if any), and writes the JSON report (--report). Collective; job.wall_seconds becomes the
-// slowest rank's time since `started` (MPI_Wtime()).
-void publish_report(const RunOptions& o, const comm::Comm& comm, report::JobReport& job, report::RankRecord me,
-                    double started, const backend::Backend* be, const std::function<void()>& after_table = {});
+// The end of every run: each rank's record (with its peak host memory, from `be` its peak device
+// memory, and its process start-up up to `process_began`, MPI_Wtime()) goes to rank 0's
+// job.ranks; job.wall_seconds becomes the slowest rank's time since `started` on every rank.
+// Collective.
+void gather_records(const comm::Comm& comm, report::JobReport& job, report::RankRecord me, double started,
+                    double process_began, const backend::Backend* be);
+
+// Rank 0 prints the table (unless --quiet), then `after_table` (if any), and writes the JSON
+// report (--report). Collective: a report that cannot be written fails on every rank.
+void publish_report(const RunOptions& o, const comm::Comm& comm, const report::JobReport& job,
+                    const std::function<void()>& after_table = {});
 
 }  // namespace tessera::job

@@ -8,6 +8,7 @@
 //   5. verify     --verify: Freivalds' check before anything is committed (panels)
 //   6. deliver    C leaves the rank: in place, or gathered to rank 0
 //   7. finish     release (page-locked memory freed beside the commit), commit, report
+// --repeat / --warmup run these steps again, the whole job each time (job/repeats.hpp).
 #include "job/run_job.hpp"
 
 #include <mpi.h>
@@ -43,6 +44,7 @@
 #include "job/rank_backend.hpp"
 #include "job/rank_report.hpp"
 #include "job/refusals.hpp"
+#include "job/repeats.hpp"
 #include "job/result.hpp"
 #include "partition/partition.hpp"
 #include "report/report.hpp"
@@ -73,7 +75,9 @@ void print_notes(const std::vector<std::string>& notes) {
 
 class Job {
  public:
-  Job(const RunOptions& o, const comm::Comm& comm) : o_(o), comm_(comm), rank_(comm.rank()), started_(MPI_Wtime()) {}
+  // Run `run` of `series` (the only one without --repeat / --warmup).
+  Job(const RunOptions& o, const comm::Comm& comm, RunSeries& series, int run)
+      : o_(o), comm_(comm), rank_(comm.rank()), series_(series), run_index_(run), started_(MPI_Wtime()) {}
   void run() {
     share_cores();
     plan();
@@ -102,7 +106,9 @@ class Job {
   const RunOptions& o_;
   const comm::Comm& comm_;
   const int rank_;
-  const double started_;  // MPI_Wtime() when the job began
+  RunSeries& series_;
+  const int run_index_;
+  const double started_;  // MPI_Wtime() when the job (this run of it) began
   report::JobReport job_;
   report::RankRecord me_;
   Plan plan_;
@@ -163,9 +169,10 @@ void Job::plan() {
       if (!file.empty())
         for (auto& note : io::clean_stale_temporaries(file, is_input)) stale.push_back(std::move(note));
     report_file_ = reserve_report(o_.report, comm_.size());
-    io::WriteOptions wo;
-    wo.overwrite = o_.overwrite;
-    writer_ = std::make_unique<io::MatrixWriter>(io::DatasetRef::parse(o_.c), plan.m, plan.n, plan.dtype, wo);
+    // A later run replaces what the first wrote (job/repeats.hpp).
+    writer_ = std::make_unique<io::MatrixWriter>(io::DatasetRef::parse(o_.c), plan.m, plan.n, plan.dtype,
+                                                 series_.write_options(run_index_));
+    if (run_index_ == 0) series_.first_output(*writer_);
     decided = {{"plan", plan.encode()},
                {"algorithm", choice.algorithm},
                {"machine", machine.to_json()},
@@ -378,7 +385,11 @@ void Job::finish() {
                          {"vectors", verified_->vectors},
                          {"max_relative_residual", verified_->max_relative},
                          {"max_bound_ratio", verified_->max_ratio}};
-  publish_report(o_, comm_, job_, std::move(me_), started_, be_.get(), [&] {
+  gather_records(comm_, job_, std::move(me_), started_, series_.began(), be_.get());
+  series_.record(run_index_, job_);
+  if (!series_.last(run_index_)) return;  // the table and the report: once, for the last run
+  job_.repeats = series_.repeats();
+  publish_report(o_, comm_, job_, [&] {
     if (verified_ && !o_.quiet) std::printf("%s\n", verified_->summary.c_str());
   });
 }
@@ -417,6 +428,16 @@ void Job::commit() {
 
 }  // namespace
 
-void run_job(const RunOptions& o, const comm::Comm& comm) { Job(o, comm).run(); }
+void run_job(const RunOptions& o, const comm::Comm& comm) {
+  comm.step([&] { check_repeat_options(o); });  // before anything is read
+  RunSeries series(o, MPI_Wtime());
+  for (int run = 0; run < series.size(); ++run) {
+    if (series.size() > 1 && comm.rank() == kRoot && !o.quiet) {
+      std::printf("tessera: %s\n", series.name(run).c_str());
+      std::fflush(stdout);
+    }
+    Job(o, comm, series, run).run();
+  }
+}
 
 }  // namespace tessera::job

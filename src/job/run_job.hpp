@@ -4,6 +4,7 @@
 // refused), the algorithm's compute step (algorithms/algorithm.hpp), C through the output route
 // (in place or gathered), committed under its name only when all went well, the report.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "comm/comm.hpp"
@@ -40,6 +41,10 @@ struct RunOptions {
   // the output dataset as it is before the run; read only when beta != 0.
   bool transpose_a = false, transpose_b = false;
   double alpha = 1, beta = 0;
+  // --repeat N --warmup W: the whole job runs W + N times in this launch, the report holds the
+  // spread of the N counted runs (job/repeats.hpp). No warmup: 1 when repeat > 1, else 0.
+  int repeat = 1;
+  std::optional<int> warmup;
 };
 
 // Thrown (on every rank) when --verify finds C wrong: nothing is written.
@@ -48,8 +53,9 @@ class VerificationFailed : public Error {
   using Error::Error;
 };
 
-// Collective over `comm`. Returns normally on success; throws comm::JobError (agreed on by
-// every rank) on any failure, VerificationFailed when --verify rejects C.
+// Collective over `comm`: the job, run once per warm-up and counted run (job/repeats.hpp).
+// Returns normally on success; throws comm::JobError (agreed on by every rank) on any failure,
+// VerificationFailed when --verify rejects C.
 void run_job(const RunOptions& opts, const comm::Comm& comm);
 
 }  // namespace tessera::job

@@ -182,39 +182,41 @@ nlohmann::json job_provenance(const JobReport& r) {
 nlohmann::json to_json(const JobReport& r) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& rr : r.ranks) ranks.push_back(to_json(rr));
-  return {{"schema", kReportSchema},
-          {"provenance", job_provenance(r)},
-          {"tessera_version", r.version},
-          {"started_at", r.started_at},
-          {"inputs", {{"a", r.a}, {"b", r.b}}},
-          {"output", r.c},
-          {"shape", {{"m", r.m}, {"n", r.n}, {"k", r.k}}},
-          {"dtype", r.dtype},
-          {"grid", {{"rows", r.grid_rows}, {"cols", r.grid_cols}}},
-          {"nranks", r.nranks},
-          {"algorithm", r.algorithm},
-          {"transpose_a", r.transpose_a},
-          {"transpose_b", r.transpose_b},
-          {"alpha", r.alpha},
-          {"beta", r.beta},
-          {"comm", r.comm},
-          {"stream_chunks", r.stream_chunks},
-          {"write", r.write},
-          {"nccl_transport", r.nccl_transport},
-          {"backend", r.backend},
-          {"kernel", r.kernel},
-          {"totals",
-           {{"wall_seconds", r.wall_seconds},
-            {"flops", r.total_flops()},
-            {"aggregate_gflops", r.aggregate_gflops()},
-            {"max_compute_seconds", r.max_compute_seconds()},
-            {"mean_compute_seconds", r.mean_compute_seconds()},
-            {"load_imbalance", r.load_imbalance()}}},
-          {"verification", r.verification},
-          {"predicted", r.predicted},
-          {"bound", r.bound_phase()},
-          {"warnings", r.warnings},
-          {"ranks", ranks}};
+  nlohmann::json j = {{"schema", kReportSchema},
+                      {"provenance", job_provenance(r)},
+                      {"tessera_version", r.version},
+                      {"started_at", r.started_at},
+                      {"inputs", {{"a", r.a}, {"b", r.b}}},
+                      {"output", r.c},
+                      {"shape", {{"m", r.m}, {"n", r.n}, {"k", r.k}}},
+                      {"dtype", r.dtype},
+                      {"grid", {{"rows", r.grid_rows}, {"cols", r.grid_cols}}},
+                      {"nranks", r.nranks},
+                      {"algorithm", r.algorithm},
+                      {"transpose_a", r.transpose_a},
+                      {"transpose_b", r.transpose_b},
+                      {"alpha", r.alpha},
+                      {"beta", r.beta},
+                      {"comm", r.comm},
+                      {"stream_chunks", r.stream_chunks},
+                      {"write", r.write},
+                      {"nccl_transport", r.nccl_transport},
+                      {"backend", r.backend},
+                      {"kernel", r.kernel},
+                      {"totals",
+                       {{"wall_seconds", r.wall_seconds},
+                        {"flops", r.total_flops()},
+                        {"aggregate_gflops", r.aggregate_gflops()},
+                        {"max_compute_seconds", r.max_compute_seconds()},
+                        {"mean_compute_seconds", r.mean_compute_seconds()},
+                        {"load_imbalance", r.load_imbalance()}}},
+                      {"verification", r.verification},
+                      {"predicted", r.predicted},
+                      {"bound", r.bound_phase()},
+                      {"warnings", r.warnings},
+                      {"ranks", ranks}};
+  if (r.repeats.repeated()) j["repeats"] = to_json(r.repeats);
+  return j;
 }
 
 namespace {
@@ -284,6 +286,7 @@ std::string format_table(const JobReport& r) {
     out += fmt::format(" (predicted: {:.2f} s, bounded by {}, machine {})", r.predicted["seconds"].get<double>(),
                        r.predicted.value("bound", std::string("?")), r.predicted.value("machine", std::string("?")));
   out += "\n";
+  if (r.repeats.repeated()) out += format_repeats(r.repeats);
   for (const auto& rr : r.ranks)
     for (const auto& w : rr.warnings) out += fmt::format("warning (rank {}): {}\n", rr.rank, w);
   for (const auto& w : r.warnings) out += fmt::format("warning: {}\n", w);

@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace tessera::report {
+#include "report/repeats.hpp"  // Phases, Repeats
 
-using Phases = std::vector<std::pair<std::string, double>>;  // in the order they ran
+namespace tessera::report {
 
 struct RankRecord {
   int rank = 0;
@@ -74,6 +74,8 @@ struct JobReport {
   std::vector<std::string> warnings;  // about the whole job, e.g. a C that holds NaN or Inf
   // The footprint model's prediction (algorithms/footprint.hpp): seconds, bound, machine (null: none).
   nlohmann::json predicted;
+  // --repeat / --warmup: every counted run's times (the fields above describe the last run).
+  Repeats repeats;
 
   double total_flops() const;
   double max_compute_seconds() const;

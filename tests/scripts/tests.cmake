@@ -233,3 +233,16 @@ foreach(alg panels summa ksplit)
 endforeach()
 add_mpi_test(op.cuda.gather.np2 2 op_run.py --m 257 --n 131 --k 67 --tb --beta 1 --backend cuda --need-gpus 2 --write gather --algorithm summa)
 add_mpi_test(op.tb.pieces.np1 1 op_run.py --m 2 --n 3001 --k 2999 --tb --beta 1)  # op(B) read in two pieces of ~64 MiB
+
+# --repeat N --warmup W (#17 item 5; repeat_run.py): the whole job W + N times in one launch, C right
+# after every run, the report's spread of the counted runs (validated against its schema); into an
+# existing file (the other datasets byte-identical); the refusals, on every rank, before any read.
+add_mpi_test(repeat.product.np2 2 repeat_run.py --case product --m 31 --n 29 --k 37)
+add_mpi_test(repeat.product.summa.np3 3 repeat_run.py --case product --m 101 --n 67 --k 53 --algorithm summa)
+add_mpi_test(repeat.product.f32.np3 3 repeat_run.py --case product --m 23 --n 45 --k 1027 --dtype f32)
+add_mpi_test(repeat.defaults.np2 2 repeat_run.py --case defaults --m 13 --n 11 --k 7)
+add_mpi_test(repeat.existing.np2 2 repeat_run.py --case existing --m 61 --n 47 --k 53)
+add_mpi_test(repeat.existing.gather.np3 3 repeat_run.py --case existing --m 17 --n 19 --k 23 --write gather)
+foreach(case repeat-zero repeat-negative warmup-negative repeat-beta)
+  add_mpi_test(error.repeat.${case} 2 repeat_run.py --case ${case} --m 9 --n 8 --k 7)
+endforeach()

@@ -178,6 +178,9 @@ class Report:
     mean_compute_seconds: Optional[float]
     load_imbalance: Optional[float]
     verification: Optional[Dict[str, Any]]
+    # --repeat / --warmup: the `repeats` block as in the JSON (runs, warmup, wall_seconds with its
+    # samples, phases, ranks; docs/report.md); None for a single run. The other fields: the last run.
+    repeats: Optional[Dict[str, Any]]
     provenance: Optional[Provenance]  # None in reports of a tessera before it
     warnings: List[str]  # the job's, else every rank's, each once
     ranks: List[RankRecord]
@@ -202,7 +205,7 @@ class Report:
                    max_compute_seconds=_get(d, "totals", "max_compute_seconds"),
                    mean_compute_seconds=_get(d, "totals", "mean_compute_seconds"),
                    load_imbalance=_get(d, "totals", "load_imbalance"), verification=d.get("verification"),
-                   provenance=Provenance.from_json(d.get("provenance")), warnings=list(warnings), ranks=ranks,
+                   repeats=d.get("repeats") if isinstance(d.get("repeats"), dict) else None, provenance=Provenance.from_json(d.get("provenance")), warnings=list(warnings), ranks=ranks,
                    raw=d)
 
     @classmethod

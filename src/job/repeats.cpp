@@ -1,0 +1,51 @@
+#include "job/repeats.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace tessera::job {
+
+namespace {
+int warmup_of(const RunOptions& o) { return o.warmup.value_or(o.repeat > 1 ? 1 : 0); }
+}  // namespace
+
+void check_repeat_options(const RunOptions& o) {
+  if (o.repeat < 1) throw InputError(fmt::format("--repeat {} is not a run count: it must be at least 1", o.repeat));
+  if (o.warmup && *o.warmup < 0)
+    throw InputError(fmt::format("--warmup {} is not a run count: it must be 0 or more", *o.warmup));
+  if (o.repeat > 1 && o.beta != 0)
+    throw InputError(fmt::format(
+        "--repeat {} with --beta {:g}: each run would add beta times the C that the run before it wrote, so no two "
+        "runs would compute the same C; repeat with --beta 0",
+        o.repeat, o.beta));
+}
+
+RunSeries::RunSeries(const RunOptions& o, double began)
+    : overwrite_(o.overwrite), repeat_(o.repeat), warmup_(warmup_of(o)), began_(began) {
+  repeats_.warmup = warmup_;
+}
+
+std::string RunSeries::name(int run) const {
+  return counted(run) ? fmt::format("run {} of {}", run - warmup_ + 1, repeat_)
+                      : fmt::format("warm-up {} of {}", run + 1, warmup_);
+}
+
+io::WriteOptions RunSeries::write_options(int run) const {
+  io::WriteOptions wo;
+  wo.overwrite = overwrite_ || run > 0;
+  if (run > 0 && new_file_) wo.existing_file = io::ExistingFile::replace_file;
+  return wo;
+}
+
+void RunSeries::first_output(const io::MatrixWriter& writer) { new_file_ = !writer.temporary_path().empty(); }
+
+void RunSeries::record(int run, const report::JobReport& job) {
+  if (!counted(run)) return;
+  report::RunSample sample;
+  sample.wall_seconds = job.wall_seconds;
+  for (const auto& r : job.ranks) sample.ranks.push_back(r.phases);
+  repeats_.runs.push_back(std::move(sample));
+}
+
+}  // namespace tessera::job
