@@ -11,6 +11,7 @@
 #   GPU_FINAL_TORCH   cases that also run the h5py + torch script (default "16384")
 #   GPU_FINAL_TESTS   the ctest -R selection; GPU_FINAL_MEMCHECK=0 skips the memcheck step
 #   GPU_FINAL_EXTRA   extra options of every e2e tessera run (e.g. "--machine h200-2gpu")
+#   GPU_FINAL_REPEATS runs of each e2e case on each rank count (default 3; the median is reported)
 set -uo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 budget=${2:-540}
@@ -44,14 +45,16 @@ if [ "${GPU_FINAL_MEMCHECK:-1}" = 1 ] && [ "$(left)" -gt 200 ] && command -v com
 fi
 
 for c in ${GPU_FINAL_CASES:-16384 f64 gzip proj 32768}; do
-  # Rough cost of one case with 2 repeats on 1 and 2 GPUs, data made once (s).
+  # Rough cost of one case with 2 repeats on 1 and 2 GPUs, data made once (s), scaled to the repeats.
   case $c in 16384) need=70 ;; f64) need=45 ;; gzip) need=60 ;; proj) need=60 ;; 32768) need=170 ;; *) need=60 ;; esac
+  repeats=${GPU_FINAL_REPEATS:-3}
+  need=$((need * (repeats + 1) / 3))
   [ "$(left)" -gt $((need + 15)) ] || { log "e2e $c: skipped, $(left) s left"; continue; }
   torch=--no-torch
   case " ${GPU_FINAL_TORCH:-16384} " in *" $c "*) torch= ;; esac
   log "e2e $c"
   # shellcheck disable=SC2086  # torch is empty or one flag
-  timeout $(( $(left) - 10 )) python3 scripts/e2e_bench.py "$out/e2e-$c" --cases "$c" --repeats 2 --nps 1,2 \
+  timeout $(( $(left) - 10 )) python3 scripts/e2e_bench.py "$out/e2e-$c" --cases "$c" --repeats "$repeats" --nps 1,2 \
     --tessera build-gpu/tessera --data /tmp/tessera-e2e --extra "${GPU_FINAL_EXTRA:-}" $torch >"$out/e2e-$c.log" 2>&1
   tail -3 "$out/e2e-$c.log" | tee -a "$out/steps.log"
 done
