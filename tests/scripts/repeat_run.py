@@ -25,7 +25,7 @@ import subprocess
 import h5py
 import numpy as np
 
-from common import Runner, check, check_product, leftovers, parser, random_matrix, write
+from common import SKIP, Runner, check, check_product, leftovers, parser, random_matrix, write
 
 p = parser(__doc__)
 p.add_argument("--case", required=True, choices=["product", "defaults", "existing", "repeat-zero", "repeat-negative",
@@ -36,7 +36,15 @@ p.add_argument("--k", type=int, default=37)
 p.add_argument("--algorithm", default="auto")
 p.add_argument("--write", default="auto", choices=["auto", "in-place", "gather"])
 p.add_argument("--dtype", default="f64", choices=["f32", "f64"])
+p.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
+p.add_argument("--need-gpus", type=int, default=0)
 args = p.parse_args()
+if args.need_gpus:
+    info = Runner(args).run(["info", "--json"], np_=1)
+    gpus = len(json.loads(info.stdout)["gpus"])
+    if gpus < args.need_gpus:
+        print(f"SKIP: needs {args.need_gpus} GPU(s), {gpus} visible")
+        raise SystemExit(SKIP)
 r = Runner(args)
 rng = np.random.default_rng(args.m * 7 + args.n * 3 + args.k + args.np)
 dt = np.float32 if args.dtype == "f32" else np.float64
@@ -47,7 +55,7 @@ c_file = r.path("c.h5")
 
 
 def run_args(c=c_file + ":/C", *extra):
-    return ["run", "--a", r.path("a.h5") + ":/A", "--b", r.path("b.h5") + ":/B", "--c", c, "--backend", "cpu",
+    return ["run", "--a", r.path("a.h5") + ":/A", "--b", r.path("b.h5") + ":/B", "--c", c, "--backend", args.backend,
             "--algorithm", args.algorithm, "--write", args.write, *extra]
 
 

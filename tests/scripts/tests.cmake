@@ -243,6 +243,9 @@ add_mpi_test(repeat.product.f32.np3 3 repeat_run.py --case product --m 23 --n 45
 add_mpi_test(repeat.defaults.np2 2 repeat_run.py --case defaults --m 13 --n 11 --k 7)
 add_mpi_test(repeat.existing.np2 2 repeat_run.py --case existing --m 61 --n 47 --k 53)
 add_mpi_test(repeat.existing.gather.np3 3 repeat_run.py --case existing --m 17 --n 19 --k 23 --write gather)
+# On GPUs (skip visibly without them): the whole job three times on each GPU, panels and ksplit.
+add_mpi_test(repeat.cuda.np1 1 repeat_run.py --case product --m 517 --n 259 --k 1031 --dtype f32 --backend cuda --need-gpus 1)
+add_mpi_test(repeat.cuda.ksplit.np2 2 repeat_run.py --case product --m 257 --n 131 --k 1031 --backend cuda --need-gpus 2 --algorithm ksplit)
 foreach(case repeat-zero repeat-negative warmup-negative repeat-beta)
   add_mpi_test(error.repeat.${case} 2 repeat_run.py --case ${case} --m 9 --n 8 --k 7)
 endforeach()
