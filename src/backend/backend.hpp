@@ -102,6 +102,9 @@ struct Placement {
   // GPU memory a rank's GEMM may use, in bytes (--gpu-memory); 0: what the GPU has free. A
   // block that does not fit is computed out of core, in tiles streamed through the GPU.
   std::size_t gpu_memory_limit = 0;
+  // The rank computes nothing (the algorithm leaves it idle): its backend names the GPU it would
+  // use, for the report, without starting a CUDA context there (~0.1 s, beside the busy ranks').
+  bool idle = false;
 };
 
 // Host memory for a rank's A, B and C. On a GPU backend it is page-locked, so the copies to and

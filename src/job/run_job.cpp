@@ -239,12 +239,12 @@ void Job::start() {
 }
 
 // The rank's backend (GPU selection happens here), and the kernel `auto` stands for on its share.
-// Idle ranks set one up too, to report placement.
+// Idle ranks set one up too, to report placement (on a GPU without starting a context there).
 void Job::start_backend() {
   const auto node = comm_.node();
   comm_.step([&] {
-    be_ = make_rank_backend(o_.backend, {node.local_rank, node.local_size, options_.gpu_memory}, o_.kernel, plan_.dtype,
-                            share_.gemm_m, share_.gemm_n, share_.gemm_k, me_, kernel_);
+    be_ = make_rank_backend(o_.backend, {node.local_rank, node.local_size, options_.gpu_memory, !share_.active},
+                            o_.kernel, plan_.dtype, share_.gemm_m, share_.gemm_n, share_.gemm_k, me_, kernel_);
     if (!o_.baseline.empty()) {
       const auto names = be_->kernels();
       if (std::find(names.begin(), names.end(), o_.baseline) == names.end())

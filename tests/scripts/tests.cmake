@@ -33,6 +33,10 @@ add_mpi_test(stream.cuda.f32.np1 1 e2e_run.py --m 1021 --n 1031 --k 1033 --dtype
 add_mpi_test(stream.cuda.f64.np2 2 e2e_run.py --m 257 --n 131 --k 67 --dtype f64 --backend cuda --need-gpus 2 --algorithm panels --stream-chunks 3)
 add_mpi_test(stream.cuda.ooc.np1 1 e2e_run.py --m 1000 --n 999 --k 997 --dtype f32 --backend cuda --need-gpus 1 --gpu-memory 3M --stream-chunks 4)
 add_mpi_test(mpi.cuda.np2 2 e2e_run.py --m 517 --n 1031 --k 259 --dtype f64 --backend cuda --need-gpus 2 --baseline naive)
+# Ranks left idle on GPUs start no CUDA context, yet report their GPU: panels on one GPU of two,
+# and summa on a 2x1 grid of 3 ranks (the idle rank names GPU 0 beside rank 0; NCCL between 0 and 1).
+add_mpi_test(mpi.cuda.idle.np2 2 e2e_run.py --m 1023 --n 1025 --k 1027 --dtype f32 --backend cuda --need-gpus 2 --grid 1x1)
+add_mpi_test(summa.cuda.idle.np3 3 e2e_run.py --m 517 --n 259 --k 1031 --dtype f32 --backend cuda --need-gpus 2 --algorithm summa --grid 2x1 --expect-comm nccl)
 
 foreach(case missing-file missing-dataset group-not-dataset not-2d unsupported-dtype float16 inner-dims zero-dim
         output-exists output-dir-missing output-dir-not-writable corrupt-file truncated-file bad-grid-syntax
