@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "commands/bench.hpp"
 #include "commands/gemm_size.hpp"
 #include "core/dtype.hpp"
+#include "report/repeats.hpp"
 
 namespace tessera::commands::bench {
 
@@ -33,12 +35,7 @@ inline double tolerance(DType t, double input_unit_roundoff) { return tolerance(
 
 inline const char* short_name(DType t) { return t == DType::f32 ? "f32" : "f64"; }
 
-inline double median(std::vector<double> x) {
-  if (x.empty()) return kNaN;
-  std::sort(x.begin(), x.end());
-  const std::size_t h = x.size() / 2;
-  return x.size() % 2 ? x[h] : 0.5 * (x[h - 1] + x[h]);
-}
+inline double median(std::vector<double> x) { return x.empty() ? kNaN : report::spread(std::move(x)).median; }
 
 using Size = GemmSize;
 

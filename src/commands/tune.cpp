@@ -6,6 +6,7 @@
 
 #include "commands/gemm_size.hpp"
 #include "report/provenance.hpp"
+#include "report/repeats.hpp"
 
 #include <fmt/format.h>
 
@@ -69,12 +70,6 @@ Size parse_size(const std::string& text) { return parse_gemm_size(text, "tune");
 
 #ifdef TESSERA_HAVE_CUDA
 namespace {
-
-double median(std::vector<double> x) {
-  std::sort(x.begin(), x.end());
-  const std::size_t h = x.size() / 2;
-  return x.size() % 2 ? x[h] : 0.5 * (x[h - 1] + x[h]);
-}
 
 // Uniform [-1, 1) from a counter-based hash (splitmix64): fast for hundreds of MB, reproducible.
 template <class T>
@@ -158,7 +153,7 @@ TunedChoice tune_one(const Size& s, const TuneOptions& opts, kernels::GpuContext
       // Far behind the best so far: one timing is enough to rule it out.
       if (i == 0 && times[0] > 3 * best) break;
     }
-    r.median_s = median(times);
+    r.median_s = report::spread(times).median;
     if (!ref.empty()) {
       const double d = rel_diff(download<T>(dc, mn, stream), ref);
       if (!(d <= agree)) r.note = fmt::format("disagrees with cuBLAS (rel. diff {:.2e})", d);

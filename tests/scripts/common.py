@@ -1,6 +1,7 @@
 """Shared helpers of tessera's script tests: launch tessera (under mpiexec), write inputs with
 h5py, and check results against numpy in float64 with bounds derived from precision and K."""
 import argparse
+import json
 import os
 import shlex
 import subprocess
@@ -62,6 +63,17 @@ class Runner:
         if expect_ok and p.returncode != 0:
             fail(f"exit status {p.returncode}")
         return p
+
+
+def skip_without_gpus(args):
+    """Exit with SKIP (visibly) when fewer than args.need_gpus GPUs are visible to one rank."""
+    if not args.need_gpus:
+        return
+    info = Runner(args).run(["info", "--json"], np_=1)
+    gpus = len(json.loads(info.stdout)["gpus"])  # one rank: one view
+    if gpus < args.need_gpus:
+        print(f"SKIP: needs {args.need_gpus} GPU(s), {gpus} visible")
+        raise SystemExit(SKIP)
 
 
 def forced_env(stream_chunks=0, bands=0):

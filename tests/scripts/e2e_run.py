@@ -6,7 +6,7 @@ import os
 import h5py
 import numpy as np
 
-from common import Runner, SKIP, check, check_product, forced_env, parser, write, leftovers
+from common import check, check_product, forced_env, leftovers, parser, Runner, skip_without_gpus, write
 
 p = parser(__doc__)
 p.add_argument("--m", type=int, required=True)
@@ -34,12 +34,7 @@ p.add_argument("--stream-chunks", type=int, default=0,
                help="TESSERA_STREAM_CHUNKS for the run: A is read in this many pieces while the GEMM runs")
 args = p.parse_args()
 
-if args.need_gpus:
-    info = Runner(args).run(["info", "--json"], np_=1)
-    gpus = len(json.loads(info.stdout)["gpus"])  # one rank: one view
-    if gpus < args.need_gpus:
-        print(f"SKIP: needs {args.need_gpus} GPU(s), {gpus} visible")
-        raise SystemExit(SKIP)
+skip_without_gpus(args)
 
 r = Runner(args)
 rng = np.random.default_rng(args.m * 7919 + args.n * 104729 + args.k)

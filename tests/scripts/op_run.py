@@ -11,7 +11,7 @@ import os
 import h5py
 import numpy as np
 
-from common import SKIP, Runner, check, fail, forced_env, gamma, leftovers, parser, write
+from common import check, fail, forced_env, gamma, leftovers, parser, Runner, skip_without_gpus, write
 
 p = parser(__doc__)
 p.add_argument("--m", type=int, default=7)
@@ -32,12 +32,7 @@ p.add_argument("--case", default="", choices=["", "beta-no-c", "beta-no-dataset"
                                               "beta-no-overwrite", "transposed-mismatch", "nan-in-old-c"])
 args = p.parse_args()
 
-if args.need_gpus:
-    info = Runner(args).run(["info", "--json"], np_=1)
-    gpus = len(json.loads(info.stdout)["gpus"])
-    if gpus < args.need_gpus:
-        print(f"SKIP: needs {args.need_gpus} GPU(s), {gpus} visible")
-        raise SystemExit(SKIP)
+skip_without_gpus(args)
 
 r = Runner(args)
 rng = np.random.default_rng(args.m * 31 + args.n * 17 + args.k + 1000 * args.ta + 2000 * args.tb)

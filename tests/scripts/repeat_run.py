@@ -25,7 +25,7 @@ import subprocess
 import h5py
 import numpy as np
 
-from common import SKIP, Runner, check, check_product, leftovers, parser, random_matrix, write
+from common import check, check_product, leftovers, parser, random_matrix, Runner, skip_without_gpus, write
 
 p = parser(__doc__)
 p.add_argument("--case", required=True, choices=["product", "defaults", "existing", "repeat-zero", "repeat-negative",
@@ -39,12 +39,7 @@ p.add_argument("--dtype", default="f64", choices=["f32", "f64"])
 p.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
 p.add_argument("--need-gpus", type=int, default=0)
 args = p.parse_args()
-if args.need_gpus:
-    info = Runner(args).run(["info", "--json"], np_=1)
-    gpus = len(json.loads(info.stdout)["gpus"])
-    if gpus < args.need_gpus:
-        print(f"SKIP: needs {args.need_gpus} GPU(s), {gpus} visible")
-        raise SystemExit(SKIP)
+skip_without_gpus(args)
 r = Runner(args)
 rng = np.random.default_rng(args.m * 7 + args.n * 3 + args.k + args.np)
 dt = np.float32 if args.dtype == "f32" else np.float64
