@@ -78,6 +78,12 @@ class COut {
                       bool root_written, report::Phases& phases) const = 0;
 };
 
+// Rows of the rank's A block (all of K) and B block, read from the inputs on request, for a staged
+// GEMM (backend.hpp's StagedProblem): the harness checks and scales them as it does whole blocks.
+struct StagedReads {
+  std::function<void(std::int64_t row0, std::int64_t rows, void* into)> a, b;
+};
+
 // One rank's run of an algorithm: what the harness hands it, and what it leaves for the report.
 struct RankRun {
   RankRun(const comm::Comm& comm_, backend::Backend& be_, const std::string& kernel_, const Problem& problem_,
@@ -109,7 +115,11 @@ struct RankRun {
   Setting setting;                        // Algorithm::start fills in what every rank agreed on
   backend::HostBuffer a, b, c;            // read (A possibly still arriving: streams) and allocated by the harness
   RowStreams* streams = nullptr;          // A's rows arriving while the GEMM runs; null: A was read before
+  // Staged (panels): A and B are read piece by piece into the backend's own buffers and C written
+  // as it comes back, so a, b and c stay empty. Set by the harness where the backend stages.
+  const StagedReads* staged = nullptr;
   bool c_written = false;                 // compute wrote this rank's C to the output already
+  double c_write_seconds = 0;             // ... taking this long (its share of the write phase)
   std::vector<io::Attribute> attributes;  // the algorithm's own attributes of C
 };
 

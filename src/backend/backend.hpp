@@ -81,6 +81,28 @@ struct GemmProblem {
   RowProgress* c_rows = nullptr;
 };
 
+// A GEMM staged through the backend's own buffers (Backend::gemm_staged): instead of whole host
+// arrays, the caller produces A's and B's rows on request and takes C's rows as they come back,
+// in pieces of at most stage_piece_bytes() (a single row may be larger). On a GPU the pieces pass
+// through a few small page-locked buffers, so no page-locked copy of the block is ever made:
+// allocating and freeing one cost about 0.2 s per GiB, more than the copies it speeds up.
+// fill_b, then fill_a, are called on the thread that called gemm_staged, each in row order;
+// take_c on one thread of the backend's, in row order, while the fills go on. C is complete in
+// the caller's hands when gemm_staged returns. A failure of either side stops the other.
+struct StagedProblem {
+  DType dtype = DType::f64;
+  std::int64_t m = 0, n = 0, k = 0;
+  std::function<void(std::int64_t row0, std::int64_t rows, void* into)> fill_a;        // rows of A, k wide
+  std::function<void(std::int64_t row0, std::int64_t rows, void* into)> fill_b;        // rows of B, n wide
+  std::function<void(std::int64_t row0, std::int64_t rows, const void* from)> take_c;  // rows of C, n wide
+};
+
+// Bytes of a staged piece: 32 MiB, or TESSERA_STAGE_BYTES (a test and diagnostic knob; an
+// integer >= 1). Throws InputError for a value that is not one.
+std::size_t stage_piece_bytes();
+// Rows of `row_bytes` each in one piece (at least 1).
+std::int64_t stage_piece_rows(std::size_t row_bytes);
+
 struct PhaseTime {
   std::string name;  // "compute" on the CPU; "h2d", "kernel", "d2h" on a GPU
   double seconds = 0;
@@ -224,6 +246,16 @@ class Backend {
   virtual std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) = 0;
   // Host memory for the problems this backend will compute (pinned on a GPU backend).
   virtual HostBuffer allocate_host(std::size_t bytes) { return allocate_pageable(bytes); }
+  // Whether gemm_staged stages this GEMM through small buffers of its own (a GPU with room for
+  // all of B and two tiles of A's and C's rows); false: it reads A and B whole into plain memory
+  // first, as the CPU does.
+  virtual bool stages(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const {
+    (void)dtype, (void)m, (void)n, (void)k;
+    return false;
+  }
+  // The GEMM of StagedProblem. This default reads A and B whole into plain memory, in pieces,
+  // runs gemm(), and hands C back in pieces. Phases as gemm()'s.
+  virtual std::vector<PhaseTime> gemm_staged(const std::string& kernel, const StagedProblem& p);
   // Peak device memory in use while this backend computed, less what was in use when it started
   // (read from the device, so it includes library workspaces; 0 on the CPU).
   virtual std::int64_t peak_device_bytes() const { return 0; }

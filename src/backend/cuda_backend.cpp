@@ -84,6 +84,22 @@ class CudaBackend final : public Backend {
     return gemm_in_core(gpu_, name, p);
   }
 
+  bool stages(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const override {
+    if (m <= 0 || n <= 0 || k <= 0) return false;
+    StagedProblem shape;
+    shape.dtype = dtype;
+    shape.m = m, shape.n = n, shape.k = k;
+    return staged_tile_rows(shape, memory_budget(limit_)) > 0;
+  }
+
+  std::vector<PhaseTime> gemm_staged(const std::string& kernel, const StagedProblem& p) override {
+    if (!stages(p.dtype, p.m, p.n, p.k)) return Backend::gemm_staged(kernel, p);
+    const std::string name = choice_.name_for(kernel, p.dtype, p.m, p.n, p.k);
+    refuse_unless_implemented(name, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
+    CUDA_CHECK(cudaSetDevice(gpu_.device));
+    return gemm_staged_on_gpu(gpu_, name, p, staged_tile_rows(p, memory_budget(limit_)));
+  }
+
   std::unique_ptr<PanelProduct> panel_product(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
                                               std::int64_t max_w, void* host_c, bool host_staging) override {
     const std::string name = choice_.name_for(kernel, dtype, m, n, max_w);

@@ -24,6 +24,15 @@ std::vector<PhaseTime> gemm_in_core(Gpu& gpu, const std::string& kernel, const G
 std::vector<PhaseTime> gemm_streamed(Gpu& gpu, const std::string& kernel, const GemmProblem& p, std::size_t budget,
                                      std::int64_t min_row_tiles, bool out_of_core, std::string* note);
 
+// Rows per tile of a staged GEMM (cuda_staged_gemm.cpp) within `budget` bytes of the GPU: all of
+// B and two tiles of A's rows and of C's; 0 when not even one row fits.
+std::int64_t staged_tile_rows(const StagedProblem& p, std::size_t budget);
+
+// backend.hpp's StagedProblem on the GPU, in tiles of `tile_rows` rows (cuda_staged_gemm.cpp);
+// `kernel` is a resolved name. Phases "h2d", "kernel", "d2h" (overlapping).
+std::vector<PhaseTime> gemm_staged_on_gpu(Gpu& gpu, const std::string& kernel, const StagedProblem& p,
+                                          std::int64_t tile_rows);
+
 // backend.hpp's PanelProduct on the GPU (cuda_panel_product.cpp); refuses one over `budget`.
 std::unique_ptr<PanelProduct> make_cuda_panel_product(Gpu& gpu, const std::string& kernel, DType dtype, std::int64_t m,
                                                       std::int64_t n, std::int64_t max_w, void* host_c,

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -102,6 +103,8 @@ class Job {
   void commit();
   void scan_old_c();
   void refuse_inputs();
+  bool stage_gemm() const;
+  void prepare_staged_reads();
 
   const RunOptions& o_;
   const comm::Comm& comm_;
@@ -126,6 +129,8 @@ class Job {
   std::unique_ptr<algorithms::RankRun> run_;
   algorithms::RowStreams streams_;  // after the buffers its threads use (in run_): stopped before they go
   bool streaming_ = false;          // A streams in on the busy ranks: non-finite input is refused after the GEMM
+  algorithms::StagedReads staged_;  // this rank's reads when its GEMM is staged (run_->staged)
+  double staged_read_s_ = 0;        // seconds spent in them
   io::NonfiniteCount scan_a_, scan_b_, scan_old_c_;
   std::optional<FreivaldsResult> verified_;
 };
@@ -276,6 +281,14 @@ void Job::read() {
   comm_.step([&] {
     if (!s.active) return;
     const double t = MPI_Wtime();
+    if (stage_gemm()) {  // nothing read yet: the backend asks for the rows as it goes (compute)
+      prepare_staged_reads();
+      me_.staged = true;
+      me_.read_bytes =
+          static_cast<std::int64_t>((s.a_rows.size() * s.a_cols.size() + s.b_rows.size() * s.b_cols.size()) * es);
+      me_.phases.emplace_back("read", seconds_since(t));
+      return;
+    }
     run_->a = be_->allocate_host(static_cast<std::size_t>(s.a_rows.size() * s.a_cols.size()) * es);
     run_->b = be_->allocate_host(static_cast<std::size_t>(s.b_rows.size() * s.b_cols.size()) * es);
     run_->c = be_->allocate_host(static_cast<std::size_t>(s.c_elements) * es);
@@ -310,11 +323,55 @@ void Job::read() {
   if (!streaming_) refuse_inputs();
 }
 
+// Whether this rank's GEMM is staged (backend.hpp's StagedProblem): A and B read piece by piece
+// into the backend's own buffers and C written as it comes back, none of them whole in host
+// memory. Where the algorithm streams A (panels, decided job-wide), this rank writes its own C in
+// place, nothing needs the whole blocks afterwards (--verify, --baseline) and the backend stages
+// a GEMM of this shape (a GPU with room for B). TESSERA_STAGED=0 turns it off (comparisons), =1
+// forces it (the CPU then reads the blocks whole through the same calls: tests).
+bool Job::stage_gemm() const {
+  if (!streaming_ || !share_.a_may_stream || !route_->in_place() || !route_->sink() || o_.verify ||
+      !o_.baseline.empty())
+    return false;
+  const char* env = std::getenv("TESSERA_STAGED");
+  const std::string want = env ? env : "";
+  if (want == "0") return false;
+  if (want == "1") return true;
+  return be_->stages(plan_.dtype, share_.rows.size(), share_.cols.size(), plan_.k);
+}
+
+// The staged reads: each piece of A and B read, its NaN/Inf counted (every element by one rank)
+// and B's scaled by alpha, as read() does for whole blocks. Called in row order by the backend, on
+// this thread.
+void Job::prepare_staged_reads() {
+  const algorithms::Share& s = share_;
+  const DType dtype = plan_.dtype;
+  staged_.a = [this, &s, dtype, op = operand_a(o_)](std::int64_t row0, std::int64_t rows, void* into) {
+    const double t = MPI_Wtime();
+    io::read_operand_block(op, s.a_rows.begin + row0, rows, 0, plan_.k, dtype, into);
+    if (s.count_a) scan_a_.merge(scan_nonfinite(into, dtype, rows, plan_.k, s.a_rows.begin + row0, 0, plan_.k));
+    staged_read_s_ += seconds_since(t);
+  };
+  staged_.b = [this, &s, dtype, op = operand_b(o_)](std::int64_t row0, std::int64_t rows, void* into) {
+    const double t = MPI_Wtime();
+    const std::int64_t cols = s.b_cols.size();
+    io::read_operand_block(op, s.b_rows.begin + row0, rows, s.b_cols.begin, cols, dtype, into);
+    if (s.count_b)
+      scan_b_.merge(scan_nonfinite(into, dtype, rows, cols, s.b_rows.begin + row0, s.b_cols.begin, plan_.n));
+    if (o_.alpha != 1) scale(into, dtype, rows * cols, o_.alpha);
+    staged_read_s_ += seconds_since(t);
+  };
+  run_->staged = &staged_;
+}
+
 // 4. The algorithm's compute step.
 void Job::compute() {
   algorithm_->compute(*run_);
   if (!streaming_) return;
-  if (run_->streams) {
+  if (run_->staged) {
+    for (auto& p : me_.phases)  // every read of A and B, all of them during the GEMM
+      if (p.first == "read") p.second += staged_read_s_;
+  } else if (run_->streams) {
     scan_a_ = streams_.nonfinite();
     for (auto& p : me_.phases)  // all of A's reading, though most of it overlapped the GEMM
       if (p.first == "read") p.second += streams_.read_seconds();

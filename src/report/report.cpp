@@ -102,7 +102,8 @@ nlohmann::json to_json(const RankRecord& r) {
                       {"read_bytes", r.read_bytes},
                       {"write_bytes", r.write_bytes},
                       {"read_gbps", r.read_gbps()},
-                      {"write_gbps", r.write_gbps()}};
+                      {"write_gbps", r.write_gbps()},
+                      {"staged", r.staged}};
   if (!r.baseline_kernel.empty()) {
     const double s = r.compute_seconds();
     j["baseline"] = {{"kernel", r.baseline_kernel},
@@ -137,6 +138,7 @@ RankRecord rank_from_json(const nlohmann::json& j) {
   r.cpus = j.value("cpus", 0);
   r.read_bytes = j.value("read_bytes", std::int64_t{0});
   r.write_bytes = j.value("write_bytes", std::int64_t{0});
+  r.staged = j.value("staged", false);
   if (j.contains("baseline")) {
     r.baseline_kernel = j["baseline"].at("kernel").get<std::string>();
     r.baseline_seconds = j["baseline"].at("seconds").get<double>();

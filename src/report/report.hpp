@@ -34,6 +34,9 @@ struct RankRecord {
   // Bytes this rank read from the input files and wrote into the output (its share of C, or all of
   // it when it gathered), for its read and write rates.
   std::int64_t read_bytes = 0, write_bytes = 0;
+  // A, B and C passed through the backend's own staging buffers, never whole in host memory
+  // (backend.hpp's StagedProblem).
+  bool staged = false;
 
   double phase(const std::string& name) const;  // 0 when absent
   bool has_phase(const std::string& name) const;

@@ -76,9 +76,15 @@ def skip_without_gpus(args):
         raise SystemExit(SKIP)
 
 
-def forced_env(stream_chunks=0, bands=0):
-    """The environment that forces A's streaming pieces and the bands of C (None: the model's)."""
+def forced_env(stream_chunks=0, bands=0, staged="", stage_bytes=0):
+    """The environment that forces A's streaming pieces, the bands of C and the staged GEMM
+    (staged "on": TESSERA_STAGED=1, in pieces of stage_bytes; "off": TESSERA_STAGED=0; None: the
+    model's and the backend's choices)."""
     env = {}
+    if staged:
+        env["TESSERA_STAGED"] = "1" if staged == "on" else "0"
+    if stage_bytes:
+        env["TESSERA_STAGE_BYTES"] = str(stage_bytes)
     if stream_chunks:
         env["TESSERA_STREAM_CHUNKS"] = str(stream_chunks)
     if bands:

@@ -32,6 +32,11 @@ p.add_argument("--bands", type=int, default=0,
 p.add_argument("--write", default="", help="--write auto|in-place|gather")
 p.add_argument("--stream-chunks", type=int, default=0,
                help="TESSERA_STREAM_CHUNKS for the run: A is read in this many pieces while the GEMM runs")
+p.add_argument("--staged", default="", choices=["", "on", "off"],
+               help="TESSERA_STAGED=1 / 0: A, B and C through the backend's staging buffers, or not")
+p.add_argument("--stage-bytes", type=int, default=0, help="TESSERA_STAGE_BYTES: the staged pieces' size")
+p.add_argument("--expect-staged", default="", choices=["", "yes", "no"],
+               help="whether the busy ranks' reports must say their GEMM was staged (--staged on: yes)")
 args = p.parse_args()
 
 skip_without_gpus(args)
@@ -71,7 +76,7 @@ if args.panel_width:
     cmd += ["--panel-width", str(args.panel_width)]
 if args.write:
     cmd += ["--write", args.write]
-env = forced_env(args.stream_chunks, args.bands)
+env = forced_env(args.stream_chunks, args.bands, args.staged, args.stage_bytes)
 res = r.run(cmd, env=env)
 
 with h5py.File(c_file, "r") as f:
@@ -106,6 +111,16 @@ if args.stream_chunks > 1:
     check("streaming: A read in" in res.stdout, "the table says A streamed")
 elif args.stream_chunks == 1:
     check(rep["stream_chunks"] == 1, f"report stream_chunks {rep['stream_chunks']}, expected 1")
+expect_staged = args.expect_staged or {"on": "yes", "off": "no"}.get(args.staged, "")
+if expect_staged:
+    busy = [e for e in rep["ranks"] if e["active"]]
+    check(busy and all(e["staged"] == (expect_staged == "yes") for e in busy),
+          f"busy ranks' staged {[e['staged'] for e in busy]}, expected {expect_staged}")
+    check(all(not e["staged"] for e in rep["ranks"] if not e["active"]), "an idle rank says it staged")
+    if expect_staged == "yes":
+        read = sum(e["read_bytes"] for e in busy)
+        check(read >= (args.m * args.k + args.k * args.n) * np.dtype(np_dtype).itemsize,
+              f"staged ranks report {read} bytes read, fewer than A and B")
 check(f"(comm {rep['comm']}" in res.stdout, "the table names the comm path")
 if rep["comm"] == "nccl" and len({e["host"] for e in rep["ranks"]}) == 1 and not args.expect_shared_gpu:
     # One node, one GPU per rank, every GPU visible to every rank: NCCL links them directly.

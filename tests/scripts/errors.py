@@ -146,6 +146,23 @@ elif case == "stream-nonfinite-idle":
     write(A, "/Anan", nan_a)
     cmd, expect = base(a=f"{A}:/Anan") + ["--grid", "1x1"], "first at (37, 2)"
     stream_env = {"TESSERA_STREAM_CHUNKS": "4"}
+elif case in ("staged-nonfinite-a", "staged-nonfinite-b"):
+    # Staged (TESSERA_STAGED=1, pieces of 3 rows): the NaN sits in a late piece of A, or of B, read
+    # while C's first rows are already written into the temporary output; no output may appear.
+    nan_a, nan_b = rng.random((40, 5)), rng.random((5, 30))
+    if case == "staged-nonfinite-a":
+        nan_a[37, 2] = np.nan
+        expect = "first at (37, 2)"
+    else:
+        nan_b[4, 29] = np.inf
+        expect = "first at (4, 29)"
+    write(A, "/Anan", nan_a)
+    write(B, "/Bnan", nan_b)
+    cmd = base(a=f"{A}:/Anan", b=f"{B}:/Bnan") + ["--grid", "1x1"]
+    stream_env = {"TESSERA_STREAM_CHUNKS": "4", "TESSERA_STAGED": "1", "TESSERA_STAGE_BYTES": "100"}
+elif case == "bad-stage-bytes":
+    cmd, expect = base(), "TESSERA_STAGE_BYTES='0'"
+    stream_env = {"TESSERA_STREAM_CHUNKS": "4", "TESSERA_STAGED": "1", "TESSERA_STAGE_BYTES": "0"}
 elif case == "bad-stream-chunks":
     cmd, expect, stream_env = base(), "TESSERA_STREAM_CHUNKS='lots'", {"TESSERA_STREAM_CHUNKS": "lots"}
 else:

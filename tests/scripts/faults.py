@@ -16,8 +16,12 @@ p.add_argument("--case", required=True, choices=["rank-killed", "writer-killed",
 p.add_argument("--algorithm", default="panels", help="tessera run --algorithm (summa: killed inside its broadcasts)")
 p.add_argument("--stream-chunks", type=int, default=0,
                help="TESSERA_STREAM_CHUNKS: A read, and C written, while the GEMM runs (write-fails: on the writer thread)")
+p.add_argument("--staged", action="store_true",
+               help="TESSERA_STAGED=1 (small pieces): C written by the staged GEMM's writer thread")
 args = p.parse_args()
 stream_env = {"TESSERA_STREAM_CHUNKS": str(args.stream_chunks)} if args.stream_chunks else None
+if args.staged:
+    stream_env = dict(stream_env or {}, TESSERA_STAGED="1", TESSERA_STAGE_BYTES="20000")
 r = Runner(args)
 rng = np.random.default_rng(3)
 out_dir = r.path("out")

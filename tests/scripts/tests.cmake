@@ -27,11 +27,40 @@ add_mpi_test(stream.f64.off.np2 2 e2e_run.py --m 20 --n 21 --k 22 --dtype f64 --
 # Ranks left idle (a 1x1 grid of 3 ranks, as the model chooses for small products on GPUs).
 add_mpi_test(stream.f64.idle.np3 3 e2e_run.py --m 23 --n 19 --k 17 --dtype f64 --grid 1x1 --stream-chunks 4)
 
+# Staged GEMMs (backend.hpp's StagedProblem): A and B read piece by piece on request, C written as
+# it comes back, none of them whole in host memory (the GPU's default where A streams; forced here
+# with TESSERA_STAGED=1, in pieces of TESSERA_STAGE_BYTES: one row or less, remainders, K = 1).
+add_mpi_test(stage.f64.odd.np1 1 e2e_run.py --m 37 --n 29 --k 31 --dtype f64 --stream-chunks 5 --staged on --stage-bytes 700)
+add_mpi_test(stage.f32.odd.np2 2 e2e_run.py --m 61 --n 47 --k 1031 --dtype f32 --stream-chunks 3 --staged on --stage-bytes 5000 --kernel cpu-tiled)
+add_mpi_test(stage.f64.k1.np3 3 e2e_run.py --m 13 --n 11 --k 1 --dtype f64 --stream-chunks 4 --staged on --stage-bytes 1)
+add_mpi_test(stage.f64.grid2x2.np4 4 e2e_run.py --m 29 --n 31 --k 23 --dtype f64 --grid 2x2 --algorithm panels --stream-chunks 3 --staged on --stage-bytes 200)
+add_mpi_test(stage.f64.idle.np3 3 e2e_run.py --m 23 --n 19 --k 17 --dtype f64 --grid 1x1 --stream-chunks 4 --staged on --stage-bytes 300)
+add_mpi_test(stage.f32.gzip.np2 2 e2e_run.py --m 70 --n 90 --k 50 --dtype f32 --layout gzip --stream-chunks 4 --staged on --stage-bytes 2000)
+add_mpi_test(stage.f64.off.np2 2 e2e_run.py --m 20 --n 21 --k 22 --dtype f64 --stream-chunks 4 --staged off)
+# Gathered C needs the whole block on its rank: not staged, even when asked.
+add_mpi_test(stage.f64.gather.np2 2 e2e_run.py --m 20 --n 21 --k 22 --dtype f64 --stream-chunks 4 --write gather --staged on --expect-staged no)
+add_mpi_test(op.stage.tab.np2 2 op_run.py --m 61 --n 47 --k 53 --ta --tb --alpha 2 --beta -1 --stream-chunks 4 --algorithm panels --staged on --stage-bytes 300)
+add_mpi_test(op.stage.f32.np3 3 op_run.py --m 7 --n 5 --k 3 --ta --dtype f32 --beta 1 --stream-chunks 50 --staged on --stage-bytes 1)
+add_mpi_test(write.identical.panels.staged.np3 3 write_paths.py --case identical --stream-chunks 5 --staged)
+add_mpi_test(fault.write-fails.staged 2 faults.py --case write-fails --stream-chunks 4 --staged)
+foreach(case staged-nonfinite-a staged-nonfinite-b bad-stage-bytes)
+  add_mpi_test(error.${case} 2 errors.py --case ${case})
+endforeach()
+
 # The CUDA backend end to end; skipped (visibly) where fewer GPUs are visible.
 add_mpi_test(mpi.cuda.np1 1 e2e_run.py --m 1023 --n 1025 --k 1027 --dtype f32 --backend cuda --need-gpus 1)
 add_mpi_test(stream.cuda.f32.np1 1 e2e_run.py --m 1021 --n 1031 --k 1033 --dtype f32 --backend cuda --need-gpus 1 --stream-chunks 6)
 add_mpi_test(stream.cuda.f64.np2 2 e2e_run.py --m 257 --n 131 --k 67 --dtype f64 --backend cuda --need-gpus 2 --algorithm panels --stream-chunks 3)
-add_mpi_test(stream.cuda.ooc.np1 1 e2e_run.py --m 1000 --n 999 --k 997 --dtype f32 --backend cuda --need-gpus 1 --gpu-memory 3M --stream-chunks 4)
+add_mpi_test(stream.cuda.ooc.np1 1 e2e_run.py --m 1000 --n 999 --k 997 --dtype f32 --backend cuda --need-gpus 1 --gpu-memory 3M --stream-chunks 4 --expect-staged no)
+# Staged on the GPU (the default where A streams): pieces of one row and of several with
+# remainders, through the upload and download rings; whole blocks with TESSERA_STAGED=0.
+add_mpi_test(stage.cuda.f32.np1 1 e2e_run.py --m 1021 --n 1031 --k 1033 --dtype f32 --backend cuda --need-gpus 1 --stream-chunks 6 --expect-staged yes)
+add_mpi_test(stage.cuda.rows.np1 1 e2e_run.py --m 517 --n 259 --k 131 --dtype f64 --backend cuda --need-gpus 1 --stream-chunks 4 --stage-bytes 2000 --expect-staged yes)
+add_mpi_test(stage.cuda.pieces.np1 1 e2e_run.py --m 1021 --n 1031 --k 1033 --dtype f32 --backend cuda --need-gpus 1 --stream-chunks 6 --stage-bytes 100000 --expect-staged yes)
+add_mpi_test(stage.cuda.f64.np2 2 e2e_run.py --m 257 --n 131 --k 67 --dtype f64 --backend cuda --need-gpus 2 --algorithm panels --grid 2x1 --stream-chunks 3 --stage-bytes 3000 --expect-staged yes)
+add_mpi_test(stage.cuda.idle.np2 2 e2e_run.py --m 1023 --n 1025 --k 1027 --dtype f32 --backend cuda --need-gpus 2 --grid 1x1 --stream-chunks 4 --expect-staged yes)
+add_mpi_test(stage.cuda.off.np1 1 e2e_run.py --m 1021 --n 1031 --k 1033 --dtype f32 --backend cuda --need-gpus 1 --stream-chunks 6 --staged off)
+add_mpi_test(op.cuda.stage.np1 1 op_run.py --m 517 --n 259 --k 131 --ta --tb --alpha 2 --beta -1 --backend cuda --need-gpus 1 --stream-chunks 4 --stage-bytes 5000)
 add_mpi_test(mpi.cuda.np2 2 e2e_run.py --m 517 --n 1031 --k 259 --dtype f64 --backend cuda --need-gpus 2 --baseline naive)
 # Ranks left idle on GPUs start no CUDA context, yet report their GPU: panels on one GPU of two,
 # and summa on a 2x1 grid of 3 ranks (the idle rank names GPU 0 beside rank 0; NCCL between 0 and 1).

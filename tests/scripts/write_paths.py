@@ -19,6 +19,7 @@ p = parser(__doc__)
 p.add_argument("--case", required=True, choices=["identical", "unshared", "killed-writing"])
 p.add_argument("--algorithm", default="panels")
 p.add_argument("--stream-chunks", type=int, default=0)
+p.add_argument("--staged", action="store_true", help="TESSERA_STAGED=1 in small pieces (the in-place runs stage)")
 args = p.parse_args()
 r = Runner(args)
 rng = np.random.default_rng(11)
@@ -37,6 +38,8 @@ if args.case == "identical":
     write(r.path("a.h5"), "/A", a)
     write(r.path("b.h5"), "/B", b)
     env = {"TESSERA_STREAM_CHUNKS": str(args.stream_chunks)} if args.stream_chunks else None
+    if args.staged:
+        env = dict(env or {}, TESSERA_STAGED="1", TESSERA_STAGE_BYTES="3000")
     outs = {}
     for how in ("in-place", "gather"):
         c = os.path.join(out_dir, f"c-{how}.h5")

@@ -1,0 +1,261 @@
+// The CUDA backend's staged GEMM (backend.hpp's StagedProblem): A, B and C never exist whole in
+// host memory. B's rows, then each tile row of A's, are read by the caller straight into one of a
+// few small page-locked buffers (the upload ring) and copied up; each tile of C comes back in
+// pieces into another ring (the download ring), handed to the caller's take_c on a writer thread
+// while the next tiles are read and multiplied. What the GPU holds: all of B, two tiles of A's
+// rows and two of C's (DoubleBuffer, as the streamed GEMM).
+//
+// Why: the whole-block path page-locks A, B and C (about 0.1 s per GiB to allocate and as much to
+// free, docs/performance.md); here the page-locked memory is a few hundred MiB whatever the size.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "backend/cuda_gemm.hpp"
+#include "backend/double_buffer.hpp"
+#include "backend/step_times.hpp"
+#include "core/error.hpp"
+#include "kernels/cuda_check.hpp"
+
+namespace tessera::backend {
+namespace {
+
+constexpr int kUpSlots = 3;    // pieces of A or B on their way up
+constexpr int kDownSlots = 6;  // pieces of C on their way to the caller
+// A tile of A's rows is about this large (at least kPipelineTiles tiles): the first C rows come
+// back early, and the kernel still runs on large tiles.
+constexpr std::size_t kTileBytes = std::size_t{128} << 20;
+constexpr std::int64_t kMinTileRows = 128;
+
+std::size_t need_bytes(const StagedProblem& p, std::int64_t mr) {
+  const auto es = static_cast<std::size_t>(dtype_size(p.dtype));
+  return (static_cast<std::size_t>(p.k * p.n) + 2 * static_cast<std::size_t>(mr * (p.k + p.n))) * es;
+}
+
+}  // namespace
+
+std::int64_t staged_tile_rows(const StagedProblem& p, std::size_t budget) {
+  const std::size_t a_bytes = static_cast<std::size_t>(p.m * p.k) * dtype_size(p.dtype);
+  const std::int64_t tiles =
+      std::max<std::int64_t>(kPipelineTiles, static_cast<std::int64_t>((a_bytes + kTileBytes - 1) / kTileBytes));
+  std::int64_t mr = std::max<std::int64_t>((p.m + tiles - 1) / tiles, std::min(p.m, kMinTileRows));
+  mr = std::max<std::int64_t>(1, std::min(mr, p.m));
+  while (mr > 1 && need_bytes(p, mr) > budget) mr = (mr + 1) / 2;
+  return need_bytes(p, mr) <= budget ? mr : 0;
+}
+
+namespace {
+
+class StagedRun {
+ public:
+  StagedRun(Gpu& gpu, std::string kernel, const StagedProblem& p, std::int64_t mr)
+      : gpu_(gpu), kernel_(std::move(kernel)), p_(p), es_(dtype_size(p.dtype)), mr_(mr) {
+    const std::string what = " (staged, " + std::to_string(mr_) + "-row tiles)";
+    b_ = kernels::DeviceBuffer(static_cast<std::size_t>(p.k * p.n) * es_, "B" + what);
+    for (int s = 0; s < DoubleBuffer::kSlots; ++s) {
+      a_[s] = kernels::DeviceBuffer(static_cast<std::size_t>(mr_ * p.k) * es_, "A rows" + what);
+      c_[s] = kernels::DeviceBuffer(static_cast<std::size_t>(mr_ * p.n) * es_, "C tile" + what);
+    }
+    // Slots hold whole rows: a piece, or one row where a row is larger.
+    const std::size_t widest = static_cast<std::size_t>(std::max(p.k, p.n)) * es_;
+    slot_bytes_ = std::max(stage_piece_bytes() / widest * widest, widest);
+    staging_ = allocate_page_locked(slot_bytes_ * (kUpSlots + kDownSlots));
+    for (int s = 0; s < kDownSlots; ++s) free_down_.push_back(s);
+  }
+  StagedRun(const StagedRun&) = delete;
+  StagedRun& operator=(const StagedRun&) = delete;
+  ~StagedRun() { stop_writer(); }
+
+  std::vector<PhaseTime> run() {
+    writer_ = std::thread([this] { write_pieces(); });
+    try {
+      upload(p_.fill_b, 0, p_.k, static_cast<std::size_t>(p_.n) * es_, b_.get());
+      b_ready_.record(in());
+      CUDA_CHECK(cudaStreamWaitEvent(gpu_.stream.get(), b_ready_.get(), 0));
+      for (std::int64_t i0 = 0, row = 0; i0 < p_.m; i0 += mr_, ++row) tile_row(static_cast<int>(row % 2), i0);
+      copy_in_.synchronize();
+      gpu_.stream.synchronize();
+      copy_out_.synchronize();
+      finish_writer();
+    } catch (...) {
+      (void)cudaStreamSynchronize(in());
+      (void)cudaStreamSynchronize(gpu_.stream.get());
+      (void)cudaStreamSynchronize(out());
+      stop_writer();
+      throw;
+    }
+    gpu_.note_peak();
+    steps_.collect();
+    return {{"h2d", h2d_}, {"kernel", kernel_s_}, {"d2h", d2h_}};
+  }
+
+ private:
+  cudaStream_t in() const { return copy_in_.get(); }
+  cudaStream_t out() const { return copy_out_.get(); }
+  unsigned char* up_slot(int s) const { return staging_.data() + static_cast<std::size_t>(s) * slot_bytes_; }
+  unsigned char* down_slot(int s) const {
+    return staging_.data() + static_cast<std::size_t>(kUpSlots + s) * slot_bytes_;
+  }
+
+  // Rows [row0, row0 + rows) through the upload ring into `device` (contiguous rows of
+  // `row_bytes`), on the copy-in stream: a slot is refilled once its last copy is done.
+  template <class Fill>
+  void upload(const Fill& fill, std::int64_t row0, std::int64_t rows, std::size_t row_bytes, void* device) {
+    if (row_bytes == 0) return;
+    const std::int64_t step = std::max<std::int64_t>(1, static_cast<std::int64_t>(slot_bytes_ / row_bytes));
+    for (std::int64_t r = 0; r < rows; r += step) {
+      const std::int64_t count = std::min(step, rows - r);
+      const int s = next_up_;
+      next_up_ = (next_up_ + 1) % kUpSlots;
+      CUDA_CHECK(cudaEventSynchronize(up_copied_[s].get()));
+      fill(row0 + r, count, up_slot(s));
+      steps_.time(h2d_, in(), [&] {
+        CUDA_CHECK(cudaMemcpyAsync(static_cast<unsigned char*>(device) + static_cast<std::size_t>(r) * row_bytes,
+                                   up_slot(s), static_cast<std::size_t>(count) * row_bytes, cudaMemcpyHostToDevice,
+                                   in()));
+      });
+      up_copied_[s].record(in());
+    }
+  }
+
+  // One tile row (slot `t` of the A and C double buffers): its A rows up, the kernel, C down in
+  // pieces for the writer.
+  void tile_row(int t, std::int64_t i0) {
+    const std::int64_t rows = std::min(mr_, p_.m - i0);
+    a_ring_.before_fill(t, in());
+    upload(p_.fill_a, i0, rows, static_cast<std::size_t>(p_.k) * es_, a_[t].get());
+    a_ring_.after_fill(t, in());
+    const cudaStream_t run = gpu_.stream.get();
+    a_ring_.before_use(t, run);
+    c_ring_.before_fill(t, run);  // the tile two back has left this C buffer
+    const kernels::GpuGemm g{p_.dtype, rows, p_.n, p_.k, a_[t].get(), b_.get(), c_[t].get(), run};
+    steps_.time(kernel_s_, run, [&] { kernels::gpu_gemm(kernel_, g, gpu_.context); });
+    c_ring_.after_fill(t, run);
+    a_ring_.after_use(t, run);
+    c_ring_.before_use(t, out());
+    const std::size_t row_bytes = static_cast<std::size_t>(p_.n) * es_;
+    const std::int64_t step = std::max<std::int64_t>(1, static_cast<std::int64_t>(slot_bytes_ / row_bytes));
+    for (std::int64_t r = 0; r < rows; r += step) {
+      const std::int64_t count = std::min(step, rows - r);
+      const int s = take_down_slot();
+      steps_.time(d2h_, out(), [&] {
+        CUDA_CHECK(cudaMemcpyAsync(down_slot(s), c_[t].as<unsigned char>() + static_cast<std::size_t>(r) * row_bytes,
+                                   static_cast<std::size_t>(count) * row_bytes, cudaMemcpyDeviceToHost, out()));
+      });
+      down_copied_[s].record(out());
+      hand_to_writer({s, i0 + r, count});
+    }
+    c_ring_.after_use(t, out());
+  }
+
+  struct Piece {
+    int slot = 0;
+    std::int64_t row0 = 0, rows = 0;
+  };
+
+  // A free slot of the download ring; throws the writer's error once it failed.
+  int take_down_slot() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return !free_down_.empty() || write_error_; });
+    if (write_error_) std::rethrow_exception(write_error_);
+    const int s = free_down_.front();
+    free_down_.pop_front();
+    return s;
+  }
+  void hand_to_writer(Piece piece) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queued_.push_back(piece);
+    }
+    changed_.notify_all();
+  }
+
+  // The writer thread: each piece once its copy is done, to take_c, in order.
+  void write_pieces() {
+    (void)cudaSetDevice(gpu_.device);
+    for (;;) {
+      Piece piece;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [&] { return !queued_.empty() || no_more_ || stop_; });
+        if (stop_ || queued_.empty()) return;
+        piece = queued_.front();
+        queued_.pop_front();
+      }
+      try {
+        CUDA_CHECK(cudaEventSynchronize(down_copied_[piece.slot].get()));
+        p_.take_c(piece.row0, piece.rows, down_slot(piece.slot));
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        write_error_ = std::current_exception();
+        changed_.notify_all();
+        return;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        free_down_.push_back(piece.slot);
+      }
+      changed_.notify_all();
+    }
+  }
+  // Every piece handed over is taken; rethrows the writer's error.
+  void finish_writer() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      no_more_ = true;
+    }
+    changed_.notify_all();
+    if (writer_.joinable()) writer_.join();
+    if (write_error_) std::rethrow_exception(write_error_);
+  }
+  // The writer stops without taking what is left (an error elsewhere).
+  void stop_writer() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    if (writer_.joinable()) writer_.join();
+  }
+
+  Gpu& gpu_;
+  std::string kernel_;
+  const StagedProblem& p_;
+  std::size_t es_;
+  std::int64_t mr_;
+  std::size_t slot_bytes_ = 0;
+  kernels::DeviceBuffer b_, a_[DoubleBuffer::kSlots], c_[DoubleBuffer::kSlots];
+  HostBuffer staging_;  // kUpSlots then kDownSlots slots of slot_bytes_, page-locked
+  kernels::Stream copy_in_, copy_out_;
+  kernels::Event b_ready_, up_copied_[kUpSlots], down_copied_[kDownSlots];
+  DoubleBuffer a_ring_, c_ring_;
+  int next_up_ = 0;
+  StepTimes steps_;
+  double h2d_ = 0, kernel_s_ = 0, d2h_ = 0;
+  // Between this thread and the writer:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<int> free_down_;
+  std::deque<Piece> queued_;
+  bool no_more_ = false, stop_ = false;
+  std::exception_ptr write_error_;
+  std::thread writer_;
+};
+
+}  // namespace
+
+std::vector<PhaseTime> gemm_staged_on_gpu(Gpu& gpu, const std::string& kernel, const StagedProblem& p,
+                                          std::int64_t tile_rows) {
+  StagedRun staged(gpu, kernel, p, tile_rows);
+  return staged.run();
+}
+
+}  // namespace tessera::backend
