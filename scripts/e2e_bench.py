@@ -104,12 +104,18 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.data, exist_ok=True)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", NCCL_NVLS_ENABLE="0")
-    nps = [int(x) for x in args.nps.split(",")]
+    # A rank count, or a rank count with environment variables for tessera ("1:TESSERA_STAGED=0",
+    # several joined by "+"): a variant of its own, timed interleaved with the others.
+    variants = []
+    for item in args.nps.split(","):
+        count, _, envs = item.partition(":")
+        variants.append((item, int(count), dict(e.split("=", 1) for e in envs.split("+") if e)))
+    nps = [v[0] for v in variants]
     mpirun = ["mpirun", "--bind-to", "none", "-x", "NCCL_NVLS_ENABLE"]
     results = {}
 
     startup = {}
-    for np_ in nps:
+    for np_ in sorted({v[1] for v in variants}):
         ts = [run(mpirun + ["-np", str(np_), args.tessera, "info"], env)[0] for _ in range(3)]
         startup[np_] = statistics.median(ts)
 
@@ -129,12 +135,14 @@ def main():
         times["torch"] = []
         reports = {}
         for rep in range(args.repeats):
-            for np_ in nps:
-                name = f"{case}-np{np_}-{rep}"
-                cmd = mpirun + ["-np", str(np_), args.tessera, "run", "--a", f"{a}:/X", "--b", f"{b}:/X", "--c",
+            for item, np_, extra_env in variants:
+                name = f"{case}-np{item.replace(':', '-').replace('=', '').replace('+', '-')}-{rep}"
+                np_ = item if extra_env else np_
+                forwarded = [x for var in extra_env for x in ("-x", var)]
+                cmd = mpirun + forwarded + ["-np", item.partition(":")[0], args.tessera, "run", "--a", f"{a}:/X", "--b", f"{b}:/X", "--c",
                                 f"{out_c}:/C", "--overwrite", "-q", "--report", f"{args.out}/{name}.json"]
                 cmd += args.extra.split()
-                s, rc = run(cmd, env, f"{args.out}/{name}.log")
+                s, rc = run(cmd, dict(env, **extra_env), f"{args.out}/{name}.log")
                 if rc == 0:
                     times[f"np{np_}"].append(s)
                     reports[f"np{np_}"] = json.load(open(f"{args.out}/{name}.json"))
@@ -157,7 +165,8 @@ def main():
         for f in (out_c, f"{args.data}/{case}-torch.h5"):
             if os.path.exists(f):
                 os.remove(f)
-        results[case] = dict(label=c["label"], read=read_s, write=write_s, compute=compute_s, startup=startup,
+        results[case] = dict(label=c["label"], read=read_s, write=write_s, compute=compute_s,
+                             startup={v[0]: startup[v[1]] for v in variants},
                              times=times, reports=reports, hdf5_read=hdf5_read)
         print(case, {k: [round(x, 2) for x in v] for k, v in times.items()}, flush=True)
 
@@ -177,7 +186,10 @@ def phases_text(rep):
 
 def table(results, nps):
     med = lambda xs: statistics.median(xs) if xs else float("nan")
-    lines = ["| case | " + " | ".join(f"{n} GPU{'s' if n > 1 else ''} (s)" for n in nps) +
+    def heading(item):
+        count, _, envs = item.partition(":")
+        return f"{count} GPU{'s' if int(count) > 1 else ''}" + (f", {envs}" if envs else "") + " (s)"
+    lines = ["| case | " + " | ".join(heading(n) for n in nps) +
              " | h5py + torch (s) | floor (s): start-up + max(read, compute, write) | 1 GPU / floor | rank 0 phases, 1 GPU, last run (s) |",
              "|---|" + "---|" * len(nps) + "---|---|---|---|"]
     notes = []

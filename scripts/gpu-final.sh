@@ -12,6 +12,8 @@
 #   GPU_FINAL_TESTS   the ctest -R selection; GPU_FINAL_MEMCHECK=0 skips the memcheck step
 #   GPU_FINAL_EXTRA   extra options of every e2e tessera run (e.g. "--machine h200-2gpu")
 #   GPU_FINAL_REPEATS runs of each e2e case on each rank count (default 3; the median is reported)
+#   GPU_FINAL_MEMCHECK_STAGED=1: compute-sanitizer memcheck of one staged run, before the e2e cases
+#   GPU_FINAL_NPS     e2e_bench.py --nps (default "1,2"; "1:TESSERA_STAGED=0" adds a variant)
 set -uo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 budget=${2:-540}
@@ -44,6 +46,18 @@ if [ "${GPU_FINAL_MEMCHECK:-1}" = 1 ] && [ "$(left)" -gt 200 ] && command -v com
   tail -3 "$out/memcheck.log" | tee -a "$out/steps.log"
 fi
 
+if [ "${GPU_FINAL_MEMCHECK_STAGED:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  log "memcheck: a staged run (A, B and C through the staging rings, pieces of a few rows)"
+  t=build-gpu/tessera
+  $t generate --out /tmp/ms-a.h5:/A --rows 1021 --cols 1033 --dtype f32 --seed 1 --overwrite >/dev/null &&
+    $t generate --out /tmp/ms-b.h5:/B --rows 1033 --cols 1031 --dtype f32 --seed 2 --overwrite >/dev/null &&
+    TESSERA_STREAM_CHUNKS=4 TESSERA_STAGE_BYTES=300000 timeout 120 compute-sanitizer --tool memcheck \
+      --error-exitcode 1 $t run --a /tmp/ms-a.h5:/A --b /tmp/ms-b.h5:/B --c /tmp/ms-c.h5:/C --overwrite \
+      --backend cuda --report /tmp/ms.json >"$out/memcheck-staged.log" 2>&1
+  echo "exit $?" >>"$out/memcheck-staged.log"
+  grep -E "ERROR SUMMARY|staged|exit" "$out/memcheck-staged.log" | tail -3 | tee -a "$out/steps.log"
+  grep -o '"staged": *[a-z]*' /tmp/ms.json | tee -a "$out/steps.log"
+fi
 for c in ${GPU_FINAL_CASES:-16384 f64 gzip proj 32768}; do
   # Rough cost of one case with 2 repeats on 1 and 2 GPUs, data made once (s), scaled to the repeats.
   case $c in 16384) need=70 ;; f64) need=45 ;; gzip) need=60 ;; proj) need=60 ;; 32768) need=170 ;; *) need=60 ;; esac
@@ -54,7 +68,7 @@ for c in ${GPU_FINAL_CASES:-16384 f64 gzip proj 32768}; do
   case " ${GPU_FINAL_TORCH:-16384} " in *" $c "*) torch= ;; esac
   log "e2e $c"
   # shellcheck disable=SC2086  # torch is empty or one flag
-  timeout $(( $(left) - 10 )) python3 scripts/e2e_bench.py "$out/e2e-$c" --cases "$c" --repeats "$repeats" --nps 1,2 \
+  timeout $(( $(left) - 10 )) python3 scripts/e2e_bench.py "$out/e2e-$c" --cases "$c" --repeats "$repeats" --nps "${GPU_FINAL_NPS:-1,2}" \
     --tessera build-gpu/tessera --data /tmp/tessera-e2e --extra "${GPU_FINAL_EXTRA:-}" $torch >"$out/e2e-$c.log" 2>&1
   tail -3 "$out/e2e-$c.log" | tee -a "$out/steps.log"
 done
