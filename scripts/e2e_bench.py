@@ -104,12 +104,14 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.data, exist_ok=True)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", NCCL_NVLS_ENABLE="0")
-    # A rank count, or a rank count with environment variables for tessera ("1:TESSERA_STAGED=0",
-    # several joined by "+"): a variant of its own, timed interleaved with the others.
+    # A rank count, or a rank count followed by environment variables and options for tessera run
+    # ("1 TESSERA_STAGED=0", "2 --algorithm=panels --grid=2x1"): a variant of its own, timed
+    # interleaved with the others.
     variants = []
     for item in args.nps.split(","):
-        count, _, envs = item.partition(":")
-        variants.append((item, int(count), dict(e.split("=", 1) for e in envs.split("+") if e)))
+        count, *rest = item.split()
+        variants.append((item, int(count), dict(e.split("=", 1) for e in rest if not e.startswith("--")),
+                         [e for e in rest if e.startswith("--")]))
     nps = [v[0] for v in variants]
     mpirun = ["mpirun", "--bind-to", "none", "-x", "NCCL_NVLS_ENABLE"]
     results = {}
@@ -135,13 +137,13 @@ def main():
         times["torch"] = []
         reports = {}
         for rep in range(args.repeats):
-            for item, np_, extra_env in variants:
-                name = f"{case}-np{item.replace(':', '-').replace('=', '').replace('+', '-')}-{rep}"
-                np_ = item if extra_env else np_
+            for item, count, extra_env, options in variants:
+                name = f"{case}-np" + "".join(ch if ch.isalnum() else "-" for ch in item) + f"-{rep}"
+                np_ = item
                 forwarded = [x for var in extra_env for x in ("-x", var)]
-                cmd = mpirun + forwarded + ["-np", item.partition(":")[0], args.tessera, "run", "--a", f"{a}:/X", "--b", f"{b}:/X", "--c",
+                cmd = mpirun + forwarded + ["-np", str(count), args.tessera, "run", "--a", f"{a}:/X", "--b", f"{b}:/X", "--c",
                                 f"{out_c}:/C", "--overwrite", "-q", "--report", f"{args.out}/{name}.json"]
-                cmd += args.extra.split()
+                cmd += args.extra.split() + options
                 s, rc = run(cmd, dict(env, **extra_env), f"{args.out}/{name}.log")
                 if rc == 0:
                     times[f"np{np_}"].append(s)
@@ -187,8 +189,8 @@ def phases_text(rep):
 def table(results, nps):
     med = lambda xs: statistics.median(xs) if xs else float("nan")
     def heading(item):
-        count, _, envs = item.partition(":")
-        return f"{count} GPU{'s' if int(count) > 1 else ''}" + (f", {envs}" if envs else "") + " (s)"
+        count, *rest = item.split()
+        return f"{count} GPU{'s' if int(count) > 1 else ''}" + (f", {' '.join(rest)}" if rest else "") + " (s)"
     lines = ["| case | " + " | ".join(heading(n) for n in nps) +
              " | h5py + torch (s) | floor (s): start-up + max(read, compute, write) | 1 GPU / floor | rank 0 phases, 1 GPU, last run (s) |",
              "|---|" + "---|" * len(nps) + "---|---|---|---|"]

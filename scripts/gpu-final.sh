@@ -13,7 +13,7 @@
 #   GPU_FINAL_EXTRA   extra options of every e2e tessera run (e.g. "--machine h200-2gpu")
 #   GPU_FINAL_REPEATS runs of each e2e case on each rank count (default 3; the median is reported)
 #   GPU_FINAL_MEMCHECK_STAGED=1: compute-sanitizer memcheck of one staged run, before the e2e cases
-#   GPU_FINAL_NPS     e2e_bench.py --nps (default "1,2"; "1:TESSERA_STAGED=0" adds a variant)
+#   GPU_FINAL_NPS     e2e_bench.py --nps (default "1,2"; "1 TESSERA_STAGED=0" or "2 --grid=2x1" add variants)
 set -uo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 budget=${2:-540}
