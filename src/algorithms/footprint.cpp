@@ -59,6 +59,8 @@ Footprint footprint(const Algorithm& alg, const Problem& p, const Setting& s, co
   f.busy = alg.busy_ranks(p);
   const auto plan = [&](int r) {
     RankFootprint rf = alg.rank_footprint(p, f.setting, m, r);
+    // A GPU rank page-locks its blocks where it reads them, and frees them at the end.
+    if (s.gpu && !rf.staged) rf.read_seconds += static_cast<double>(rf.host_bytes) / m.page_lock_bytes_per_s;
     rf.host_bytes += m.host_overhead_bytes + (s.gpu ? m.gpu_host_overhead_bytes : 0);
     return rf;
   };

@@ -50,6 +50,7 @@ struct RankFootprint {
   std::int64_t write_bytes = 0;            // into the output file
   int nccl_groups = 0;                     // NCCL communicators it joins
   bool groups_join_while_reading = false;  // ... in the background, while it reads (ksplit)
+  bool staged = false;                     // A, B and C staged through the GPU (no page-locked blocks)
   double read_seconds = 0;                 // reading that the compute does not hide
   double compute_seconds = 0;              // copies, kernels and communication
   double write_seconds = 0;                // writing that the compute does not hide

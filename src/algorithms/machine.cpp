@@ -30,6 +30,7 @@ const Fields& fields() {
                          {"startup_seconds", &MachineModel::startup_seconds},
                          {"nccl_group_seconds", &MachineModel::nccl_group_seconds},
                          {"multi_gpu_seconds", &MachineModel::multi_gpu_seconds},
+                         {"page_lock_bytes_per_s", &MachineModel::page_lock_bytes_per_s},
                          {"durable_write_bytes_per_s_one_rank", &MachineModel::durable_write_bytes_per_s_one_rank},
                          {"h2d_bytes_per_s", &MachineModel::h2d_bytes_per_s},
                          {"d2h_bytes_per_s", &MachineModel::d2h_bytes_per_s},

@@ -41,6 +41,10 @@ struct MachineModel {
   // torn down). Once per job: the ranks pay theirs side by side (measured on 2 GPUs only). It is
   // why a small product runs faster on one GPU of two.
   double multi_gpu_seconds = 0.3;
+  // Page-locking a GPU rank's host blocks (A, B, C) where it reads them, and unlocking them at the
+  // end, per byte of them (measured 2026-11-30 on the H200: 3 GiB cost 0.62 s, 12 GiB 2.8 s, whole
+  // processes). A staged GEMM (backend.hpp's StagedProblem) pays neither.
+  double page_lock_bytes_per_s = 5e9;
   // Copies between pinned host memory and the device (measured 53 / 55 GB/s on the H200).
   double h2d_bytes_per_s = 50e9;
   double d2h_bytes_per_s = 50e9;

@@ -62,7 +62,18 @@ class Panels final : public Algorithm {
     // Streaming (RowStreams): A read and C written in pieces while the GEMM runs; the first piece
     // of A and the last of C are not hidden.
     const int chunks = stream_chunks(static_cast<std::size_t>(a));
-    if (chunks > 1 && !s.baseline) {
+    // Staged (backend.hpp's StagedProblem) where A streams on a GPU and C is written in place: B
+    // read first, then A tile by tile while the kernels run, C written as its tiles come back;
+    // only the staging rings are page-locked.
+    f.staged = chunks > 1 && s.gpu && s.in_place_write && !s.baseline && s.gpu_memory_limit == 0;
+    if (f.staged) {
+      const double tiles = std::max<double>(static_cast<double>(backend::kPipelineTiles),
+                                            static_cast<double>(a) / static_cast<double>(backend::kStagedTileBytes));
+      f.host_bytes = static_cast<std::int64_t>(backend::kStagingSlots * backend::stage_piece_bytes());
+      f.read_seconds = read_b + read_a / tiles;
+      f.compute_seconds = std::max(f.compute_seconds, read_a);
+      f.write_seconds = std::max(write / tiles, write - f.compute_seconds);
+    } else if (chunks > 1 && !s.baseline) {
       f.read_seconds = read_b + std::max(read_a / chunks, read_a - f.compute_seconds);
       f.write_seconds = std::max(write / chunks, write - f.compute_seconds);
     } else {

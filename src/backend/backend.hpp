@@ -114,6 +114,11 @@ struct PhaseTime {
 // kKsplitChunks chunks of K (two in flight) once K reaches kKsplitChunkMinK.
 inline constexpr std::size_t kPipelineMinBytes = std::size_t{256} << 20;
 inline constexpr std::int64_t kPipelineTiles = 4;
+// A staged GEMM on the GPU (StagedProblem) runs in tiles of A's rows of about kStagedTileBytes
+// (at least kPipelineTiles of them), through kStagingSlots page-locked slots of
+// stage_piece_bytes() (shared with the footprint model).
+inline constexpr std::size_t kStagedTileBytes = std::size_t{128} << 20;
+inline constexpr int kStagingSlots = 9;
 inline constexpr std::int64_t kKsplitChunks = 4;
 inline constexpr std::int64_t kKsplitChunkMinK = 2048;
 

@@ -30,9 +30,10 @@ namespace {
 
 constexpr int kUpSlots = 3;    // pieces of A or B on their way up
 constexpr int kDownSlots = 6;  // pieces of C on their way to the caller
-// A tile of A's rows is about this large (at least kPipelineTiles tiles): the first C rows come
-// back early, and the kernel still runs on large tiles.
-constexpr std::size_t kTileBytes = std::size_t{128} << 20;
+static_assert(kUpSlots + kDownSlots == kStagingSlots, "the footprint model counts the slots");
+// A tile of A's rows is about kStagedTileBytes (at least kPipelineTiles tiles): the first C rows
+// come back early, and the kernel still runs on large tiles.
+constexpr std::size_t kTileBytes = kStagedTileBytes;
 constexpr std::int64_t kMinTileRows = 128;
 
 std::size_t need_bytes(const StagedProblem& p, std::int64_t mr) {
