@@ -54,9 +54,13 @@ std::string rule(const Request& r, const Problem& p, const Environment& env) {
 std::vector<partition::GridShape> grids(const Request& r, const Problem& p) {
   if (r.grid_given) return {p.grid};
   std::vector<partition::GridShape> out{p.grid};
-  for (int ranks = p.ranks / 2; ranks >= 1; ranks /= 2) {
-    const auto g = partition::choose_grid(p.m, p.n, p.k, ranks);
+  const auto add = [&out](partition::GridShape g) {
     if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
+  };
+  for (int ranks = p.ranks; ranks >= 1; ranks /= 2) {
+    if (ranks < p.ranks) add(partition::choose_grid(p.m, p.n, p.k, ranks));
+    // Row blocks too: each rank then writes whole rows of C (in place, the fastest to write).
+    if (ranks > 1 && p.m >= ranks) add({ranks, 1});
   }
   return out;
 }

@@ -52,10 +52,33 @@ TEST_CASE("auto: the rule of thumb where the model sees no clear winner", "[algo
   CHECK(chosen(r, problem(20, 20, 40, 1), kCpu) == "panels");  // one rank
   CHECK(chosen(r, problem(20, 20, 40, 2), kCpu) == "panels");  // 1-D grid on host MPI
   CHECK(chosen(r, problem(40, 40, 40, 4), kCpu) == "summa");   // a 2-D grid
-  // GPUs: big enough that two are clearly faster than one (below, one GPU is kept).
-  const auto gpus = [&r](const alg::Problem& p) { return alg::choose(r, p, kNvlink, slow_gpus()).algorithm; };
+  // GPUs: big enough that two are clearly faster than one (below, one GPU is kept). C gathered
+  // (--write gather), so that no rank stages its GEMM: the rule's choice between summa and ksplit.
+  alg::Request gathered;
+  gathered.write = "gather";
+  gathered.grid_given = true;  // the rule's grid
+  const auto gpus = [&gathered](const alg::Problem& p) {
+    return alg::choose(gathered, p, kNvlink, slow_gpus()).algorithm;
+  };
   CHECK(gpus(problem(8192, 8192, 8192, 2, DType::f32)) == "ksplit");  // P M N <= (M + N) K over NVLink
   CHECK(gpus(problem(8192, 8192, 1024, 2, DType::f32)) == "summa");   // partials bigger than the inputs
+  // C written in place: panels on row blocks, each GPU's GEMM staged, no sum and no NCCL group,
+  // beats ksplit's where compute bounds.
+  const alg::Choice staged = alg::choose(r, problem(8192, 8192, 8192, 2, DType::f32), kNvlink, slow_gpus());
+  CHECK(staged.algorithm == "panels");
+  CHECK(staged.footprint.busy == 2);
+  CHECK(staged.footprint.root.staged);
+  // On a 1x2 grid the blocks share C's rows: their writes add no rate, and each row is a write.
+  alg::Request columns;
+  columns.algorithm = "panels";
+  columns.grid_given = true;
+  auto side_by_side = problem(2000000, 256, 256, 2, DType::f32);
+  side_by_side.grid = {1, 2};
+  auto stacked = side_by_side;
+  stacked.grid = {2, 1};
+  alg::MachineModel m;
+  CHECK(alg::choose(columns, side_by_side, kNvlink, m).footprint.predicted.write >
+        2 * alg::choose(columns, stacked, kNvlink, m).footprint.predicted.write);
 }
 
 TEST_CASE("auto: more busy GPUs only where clearly faster than fewer", "[algorithms][choice]") {
@@ -69,16 +92,16 @@ TEST_CASE("auto: more busy GPUs only where clearly faster than fewer", "[algorit
   }
   // A second GPU predicted faster, but by less than kClearlyFaster: one GPU.
   alg::MachineModel m = slow_gpus();
-  const auto p = problem(8192, 8192, 8192, 2, DType::f32);
+  const auto p = problem(16384, 16384, 16384, 2, DType::f32);
   alg::Request one;
   one.algorithm = "panels";
   one.grid_given = true;
   auto alone = p;
   alone.grid = {1, 1};
   const double t1 = alg::choose(one, alone, kNvlink, m).footprint.predicted_seconds();
-  alg::Request ks;
-  ks.algorithm = "ksplit";
-  const double t2 = alg::choose(ks, p, kNvlink, m).footprint.predicted_seconds();
+  const alg::Choice best = alg::choose(r, p, kNvlink, m);  // the fastest on 2 GPUs
+  REQUIRE(best.footprint.busy == 2);
+  const double t2 = best.footprint.predicted_seconds();
   REQUIRE(t2 < (1 - 2.5 * alg::kClearlyFaster) * t1);
   m.multi_gpu_seconds = (t1 - t2) - 0.5 * alg::kClearlyFaster * t1;  // 2 GPUs 5% faster
   CHECK(alg::choose(r, p, kNvlink, m).footprint.busy == 1);
