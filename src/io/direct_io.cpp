@@ -71,10 +71,11 @@ int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, st
   auto* dst = static_cast<unsigned char*>(buffer);
   const bool whole_rows = col0 == 0 && ncols == cols;
   // Pieces: byte ranges of whole rows, or rows of a column block; at most io_threads() threads,
-  // each with at least 16 MiB (a thread costs more than it saves on small transfers).
+  // each with at least 4 MiB (a thread costs more than it saves on small transfers; a staged
+  // GEMM reads in pieces of 32 MiB, 8 threads each).
   const std::size_t total = static_cast<std::size_t>(nrows * ncols) * esize;
   const auto threads =
-      static_cast<int>(std::clamp<std::size_t>(total >> 24, 1, static_cast<std::size_t>(io_threads())));
+      static_cast<int>(std::clamp<std::size_t>(total >> 22, 1, static_cast<std::size_t>(io_threads())));
   std::vector<int> failed(static_cast<std::size_t>(threads), 0);
   const auto work = [&](int t) {
     const std::int64_t r0 = nrows * t / threads, r1 = nrows * (t + 1) / threads;
