@@ -19,6 +19,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -140,7 +141,11 @@ class Job {
 void Job::share_cores() {
   const comm::CpuShare cpus = comm::widen_cpu_binding(comm_);
   if (cpus.after > cpus.before) backend::use_cpu_threads(cpus.after);
-  io::set_io_threads(cpus.after);
+  // Ranks of a node unbound (each may run on every core): leave a core to each of the others, or
+  // one waiting in MPI (which spins) makes one of this rank's reader threads a straggler.
+  const int others = comm_.node().local_size - 1;
+  const int all = static_cast<int>(std::thread::hardware_concurrency());
+  io::set_io_threads(others > 0 && cpus.after >= all && all > others ? cpus.after - others : cpus.after);
   if (!cpus.note.empty()) log::info(cpus.note);  // every run of 2 ranks on a node would print it
 }
 
