@@ -342,6 +342,7 @@ bool Job::stage_gemm() const {
   const std::string want = env ? env : "";
   if (want == "0") return false;
   if (want == "1") return true;
+  if (!want.empty()) throw InputError("TESSERA_STAGED='" + want + "' is not 0 or 1 (unset: the backend decides)");
   return be_->stages(plan_.dtype, share_.rows.size(), share_.cols.size(), plan_.k);
 }
 

@@ -160,6 +160,9 @@ elif case in ("staged-nonfinite-a", "staged-nonfinite-b"):
     write(B, "/Bnan", nan_b)
     cmd = base(a=f"{A}:/Anan", b=f"{B}:/Bnan") + ["--grid", "1x1"]
     stream_env = {"TESSERA_STREAM_CHUNKS": "4", "TESSERA_STAGED": "1", "TESSERA_STAGE_BYTES": "100"}
+elif case == "bad-staged":
+    cmd, expect = base(), "TESSERA_STAGED='yes' is not 0 or 1"
+    stream_env = {"TESSERA_STREAM_CHUNKS": "4", "TESSERA_STAGED": "yes"}
 elif case == "bad-stage-bytes":
     cmd, expect = base(), "TESSERA_STAGE_BYTES='0'"
     stream_env = {"TESSERA_STREAM_CHUNKS": "4", "TESSERA_STAGED": "1", "TESSERA_STAGE_BYTES": "0"}
