@@ -78,8 +78,8 @@ class COut {
                       bool root_written, report::Phases& phases) const = 0;
 };
 
-// Rows of the rank's A block (all of K) and B block, read from the inputs on request, for a staged
-// GEMM (backend.hpp's StagedProblem): the harness checks and scales them as it does whole blocks.
+// Rows of the rank's A block and B block (all their columns), read from the inputs on request, for
+// a staged GEMM (backend.hpp's StagedProblem): the harness's own reads, checked and scaled.
 struct StagedReads {
   std::function<void(std::int64_t row0, std::int64_t rows, void* into)> a, b;
 };

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "backend/backend.hpp"
@@ -40,6 +41,12 @@ std::size_t memory_budget(std::size_t limit);
 // threads, then registered with CUDA; pageable where registering fails or
 // TESSERA_HOST_MEMORY=pageable asks for it.
 HostBuffer allocate_page_locked(std::size_t bytes);
+
+// After a failure: waits for what was enqueued on `streams` before their buffers go, ignoring
+// further errors (the first is the one reported).
+inline void synchronize_quietly(std::initializer_list<cudaStream_t> streams) {
+  for (cudaStream_t s : streams) (void)cudaStreamSynchronize(s);
+}
 
 // "rows x cols", for messages.
 std::string shape_str(std::int64_t rows, std::int64_t cols);

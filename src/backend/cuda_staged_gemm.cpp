@@ -33,7 +33,6 @@ constexpr int kDownSlots = 6;  // pieces of C on their way to the caller
 static_assert(kUpSlots + kDownSlots == kStagingSlots, "the footprint model counts the slots");
 // A tile of A's rows is about kStagedTileBytes (at least kPipelineTiles tiles): the first C rows
 // come back early, and the kernel still runs on large tiles.
-constexpr std::size_t kTileBytes = kStagedTileBytes;
 constexpr std::int64_t kMinTileRows = 128;
 
 std::size_t need_bytes(const StagedProblem& p, std::int64_t mr) {
@@ -46,7 +45,7 @@ std::size_t need_bytes(const StagedProblem& p, std::int64_t mr) {
 std::int64_t staged_tile_rows(const StagedProblem& p, std::size_t budget) {
   const std::size_t a_bytes = static_cast<std::size_t>(p.m * p.k) * dtype_size(p.dtype);
   const std::int64_t tiles =
-      std::max<std::int64_t>(kPipelineTiles, static_cast<std::int64_t>((a_bytes + kTileBytes - 1) / kTileBytes));
+      std::max<std::int64_t>(kPipelineTiles, static_cast<std::int64_t>((a_bytes + kStagedTileBytes - 1) / kStagedTileBytes));
   std::int64_t mr = std::max<std::int64_t>((p.m + tiles - 1) / tiles, std::min(p.m, kMinTileRows));
   mr = std::max<std::int64_t>(1, std::min(mr, p.m));
   while (mr > 1 && need_bytes(p, mr) > budget) mr = (mr + 1) / 2;
@@ -87,9 +86,7 @@ class StagedRun {
       copy_out_.synchronize();
       finish_writer();
     } catch (...) {
-      (void)cudaStreamSynchronize(in());
-      (void)cudaStreamSynchronize(gpu_.stream.get());
-      (void)cudaStreamSynchronize(out());
+      synchronize_quietly({in(), gpu_.stream.get(), out()});
       stop_writer();
       throw;
     }

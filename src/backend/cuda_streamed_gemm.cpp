@@ -94,9 +94,7 @@ class StreamedGemm {
       gpu_.stream.synchronize();
       copy_out_.synchronize();
     } catch (...) {
-      (void)cudaStreamSynchronize(in());
-      (void)cudaStreamSynchronize(gpu_.stream.get());
-      (void)cudaStreamSynchronize(out());
+      synchronize_quietly({in(), gpu_.stream.get(), out()});
       throw;
     }
     gpu_.note_peak();

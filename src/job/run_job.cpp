@@ -105,7 +105,7 @@ class Job {
   void scan_old_c();
   void refuse_inputs();
   bool stage_gemm() const;
-  void prepare_staged_reads();
+  void prepare_reads();
 
   const RunOptions& o_;
   const comm::Comm& comm_;
@@ -130,8 +130,8 @@ class Job {
   std::unique_ptr<algorithms::RankRun> run_;
   algorithms::RowStreams streams_;  // after the buffers its threads use (in run_): stopped before they go
   bool streaming_ = false;          // A streams in on the busy ranks: non-finite input is refused after the GEMM
-  algorithms::StagedReads staged_;  // this rank's reads when its GEMM is staged (run_->staged)
-  double staged_read_s_ = 0;        // seconds spent in them
+  algorithms::StagedReads reads_;   // this rank's reads of A and B rows (whole blocks, or a staged GEMM's pieces)
+  double reads_seconds_ = 0;        // seconds spent in them
   io::NonfiniteCount scan_a_, scan_b_, scan_old_c_;
   std::optional<FreivaldsResult> verified_;
 };
@@ -286,8 +286,9 @@ void Job::read() {
   comm_.step([&] {
     if (!s.active) return;
     const double t = MPI_Wtime();
+    prepare_reads();
     if (stage_gemm()) {  // nothing read yet: the backend asks for the rows as it goes (compute)
-      prepare_staged_reads();
+      run_->staged = &reads_;
       me_.staged = true;
       me_.read_bytes =
           static_cast<std::int64_t>((s.a_rows.size() * s.a_cols.size() + s.b_rows.size() * s.b_cols.size()) * es);
@@ -298,28 +299,14 @@ void Job::read() {
     run_->b = be_->allocate_host(static_cast<std::size_t>(s.b_rows.size() * s.b_cols.size()) * es);
     run_->c = be_->allocate_host(static_cast<std::size_t>(s.c_elements) * es);
     if (s.zero_c && !run_->c.empty()) std::memset(run_->c.data(), 0, run_->c.size());
-    // Every block of A and B is read here (or by the streams): op(A) and op(B), in their own
-    // coordinates, whether the file holds them or their transposes (io/operand.hpp).
-    const auto read = [&](const io::Operand& op, partition::Range rows, partition::Range cols, void* into) {
-      if (rows.size() > 0 && cols.size() > 0)
-        io::read_operand_block(op, rows.begin, rows.size(), cols.begin, cols.size(), plan_.dtype, into);
-    };
-    read(operand_b(o_), s.b_rows, s.b_cols, run_->b.data());
-    if (s.count_b)
-      scan_b_ = scan_nonfinite(run_->b.data(), plan_.dtype, s.b_rows.size(), s.b_cols.size(), s.b_rows.begin,
-                               s.b_cols.begin, plan_.n);
-    // alpha op(A) op(B): B's block is the smaller, scaled once here (after the scan: the
-    // refusal names the file's values).
-    if (o_.alpha != 1) scale(run_->b.data(), plan_.dtype, s.b_rows.size() * s.b_cols.size(), o_.alpha);
+    // Every block of A and B is read here (or by the streams).
+    if (s.b_rows.size() > 0 && s.b_cols.size() > 0) reads_.b(0, s.b_rows.size(), run_->b.data());
     if (chunks > 1) {
       streams_.start_reading(operand_a(o_), s.a_rows.begin, s.a_rows.size(), plan_.k, plan_.dtype, run_->a.data(),
                              chunks, s.count_a);
       run_->streams = &streams_;
-    } else {
-      read(operand_a(o_), s.a_rows, s.a_cols, run_->a.data());
-      if (s.count_a)
-        scan_a_ = scan_nonfinite(run_->a.data(), plan_.dtype, s.a_rows.size(), s.a_cols.size(), s.a_rows.begin,
-                                 s.a_cols.begin, plan_.k);
+    } else if (s.a_rows.size() > 0 && s.a_cols.size() > 0) {
+      reads_.a(0, s.a_rows.size(), run_->a.data());
     }
     me_.read_bytes = static_cast<std::int64_t>(run_->a.size() + run_->b.size());
     me_.phases.emplace_back("read", seconds_since(t));  // streaming: B, and A's reading that ran before the GEMM
@@ -346,28 +333,31 @@ bool Job::stage_gemm() const {
   return be_->stages(plan_.dtype, share_.rows.size(), share_.cols.size(), plan_.k);
 }
 
-// The staged reads: each piece of A and B read, its NaN/Inf counted (every element by one rank)
-// and B's scaled by alpha, as read() does for whole blocks. Called in row order by the backend, on
-// this thread.
-void Job::prepare_staged_reads() {
+// This rank's reads: rows [row0, row0 + rows) of its A block or B block (all their columns), as
+// op(A) and op(B) in their own coordinates, whether the file holds them or their transposes
+// (io/operand.hpp); each piece's NaN/Inf counted (every element by one rank) and B's scaled by
+// alpha (after the count: the refusal names the file's values). read() calls them once for whole
+// blocks; a staged GEMM's backend calls them piece by piece, in row order, on this thread.
+void Job::prepare_reads() {
   const algorithms::Share& s = share_;
   const DType dtype = plan_.dtype;
-  staged_.a = [this, &s, dtype, op = operand_a(o_)](std::int64_t row0, std::int64_t rows, void* into) {
+  reads_.a = [this, &s, dtype, op = operand_a(o_)](std::int64_t row0, std::int64_t rows, void* into) {
     const double t = MPI_Wtime();
-    io::read_operand_block(op, s.a_rows.begin + row0, rows, 0, plan_.k, dtype, into);
-    if (s.count_a) scan_a_.merge(scan_nonfinite(into, dtype, rows, plan_.k, s.a_rows.begin + row0, 0, plan_.k));
-    staged_read_s_ += seconds_since(t);
+    const std::int64_t cols = s.a_cols.size();
+    io::read_operand_block(op, s.a_rows.begin + row0, rows, s.a_cols.begin, cols, dtype, into);
+    if (s.count_a)
+      scan_a_.merge(scan_nonfinite(into, dtype, rows, cols, s.a_rows.begin + row0, s.a_cols.begin, plan_.k));
+    reads_seconds_ += seconds_since(t);
   };
-  staged_.b = [this, &s, dtype, op = operand_b(o_)](std::int64_t row0, std::int64_t rows, void* into) {
+  reads_.b = [this, &s, dtype, op = operand_b(o_)](std::int64_t row0, std::int64_t rows, void* into) {
     const double t = MPI_Wtime();
     const std::int64_t cols = s.b_cols.size();
     io::read_operand_block(op, s.b_rows.begin + row0, rows, s.b_cols.begin, cols, dtype, into);
     if (s.count_b)
       scan_b_.merge(scan_nonfinite(into, dtype, rows, cols, s.b_rows.begin + row0, s.b_cols.begin, plan_.n));
-    if (o_.alpha != 1) scale(into, dtype, rows * cols, o_.alpha);
-    staged_read_s_ += seconds_since(t);
+    if (o_.alpha != 1) scale(into, dtype, rows * cols, o_.alpha);  // B's block is the smaller
+    reads_seconds_ += seconds_since(t);
   };
-  run_->staged = &staged_;
 }
 
 // 4. The algorithm's compute step.
@@ -376,7 +366,7 @@ void Job::compute() {
   if (!streaming_) return;
   if (run_->staged) {
     for (auto& p : me_.phases)  // every read of A and B, all of them during the GEMM
-      if (p.first == "read") p.second += staged_read_s_;
+      if (p.first == "read") p.second += reads_seconds_;
   } else if (run_->streams) {
     scan_a_ = streams_.nonfinite();
     for (auto& p : me_.phases)  // all of A's reading, though most of it overlapped the GEMM
