@@ -13,6 +13,7 @@
 #   GPU_FINAL_EXTRA   extra options of every e2e tessera run (e.g. "--machine h200-2gpu")
 #   GPU_FINAL_REPEATS runs of each e2e case on each rank count (default 3; the median is reported)
 #   GPU_FINAL_MEMCHECK_STAGED=1: compute-sanitizer memcheck of one staged run, before the e2e cases
+#   GPU_FINAL_STARTUP=1: scripts/startup_probe.py (MPI start-up under several transports) first
 #   GPU_FINAL_NPS     e2e_bench.py --nps (default "1,2"; "1 TESSERA_STAGED=0" or "2 --grid=2x1" add variants)
 set -uo pipefail
 out=$(mkdir -p "$1" && cd "$1" && pwd)
@@ -57,6 +58,12 @@ if [ "${GPU_FINAL_MEMCHECK_STAGED:-0}" = 1 ] && command -v compute-sanitizer >/d
   echo "exit $?" >>"$out/memcheck-staged.log"
   grep -E "ERROR SUMMARY|staged|exit" "$out/memcheck-staged.log" | tail -3 | tee -a "$out/steps.log"
   grep -o '"staged": *[a-z]*' /tmp/ms.json | tee -a "$out/steps.log"
+fi
+if [ "${GPU_FINAL_STARTUP:-0}" = 1 ]; then
+  log "start-up probe"
+  timeout 150 python3 scripts/startup_probe.py "$out/startup" --tessera build-gpu/tessera --repeats 4 \
+    >"$out/startup.log" 2>&1
+  cat "$out/startup/startup.md" >>"$out/steps.log" 2>/dev/null
 fi
 for c in ${GPU_FINAL_CASES:-16384 f64 gzip proj 32768}; do
   # Rough cost of one case with 2 repeats on 1 and 2 GPUs, data made once (s), scaled to the repeats.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "comm/comm.hpp"
+#include "comm/mpi_start.hpp"
 #include "commands/bench.hpp"
 #include "commands/dry_run.hpp"
 #include "commands/generate.hpp"
@@ -331,9 +332,23 @@ int run_command(const CLI::App& app, Commands& c, int rank, const std::vector<st
 int main(int argc, char** argv) {
   // Funneled: tessera's helper threads (reading and writing files, freeing page-locked memory)
   // run beside MPI calls of the main thread but never call MPI themselves.
+  // Open MPI's transports are picked from the environment, so before MPI_Init (comm/mpi_start.hpp).
+  tessera::comm::prepare_mpi_start();
   int provided = MPI_THREAD_SINGLE;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   const int rank = world_rank();
+  {
+    // A rank whose environment names no known transport choice stops the job; every rank agrees
+    // (the environment may differ between nodes), the lowest such rank says why.
+    const auto& start = tessera::comm::mpi_start_choice();
+    int first_bad = start.error.empty() ? world_size() : rank;
+    MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first_bad < world_size()) {
+      if (rank == first_bad) std::fprintf(stderr, "tessera: error: %s\n", start.error.c_str());
+      MPI_Finalize();
+      return kExitUsage;
+    }
+  }
 
   CLI::App app{"tessera: distributed dense matrix multiply, HDF5 in and out, one GPU (or CPU) per MPI rank"};
   app.set_version_flag("--version", std::string("tessera ") + tessera::kVersion);
@@ -356,6 +371,7 @@ int main(int argc, char** argv) {
       return code;
     }
     tessera::log::configure(log_level(c.logging), rank);
+    if (rank == 0) tessera::log::info("MPI transports: " + tessera::comm::mpi_start_choice().why);
     tessera::report::set_progress_mode(c.ro.progress, rank == 0);
     if ((*c.r && c.ro.report == "-") || (*c.b && c.bo.json_path == "-")) json_to_stdout();
     // The config file is read, never written (job/job_paths.hpp).

@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "backend/backend.hpp"
+#include "comm/mpi_start.hpp"
 #include "core/version.hpp"
 #include "io/hdf5_io.hpp"
 #include "kernels/cpu_gemm.hpp"
@@ -42,7 +43,8 @@ nlohmann::json collect_info(const comm::Comm& comm) {
             {"rank", comm.rank()},
             {"host", node.host},
             {"local_rank", node.local_rank},
-            {"local_size", node.local_size}}},
+            {"local_size", node.local_size},
+            {"transports", comm::mpi_start_choice().why}}},
           {"hdf5", {{"version", io::library_version()}, {"parallel", io::library_is_parallel()}}},
           {"blas",
            {{"library", kernels::blas_name()},
@@ -62,6 +64,7 @@ std::string format_info(const nlohmann::json& i) {
                   i["mpi"]["library"].get<std::string>(), i["mpi"]["standard"].get<std::string>(),
                   i["mpi"]["world_size"].get<int>(), i["mpi"]["rank"].get<int>(), i["mpi"]["host"].get<std::string>(),
                   i["mpi"]["local_rank"].get<int>(), i["mpi"]["local_size"].get<int>());
+  out += fmt::format("  transport: {}\n", i["mpi"].value("transports", std::string("?")));
   out += fmt::format("  HDF5     : {} ({})\n", i["hdf5"]["version"].get<std::string>(),
                      i["hdf5"]["parallel"].get<bool>() ? "parallel" : "serial");
   out += fmt::format("  BLAS     : {}, {} thread(s): {}\n", i["blas"]["library"].get<std::string>(),

@@ -163,6 +163,9 @@ elif case in ("staged-nonfinite-a", "staged-nonfinite-b"):
 elif case == "bad-staged":
     cmd, expect = base(), "TESSERA_STAGED='yes' is not 0 or 1"
     stream_env = {"TESSERA_STREAM_CHUNKS": "4", "TESSERA_STAGED": "yes"}
+elif case == "bad-mpi-transports":
+    cmd, expect = base(), "TESSERA_MPI_TRANSPORTS must be auto or open-mpi, not 'shm'"
+    stream_env = {"TESSERA_MPI_TRANSPORTS": "shm"}
 elif case == "bad-stage-bytes":
     cmd, expect = base(), "TESSERA_STAGE_BYTES='0'"
     stream_env = {"TESSERA_STREAM_CHUNKS": "4", "TESSERA_STAGED": "1", "TESSERA_STAGE_BYTES": "0"}

@@ -1,0 +1,114 @@
+#include "comm/mpi_start.hpp"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace tessera::comm {
+
+namespace {
+
+TransportChoice g_choice;
+
+bool has(const LaunchView& v, const char* name) {
+  const char* value = v.get(name);
+  return value != nullptr && *value != '\0';
+}
+
+std::string value_of(const LaunchView& v, const char* name) {
+  const char* value = v.get(name);
+  return value != nullptr ? value : "";
+}
+
+// Whether the MCA parameter file's text sets one of the transport frameworks (a line
+// "pml = ...", "btl=...", "mtl = ..." that is not a comment).
+bool file_sets_transports(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#') continue;
+    const auto eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = line.substr(first, eq - first);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    if (key == "pml" || key == "btl" || key == "mtl") return true;
+  }
+  return false;
+}
+
+// True when every rank of this job is on this node, as far as the launcher says before MPI_Init.
+bool one_node(const LaunchView& v, std::string& how) {
+  if (has(v, "OMPI_COMM_WORLD_SIZE")) {  // mpirun (Open MPI's launcher)
+    const std::string size = value_of(v, "OMPI_COMM_WORLD_SIZE"), local = value_of(v, "OMPI_COMM_WORLD_LOCAL_SIZE");
+    how = "mpirun: " + local + " of " + size + " ranks on this node";
+    return !local.empty() && local == size;
+  }
+  if (has(v, "SLURM_STEP_NUM_NODES")) {  // srun
+    const std::string nodes = value_of(v, "SLURM_STEP_NUM_NODES");
+    how = "srun: " + nodes + " node(s)";
+    return nodes == "1";
+  }
+  if (has(v, "PMIX_RANK") || has(v, "PMI_RANK") || has(v, "PMI_SIZE")) {  // another launcher
+    how = "launcher does not say how many nodes";
+    return false;
+  }
+  how = "one process, no launcher";
+  return true;
+}
+
+}  // namespace
+
+TransportChoice choose_transports(const LaunchView& v) {
+  TransportChoice c;
+  const std::string mode = value_of(v, "TESSERA_MPI_TRANSPORTS");
+  if (!mode.empty() && mode != "auto" && mode != "open-mpi") {
+    c.error = "TESSERA_MPI_TRANSPORTS must be auto or open-mpi, not '" + mode + "'";
+    c.why = "Open MPI's choice (TESSERA_MPI_TRANSPORTS not understood)";
+    return c;
+  }
+  if (mode == "open-mpi") {
+    c.why = "Open MPI's choice (TESSERA_MPI_TRANSPORTS=open-mpi)";
+    return c;
+  }
+  for (const char* name : {"OMPI_MCA_pml", "OMPI_MCA_btl", "OMPI_MCA_mtl"})
+    if (has(v, name)) {
+      c.why = std::string("Open MPI's choice (") + name + " is set)";
+      return c;
+    }
+  if (file_sets_transports(v.user_mca_params)) {
+    c.why = "Open MPI's choice (~/.openmpi/mca-params.conf sets pml, btl or mtl)";
+    return c;
+  }
+  std::string how;
+  c.shared_memory_only = one_node(v, how);
+  c.why = c.shared_memory_only ? "shared memory only (ob1, self+vader): " + how : "Open MPI's choice (" + how + ")";
+  return c;
+}
+
+void prepare_mpi_start() {
+#ifdef OPEN_MPI
+  LaunchView view;
+  view.get = [](const char* name) -> const char* { return std::getenv(name); };
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    std::ifstream in(std::string(home) + "/.openmpi/mca-params.conf");
+    std::ostringstream text;
+    text << in.rdbuf();
+    view.user_mca_params = text.str();
+  }
+  g_choice = choose_transports(view);
+  if (g_choice.shared_memory_only) {
+    ::setenv("OMPI_MCA_pml", "ob1", 0);
+    ::setenv("OMPI_MCA_btl", "self,vader", 0);
+  }
+#else
+  g_choice.why = "the MPI library's choice (not Open MPI)";
+#endif
+}
+
+const TransportChoice& mpi_start_choice() { return g_choice; }
+
+}  // namespace tessera::comm

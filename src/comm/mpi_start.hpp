@@ -1,0 +1,36 @@
+#pragma once
+// Open MPI's transports, chosen before MPI_Init. Left to itself, Open MPI opens and probes every
+// network transport it was built with (UCX, libfabric, PSM, PSM2, ...) at MPI_Init even when all
+// ranks share one node, where only shared memory is ever used: on the 2-GPU H200 machine and the
+// development machine that probing was most of a bare MPI_Init (docs/performance.md). Where every
+// rank of the job is known to be on one node, and nothing in the environment or the user's
+// ~/.openmpi/mca-params.conf chose the transports already, tessera asks for the point-to-point
+// layer ob1 over shared memory (`pml=ob1`, `btl=self,vader`), through Open MPI's own environment
+// variables. TESSERA_MPI_TRANSPORTS=open-mpi leaves the choice to Open MPI's configuration.
+#include <string>
+
+namespace tessera::comm {
+
+// What a decision rests on: the environment as a function (name -> value or nullptr) and the
+// user's MCA parameter file's text ("" when there is none). Pure, for tests.
+struct LaunchView {
+  const char* (*get)(const char*) = nullptr;
+  std::string user_mca_params;
+};
+
+struct TransportChoice {
+  bool shared_memory_only = false;  // set pml=ob1, btl=self,vader
+  std::string why;                  // one line, for the log and `tessera info`
+  std::string error;                // TESSERA_MPI_TRANSPORTS has a value other than auto/open-mpi
+};
+
+TransportChoice choose_transports(const LaunchView& view);
+
+// Called first thing in main(), before MPI_Init: decides from the real environment and sets the
+// variables where the choice says so. Remembered for transport_note().
+void prepare_mpi_start();
+
+// prepare_mpi_start()'s decision: its `why`, and `error` ("" when none).
+const TransportChoice& mpi_start_choice();
+
+}  // namespace tessera::comm

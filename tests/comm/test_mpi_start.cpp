@@ -1,0 +1,74 @@
+// comm/mpi_start: which Open MPI transports tessera asks for before MPI_Init, from the launcher's
+// environment. Pure: the environment is a table here.
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <map>
+#include <string>
+
+#include "comm/mpi_start.hpp"
+
+using Catch::Matchers::ContainsSubstring;
+using tessera::comm::choose_transports;
+using tessera::comm::LaunchView;
+
+namespace {
+
+std::map<std::string, std::string> g_env;
+
+LaunchView view(std::map<std::string, std::string> env, std::string user_file = "") {
+  g_env = std::move(env);
+  LaunchView v;
+  v.get = [](const char* name) -> const char* {
+    const auto it = g_env.find(name);
+    return it == g_env.end() ? nullptr : it->second.c_str();
+  };
+  v.user_mca_params = std::move(user_file);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("every rank on one node: shared memory only", "[comm][mpi_start]") {
+  const auto c = choose_transports(view({{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}}));
+  CHECK(c.shared_memory_only);
+  CHECK(c.error.empty());
+  CHECK_THAT(c.why, ContainsSubstring("2 of 2 ranks on this node"));
+  CHECK(choose_transports(view({})).shared_memory_only);  // one process, no launcher
+  CHECK(choose_transports(view({{"SLURM_STEP_NUM_NODES", "1"}, {"SLURM_PROCID", "0"}})).shared_memory_only);
+}
+
+TEST_CASE("ranks on several nodes, or an unknown launcher: Open MPI chooses", "[comm][mpi_start]") {
+  CHECK_FALSE(choose_transports(view({{"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}))
+                  .shared_memory_only);
+  CHECK_FALSE(choose_transports(view({{"OMPI_COMM_WORLD_SIZE", "8"}})).shared_memory_only);
+  CHECK_FALSE(choose_transports(view({{"SLURM_STEP_NUM_NODES", "2"}})).shared_memory_only);
+  CHECK_FALSE(choose_transports(view({{"PMIX_RANK", "0"}})).shared_memory_only);
+}
+
+TEST_CASE("a transport the user chose is kept", "[comm][mpi_start]") {
+  const std::map<std::string, std::string> one_node = {{"OMPI_COMM_WORLD_SIZE", "1"},
+                                                       {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}};
+  for (const char* name : {"OMPI_MCA_pml", "OMPI_MCA_btl", "OMPI_MCA_mtl"}) {
+    auto env = one_node;
+    env[name] = "ucx";
+    const auto c = choose_transports(view(env));
+    CHECK_FALSE(c.shared_memory_only);
+    CHECK_THAT(c.why, ContainsSubstring(name));
+  }
+  CHECK_FALSE(choose_transports(view(one_node, "# comment\n  pml = ucx\n")).shared_memory_only);
+  CHECK_FALSE(choose_transports(view(one_node, "btl=^openib\n")).shared_memory_only);
+  // Comments and other parameters do not count.
+  CHECK(choose_transports(view(one_node, "# pml = ucx\nbtl_base_warn_component_unused = 0\n")).shared_memory_only);
+  auto env = one_node;
+  env["TESSERA_MPI_TRANSPORTS"] = "open-mpi";
+  CHECK_FALSE(choose_transports(view(env)).shared_memory_only);
+  env["TESSERA_MPI_TRANSPORTS"] = "auto";
+  CHECK(choose_transports(view(env)).shared_memory_only);
+}
+
+TEST_CASE("TESSERA_MPI_TRANSPORTS other than auto or open-mpi is an error", "[comm][mpi_start]") {
+  const auto c = choose_transports(view({{"TESSERA_MPI_TRANSPORTS", "shm"}}));
+  CHECK_FALSE(c.shared_memory_only);
+  CHECK_THAT(c.error, ContainsSubstring("TESSERA_MPI_TRANSPORTS") && ContainsSubstring("'shm'"));
+}
