@@ -22,4 +22,8 @@ int cuda_device_count();
 // "0: NVIDIA H200 (sm_90, 139.8 GiB)" ... one line per visible GPU. Never throws.
 std::vector<std::string> cuda_describe_devices();
 
+// backend.hpp's start_gpu_early, on the calling thread: the driver, then the primary context of
+// GPU local_rank % count. Never throws; leaves no error behind.
+void cuda_start_device(int local_rank);
+
 }  // namespace tessera::backend

@@ -142,6 +142,12 @@ int cuda_device_count() {
   return count;
 }
 
+void cuda_start_device(int local_rank) {
+  const int count = cuda_device_count();
+  if (count > 0 && cudaSetDevice(std::max(local_rank, 0) % count) == cudaSuccess) (void)cudaFree(nullptr);
+  (void)cudaGetLastError();
+}
+
 std::vector<std::string> cuda_describe_devices() {
   std::vector<std::string> lines;
   const int count = cuda_device_count();

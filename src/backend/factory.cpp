@@ -1,6 +1,7 @@
 // Backend selection ("cpu", "cuda" or "auto"), what this build has, and the defaults of backend.hpp.
 #include <cstdlib>
 #include <new>
+#include <thread>
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
@@ -46,6 +47,22 @@ int visible_gpu_count() {
 #else
   return 0;
 #endif
+}
+
+namespace {
+std::thread g_gpu_start;  // start_gpu_early's thread, joined by finish_gpu_start
+}  // namespace
+
+void start_gpu_early(int local_rank) {
+#ifdef TESSERA_HAVE_CUDA
+  if (!g_gpu_start.joinable()) g_gpu_start = std::thread([local_rank] { cuda_start_device(local_rank); });
+#else
+  (void)local_rank;
+#endif
+}
+
+void finish_gpu_start() {
+  if (g_gpu_start.joinable()) g_gpu_start.join();
 }
 
 std::vector<std::string> describe_gpus() {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "comm/comm.hpp"
 #include "comm/mpi_start.hpp"
 #include "commands/bench.hpp"
@@ -327,6 +328,28 @@ int run_command(const CLI::App& app, Commands& c, int rank, const std::vector<st
   return code;
 }
 
+// Whether the command line asks for a job on a GPU (`tessera run`, not a dry run, not `--backend
+// cpu`), so CUDA may start beside MPI (backend::start_gpu_early). Judged from the words alone: a
+// wrong guess costs a GPU context started for nothing, or CUDA starting later, as it did before.
+// TESSERA_GPU_EARLY=0 turns it off (comparisons); a value other than 0 or 1 is an error.
+bool gpu_run_requested(int argc, char** argv, std::string& error) {
+  if (const char* v = std::getenv("TESSERA_GPU_EARLY"); v != nullptr && *v != '\0') {
+    if (std::string(v) == "0") return false;
+    if (std::string(v) != "1") {
+      error = "TESSERA_GPU_EARLY='" + std::string(v) + "' is not 0 or 1";
+      return false;
+    }
+  }
+  bool run = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "run") run = true;
+    if (word == "--dry-run" || word == "--backend=cpu" || (word == "--backend" && i + 1 < argc && std::string(argv[i + 1]) == "cpu"))
+      return false;
+  }
+  return run;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -334,17 +357,21 @@ int main(int argc, char** argv) {
   // run beside MPI calls of the main thread but never call MPI themselves.
   // Open MPI's transports are picked from the environment, so before MPI_Init (comm/mpi_start.hpp).
   tessera::comm::prepare_mpi_start();
+  // CUDA's start-up (driver and context, ~0.2 s on the H200) runs on a thread beside MPI_Init.
+  std::string start_error = tessera::comm::mpi_start_choice().error;
+  if (gpu_run_requested(argc, argv, start_error))
+    tessera::backend::start_gpu_early(tessera::comm::launcher_local_rank());
   int provided = MPI_THREAD_SINGLE;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  tessera::backend::finish_gpu_start();
   const int rank = world_rank();
   {
-    // A rank whose environment names no known transport choice stops the job; every rank agrees
-    // (the environment may differ between nodes), the lowest such rank says why.
-    const auto& start = tessera::comm::mpi_start_choice();
-    int first_bad = start.error.empty() ? world_size() : rank;
+    // A rank whose environment holds a value tessera does not understand stops the job; every
+    // rank agrees (the environment may differ between nodes), the lowest such rank says why.
+    int first_bad = start_error.empty() ? world_size() : rank;
     MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (first_bad < world_size()) {
-      if (rank == first_bad) std::fprintf(stderr, "tessera: error: %s\n", start.error.c_str());
+      if (rank == first_bad) std::fprintf(stderr, "tessera: error: %s\n", start_error.c_str());
       MPI_Finalize();
       return kExitUsage;
     }

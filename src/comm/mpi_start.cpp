@@ -109,6 +109,16 @@ void prepare_mpi_start() {
 #endif
 }
 
+int launcher_local_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"})
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
+      char* end = nullptr;
+      const long rank = std::strtol(v, &end, 10);
+      if (*end == '\0' && rank >= 0 && rank < 1 << 20) return static_cast<int>(rank);
+    }
+  return 0;
+}
+
 const TransportChoice& mpi_start_choice() { return g_choice; }
 
 }  // namespace tessera::comm

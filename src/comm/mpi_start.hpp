@@ -30,6 +30,10 @@ TransportChoice choose_transports(const LaunchView& view);
 // variables where the choice says so. Remembered for transport_note().
 void prepare_mpi_start();
 
+// This process's rank among the ranks of its node as the launcher tells it before MPI_Init
+// (Open MPI's mpirun, Slurm's srun, MPICH's Hydra); 0 when none says (one process).
+int launcher_local_rank();
+
 // prepare_mpi_start()'s decision: its `why`, and `error` ("" when none).
 const TransportChoice& mpi_start_choice();
 

@@ -166,6 +166,9 @@ elif case == "bad-staged":
 elif case == "bad-mpi-transports":
     cmd, expect = base(), "TESSERA_MPI_TRANSPORTS must be auto or open-mpi, not 'shm'"
     stream_env = {"TESSERA_MPI_TRANSPORTS": "shm"}
+elif case == "bad-gpu-early":
+    cmd, expect = base(), "TESSERA_GPU_EARLY='yes' is not 0 or 1"
+    stream_env = {"TESSERA_GPU_EARLY": "yes"}
 elif case == "bad-stage-bytes":
     cmd, expect = base(), "TESSERA_STAGE_BYTES='0'"
     stream_env = {"TESSERA_STREAM_CHUNKS": "4", "TESSERA_STAGED": "1", "TESSERA_STAGE_BYTES": "0"}

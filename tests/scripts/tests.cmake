@@ -43,7 +43,7 @@ add_mpi_test(op.stage.tab.np2 2 op_run.py --m 61 --n 47 --k 53 --ta --tb --alpha
 add_mpi_test(op.stage.f32.np3 3 op_run.py --m 7 --n 5 --k 3 --ta --dtype f32 --beta 1 --stream-chunks 50 --staged on --stage-bytes 1)
 add_mpi_test(write.identical.panels.staged.np3 3 write_paths.py --case identical --stream-chunks 5 --staged)
 add_mpi_test(fault.write-fails.staged 2 faults.py --case write-fails --stream-chunks 4 --staged)
-foreach(case staged-nonfinite-a staged-nonfinite-b bad-stage-bytes bad-staged bad-mpi-transports)
+foreach(case staged-nonfinite-a staged-nonfinite-b bad-stage-bytes bad-staged bad-mpi-transports bad-gpu-early)
   add_mpi_test(error.${case} 2 errors.py --case ${case})
 endforeach()
 
