@@ -119,6 +119,18 @@ int launcher_local_rank() {
   return 0;
 }
 
+int launcher_local_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
+      char* end = nullptr;
+      const long size = std::strtol(v, &end, 10);
+      return *end == '\0' && size > 0 && size < 1 << 20 ? static_cast<int>(size) : 0;
+    }
+  for (const char* name : {"SLURM_PROCID", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return 0;  // a launcher that does not say
+  return 1;
+}
+
 const TransportChoice& mpi_start_choice() { return g_choice; }
 
 }  // namespace tessera::comm

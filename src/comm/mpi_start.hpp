@@ -34,6 +34,10 @@ void prepare_mpi_start();
 // (Open MPI's mpirun, Slurm's srun, MPICH's Hydra); 0 when none says (one process).
 int launcher_local_rank();
 
+// How many ranks of this job share this node, as the launcher tells it before MPI_Init; 1 for one
+// process without a launcher, 0 when the launcher does not say.
+int launcher_local_size();
+
 // prepare_mpi_start()'s decision: its `why`, and `error` ("" when none).
 const TransportChoice& mpi_start_choice();
 

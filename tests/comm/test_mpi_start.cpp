@@ -3,6 +3,7 @@
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/matchers/catch_matchers_string.hpp>
 
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -71,4 +72,29 @@ TEST_CASE("TESSERA_MPI_TRANSPORTS other than auto or open-mpi is an error", "[co
   const auto c = choose_transports(view({{"TESSERA_MPI_TRANSPORTS", "shm"}}));
   CHECK_FALSE(c.shared_memory_only);
   CHECK_THAT(c.error, ContainsSubstring("TESSERA_MPI_TRANSPORTS") && ContainsSubstring("'shm'"));
+}
+
+TEST_CASE("the launcher's local rank and size, before MPI_Init", "[comm][mpi_start]") {
+  const char* names[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_LOCALID", "SLURM_PROCID",
+                         "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "PMI_LOCAL_RANK", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
+  std::map<std::string, std::string> saved;
+  for (const char* n : names)
+    if (const char* v = std::getenv(n)) saved[n] = v;
+  for (const char* n : names) ::unsetenv(n);
+  CHECK(tessera::comm::launcher_local_rank() == 0);  // one process, no launcher
+  CHECK(tessera::comm::launcher_local_size() == 1);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "4", 1);
+  CHECK(tessera::comm::launcher_local_rank() == 3);
+  CHECK(tessera::comm::launcher_local_size() == 4);
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  ::setenv("SLURM_PROCID", "5", 1);
+  ::setenv("SLURM_LOCALID", "1", 1);
+  CHECK(tessera::comm::launcher_local_rank() == 1);
+  CHECK(tessera::comm::launcher_local_size() == 0);  // srun does not say how many share the node
+  ::setenv("SLURM_LOCALID", "x", 1);
+  CHECK(tessera::comm::launcher_local_rank() == 0);
+  for (const char* n : names) ::unsetenv(n);
+  for (const auto& [n, v] : saved) ::setenv(n.c_str(), v.c_str(), 1);
 }
