@@ -357,12 +357,14 @@ int main(int argc, char** argv) {
   // run beside MPI calls of the main thread but never call MPI themselves.
   // Open MPI's transports are picked from the environment, so before MPI_Init (comm/mpi_start.hpp).
   tessera::comm::prepare_mpi_start();
-  // CUDA's start-up (driver and context, ~0.2 s on the H200) runs on a thread beside MPI_Init, where
-  // this is the node's only rank. With several ranks on a node, each starting the driver and a
-  // context at once made a 2-rank job 0.17 s slower (a rank that stays idle would also hold a
-  // context for nothing): there CUDA starts when the job needs it, as before.
+  // CUDA's start-up (driver and context, ~0.2 s on the H200) runs on a thread beside MPI_Init, on
+  // the node's first rank only: with every rank of a node starting the driver and a context at
+  // once, a 2-rank job was 0.17 s slower (they wait for each other, and a rank that stays idle
+  // would hold a context for nothing). Rank 0 is busy in every plan; the others start CUDA when
+  // the job needs it, as before.
   std::string start_error = tessera::comm::mpi_start_choice().error;
-  if (gpu_run_requested(argc, argv, start_error) && tessera::comm::launcher_local_size() == 1)
+  if (gpu_run_requested(argc, argv, start_error) && tessera::comm::launcher_local_size() >= 1 &&
+      tessera::comm::launcher_local_rank() == 0)
     tessera::backend::start_gpu_early(tessera::comm::launcher_local_rank());
   int provided = MPI_THREAD_SINGLE;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
