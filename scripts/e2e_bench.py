@@ -3,6 +3,8 @@
 on 1 and 2 GPUs, against the floor the machine allows and against an h5py + torch script.
 
     scripts/e2e_bench.py OUTDIR [--cases 16384,32768,f64,proj,gzip] [--repeats 3] [--nps 1,2]
+                         (--nps: rank counts, 0 = one process without mpirun; a count may carry
+                         environment variables and options: "1 TESSERA_STAGED=0")
                          [--tessera build-gpu/tessera] [--data /tmp/tessera-e2e]
 
 Cases (issue #14):
@@ -106,7 +108,7 @@ def main():
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", NCCL_NVLS_ENABLE="0")
     # A rank count, or a rank count followed by environment variables and options for tessera run
     # ("1 TESSERA_STAGED=0", "2 --algorithm=panels --grid=2x1"): a variant of its own, timed
-    # interleaved with the others.
+    # interleaved with the others. Rank count 0: one process started without mpirun.
     variants = []
     for item in args.nps.split(","):
         count, *rest = item.split()
@@ -117,8 +119,9 @@ def main():
     results = {}
 
     startup = {}
+    launch = lambda count: mpirun + ["-np", str(count)] if count > 0 else []
     for np_ in sorted({v[1] for v in variants}):
-        ts = [run(mpirun + ["-np", str(np_), args.tessera, "info"], env)[0] for _ in range(3)]
+        ts = [run(launch(np_) + [args.tessera, "info"], env)[0] for _ in range(3)]
         startup[np_] = statistics.median(ts)
 
     for case in args.cases.split(","):
@@ -141,8 +144,9 @@ def main():
                 name = f"{case}-np" + "".join(ch if ch.isalnum() else "-" for ch in item) + f"-{rep}"
                 np_ = item
                 forwarded = [x for var in extra_env for x in ("-x", var)]
-                cmd = mpirun + forwarded + ["-np", str(count), args.tessera, "run", "--a", f"{a}:/X", "--b", f"{b}:/X", "--c",
-                                f"{out_c}:/C", "--overwrite", "-q", "--report", f"{args.out}/{name}.json"]
+                cmd = (mpirun + forwarded + ["-np", str(count)] if count > 0 else []) + [
+                    args.tessera, "run", "--a", f"{a}:/X", "--b", f"{b}:/X", "--c", f"{out_c}:/C", "--overwrite", "-q",
+                    "--report", f"{args.out}/{name}.json"]
                 cmd += args.extra.split() + options
                 s, rc = run(cmd, dict(env, **extra_env), f"{args.out}/{name}.log")
                 if rc == 0:
@@ -190,6 +194,8 @@ def table(results, nps):
     med = lambda xs: statistics.median(xs) if xs else float("nan")
     def heading(item):
         count, *rest = item.split()
+        if int(count) == 0:
+            return "1 GPU, without mpirun" + (f", {' '.join(rest)}" if rest else "") + " (s)"
         return f"{count} GPU{'s' if int(count) > 1 else ''}" + (f", {' '.join(rest)}" if rest else "") + " (s)"
     lines = ["| case | " + " | ".join(heading(n) for n in nps) +
              " | h5py + torch (s) | floor (s): start-up + max(read, compute, write) | 1 GPU / floor | rank 0 phases, 1 GPU, last run (s) |",

@@ -40,6 +40,13 @@ bool file_sets_transports(const std::string& text) {
   return false;
 }
 
+bool no_launcher(const LaunchView& v) {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_NODES", "SLURM_PROCID", "PMIX_RANK", "PMI_RANK",
+                           "PMI_SIZE"})
+    if (has(v, name)) return false;
+  return true;
+}
+
 // True when every rank of this job is on this node, as far as the launcher says before MPI_Init.
 bool one_node(const LaunchView& v, std::string& how) {
   if (has(v, "OMPI_COMM_WORLD_SIZE")) {  // mpirun (Open MPI's launcher)
@@ -52,7 +59,7 @@ bool one_node(const LaunchView& v, std::string& how) {
     how = "srun: " + nodes + " node(s)";
     return nodes == "1";
   }
-  if (has(v, "PMIX_RANK") || has(v, "PMI_RANK") || has(v, "PMI_SIZE")) {  // another launcher
+  if (!no_launcher(v)) {  // another launcher
     how = "launcher does not say how many nodes";
     return false;
   }
@@ -74,18 +81,21 @@ TransportChoice choose_transports(const LaunchView& v) {
     c.why = "Open MPI's choice (TESSERA_MPI_TRANSPORTS=open-mpi)";
     return c;
   }
+  c.isolated_singleton = no_launcher(v);
+  const std::string alone = c.isolated_singleton ? "; one process, started without orted" : "";
   for (const char* name : {"OMPI_MCA_pml", "OMPI_MCA_btl", "OMPI_MCA_mtl"})
     if (has(v, name)) {
-      c.why = std::string("Open MPI's choice (") + name + " is set)";
+      c.why = std::string("Open MPI's choice (") + name + " is set)" + alone;
       return c;
     }
   if (file_sets_transports(v.user_mca_params)) {
-    c.why = "Open MPI's choice (~/.openmpi/mca-params.conf sets pml, btl or mtl)";
+    c.why = "Open MPI's choice (~/.openmpi/mca-params.conf sets pml, btl or mtl)" + alone;
     return c;
   }
   std::string how;
   c.shared_memory_only = one_node(v, how);
-  c.why = c.shared_memory_only ? "shared memory only (ob1, self+vader): " + how : "Open MPI's choice (" + how + ")";
+  c.why = (c.shared_memory_only ? "shared memory only (ob1, self+vader): " + how : "Open MPI's choice (" + how + ")") +
+          (c.isolated_singleton ? ", started without orted" : "");
   return c;
 }
 
@@ -104,6 +114,7 @@ void prepare_mpi_start() {
     ::setenv("OMPI_MCA_pml", "ob1", 0);
     ::setenv("OMPI_MCA_btl", "self,vader", 0);
   }
+  if (g_choice.isolated_singleton) ::setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
 #else
   g_choice.why = "the MPI library's choice (not Open MPI)";
 #endif

@@ -39,6 +39,18 @@ TEST_CASE("every rank on one node: shared memory only", "[comm][mpi_start]") {
   CHECK(choose_transports(view({{"SLURM_STEP_NUM_NODES", "1"}, {"SLURM_PROCID", "0"}})).shared_memory_only);
 }
 
+TEST_CASE("one process without a launcher starts as an isolated singleton", "[comm][mpi_start]") {
+  const auto alone = choose_transports(view({}));
+  CHECK(alone.isolated_singleton);
+  CHECK_THAT(alone.why, ContainsSubstring("without orted"));
+  CHECK(choose_transports(view({{"OMPI_MCA_pml", "ucx"}})).isolated_singleton);  // whatever the transports
+  CHECK_FALSE(choose_transports(view({{"OMPI_COMM_WORLD_SIZE", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}}))
+                  .isolated_singleton);
+  CHECK_FALSE(choose_transports(view({{"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_NODES", "1"}})).isolated_singleton);
+  CHECK_FALSE(choose_transports(view({{"PMIX_RANK", "0"}})).isolated_singleton);
+  CHECK_FALSE(choose_transports(view({{"TESSERA_MPI_TRANSPORTS", "open-mpi"}})).isolated_singleton);
+}
+
 TEST_CASE("ranks on several nodes, or an unknown launcher: Open MPI chooses", "[comm][mpi_start]") {
   CHECK_FALSE(choose_transports(view({{"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}))
                   .shared_memory_only);
