@@ -1,6 +1,9 @@
 #include "comm/mpi_start.hpp"
 
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's extensions: MPIX_CUDA_AWARE_SUPPORT
+#endif
 
 #include <cstdlib>
 #include <fstream>
@@ -88,6 +91,10 @@ TransportChoice choose_transports(const LaunchView& v) {
       c.why = std::string("Open MPI's choice (") + name + " is set)" + alone;
       return c;
     }
+  if (v.cuda_aware_build) {
+    c.why = "Open MPI's choice (a CUDA-aware build: its GPU transports are kept)" + alone;
+    return c;
+  }
   if (file_sets_transports(v.user_mca_params)) {
     c.why = "Open MPI's choice (~/.openmpi/mca-params.conf sets pml, btl or mtl)" + alone;
     return c;
@@ -103,6 +110,9 @@ void prepare_mpi_start() {
 #ifdef OPEN_MPI
   LaunchView view;
   view.get = [](const char* name) -> const char* { return std::getenv(name); };
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  view.cuda_aware_build = true;
+#endif
   if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
     std::ifstream in(std::string(home) + "/.openmpi/mca-params.conf");
     std::ostringstream text;

@@ -6,7 +6,8 @@
 // rank of the job is known to be on one node, and nothing in the environment or the user's
 // ~/.openmpi/mca-params.conf chose the transports already, tessera asks for the point-to-point
 // layer ob1 over shared memory (`pml=ob1`, `btl=self,vader`), through Open MPI's own environment
-// variables. A process started without a launcher (`tessera run` alone) is, by Open MPI's
+// variables. A CUDA-aware Open MPI keeps its own transports (they carry GPU memory, where vader
+// does not). A process started without a launcher (`tessera run` alone) is, by Open MPI's
 // default, a "singleton" that starts a server process (orted) at MPI_Init; tessera never connects
 // to other jobs, so it asks for an isolated singleton instead (`ess_singleton_isolated`): a bare
 // MPI_Init then took 0.03 s against 0.37 s on the development machine. TESSERA_MPI_TRANSPORTS=
@@ -20,6 +21,7 @@ namespace tessera::comm {
 struct LaunchView {
   const char* (*get)(const char*) = nullptr;
   std::string user_mca_params;
+  bool cuda_aware_build = false;  // Open MPI built CUDA-aware (MPIX_CUDA_AWARE_SUPPORT): its transports are kept
 };
 
 struct TransportChoice {

@@ -73,6 +73,10 @@ TEST_CASE("a transport the user chose is kept", "[comm][mpi_start]") {
   CHECK_FALSE(choose_transports(view(one_node, "btl=^openib\n")).shared_memory_only);
   // Comments and other parameters do not count.
   CHECK(choose_transports(view(one_node, "# pml = ucx\nbtl_base_warn_component_unused = 0\n")).shared_memory_only);
+  auto cuda_aware = view(one_node);
+  cuda_aware.cuda_aware_build = true;  // its GPU transports (smcuda, UCX) carry device memory
+  CHECK_FALSE(choose_transports(cuda_aware).shared_memory_only);
+  CHECK_THAT(choose_transports(cuda_aware).why, ContainsSubstring("CUDA-aware"));
   auto env = one_node;
   env["TESSERA_MPI_TRANSPORTS"] = "open-mpi";
   CHECK_FALSE(choose_transports(view(env)).shared_memory_only);
