@@ -344,7 +344,8 @@ bool gpu_run_requested(int argc, char** argv, std::string& error) {
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
     if (word == "run") run = true;
-    if (word == "--dry-run" || word == "--backend=cpu" || (word == "--backend" && i + 1 < argc && std::string(argv[i + 1]) == "cpu"))
+    if (word == "--dry-run" || word == "--backend=cpu" ||
+        (word == "--backend" && i + 1 < argc && std::string(argv[i + 1]) == "cpu"))
       return false;
   }
   return run;

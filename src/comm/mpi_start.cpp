@@ -44,8 +44,8 @@ bool file_sets_transports(const std::string& text) {
 }
 
 bool no_launcher(const LaunchView& v) {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_NODES", "SLURM_PROCID", "PMIX_RANK", "PMI_RANK",
-                           "PMI_SIZE"})
+  for (const char* name :
+       {"OMPI_COMM_WORLD_SIZE", "SLURM_STEP_NUM_NODES", "SLURM_PROCID", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
     if (has(v, name)) return false;
   return true;
 }

@@ -44,16 +44,16 @@ TEST_CASE("one process without a launcher starts as an isolated singleton", "[co
   CHECK(alone.isolated_singleton);
   CHECK_THAT(alone.why, ContainsSubstring("without orted"));
   CHECK(choose_transports(view({{"OMPI_MCA_pml", "ucx"}})).isolated_singleton);  // whatever the transports
-  CHECK_FALSE(choose_transports(view({{"OMPI_COMM_WORLD_SIZE", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}}))
-                  .isolated_singleton);
+  CHECK_FALSE(
+      choose_transports(view({{"OMPI_COMM_WORLD_SIZE", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"}})).isolated_singleton);
   CHECK_FALSE(choose_transports(view({{"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_NODES", "1"}})).isolated_singleton);
   CHECK_FALSE(choose_transports(view({{"PMIX_RANK", "0"}})).isolated_singleton);
   CHECK_FALSE(choose_transports(view({{"TESSERA_MPI_TRANSPORTS", "open-mpi"}})).isolated_singleton);
 }
 
 TEST_CASE("ranks on several nodes, or an unknown launcher: Open MPI chooses", "[comm][mpi_start]") {
-  CHECK_FALSE(choose_transports(view({{"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}))
-                  .shared_memory_only);
+  CHECK_FALSE(
+      choose_transports(view({{"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}})).shared_memory_only);
   CHECK_FALSE(choose_transports(view({{"OMPI_COMM_WORLD_SIZE", "8"}})).shared_memory_only);
   CHECK_FALSE(choose_transports(view({{"SLURM_STEP_NUM_NODES", "2"}})).shared_memory_only);
   CHECK_FALSE(choose_transports(view({{"PMIX_RANK", "0"}})).shared_memory_only);
@@ -91,8 +91,16 @@ TEST_CASE("TESSERA_MPI_TRANSPORTS other than auto or open-mpi is an error", "[co
 }
 
 TEST_CASE("the launcher's local rank and size, before MPI_Init", "[comm][mpi_start]") {
-  const char* names[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_LOCALID", "SLURM_PROCID",
-                         "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "PMI_LOCAL_RANK", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
+  const char* names[] = {"OMPI_COMM_WORLD_LOCAL_RANK",
+                         "OMPI_COMM_WORLD_LOCAL_SIZE",
+                         "SLURM_LOCALID",
+                         "SLURM_PROCID",
+                         "MPI_LOCALRANKID",
+                         "MPI_LOCALNRANKS",
+                         "PMI_LOCAL_RANK",
+                         "PMIX_RANK",
+                         "PMI_RANK",
+                         "PMI_SIZE"};
   std::map<std::string, std::string> saved;
   for (const char* n : names)
     if (const char* v = std::getenv(n)) saved[n] = v;
