@@ -16,7 +16,7 @@ Cases (issue #14):
 For each case, interleaved, REPEATS times: tessera on each rank count of --nps (default options,
 `mpirun --bind-to none`), and scripts/torch_baseline.py; each timed as a whole process. The page
 cache is warm for all (the inputs are read once first). The floor is measured in the same run:
-  start-up  whole `mpirun -np P tessera info` processes (MPI, CUDA and teardown)
+  start-up  whole `mpirun -np P tessera info` processes (MPI, CUDA and teardown; P = 0: `tessera info` alone)
   read      `cat` of the input files to /dev/null (warm)
   write     `dd conv=fsync` of C's size into the output's directory
   compute   torch.matmul on one GPU (cuBLAS; float32 without TF32, float64), median of 5 after warm-up
