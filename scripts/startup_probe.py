@@ -20,7 +20,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+from e2e_bench import run  # one whole process, timed
 
 HELLO = r"""
 #include <mpi.h>
@@ -43,12 +44,6 @@ ENVS = {
     # tessera's own choice turned off (for `version` and `info`; the bare program ignores it)
     "tessera-off": {"TESSERA_MPI_TRANSPORTS": "open-mpi"},
 }
-
-
-def timed(cmd, env):
-    t0 = time.perf_counter()
-    rc = subprocess.call(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    return time.perf_counter() - t0, rc
 
 
 def main():
@@ -76,7 +71,7 @@ def main():
             for e in envs:
                 env = dict(os.environ, **ENVS[e])
                 for label, cmd in commands.items():
-                    s, rc = timed(mpirun + ["-np", str(np_)] + cmd, env)
+                    s, rc = run(mpirun + ["-np", str(np_)] + cmd, env)
                     if rc != 0:
                         print(f"{label} np{np_} {e}: exit {rc}", file=sys.stderr)
                     if rep > 0:

@@ -5,6 +5,7 @@
 #include <mpi-ext.h>  // Open MPI's extensions: MPIX_CUDA_AWARE_SUPPORT
 #endif
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -70,6 +71,33 @@ bool one_node(const LaunchView& v, std::string& how) {
   return true;
 }
 
+// Whether to ask for ob1 over shared memory (`shm`), and why, unless something chose already.
+std::string transports_why(const LaunchView& v, bool& shm) {
+  for (const char* name : {"OMPI_MCA_pml", "OMPI_MCA_btl", "OMPI_MCA_mtl"})
+    if (has(v, name)) return std::string("Open MPI's choice (") + name + " is set)";
+  if (v.cuda_aware_build) return "Open MPI's choice (a CUDA-aware build: its GPU transports are kept)";
+  if (file_sets_transports(v.user_mca_params))
+    return "Open MPI's choice (~/.openmpi/mca-params.conf sets pml, btl or mtl)";
+  std::string how;
+  shm = one_node(v, how);
+  return shm ? "shared memory only (ob1, self+vader): " + how : "Open MPI's choice (" + how + ")";
+}
+
+// The value of `name` as a count in [min, 2^20), or -1 where it is missing or not a count.
+int count_of(const LaunchView& v, const char* name, long min) {
+  const std::string text = value_of(v, name);
+  if (text.empty()) return -1;
+  char* end = nullptr;
+  const long n = std::strtol(text.c_str(), &end, 10);
+  return *end == '\0' && n >= min && n < (1L << 20) ? static_cast<int>(n) : -1;
+}
+
+LaunchView process_view() {
+  LaunchView view;
+  view.get = [](const char* name) -> const char* { return std::getenv(name); };
+  return view;
+}
+
 }  // namespace
 
 TransportChoice choose_transports(const LaunchView& v) {
@@ -85,31 +113,13 @@ TransportChoice choose_transports(const LaunchView& v) {
     return c;
   }
   c.isolated_singleton = no_launcher(v);
-  const std::string alone = c.isolated_singleton ? "; one process, started without orted" : "";
-  for (const char* name : {"OMPI_MCA_pml", "OMPI_MCA_btl", "OMPI_MCA_mtl"})
-    if (has(v, name)) {
-      c.why = std::string("Open MPI's choice (") + name + " is set)" + alone;
-      return c;
-    }
-  if (v.cuda_aware_build) {
-    c.why = "Open MPI's choice (a CUDA-aware build: its GPU transports are kept)" + alone;
-    return c;
-  }
-  if (file_sets_transports(v.user_mca_params)) {
-    c.why = "Open MPI's choice (~/.openmpi/mca-params.conf sets pml, btl or mtl)" + alone;
-    return c;
-  }
-  std::string how;
-  c.shared_memory_only = one_node(v, how);
-  c.why = (c.shared_memory_only ? "shared memory only (ob1, self+vader): " + how : "Open MPI's choice (" + how + ")") +
-          (c.isolated_singleton ? ", started without orted" : "");
+  c.why = transports_why(v, c.shared_memory_only) + (c.isolated_singleton ? ", started without orted" : "");
   return c;
 }
 
 void prepare_mpi_start() {
 #ifdef OPEN_MPI
-  LaunchView view;
-  view.get = [](const char* name) -> const char* { return std::getenv(name); };
+  LaunchView view = process_view();
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
   view.cuda_aware_build = true;
 #endif
@@ -131,25 +141,17 @@ void prepare_mpi_start() {
 }
 
 int launcher_local_rank() {
+  const LaunchView v = process_view();
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"})
-    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
-      char* end = nullptr;
-      const long rank = std::strtol(v, &end, 10);
-      if (*end == '\0' && rank >= 0 && rank < 1 << 20) return static_cast<int>(rank);
-    }
+    if (const int rank = count_of(v, name, 0); rank >= 0) return rank;
   return 0;
 }
 
 int launcher_local_size() {
+  const LaunchView v = process_view();
   for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
-    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
-      char* end = nullptr;
-      const long size = std::strtol(v, &end, 10);
-      return *end == '\0' && size > 0 && size < 1 << 20 ? static_cast<int>(size) : 0;
-    }
-  for (const char* name : {"SLURM_PROCID", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
-    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') return 0;  // a launcher that does not say
-  return 1;
+    if (has(v, name)) return std::max(count_of(v, name, 1), 0);
+  return no_launcher(v) ? 1 : 0;  // one process, or a launcher that does not say
 }
 
 const TransportChoice& mpi_start_choice() { return g_choice; }
