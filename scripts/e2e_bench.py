@@ -4,7 +4,8 @@ on 1 and 2 GPUs, against the floor the machine allows and against an h5py + torc
 
     scripts/e2e_bench.py OUTDIR [--cases 16384,32768,f64,proj,gzip] [--repeats 3] [--nps 1,2]
                          (--nps: rank counts, 0 = one process without mpirun; a count may carry
-                         environment variables and options: "1 TESSERA_STAGED=0")
+                         environment variables and options: "1 TESSERA_STAGED=0", and
+                         bin=PATH for another tessera build: "2 bin=build-old/tessera")
                          [--tessera build-gpu/tessera] [--data /tmp/tessera-e2e]
 
 Cases (issue #14):
@@ -109,11 +110,14 @@ def main():
     # A rank count, or a rank count followed by environment variables and options for tessera run
     # ("1 TESSERA_STAGED=0", "2 --algorithm=panels --grid=2x1"): a variant of its own, timed
     # interleaved with the others. Rank count 0: one process started without mpirun.
+    # "bin=PATH" runs that variant with another tessera (a build of an older commit, for A/B).
     variants = []
     for item in args.nps.split(","):
         count, *rest = item.split()
+        binary = next((e[4:] for e in rest if e.startswith("bin=")), args.tessera)
+        rest = [e for e in rest if not e.startswith("bin=")]
         variants.append((item, int(count), dict(e.split("=", 1) for e in rest if not e.startswith("--")),
-                         [e for e in rest if e.startswith("--")]))
+                         [e for e in rest if e.startswith("--")], binary))
     nps = [v[0] for v in variants]
     mpirun = ["mpirun", "--bind-to", "none", "-x", "NCCL_NVLS_ENABLE"]
     results = {}
@@ -140,12 +144,12 @@ def main():
         times["torch"] = []
         reports = {}
         for rep in range(args.repeats):
-            for item, count, extra_env, options in variants:
+            for item, count, extra_env, options, binary in variants:
                 name = f"{case}-np" + "".join(ch if ch.isalnum() else "-" for ch in item) + f"-{rep}"
                 np_ = item
                 forwarded = [x for var in extra_env for x in ("-x", var)]
                 cmd = (mpirun + forwarded + ["-np", str(count)] if count > 0 else []) + [
-                    args.tessera, "run", "--a", f"{a}:/X", "--b", f"{b}:/X", "--c", f"{out_c}:/C", "--overwrite", "-q",
+                    binary, "run", "--a", f"{a}:/X", "--b", f"{b}:/X", "--c", f"{out_c}:/C", "--overwrite", "-q",
                     "--report", f"{args.out}/{name}.json"]
                 cmd += args.extra.split() + options
                 s, rc = run(cmd, dict(env, **extra_env), f"{args.out}/{name}.log")

@@ -129,9 +129,13 @@ struct Placement {
   // GPU memory a rank's GEMM may use, in bytes (--gpu-memory); 0: what the GPU has free. A
   // block that does not fit is computed out of core, in tiles streamed through the GPU.
   std::size_t gpu_memory_limit = 0;
-  // The rank computes nothing (the algorithm leaves it idle): its backend names the GPU it would
-  // use, for the report, without starting a CUDA context there (~0.1 s, beside the busy ranks').
-  bool idle = false;
+};
+
+// A GPU as nvidia-smi names it: its UUID ("GPU-...") and PCI bus id ("0000:1b:00.0"); empty
+// where there is none (the CPU, an idle rank) or the driver does not say.
+struct DeviceIdentity {
+  std::string uuid;
+  std::string pci_bus_id;
 };
 
 // Host memory for a rank's A, B and C. On a GPU backend it is page-locked, so the copies to and
@@ -240,6 +244,7 @@ class Backend {
   virtual std::string name() const = 0;    // "cpu" or "cuda"
   virtual std::string device() const = 0;  // e.g. "cpu (2 threads)" or "NVIDIA H200"
   virtual int device_id() const { return -1; }
+  virtual DeviceIdentity device_identity() const { return {}; }
   virtual std::vector<std::string> kernels() const = 0;  // selectable names, first is the default
   virtual std::string default_kernel() const { return kernels().front(); }
   // The kernel "auto" stands for on a problem of this type and shape (e.g. a tuned choice).
@@ -308,6 +313,15 @@ void use_cpu_threads(int threads);
 
 // Description of the visible GPUs, one line each (empty when none).
 std::vector<std::string> describe_gpus();
+
+// Visible GPU `device`'s UUID and PCI bus id (empty without CUDA). Starts the driver. Never throws.
+DeviceIdentity gpu_identity(int device);
+
+// The backend of a rank the algorithm leaves idle: it computes nothing and touches no device (a
+// GPU's driver and context cost ~0.1 s each, and a second process starting them slows the busy
+// ranks' start). Named `backend_name`, the job's backend (rank 0's); device "idle", id -1; any
+// GEMM asked of it is a bug in tessera.
+std::unique_ptr<Backend> make_idle_backend(const std::string& backend_name);
 
 // Starts the CUDA driver and the primary context of the GPU that node-local rank `local_rank`
 // will use (local_rank modulo the visible GPUs, as the cuda backend chooses) on a thread of its

@@ -34,12 +34,14 @@ class CudaBackend final : public Backend {
   explicit CudaBackend(const Placement& where)
       : gpu_(select_device(where)),
         device_name_(describe_device(gpu_.device)),
+        identity_(cuda_device_identity(gpu_.device)),
         choice_(gpu_.device, &warnings_),
         limit_(where.gpu_memory_limit) {}
 
   std::string name() const override { return "cuda"; }
   std::string device() const override { return device_name_; }
   int device_id() const override { return gpu_.device; }
+  DeviceIdentity device_identity() const override { return identity_; }
   void* device_stream() const override { return gpu_.stream.get(); }
   void enter_thread() const override { (void)cudaSetDevice(gpu_.device); }
   std::int64_t peak_device_bytes() const override {
@@ -125,49 +127,14 @@ class CudaBackend final : public Backend {
   std::vector<std::string> warnings_;
   Gpu gpu_;
   std::string device_name_;
+  DeviceIdentity identity_;
   KernelChoice choice_;
   std::size_t limit_;             // --gpu-memory in bytes; 0: what the GPU has free
   std::string out_of_core_note_;  // set when a GEMM ran out of core
 };
 
-// A rank the algorithm leaves idle: it names its GPU and kernels, as the busy ranks' backends do
-// (the report's placement, the agreement on the backend), but starts no CUDA context there. It
-// computes nothing: a GEMM asked of it is a bug.
-class IdleCudaBackend final : public Backend {
- public:
-  explicit IdleCudaBackend(const Placement& where)
-      : device_(choose_device(where)), device_name_(describe_device(device_)), choice_(device_, &warnings_) {}
-
-  std::string name() const override { return "cuda"; }
-  std::string device() const override { return device_name_; }
-  int device_id() const override { return device_; }
-  std::vector<std::string> warnings() const override { return warnings_; }
-  std::string default_kernel() const override { return choice_.default_kernel(); }
-  std::string resolve_kernel(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const override {
-    return choice_.resolve(dtype, m, n, k);
-  }
-  std::vector<std::string> kernels() const override { return kernel_list(default_kernel()); }
-  std::vector<PhaseTime> gemm(const std::string&, const GemmProblem&) override { throw idle(); }
-  std::unique_ptr<DeviceProduct> gemm_on_device(const std::string&, const GemmProblem&) override { throw idle(); }
-  std::unique_ptr<PanelProduct> panel_product(const std::string&, DType, std::int64_t, std::int64_t, std::int64_t,
-                                              void*, bool) override {
-    throw idle();
-  }
-
- private:
-  static Error idle() { return Error("cuda backend: a rank left idle was asked to compute (a bug in tessera)"); }
-
-  std::vector<std::string> warnings_;
-  int device_;
-  std::string device_name_;
-  KernelChoice choice_;
-};
-
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(const Placement& where) {
-  if (where.idle) return std::make_unique<IdleCudaBackend>(where);
-  return std::make_unique<CudaBackend>(where);
-}
+std::unique_ptr<Backend> make_cuda_backend(const Placement& where) { return std::make_unique<CudaBackend>(where); }
 
 }  // namespace tessera::backend

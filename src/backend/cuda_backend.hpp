@@ -19,6 +19,9 @@ bool cuda_kernel_accumulates(const std::string& kernel, DType dtype);
 // Visible GPUs; 0 when none (or the driver cannot be reached). Never throws.
 int cuda_device_count();
 
+// backend.hpp's gpu_identity: visible GPU `device`'s UUID and PCI bus id. Never throws.
+DeviceIdentity cuda_device_identity(int device);
+
 // "0: NVIDIA H200 (sm_90, 139.8 GiB)" ... one line per visible GPU. Never throws.
 std::vector<std::string> cuda_describe_devices();
 

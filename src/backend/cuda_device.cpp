@@ -142,6 +142,25 @@ int cuda_device_count() {
   return count;
 }
 
+DeviceIdentity cuda_device_identity(int device) {
+  DeviceIdentity id;
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return id;
+  }
+  // "GPU-" and 16 bytes in hex, grouped 8-4-4-4-12, as nvidia-smi -L prints them.
+  id.uuid = "GPU-";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) id.uuid += '-';
+    char hex[3];
+    std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(prop.uuid.bytes[i]));
+    id.uuid += hex;
+  }
+  id.pci_bus_id = pci_bus_id(device);
+  return id;
+}
+
 void cuda_start_device(int local_rank) {
   const int count = cuda_device_count();
   if (count > 0 && cudaSetDevice(std::max(local_rank, 0) % count) == cudaSuccess) (void)cudaFree(nullptr);

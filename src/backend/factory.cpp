@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <new>
 #include <thread>
+#include <utility>
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
@@ -71,6 +72,42 @@ std::vector<std::string> describe_gpus() {
 #else
   return {};
 #endif
+}
+
+DeviceIdentity gpu_identity(int device) {
+#ifdef TESSERA_HAVE_CUDA
+  return cuda_device_identity(device);
+#else
+  (void)device;
+  return {};
+#endif
+}
+
+namespace {
+
+class IdleBackend final : public Backend {
+ public:
+  explicit IdleBackend(std::string name) : name_(std::move(name)) {}
+  std::string name() const override { return name_; }
+  std::string device() const override { return "idle"; }
+  std::vector<std::string> kernels() const override { return {}; }
+  std::string default_kernel() const override { return ""; }
+  std::vector<PhaseTime> gemm(const std::string&, const GemmProblem&) override { throw idle(); }
+  std::unique_ptr<DeviceProduct> gemm_on_device(const std::string&, const GemmProblem&) override { throw idle(); }
+  std::unique_ptr<PanelProduct> panel_product(const std::string&, DType, std::int64_t, std::int64_t, std::int64_t,
+                                              void*, bool) override {
+    throw idle();
+  }
+
+ private:
+  static Error idle() { return Error("a rank left idle was asked to compute (a bug in tessera)"); }
+  std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_idle_backend(const std::string& backend_name) {
+  return std::make_unique<IdleBackend>(backend_name);
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& name, const Placement& where) {

@@ -284,10 +284,9 @@ int run_command(const CLI::App& app, Commands& c, int rank, const std::vector<st
       if (rank == 0) tessera::commands::generate(c.gen);
     });
   } else if (*c.r) {
-    // Every report says how it was made (docs/report.md, "provenance"); a run gathers each rank's
-    // host and GPUs.
-    tessera::report::set_provenance(
-        tessera::commands::collect_provenance(world, argv, options_given(app, c.r), !c.ro.dry_run));
+    // Every report says how it was made (docs/report.md, "provenance"); the job adds its ranks'
+    // hosts and GPUs.
+    tessera::report::set_provenance(tessera::commands::collect_provenance(argv, options_given(app, c.r), false));
     if (rank == 0 && tessera::log::enabled(tessera::log::Level::debug))
       tessera::log::debug("options given: " + options_given(app, c.r).dump());
     if (!c.ro.dry_run)
@@ -316,7 +315,7 @@ int run_command(const CLI::App& app, Commands& c, int rank, const std::vector<st
         for (const auto& view : all) std::fputs(tessera::commands::format_info(view).c_str(), stdout);
     }
   } else if (*c.b) {
-    tessera::report::set_provenance(tessera::commands::collect_provenance(world, argv, options_given(app, c.b), false));
+    tessera::report::set_provenance(tessera::commands::collect_provenance(argv, options_given(app, c.b), true));
     world.step([&] {
       if (rank == 0) code = tessera::commands::run_bench(c.bo);
     });

@@ -3,12 +3,12 @@
 #include <dlfcn.h>
 #include <mpi.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
 #include <fmt/format.h>
 
+#include "backend/backend.hpp"
 #include "io/hdf5_io.hpp"
 #include "kernels/cpu_gemm.hpp"
 
@@ -52,15 +52,6 @@ std::string nccl_version() {
 #ifdef TESSERA_HAVE_CUDA
 std::string cuda_version_text(int v) { return v > 0 ? fmt::format("{}.{}", v / 1000, v % 1000 / 10) : ""; }
 
-std::string uuid_text(const cudaUUID_t& u) {
-  const auto* b = reinterpret_cast<const unsigned char*>(u.bytes);
-  std::string s = "GPU-";
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
-    s += fmt::format("{:02x}", b[i]);
-  }
-  return s;
-}
 #endif
 
 }  // namespace
@@ -94,42 +85,25 @@ nlohmann::json visible_gpus() {
   for (int d = 0; d < count; ++d) {
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) continue;
-    char bus[32] = {};
-    const bool has_bus = cudaDeviceGetPCIBusId(bus, sizeof bus, d) == cudaSuccess;
-    gpus.push_back({{"id", d},
-                    {"name", prop.name},
-                    {"uuid", uuid_text(prop.uuid)},
-                    {"pci_bus_id", has_bus ? nlohmann::json(std::string(bus)) : nlohmann::json(nullptr)}});
+    const backend::DeviceIdentity id = backend::gpu_identity(d);
+    gpus.push_back(
+        {{"id", d}, {"name", prop.name}, {"uuid", or_null(id.uuid)}, {"pci_bus_id", or_null(id.pci_bus_id)}});
   }
   (void)cudaGetLastError();
 #endif
   return gpus;
 }
 
-nlohmann::json collect_provenance(const comm::Comm& comm, const std::vector<std::string>& argv,
-                                  const nlohmann::json& options, bool gather) {
+nlohmann::json collect_provenance(const std::vector<std::string>& argv, const nlohmann::json& options, bool list_gpus) {
   nlohmann::json p = {{"command_line", argv}, {"options", options}, {"libraries", library_versions()}};
   const char* job = std::getenv("SLURM_JOB_ID");
   p["slurm_job_id"] = job ? nlohmann::json(std::string(job)) : nlohmann::json(nullptr);
   char host[MPI_MAX_PROCESSOR_NAME] = {};
   int len = 0;
   MPI_Get_processor_name(host, &len);  // as the report's ranks name their hosts; not collective
-  const nlohmann::json mine = {
-      {"rank", comm.rank()}, {"host", std::string(host, static_cast<std::size_t>(len))}, {"gpus", visible_gpus()}};
-  nlohmann::json devices = nlohmann::json::array();
-  if (gather) {
-    for (const auto& text : comm.gather(mine.dump(), 0)) devices.push_back(nlohmann::json::parse(text));
-    if (comm.rank() != 0) devices = nlohmann::json::array({mine});
-  } else {
-    devices.push_back(mine);
-  }
-  std::vector<std::string> hosts;
-  for (const auto& d : devices) {
-    const std::string h = d.value("host", std::string());
-    if (std::find(hosts.begin(), hosts.end(), h) == hosts.end()) hosts.push_back(h);
-  }
-  p["hosts"] = hosts;
-  p["devices"] = devices;
+  p["hosts"] = {std::string(host, static_cast<std::size_t>(len))};
+  if (list_gpus)
+    p["devices"] = nlohmann::json::array({{{"rank", 0}, {"host", p["hosts"][0]}, {"gpus", visible_gpus()}}});
   return p;
 }
 

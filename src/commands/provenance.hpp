@@ -7,8 +7,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "comm/comm.hpp"
-
 namespace tessera::commands {
 
 // {"mpi", "mpi_standard", "hdf5", "blas", "blas_config", "cuda_runtime", "cuda_driver", "nccl"}:
@@ -20,9 +18,9 @@ nlohmann::json visible_gpus();
 
 // The provenance of a command (report::set_provenance takes it): `argv` as given, `options` (the
 // options given, on the command line or in the config file), the libraries, the Slurm job id,
-// and, when `gather` (collective over `comm`), every rank's host and GPUs ("devices"; complete
-// on rank 0); without it, this process's.
-nlohmann::json collect_provenance(const comm::Comm& comm, const std::vector<std::string>& argv,
-                                  const nlohmann::json& options, bool gather);
+// this host, and with `list_gpus` the GPUs this process sees ("devices", for a command that runs
+// on them alone: bench). A job's report names each busy rank's GPU from its backend instead
+// (report.cpp): listing GPUs starts the driver, ~0.1 s that a rank left idle should not spend.
+nlohmann::json collect_provenance(const std::vector<std::string>& argv, const nlohmann::json& options, bool list_gpus);
 
 }  // namespace tessera::commands

@@ -20,6 +20,9 @@ std::unique_ptr<backend::Backend> make_rank_backend(const std::string& backend_n
   }
   me.device = be->device();
   me.device_id = be->device_id();
+  const backend::DeviceIdentity id = be->device_identity();
+  me.device_uuid = id.uuid;
+  me.device_pci_bus_id = id.pci_bus_id;
   me.warnings = be->warnings();
   return be;
 }

@@ -12,9 +12,9 @@
 namespace tessera::job {
 
 // The rank's backend (`backend_name`, placed by `where`) and the kernel `kernel_name` stands for:
-// "auto" is the backend's choice for an m x n x k GEMM. Fills me.device, me.device_id and
-// me.warnings. Throws InputError for a kernel the backend does not have (listing those it has).
-// Not collective: call it inside a Comm::step.
+// "auto" is the backend's choice for an m x n x k GEMM. Fills me.device, me.device_id, the GPU's
+// UUID and PCI bus id, and me.warnings. Throws InputError for a kernel the backend does not have (listing those it
+// has). Not collective: call it inside a Comm::step.
 std::unique_ptr<backend::Backend> make_rank_backend(const std::string& backend_name, const backend::Placement& where,
                                                     const std::string& kernel_name, DType dtype, std::int64_t m,
                                                     std::int64_t n, std::int64_t k, report::RankRecord& me,

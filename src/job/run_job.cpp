@@ -249,20 +249,28 @@ void Job::start() {
 }
 
 // The rank's backend (GPU selection happens here), and the kernel `auto` stands for on its share.
-// Idle ranks set one up too, to report placement (on a GPU without starting a context there).
+// A rank left idle touches no device: it learns the job's backend from rank 0 (always busy) and
+// takes an idle one of that name, so a second process starts no GPU driver beside the busy ones.
 void Job::start_backend() {
   const auto node = comm_.node();
   comm_.step([&] {
-    be_ = make_rank_backend(o_.backend, {node.local_rank, node.local_size, options_.gpu_memory, !share_.active},
-                            o_.kernel, plan_.dtype, share_.gemm_m, share_.gemm_n, share_.gemm_k, me_, kernel_);
+    if (!share_.active) return;
+    be_ = make_rank_backend(o_.backend, {node.local_rank, node.local_size, options_.gpu_memory}, o_.kernel, plan_.dtype,
+                            share_.gemm_m, share_.gemm_n, share_.gemm_k, me_, kernel_);
     if (!o_.baseline.empty()) {
       const auto names = be_->kernels();
       if (std::find(names.begin(), names.end(), o_.baseline) == names.end())
         throw InputError("unknown --baseline kernel '" + o_.baseline + "' for the " + be_->name() + " backend");
     }
   });
-  job_.backend = comm_.broadcast(be_->name(), kRoot);
+  job_.backend = comm_.broadcast(be_ ? be_->name() : std::string(), kRoot);
   job_.kernel = comm_.broadcast(kernel_, kRoot);
+  if (!share_.active) {
+    be_ = backend::make_idle_backend(job_.backend);
+    me_.device = be_->device();
+    me_.device_id = be_->device_id();
+    kernel_ = job_.kernel;
+  }
 }
 
 // 3. Each rank reads only its share: the blocks of A and B the algorithm asks for. A may stream

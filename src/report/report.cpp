@@ -11,6 +11,10 @@
 
 namespace tessera::report {
 
+namespace {
+nlohmann::json or_null(const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); }
+}  // namespace
+
 double RankRecord::phase(const std::string& name) const {
   for (const auto& [n, s] : phases)
     if (n == name) return s;
@@ -86,6 +90,8 @@ nlohmann::json to_json(const RankRecord& r) {
                       {"host", r.host},
                       {"device", r.device},
                       {"device_id", r.device_id},
+                      {"device_uuid", or_null(r.device_uuid)},
+                      {"device_pci_bus_id", or_null(r.device_pci_bus_id)},
                       {"active", r.active},
                       {"block", {{"row", r.block_row}, {"col", r.block_col}}},
                       {"rows", {r.row_begin, r.row_end}},
@@ -119,6 +125,9 @@ RankRecord rank_from_json(const nlohmann::json& j) {
   r.host = j.at("host").get<std::string>();
   r.device = j.at("device").get<std::string>();
   r.device_id = j.at("device_id").get<int>();
+  if (const auto u = j.find("device_uuid"); u != j.end() && u->is_string()) r.device_uuid = u->get<std::string>();
+  if (const auto b = j.find("device_pci_bus_id"); b != j.end() && b->is_string())
+    r.device_pci_bus_id = b->get<std::string>();
   r.active = j.at("active").get<bool>();
   r.block_row = j.at("block").at("row").get<int>();
   r.block_col = j.at("block").at("col").get<int>();
@@ -148,9 +157,8 @@ RankRecord rank_from_json(const nlohmann::json& j) {
 
 namespace {
 
-// The process's provenance with what the job adds: the hosts of its ranks, and the GPU each rank
-// used (its device id looked up among the GPUs that rank saw, as the command line gathered them
-// under "devices": [{rank, host, gpus: [{id, name, uuid, pci_bus_id}]}]).
+// The process's provenance with what the job adds: the hosts of its ranks, and the GPU each busy
+// rank used (as its backend named it).
 nlohmann::json job_provenance(const JobReport& r) {
   nlohmann::json p = provenance();
   if (!r.ranks.empty()) {
@@ -160,20 +168,14 @@ nlohmann::json job_provenance(const JobReport& r) {
     p["hosts"] = hosts;
   }
   nlohmann::json used = nlohmann::json::array();
-  const nlohmann::json devices = p.value("devices", nlohmann::json::array());
-  for (const auto& rr : r.ranks) {
-    if (rr.device_id < 0) continue;
-    nlohmann::json gpu = {{"rank", rr.rank},   {"host", rr.host}, {"device_id", rr.device_id},
-                          {"name", rr.device}, {"uuid", nullptr}, {"pci_bus_id", nullptr}};
-    for (const auto& d : devices)
-      if (d.value("rank", -1) == rr.rank)
-        for (const auto& g : d.value("gpus", nlohmann::json::array()))
-          if (g.value("id", -1) == rr.device_id) {
-            gpu["uuid"] = g.value("uuid", nlohmann::json(nullptr));
-            gpu["pci_bus_id"] = g.value("pci_bus_id", nlohmann::json(nullptr));
-          }
-    used.push_back(gpu);
-  }
+  for (const auto& rr : r.ranks)
+    if (rr.device_id >= 0)
+      used.push_back({{"rank", rr.rank},
+                      {"host", rr.host},
+                      {"device_id", rr.device_id},
+                      {"name", rr.device},
+                      {"uuid", or_null(rr.device_uuid)},
+                      {"pci_bus_id", or_null(rr.device_pci_bus_id)}});
   p["gpus"] = used;
   p.erase("devices");
   return p;

@@ -17,7 +17,8 @@ struct RankRecord {
   std::string host;
   std::string device;  // "cpu (...)" or the GPU name
   int device_id = -1;
-  bool active = false;  // false: idle, the grid needs fewer ranks than the job has
+  std::string device_uuid, device_pci_bus_id;  // the GPU's, as nvidia-smi names it; empty: none or unknown
+  bool active = false;                         // false: idle, the grid needs fewer ranks than the job has
   int block_row = -1, block_col = -1;
   std::int64_t row_begin = 0, row_end = 0, col_begin = 0, col_end = 0;
   double flops = 0;

@@ -140,9 +140,20 @@ check(read >= 8 * (args.m * args.k + args.k * args.n) // (2 if args.dtype == "f3
 check(rep.get("bound") in ("start-up", "read", "compute", "write"), f"report bound {rep.get('bound')!r}")
 ksplit = rep["algorithm"] == "ksplit"
 covered = 0
+gpus_used = rep["provenance"]["gpus"]
 for entry in rep["ranks"]:
     if not entry["active"]:
+        # A rank left idle touches no device (no GPU driver started for nothing).
+        check(entry["device"] == "idle" and entry["device_id"] == -1,
+              f"idle rank {entry['rank']} names device {entry['device']!r} (id {entry['device_id']})")
+        check(all(g["rank"] != entry["rank"] for g in gpus_used), f"idle rank {entry['rank']} listed as using a GPU")
         continue
+    if args.backend == "cuda":
+        # Each busy rank's GPU, named by its backend: the provenance lists it with its UUID.
+        mine = [g for g in gpus_used if g["rank"] == entry["rank"]]
+        check(len(mine) == 1 and mine[0]["device_id"] == entry["device_id"]
+              and str(mine[0]["uuid"]).startswith("GPU-") and mine[0]["uuid"] == entry["device_uuid"],
+              f"rank {entry['rank']}'s GPU in the provenance: {mine}, rank says {entry.get('device_uuid')!r}")
     rows, cols = entry["rows"], entry["cols"]
     covered += (rows[1] - rows[0]) * (cols[1] - cols[0])
     # ksplit: every rank holds a partial of all of C, summed by reduce-scatter (every rank writes its
@@ -164,9 +175,10 @@ if args.expect_shared_gpu:
     check(any("share" in w for w in warned), f"expected a GPU-sharing warning, got {warned}")
     check("warning" in res.stdout, "the table shows the warning")
 elif args.backend == "cuda" and args.need_gpus >= args.np:
-    ids = [e["device_id"] for e in rep["ranks"]]
-    names = [e["device"] for e in rep["ranks"]]
-    check(len(set(names)) == args.np, f"each rank must have its own GPU, got {names} (ids {ids})")
+    busy = [e for e in rep["ranks"] if e["active"]]
+    ids = [e["device_id"] for e in busy]
+    names = [e["device"] for e in busy]
+    check(len(set(names)) == len(busy), f"each busy rank must have its own GPU, got {names} (ids {ids})")
     check(not any("share" in w for e in rep["ranks"] for w in e["warnings"]), "no GPU-sharing warning expected")
 grid = f"{rep['grid']['rows']}x{rep['grid']['cols']}"
 if args.grid:

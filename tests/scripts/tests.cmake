@@ -130,8 +130,8 @@ add_mpi_test(dryrun.many-ranks 1 dryrun.py --case many-ranks)
 add_mpi_test(dryrun.memory.summa.np4 4 dryrun.py --case memory --algorithm summa)
 add_mpi_test(dryrun.memory.ksplit.np3 3 dryrun.py --case memory --algorithm ksplit)
 
-# 3 ranks on the 2-GPU machine: two share a GPU, and the report says so (skipped below 2 GPUs).
-add_mpi_test(mpi.cuda.shared.np3 3 e2e_run.py --m 300 --n 301 --k 302 --dtype f32 --backend cuda --need-gpus 2 --expect-shared-gpu)
+# 3 busy ranks (3x1) on the 2-GPU machine: two share a GPU, and the report says so (skipped below 2 GPUs).
+add_mpi_test(mpi.cuda.shared.np3 3 e2e_run.py --m 300 --n 301 --k 302 --dtype f32 --backend cuda --need-gpus 2 --grid 3x1 --expect-shared-gpu)
 
 # ksplit: the ranks split K and sum partial products (MPI_Reduce on the CPU; NCCL on GPUs).
 # Odd shapes, K < ranks (ranks with an empty K range contribute zeros), f32 and f64, 1-4 ranks.
