@@ -107,101 +107,14 @@ int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, st
   return 0;
 }
 
-bool uncached_writes_wanted() {
-  const char* env = std::getenv("TESSERA_O_DIRECT");
-  if (env == nullptr || *env == '\0' || std::string(env) == "1") return true;
-  if (std::string(env) == "0") return false;
-  throw InputError("TESSERA_O_DIRECT='" + std::string(env) + "' is not 0 or 1");
-}
-
 BlockFile::BlockFile(const DirectTarget& target) : t_(target) {
-  const bool uncached = uncached_writes_wanted();
   fd_ = ::open(t_.file.c_str(), O_WRONLY);
   if (fd_ < 0)
     throw IoError("cannot open the output '" + t_.file + "' to write this rank's part: " + std::strerror(errno));
-#ifdef O_DIRECT
-  // Refused by file systems without it (tmpfs: EINVAL); the cache then takes every byte.
-  if (uncached) uncached_fd_ = ::open(t_.file.c_str(), O_WRONLY | O_DIRECT);
-#else
-  (void)uncached;
-#endif
 }
 
 BlockFile::~BlockFile() {
-  if (uncached_fd_ >= 0) ::close(uncached_fd_);
   if (fd_ >= 0) ::close(fd_);
-}
-
-namespace {
-
-constexpr std::int64_t kPage = 4096;                         // O_DIRECT alignment: a multiple of 512-byte sectors
-constexpr std::size_t kBounceBytes = std::size_t{8} << 20;   // one thread's aligned copy of the data
-constexpr std::size_t kUncachedMinBytes = std::size_t{1} << 20;  // below this the cache is as good
-constexpr int kUncachedThreads = 4;  // the disk's rate is reached with 1-4 (docs/performance.md)
-
-std::int64_t page_up(std::int64_t x) { return (x + kPage - 1) / kPage * kPage; }
-std::int64_t page_down(std::int64_t x) { return x / kPage * kPage; }
-
-}  // namespace
-
-int BlockFile::write_pages_uncached(std::int64_t offset, std::size_t bytes, const unsigned char* data) {
-  // O_DIRECT wants the memory aligned as well as the file offset: each thread copies its 8 MiB
-  // pieces into an aligned buffer first (a copy at memory speed, beside a write at disk speed).
-  const auto pieces = static_cast<int>((bytes + kBounceBytes - 1) / kBounceBytes);
-  const int threads = std::clamp(std::min(kUncachedThreads, io_threads()), 1, pieces);
-  std::vector<int> failed(static_cast<std::size_t>(threads), 0);
-  const auto work = [&](int t) {
-    void* raw = nullptr;
-    if (::posix_memalign(&raw, static_cast<std::size_t>(kPage), kBounceBytes) != 0) {
-      failed[static_cast<std::size_t>(t)] = ENOMEM;
-      return;
-    }
-    auto* bounce = static_cast<unsigned char*>(raw);
-    for (int piece = t; piece < pieces; piece += threads) {
-      const std::size_t at = static_cast<std::size_t>(piece) * kBounceBytes;
-      const std::size_t n = std::min(kBounceBytes, bytes - at);  // whole pages: bytes and at are
-      std::memcpy(bounce, data + at, n);
-      if (const int rc = io_all(uncached_fd_, true, bounce, n, offset + static_cast<std::int64_t>(at))) {
-        failed[static_cast<std::size_t>(t)] = rc;
-        break;
-      }
-    }
-    std::free(raw);
-  };
-  std::vector<std::thread> pool;
-  try {
-    for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
-  } catch (const std::system_error&) {
-    for (int t = static_cast<int>(pool.size()) + 1; t < threads; ++t) work(t);
-  }
-  work(0);
-  for (auto& th : pool) th.join();
-  for (const int rc : failed)
-    if (rc != 0) return rc;
-  return 0;
-}
-
-int BlockFile::write_range(std::int64_t offset, std::size_t bytes, const unsigned char* data) {
-  const std::int64_t end = offset + static_cast<std::int64_t>(bytes);
-  const std::int64_t first = page_up(offset), last = page_down(end);
-  if (uncached_fd_ >= 0 && uncached_on_.load() && last - first >= static_cast<std::int64_t>(kUncachedMinBytes)) {
-    const int rc = write_pages_uncached(first, static_cast<std::size_t>(last - first), data + (first - offset));
-    if (rc == 0) {
-      uncached_bytes_ += last - first;
-      // The partial pages at either end (shared with the neighbouring rows) through the cache.
-      if (const int head = io_all(fd_, true, const_cast<unsigned char*>(data), static_cast<std::size_t>(first - offset),
-                                  offset))
-        return head;
-      return io_all(fd_, true, const_cast<unsigned char*>(data + (last - offset)), static_cast<std::size_t>(end - last),
-                    last);
-    }
-    if (rc != EINVAL) return rc;
-    // The file system took the open but not these writes (an alignment larger than a page):
-    // everything through the cache from now on.
-    if (uncached_on_.exchange(false))
-      log::info("writing C through the page cache: '" + t_.file + "' refuses O_DIRECT writes of whole 4 KiB pages");
-  }
-  return io_all(fd_, true, const_cast<unsigned char*>(data), bytes, offset);
 }
 
 void BlockFile::write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
@@ -219,19 +132,17 @@ void BlockFile::write_block(std::int64_t row0, std::int64_t col0, std::int64_t n
   if (log::enabled(log::Level::info))
     log::info("writing C rows " + std::to_string(row0) + ".." + std::to_string(row0 + nrows - 1) + ", columns " +
               std::to_string(col0) + ".." + std::to_string(col0 + ncols - 1) + " into '" + t_.file + "' (pwrite)");
-  const auto es = static_cast<std::int64_t>(t_.esize);
-  const std::int64_t first = t_.base + (row0 * t_.cols + col0) * es;
-  const std::int64_t last = t_.base + ((row0 + nrows - 1) * t_.cols + col0 + ncols) * es;
-  const int rc = col0 == 0 && ncols == t_.cols
-                     ? write_range(first, static_cast<std::size_t>(last - first), static_cast<const unsigned char*>(data))
-                     : transfer_direct(fd_, true, t_.base, t_.cols, row0, nrows, col0, ncols, t_.esize,
-                                       const_cast<void*>(data));
+  const int rc =
+      transfer_direct(fd_, true, t_.base, t_.cols, row0, nrows, col0, ncols, t_.esize, const_cast<void*>(data));
   if (rc != 0)
     throw IoError("writing rows " + std::to_string(row0) + ".." + std::to_string(row0 + nrows - 1) + " of C to '" +
                   t_.file + "' failed: " + io_failure(rc, "nothing written"));
 #ifdef __linux__
-  // Start writing what went through the cache back now, while later blocks are still computed,
-  // so that the final fsync has less left to wait for. Advisory: errors surface in sync().
+  // Start writing these bytes back now, while later blocks are still computed, so that the final
+  // fsync has less left to wait for. Advisory: errors surface in sync().
+  const auto es = static_cast<std::int64_t>(t_.esize);
+  const std::int64_t first = t_.base + (row0 * t_.cols + col0) * es;
+  const std::int64_t last = t_.base + ((row0 + nrows - 1) * t_.cols + col0 + ncols) * es;
   (void)::sync_file_range(fd_, first, last - first, SYNC_FILE_RANGE_WRITE);
 #endif
 }

@@ -3,7 +3,6 @@
 // HDF5: the bulk of reading a contiguous input and of writing C. HDF5 only tells where the
 // elements lie (matrix_writer.cpp, read_block.cpp); these functions never call it, so they run on any thread and on
 // every rank at once.
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -52,13 +51,7 @@ class BlockSink {
 };
 
 // One process's handle on an output it shares with others (DirectTarget): writes its blocks with
-// pwrite and makes them durable with sync(). Whole rows (one range of bytes) go around the page
-// cache where the file system allows it (O_DIRECT, whole 4 KiB pages, through aligned bounce
-// buffers; the partial pages at either end through the cache): the disk then writes while the
-// rest is computed, at its own speed, where the page cache's write-back reached about half of it
-// (1 GiB durable on the H200 machine: 0.44-0.52 s against 0.76-0.84 s, docs/performance.md).
-// Column blocks, file systems without O_DIRECT (tmpfs) and TESSERA_O_DIRECT=0 write through the
-// cache, starting its write-back at once.
+// pwrite, starting their write-back to the disk at once, and makes them durable with sync().
 class BlockFile : public BlockSink {
  public:
   explicit BlockFile(const DirectTarget& target);  // throws IoError when the file cannot be opened
@@ -71,27 +64,13 @@ class BlockFile : public BlockSink {
   NonfiniteCount nonfinite_written() const override;
   // fsync: what this process wrote is on the disk (network file systems report write errors here).
   void sync();
-  // Bytes written around the page cache so far (0 where O_DIRECT is off or refused).
-  std::int64_t uncached_bytes() const { return uncached_bytes_.load(); }
 
  private:
-  // [offset, offset + bytes) from `data`: the whole pages around the cache, the rest through it.
-  // 0 or an errno (-1: nothing written).
-  int write_range(std::int64_t offset, std::size_t bytes, const unsigned char* data);
-  int write_pages_uncached(std::int64_t offset, std::size_t bytes, const unsigned char* data);
-
   DirectTarget t_;
   int fd_ = -1;
-  int uncached_fd_ = -1;  // the same file opened O_DIRECT; -1: not available or turned off
-  std::atomic<bool> uncached_on_{true};  // false once the file system refused such a write
-  std::atomic<std::int64_t> uncached_bytes_{0};
   mutable std::mutex counted_lock_;
   NonfiniteCount counted_;
 };
-
-// TESSERA_O_DIRECT: unset or 1 (whole rows of C around the page cache where the file system
-// allows it), 0 (through the cache). Throws InputError for another value.
-bool uncached_writes_wanted();
 
 // Whether other processes see the same output file: the creator writes a random token where the
 // matrix starts (overwritten by element (0, 0) later), every other process reads it back. A

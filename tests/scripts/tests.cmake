@@ -190,8 +190,6 @@ add_mpi_test(mpi.cuda.outofcore.f64.np2 2 e2e_run.py --m 257 --n 129 --k 1031 --
 # How C reaches the file (job/output.hpp): in place on every rank vs the gather through rank 0.
 add_mpi_test(write.identical.panels.np2 2 write_paths.py --case identical)
 add_mpi_test(write.identical.panels.np3 3 write_paths.py --case identical)
-# Blocks of 2-4 MB at an unaligned base: their whole pages go around the page cache (O_DIRECT).
-add_mpi_test(write.identical.panels.large.np3 3 write_paths.py --case identical --shape 1201,67,1031)
 add_mpi_test(write.identical.panels.stream.np4 4 write_paths.py --case identical --stream-chunks 7)
 add_mpi_test(write.identical.summa.np1 1 write_paths.py --case identical --algorithm summa)
 add_mpi_test(write.identical.summa.np4 4 write_paths.py --case identical --algorithm summa)
