@@ -5,7 +5,8 @@ on 1 and 2 GPUs, against the floor the machine allows and against an h5py + torc
     scripts/e2e_bench.py OUTDIR [--cases 16384,32768,f64,proj,gzip] [--repeats 3] [--nps 1,2]
                          (--nps: rank counts, 0 = one process without mpirun; a count may carry
                          environment variables and options: "1 TESSERA_STAGED=0", and
-                         bin=PATH for another tessera build: "2 bin=build-old/tessera")
+                         bin=PATH for another tessera build: "2 bin=build-old/tessera";
+                         separate the variants with ";" where a value holds a comma)
                          [--tessera build-gpu/tessera] [--data /tmp/tessera-e2e]
 
 Cases (issue #14):
@@ -112,7 +113,7 @@ def main():
     # interleaved with the others. Rank count 0: one process started without mpirun.
     # "bin=PATH" runs that variant with another tessera (a build of an older commit, for A/B).
     variants = []
-    for item in args.nps.split(","):
+    for item in args.nps.split(";" if ";" in args.nps else ","):
         count, *rest = item.split()
         binary = next((e[4:] for e in rest if e.startswith("bin=")), args.tessera)
         rest = [e for e in rest if not e.startswith("bin=")]
