@@ -113,7 +113,6 @@ TransportChoice choose_transports(const LaunchView& v) {
     return c;
   }
   c.isolated_singleton = no_launcher(v);
-  if (!has(v, "HWLOC_COMPONENTS")) c.hwloc_components = "-opencl,-gl";
   c.why = transports_why(v, c.shared_memory_only) + (c.isolated_singleton ? ", started without orted" : "");
   return c;
 }
@@ -136,7 +135,6 @@ void prepare_mpi_start() {
     ::setenv("OMPI_MCA_btl", "self,vader", 0);
   }
   if (g_choice.isolated_singleton) ::setenv("OMPI_MCA_ess_singleton_isolated", "1", 0);
-  if (!g_choice.hwloc_components.empty()) ::setenv("HWLOC_COMPONENTS", g_choice.hwloc_components.c_str(), 0);
 #else
   g_choice.why = "the MPI library's choice (not Open MPI)";
 #endif

@@ -10,13 +10,8 @@
 // does not). A process started without a launcher (`tessera run` alone) is, by Open MPI's
 // default, a "singleton" that starts a server process (orted) at MPI_Init; tessera never connects
 // to other jobs, so it asks for an isolated singleton instead (`ess_singleton_isolated`): a bare
-// MPI_Init then took 0.03 s against 0.37 s on the development machine. Where a process discovers
-// the node's topology itself (a singleton; ranks of srun without the topology from PMIx), hwloc's
-// OpenCL and GL plugins start the GPU's OpenCL driver and try to reach X displays, which neither
-// Open MPI nor tessera use: tessera sets HWLOC_COMPONENTS=-opencl,-gl where it is unset (in
-// `mpirun` itself the same two took 0.29 of 0.34 s on the 1-GPU H200; mpirun starts before
-// tessera, so that part is the user's, README "MPI start-up"). TESSERA_MPI_TRANSPORTS=open-mpi
-// leaves all of it to Open MPI's configuration.
+// MPI_Init then took 0.03 s against 0.37 s on the development machine. TESSERA_MPI_TRANSPORTS=
+// open-mpi leaves both to Open MPI's configuration.
 #include <string>
 
 namespace tessera::comm {
@@ -32,7 +27,6 @@ struct LaunchView {
 struct TransportChoice {
   bool shared_memory_only = false;  // set pml=ob1, btl=self,vader
   bool isolated_singleton = false;  // no launcher: set ess_singleton_isolated
-  std::string hwloc_components;     // the value to give HWLOC_COMPONENTS ("": leave it as it is)
   std::string why;                  // one line, for the log and `tessera info`
   std::string error;                // TESSERA_MPI_TRANSPORTS has a value other than auto/open-mpi
 };

@@ -51,16 +51,6 @@ TEST_CASE("one process without a launcher starts as an isolated singleton", "[co
   CHECK_FALSE(choose_transports(view({{"TESSERA_MPI_TRANSPORTS", "open-mpi"}})).isolated_singleton);
 }
 
-TEST_CASE("hwloc discovers no OpenCL or GL devices unless the user set HWLOC_COMPONENTS", "[comm][mpi_start]") {
-  CHECK(choose_transports(view({})).hwloc_components == "-opencl,-gl");
-  CHECK(choose_transports(view({{"SLURM_STEP_NUM_NODES", "4"}, {"SLURM_PROCID", "3"}})).hwloc_components ==
-        "-opencl,-gl");
-  CHECK(choose_transports(view({{"OMPI_MCA_pml", "ucx"}})).hwloc_components == "-opencl,-gl");
-  CHECK(choose_transports(view({{"HWLOC_COMPONENTS", "-pci"}})).hwloc_components.empty());
-  CHECK(choose_transports(view({{"TESSERA_MPI_TRANSPORTS", "open-mpi"}})).hwloc_components.empty());
-  CHECK(choose_transports(view({{"TESSERA_MPI_TRANSPORTS", "bad"}})).hwloc_components.empty());
-}
-
 TEST_CASE("ranks on several nodes, or an unknown launcher: Open MPI chooses", "[comm][mpi_start]") {
   CHECK_FALSE(
       choose_transports(view({{"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}})).shared_memory_only);
