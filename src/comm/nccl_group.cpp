@@ -31,10 +31,12 @@ std::string unique_id(int device) {
 }
 
 // Member 0 makes the group's id inside an agreed step of `world` (every rank calls this), MPI
-// hands it to the members; "" on ranks that are not members.
+// hands it to the members; "" on ranks that are not members. A member needs a GPU; a rank left
+// idle (no device) joins no group and needs none.
 std::string handed_out_id(const Comm& world, const Comm* members, const Device& device) {
   std::string id;
   world.step([&] {
+    if (members && device.id < 0) throw Error("--comm nccl needs a GPU on every rank that exchanges data");
     if (members && members->rank() == 0) id = unique_id(device.id);
   });
   return members ? members->broadcast(id, 0) : std::string();

@@ -143,7 +143,8 @@ class NcclTransport final : public Transport {
 }  // namespace
 
 std::unique_ptr<Transport> make_nccl_transport(DType dtype, const Device& device) {
-  if (device.id < 0) throw Error("--comm nccl needs a GPU on every rank");
+  // A rank without a GPU (one left idle) may hold the transport; joining a group needs one
+  // (nccl_group.cpp).
   return std::make_unique<NcclTransport>(dtype, device);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -125,15 +126,16 @@ PeerSurvey survey_peers(const Comm& world, int device) {
   for (std::string host, pci; std::getline(in, host) && std::getline(in, pci);) ranks.emplace_back(host, pci);
   // This rank's view of every other rank on its node (a GPU shared by two ranks is no pair).
   const NcclEnv env = NcclEnv::from_environment();
-  const Nvml nvml;
   nlohmann::json found = nlohmann::json::array();
+  // A rank without a GPU (one left idle) sees no pair, and starts no NVML for nothing.
+  const std::optional<Nvml> nvml = mine.empty() ? std::nullopt : std::optional<Nvml>(std::in_place);
   for (int r = 0; r < static_cast<int>(ranks.size()); ++r) {
     if (r == world.rank() || mine.empty() || ranks[static_cast<std::size_t>(r)].second.empty() ||
         ranks[static_cast<std::size_t>(r)].second == mine)
       continue;
     const bool same_host =
         ranks[static_cast<std::size_t>(r)].first == ranks[static_cast<std::size_t>(world.rank())].first;
-    PeerLink l = same_host ? link_to(device, mine, ranks[static_cast<std::size_t>(r)].second, nvml) : PeerLink{};
+    PeerLink l = same_host ? link_to(device, mine, ranks[static_cast<std::size_t>(r)].second, *nvml) : PeerLink{};
     l.same_host = same_host;
     std::string why;
     if (l.same_host && !l.visible)

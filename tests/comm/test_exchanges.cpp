@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/comm.hpp"
@@ -153,5 +155,28 @@ TEST_CASE("the host block link carries every rank's C block to rank 0", "[comm][
     std::vector<float> got(static_cast<std::size_t>(7 + r), -1.0f);
     link->receive(r, got.data(), 7 + r, {mine.data(), nullptr, elements});
     CHECK(got == std::vector<float>(static_cast<std::size_t>(7 + r), static_cast<float>(r)));
+  }
+}
+
+TEST_CASE("NCCL: a rank without a GPU holds the transport and joins no group; a member without one is refused",
+          "[comm][mpi][nccl]") {
+  if (!comm::nccl_compiled()) {
+    WARN("built without NCCL: no NCCL transport to check");
+    return;
+  }
+  const comm::Comm world(MPI_COMM_WORLD);
+  // A rank left idle: its backend has no device. It takes part in every maker (they are
+  // collective) as a member of no group, so neither NCCL nor the GPU driver is asked for anything.
+  std::unique_ptr<comm::Transport> t;
+  REQUIRE_NOTHROW(t = comm::make_transport(Path::nccl, DType::f64, comm::Device{}));
+  CHECK_NOTHROW(t->grid_broadcast(world, nullptr, nullptr));
+  CHECK_NOTHROW(t->block_link(world, nullptr));
+  // A member of a group without a GPU: one refusal, the same on every rank, before any NCCL call.
+  const comm::Comm self = world.split(world.rank());
+  try {
+    (void)t->block_link(world, &self);
+    FAIL("a member without a GPU was let into an NCCL group");
+  } catch (const comm::JobError& e) {
+    CHECK(std::string(e.what()).find("needs a GPU on every rank that exchanges data") != std::string::npos);
   }
 }

@@ -62,8 +62,8 @@ add_mpi_test(stage.cuda.idle.np2 2 e2e_run.py --m 1023 --n 1025 --k 1027 --dtype
 add_mpi_test(stage.cuda.off.np1 1 e2e_run.py --m 1021 --n 1031 --k 1033 --dtype f32 --backend cuda --need-gpus 1 --stream-chunks 6 --staged off)
 add_mpi_test(op.cuda.stage.np1 1 op_run.py --m 517 --n 259 --k 131 --ta --tb --alpha 2 --beta -1 --backend cuda --need-gpus 1 --stream-chunks 4 --stage-bytes 5000)
 add_mpi_test(mpi.cuda.np2 2 e2e_run.py --m 517 --n 1031 --k 259 --dtype f64 --backend cuda --need-gpus 2 --baseline naive)
-# Ranks left idle on GPUs start no CUDA context, yet report their GPU: panels on one GPU of two,
-# and summa on a 2x1 grid of 3 ranks (the idle rank names GPU 0 beside rank 0; NCCL between 0 and 1).
+# Ranks left idle on GPUs touch no device and say `idle`: panels on one GPU of two, and summa on a
+# 2x1 grid of 3 ranks (NCCL between ranks 0 and 1; the idle rank holds the transport, joins no group).
 add_mpi_test(mpi.cuda.idle.np2 2 e2e_run.py --m 1023 --n 1025 --k 1027 --dtype f32 --backend cuda --need-gpus 2 --grid 1x1)
 add_mpi_test(summa.cuda.idle.np3 3 e2e_run.py --m 517 --n 259 --k 1031 --dtype f32 --backend cuda --need-gpus 2 --algorithm summa --grid 2x1 --expect-comm nccl)
 
