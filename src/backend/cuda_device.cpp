@@ -55,14 +55,6 @@ cudaDeviceProp properties(int device) {
 }  // namespace
 
 int select_device(const Placement& where) {
-  const int device = choose_device(where);
-  CUDA_CHECK(cudaSetDevice(device));
-  // Whether ranks share a GPU is decided by the caller, which can compare the PCI bus ids of
-  // all ranks on the node (under srun --gpus-per-task=1 each rank sees "GPU 0", a different one).
-  return device;
-}
-
-int choose_device(const Placement& where) {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
@@ -71,7 +63,11 @@ int choose_device(const Placement& where) {
                       (err != cudaSuccess ? cudaGetErrorString(err) : "0 devices") +
                       "); check the driver, CUDA_VISIBLE_DEVICES and the job's GPU binding");
   }
-  return std::max(where.local_rank, 0) % count;
+  const int device = std::max(where.local_rank, 0) % count;
+  CUDA_CHECK(cudaSetDevice(device));
+  // Whether ranks share a GPU is decided by the caller, which can compare the PCI bus ids of
+  // all ranks on the node (under srun --gpus-per-task=1 each rank sees "GPU 0", a different one).
+  return device;
 }
 
 std::string describe_device(int device) {

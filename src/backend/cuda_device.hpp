@@ -20,8 +20,6 @@ inline constexpr std::size_t kPinMinBytes = std::size_t{32} << 20;
 
 // GPU local_rank % count among the visible ones, made current. Throws DeviceError when none is.
 int select_device(const Placement& where);
-// The same GPU, not made current: no CUDA context is started (device queries only).
-int choose_device(const Placement& where);
 
 // "NVIDIA H200 [0000:1b:00.0]": the name, and the PCI bus id where the driver gives it.
 std::string describe_device(int device);
