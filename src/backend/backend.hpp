@@ -326,14 +326,10 @@ std::unique_ptr<Backend> make_idle_backend(const std::string& backend_name);
 // Starts the CUDA driver and the primary context of the GPU that node-local rank `local_rank`
 // will use (local_rank modulo the visible GPUs, as the cuda backend chooses) on a thread of its
 // own, so that CUDA's start-up (~0.1 s of driver and ~0.1 s of context on the H200) runs beside
-// other work: MPI's start on a node's first rank, reading B ahead (job/read_ahead.hpp) on the
-// others once the plan makes them busy. Only where allow_gpu_start(true) was called (main: a
-// `tessera run` on a GPU), once per process; returns whether that thread is still starting CUDA. Nothing in a build without CUDA; errors are left to the calls that follow, which meet
-// and report them. finish_gpu_start() waits for the thread: make_backend calls it before it
-// makes a CUDA backend, and main before it ends (a second call does nothing). Other CUDA calls
-// (the plan's count and names of the GPUs) may run beside the thread.
-void allow_gpu_start(bool allowed);
-bool start_gpu_early(int local_rank);
+// MPI's. Nothing in a build without CUDA; errors are left to the calls that follow, which meet
+// and report them. finish_gpu_start() waits for that thread (call it before any other CUDA call
+// of tessera's own; a second call does nothing).
+void start_gpu_early(int local_rank);
 void finish_gpu_start();
 
 }  // namespace tessera::backend

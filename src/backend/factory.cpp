@@ -1,8 +1,6 @@
 // Backend selection ("cpu", "cuda" or "auto"), what this build has, and the defaults of backend.hpp.
-#include <atomic>
 #include <cstdlib>
 #include <new>
-#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -53,30 +51,14 @@ int visible_gpu_count() {
 }
 
 namespace {
-std::thread g_gpu_start;     // start_gpu_early's thread, joined by finish_gpu_start
-bool g_gpu_allowed = false;  // allow_gpu_start
-bool g_gpu_started = false;  // once per process
-std::atomic<bool> g_gpu_done{false};  // the thread has finished
+std::thread g_gpu_start;  // start_gpu_early's thread, joined by finish_gpu_start
 }  // namespace
 
-void allow_gpu_start(bool allowed) { g_gpu_allowed = allowed; }
-
-bool start_gpu_early(int local_rank) {
+void start_gpu_early(int local_rank) {
 #ifdef TESSERA_HAVE_CUDA
-  if (g_gpu_allowed && !g_gpu_started) {
-    g_gpu_started = true;
-    try {
-      g_gpu_start = std::thread([local_rank] {
-        cuda_start_device(local_rank);
-        g_gpu_done.store(true);
-      });
-    } catch (const std::system_error&) {  // no thread: CUDA starts with the backend, as without this
-    }
-  }
-  return g_gpu_start.joinable() && !g_gpu_done.load();
+  if (!g_gpu_start.joinable()) g_gpu_start = std::thread([local_rank] { cuda_start_device(local_rank); });
 #else
   (void)local_rank;
-  return false;
 #endif
 }
 
@@ -132,7 +114,6 @@ std::unique_ptr<Backend> make_backend(const std::string& name, const Placement& 
   if (name == "cpu") return make_cpu_backend();
   if (name == "cuda" || name == "auto") {
 #ifdef TESSERA_HAVE_CUDA
-    finish_gpu_start();  // the context start_gpu_early began is the one the backend uses
     if (cuda_device_count() > 0) return make_cuda_backend(where);
     if (name == "cuda") throw InputError("--backend cuda: no GPU is visible to this process");
 #else

@@ -360,19 +360,15 @@ int main(int argc, char** argv) {
   // CUDA's start-up (driver and context, ~0.2 s on the H200) runs on a thread beside MPI_Init, on
   // the node's first rank only: with every rank of a node starting the driver and a context at
   // once, a 2-rank job was 0.17 s slower (they wait for each other, and a rank that stays idle
-  // would hold a context for nothing). Rank 0 is busy in every plan; the others start CUDA once
-  // the plan makes them busy, beside reading B ahead (job/read_ahead.hpp). The thread is joined
-  // when the backend is made, so the plan and that reading run beside it too; or as main ends.
+  // would hold a context for nothing). Rank 0 is busy in every plan; the others start CUDA when
+  // the job needs it, as before.
   std::string start_error = tessera::comm::mpi_start_choice().error;
-  const bool gpu_run = gpu_run_requested(argc, argv, start_error);
-  tessera::backend::allow_gpu_start(gpu_run);
-  if (gpu_run && tessera::comm::launcher_local_size() >= 1 && tessera::comm::launcher_local_rank() == 0)
+  if (gpu_run_requested(argc, argv, start_error) && tessera::comm::launcher_local_size() >= 1 &&
+      tessera::comm::launcher_local_rank() == 0)
     tessera::backend::start_gpu_early(tessera::comm::launcher_local_rank());
-  struct GpuStartJoined {
-    ~GpuStartJoined() { tessera::backend::finish_gpu_start(); }
-  } const gpu_start_joined;
   int provided = MPI_THREAD_SINGLE;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  tessera::backend::finish_gpu_start();
   const int rank = world_rank();
   {
     // A rank whose environment holds a value tessera does not understand stops the job; every

@@ -43,7 +43,6 @@
 #include "job/output.hpp"
 #include "job/plan.hpp"
 #include "job/progress.hpp"
-#include "job/read_ahead.hpp"
 #include "job/rank_backend.hpp"
 #include "job/rank_report.hpp"
 #include "job/refusals.hpp"
@@ -84,7 +83,6 @@ class Job {
   void run() {
     share_cores();
     plan();
-    read_ahead();
     start();
     read();
     compute();
@@ -96,7 +94,6 @@ class Job {
  private:
   void share_cores();
   void plan();
-  void read_ahead();
   void start();
   void start_backend();
   void read();
@@ -135,7 +132,6 @@ class Job {
   bool streaming_ = false;          // A streams in on the busy ranks: non-finite input is refused after the GEMM
   algorithms::StagedReads reads_;   // this rank's reads of A and B rows (whole blocks, or a staged GEMM's pieces)
   double reads_seconds_ = 0;        // seconds spent in them
-  ReadAhead read_ahead_;            // B's first rows, read while this rank's GPU starts
   io::NonfiniteCount scan_a_, scan_b_, scan_old_c_;
   std::optional<FreivaldsResult> verified_;
 };
@@ -210,25 +206,6 @@ void Job::plan() {
   options_.verify = o_.verify;
   options_.gpu_memory = parse_bytes(o_.gpu_memory, "--gpu-memory");
   options_.bands = decided["bands"].get<int>();
-}
-
-// 1b. A busy rank whose GPU is still starting (the node's first rank: since before MPI_Init; the
-// others start it now) reads the first rows of its B block meanwhile, up to 1 GiB
-// (job/read_ahead.hpp). TESSERA_READ_AHEAD=0 turns it off (comparisons); a size ("64KiB", a
-// number of bytes) forces it with that limit, GPU or not, and reads all the rows that fit (tests).
-void Job::read_ahead() {
-  const int local_rank = comm_.node().local_rank;  // collective the first time: every rank asks
-  comm_.step([&] {
-    const char* env = std::getenv("TESSERA_READ_AHEAD");
-    const std::string want = env ? env : "";
-    if (want == "0") return;
-    const std::size_t cap = want.empty() ? std::size_t{1} << 30 : parse_bytes(want, "TESSERA_READ_AHEAD");
-    const algorithms::Share& s = share_;
-    if (!s.active || s.b_rows.size() == 0 || s.b_cols.size() == 0) return;
-    if (want.empty() && !backend::start_gpu_early(local_rank)) return;  // no GPU start to wait for
-    read_ahead_.start(operand_b(o_), s.b_rows.begin, s.b_rows.size(), s.b_cols.begin, s.b_cols.size(), plan_.dtype,
-                      cap, !want.empty());
-  });
 }
 
 // 2. The output route, the backend, the algorithm's agreements, host memory refused up front.
@@ -317,17 +294,8 @@ void Job::read() {
   comm_.step([&] {
     if (!s.active) return;
     const double t = MPI_Wtime();
-    const std::int64_t ahead = read_ahead_.stop();
-    const double ahead_s = ahead > 0 ? read_ahead_.seconds() : 0.0;  // during setup
-    if (ahead > 0) {
-      if (log::enabled(log::Level::info))
-        log::info("read B's first " + std::to_string(ahead) + " of " + std::to_string(s.b_rows.size()) + " rows (" +
-                  std::to_string(read_ahead_.bytes_held() >> 20) + " MiB) while the backend started, in " +
-                  std::to_string(read_ahead_.seconds()) + " s");
-    }
     prepare_reads();
     if (stage_gemm()) {  // nothing read yet: the backend asks for the rows as it goes (compute)
-      reads_seconds_ += ahead_s;
       run_->staged = &reads_;
       me_.staged = true;
       me_.read_bytes =
@@ -349,8 +317,7 @@ void Job::read() {
       reads_.a(0, s.a_rows.size(), run_->a.data());
     }
     me_.read_bytes = static_cast<std::int64_t>(run_->a.size() + run_->b.size());
-    // Streaming: B, and A's reading that ran before the GEMM; B's rows read ahead (during setup).
-    me_.phases.emplace_back("read", seconds_since(t) + ahead_s);
+    me_.phases.emplace_back("read", seconds_since(t));  // streaming: B, and A's reading that ran before the GEMM
   });
   scan_old_c();
   if (!streaming_) refuse_inputs();
@@ -393,11 +360,7 @@ void Job::prepare_reads() {
   reads_.b = [this, &s, dtype, op = operand_b(o_)](std::int64_t row0, std::int64_t rows, void* into) {
     const double t = MPI_Wtime();
     const std::int64_t cols = s.b_cols.size();
-    const std::int64_t ahead = read_ahead_.serve(row0, rows, into);  // the rows read ahead, copied
-    if (ahead < rows)
-      io::read_operand_block(op, s.b_rows.begin + row0 + ahead, rows - ahead, s.b_cols.begin, cols, dtype,
-                             static_cast<unsigned char*>(into) +
-                                 static_cast<std::size_t>(ahead * cols) * dtype_size(dtype));
+    io::read_operand_block(op, s.b_rows.begin + row0, rows, s.b_cols.begin, cols, dtype, into);
     if (s.count_b)
       scan_b_.merge(scan_nonfinite(into, dtype, rows, cols, s.b_rows.begin + row0, s.b_cols.begin, plan_.n));
     if (o_.alpha != 1) scale(into, dtype, rows * cols, o_.alpha);  // B's block is the smaller
@@ -468,7 +431,6 @@ void Job::finish() {
   // Freeing device memory, page-locked memory (unregistering it) and NCCL groups takes time too:
   // done beside rank 0's commit, which mostly waits for the disk (fsync).
   BackgroundRelease releasing(be_.get(), [this] {
-    read_ahead_.drop();
     algorithm_->release();
     run_->a = {};
     run_->b = {};

@@ -76,14 +76,11 @@ def skip_without_gpus(args):
         raise SystemExit(SKIP)
 
 
-def forced_env(stream_chunks=0, bands=0, staged="", stage_bytes=0, read_ahead=0):
+def forced_env(stream_chunks=0, bands=0, staged="", stage_bytes=0):
     """The environment that forces A's streaming pieces, the bands of C and the staged GEMM
     (staged "on": TESSERA_STAGED=1, in pieces of stage_bytes; "off": TESSERA_STAGED=0; None: the
-    model's and the backend's choices), and B's first rows read ahead (up to read_ahead bytes,
-    all of them; as while a GPU starts)."""
+    model's and the backend's choices)."""
     env = {}
-    if read_ahead:
-        env["TESSERA_READ_AHEAD"] = str(read_ahead)
     if staged:
         env["TESSERA_STAGED"] = "1" if staged == "on" else "0"
     if stage_bytes:

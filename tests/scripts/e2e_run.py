@@ -35,7 +35,6 @@ p.add_argument("--stream-chunks", type=int, default=0,
 p.add_argument("--staged", default="", choices=["", "on", "off"],
                help="TESSERA_STAGED=1 / 0: A, B and C through the backend's staging buffers, or not")
 p.add_argument("--stage-bytes", type=int, default=0, help="TESSERA_STAGE_BYTES: the staged pieces' size")
-p.add_argument("--read-ahead", type=int, default=0, help="TESSERA_READ_AHEAD: B's first rows read ahead, up to this many bytes")
 p.add_argument("--expect-staged", default="", choices=["", "yes", "no"],
                help="whether the busy ranks' reports must say their GEMM was staged (--staged on: yes)")
 args = p.parse_args()
@@ -77,7 +76,7 @@ if args.panel_width:
     cmd += ["--panel-width", str(args.panel_width)]
 if args.write:
     cmd += ["--write", args.write]
-env = forced_env(args.stream_chunks, args.bands, args.staged, args.stage_bytes, args.read_ahead)
+env = forced_env(args.stream_chunks, args.bands, args.staged, args.stage_bytes)
 res = r.run(cmd, env=env)
 
 with h5py.File(c_file, "r") as f:

@@ -146,28 +146,20 @@ elif case == "stream-nonfinite-idle":
     write(A, "/Anan", nan_a)
     cmd, expect = base(a=f"{A}:/Anan") + ["--grid", "1x1"], "first at (37, 2)"
     stream_env = {"TESSERA_STREAM_CHUNKS": "4"}
-elif case in ("staged-nonfinite-a", "staged-nonfinite-b", "readahead-nonfinite-b"):
+elif case in ("staged-nonfinite-a", "staged-nonfinite-b"):
     # Staged (TESSERA_STAGED=1, pieces of 3 rows): the NaN sits in a late piece of A, or of B, read
     # while C's first rows are already written into the temporary output; no output may appear.
     nan_a, nan_b = rng.random((40, 5)), rng.random((5, 30))
     if case == "staged-nonfinite-a":
         nan_a[37, 2] = np.nan
         expect = "first at (37, 2)"
-    elif case == "staged-nonfinite-b":
+    else:
         nan_b[4, 29] = np.inf
         expect = "first at (4, 29)"
-    else:  # a NaN in the rows read ahead, counted on their copy
-        nan_b[1, 3] = np.nan
-        expect = "first at (1, 3)"
     write(A, "/Anan", nan_a)
     write(B, "/Bnan", nan_b)
     cmd = base(a=f"{A}:/Anan", b=f"{B}:/Bnan") + ["--grid", "1x1"]
     stream_env = {"TESSERA_STREAM_CHUNKS": "4", "TESSERA_STAGED": "1", "TESSERA_STAGE_BYTES": "100"}
-    if case == "readahead-nonfinite-b":  # rows of 240 bytes: rows 0-1 read ahead (as while a GPU starts)
-        stream_env["TESSERA_READ_AHEAD"] = "500"
-elif case == "bad-read-ahead":
-    cmd, expect = base(), "invalid TESSERA_READ_AHEAD 'lots'"
-    stream_env = {"TESSERA_READ_AHEAD": "lots"}
 elif case == "bad-staged":
     cmd, expect = base(), "TESSERA_STAGED='yes' is not 0 or 1"
     stream_env = {"TESSERA_STREAM_CHUNKS": "4", "TESSERA_STAGED": "yes"}

@@ -29,7 +29,6 @@ p.add_argument("--stream-chunks", type=int, default=0)
 p.add_argument("--bands", type=int, default=0)
 p.add_argument("--staged", default="", choices=["", "on", "off"], help="TESSERA_STAGED=1 / 0")
 p.add_argument("--stage-bytes", type=int, default=0, help="TESSERA_STAGE_BYTES")
-p.add_argument("--read-ahead", type=int, default=0, help="TESSERA_READ_AHEAD: B's first rows read ahead, up to this many bytes")
 p.add_argument("--need-gpus", type=int, default=0)
 p.add_argument("--case", default="", choices=["", "beta-no-c", "beta-no-dataset", "beta-wrong-shape",
                                               "beta-no-overwrite", "transposed-mismatch", "nan-in-old-c"])
@@ -64,7 +63,7 @@ if args.algorithm:
     cmd += ["--algorithm", args.algorithm]
 if args.write:
     cmd += ["--write", args.write]
-env = forced_env(args.stream_chunks, args.bands, args.staged, args.stage_bytes, args.read_ahead)
+env = forced_env(args.stream_chunks, args.bands, args.staged, args.stage_bytes)
 
 
 def refused(extra, words, *, expect_c=None):

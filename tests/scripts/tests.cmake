@@ -43,15 +43,7 @@ add_mpi_test(op.stage.tab.np2 2 op_run.py --m 61 --n 47 --k 53 --ta --tb --alpha
 add_mpi_test(op.stage.f32.np3 3 op_run.py --m 7 --n 5 --k 3 --ta --dtype f32 --beta 1 --stream-chunks 50 --staged on --stage-bytes 1)
 add_mpi_test(write.identical.panels.staged.np3 3 write_paths.py --case identical --stream-chunks 5 --staged)
 add_mpi_test(fault.write-fails.staged 2 faults.py --case write-fails --stream-chunks 4 --staged)
-# B's first rows read ahead (as while a GPU starts; TESSERA_READ_AHEAD forces it): in part or whole,
-# staged or not, transposed and scaled, gzip, a rank idle.
-add_mpi_test(readahead.f64.part.np1 1 e2e_run.py --m 37 --n 29 --k 31 --dtype f64 --stream-chunks 5 --staged on --stage-bytes 700 --read-ahead 500)
-add_mpi_test(readahead.f32.whole.np3 3 e2e_run.py --m 61 --n 47 --k 103 --dtype f32 --staged off --read-ahead 1000000)
-add_mpi_test(readahead.f32.gzip.np2 2 e2e_run.py --m 70 --n 90 --k 50 --dtype f32 --layout gzip --stream-chunks 4 --staged on --stage-bytes 2000 --read-ahead 3000)
-add_mpi_test(readahead.f64.idle.np3 3 e2e_run.py --m 23 --n 19 --k 17 --dtype f64 --grid 1x1 --stream-chunks 4 --staged on --stage-bytes 300 --read-ahead 400)
-add_mpi_test(op.readahead.tab.np2 2 op_run.py --m 61 --n 47 --k 53 --ta --tb --alpha 2 --beta -1 --stream-chunks 4 --algorithm panels --staged on --stage-bytes 300 --read-ahead 1000)
-add_mpi_test(op.readahead.summa.np4 4 op_run.py --m 41 --n 37 --k 43 --tb --alpha -0.5 --algorithm summa --read-ahead 700)
-foreach(case staged-nonfinite-a staged-nonfinite-b readahead-nonfinite-b bad-read-ahead bad-stage-bytes bad-staged bad-mpi-transports bad-gpu-early)
+foreach(case staged-nonfinite-a staged-nonfinite-b bad-stage-bytes bad-staged bad-mpi-transports bad-gpu-early)
   add_mpi_test(error.${case} 2 errors.py --case ${case})
 endforeach()
 
