@@ -24,7 +24,7 @@ REPORT = {
     "schema": "tessera.report/1", "tessera_version": "0.1.0", "started_at": "2026-11-30T11:19:50Z",
     "inputs": {"a": "a.h5:/A", "b": "b.h5:/B"}, "output": "c.h5:/C",
     "shape": {"m": 30, "n": 25, "k": 20}, "dtype": "float32", "grid": {"rows": 2, "cols": 1}, "nranks": 3,
-    "algorithm": "panels", "comm": "host", "write": "in place (every rank writes its rows)", "stream_chunks": 1,
+    "algorithm": "panels", "comm": "host", "write": "in place (every rank writes its own block)", "stream_chunks": 1,
     "backend": "cpu", "kernel": "openblas",
     "totals": {"wall_seconds": 0.016, "flops": 30000.0, "aggregate_gflops": 0.39, "max_compute_seconds": 7.6e-5,
                "mean_compute_seconds": 7.5e-5, "load_imbalance": 1.006},
@@ -47,7 +47,7 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(str(rep.grid), "2x1")
         self.assertEqual((rep.dtype, rep.algorithm, rep.comm, rep.backend, rep.kernel, rep.nranks),
                          ("float32", "panels", "host", "cpu", "openblas", 3))
-        self.assertEqual(rep.write, "in place (every rank writes its rows)")
+        self.assertEqual(rep.write, "in place (every rank writes its own block)")
         self.assertEqual((rep.wall_seconds, rep.flops, rep.load_imbalance), (0.016, 30000.0, 1.006))
         self.assertEqual(rep.warnings, ["ranks 0 and 1 share GPU 0"])  # the ranks', each once
         self.assertIsNone(rep.verification)

@@ -143,9 +143,11 @@ MachineModel MachineModel::load(const std::string& wanted, const GpuNode& gpus) 
   const std::string file = (name.empty() ? std::string("default") : name) + ".json";
   for (const auto& dir : machine_dirs())
     if (std::error_code ec; std::filesystem::is_regular_file(dir / file, ec)) return read_file(dir / file);
-  if (!name.empty())
+  if (!name.empty() && name != "default")
     throw InputError("no machine file '" + file + "' in configs/machines (here or installed); pass a path");
-  return MachineModel{};
+  MachineModel built_in;  // default.json holds the same numbers: "default" works where it is not found
+  if (!name.empty()) built_in.name = name;
+  return built_in;
 }
 
 }  // namespace tessera::algorithms

@@ -70,7 +70,8 @@ void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
   run->add_option("--dtype", o.dtype, "compute precision: auto (f32 if A and B are float32, else f64), f32, f64")
       ->capture_default_str();
   run->add_option("--baseline", o.baseline, "also time this kernel on each rank's block and report the speedup");
-  run->add_flag("--overwrite", o.overwrite, "replace an existing output file");
+  run->add_flag("--overwrite", o.overwrite,
+                "replace an existing dataset at --c (an existing HDF5 file keeps its other datasets)");
   run->add_flag("--quiet,-q", o.quiet, "print no report table");
   run->add_flag("--verify", o.verify, "check C with Freivalds' test (O(n^2)) before writing it; fail if wrong");
   run->add_flag("--allow-nonfinite", o.allow_nonfinite, "multiply inputs holding NaN/Inf instead of refusing them");
@@ -192,6 +193,15 @@ int parse_failed(CLI::App& app, const CLI::ParseError& e, int rank) {
              "': not a number of the option's type, or out of its range";
     } else if (const auto at = text.find(": At Most 1 required but received"); at != std::string::npos) {
       text = text.substr(0, at) + " is given more than once (on the command line or in the config file)";
+    } else if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && app.get_subcommands().empty()) {
+      // `tessera frobnicate`: CLI11 says only that a subcommand is required.
+      const std::vector<std::string> rest = app.remaining();
+      if (!rest.empty() && !rest.front().empty() && rest.front()[0] != '-') {
+        std::string names;
+        for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+          names += (names.empty() ? "" : ", ") + sub->get_name();
+        text = "unknown subcommand '" + rest.front() + "' (choose: " + names + ")";
+      }
     }
     const bool config =
         dynamic_cast<const CLI::ConfigError*>(&e) != nullptr || dynamic_cast<const CLI::FileError*>(&e) != nullptr;
@@ -228,7 +238,8 @@ void add_job_commands(CLI::App& app, Commands& c) {
   c.g->add_option("--high", c.gen.high, "upper bound")->capture_default_str();
   c.g->add_option("--chunk", c.gen.chunk, "chunked layout RxC (default contiguous)");
   c.g->add_option("--gzip", c.gen.gzip, "gzip level 1-9 (implies chunking)")->capture_default_str();
-  c.g->add_flag("--overwrite", c.gen.overwrite, "replace an existing file");
+  c.g->add_flag("--overwrite", c.gen.overwrite,
+                "replace an existing dataset at --out (an existing HDF5 file keeps its other datasets)");
 
   c.r = app.add_subcommand("run", "C = A * B over the MPI ranks; write C and report per-rank timing");
   add_run_options(c.r, c.ro);
@@ -238,9 +249,22 @@ void add_job_commands(CLI::App& app, Commands& c) {
   c.v->add_option("--b", c.vo.b, "B as FILE:/DATASET")->required();
   c.v->add_option("--c", c.vo.c, "C as FILE:/DATASET")->required();
   c.v->add_flag("--full", c.vo.full, "recompute A*B in float64 and compare every element (O(n^3): small sizes)");
-  c.v->add_option("--vectors", c.vo.vectors, "Freivalds: random vectors")->capture_default_str();
-  c.v->add_option("--safety", c.vo.safety, "allowed multiple of the rounding bound (default: 8 Freivalds, 2 --full)");
-  c.v->add_option("--tolerance", c.vo.tolerance, "--full: also require rel. Frobenius error <= this");
+  // Values that would check nothing (0 vectors, a bound of 0 or below) are refused, not replaced.
+  const CLI::Validator above_zero(
+      [](std::string& value) -> std::string {
+        char* end = nullptr;
+        const double x = std::strtod(value.c_str(), &end);
+        if (end == value.c_str() || *end != '\0' || !(x > 0)) return "must be above 0, not '" + value + "'";
+        return {};
+      },
+      "> 0");
+  c.v->add_option("--vectors", c.vo.vectors, "Freivalds: random vectors (1 or more)")
+      ->check(above_zero)
+      ->capture_default_str();
+  c.v->add_option("--safety", c.vo.safety, "allowed multiple of the rounding bound (default: 8 Freivalds, 2 --full)")
+      ->check(above_zero);
+  c.v->add_option("--tolerance", c.vo.tolerance, "--full: also require rel. Frobenius error <= this")
+      ->check(above_zero);
   c.v->add_option("--dtype", c.vo.dtype, "precision C was computed in (default: C's stored type)");
   c.v->add_flag("--transpose-a", c.vo.transpose_a, "as `run --transpose-a`: --a is stored K x M");
   c.v->add_flag("--transpose-b", c.vo.transpose_b, "as `run --transpose-b`: --b is stored N x K");

@@ -30,6 +30,9 @@ class Distribution {
     if (!(o.low < o.high) && o.dist != "normal")
       throw InputError("--low must be below --high (got " + std::to_string(o.low) + ", " + std::to_string(o.high) +
                        ")");
+    if (o.dist == "integers" && std::ceil(o.low) > std::floor(o.high))
+      throw InputError("--dist integers: [--low, --high] = [" + std::to_string(o.low) + ", " + std::to_string(o.high) +
+                       "] holds no integer");
   }
   double operator()(std::uint64_t index) const {
     const std::uint64_t h = mix(o_.seed * 0x2545f4914f6cdd1dULL ^ mix(index));
@@ -66,7 +69,9 @@ void generate(const GenerateOptions& o) {
 
   io::WriteOptions wo;
   wo.overwrite = o.overwrite;
-  wo.existing_file = io::ExistingFile::replace_file;  // --overwrite replaces the whole file (README)
+  // Into an existing HDF5 file the matrix is added beside what it holds, as `run` writes C; an
+  // existing dataset at that path is replaced only with --overwrite (nothing else is touched).
+  wo.existing_file = io::ExistingFile::add_dataset;
   wo.gzip_level = o.gzip;
   if (!o.chunk.empty()) {
     const auto g = partition::parse_grid(o.chunk, "--chunk");  // the same "RxC" syntax

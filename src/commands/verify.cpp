@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "commands/command_paths.hpp"
@@ -42,6 +43,16 @@ VerifyResult verify(const VerifyOptions& o, const comm::Comm& comm) {
     if (c.rows != a.rows || c.cols != b.cols)
       throw InputError(fmt::format("C '{}' is {}x{} but A*B is {}x{}", cref.str(), c.rows, c.cols, a.rows, b.cols));
     if (a.rows < 1 || a.cols < 1 || b.cols < 1) throw InputError("A or B has a zero dimension");
+    // A C that tessera made with beta != 0 holds beta C_old too, and C_old is gone: nothing to
+    // check it against (README), so it is refused rather than called wrong.
+    for (const auto& [name, value] : io::read_attributes(cref)) {
+      if (name != "beta") continue;
+      char* end = nullptr;
+      const double beta = std::strtod(value.c_str(), &end);
+      if (end != value.c_str() && beta != 0)
+        throw InputError("C '" + cref.str() + "' was made with beta = " + value +
+                         " (its attribute 'beta'): it holds beta * C_old, which is gone, so verify cannot check it");
+    }
     s = {a.rows, b.cols, a.cols, static_cast<int>(c.natural)};
     if (o.dtype == "f32" || o.dtype == "float32")
       s.dtype = static_cast<int>(DType::f32);

@@ -75,12 +75,11 @@ void PathGuard::read(const std::string& file, const std::string& what) {
   reads_.push_back(std::move(e));
 }
 
-void PathGuard::output(const std::string& file, const std::string& option, bool overwrite, Output kind) {
+void PathGuard::output(const std::string& file, const std::string& option, bool overwrite) {
   Entry e;
   e.file = file;
   e.option = option;
   e.overwrite = overwrite;
-  e.output = kind;
   outputs_.push_back(std::move(e));
 }
 
@@ -120,23 +119,17 @@ void PathGuard::check() const {
         throw InputError(subject + " is a symbolic link to " + in_quotes(target) +
                          ", which does not exist; tessera writes a new file and renames it into place, which would "
                          "replace the link: name the file itself");
-      if (o.output == Output::dataset_in_file)
-        throw InputError(subject + " is a symbolic link to " + in_quotes(target) +
-                         "; tessera writes into an existing file only under its own name: name " + in_quotes(target) +
-                         " itself");
       throw InputError(subject + " is a symbolic link to " + in_quotes(target) +
-                       "; tessera writes a new file and renames it into place, which would replace the link and "
-                       "leave " +
-                       in_quotes(target) + " as it was: name " + in_quotes(target) + " itself");
+                       "; tessera writes into an existing file only under its own name: name " + in_quotes(target) +
+                       " itself");
     }
     refuse_read(subject, FileId::of(o.file), o.option);
     if (::stat(o.file.c_str(), &st) == 0) {
       if (S_ISDIR(st.st_mode)) throw InputError(subject + " is a directory");
       if (!S_ISREG(st.st_mode)) throw InputError(subject + " is not a regular file (a device, pipe or socket)");
-      // An existing file gets C as a new dataset (checked by the writer, which reads the file);
-      // nothing is created beside it.
-      if (o.output == Output::dataset_in_file) continue;
-      if (!o.overwrite) throw InputError(subject + " exists; pass --overwrite to replace it");
+      // An existing file gets the result as a new dataset (checked by the writer, which reads the
+      // file); nothing is created beside it.
+      continue;
     }
     check_directory(o.file, "output directory", "");
   }

@@ -88,7 +88,7 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
     return made;
   }
   route.in_place_ = true;
-  route.description_ = comm.size() > 1 ? "in place (every rank writes its rows)" : "in place";
+  route.description_ = comm.size() > 1 ? "in place (every rank writes its own block)" : "in place";
   route.sink_ = rank == kRoot ? static_cast<io::BlockSink*>(writer) : route.own_.get();
   route.counted_.inner = route.sink_;
   return made;

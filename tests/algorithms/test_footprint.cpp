@@ -125,6 +125,18 @@ TEST_CASE("the machine model is data: defaults, a file's fields, refusals", "[al
   CHECK_THROWS_AS(alg::MachineModel::load("/nonexistent/machine.json"), InputError);
   CHECK_THROWS_AS(alg::MachineModel::load("no-such-machine"), InputError);
   CHECK(m.flops(true, DType::f32) == built_in.gpu_flops_f32);
+  // "default" (a name --help lists) works where no default.json is found, e.g. run outside the
+  // repository from a build that is not installed: the same numbers are built in.
+  const auto here = std::filesystem::current_path();
+  const auto empty = std::filesystem::temp_directory_path() / ("tessera-no-machines-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(empty);
+  std::filesystem::current_path(empty);
+  const auto named_default = alg::MachineModel::load("default");
+  std::filesystem::current_path(here);
+  std::filesystem::remove_all(empty);
+  CHECK(named_default.name == "default");
+  CHECK(named_default.read_bytes_per_s == built_in.read_bytes_per_s);
+  CHECK(named_default.startup_seconds == built_in.startup_seconds);
 }
 
 TEST_CASE("a machine file names the GPUs it was measured on; unnamed runs there take it", "[algorithms][machine]") {

@@ -172,6 +172,23 @@ elif case == "bad-gpu-early":
 elif case == "bad-stage-bytes":
     cmd, expect = base(), "TESSERA_STAGE_BYTES='0'"
     stream_env = {"TESSERA_STREAM_CHUNKS": "4", "TESSERA_STAGED": "1", "TESSERA_STAGE_BYTES": "0"}
+elif case == "unknown-subcommand":
+    cmd, expect = ["frobnicate"], "unknown subcommand 'frobnicate' (choose: generate, run, verify"
+elif case == "verify-zero-vectors":
+    # 0 random vectors would check nothing: refused, never reported as PASSED.
+    cmd, expect = ["verify", "--a", f"{A}:/A", "--b", f"{B}:/B", "--c", f"{A}:/A", "--vectors", "0"], \
+        "--vectors: must be above 0"
+elif case == "verify-beta-c":
+    # A C made with beta != 0 holds beta C_old, which is gone: verify says it cannot check it.
+    made = r.path("made.h5")
+    write(made, "/C", rng.random((6, 4)))
+    with h5py.File(made, "a") as f:
+        f["/C"].attrs["beta"] = 0.5
+    cmd, expect = ["verify", "--a", f"{A}:/A", "--b", f"{B}:/B", "--c", f"{made}:/C"], "was made with beta = 0.5"
+elif case == "generate-integers-empty":
+    cmd = ["generate", "--out", f"{C}:/X", "--rows", "2", "--cols", "2", "--dist", "integers", "--low", "0.5",
+           "--high", "0.7"]
+    expect = "holds no integer"
 elif case == "bad-stream-chunks":
     cmd, expect, stream_env = base(), "TESSERA_STREAM_CHUNKS='lots'", {"TESSERA_STREAM_CHUNKS": "lots"}
 else:

@@ -368,7 +368,15 @@ elif case == "generate-onto-symlink":
     refused(["generate", "--out", path("g.h5") + ":/G", "--rows", "4", "--cols", "4", "--overwrite"],
             "symbolic link", np_=1)
 elif case == "generate-onto-existing":
-    refused(["generate", "--out", path("a.h5") + ":/G", "--rows", "4", "--cols", "4"], "--overwrite", np_=1)
+    # Into an existing file the matrix is added beside what it holds; --overwrite replaces that
+    # dataset only (it once replaced the whole file, and every other dataset with it); an
+    # existing dataset without --overwrite is refused.
+    ok(["generate", "--out", path("a.h5") + ":/G", "--rows", "4", "--cols", "4"], np_=1)
+    ok(["generate", "--out", path("a.h5") + ":/G", "--rows", "5", "--cols", "3", "--overwrite"], np_=1)
+    with h5py.File(path("a.h5"), "r") as f:
+        check(f["G"].shape == (5, 3), f"/G is {f['G'].shape}, expected the second one's 5x3")
+        check(np.array_equal(f["A"][...], A), "/A changed when /G was generated beside it")
+    refused(["generate", "--out", path("a.h5") + ":/A", "--rows", "4", "--cols", "4"], "--overwrite", np_=1)
 elif case == "tune-out-onto-input":
     refused(["tune", "--out", path("a.h5")], "is not a tessera tune file", np_=1)
 elif case == "bench-json-onto-input":

@@ -72,7 +72,7 @@ foreach(case missing-file missing-dataset group-not-dataset not-2d unsupported-d
         grid-too-big unknown-config-key output-is-input bad-dataset-ref unknown-kernel unknown-backend
         report-dir-missing bad-dtype too-large-for-memory bad-gpu-memory bad-algorithm bad-comm summa-verify
         summa-nccl-on-cpu cuda-aware-on-cpu panel-width-with-panels stream-nonfinite stream-nonfinite-idle
-        bad-stream-chunks)
+        bad-stream-chunks unknown-subcommand verify-zero-vectors verify-beta-c generate-integers-empty)
   add_mpi_test(error.${case} 2 errors.py --case ${case})
 endforeach()
 
