@@ -18,8 +18,9 @@ export OPENBLAS_NUM_THREADS=$threads
 
 median_compute() {  # kernel size repeats
   local kernel=$1 n=$2 reps=$3 i
-  "$build/tessera" generate --out "$work/a$n.h5:/A" --rows "$n" --cols "$n" --seed 1 --overwrite
-  "$build/tessera" generate --out "$work/b$n.h5:/B" --rows "$n" --cols "$n" --seed 2 --overwrite
+  rm -f "$work/a$n.h5" "$work/b$n.h5"  # made afresh: generate adds to an existing file
+  "$build/tessera" generate --out "$work/a$n.h5:/A" --rows "$n" --cols "$n" --seed 1
+  "$build/tessera" generate --out "$work/b$n.h5:/B" --rows "$n" --cols "$n" --seed 2
   # one warm-up run, then the timed ones
   for i in $(seq 0 "$reps"); do
     mpirun "${flags[@]}" -np 1 "$build/tessera" run --a "$work/a$n.h5:/A" --b "$work/b$n.h5:/B" \

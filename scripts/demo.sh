@@ -30,8 +30,11 @@ mpi_flags=(--oversubscribe)
 cd "$work"
 mkdir -p demo
 echo "[demo] generating A ($size x $size) and B ($size x $size), float32, in $work/demo"
-"$tessera" generate --out demo/a.h5:/A --rows "$size" --cols "$size" --seed 1 --overwrite
-"$tessera" generate --out demo/b.h5:/B --rows "$size" --cols "$size" --seed 2 --overwrite
+# The demo's own files, made afresh (--overwrite replaces a dataset inside the old file, whose
+# space HDF5 does not give back: each run would grow them).
+rm -f demo/a.h5 demo/b.h5 demo/c.h5
+"$tessera" generate --out demo/a.h5:/A --rows "$size" --cols "$size" --seed 1
+"$tessera" generate --out demo/b.h5:/B --rows "$size" --cols "$size" --seed 2
 echo "[demo] mpirun -np 2 tessera run --config configs/demo.toml"
 mpirun "${mpi_flags[@]}" -np 2 "$tessera" run --config "$repo/configs/demo.toml"
 mpirun "${mpi_flags[@]}" -np 2 "$tessera" verify --a demo/a.h5:/A --b demo/b.h5:/B --c demo/c.h5:/C
