@@ -116,7 +116,9 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${TESSERA_INSTALL_D
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/tuned/ DESTINATION ${TESSERA_INSTALL_DATADIR}/tuned)
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/scaling_report.py DESTINATION ${TESSERA_INSTALL_DATADIR}/scripts)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${TESSERA_INSTALL_DATADIR}/docs)
-install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${TESSERA_INSTALL_DATADIR}/docs)
+# README.md beside docs/ and slurm/, as in the repository: its links (docs/..., slurm/...) and
+# slurm/README.md's (../README.md) work in the installed tree too.
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${TESSERA_INSTALL_DATADIR})
 
 # The slurm scripts and tessera.pc name the prefix, known only at install time: written by
 # cmake/TesseraInstallPrefixed.cmake then (also honours DESTDIR).

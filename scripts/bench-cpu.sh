@@ -23,8 +23,9 @@ median_compute() {  # kernel size repeats
   "$build/tessera" generate --out "$work/b$n.h5:/B" --rows "$n" --cols "$n" --seed 2
   # one warm-up run, then the timed ones
   for i in $(seq 0 "$reps"); do
+    rm -f "$work/c.h5"  # every run writes a new file (--overwrite would replace C inside the old one)
     mpirun "${flags[@]}" -np 1 "$build/tessera" run --a "$work/a$n.h5:/A" --b "$work/b$n.h5:/B" \
-      --c "$work/c.h5:/C" --backend cpu --kernel "$kernel" --overwrite --quiet --report "$work/r$i.json"
+      --c "$work/c.h5:/C" --backend cpu --kernel "$kernel" --quiet --report "$work/r$i.json"
   done
   $py - "$work" "$reps" <<'PY'
 import json, statistics, sys

@@ -50,7 +50,7 @@ fi
 if [ "${GPU_FINAL_MEMCHECK_STAGED:-0}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   log "memcheck: a staged run (A, B and C through the staging rings, pieces of a few rows)"
   t=build-gpu/tessera
-  rm -f /tmp/ms-a.h5 /tmp/ms-b.h5
+  rm -f /tmp/ms-a.h5 /tmp/ms-b.h5 /tmp/ms-c.h5
   $t generate --out /tmp/ms-a.h5:/A --rows 1021 --cols 1033 --dtype f32 --seed 1 >/dev/null &&
     $t generate --out /tmp/ms-b.h5:/B --rows 1033 --cols 1031 --dtype f32 --seed 2 >/dev/null &&
     TESSERA_STREAM_CHUNKS=4 TESSERA_STAGE_BYTES=300000 timeout 120 compute-sanitizer --tool memcheck \

@@ -236,8 +236,8 @@ void add_job_commands(CLI::App& app, Commands& c) {
       ->capture_default_str();
   c.g->add_option("--low", c.gen.low, "lower bound")->capture_default_str();
   c.g->add_option("--high", c.gen.high, "upper bound")->capture_default_str();
-  c.g->add_option("--chunk", c.gen.chunk, "chunked layout RxC (default contiguous)");
-  c.g->add_option("--gzip", c.gen.gzip, "gzip level 1-9 (implies chunking)")->capture_default_str();
+  c.g->add_option("--chunk", c.gen.chunk, "chunked layout RxC (default contiguous; a new file only)");
+  c.g->add_option("--gzip", c.gen.gzip, "gzip level 1-9 (implies chunking; a new file only)")->capture_default_str();
   c.g->add_flag("--overwrite", c.gen.overwrite,
                 "replace an existing dataset at --out (an existing HDF5 file keeps its other datasets)");
 
@@ -325,7 +325,8 @@ int run_command(const CLI::App& app, Commands& c, int rank, const std::vector<st
       tessera::job::run_job(c.ro, world);
   } else if (*c.v) {
     const auto res = tessera::commands::verify(c.vo, world);
-    if (rank == 0) std::printf("%s\n", res.summary.c_str());
+    // A failure goes to stderr, as run --verify's does: where a pipeline logs the reasons.
+    if (rank == 0) std::fprintf(res.passed ? stdout : stderr, "%s\n", res.summary.c_str());
     code = res.passed ? 0 : kExitVerifyFailed;
   } else if (*c.in) {
     // Every rank's view (GPUs, Slurm variables differ per rank), printed by rank 0.

@@ -19,7 +19,7 @@ io::GuardedPaths guard_verify_paths(const VerifyOptions& o) {
 void guard_generate_paths(const GenerateOptions& o) {
   io::PathGuard guard;
   io::guard_config(guard, o.config);
-  guard.output(io::DatasetRef::parse(o.out).file, "--out", o.overwrite);
+  guard.output(io::DatasetRef::parse(o.out).file, "--out");
   guard.check();
 }
 

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "commands/command_paths.hpp"
 #include "core/error.hpp"
+#include "io/cleanup.hpp"
 #include "io/hdf5_io.hpp"
 #include "partition/partition.hpp"
 
@@ -66,6 +68,10 @@ void generate(const GenerateOptions& o) {
   if (o.gzip < 0 || o.gzip > 9) throw InputError("--gzip must be 0..9");
   const Distribution draw(o);
   guard_generate_paths(o);  // the output and the config (commands/command_paths.hpp), before anything is written
+  // What a generate (or run) that died left of this output: its temporary file, or the temporary
+  // dataset inside an existing file, removed as `run` removes them (io/cleanup.hpp).
+  for (const auto& note : io::clean_stale_temporaries(io::DatasetRef::parse(o.out).file))
+    std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
 
   io::WriteOptions wo;
   wo.overwrite = o.overwrite;

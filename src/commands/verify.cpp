@@ -45,8 +45,11 @@ VerifyResult verify(const VerifyOptions& o, const comm::Comm& comm) {
     if (a.rows < 1 || a.cols < 1 || b.cols < 1) throw InputError("A or B has a zero dimension");
     // A C that tessera made with beta != 0 holds beta C_old too, and C_old is gone: nothing to
     // check it against (README), so it is refused rather than called wrong.
-    for (const auto& [name, value] : io::read_attributes(cref)) {
-      if (name != "beta") continue;
+    const auto attrs = io::read_attributes(cref);
+    const bool tessera_made =
+        std::any_of(attrs.begin(), attrs.end(), [](const auto& attr) { return attr.first == "tessera_version"; });
+    for (const auto& [name, value] : attrs) {
+      if (!tessera_made || name != "beta") continue;
       char* end = nullptr;
       const double beta = std::strtod(value.c_str(), &end);
       if (end != value.c_str() && beta != 0)

@@ -70,9 +70,9 @@ struct Attribute {
   static Attribute of(std::string name, std::vector<std::int64_t> v);
 };
 
-// What the writer does when the output file exists: add the dataset to it (run's C, issue #17:
-// `overwrite` then replaces that dataset only), or replace the whole file (`generate`: only with
-// `overwrite`).
+// What the writer does when the output file exists: add the dataset to it (run's C and generate's
+// matrix, issue #17: `overwrite` then replaces that dataset only), or replace the whole file (a
+// later run of --repeat, replacing the file the first run created: job/repeats.cpp).
 enum class ExistingFile { add_dataset, replace_file };
 
 struct WriteOptions {

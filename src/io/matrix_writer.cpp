@@ -267,10 +267,10 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
   if (w.in_file) {
     if (want_chunks)
       throw InputError("chunked or compressed output into the existing file " + in_quotes(target.file) +
-                       " is not supported; write a new file");
+                       " is not supported: write it into a new file (or leave out --chunk and --gzip)");
     w.create_in_existing_file(dcpl.get(), dims);
     if (w.direct.valid()) w.direct_file = std::make_unique<BlockFile>(w.direct);
-    log::info("C goes into the existing file " + in_quotes(target.file) + " as " + target.path + ", written as " +
+    log::info("the result goes into the existing file " + in_quotes(target.file) + " as " + target.path + ", written as " +
               w.temp_dataset + " until complete" +
               (w.direct.valid() ? " (its elements at byte " + std::to_string(w.direct.base) + ")" : " (by HDF5)"));
     return;
@@ -289,7 +289,7 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
   if (!w.file.valid()) throw_io("cannot create temporary file " + in_quotes(w.temp_path));
   w.created = true;
   register_temporary(w.temp_path);  // removed on SIGTERM / SIGINT too
-  log::info("C goes into the new file " + in_quotes(target.file) + ", written as " + in_quotes(w.temp_path) +
+  log::info("the result goes into the new file " + in_quotes(target.file) + ", written as " + in_quotes(w.temp_path) +
             " until complete");
 
   Handle lcpl = own_plist(H5Pcreate(H5P_LINK_CREATE));

@@ -75,11 +75,10 @@ void PathGuard::read(const std::string& file, const std::string& what) {
   reads_.push_back(std::move(e));
 }
 
-void PathGuard::output(const std::string& file, const std::string& option, bool overwrite) {
+void PathGuard::output(const std::string& file, const std::string& option) {
   Entry e;
   e.file = file;
   e.option = option;
-  e.overwrite = overwrite;
   outputs_.push_back(std::move(e));
 }
 

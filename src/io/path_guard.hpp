@@ -3,8 +3,9 @@
 //
 //   A file the job reads (an input, every file an input's data lives in, the config) is never
 //   written, replaced or removed. A write goes only to the output (a new file, or a new dataset
-//   of an existing HDF5 file, with --overwrite replacing that dataset) and to files written whole (the report, bench
-//   and tune files): a new file, or one that tessera wrote before in the same format. Output,
+//   of an existing HDF5 file, with --overwrite replacing that dataset) and to files written
+//   whole (the report, bench and tune files): a new file, or one that tessera wrote before in
+//   the same format. Output,
 //   its temporary, and such files are distinct. Paths are compared as the files they are
 //   (symbolic links followed, hard links by device and inode), not as text.
 //
@@ -23,11 +24,11 @@ class PathGuard {
 
   // The HDF5 output (run's C, generate's matrix). A new file is written under
   // io::temporary_name(file) and renamed into place. An existing file must be a regular file: the
-  // result becomes a new dataset of it, and `overwrite` replaces that dataset only (which the
+  // result becomes a new dataset of it, and --overwrite replaces that dataset only (which the
   // writer checks, io::MatrixWriter, as it needs HDF5). A symbolic link is refused (the rename
   // would replace the link, not the file it points to; and a file is written only under its own
   // name). `option` is how the user named it ("--c").
-  void output(const std::string& file, const std::string& option, bool overwrite);
+  void output(const std::string& file, const std::string& option);
 
   // A file written whole by temporary + rename (io/atomic_file.hpp), e.g. the report. An existing
   // one is replaced only when `replaceable(path)` says tessera wrote it (`kind` names the format in
@@ -46,7 +47,6 @@ class PathGuard {
  private:
   struct Entry {
     std::string file, what, option, kind;
-    bool overwrite = false;
     std::function<bool(const std::string&)> replaceable;
   };
   std::vector<Entry> reads_, outputs_, writes_;

@@ -184,6 +184,7 @@ elif case == "verify-beta-c":
     write(made, "/C", rng.random((6, 4)))
     with h5py.File(made, "a") as f:
         f["/C"].attrs["beta"] = 0.5
+        f["/C"].attrs["tessera_version"] = "0.1.0"  # tessera's own C (another file's 'beta' means nothing)
     cmd, expect = ["verify", "--a", f"{A}:/A", "--b", f"{B}:/B", "--c", f"{made}:/C"], "was made with beta = 0.5"
 elif case == "generate-integers-empty":
     cmd = ["generate", "--out", f"{C}:/X", "--rows", "2", "--cols", "2", "--dist", "integers", "--low", "0.5",
@@ -205,6 +206,10 @@ elif env is not None or cmd[0] == "setpriv":
 else:
     res = r.run(cmd, expect_ok=False, timeout=60)
 check(res.returncode != 0, "must exit nonzero")
+# Usage errors (the command line) exit 2, other refusals 1 (README, "Exit codes").
+want_code = {"unknown-subcommand": 2, "verify-zero-vectors": 2, "verify-beta-c": 1, "generate-integers-empty": 1}
+if case in want_code:
+    check(res.returncode == want_code[case], f"exit {res.returncode}, expected {want_code[case]}")
 check(res.seconds < 10, f"took {res.seconds:.1f} s (limit 10 s)")
 check(expect in res.stderr, f"stderr must mention {expect!r}")
 errors = [l for l in res.stderr.splitlines() if "error" in l.lower()]

@@ -16,7 +16,7 @@ set(expected
   ${DATADIR}/slurm/common.sh ${DATADIR}/slurm/tessera-node.sbatch ${DATADIR}/slurm/tessera-multinode.sbatch
   ${DATADIR}/slurm/tessera-cpu.sbatch ${DATADIR}/slurm/strong-scaling.sbatch
   ${DATADIR}/configs/slurm.toml ${DATADIR}/configs/workstation.toml ${DATADIR}/scripts/scaling_report.py
-  ${DATADIR}/tuned/tuned-NVIDIA_H200.json ${DATADIR}/docs/README.md ${DATADIR}/docs/report.md)
+  ${DATADIR}/tuned/tuned-NVIDIA_H200.json ${DATADIR}/README.md ${DATADIR}/docs/report.md)
 if(SHARED)
   list(APPEND expected ${LIBDIR}/libtessera.so)
 else()

@@ -370,8 +370,15 @@ elif case == "generate-onto-symlink":
 elif case == "generate-onto-existing":
     # Into an existing file the matrix is added beside what it holds; --overwrite replaces that
     # dataset only (it once replaced the whole file, and every other dataset with it); an
-    # existing dataset without --overwrite is refused.
-    ok(["generate", "--out", path("a.h5") + ":/G", "--rows", "4", "--cols", "4"], np_=1)
+    # existing dataset without --overwrite is refused. A generate that died inside the file left
+    # its temporary dataset (this host, a dead pid): the next one removes it and says so.
+    host = socket.gethostname().replace("-", "_").replace("/", "_")[:64]
+    with h5py.File(path("a.h5"), "a") as f:
+        f.create_dataset(f"G.tessera-partial-{host}-999999999", data=np.zeros((4, 4)))
+    res = ok(["generate", "--out", path("a.h5") + ":/G", "--rows", "4", "--cols", "4"], np_=1)
+    check("removed" in res.stderr and "G.tessera-partial" in res.stderr, f"no note of the leftover: {res.stderr!r}")
+    with h5py.File(path("a.h5"), "r") as f:
+        check(sorted(f) == ["A", "G"], f"the file holds {sorted(f)}, expected A and G only")
     ok(["generate", "--out", path("a.h5") + ":/G", "--rows", "5", "--cols", "3", "--overwrite"], np_=1)
     with h5py.File(path("a.h5"), "r") as f:
         check(f["G"].shape == (5, 3), f"/G is {f['G'].shape}, expected the second one's 5x3")

@@ -49,7 +49,7 @@ elif args.case == "planted-error":
     for extra in ([], ["--full"]):
         bad = r.run(["verify", *io, *extra], expect_ok=False)
         check(bad.returncode == 3, f"verify {' '.join(extra)} must exit 3 on a wrong C, got {bad.returncode}")
-        check("verify FAILED" in bad.stdout, "and say FAILED")
+        check("verify FAILED" in bad.stderr and "FAILED" not in bad.stdout, "and say FAILED, on stderr")
 
 elif args.case == "nonfinite":
     a2 = a.copy()
@@ -68,5 +68,5 @@ elif args.case == "nonfinite":
     with h5py.File(C, "r") as f:
         check(math.isnan(f["/C"][5, 0]), "row 5 of C is NaN")
     v = r.run(["verify", "--a", A + ":/A_nan", "--b", B + ":/B", "--c", C + ":/C"], expect_ok=False)
-    check(v.returncode == 3 and "non-finite" in v.stdout, "verify fails a C holding NaN")
+    check(v.returncode == 3 and "non-finite" in v.stderr, "verify fails a C holding NaN (the reason on stderr)")
 print("PASS")

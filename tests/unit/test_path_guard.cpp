@@ -64,7 +64,7 @@ TEST_CASE("path guard: a written file may not be a file that is read, by any nam
     CHECK_THAT(refusal(report), ContainsSubstring("is also an input file: A 'a.h5:/A'"));
     PathGuard output;
     output.read(a, "A 'a.h5:/A'");
-    output.output(name, "--c", true);
+    output.output(name, "--c");
     CHECK_THAT(refusal(output), ContainsSubstring("is also an input file"));
   }
   CHECK(get(a) == "input");
@@ -74,11 +74,11 @@ TEST_CASE("path guard: the report is not the output, nor its temporary, before e
   TempDir dir;
   const std::string c = dir.file("c.h5");
   PathGuard same;
-  same.output(c, "--c", false);
+  same.output(c, "--c");
   same.written(dir.file("./c.h5"), "--report", "a tessera report", any_report);
   CHECK_THAT(refusal(same), ContainsSubstring("is the output file"));
   PathGuard temp;
-  temp.output(c, "--c", false);
+  temp.output(c, "--c");
   temp.written(tessera::io::temporary_name(c), "--report", "a tessera report", any_report);
   CHECK_THAT(refusal(temp), ContainsSubstring("temporary name of the output file"));
   CHECK(dir.entries() == 0);
@@ -90,20 +90,19 @@ TEST_CASE("path guard: symbolic links, directories and devices as outputs", "[gu
   fs::create_symlink("target.h5", dir.file("link.h5"));
   fs::create_symlink("nowhere.h5", dir.file("dangling.h5"));
   fs::create_directory(dir.file("sub"));
-  const auto output = [&](const std::string& file, bool overwrite) {
+  const auto output = [&](const std::string& file) {
     PathGuard g;
-    g.output(file, "--c", overwrite);
+    g.output(file, "--c");
     return refusal(g);
   };
-  CHECK_THAT(output(dir.file("link.h5"), true), ContainsSubstring("is a symbolic link to 'target.h5'"));
-  CHECK_THAT(output(dir.file("dangling.h5"), false), ContainsSubstring("which does not exist"));
-  CHECK_THAT(output(dir.file("sub"), true), ContainsSubstring("is a directory"));
-  CHECK_THAT(output("/dev/null", true), ContainsSubstring("not a regular file"));
-  // The result goes into an existing file as a new dataset (the writer checks the dataset), for
-  // run's C and generate's matrix alike: the file is never replaced whole.
-  CHECK(output(dir.file("target.h5"), false) == "(accepted)");
-  CHECK(output(dir.file("target.h5"), true) == "(accepted)");
-  CHECK_THAT(output(dir.file("none/c.h5"), false), ContainsSubstring("output directory"));
+  CHECK_THAT(output(dir.file("link.h5")), ContainsSubstring("is a symbolic link to 'target.h5'"));
+  CHECK_THAT(output(dir.file("dangling.h5")), ContainsSubstring("which does not exist"));
+  CHECK_THAT(output(dir.file("sub")), ContainsSubstring("is a directory"));
+  CHECK_THAT(output("/dev/null"), ContainsSubstring("not a regular file"));
+  // The result goes into an existing file as a new dataset (the writer checks the dataset and
+  // --overwrite), for run's C and generate's matrix alike: the file is never replaced whole.
+  CHECK(output(dir.file("target.h5")) == "(accepted)");
+  CHECK_THAT(output(dir.file("none/c.h5")), ContainsSubstring("output directory"));
   CHECK(get(dir.file("target.h5")) == "data");
 }
 
