@@ -46,14 +46,14 @@ VerifyResult verify(const VerifyOptions& o, const comm::Comm& comm) {
     // A C that tessera made with beta != 0 holds beta C_old too, and C_old is gone: nothing to
     // check it against (README), so it is refused rather than called wrong.
     const auto attrs = io::read_attributes(cref);
-    const bool tessera_made =
-        std::any_of(attrs.begin(), attrs.end(), [](const auto& attr) { return attr.first == "tessera_version"; });
-    for (const auto& [name, value] : attrs) {
-      if (!tessera_made || name != "beta") continue;
+    const auto attribute = [&attrs](const std::string& name) -> const std::string* {
+      const auto it = std::find_if(attrs.begin(), attrs.end(), [&](const auto& attr) { return attr.first == name; });
+      return it == attrs.end() ? nullptr : &it->second;
+    };
+    if (const std::string* beta = attribute("beta"); beta != nullptr && attribute("tessera_version") != nullptr) {
       char* end = nullptr;
-      const double beta = std::strtod(value.c_str(), &end);
-      if (end != value.c_str() && beta != 0)
-        throw InputError("C '" + cref.str() + "' was made with beta = " + value +
+      if (const double value = std::strtod(beta->c_str(), &end); end != beta->c_str() && value != 0)
+        throw InputError("C '" + cref.str() + "' was made with beta = " + *beta +
                          " (its attribute 'beta'): it holds beta * C_old, which is gone, so verify cannot check it");
     }
     s = {a.rows, b.cols, a.cols, static_cast<int>(c.natural)};

@@ -57,7 +57,8 @@ Handle open_file_readwrite(const std::string& file) {
   struct stat st {};
   // Read-only by its mode too, which root's access() ignores: the owner meant it to stay.
   if (::access(file.c_str(), W_OK) != 0 || (::stat(file.c_str(), &st) == 0 && (st.st_mode & 0222) == 0))
-    throw InputError("output file " + in_quotes(file) + " exists and is read-only; tessera cannot add its result to it");
+    throw InputError("output file " + in_quotes(file) +
+                     " exists and is read-only; tessera cannot add its result to it");
   Handle fapl = own_plist(H5Pcreate(H5P_FILE_ACCESS));
   if (!fapl.valid() || H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0)
     throw_io("cannot set up HDF5 to write " + in_quotes(file));
@@ -68,8 +69,8 @@ Handle open_file_readwrite(const std::string& file) {
       throw IoError("cannot lock " + in_quotes(file) + " for writing (" + summarize(stack) +
                     "): another program has it open, or the file system has no locking "
                     "(then set HDF5_USE_FILE_LOCKING=FALSE)");
-    throw InputError("cannot open the output file " + in_quotes(file) + " to add the result to it (HDF5: " + summarize(stack) +
-                     ")");
+    throw InputError("cannot open the output file " + in_quotes(file) +
+                     " to add the result to it (HDF5: " + summarize(stack) + ")");
   }
   return f;
 }

@@ -267,11 +267,11 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
   if (w.in_file) {
     if (want_chunks)
       throw InputError("chunked or compressed output into the existing file " + in_quotes(target.file) +
-                       " is not supported: write it into a new file (or leave out --chunk and --gzip)");
+                       " is not supported: write it into a new file");
     w.create_in_existing_file(dcpl.get(), dims);
     if (w.direct.valid()) w.direct_file = std::make_unique<BlockFile>(w.direct);
-    log::info("the result goes into the existing file " + in_quotes(target.file) + " as " + target.path + ", written as " +
-              w.temp_dataset + " until complete" +
+    log::info("the result goes into the existing file " + in_quotes(target.file) + " as " + target.path +
+              ", written as " + w.temp_dataset + " until complete" +
               (w.direct.valid() ? " (its elements at byte " + std::to_string(w.direct.base) + ")" : " (by HDF5)"));
     return;
   }
