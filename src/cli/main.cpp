@@ -18,6 +18,7 @@
 #include "commands/generate.hpp"
 #include "commands/info.hpp"
 #include "commands/provenance.hpp"
+#include "commands/recover.hpp"
 #include "commands/tune.hpp"
 #include "commands/verify.hpp"
 #include "core/error.hpp"
@@ -221,8 +222,9 @@ struct Commands {
   tessera::commands::BenchOptions bo;
   tessera::commands::TuneOptions to;
   bool info_json = false;
+  std::vector<std::string> recover_files;
   Logging logging;
-  CLI::App *g = nullptr, *r = nullptr, *v = nullptr, *in = nullptr, *b = nullptr, *tu = nullptr;
+  CLI::App *g = nullptr, *r = nullptr, *v = nullptr, *in = nullptr, *b = nullptr, *tu = nullptr, *rc = nullptr;
 };
 
 void add_job_commands(CLI::App& app, Commands& c) {
@@ -272,7 +274,12 @@ void add_job_commands(CLI::App& app, Commands& c) {
 
   c.in = app.add_subcommand("info", "version, build features, MPI, HDF5, BLAS and GPUs");
   c.in->add_flag("--json", c.info_json, "print JSON");
-  for (CLI::App* sub : {c.g, c.r, c.v, c.in}) add_logging(sub, c.logging);
+
+  c.rc = app.add_subcommand("recover",
+                            "restore HDF5 files that a tessera run died while writing (kill -9, power loss) as they "
+                            "were before it; every tessera command touching such a file does this first");
+  c.rc->add_option("files", c.recover_files, "HDF5 files (each with a FILE.tessera-journal beside it)")->required();
+  for (CLI::App* sub : {c.g, c.r, c.v, c.in, c.rc}) add_logging(sub, c.logging);
 }
 
 void add_device_commands(CLI::App& app, Commands& c) {
@@ -302,7 +309,12 @@ void add_device_commands(CLI::App& app, Commands& c) {
 int run_command(const CLI::App& app, Commands& c, int rank, const std::vector<std::string>& argv) {
   int code = 0;
   const tessera::comm::Comm world(MPI_COMM_WORLD);
-  if (*c.g) {
+  if (*c.rc) {
+    world.step([&] {
+      if (rank != 0) return;
+      for (const auto& line : tessera::commands::recover(c.recover_files)) std::printf("%s\n", line.c_str());
+    });
+  } else if (*c.g) {
     // A step, so a failure on rank 0 is one line and a nonzero exit on every rank.
     world.step([&] {
       if (rank == 0) tessera::commands::generate(c.gen);

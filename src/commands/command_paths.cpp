@@ -1,5 +1,7 @@
 #include "commands/command_paths.hpp"
 
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
 #include "io/hdf5_io.hpp"
@@ -17,10 +19,12 @@ io::GuardedPaths guard_verify_paths(const VerifyOptions& o) {
 }
 
 void guard_generate_paths(const GenerateOptions& o) {
-  io::PathGuard guard;
-  io::guard_config(guard, o.config);
-  guard.output(io::DatasetRef::parse(o.out).file, "--out");
-  guard.check();
+  io::GuardedPaths g;
+  io::guard_config(g.guard, o.config);
+  io::recover_before_use(g, io::DatasetRef::parse(o.out).file);
+  for (const auto& note : g.notes) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
+  g.guard.output(io::DatasetRef::parse(o.out).file, "--out");
+  g.guard.check();
 }
 
 void guard_bench_paths(const BenchOptions& o) {

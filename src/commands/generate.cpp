@@ -84,6 +84,7 @@ void generate(const GenerateOptions& o) {
     wo.chunk = {std::min<std::int64_t>(g.rows, o.rows), std::min<std::int64_t>(g.cols, o.cols)};
   }
   io::MatrixWriter writer(io::DatasetRef::parse(o.out), o.rows, o.cols, dtype, wo);
+  for (const auto& note : writer.notes()) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
 
   // Blocks of about 32 MiB of rows.
   const std::int64_t block_rows = std::max<std::int64_t>(1, (std::int64_t{32} << 20) / (o.cols * 8));

@@ -1,11 +1,10 @@
 #include "io/cleanup.hpp"
 
-#include "io/dataset_in_file.hpp"
-
 #include <signal.h>
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -22,8 +21,18 @@ constexpr std::size_t kSlots = 4;
 constexpr std::size_t kPathMax = 4096;
 char g_paths[kSlots][kPathMax];
 volatile sig_atomic_t g_used[kSlots];
+// Writes under way that a signal must not cut (journal.hpp's HoldSignals), and the signal that
+// arrived meanwhile; lock-free atomics, so the handler may touch them.
+std::atomic<int> g_hold{0};
+std::atomic<int> g_pending{0};
+std::atomic<void (*)() noexcept> g_rollback{nullptr};
 
 extern "C" void on_fatal_signal(int sig) {
+  if (g_hold.load() > 0) {  // acted on when the write ends (release_fatal_signals)
+    g_pending.store(sig);
+    return;
+  }
+  if (auto* rollback = g_rollback.load()) rollback();
   for (std::size_t i = 0; i < kSlots; ++i)
     if (g_used[i]) ::unlink(g_paths[i]);  // async-signal-safe
   ::signal(sig, SIG_DFL);
@@ -82,6 +91,29 @@ std::filesystem::path temporary_prefix(const std::string& file) {
 }
 
 }  // namespace
+
+std::string sidecar_prefix(const std::string& file) {
+  const std::filesystem::path target(file);
+  return (target.parent_path() / (name_part(target.filename().string()) + ".tessera-")).string();
+}
+
+void hold_fatal_signals() {
+  install_handlers();
+  g_hold.fetch_add(1);
+}
+
+void release_fatal_signals() {
+  if (g_hold.fetch_sub(1) != 1) return;
+  const int sig = g_pending.exchange(0);
+  if (sig != 0) ::raise(sig);  // the handler runs now, with nothing held
+}
+
+bool fatal_signal_pending() { return g_pending.load() != 0; }
+
+void set_signal_rollback(void (*fn)() noexcept) {
+  install_handlers();
+  g_rollback.store(fn);
+}
 
 void register_temporary(const std::string& path) {
   install_handlers();
@@ -143,8 +175,6 @@ std::vector<std::string> clean_stale_temporaries(const std::string& file,
       notes.push_back("found '" + entry.path().string() +
                       "', a partial output of another run (still running, or on another host); not touched");
   }
-  if (!(keep && keep(file)))
-    for (auto& note : clean_stale_datasets(file)) notes.push_back(std::move(note));
   return notes;
 }
 

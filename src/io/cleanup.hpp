@@ -10,6 +10,19 @@
 
 namespace tessera::io {
 
+// "<dir>/<name>.tessera-" for `file`: what its sidecar files (the journal) are named from, within
+// 255 bytes as temporary_name's are.
+std::string sidecar_prefix(const std::string& file);
+
+// Fatal signals (TERM, INT, HUP, XFSZ) held off while a write that must not be cut is under way:
+// one that arrives meanwhile is raised again by the last release. Nests; any thread.
+void hold_fatal_signals();
+void release_fatal_signals();
+// Whether a held signal waits to be acted on.
+bool fatal_signal_pending();
+// A function the signal handler calls first (async-signal-safe): the journal's rollback.
+void set_signal_rollback(void (*fn)() noexcept);
+
 // Register / forget a temporary path to unlink on a fatal signal. At most a few at once.
 void register_temporary(const std::string& path);
 void forget_temporary(const std::string& path);
@@ -26,9 +39,8 @@ bool left_by_dead_process(const std::string& name);
 
 // Looks for leftovers of `file` from earlier runs: removes those of dead processes of this
 // host, and returns one line per leftover (removed or kept) for the user. A leftover for which
-// `keep` returns true (e.g. a file this run reads) is never removed. When `file` is an existing
-// HDF5 file that `keep` does not protect, the temporary datasets such runs left inside it go too
-// (io/dataset_in_file.hpp).
+// `keep` returns true (e.g. a file this run reads) is never removed. (Temporary datasets such
+// runs left inside an existing HDF5 file are removed by the writer, through the file's journal.)
 std::vector<std::string> clean_stale_temporaries(const std::string& file,
                                                  const std::function<bool(const std::string&)>& keep = {});
 

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "io/cleanup.hpp"
 #include "io/hdf5_library.hpp"
+#include "io/journal_driver.hpp"
 
 namespace tessera::io {
 
@@ -46,8 +47,10 @@ herr_t collect_link(hid_t /*group*/, const char* name, const H5L_info_t* /*info*
 
 }  // namespace
 
-Handle open_file_readwrite(const std::string& file) {
-  ensure_init();
+namespace {
+
+// Whether the output file may be written: an HDF5 file, writable by its mode too.
+void check_writable_hdf5(const std::string& file) {
   if (H5Fis_hdf5(file.c_str()) <= 0) {
     H5Eclear2(H5E_DEFAULT);
     throw InputError("output file " + in_quotes(file) +
@@ -59,20 +62,78 @@ Handle open_file_readwrite(const std::string& file) {
   if (::access(file.c_str(), W_OK) != 0 || (::stat(file.c_str(), &st) == 0 && (st.st_mode & 0222) == 0))
     throw InputError("output file " + in_quotes(file) +
                      " exists and is read-only; tessera cannot add its result to it");
+}
+
+[[noreturn]] void throw_open_failure(const std::string& file, const char* how) {
+  const auto stack = error_stack();
+  if (is_lock_failure(stack))
+    throw IoError("cannot lock " + in_quotes(file) + " " + how + " (" + summarize(stack) +
+                  "): another program has it open for writing. On a file system without locking, "
+                  "HDF5_USE_FILE_LOCKING=FALSE turns HDF5's lock off; tessera's own lock still keeps two tessera "
+                  "runs apart, but then nothing stops another program (h5py, a second tool) from writing the file "
+                  "at the same time, which can corrupt it");
+  const std::string why = summarize(stack);
+  const bool system_failure = std::any_of(stack.begin(), stack.end(), [](const std::string& d) {
+    return d.find("error message = '") != std::string::npos;
+  });
+  if (system_failure)  // the file system failed (a full disk), not the file
+    throw IoError("cannot open the output file " + in_quotes(file) + " " + how + ": " + why);
+  throw InputError("cannot open the output file " + in_quotes(file) + " to add the result to it (HDF5: " + why + ")");
+}
+
+}  // namespace
+
+Handle open_file_readwrite(const std::string& file, RollbackJournal* journal) {
+  ensure_init();
+  check_writable_hdf5(file);
+  Handle fapl;
+  if (journal != nullptr) {
+    fapl = journaled_access(*journal);
+  } else {
+    fapl = own_plist(H5Pcreate(H5P_FILE_ACCESS));
+    if (!fapl.valid() || H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0)
+      throw_io("cannot set up HDF5 to write " + in_quotes(file));
+  }
+  Handle f = own_file(H5Fopen(file.c_str(), H5F_ACC_RDWR, fapl.get()));
+  if (!f.valid()) throw_open_failure(file, "for writing");
+  return f;
+}
+
+JournaledWrite::JournaledWrite(const std::string& file, RollbackJournal& journal)
+    : journal_(journal), name_(file), file_(open_file_readwrite(file, &journal)) {}
+
+JournaledWrite::~JournaledWrite() {
+  if (!file_.valid()) return;
+  journal_.abandon(0);  // left by an exception: nothing more is written, the run rolls back
+  const RollbackJournal::Closing closing(journal_);
+  (void)file_.close();
+  H5Eclear2(H5E_DEFAULT);
+}
+
+void JournaledWrite::close(Handle& object, const std::string& what) {
+  herr_t rc = 0;
+  {
+    const RollbackJournal::Closing closing(journal_);
+    rc = object.close();
+  }
+  if (rc < 0) throw_io(what);
+  if (journal_.failure() != 0) throw IoError(what + ": " + std::strerror(journal_.failure()));
+}
+
+void JournaledWrite::close(const std::string& what) {
+  if (H5Fflush(file_.get(), H5F_SCOPE_LOCAL) < 0) throw_io(what);
+  close(file_, what);
+}
+
+void check_existing_output(const DatasetRef& target, bool overwrite) {
+  ensure_init();
+  check_writable_hdf5(target.file);
   Handle fapl = own_plist(H5Pcreate(H5P_FILE_ACCESS));
   if (!fapl.valid() || H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0)
-    throw_io("cannot set up HDF5 to write " + in_quotes(file));
-  Handle f = own_file(H5Fopen(file.c_str(), H5F_ACC_RDWR, fapl.get()));
-  if (!f.valid()) {
-    const auto stack = error_stack();
-    if (is_lock_failure(stack))
-      throw IoError("cannot lock " + in_quotes(file) + " for writing (" + summarize(stack) +
-                    "): another program has it open, or the file system has no locking "
-                    "(then set HDF5_USE_FILE_LOCKING=FALSE)");
-    throw InputError("cannot open the output file " + in_quotes(file) +
-                     " to add the result to it (HDF5: " + summarize(stack) + ")");
-  }
-  return f;
+    throw_io("cannot set up HDF5 to read " + in_quotes(target.file));
+  Handle f = own_file(H5Fopen(target.file.c_str(), H5F_ACC_RDONLY, fapl.get()));
+  if (!f.valid()) throw_open_failure(target.file, "for reading");
+  check_dataset_target(f.get(), target, overwrite);
 }
 
 void check_dataset_target(hid_t file, const DatasetRef& target, bool overwrite) {
@@ -118,63 +179,33 @@ std::string temporary_dataset(const DatasetRef& target) {
   return "/" + temporary_name(leaf);
 }
 
-}  // namespace hdf5
-
-using namespace hdf5;
-
-std::vector<std::string> clean_stale_datasets(const std::string& file) {
-  struct stat st {};
-  if (::stat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
-  const std::lock_guard<std::mutex> hold(hdf5::lock());
-  ensure_init();
-  if (H5Fis_hdf5(file.c_str()) <= 0) {
+std::vector<std::string> remove_dead_leftovers(hid_t f, const std::string& file) {
+  std::vector<std::string> names;
+  hsize_t idx = 0;
+  if (H5Literate(f, H5_INDEX_NAME, H5_ITER_INC, &idx, collect_link, &names) < 0) {
     H5Eclear2(H5E_DEFAULT);
     return {};
   }
-  // Listed read-only: a file without leftovers is not opened for writing at all.
-  std::vector<std::string> names;
-  {
-    Handle f = own_file(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-    if (!f.valid()) {
-      H5Eclear2(H5E_DEFAULT);
-      return {};
-    }
-    hsize_t idx = 0;
-    if (H5Literate(f.get(), H5_INDEX_NAME, H5_ITER_INC, &idx, collect_link, &names) < 0) {
-      H5Eclear2(H5E_DEFAULT);
-      return {};
-    }
-  }
-  std::vector<std::string> notes, dead;
+  std::vector<std::string> notes;
   for (const auto& name : names) {
     if (name.find(".tessera-partial-") == std::string::npos) continue;
-    if (left_by_dead_process(name))
-      dead.push_back(name);
-    else
-      notes.push_back("found dataset " + in_quotes(file + ":/" + name) +
-                      ", a partial output of another run (still running, or on another host); not touched");
-  }
-  if (dead.empty()) return notes;
-  Handle fapl = own_plist(H5Pcreate(H5P_FILE_ACCESS));
-  if (fapl.valid()) H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG);
-  Handle f = own_file(H5Fopen(file.c_str(), H5F_ACC_RDWR, fapl.valid() ? fapl.get() : H5P_DEFAULT));
-  for (const auto& name : dead) {
     const std::string where = in_quotes(file + ":/" + name);
-    if (f.valid() && H5Ldelete(f.get(), ("/" + name).c_str(), H5P_DEFAULT) >= 0)
+    if (!left_by_dead_process(name))
+      notes.push_back("found dataset " + where +
+                      ", a partial output of another run (still running, or on another host); not touched");
+    else if (H5Ldelete(f, ("/" + name).c_str(), H5P_DEFAULT) >= 0)
       notes.push_back("removed dataset " + where +
                       ", a partial output left by an earlier run that died (HDF5 keeps its space in the file until "
                       "it is repacked: h5repack)");
     else
       notes.push_back("found dataset " + where +
-                      ", a partial output left by an earlier run that died, but could not "
-                      "remove it (" +
+                      ", a partial output left by an earlier run that died, but could not remove it (" +
                       summarize(error_stack()) + ")");
   }
-  if (f.valid() && (H5Fflush(f.get(), H5F_SCOPE_LOCAL) < 0 || f.close() < 0))
-    notes.push_back("flushing " + in_quotes(file) + " after removing leftovers failed (" + summarize(error_stack()) +
-                    ")");
   H5Eclear2(H5E_DEFAULT);
   return notes;
 }
+
+}  // namespace hdf5
 
 }  // namespace tessera::io

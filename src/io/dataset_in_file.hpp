@@ -15,13 +15,40 @@
 
 #include "io/hdf5_handle.hpp"
 #include "io/hdf5_io.hpp"
+#include "io/journal.hpp"
 
 namespace tessera::io::hdf5 {
 
-// Opens an existing output file read-write (every object closed with it). Throws InputError when
-// it is not an HDF5 file, or cannot be written; IoError when HDF5 cannot lock it (another program
-// has it open for writing).
-Handle open_file_readwrite(const std::string& file);
+// Opens an existing output file read-write (every object closed with it), through `journal`
+// (io/journal_driver.hpp) when one is given. Throws InputError when it is not an HDF5 file, or
+// cannot be written; IoError when HDF5 cannot lock it (another program has it open for writing).
+Handle open_file_readwrite(const std::string& file, RollbackJournal* journal = nullptr);
+
+// An existing output file open for writing through its journal for one step (the temporary
+// dataset made, a block written, the commit). close() flushes and closes it, and throws IoError
+// with the system's reason (a full disk) when any write failed. Destroyed while still open (an
+// exception), HDF5's closing writes are dropped: the run rolls the file back anyway.
+class JournaledWrite {
+ public:
+  JournaledWrite(const std::string& file, RollbackJournal& journal);
+  ~JournaledWrite();
+  JournaledWrite(const JournaledWrite&) = delete;
+  JournaledWrite& operator=(const JournaledWrite&) = delete;
+  hid_t get() const { return file_.get(); }
+  // Closes an object of the file (a dataset), as close() closes the file.
+  void close(Handle& object, const std::string& what);
+  void close(const std::string& what);
+
+ private:
+  RollbackJournal& journal_;
+  std::string name_;
+  Handle file_;
+};
+
+// Every check of an existing output file that comes before anything is written to it, made on
+// the file opened read-only (so a refused run leaves it byte for byte as it was): an HDF5 file,
+// writable, PATH a place for C (check_dataset_target). Throws InputError.
+void check_existing_output(const DatasetRef& target, bool overwrite);
 
 // Where C goes in an open existing file: every level above PATH must be a group (or not exist
 // yet: it is created at commit), reached through links of this file (an external link would
@@ -33,14 +60,9 @@ void check_dataset_target(hid_t file, const DatasetRef& target, bool overwrite);
 // This process's temporary dataset for `target`, an absolute path in the root group.
 std::string temporary_dataset(const DatasetRef& target);
 
+// Temporary datasets in the open `file`'s root group left by runs of this host that died (their
+// process is gone; runs of tessera before the journal, io/journal.hpp, could leave them):
+// removed, one line each for the user (others, of live runs or other hosts, are named and kept).
+std::vector<std::string> remove_dead_leftovers(hid_t file, const std::string& name);
+
 }  // namespace tessera::io::hdf5
-
-namespace tessera::io {
-
-// Temporary datasets in `file`'s root group left by runs of this host that died (their process
-// is gone): removed, one line each for the user (others, of live runs or other hosts, are named
-// and kept). Nothing is written when there is nothing to remove; a file that is not HDF5, or
-// cannot be opened, has none.
-std::vector<std::string> clean_stale_datasets(const std::string& file);
-
-}  // namespace tessera::io

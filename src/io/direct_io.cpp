@@ -15,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "core/log.hpp"
+#include "io/test_hooks.hpp"
 
 namespace tessera::io {
 
@@ -132,8 +133,9 @@ void BlockFile::write_block(std::int64_t row0, std::int64_t col0, std::int64_t n
   if (log::enabled(log::Level::info))
     log::info("writing C rows " + std::to_string(row0) + ".." + std::to_string(row0 + nrows - 1) + ", columns " +
               std::to_string(col0) + ".." + std::to_string(col0 + ncols - 1) + " into '" + t_.file + "' (pwrite)");
-  const int rc =
-      transfer_direct(fd_, true, t_.base, t_.cols, row0, nrows, col0, ncols, t_.esize, const_cast<void*>(data));
+  int rc = test_write_point();
+  if (rc == 0)
+    rc = transfer_direct(fd_, true, t_.base, t_.cols, row0, nrows, col0, ncols, t_.esize, const_cast<void*>(data));
   if (rc != 0)
     throw IoError("writing rows " + std::to_string(row0) + ".." + std::to_string(row0 + nrows - 1) + " of C to '" +
                   t_.file + "' failed: " + io_failure(rc, "nothing written"));

@@ -89,8 +89,11 @@ struct WriteOptions {
 //  - an existing file (ExistingFile::add_dataset): a temporary dataset in it
 //    (io/dataset_in_file.hpp), the file closed between blocks; commit() moves it to the target
 //    path (with overwrite replacing the dataset there; nothing else in the file is touched).
-// Destroyed without commit() (an error, an exception) the temporary file or dataset is removed,
-// so a failed run never leaves a result that looks complete.
+//    The file is locked against other tessera runs from the constructor on, and every change
+//    HDF5 makes to it goes through a rollback journal (io/journal.hpp).
+// Destroyed without commit() (an error, an exception) the temporary file is removed, or the
+// existing file rolled back to what it was byte for byte, so a failed run never leaves a result
+// that looks complete.
 //
 // The constructor fails early (before any compute) with InputError if the target exists and may
 // not be replaced (the file, or in an existing file the dataset, and !overwrite; a group where
@@ -112,6 +115,8 @@ class MatrixWriter : public BlockSink {
   void commit();
   // The temporary file ("" when writing into an existing file).
   const std::string& temporary_path() const;
+  // For the user: leftovers of earlier runs that the constructor removed from an existing file.
+  const std::vector<std::string>& notes() const;
   // Where the dataset's elements lie in the temporary file, for other processes to write their
   // blocks there (io/direct_io.hpp); invalid for chunked or compressed output, or with
   // TESSERA_HDF5_DIRECT=0. Their writes must be durable (BlockFile::sync) before commit().

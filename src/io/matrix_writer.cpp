@@ -4,6 +4,7 @@
 // the file, or move the dataset's link) that alone makes the result appear.
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -24,7 +26,10 @@
 #include "io/hdf5_attributes.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/hdf5_library.hpp"
+#include "io/journal.hpp"
+#include "io/journal_driver.hpp"
 #include "io/nonfinite.hpp"
+#include "io/test_hooks.hpp"
 
 namespace tessera::io {
 
@@ -39,14 +44,18 @@ struct MatrixWriter::Impl {
   bool overwrite = false;
   bool created = false;  // the temporary file is ours: remove it unless committed
   bool committed = false;
-  // Into an existing file: the temporary dataset (a root-group link) made there, removed unless
-  // committed; the file stays closed between the constructor and the commit (and each block
-  // HDF5 writes), and the attributes wait for the commit.
+  // Into an existing file: the temporary dataset (a root-group link) made there; the file stays
+  // closed between the constructor and the commit (and each block HDF5 writes), and the
+  // attributes wait for the commit. Every change HDF5 makes to the file goes through `journal`
+  // (io/journal.hpp), which undoes them all unless the commit ends: the file is then byte for
+  // byte as it was, whatever stopped the run (an error, a signal, a kill, a full disk).
   bool in_file = false;
   std::string temp_dataset;
   bool dataset_created = false;
   std::vector<Attribute> attributes;
-  Handle file;  // declared before dataset: closed after it
+  std::unique_ptr<RollbackJournal> journal;  // declared before the handles: outlives them
+  std::vector<std::string> notes;            // leftovers of earlier runs removed, for the user
+  Handle file;                               // declared before dataset: closed after it
   Handle dataset;
   // Contiguous datasets are written with pwrite at their offset in the file (see write_block);
   // invalid where HDF5 writes (chunked or compressed output).
@@ -68,24 +77,17 @@ struct MatrixWriter::Impl {
   }
 
   void create_in_existing_file(hid_t dcpl, const hsize_t dims[2]);
+  void reserve_elements(std::uint64_t offset);
   void commit_in_file();
 
-  // The existing file without the temporary dataset (an error, or an exception): reopened, the
-  // link removed. Errors are ignored: the next run removes a leftover (io::clean_stale_datasets).
-  void remove_temporary_dataset() {
+  // The existing file as it was before the run (an error, or an exception): the journal puts
+  // back every byte HDF5 changed and cuts the file to its old size. Should that fail, the
+  // journal stays and the next tessera command touching the file restores it.
+  void roll_back_existing_file() {
     (void)dataset.close();
     (void)file.close();
-    if (dataset_created) {
-      const std::lock_guard<std::mutex> hold(hdf5::lock());
-      Handle fapl = own_plist(H5Pcreate(H5P_FILE_ACCESS));
-      if (fapl.valid()) H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG);
-      Handle f = own_file(H5Fopen(target.file.c_str(), H5F_ACC_RDWR, fapl.valid() ? fapl.get() : H5P_DEFAULT));
-      if (f.valid()) {
-        (void)H5Ldelete(f.get(), temp_dataset.c_str(), H5P_DEFAULT);
-        (void)H5Fflush(f.get(), H5F_SCOPE_LOCAL);
-      }
-    }
     H5Eclear2(H5E_DEFAULT);
+    journal.reset();
   }
 
   // Runs also when the writer's constructor throws after creating the temporary file.
@@ -93,7 +95,7 @@ struct MatrixWriter::Impl {
     close_direct();
     if (committed) return;
     if (in_file) {
-      remove_temporary_dataset();
+      roll_back_existing_file();
       return;
     }
     // Closing flushes HDF5's caches. If that flush fails (full disk, quota), HDF5 1.10 frees the
@@ -116,7 +118,12 @@ struct MatrixWriter::Impl {
 void MatrixWriter::Impl::create_in_existing_file(hid_t dcpl, const hsize_t dims[2]) {
   Impl& w = *this;
   const std::lock_guard<std::mutex> hold(hdf5::lock());
-  Handle out = open_file_readwrite(w.target.file);
+  // Refused before anything is written: the file is only read until every check has passed.
+  check_existing_output(w.target, w.overwrite);
+  w.journal = std::make_unique<RollbackJournal>(w.target.file);
+  const RollbackJournal::HoldSignals held;
+  JournaledWrite out(w.target.file, *w.journal);
+  w.notes = remove_dead_leftovers(out.get(), w.target.file);
   check_dataset_target(out.get(), w.target, w.overwrite);
   w.temp_dataset = temporary_dataset(w.target);
   const std::string what = "cannot create the temporary dataset " + in_quotes(w.target.file + ":" + w.temp_dataset);
@@ -141,31 +148,57 @@ void MatrixWriter::Impl::create_in_existing_file(hid_t dcpl, const hsize_t dims[
   H5Eclear2(H5E_DEFAULT);
   if (plain && !empty && offset != HADDR_UNDEF && direct_io_enabled() && H5Tequal(file_type, native_type(w.dtype)) > 0)
     w.direct = {w.target.file, static_cast<std::int64_t>(offset), w.rows, w.cols, dtype_size(w.dtype)};
-  if (made.close() < 0 || H5Fflush(out.get(), H5F_SCOPE_LOCAL) < 0 || out.close() < 0)
-    throw_io("writing " + in_quotes(w.target.file) + " failed");
-  const int fd = ::open(w.target.file.c_str(), O_RDONLY);
-  if (fd >= 0) {
-    (void)::fsync(fd);  // the new link on disk before the ranks write into its space
-    ::close(fd);
+  const std::string failed = "writing " + in_quotes(w.target.file) + " failed";
+  out.close(made, failed);
+  out.close(failed);
+  if (offset != HADDR_UNDEF && !empty) reserve_elements(static_cast<std::uint64_t>(offset));
+}
+
+// The elements' space taken on the disk now (the ranks write there without HDF5 and the journal),
+// so a disk without room for C is found before the compute, not in the middle of the write. Where
+// HDF5 placed them over bytes the file already held (it may reuse freed space), those bytes are
+// saved in the journal first.
+void MatrixWriter::Impl::reserve_elements(std::uint64_t offset) {
+  const std::uint64_t bytes = static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) * dtype_size(dtype);
+  journal->preserve(offset, bytes);
+  struct statvfs vfs {};
+  if (::fstatvfs(journal->fd(), &vfs) == 0) {
+    const double free_bytes = static_cast<double>(vfs.f_bavail) * static_cast<double>(vfs.f_frsize);
+    const double needed = static_cast<double>(bytes) + (1 << 20);  // and room for the commit's metadata
+    if (free_bytes < needed)
+      throw IoError("not enough space for the result in " + in_quotes(target.file) + ": it needs " +
+                    std::to_string(static_cast<long long>(needed / 1048576)) + " MiB, the file system has " +
+                    std::to_string(static_cast<long long>(free_bytes / 1048576)) + " MiB free");
   }
+  int rc = test_write_point();
+  if (rc == 0) rc = ::posix_fallocate(journal->fd(), static_cast<off_t>(offset), static_cast<off_t>(bytes));
+  if (rc == ENOSPC)
+    throw IoError("not enough space for the result in " + in_quotes(target.file) + " (" + std::to_string(bytes) +
+                  " bytes): " + std::strerror(rc));
+  // Other failures (a file system without fallocate) leave the space to be taken as it is written.
+  if (::fsync(journal->fd()) != 0)  // the new link and the space on disk before the ranks write there
+    throw IoError("writing " + in_quotes(target.file) + " failed: " + std::strerror(errno));
 }
 
 // The commit into an existing file: reopened, the attributes written, the dataset that
 // --overwrite replaces unlinked and the temporary moved to PATH (groups created as needed), then
-// flushed, closed and fsync'ed. HDF5 has no transactions: a process killed inside these few
-// metadata writes (milliseconds) can leave the file damaged, the one window where it can.
+// flushed and closed; the journal's commit makes it durable and final. HDF5 has no transactions,
+// the journal gives it one: a process killed inside these metadata writes leaves the file as it
+// was before the run once the journal is rolled back. Signals wait for the commit's end.
 void MatrixWriter::Impl::commit_in_file() {
   Impl& w = *this;
   if (!w.dataset_created) throw IoError("cannot commit " + in_quotes(w.target) + ": an earlier commit failed");
   w.close_direct();
+  const RollbackJournal::HoldSignals held;
   {
     const std::lock_guard<std::mutex> hold(hdf5::lock());
-    Handle out = open_file_readwrite(w.target.file);
+    test_wait_in_commit();
+    JournaledWrite out(w.target.file, *w.journal);
     {
       Handle made = own_dataset(H5Dopen2(out.get(), w.temp_dataset.c_str(), H5P_DEFAULT));
       if (!made.valid()) throw_io("cannot open " + w.where() + " to commit it");
       for (const auto& a : w.attributes) write_attribute(made.get(), a, w.where());
-      if (made.close() < 0) throw_io("writing the attributes of " + w.where() + " failed");
+      out.close(made, "writing the attributes of " + w.where() + " failed");
     }
     const htri_t exists = H5Lexists(out.get(), w.target.path.c_str(), H5P_DEFAULT);
     H5Eclear2(H5E_DEFAULT);  // (a missing group on the way is an error to H5Lexists)
@@ -181,19 +214,12 @@ void MatrixWriter::Impl::commit_in_file() {
     if (!lcpl.valid() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0 ||
         H5Lmove(out.get(), w.temp_dataset.c_str(), out.get(), w.target.path.c_str(), lcpl.get(), H5P_DEFAULT) < 0)
       throw_io("cannot move " + w.where() + " to " + in_quotes(w.target));
-    w.dataset_created = false;  // it is C now: never removed
     log::debug("moved " + w.temp_dataset + " to " + w.target.path + " in " + in_quotes(w.target.file));
-    w.committed = true;
-    if (H5Fflush(out.get(), H5F_SCOPE_LOCAL) < 0 || out.close() < 0)
-      throw_io("writing " + in_quotes(w.target.file) + " failed while closing it (disk full?)");
+    out.close("writing " + in_quotes(w.target.file) + " failed while closing it");
   }
-  const int fd = ::open(w.target.file.c_str(), O_RDONLY);
-  if (fd < 0 || ::fsync(fd) != 0) {
-    const int err = errno;
-    if (fd >= 0) ::close(fd);
-    throw IoError("writing " + in_quotes(w.target.file) + " failed: " + std::strerror(err));
-  }
-  ::close(fd);
+  w.journal->commit();  // fsync, then the journal removed: C is there for good
+  w.dataset_created = false;
+  w.committed = true;
 }
 
 MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int64_t cols, DType dtype,
@@ -343,19 +369,25 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
   ensure_init();
   // Into an existing file, HDF5 has it open only while it writes this block: its space was
   // allocated when it was made, so the write changes raw data alone, no metadata.
-  Handle file, opened;
+  const std::string failed = "writing " + block_text(row0, nrows, col0, ncols) + " to " + w.where() + " failed";
+  std::optional<RollbackJournal::HoldSignals> held;
+  std::optional<JournaledWrite> file;
+  Handle opened;
   if (w.in_file) {
-    file = open_file_readwrite(w.target.file);
-    opened = own_dataset(H5Dopen2(file.get(), w.temp_dataset.c_str(), H5P_DEFAULT));
+    held.emplace();
+    file.emplace(w.target.file, *w.journal);
+    opened = own_dataset(H5Dopen2(file->get(), w.temp_dataset.c_str(), H5P_DEFAULT));
     if (!opened.valid()) throw_io("cannot open " + w.where() + " to write C");
   }
   const hid_t dataset = w.in_file ? opened.get() : w.dataset.get();
   auto [file_space, mem_space] = block_spaces(dataset, row0, nrows, col0, ncols);
   if (!file_space.valid()) throw_io("cannot select " + block_text(row0, nrows, col0, ncols) + " of " + w.where());
   if (H5Dwrite(dataset, native_type(w.dtype), mem_space.get(), file_space.get(), H5P_DEFAULT, data) < 0)
-    throw_io("writing " + block_text(row0, nrows, col0, ncols) + " to " + w.where() + " failed");
-  if (w.in_file && (opened.close() < 0 || file.close() < 0))
-    throw_io("writing " + block_text(row0, nrows, col0, ncols) + " to " + w.where() + " failed");
+    throw_io(failed);
+  if (w.in_file) {
+    file->close(opened, failed);
+    file->close(failed);
+  }
 }
 
 void MatrixWriter::set_attributes(const std::vector<Attribute>& attrs) {
@@ -379,6 +411,7 @@ void MatrixWriter::set_attributes(const std::vector<Attribute>& attrs) {
 void MatrixWriter::commit() {
   Impl& w = *impl_;
   if (w.committed) return;
+  test_pause_before_commit();
   if (w.in_file) {
     w.commit_in_file();
     return;
@@ -431,6 +464,8 @@ void MatrixWriter::commit() {
 }
 
 const std::string& MatrixWriter::temporary_path() const { return impl_->temp_path; }
+
+const std::vector<std::string>& MatrixWriter::notes() const { return impl_->notes; }
 
 DirectTarget MatrixWriter::direct_target() const { return impl_->direct; }
 

@@ -8,6 +8,7 @@
 
 #include "io/data_sources.hpp"
 #include "io/hdf5_io.hpp"
+#include "io/journal.hpp"
 
 namespace tessera::io {
 
@@ -19,12 +20,18 @@ std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
 
 void guard_input(GuardedPaths& g, const std::string& text, const std::string& role) {
   const auto ref = DatasetRef::parse(text);
+  recover_before_use(g, ref.file);
   DataSources sources = locate_data(ref, role);
   g.guard.read(ref.file, role + " " + in_quotes(ref.str()));
   for (const auto& file : sources.files)
     if (file != ref.file)
       g.guard.read(file, role + " " + in_quotes(ref.str()) + " reads its data from " + in_quotes(file));
   for (auto& note : sources.notes) g.notes.push_back(std::move(note));
+}
+
+void recover_before_use(GuardedPaths& g, const std::string& file) {
+  std::string note = recover_interrupted_write(file);
+  if (!note.empty()) g.notes.push_back(std::move(note));
 }
 
 void guard_config(PathGuard& guard, const std::string& config) {

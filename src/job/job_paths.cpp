@@ -29,7 +29,10 @@ GuardedPaths guard_run_paths(const RunOptions& o) {
   if (!o.a.empty()) io::guard_input(g, o.a, "A");
   if (!o.b.empty()) io::guard_input(g, o.b, "B");
   io::guard_config(g.guard, o.config);
-  if (!o.dry_run) g.guard.output(io::DatasetRef::parse(o.c).file, "--c");
+  if (!o.dry_run) {
+    io::recover_before_use(g, io::DatasetRef::parse(o.c).file);
+    g.guard.output(io::DatasetRef::parse(o.c).file, "--c");
+  }
   // (A report to stdout, "--report -", is a stream like /dev/stdout: PathGuard and reserve_report
   // skip it as they do pipes.)
   if (!o.report.empty()) g.guard.written(o.report, "--report", "a tessera report", is_tessera_report);

@@ -182,6 +182,7 @@ void Job::plan() {
     // A later run replaces what the first wrote (job/repeats.hpp).
     writer_ = std::make_unique<io::MatrixWriter>(io::DatasetRef::parse(o_.c), plan.m, plan.n, plan.dtype,
                                                  series_.write_options(run_index_));
+    for (const auto& note : writer_->notes()) stale.push_back(note);
     if (run_index_ == 0) series_.first_output(*writer_);
     decided = {{"plan", plan.encode()},
                {"algorithm", choice.algorithm},

@@ -36,7 +36,26 @@ from common import SKIP, check, check_product, fail, leftovers, parser, write
 SBIN_PATH = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
 TOOLS = ("munged", "mungekey", "munge", "slurmctld", "slurmd", "sbatch", "sinfo", "scancel", "srun")
 N_GPUS = 2  # placeholder GPUs of the local node
-JOBS_TIMEOUT = 240  # all jobs, from submission; they take ~15 s on 2 CPUs
+JOBS_TIMEOUT = 240  # all jobs, from submission; they take ~15 s on 2 CPUs, the time-limit job 60-90 s
+
+# A job killed by its time limit (--time=1: SIGTERM after 60-90 s, SIGKILL KillWait later) while it
+# commits C into an existing file (issue #27): tessera holds the signal off until the commit ends
+# (the test hook makes the commit wait for the signal), so the file holds the complete C.
+TIME_LIMIT_JOB = """#!/bin/bash
+# tessera run into an existing file, its time limit falling during the commit (tests only)
+#SBATCH --job-name=timelimit
+#SBATCH --output=slurm-%x-%j.out
+#SBATCH --time=1
+#SBATCH --ntasks=1
+export TESSERA_TEST_WAIT_IN_COMMIT=170
+srun --mpi=pmix "$TESSERA" run --a "$1" --b "$2" --c "$3" --backend cpu
+"""
+
+
+def make_existing(path):
+    with h5py.File(path, "w") as f:
+        f.attrs["project"] = "pipeline"
+        f.create_dataset("keep", data=np.arange(12.0).reshape(3, 4)).attrs["units"] = "m"
 
 
 def lint(src):
@@ -282,7 +301,8 @@ class Job:
     log is slurm-<the script's --job-name>-<id>.out."""
 
     def __init__(self, home, name, script, sbatch_opts=(), env=None, args=(), ranks=1):
-        self.name, self.script, self.sbatch_opts = name, os.path.join(home, "slurm", script), list(sbatch_opts)
+        self.name, self.sbatch_opts = name, list(sbatch_opts)
+        self.script = script if os.path.isabs(script) else os.path.join(home, "slurm", script)
         self.env, self.args, self.ranks = env or {}, list(args), ranks
         with open(self.script) as f:
             self.job_name = next(line.split("=", 1)[1].strip() for line in f if line.startswith("#SBATCH --job-name="))
@@ -428,6 +448,12 @@ def main():
                 dict(base_env, TESSERA_LAUNCHER="mpirun"), args=on_cpu, ranks=2),
             Job(src, "scaling", "strong-scaling.sbatch", small, base_env, args=on_cpu, ranks=2),
         ]
+        existing = os.path.join(submit, "existing.h5")
+        make_existing(existing)
+        with open(os.path.join(submit, "timelimit.sbatch"), "w") as f:
+            f.write(TIME_LIMIT_JOB)
+        jobs.append(Job(src, "time-limit", os.path.join(submit, "timelimit.sbatch"), [], base_env,
+                        args=[os.path.join(submit, cfg["a"]), os.path.join(submit, cfg["b"]), existing + ":/run/C"]))
         if args.prefix:
             installed_home = os.path.join(os.path.abspath(args.prefix), args.datadir)
             # No TESSERA_HOME, no TESSERA: the installed scripts know their prefix.
@@ -489,6 +515,21 @@ def main():
         else:
             check("plot skipped" in table and not os.path.exists(png), "scaling.md: no 'plot skipped' note")
             print("ok: scaling.md (rows 1, 2); no matplotlib here, the table says the plot was skipped")
+
+        job = by_name["time-limit"]
+        with open(job.log) as f:
+            log = f.read()
+        check(job.status != 0 and ("TIME LIMIT" in log or "DUE TO TIME" in log),
+              f"time-limit job: status {job.status}, not ended by its time limit")
+        check(not os.path.exists(existing + ".tessera-journal"), "time-limit job: a journal is left")
+        with h5py.File(existing, "r") as f:
+            check(np.array_equal(f["keep"][...], np.arange(12.0).reshape(3, 4)) and f.attrs["project"] == "pipeline",
+                  "time-limit job: the file's other contents changed")
+            check("run" in f and "C" in f["run"], "time-limit job: the commit under way did not finish")
+            c = f["/run/C"][...]
+            check("tessera_version" in f["/run/C"].attrs, "time-limit job: C lacks its attributes")
+        check_product(a, b, c, dtype)
+        print(f"ok: a job ended by its time limit during the commit ({job.seconds:.0f} s): C complete, file intact")
 
         if args.prefix:
             job = by_name["installed-node"]

@@ -201,7 +201,7 @@ set_tests_properties(write.rank-killed-writing.np2 PROPERTIES LABELS "mpi;fault"
 add_mpi_test(cpu-share.np1 1 cpu_share.py)
 
 # C into an existing HDF5 file (#17 item 1): other datasets byte-identical after a run, after
-# --overwrite and after a rank killed mid-compute (the next run removes the leftover); in place
+# --overwrite and after a rank killed mid-compute (rank 0 rolls the file back, #27); in place
 # and gathered, 1-3 ranks. The attributes read back as str in h5py (item 3).
 add_mpi_test(existing.add.np1 1 existing_file.py --case add)
 add_mpi_test(existing.add.gather.np2 2 existing_file.py --case add --write gather)
@@ -210,6 +210,31 @@ add_mpi_test(existing.killed.np1 1 existing_file.py --case killed)
 add_mpi_test(existing.killed.np2 2 existing_file.py --case killed --write in-place)
 add_mpi_test(existing.killed.gather.np3 3 existing_file.py --case killed --write gather)
 set_tests_properties(existing.killed.np1 existing.killed.np2 existing.killed.gather.np3 PROPERTIES LABELS "mpi;fault")
+
+# Crash safety of an existing output file (#27, tests/scripts/crash_sweep.py): rank 0 stopped
+# before each of its writes in turn (SIGKILL, then `tessera recover` or the next run; SIGTERM /
+# SIGINT; a simulated full disk), 1 and 3 ranks; after each the file holds every earlier object
+# unchanged and either no new C (byte-identical) or the complete C with its attributes.
+foreach(_case new overwrite beta leftover latest)
+  add_mpi_test(crash.kill.${_case}.np1 1 crash_sweep.py --case ${_case} --stop kill)
+  add_mpi_test(crash.kill.${_case}.np3 3 crash_sweep.py --case ${_case} --stop kill)
+  add_mpi_test(crash.enospc.${_case}.np1 1 crash_sweep.py --case ${_case} --stop enospc)
+  set_tests_properties(crash.kill.${_case}.np1 crash.kill.${_case}.np3 crash.enospc.${_case}.np1
+                       PROPERTIES LABELS "mpi;fault;crash")
+endforeach()
+foreach(_sig TERM INT)
+  add_mpi_test(crash.${_sig}.overwrite.np1 1 crash_sweep.py --case overwrite --stop ${_sig})
+  add_mpi_test(crash.${_sig}.new.np3 3 crash_sweep.py --case new --stop ${_sig})
+  set_tests_properties(crash.${_sig}.overwrite.np1 crash.${_sig}.new.np3 PROPERTIES LABELS "mpi;fault;crash")
+endforeach()
+add_mpi_test(crash.enospc.beta.np3 3 crash_sweep.py --case beta --stop enospc)
+set_tests_properties(crash.enospc.beta.np3 PROPERTIES LABELS "mpi;fault;crash")
+# Two writers of one file (HDF5's locking on and off), a full disk (a real small tmpfs: root),
+# refusals that leave the output byte for byte as it was (tests/scripts/writers.py).
+foreach(_case two-writers full-disk refused-readonly)
+  add_mpi_test(crash.${_case} 1 writers.py --case ${_case})
+  set_tests_properties(crash.${_case} PROPERTIES LABELS "mpi;fault;crash")
+endforeach()
 
 # JSON Schemas (docs/schema/, #17 item 5): every JSON tessera writes validates against its schema.
 add_mpi_test(schema.run.np2 2 schemas.py --case run)

@@ -1,0 +1,186 @@
+// Unit tests of the rollback journal (io/journal.hpp), on plain files: original bytes come back
+// after writes inside and past the original end and after truncation; a process that dies
+// without rolling back leaves a journal that recover_interrupted_write undoes; a torn last record
+// is ignored; the lock keeps a second writer out; a journal that no longer matches its file (the
+// file replaced) is refused, not applied.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch_test_macros.hpp>
+#include <catch2/matchers/catch_matchers_string.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "io/journal.hpp"
+
+#include "temp_dir.hpp"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::ContainsSubstring;
+using tessera::InputError;
+using tessera::io::journal_path;
+using tessera::io::recover_interrupted_write;
+using tessera::io::RollbackJournal;
+
+namespace {
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream all;
+  all << in.rdbuf();
+  return all.str();
+}
+
+// A file of `n` bytes of a pattern no write below repeats.
+std::string make_file(const std::string& path, std::size_t n) {
+  std::string text(n, '\0');
+  for (std::size_t i = 0; i < n; ++i) text[i] = static_cast<char>('a' + (i * 7 + i / 4096) % 26);
+  std::ofstream(path, std::ios::binary) << text;
+  return text;
+}
+
+// What HDF5's driver does: the journal saves, then the bytes are written.
+void overwrite(RollbackJournal& j, std::uint64_t at, std::size_t n, char c) {
+  j.preserve(at, n);
+  const std::string data(n, c);
+  REQUIRE(::pwrite(j.fd(), data.data(), n, static_cast<off_t>(at)) == static_cast<ssize_t>(n));
+}
+
+int message_count(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (auto p = text.find(part); p != std::string::npos; p = text.find(part, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a rollback puts back every original byte and the original size", "[io][journal]") {
+  tessera::test::TempDir dir("tessera-journal-test");
+  const std::string name = dir.file("f.bin");
+  const std::string before = make_file(name, 3 * 4096 + 100);
+  {
+    RollbackJournal j(name);
+    CHECK(j.original_size() == before.size());
+    CHECK(fs::exists(journal_path(name)));
+    overwrite(j, 10, 5, 'X');                    // inside the first page
+    overwrite(j, 4090, 20, 'Y');                 // across a page boundary
+    overwrite(j, 4095, 3, 'Z');                  // the same pages again: saved once
+    overwrite(j, before.size() - 50, 200, 'W');  // across the original end
+    overwrite(j, 10 * 4096, 10, 'V');            // far past it
+    j.preserve(2048, before.size() - 2048);      // shorter than it was: saved first
+    REQUIRE(::ftruncate(j.fd(), 2048) == 0);
+    CHECK(bytes_of(name) != before);
+  }  // destroyed without commit: rolled back
+  CHECK(bytes_of(name) == before);
+  CHECK_FALSE(fs::exists(journal_path(name)));
+}
+
+TEST_CASE("a committed journal keeps the new bytes and goes", "[io][journal]") {
+  tessera::test::TempDir dir("tessera-journal-test");
+  const std::string name = dir.file("f.bin");
+  const std::string before = make_file(name, 5000);
+  {
+    RollbackJournal j(name);
+    overwrite(j, 0, 4, 'N');
+    j.commit();
+  }
+  const std::string after = bytes_of(name);
+  CHECK(after.substr(0, 4) == "NNNN");
+  CHECK(after.substr(4) == before.substr(4));
+  CHECK_FALSE(fs::exists(journal_path(name)));
+}
+
+TEST_CASE("a process that dies without rolling back is undone by the next one", "[io][journal]") {
+  tessera::test::TempDir dir("tessera-journal-test");
+  const std::string name = dir.file("f.bin");
+  const std::string before = make_file(name, 9000);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {  // as a kill -9 leaves it: the journal and a changed file
+    RollbackJournal* j = new RollbackJournal(name);
+    overwrite(*j, 100, 8000, 'K');
+    overwrite(*j, 9000, 4096, 'L');
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(fs::exists(journal_path(name)));
+  CHECK(bytes_of(name) != before);
+  const std::string note = recover_interrupted_write(name);
+  CHECK_THAT(note, ContainsSubstring("restored '" + name + "' as it was"));
+  CHECK(bytes_of(name) == before);
+  CHECK_FALSE(fs::exists(journal_path(name)));
+  CHECK(recover_interrupted_write(name).empty());  // nothing more to do
+}
+
+TEST_CASE("a torn last record is one whose write never happened", "[io][journal]") {
+  tessera::test::TempDir dir("tessera-journal-test");
+  const std::string name = dir.file("f.bin");
+  const std::string before = make_file(name, 8192);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    RollbackJournal* j = new RollbackJournal(name);
+    overwrite(*j, 0, 10, 'A');
+    j->preserve(4096, 10);  // saved, and the crash comes before the write
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  // Cut the journal inside its last record, as a crash while appending it would.
+  const auto size = fs::file_size(journal_path(name));
+  fs::resize_file(journal_path(name), size - 100);
+  recover_interrupted_write(name);
+  CHECK(bytes_of(name) == before);
+}
+
+TEST_CASE("a second writer of the same file is refused while the first holds it", "[io][journal]") {
+  tessera::test::TempDir dir("tessera-journal-test");
+  const std::string name = dir.file("f.bin");
+  make_file(name, 100);
+  RollbackJournal first(name);
+  try {
+    RollbackJournal second(name);
+    FAIL("a second journal on a locked file was made");
+  } catch (const InputError& e) {
+    CHECK_THAT(std::string(e.what()), ContainsSubstring("being written by another tessera run"));
+  }
+  // Nor may anyone restore it from under the live writer.
+  try {
+    recover_interrupted_write(name);
+    FAIL("a live run's journal was recovered");
+  } catch (const InputError& e) {
+    CHECK(message_count(e.what(), "another tessera run") == 1);
+  }
+}
+
+TEST_CASE("a journal of a file that was replaced since is refused, not applied", "[io][journal]") {
+  tessera::test::TempDir dir("tessera-journal-test");
+  const std::string name = dir.file("f.bin");
+  make_file(name, 5000);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    RollbackJournal* j = new RollbackJournal(name);
+    overwrite(*j, 0, 100, 'Q');
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  fs::rename(name, name + ".kept");                      // kept, so the new file cannot reuse its inode
+  const std::string replacement = make_file(name, 300);  // another file under the same name
+  try {
+    recover_interrupted_write(name);
+    FAIL("the journal was applied to another file");
+  } catch (const InputError& e) {
+    CHECK_THAT(std::string(e.what()), ContainsSubstring("has been replaced since"));
+  }
+  CHECK(bytes_of(name) == replacement);
+  CHECK(fs::exists(journal_path(name)));
+}
