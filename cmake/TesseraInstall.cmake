@@ -1,4 +1,4 @@
-# cmake --install [--prefix P]: what a site installs (README "Installing").
+# cmake --install [--prefix P]: what a site installs (docs/building.md, "Installing").
 #
 #   bin/tessera                              the command line (statically linked to tessera's code)
 #   include/tessera/tessera.hpp              the public API (tessera::multiply over an MPI_Comm)

@@ -1,4 +1,4 @@
-# The installation, as a site and its users get it (cmake/TesseraInstall.cmake, README "Installing"):
+# The installation, as a site and its users get it (cmake/TesseraInstall.cmake, docs/building.md):
 #   install.prefix              cmake --install into <build>/test-prefix (emptied first), then its
 #                               layout; the fixture of the tests below and of slurm.local
 #   install.consumer.cmake      tests/consumer built with find_package(tessera) against that
