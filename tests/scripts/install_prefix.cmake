@@ -19,7 +19,7 @@ set(expected
   ${DATADIR}/tuned/tuned-NVIDIA_H200.json ${DATADIR}/README.md ${DATADIR}/LICENSE ${DOCDIR}/LICENSE
   ${DATADIR}/slurm/README.md ${DATADIR}/docs/report.md ${DATADIR}/docs/usage.md ${DATADIR}/docs/configuration.md
   ${DATADIR}/docs/output.md ${DATADIR}/docs/python.md ${DATADIR}/docs/cpp-api.md ${DATADIR}/docs/building.md
-  ${DATADIR}/docs/performance-log.md ${DATADIR}/docs/style.md)
+  ${DATADIR}/docs/performance.md ${DATADIR}/docs/performance-log.md ${DATADIR}/docs/style.md)
 if(SHARED)
   list(APPEND expected ${LIBDIR}/libtessera.so)
 else()
