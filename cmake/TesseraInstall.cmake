@@ -1,4 +1,4 @@
-# cmake --install [--prefix P]: what a site installs (README "Installing").
+# cmake --install [--prefix P]: what a site installs (docs/building.md, "Installing").
 #
 #   bin/tessera                              the command line (statically linked to tessera's code)
 #   include/tessera/tessera.hpp              the public API (tessera::multiply over an MPI_Comm)
@@ -8,7 +8,8 @@
 #   lib/pkgconfig/tessera.pc                 pkg-config --cflags --libs tessera
 #   share/tessera/{slurm,configs,tuned,scripts,docs}   the sbatch scripts (which find the
 #     installed binary and share/tessera by themselves), the configs, the tune files of
-#     `--kernel auto`, what the scripts run, and the documentation
+#     `--kernel auto`, what the scripts run, and the documentation (+ README.md, LICENSE)
+#   share/doc/tessera/LICENSE                the license (BSD-3-Clause), where packagers look
 #
 # Included from the top-level CMakeLists once every target exists. The installed targets come
 # from one list, TESSERA_INSTALL_INTERNAL_TARGETS: with a static libtessera, the archives and
@@ -116,9 +117,12 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${TESSERA_INSTALL_D
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/tuned/ DESTINATION ${TESSERA_INSTALL_DATADIR}/tuned)
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/scripts/scaling_report.py DESTINATION ${TESSERA_INSTALL_DATADIR}/scripts)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${TESSERA_INSTALL_DATADIR}/docs)
-# README.md beside docs/ and slurm/, as in the repository: its links (docs/..., slurm/...) and
-# slurm/README.md's (../README.md) work in the installed tree too.
-install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${TESSERA_INSTALL_DATADIR})
+# README.md and LICENSE beside docs/ and slurm/, as in the repository: the links of README.md
+# (docs/..., slurm/..., LICENSE), of docs/*.md (../slurm/...) and of slurm/README.md (../docs/...)
+# work in the installed tree too. The license also goes where distributions look for it
+# (CMAKE_INSTALL_DOCDIR: share/doc/tessera).
+install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${TESSERA_INSTALL_DATADIR})
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 # The slurm scripts and tessera.pc name the prefix, known only at install time: written by
 # cmake/TesseraInstallPrefixed.cmake then (also honours DESTDIR).

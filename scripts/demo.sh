@@ -21,8 +21,8 @@ if ! log=$(cmake --build "$build" --target tessera -j "$(nproc)" 2>&1); then
 fi
 tessera="$build/tessera"
 
-# hwloc's OpenCL and GL plugins cost mpirun ~0.3 s on a GPU machine and are of no use here (README,
-# "MPI start-up").
+# hwloc's OpenCL and GL plugins cost mpirun ~0.3 s on a GPU machine and are of no use here
+# (docs/usage.md, "MPI start-up").
 export HWLOC_COMPONENTS="${HWLOC_COMPONENTS:--opencl,-gl}"
 mpi_flags=(--oversubscribe)
 [ "$(id -u)" = 0 ] && mpi_flags+=(--allow-run-as-root)

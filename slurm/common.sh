@@ -122,7 +122,7 @@ tessera_setup() {
   for name in a b; do
     ref=$(tessera_input "$name" "$@")
     [ -n "$ref" ] || tessera_die "no input '$name' in $TESSERA_CONFIG ([run] table) nor --$name on the command line"
-    # A reference with '\:' escapes (README, "Datasets"): tessera itself checks it, before any compute.
+    # A reference with '\:' escapes (docs/usage.md, "Datasets"): tessera itself checks it, before any compute.
     case "$ref" in *\\*) continue ;; esac
     file=${ref%:/*}
     [ -f "$file" ] || tessera_die "input $name = $ref: file $file not found (relative to $submit);" \

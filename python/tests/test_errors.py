@@ -64,12 +64,12 @@ class ErrorTest(TempDirTest):
         e = cm.exception
         self.assertIn("--colour", e.stderr)
         if e.exit_code != 2:
-            # tesseras before the exit statuses of the README's "Exit status" return CLI11's own
+            # tesseras before the exit statuses of docs/usage.md's "Exit status" return CLI11's own
             # code (109: an unexpected argument) and print its message, not a tessera: line.
             self.assertGreaterEqual(e.exit_code, 100, e)
             self.assertIn("--colour", e.message)
             print(f"note: this tessera exits {e.exit_code} for a usage error (2 expected once it follows the "
-                  "README's exit statuses)")
+                  "documented exit statuses)")
             return
         self.assertIsInstance(e, tessera.UsageError)
         self.assertTrue(e.message.startswith("tessera: error"), e.message)

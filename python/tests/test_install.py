@@ -36,6 +36,11 @@ class InstallTest(unittest.TestCase):
             self.assertEqual(pip.returncode, 0, "pip install failed")
             self.assertTrue(os.path.isfile(os.path.join(target, "tessera", "__init__.py")))
             self.assertTrue(os.path.isfile(os.path.join(target, "tessera", "py.typed")))
+            # The package's metadata names the project's license (pyproject.toml, LICENSE).
+            metadata = [os.path.join(target, d, "METADATA") for d in os.listdir(target) if d.endswith(".dist-info")]
+            self.assertEqual(len(metadata), 1, os.listdir(target))
+            with open(metadata[0], encoding="utf-8") as f:
+                self.assertIn("License: BSD-3-Clause", f.read().splitlines())
             # A fresh interpreter that sees only the installed copy (not python/src).
             script = ("import tessera, sys; print(tessera.__file__); "
                       "plan = tessera.dry_run(m=64, n=48, k=32, ranks=3, backend='cpu'); "

@@ -15,7 +15,7 @@ from tessera import launch, options  # noqa: E402
 
 
 def parse_ref(text):
-    """tessera's rule (README, "Datasets"): the last ':/' not written '\\:' splits; '\\:' is ':',
+    """tessera's rule (docs/usage.md, "Datasets"): the last ':/' not written '\\:' splits; '\\:' is ':',
     '\\\\' is '\\', any other '\\' stays."""
     plain, split, i = [], None, 0
     while i < len(text):

@@ -206,7 +206,7 @@ elif env is not None or cmd[0] == "setpriv":
 else:
     res = r.run(cmd, expect_ok=False, timeout=60)
 check(res.returncode != 0, "must exit nonzero")
-# Usage errors (the command line) exit 2, other refusals 1 (README, "Exit codes").
+# Usage errors (the command line) exit 2, other refusals 1 (docs/usage.md, "Exit status").
 want_code = {"unknown-subcommand": 2, "verify-zero-vectors": 2, "verify-beta-c": 1, "generate-integers-empty": 1}
 if case in want_code:
     check(res.returncode == want_code[case], f"exit {res.returncode}, expected {want_code[case]}")

@@ -1,4 +1,4 @@
-# The installation, as a site and its users get it (cmake/TesseraInstall.cmake, README "Installing"):
+# The installation, as a site and its users get it (cmake/TesseraInstall.cmake, docs/building.md):
 #   install.prefix              cmake --install into <build>/test-prefix (emptied first), then its
 #                               layout; the fixture of the tests below and of slurm.local
 #   install.consumer.cmake      tests/consumer built with find_package(tessera) against that
@@ -13,7 +13,8 @@ set(TESSERA_TEST_PREFIX ${PROJECT_BINARY_DIR}/test-prefix)
 add_test(NAME install.prefix
   COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${PROJECT_BINARY_DIR} -DPREFIX=${TESSERA_TEST_PREFIX}
           -DBINDIR=${CMAKE_INSTALL_BINDIR} -DLIBDIR=${CMAKE_INSTALL_LIBDIR} -DINCLUDEDIR=${CMAKE_INSTALL_INCLUDEDIR}
-          -DDATADIR=${TESSERA_INSTALL_DATADIR} -DCMAKEDIR=${TESSERA_INSTALL_CMAKEDIR} -DSHARED=${TESSERA_SHARED_LIBRARY}
+          -DDATADIR=${TESSERA_INSTALL_DATADIR} -DDOCDIR=${CMAKE_INSTALL_DOCDIR} -DCMAKEDIR=${TESSERA_INSTALL_CMAKEDIR}
+          -DSHARED=${TESSERA_SHARED_LIBRARY}
           -P ${CMAKE_CURRENT_SOURCE_DIR}/scripts/install_prefix.cmake)
 set_tests_properties(install.prefix PROPERTIES FIXTURES_SETUP tessera_prefix LABELS install TIMEOUT 120)
 

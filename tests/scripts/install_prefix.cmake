@@ -1,6 +1,6 @@
 # ctest install.prefix (tests/scripts/install.cmake): cmake --install BUILD_DIR into an emptied
-# PREFIX, then checks the layout README "Installing" promises. cmake -P with BUILD_DIR, PREFIX,
-# BINDIR, LIBDIR, INCLUDEDIR, DATADIR, CMAKEDIR, SHARED.
+# PREFIX, then checks the layout docs/building.md ("Installing") promises. cmake -P with BUILD_DIR,
+# PREFIX, BINDIR, LIBDIR, INCLUDEDIR, DATADIR, DOCDIR, CMAKEDIR, SHARED.
 file(REMOVE_RECURSE "${PREFIX}")
 execute_process(COMMAND "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${PREFIX}"
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -16,7 +16,10 @@ set(expected
   ${DATADIR}/slurm/common.sh ${DATADIR}/slurm/tessera-node.sbatch ${DATADIR}/slurm/tessera-multinode.sbatch
   ${DATADIR}/slurm/tessera-cpu.sbatch ${DATADIR}/slurm/strong-scaling.sbatch
   ${DATADIR}/configs/slurm.toml ${DATADIR}/configs/workstation.toml ${DATADIR}/scripts/scaling_report.py
-  ${DATADIR}/tuned/tuned-NVIDIA_H200.json ${DATADIR}/README.md ${DATADIR}/docs/report.md)
+  ${DATADIR}/tuned/tuned-NVIDIA_H200.json ${DATADIR}/README.md ${DATADIR}/LICENSE ${DOCDIR}/LICENSE
+  ${DATADIR}/slurm/README.md ${DATADIR}/docs/report.md ${DATADIR}/docs/usage.md ${DATADIR}/docs/configuration.md
+  ${DATADIR}/docs/output.md ${DATADIR}/docs/python.md ${DATADIR}/docs/cpp-api.md ${DATADIR}/docs/building.md
+  ${DATADIR}/docs/performance.md ${DATADIR}/docs/performance-log.md ${DATADIR}/docs/style.md)
 if(SHARED)
   list(APPEND expected ${LIBDIR}/libtessera.so)
 else()

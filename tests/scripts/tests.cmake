@@ -102,6 +102,9 @@ add_test(NAME readme.demo COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/demo.sh)
 set_tests_properties(readme.demo PROPERTIES TIMEOUT 600 PROCESSORS 2
   ENVIRONMENT "TESSERA_BUILD_DIR=${PROJECT_BINARY_DIR};TESSERA_DEMO_SIZE=512;TESSERA_DEMO_DIR=${CMAKE_CURRENT_BINARY_DIR}/demo-work;OMPI_MCA_btl_vader_single_copy_mechanism=none")
 file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/demo-work)
+# The README's five-minute tour, every command as written, against this build.
+tessera_script_test(readme.tour readme_tour.py)
+set_tests_properties(readme.tour PROPERTIES PROCESSORS 2 LABELS mpi)
 
 # Faults: a rank killed mid-run, the writer killed, a failing write.
 foreach(case rank-killed writer-killed write-fails)

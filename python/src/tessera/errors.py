@@ -6,7 +6,7 @@ import re
 import shlex
 from typing import Optional, Sequence
 
-# tessera's exit statuses (README, "Exit status").
+# tessera's exit statuses (docs/usage.md, "Exit status").
 EXIT_ERROR = 1  # bad input or option value, a refused path, I/O, device, a lost rank
 EXIT_USAGE = 2  # the command line or config file cannot be parsed
 EXIT_VERIFICATION = 3  # verification ran and the result is wrong

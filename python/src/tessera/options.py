@@ -14,7 +14,7 @@ RESERVED = {"a", "b", "c", "dry-run", "m", "n", "k", "ranks", "help", "version"}
 
 
 def _escape(text: str, *, colon: bool, trailing_backslash: bool) -> str:
-    """`text` written so that tessera's parser (README, "Datasets") reads it back unchanged: a '\\'
+    """`text` written so that tessera's parser (docs/usage.md, "Datasets") reads it back unchanged: a '\\'
     followed by ':' or '\\' (or, in the file name, by the separating ':') becomes '\\\\'; with
     `colon`, a ':' followed by '/' becomes '\\:'. Everything else stays as it is, so a name with
     neither ':/' nor '\\' is passed as written (and works with tesseras that know no escapes)."""
