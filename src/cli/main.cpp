@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -46,6 +49,44 @@ int world_size() {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   return size;
 }
+
+// Numbers that CLI11 alone would take wrongly: it reads '' as 0, 'nan' and 'inf' as such, 1e400
+// as inf, -1 as 2^64 - 1 for an unsigned option, and a leading 0 as octal (010 = 8). These check
+// the text as given, on the command line or in the config file; a failure is a usage error (exit
+// 2) naming the option and the value.
+
+// A finite real number (--alpha, --beta, generate's --low/--high).
+CLI::Validator finite_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double x = std::strtod(text.c_str(), &end);
+        const bool whole = !text.empty() && end == text.c_str() + text.size();
+        if (!whole || !std::isfinite(x) || (errno == ERANGE && x == 0))
+          return "must be a finite number, not '" + text + "'";
+        return {};
+      },
+      "NUMBER");
+}
+
+// A whole number, written in decimal, from `low` to `high` (--seed, generate's --rows/--cols);
+// rewritten without leading zeros, so that CLI11 does not read it as octal (a transform: CLI11
+// hands a check() a copy).
+CLI::Validator whole_number(std::uint64_t low, std::uint64_t high, const std::string& range) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        const std::string why = "must be a whole number from " + range + ", not '" + text + "'";
+        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return why;
+        errno = 0;
+        const unsigned long long value = std::strtoull(text.c_str(), nullptr, 10);
+        if (errno == ERANGE || value < low || value > high) return why;
+        text = std::to_string(value);
+        return {};
+      },
+      "INTEGER");
+}
+CLI::Validator seed_number() { return whole_number(0, UINT64_MAX, "0 to 18446744073709551615 (2^64 - 1)"); }
 
 void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
   // --a/--b/--c are required unless --dry-run (checked after parsing).
@@ -94,10 +135,13 @@ void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
   run->add_flag("--transpose-a", o.transpose_a,
                 "--a is stored K x M: use its transpose as A (read as such, the file is not copied)");
   run->add_flag("--transpose-b", o.transpose_b, "--b is stored N x K: use its transpose as B");
-  run->add_option("--alpha", o.alpha, "C = alpha op(A) op(B) + beta C_old")->capture_default_str();
+  run->add_option("--alpha", o.alpha, "C = alpha op(A) op(B) + beta C_old")
+      ->check(finite_number())
+      ->capture_default_str();
   run->add_option("--beta", o.beta,
                   "C = alpha op(A) op(B) + beta C_old; beta != 0 reads the existing C (--c, M x N) and needs "
-                  "--overwrite")
+                  "--overwrite (not with --repeat > 1 or --warmup > 0)")
+      ->check(finite_number())
       ->capture_default_str();
   run->add_option("--repeat", o.repeat,
                   "run the whole job (read, compute, write, commit) N times in this launch; the report gives the "
@@ -230,14 +274,15 @@ struct Commands {
 void add_job_commands(CLI::App& app, Commands& c) {
   c.g = app.add_subcommand("generate", "write a random matrix into an HDF5 file");
   c.g->add_option("--out,-o", c.gen.out, "FILE:/DATASET to create")->required();
-  c.g->add_option("--rows", c.gen.rows, "rows")->required();
-  c.g->add_option("--cols", c.gen.cols, "columns")->required();
+  const CLI::Validator extent = whole_number(1, INT64_MAX, "1 to 9223372036854775807 (2^63 - 1)");
+  c.g->add_option("--rows", c.gen.rows, "rows")->transform(extent)->required();
+  c.g->add_option("--cols", c.gen.cols, "columns")->transform(extent)->required();
   c.g->add_option("--dtype", c.gen.dtype, "f32 or f64")->capture_default_str();
-  c.g->add_option("--seed", c.gen.seed, "random seed")->capture_default_str();
+  c.g->add_option("--seed", c.gen.seed, "random seed, 0 to 2^64 - 1")->transform(seed_number())->capture_default_str();
   c.g->add_option("--dist", c.gen.dist, "uniform [low, high), normal (0, 1) or integers [low, high]")
       ->capture_default_str();
-  c.g->add_option("--low", c.gen.low, "lower bound")->capture_default_str();
-  c.g->add_option("--high", c.gen.high, "upper bound")->capture_default_str();
+  c.g->add_option("--low", c.gen.low, "lower bound")->check(finite_number())->capture_default_str();
+  c.g->add_option("--high", c.gen.high, "upper bound")->check(finite_number())->capture_default_str();
   c.g->add_option("--chunk", c.gen.chunk, "chunked layout RxC (default contiguous; a new file only)");
   c.g->add_option("--gzip", c.gen.gzip, "gzip level 1-9 (implies chunking; a new file only)")->capture_default_str();
   c.g->add_flag("--overwrite", c.gen.overwrite,
@@ -270,7 +315,9 @@ void add_job_commands(CLI::App& app, Commands& c) {
   c.v->add_option("--dtype", c.vo.dtype, "precision C was computed in (default: C's stored type)");
   c.v->add_flag("--transpose-a", c.vo.transpose_a, "as `run --transpose-a`: --a is stored K x M");
   c.v->add_flag("--transpose-b", c.vo.transpose_b, "as `run --transpose-b`: --b is stored N x K");
-  c.v->add_option("--alpha", c.vo.alpha, "as `run --alpha`: C = alpha op(A) op(B)")->capture_default_str();
+  c.v->add_option("--alpha", c.vo.alpha, "as `run --alpha`: C = alpha op(A) op(B)")
+      ->check(finite_number())
+      ->capture_default_str();
 
   c.in = app.add_subcommand("info", "version, build features, MPI, HDF5, BLAS and GPUs");
   c.in->add_flag("--json", c.info_json, "print JSON");
@@ -290,7 +337,7 @@ void add_device_commands(CLI::App& app, Commands& c) {
   c.b->add_option("--kernels", c.bo.kernels, "kernels to time (default all)")->delimiter(',');
   c.b->add_option("--warmup", c.bo.warmup, "untimed launches first")->capture_default_str();
   c.b->add_option("--repeats", c.bo.repeats, "timed launches; the median is reported")->capture_default_str();
-  c.b->add_option("--seed", c.bo.seed, "random seed")->capture_default_str();
+  c.b->add_option("--seed", c.bo.seed, "random seed, 0 to 2^64 - 1")->transform(seed_number())->capture_default_str();
   c.b->add_option("--json", c.bo.json_path, "write results as JSON");
   c.b->add_option("--csv", c.bo.csv_path, "write results as CSV");
 
@@ -301,7 +348,7 @@ void add_device_commands(CLI::App& app, Commands& c) {
                    "tune file to write (default $TESSERA_TUNE_FILE or ~/.cache/tessera/tuned-<gpu>.json)");
   c.tu->add_option("--warmup", c.to.warmup, "untimed launches first")->capture_default_str();
   c.tu->add_option("--repeats", c.to.repeats, "timed launches; the median decides")->capture_default_str();
-  c.tu->add_option("--seed", c.to.seed, "random seed")->capture_default_str();
+  c.tu->add_option("--seed", c.to.seed, "random seed, 0 to 2^64 - 1")->transform(seed_number())->capture_default_str();
   for (CLI::App* sub : {c.b, c.tu}) add_logging(sub, c.logging);
 }
 

@@ -1,6 +1,9 @@
 #pragma once
-// `tessera generate`: random matrices into HDF5, streamed in row blocks (bounded memory).
-// Element (i, j) depends only on (seed, i, j), so a matrix is the same whatever the block size.
+// `tessera generate`: random matrices into HDF5, written in pieces of about 32 MiB (blocks of rows,
+// or pieces of a row longer than that: bounded memory whatever the shape). Element (i, j) depends
+// only on (seed, i * cols + j), so a matrix is the same whatever the pieces. A matrix that cannot
+// fit its file system's free space (uncompressed), or HDF5's limits, is refused before anything is
+// written.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -19,6 +19,12 @@ void check_repeat_options(const RunOptions& o) {
         "--repeat {} with --beta {:g}: each run would add beta times the C that the run before it wrote, so no two "
         "runs would compute the same C; repeat with --beta 0",
         o.repeat, o.beta));
+  // A warm-up commits C too, so the counted run would add beta times the warm-up's C, not C_old.
+  if (warmup_of(o) > 0 && o.beta != 0)
+    throw InputError(fmt::format(
+        "--warmup {} with --beta {:g}: each warm-up run commits C, so the run after it would add beta times the C "
+        "that the warm-up wrote, not the C given; use --warmup 0 with --beta",
+        warmup_of(o), o.beta));
 }
 
 RunSeries::RunSeries(const RunOptions& o, double began)

@@ -13,7 +13,8 @@
 namespace tessera::job {
 
 // Refuses, with InputError (the same on every rank), --repeat < 1, --warmup < 0, and --repeat > 1
-// with --beta != 0 (each run would add beta times the C that the run before it wrote).
+// or --warmup > 0 with --beta != 0 (each run would add beta times the C that the run before it
+// wrote).
 void check_repeat_options(const RunOptions& o);
 
 class RunSeries {

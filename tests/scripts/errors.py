@@ -1,7 +1,9 @@
 """Bad input: each case must end within 10 s with one clear message naming the cause, a nonzero
 exit on every rank, and no output file (nor temporary leftovers)."""
+import atexit
 import os
 import shutil
+import subprocess
 
 import h5py
 import numpy as np
@@ -190,6 +192,67 @@ elif case == "generate-integers-empty":
     cmd = ["generate", "--out", f"{C}:/X", "--rows", "2", "--cols", "2", "--dist", "integers", "--low", "0.5",
            "--high", "0.7"]
     expect = "holds no integer"
+elif case in ("alpha-empty", "beta-empty", "alpha-nan", "beta-inf", "alpha-garbage", "alpha-overflow"):
+    # '' was read as 0 (--alpha '': an all-zero C, exit 0); nan, inf and 1e400 (inf once in a
+    # double) were refused only once the job began (exit 1); all are usage errors now (exit 2).
+    name, value = {"alpha-empty": ("--alpha", ""), "beta-empty": ("--beta", ""), "alpha-nan": ("--alpha", "nan"),
+                   "beta-inf": ("--beta", "inf"), "alpha-garbage": ("--alpha", "1x"),
+                   "alpha-overflow": ("--alpha", "1e400")}[case]
+    cmd, expect = base() + [name, value], f"{name}: must be a finite number, not '{value}'"
+elif case in ("config-alpha-empty", "config-beta-nan"):
+    # The same in a config file: `alpha = ""` meant alpha = 0.
+    key, value, shown = {"config-alpha-empty": ("alpha", '""', ""), "config-beta-nan": ("beta", "nan", "nan")}[case]
+    cfg = r.path("bad.toml")
+    with open(cfg, "w") as f:
+        f.write(f'[run]\na = "{A}:/A"\nb = "{B}:/B"\nc = "{C}:/C"\nbackend = "cpu"\n{key} = {value}\n')
+    cmd, expect = ["run", "--config", cfg], f"--{key}: must be a finite number, not '{shown}'"
+elif case == "verify-alpha-empty":
+    # A right C checked against alpha = 0 (as '' was read): FAILED, exit 3, where the option is wrong.
+    with h5py.File(A, "r") as fa, h5py.File(B, "r") as fb:
+        write(r.path("made.h5"), "/C", fa["/A"][...] @ fb["/B"][...])
+    cmd = ["verify", "--a", f"{A}:/A", "--b", f"{B}:/B", "--c", r.path("made.h5") + ":/C", "--alpha", ""]
+    expect = "--alpha: must be a finite number, not ''"
+elif case in ("generate-rows-negative", "generate-seed-negative", "generate-seed-too-large", "generate-high-inf",
+              "bench-seed-negative"):
+    # --rows -3 exited 1 (a range error, exit 2 by the README); --seed -1 and --seed 99999999999999999999
+    # were taken as 2^64 - 1; --high inf wrote a matrix of inf and nan.
+    gen = ["generate", "--out", f"{C}:/X", "--rows", "2", "--cols", "2"]
+    cmd, expect = {
+        "generate-rows-negative": (gen[:3] + ["--rows", "-3", "--cols", "2"],
+                                   "--rows: must be a whole number from 1 to 9223372036854775807"),
+        "generate-seed-negative": (gen + ["--seed", "-1"],
+                                   "--seed: must be a whole number from 0 to 18446744073709551615"),
+        "generate-seed-too-large": (gen + ["--seed", "99999999999999999999"],
+                                    "--seed: must be a whole number from 0 to 18446744073709551615 (2^64 - 1), not "
+                                    "'99999999999999999999'"),
+        "generate-high-inf": (gen + ["--high", "inf"], "--high: must be a finite number, not 'inf'"),
+        "bench-seed-negative": (["bench", "--backend", "cpu", "--sizes", "64", "--seed", "-1"],
+                                "--seed: must be a whole number"),
+    }[case]
+elif case in ("generate-wide-row", "generate-too-many-elements"):
+    # 4 x 2^40: std::bad_alloc, then a segfault (one row was held whole in memory); 4 x 2^62
+    # elements overflow a 64-bit count. Both are refused before anything is written.
+    cols, expect = {"generate-wide-row": (2**40, "take 16.00 TiB, but the file system of"),
+                    "generate-too-many-elements": (2**62, "more than a file can hold")}[case]
+    cmd = ["generate", "--out", f"{C}:/X", "--rows", "4", "--cols", str(cols)]
+elif case == "generate-disk-full":
+    # A matrix larger than the free space of its file system (a 4 MiB tmpfs) was written until the
+    # disk was full; now refused up front, naming both sizes. One that fits is still written.
+    if os.geteuid() != 0:
+        print("SKIP: mounting a small tmpfs (a small disk) needs root")
+        raise SystemExit(SKIP)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", out_dir], capture_output=True,
+                             text=True)
+    if mounted.returncode != 0:
+        print("SKIP: cannot mount a tmpfs here: " + mounted.stderr.strip())
+        raise SystemExit(SKIP)
+    atexit.register(lambda: subprocess.run(["umount", out_dir]))
+    small = os.path.join(out_dir, "small.h5")
+    r.run(["generate", "--out", f"{small}:/X", "--rows", "300", "--cols", "300", "--dtype", "f64"], np_=1)
+    with h5py.File(small, "r") as f:
+        check(f["/X"].shape == (300, 300), "the matrix that fits is written")
+    cmd = ["generate", "--out", f"{C}:/X", "--rows", "1000", "--cols", "1000", "--dtype", "f64"]
+    expect = "--rows 1000 --cols 1000 of float64 take 7.63 MiB, but the file system of"
 elif case == "bad-stream-chunks":
     cmd, expect, stream_env = base(), "TESSERA_STREAM_CHUNKS='lots'", {"TESSERA_STREAM_CHUNKS": "lots"}
 else:
@@ -207,7 +270,12 @@ else:
     res = r.run(cmd, expect_ok=False, timeout=60)
 check(res.returncode != 0, "must exit nonzero")
 # Usage errors (the command line) exit 2, other refusals 1 (docs/usage.md, "Exit status").
-want_code = {"unknown-subcommand": 2, "verify-zero-vectors": 2, "verify-beta-c": 1, "generate-integers-empty": 1}
+want_code = {"unknown-subcommand": 2, "verify-zero-vectors": 2, "verify-beta-c": 1, "generate-integers-empty": 1,
+             "alpha-empty": 2, "beta-empty": 2, "alpha-nan": 2, "beta-inf": 2, "alpha-garbage": 2, "alpha-overflow": 2,
+             "config-alpha-empty": 2, "config-beta-nan": 2, "verify-alpha-empty": 2, "generate-rows-negative": 2,
+             "generate-seed-negative": 2, "generate-seed-too-large": 2, "generate-high-inf": 2,
+             "bench-seed-negative": 2, "generate-wide-row": 1, "generate-too-many-elements": 1,
+             "generate-disk-full": 1}
 if case in want_code:
     check(res.returncode == want_code[case], f"exit {res.returncode}, expected {want_code[case]}")
 check(res.seconds < 10, f"took {res.seconds:.1f} s (limit 10 s)")

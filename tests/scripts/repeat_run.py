@@ -12,7 +12,7 @@ first wrote, without --overwrite).
   existing  --repeat 2 into an HDF5 file holding other datasets: they stay byte-identical, C is
             right, no temporary dataset is left; a C already there without --overwrite is still
             refused (the file unchanged); with --overwrite it is replaced
-  repeat-zero, repeat-negative, warmup-negative, repeat-beta
+  repeat-zero, repeat-negative, warmup-negative, repeat-beta, warmup-beta
             refused before anything is read: one `tessera: error:` line naming the cause, exit 1 on
             every rank (each rank's own status, recorded by a wrapper), no output file"""
 import glob
@@ -29,7 +29,7 @@ from common import check, check_product, leftovers, parser, random_matrix, Runne
 
 p = parser(__doc__)
 p.add_argument("--case", required=True, choices=["product", "defaults", "existing", "repeat-zero", "repeat-negative",
-                                                 "warmup-negative", "repeat-beta"])
+                                                 "warmup-negative", "repeat-beta", "warmup-beta"])
 p.add_argument("--m", type=int, default=31)
 p.add_argument("--n", type=int, default=29)
 p.add_argument("--k", type=int, default=37)
@@ -214,8 +214,11 @@ else:
         "repeat-negative": (["--repeat", "-2", "--warmup", "1"], "--repeat -2 is not a run count"),
         "warmup-negative": (["--repeat", "3", "--warmup", "-1"], "--warmup -1 is not a run count: it must be 0 or more"),
         "repeat-beta": (["--repeat", "2", "--beta", "0.5", "--overwrite"], "--repeat 2 with --beta 0.5: each run would"),
+        # A run after a warm-up added 0.5 times the warm-up's C: C = AB + 0.5(AB + 0.5 C_old), exit 0.
+        "warmup-beta": (["--warmup", "1", "--beta", "0.5", "--overwrite"],
+                        "--warmup 1 with --beta 0.5: each warm-up run commits C"),
     }[args.case]
-    if args.case == "repeat-beta":
+    if args.case in ("repeat-beta", "warmup-beta"):
         write(c_file, "/C", random_matrix(rng, args.m, args.n, dt))  # what --beta would read
     before = sorted(os.listdir(r.dir))
     res, codes = ranks_exit(run_args(c_file + ":/C", "--progress", "on", *argv))

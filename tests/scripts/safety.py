@@ -384,6 +384,19 @@ elif case == "generate-onto-existing":
         check(f["G"].shape == (5, 3), f"/G is {f['G'].shape}, expected the second one's 5x3")
         check(np.array_equal(f["A"][...], A), "/A changed when /G was generated beside it")
     refused(["generate", "--out", path("a.h5") + ":/A", "--rows", "4", "--cols", "4"], "--overwrite", np_=1)
+elif case == "generate-wide-rows":
+    # Rows longer than generate's 32 MiB piece (4194304 elements) are written in pieces of a row
+    # (one row was held whole: 4 x 2^40 ran out of memory). Element (i, j) is the generator's
+    # element i * cols + j whatever the pieces, so a 2 x N matrix read flat equals an N x 2 one,
+    # written in blocks of whole rows.
+    n = 4194304 + 3
+    ok(["generate", "--out", path("wide.h5") + ":/W", "--rows", "2", "--cols", str(n), "--seed", "7"], np_=1)
+    ok(["generate", "--out", path("tall.h5") + ":/T", "--rows", str(n), "--cols", "2", "--seed", "7"], np_=1)
+    with h5py.File(path("wide.h5"), "r") as w, h5py.File(path("tall.h5"), "r") as t:
+        wide, tall = w["W"][...], t["T"][...]
+    check(wide.shape == (2, n) and tall.shape == (n, 2), f"shapes {wide.shape}, {tall.shape}")
+    check(np.array_equal(wide.ravel(), tall.ravel()), "the wide matrix differs from the tall one read flat")
+    check(np.all((wide >= -1) & (wide <= 1)) and len(np.unique(wide[:, -4:])) == 8, "elements in [-1, 1], all drawn")
 elif case == "tune-out-onto-input":
     refused(["tune", "--out", path("a.h5")], "is not a tessera tune file", np_=1)
 elif case == "bench-json-onto-input":

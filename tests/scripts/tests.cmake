@@ -75,6 +75,13 @@ foreach(case missing-file missing-dataset group-not-dataset not-2d unsupported-d
         bad-stream-chunks unknown-subcommand verify-zero-vectors verify-beta-c generate-integers-empty)
   add_mpi_test(error.${case} 2 errors.py --case ${case})
 endforeach()
+# Numbers CLI11 alone took wrongly ('' as 0, nan, inf, -1 as 2^64 - 1), and generate's sizes checked
+# up front (a 64-bit count, the free disk space): usage errors exit 2, the size refusals 1.
+foreach(case alpha-empty beta-empty alpha-nan beta-inf alpha-garbage alpha-overflow config-alpha-empty
+        config-beta-nan verify-alpha-empty generate-rows-negative generate-seed-negative generate-seed-too-large
+        generate-high-inf bench-seed-negative generate-wide-row generate-too-many-elements generate-disk-full)
+  add_mpi_test(error.${case} 2 errors.py --case ${case})
+endforeach()
 
 # Data safety (docs/reliability.md, "Data safety"): paths checked up front, no input silently
 # filled, every refusal before the compute; each case checks every rank's exit status and that
@@ -89,7 +96,7 @@ foreach(case report-onto-input dryrun-report-onto-input report-onto-output repor
         verify-vds-missing-source chunks-never-written chunks-declared-fill contiguous-never-written
         external-raw-file-short external-raw-file-as-output vds-unmapped-region vds-source-too-small
         generate-onto-symlink generate-onto-existing tune-out-onto-input bench-json-onto-input
-        bench-json-and-csv-one-file)
+        bench-json-and-csv-one-file generate-wide-rows)
   add_mpi_test(safety.${case} 2 safety.py --case ${case})
 endforeach()
 
@@ -307,6 +314,6 @@ add_mpi_test(repeat.existing.gather.np3 3 repeat_run.py --case existing --m 17 -
 # On GPUs (skip visibly without them): the whole job three times on each GPU, panels and ksplit.
 add_mpi_test(repeat.cuda.np1 1 repeat_run.py --case product --m 517 --n 259 --k 1031 --dtype f32 --backend cuda --need-gpus 1)
 add_mpi_test(repeat.cuda.ksplit.np2 2 repeat_run.py --case product --m 257 --n 131 --k 1031 --backend cuda --need-gpus 2 --algorithm ksplit)
-foreach(case repeat-zero repeat-negative warmup-negative repeat-beta)
+foreach(case repeat-zero repeat-negative warmup-negative repeat-beta warmup-beta)
   add_mpi_test(error.repeat.${case} 2 repeat_run.py --case ${case} --m 9 --n 8 --k 7)
 endforeach()
