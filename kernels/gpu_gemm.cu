@@ -46,7 +46,7 @@ void grow_scratch(void*& buffer, std::size_t& have, std::size_t bytes, const cha
     (void)cudaGetLastError();
     buffer = nullptr;
     throw DeviceError("out of GPU memory allocating " + std::to_string(bytes >> 20) + " MiB of " + what +
-                      "; use more ranks or a smaller --panel-width");
+                      "; use more ranks");
   }
   if (err != cudaSuccess) throw_cuda_error(err, "cudaMalloc", __FILE__, __LINE__);
   have = bytes;

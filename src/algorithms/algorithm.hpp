@@ -5,7 +5,8 @@
 //   - what each rank reads and holds (share),
 //   - its footprint: memory, traffic and predicted time per rank (rank_footprint; the one model
 //     of the dry run, `auto` and the refusals: algorithms/footprint.hpp),
-//   - its compute step (start, compute), and
+//   - how it runs (settle: the Setting, decided once on rank 0 and sent with the plan),
+//   - its compute step (start, which only checks the plan still holds; compute), and
 //   - how C leaves the rank (compute and deliver, through the output route COut).
 // Adding an algorithm is one file implementing Algorithm, a line in algorithms/registry.cpp,
 // and its tests (docs/architecture.md).
@@ -15,10 +16,13 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "algorithms/footprint.hpp"
 #include "algorithms/row_streams.hpp"
 #include "backend/backend.hpp"
 #include "comm/comm.hpp"
+#include "core/error.hpp"
 #include "io/direct_io.hpp"
 #include "io/hdf5_io.hpp"
 #include "partition/partition.hpp"
@@ -26,17 +30,6 @@
 #include "report/report.hpp"
 
 namespace tessera::algorithms {
-
-// The options an algorithm reads (the job's RunOptions, less what only the harness uses).
-struct Options {
-  std::string comm = "auto";     // --comm
-  std::int64_t panel_width = 0;  // --panel-width (summa)
-  std::string baseline;          // --baseline (panels)
-  std::string grid;              // --grid as given ("" = chosen)
-  bool verify = false;           // --verify: C is checked before any of it is written (panels)
-  std::size_t gpu_memory = 0;    // --gpu-memory in bytes (panels: out of core within it)
-  int bands = 0;                 // TESSERA_BANDS: bands of C for summa and ksplit (0: the model's)
-};
 
 // This rank's share: its block of C (for the report and the kernel choice) and what it reads.
 struct Share {
@@ -86,14 +79,15 @@ struct StagedReads {
 
 // One rank's run of an algorithm: what the harness hands it, and what it leaves for the report.
 struct RankRun {
-  RankRun(const comm::Comm& comm_, backend::Backend& be_, const std::string& kernel_, const Problem& problem_,
-          const Options& options_, const Share& share_, const MachineModel& machine_, const COut& out_,
+  RankRun(const comm::Comm& comm_, backend::Backend& be_, const Problem& problem_, const Asked& asked_,
+          const Setting& setting_, const Share& share_, const MachineModel& machine_, const COut& out_,
           report::RankRecord& me_, report::JobReport& job_, std::function<void(const std::string&)> progress_)
       : comm(comm_),
         be(be_),
-        kernel(kernel_),
         problem(problem_),
-        options(options_),
+        asked(asked_),
+        setting(setting_),
+        kernel(setting_.kernel),
         share(share_),
         machine(machine_),
         out(out_),
@@ -102,9 +96,10 @@ struct RankRun {
         progress(std::move(progress_)) {}
   const comm::Comm& comm;
   backend::Backend& be;
-  const std::string& kernel;
   const Problem& problem;
-  const Options& options;
+  const Asked& asked;
+  const Setting& setting;     // settled on rank 0 with the plan: only read
+  const std::string& kernel;  // the setting's
   const Share& share;
   const MachineModel& machine;
   const COut& out;
@@ -112,7 +107,6 @@ struct RankRun {
   report::JobReport& job;
   std::function<void(const std::string&)> progress;
   report::Progress* work = nullptr;       // rank 0's progress display: the work of the compute step (or null)
-  Setting setting;                        // Algorithm::start fills in what every rank agreed on
   backend::HostBuffer a, b, c;            // read (A possibly still arriving: streams) and allocated by the harness
   RowStreams* streams = nullptr;          // A's rows arriving while the GEMM runs; null: A was read before
   // Staged (panels): A and B are read piece by piece into the backend's own buffers and C written
@@ -140,14 +134,29 @@ class Algorithm {
   // Whether C blocks go to rank 0 when they are not written in place (COut::gather); an
   // algorithm that sums C onto rank 0 instead says false.
   virtual bool gathers_blocks() const { return true; }
-  // Row bands of C it computes in, each written while the next computes (1: C in one piece).
-  virtual int bands(const Problem& p, const Setting& s, const MachineModel& m) const {
-    (void)p, (void)s, (void)m;
-    return 1;
-  }
 
-  // Collective, after the backend started: decides what every rank must agree on (the
-  // communication path, the panel width) into run.setting and run.job.comm.
+  // How strongly `auto`'s rule of thumb favours it for this job (0: not at all); `auto` starts
+  // from the highest (algorithms/choice.hpp), then asks the model.
+  virtual int rule_of_thumb(const Asked& asked, const Problem& p, const Environment& env) const {
+    (void)asked, (void)p, (void)env;
+    return 0;
+  }
+  // Whether `auto` asks the model about it on q's grid (q: p, the job as asked, on another grid).
+  virtual bool auto_candidate(const Problem& p, const Problem& q) const {
+    (void)p, (void)q;
+    return true;
+  }
+  // How it runs this job on ranks that have `env` (common_setting, then its own fields: comm path,
+  // panel width, bands, ...). Pure; on rank 0, with the plan, and in the dry run. Throws
+  // InputError for an option it cannot honour or a path it cannot take.
+  virtual Setting settle(const Asked& asked, const Problem& p, const Environment& env, const MachineModel& m) const = 0;
+  // The settings it runs with, as the dry run prints them and the report records them
+  // ("settings"): both from the one settled value. By default the backend, kernel, comm path,
+  // write route and bands (common.cpp); an algorithm adds its own fields.
+  virtual nlohmann::json describe(const Setting& s) const;
+
+  // Collective, after the backend started: checks that run.setting still holds (the backends and
+  // GPUs it was settled for) and sets up what every rank needs before reading (warnings, groups).
   virtual void start(RankRun& run) = 0;
   // Collective: the compute step. May hand C to the output as it is computed (run.c_written).
   virtual void compute(RankRun& run) = 0;
@@ -163,14 +172,38 @@ class Algorithm {
 // What it reads is the algorithm's to fill in.
 Share block_share(const Problem& p, int rank, std::int64_t gemm_k);
 
+// Collective, in start(): the plan still holds on every rank: each busy rank's backend is of the
+// kind the setting was settled for (Setting::gpu, from the environment every rank agreed on).
+// Throws on every rank where one is not.
+void check_backend(const RankRun& run);
+
+// make(), where a DeviceError it throws (a product the GPU has no room for: the backend says what
+// is missing) gets `advice` (the algorithm's: what to do about it).
+template <class Make>
+auto with_advice(const std::string& advice, Make&& make) -> decltype(make()) {
+  try {
+    return make();
+  } catch (const DeviceError& e) {
+    throw DeviceError(std::string(e.what()) + ": " + advice);
+  }
+}
+
 // From `first` bands, doubling up to `most`: the count with the fewest `seconds`, among those
 // `allowed` (the first that is not ends the search).
 int fastest_bands(int first, int most, const std::function<double(int)>& seconds,
                   const std::function<bool(int)>& allowed);
 
-// panels, summa, ksplit (registry.cpp). Throws InputError for another name.
+// The algorithms of registry.cpp's table, then those a program registered (tests): by name.
+// Throws InputError for another name.
 std::unique_ptr<Algorithm> make_algorithm(const std::string& name);
 std::vector<std::string> algorithm_names();
+
+// An algorithm registered from outside the library (a test's own: tests/job/one_rank.cpp), for
+// the rest of the program's life: one line, a static object beside the algorithm's class.
+using AlgorithmMaker = std::unique_ptr<Algorithm> (*)();
+struct AlgorithmRegistration {
+  AlgorithmRegistration(const std::string& name, AlgorithmMaker make);
+};
 
 // The whole job's footprint: every rank's, rank 0's gather, and the predicted end-to-end time.
 Footprint footprint(const Algorithm& alg, const Problem& p, const Setting& s, const MachineModel& m);

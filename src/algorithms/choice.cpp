@@ -2,57 +2,31 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "algorithms/algorithm.hpp"
-#include "backend/backend.hpp"
-#include "comm/path.hpp"
 #include "core/error.hpp"
 
 namespace tessera::algorithms {
 namespace {
 
-void refuse_options(const Request& r) {
-  const std::string& want = r.algorithm;
-  if (want != "auto") make_algorithm(want);  // an unknown name throws
-  if (want != "auto" && want != "panels") {
-    if (r.verify) throw InputError("--verify needs --algorithm panels (run `tessera verify` after " + want + ")");
-    if (r.baseline) throw InputError("--baseline needs --algorithm panels");
-    if (r.gpu_memory > 0)
-      throw InputError("--gpu-memory (out of core) needs --algorithm panels: " + want + " keeps " +
-                       (want == "ksplit" ? "all of C" : "its C block") + " on every GPU");
-  }
-  if (r.comm != "auto" && r.comm != "host" && r.comm != "cuda-aware" && r.comm != "nccl")
-    throw InputError("invalid --comm '" + r.comm + "' (choose: auto, host, cuda-aware, nccl)");
-  if (r.panel_width < 0) throw InputError("--panel-width must be >= 1 (or 0: chosen)");
-}
-
-void refuse_combination(const Request& r, const std::string& chosen) {
-  if (chosen == "panels" && r.comm != "auto" && r.comm != "host")
-    throw InputError("--comm " + r.comm + " needs --algorithm summa or ksplit (panels gathers C through host MPI)");
-  if (chosen == "ksplit" && r.comm == "cuda-aware")
-    throw InputError("--comm cuda-aware needs --algorithm summa (ksplit sums with NCCL or host MPI)");
-  if (chosen != "summa" && r.panel_width != 0) throw InputError("--panel-width needs --algorithm summa");
-}
-
-// The rule of thumb (choice.hpp).
-std::string rule(const Request& r, const Problem& p, const Environment& env) {
-  const bool plain = !r.verify && !r.baseline && r.gpu_memory == 0;
-  if (!plain || p.ranks < 2) return "panels";
-  const bool nvlink = env.gpu && env.nccl && r.comm != "host" && r.comm != "cuda-aware";
-  // P partial products of all of C, summed: worth it while they are no bigger than the inputs.
-  const double partials = static_cast<double>(p.ranks) * static_cast<double>(p.m) * static_cast<double>(p.n);
-  const double inputs = static_cast<double>(p.k) * (static_cast<double>(p.m) + static_cast<double>(p.n));
-  if (nvlink && partials <= inputs) return "ksplit";
-  if (p.grid.size() >= 2 && (nvlink || (p.grid.rows > 1 && p.grid.cols > 1))) return "summa";
-  if (r.comm == "nccl" || r.comm == "cuda-aware") return "summa";  // asked for a device path
-  return "panels";
+// The rule of thumb (choice.hpp): the algorithm that says it is favoured most.
+std::string rule(const Asked& r, const Problem& p, const Environment& env) {
+  std::string best;
+  int best_score = -1;
+  for (const std::string& name : algorithm_names())
+    if (const int score = make_algorithm(name)->rule_of_thumb(r, p, env); score > best_score) {
+      best = name;
+      best_score = score;
+    }
+  return best;
 }
 
 // The grids a job may run on: the given one, or the model's grid for all ranks and for half, a
 // quarter, ... of them (ranks beyond a grid stay idle).
-std::vector<partition::GridShape> grids(const Request& r, const Problem& p) {
-  if (r.grid_given) return {p.grid};
+std::vector<partition::GridShape> grids(const Asked& r, const Problem& p) {
+  if (!r.grid.empty()) return {p.grid};
   std::vector<partition::GridShape> out{p.grid};
   const auto add = [&out](partition::GridShape g) {
     if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);
@@ -65,13 +39,12 @@ std::vector<partition::GridShape> grids(const Request& r, const Problem& p) {
   return out;
 }
 
-Choice evaluate(const std::string& name, const Request& r, Problem p, const Environment& env, const MachineModel& m) {
+Choice evaluate(const Algorithm& alg, const Asked& r, const Problem& p, const Environment& env, const MachineModel& m) {
   Choice c;
-  c.algorithm = name;
-  c.setting = setting_for(name, r, p, env);
-  const auto alg = make_algorithm(name);
+  c.algorithm = alg.name();
+  c.setting = alg.settle(r, p, env, m);
   c.problem = p;
-  c.footprint = footprint(*alg, p, c.setting, m);
+  c.footprint = footprint(alg, p, c.setting, m);
   return c;
 }
 
@@ -96,42 +69,22 @@ Choice fewer_gpus_unless_clearly_slower(Choice best, const std::vector<Choice>& 
 
 }  // namespace
 
-Setting setting_for(const std::string& algorithm, const Request& r, const Problem& p, const Environment& env) {
-  Setting s;
-  s.gpu = env.gpu;
-  s.panel_width = r.panel_width;
-  s.gpu_memory_limit = r.gpu_memory;
-  s.baseline = r.baseline;
-  s.bands = r.bands;
-  s.in_place_write = r.write != "gather";
-  s.accumulating_kernel = env.gpu && backend::gpu_kernel_accumulates(r.kernel, p.dtype);
-  const bool nccl = env.gpu && env.nccl;
-  if (algorithm == "summa") s.comm = comm::path_name(comm::choose_path(r.comm, env.gpu, nccl, env.cuda_aware));
-  if (algorithm == "ksplit") s.comm = nccl && r.comm != "host" ? "nccl" : "host";
-  if (p.ranks == 1) s.comm = "none";
-  return s;
-}
-
-Choice choose(const Request& r, const Problem& p, const Environment& env, const MachineModel& m) {
-  refuse_options(r);
+Choice choose(const Asked& r, const Problem& p, const Environment& env, const MachineModel& m) {
   const std::string ruled = r.algorithm != "auto" ? r.algorithm : rule(r, p, env);
-  refuse_combination(r, ruled);
-  Choice best = evaluate(ruled, r, p, env, m);
-  best.why = r.algorithm != "auto" ? "--algorithm " + r.algorithm : "the rule of thumb";
-  const bool plain = !r.verify && !r.baseline && r.gpu_memory == 0;
-  if (r.algorithm != "auto" || !plain || p.ranks < 2) return best;
+  Choice best = evaluate(*make_algorithm(ruled), r, p, env, m);  // an unknown name, a refused option: thrown
+  best.why = r.algorithm != "auto" ? "as asked" : "the rule of thumb";
+  if (r.algorithm != "auto" || r.needs_whole_blocks() || p.ranks < 2) return best;
   const double ruled_s = best.footprint.predicted_seconds();
   std::vector<Choice> fewer;  // GPU jobs: every candidate, for the preference for fewer GPUs
-  for (const std::string& name : algorithm_names())
+  for (const std::string& name : algorithm_names()) {
+    const auto alg = make_algorithm(name);
     for (const auto& grid : grids(r, p)) {
-      if (name == "ksplit" && !(grid == p.grid)) continue;  // ksplit runs on every rank
-      if (name != "panels" && grid.size() == 1) continue;   // one busy rank: nothing to exchange
       Problem q = p;
       q.grid = grid;
+      if (!alg->auto_candidate(p, q)) continue;
       Choice c;
       try {
-        refuse_combination(r, name);
-        c = evaluate(name, r, q, env, m);
+        c = evaluate(*alg, r, q, env, m);
       } catch (const InputError&) {
         continue;  // an algorithm this request cannot run
       }
@@ -142,6 +95,7 @@ Choice choose(const Request& r, const Problem& p, const Environment& env, const 
         best = std::move(c);
       }
     }
+  }
   return fewer_gpus_unless_clearly_slower(std::move(best), fewer);
 }
 

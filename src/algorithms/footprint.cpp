@@ -16,10 +16,9 @@ namespace {
 
 // Rank 0 receiving every other block and writing all of C, a block while the next arrives.
 double gather_seconds(const Footprint& f, const Problem& p, const MachineModel& m) {
-  const bool summa_nccl = f.setting.nccl() && f.algorithm == "summa";
   const auto es = static_cast<std::int64_t>(dtype_size(p.dtype));
   const double others = static_cast<double>(p.c_bytes() - f.root.rows * f.root.cols * es);
-  const double receive = others / (summa_nccl ? m.device_link_bytes_per_s : m.network_bytes_per_s);
+  const double receive = others / (f.root.gathers_on_devices ? m.device_link_bytes_per_s : m.network_bytes_per_s);
   const double write = static_cast<double>(p.c_bytes()) / m.write_bytes_per_s;
   return std::max(receive, write);
 }
@@ -55,12 +54,11 @@ Footprint footprint(const Algorithm& alg, const Problem& p, const Setting& s, co
   Footprint f;
   f.algorithm = alg.name();
   f.setting = s;
-  f.setting.bands = alg.bands(p, s, m);  // decided once, not per rank
   f.grid = alg.grid(p);
   f.ranks = p.ranks;
   f.busy = alg.busy_ranks(p);
   const auto plan = [&](int r) {
-    RankFootprint rf = alg.rank_footprint(p, f.setting, m, r);
+    RankFootprint rf = alg.rank_footprint(p, s, m, r);
     // A GPU rank page-locks its blocks where it reads them, and frees them at the end.
     if (s.gpu && !rf.staged) rf.read_seconds += static_cast<double>(rf.host_bytes) / m.page_lock_bytes_per_s;
     rf.host_bytes += m.host_overhead_bytes + (s.gpu ? m.gpu_host_overhead_bytes : 0);
@@ -89,7 +87,6 @@ Footprint footprint(const Algorithm& alg, const Problem& p, const Setting& s, co
   // Gathered C: rank 0 receives every other block into a spare buffer while it writes the one
   // before (job/gather.cpp), after the compute.
   const bool gathered = alg.gathers_blocks() && !s.in_place_write && f.busy > 1;
-  (void)s;
   if (gathered) {
     const partition::Partition part(p.m, p.n, p.k, p.ranks, f.grid);
     f.root.host_bytes += partition::gather_spare_elements(part) * static_cast<std::int64_t>(dtype_size(p.dtype));

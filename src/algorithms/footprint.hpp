@@ -8,37 +8,11 @@
 #include <string>
 
 #include "algorithms/machine.hpp"
+#include "algorithms/setting.hpp"
 #include "core/dtype.hpp"
 #include "partition/partition.hpp"
 
 namespace tessera::algorithms {
-
-// What every rank agrees on before an algorithm runs (job/plan.hpp decides it).
-struct Problem {
-  std::int64_t m = 0, n = 0, k = 0;
-  DType dtype = DType::f64;
-  int ranks = 1;              // ranks of the job
-  partition::GridShape grid;  // the process grid of panels and summa (ranks beyond it idle)
-  std::int64_t c_bytes() const { return m * n * static_cast<std::int64_t>(dtype_size(dtype)); }
-};
-
-// How the job runs, as far as its footprint depends on it.
-struct Setting {
-  bool gpu = false;
-  std::string comm = "host";          // "host", "cuda-aware", "nccl", or "none" (one rank)
-  std::int64_t panel_width = 0;       // summa's --panel-width; 0: chosen (summa_panel_width)
-  std::int64_t gpu_memory_limit = 0;  // panels: --gpu-memory (out of core within it); 0: none
-  // The GPU kernel adds into C itself (backend::gpu_kernel_accumulates): summa's and chunked
-  // ksplit's sums over K need no scratch C on the device.
-  bool accumulating_kernel = false;
-  // Every rank writes its own C rows into the output (job/output.hpp), rather than rank 0 all.
-  bool in_place_write = true;
-  bool baseline = false;  // panels: --baseline (a second C for the compared kernel)
-  // summa and ksplit: C computed in this many row bands, each written while the next computes
-  // (0: the algorithm's model chooses; 1: C in one piece).
-  int bands = 0;
-  bool nccl() const { return gpu && comm == "nccl"; }
-};
 
 struct RankFootprint {
   std::int64_t rows = 0, cols = 0;         // the C block (a partial of all of C for ksplit)
@@ -51,6 +25,7 @@ struct RankFootprint {
   int nccl_groups = 0;                     // NCCL communicators it joins
   bool groups_join_while_reading = false;  // ... in the background, while it reads (ksplit)
   bool staged = false;                     // A, B and C staged through the GPU (no page-locked blocks)
+  bool gathers_on_devices = false;         // gathered, its C blocks travel GPU to GPU (NCCL), not by host MPI
   double read_seconds = 0;                 // reading that the compute does not hide
   double compute_seconds = 0;              // copies, kernels and communication
   double write_seconds = 0;                // writing that the compute does not hide

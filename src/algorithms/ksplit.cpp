@@ -30,6 +30,8 @@ constexpr int kRoot = 0;
 constexpr std::int64_t kBandMinBytes = std::int64_t{256} << 20;
 constexpr std::int64_t kHostBandBytes = std::int64_t{64} << 20;
 constexpr int kMostModelledBands = 16;
+// What to do when a GPU has no room for a partial product.
+constexpr const char* kRoomAdvice = "use --algorithm panels or a smaller problem";
 
 double seconds_since(double start) { return MPI_Wtime() - start; }
 
@@ -57,11 +59,8 @@ RankFootprint scattered(const Problem& p, const Setting& s, const MachineModel& 
   const bool padded = b.band(bands - 1).end > p.m;
   f.host_bytes =
       own_a + own_b + bands * b.piece() * p.n * es + (padded ? b.rows() * kr * es : 0) + (nccl ? 0 : 2 * band_c);
-  const bool chunked = kr >= backend::kKsplitChunkMinK;
-  const std::int64_t chunk = (kr + backend::kKsplitChunks - 1) / backend::kKsplitChunks;
-  f.gpu_bytes = !s.gpu    ? 0
-                : chunked ? 2 * (b.rows() + p.n) * chunk * es + (s.accumulating_kernel ? 1 : 2) * band_c
-                          : (b.rows() + p.n) * kr * es + band_c;
+  f.gpu_bytes = backend::device_bytes(
+      s.backend(), {backend::DeviceUse::kept_product, s.kernel, p.dtype, b.rows(), p.n, kr});  // a band's product
   f.nccl_groups = nccl ? 1 : 0;
   f.groups_join_while_reading = true;
   f.host_bytes += f.nccl_groups * m.nccl_host_bytes_per_comm;
@@ -99,9 +98,7 @@ RankFootprint to_root(const Problem& p, const Setting& s, const MachineModel& m,
       own +
       (nccl ? (rank == kRoot ? c : 0)
             : c + (p.ranks > 1 ? std::min<std::int64_t>(c, static_cast<std::int64_t>(comm::kReducePieceBytes)) : 0));
-  const bool chunked = kr >= backend::kKsplitChunkMinK;
-  const std::int64_t chunk = (kr + backend::kKsplitChunks - 1) / backend::kKsplitChunks;
-  f.gpu_bytes = !s.gpu ? 0 : chunked ? 2 * (p.m + p.n) * chunk * es + (s.accumulating_kernel ? 1 : 2) * c : own + c;
+  f.gpu_bytes = backend::device_bytes(s.backend(), {backend::DeviceUse::kept_product, s.kernel, p.dtype, p.m, p.n, kr});
   f.nccl_groups = nccl ? 1 : 0;
   f.groups_join_while_reading = true;
   f.host_bytes += f.nccl_groups * m.nccl_host_bytes_per_comm;
@@ -120,16 +117,17 @@ RankFootprint to_root(const Problem& p, const Setting& s, const MachineModel& m,
   return f;
 }
 
-// Bands of the reduce-scatter, the same on every rank: at least enough that a rank's piece is an
-// MPI count and, on the host, that a band stays kHostBandBytes; more where the model predicts a
-// shorter run (each band uploads B again) once a rank's share of C reaches kBandMinBytes.
-int choose_bands(const Problem& p, const Setting& s, const MachineModel& m) {
+// Bands of the reduce-scatter: at least enough that a rank's piece is an MPI count and, on the
+// host, that a band stays kHostBandBytes; more where the model predicts a shorter run (each band
+// uploads B again) once a rank's share of C reaches kBandMinBytes. A count `asked`
+// (TESSERA_BANDS) is only held to what the bands can be.
+int choose_bands(const Problem& p, const Setting& s, const MachineModel& m, int asked) {
   const auto usable = [&](int b) {  // every band holds rows of C, and every rank's piece at least one
     return b <= std::max<std::int64_t>(1, p.m / p.ranks) &&
            partition::ScatterBands(p.m, p.ranks, b).band(b - 1).begin < p.m;
   };
-  if (s.bands > 0) {  // (TESSERA_BANDS)
-    int b = s.bands;
+  if (asked > 0) {
+    int b = asked;
     while (b > 1 && !usable(b)) --b;
     return b;
   }
@@ -191,11 +189,26 @@ class KSplitAlgorithm final : public Algorithm {
   }
 
   RankFootprint rank_footprint(const Problem& p, const Setting& s, const MachineModel& m, int rank) const override {
-    return s.in_place_write ? scattered(p, s, m, rank, choose_bands(p, s, m)) : to_root(p, s, m, rank);
+    return s.in_place_write ? scattered(p, s, m, rank, s.bands) : to_root(p, s, m, rank);
   }
-  int bands(const Problem& p, const Setting& s, const MachineModel& m) const override {
-    return s.in_place_write ? choose_bands(p, s, m) : 1;
+
+  // Favoured first on two GPUs or more joined by NCCL where the P partial products are no bigger
+  // than the inputs (P M N <= (M + N) K): each input word moves once, C is summed over NVLink.
+  int rule_of_thumb(const Asked& asked, const Problem& p, const Environment& env) const override {
+    if (asked.needs_whole_blocks() || p.ranks < 2) return 0;
+    const bool nvlink =
+        env.nccl_usable(p.ranks) && asked.comm != comm::Path::host && asked.comm != comm::Path::cuda_aware;
+    const double partials = static_cast<double>(p.ranks) * static_cast<double>(p.m) * static_cast<double>(p.n);
+    const double inputs = static_cast<double>(p.k) * (static_cast<double>(p.m) + static_cast<double>(p.n));
+    return nvlink && partials <= inputs ? 3 : 0;
   }
+  // It splits K over every rank, whatever the grid: the job's own grid only, and not one rank's.
+  bool auto_candidate(const Problem& p, const Problem& q) const override {
+    return q.grid == p.grid && q.grid.size() > 1;
+  }
+
+  Setting settle(const Asked& asked, const Problem& p, const Environment& env, const MachineModel& m) const override;
+
   std::string holds(const Problem& p) const override {
     return "A columns, B rows and partial products of C (ksplit over " + std::to_string(p.ranks) + " ranks)";
   }
@@ -216,8 +229,6 @@ class KSplitAlgorithm final : public Algorithm {
   void compute_bands(RankRun& run, report::Phases& parts);
   void compute_to_root(RankRun& run, report::Phases& parts);
 
-  comm::Path path_ = comm::Path::host;
-  int bands_ = 1;
   std::unique_ptr<comm::Transport> transport_;
   std::unique_ptr<comm::SumScatter> scatter_;
   std::unique_ptr<comm::SumToRoot> sum_;
@@ -226,38 +237,47 @@ class KSplitAlgorithm final : public Algorithm {
   double written_seconds_ = 0;
 };
 
+// The options only panels or summa honour are refused; the sums are on the devices where NCCL
+// can join every rank (not two on one GPU) and --comm does not refuse it.
+Setting KSplitAlgorithm::settle(const Asked& asked, const Problem& p, const Environment& env,
+                                const MachineModel& m) const {
+  if (asked.verify) throw InputError("--verify needs --algorithm panels (run `tessera verify` after ksplit)");
+  if (!asked.baseline.empty()) throw InputError("--baseline needs --algorithm panels");
+  if (asked.gpu_memory > 0)
+    throw InputError("--gpu-memory (out of core) needs --algorithm panels: ksplit keeps all of C on every GPU");
+  if (asked.comm == comm::Path::cuda_aware)
+    throw InputError("--comm cuda-aware needs --algorithm summa (ksplit sums with NCCL or host MPI)");
+  if (asked.panel_width != 0) throw InputError("--panel-width needs --algorithm summa");
+  const Share first = share(p, 0);
+  Setting s = common_setting(asked, p, env, first.gemm_m, first.gemm_n, first.gemm_k);
+  s.comm = comm::choose_reduce_path(asked.comm, env.nccl_usable(p.ranks));
+  s.alone = p.ranks == 1;
+  s.bands = s.in_place_write ? choose_bands(p, s, m, asked.bands) : 1;
+  return s;
+}
+
+// The plan holds (the backends and GPUs it was settled for); the sums are set up now: NCCL's group
+// joins while the inputs are read (comm/exchange.hpp).
 void KSplitAlgorithm::start(RankRun& run) {
   const comm::Comm& comm = run.comm;
-  if (!run.options.grid.empty())
-    run.me.warnings.push_back("--grid " + run.options.grid + " is ignored by --algorithm ksplit (it splits K)");
+  const Setting& s = run.setting;
+  check_backend(run);
+  if (!run.asked.grid.empty())
+    run.me.warnings.push_back("--grid " + run.asked.grid + " is ignored by --algorithm ksplit (it splits K)");
   // Ranks on one GPU (same host, same name and PCI bus id): NCCL refuses a group with one GPU
   // twice, so they sum on the host, and the report says they share it.
   const std::string shared = shared_gpu_note(comm, run.me.device_id >= 0 ? run.me.host + "|" + run.me.device : "");
   if (!shared.empty() && comm.rank() == kRoot)
     run.me.warnings.push_back(shared + " (fewer GPUs than ranks); ksplit sums their partial products on the host");
-  // Device sums only when every rank's backend can (one rank without a GPU: all on the host).
-  const bool cuda = comm.min(run.be.name() == "cuda" ? 1.0 : 0.0) > 0;
-  const bool nccl_possible = shared.empty() && comm::nccl_compiled() && cuda;
-  comm.step([&] { path_ = comm::choose_reduce_path(run.options.comm, nccl_possible); });
-  const bool device_sum = path_ == comm::Path::nccl;
-  run.job.comm = comm.size() == 1 ? "none" : device_sum ? "nccl" : "host";
-  if (run.job.comm == "nccl") note_nccl_transport(comm, run.be.device_id(), run.job, run.me);
-  if (!device_sum && run.be.name() == "cuda" && run.options.comm != "host" && comm.rank() == kRoot)
+  const bool device_sum = s.comm == comm::Path::nccl;
+  if (!s.alone && device_sum) note_nccl_transport(comm, run.be.device_id(), run.job, run.me);
+  if (!device_sum && s.gpu && run.asked.comm != comm::Path::host && comm.rank() == kRoot)
     run.me.warnings.push_back(
         "ksplit: built without NCCL, so partial products are summed on the host with MPI after D2H (correct, slower)");
-  Setting& s = run.setting;
-  s.gpu = run.be.name() == "cuda";
-  s.comm = comm::path_name(path_);
-  s.in_place_write = run.out.in_place();
-  s.bands = run.options.bands;
-  s.accumulating_kernel = s.gpu && backend::gpu_kernel_accumulates(run.kernel, run.problem.dtype);
-  bands_ = s.in_place_write ? choose_bands(run.problem, s, run.machine) : 1;
-  s.bands = bands_;
   run.job.write = run.out.in_place() ? "in place (every rank writes its rows of C, summed by reduce-scatter)"
                                      : run.job.write + "; ksplit sums C onto rank 0";
-  // The sums are set up now: NCCL's group joins while the inputs are read (comm/exchange.hpp).
   comm.step([&] {
-    transport_ = comm::make_transport(path_, run.problem.dtype, {run.be.device_id(), run.be.device_stream()});
+    transport_ = comm::make_transport(s.comm, run.problem.dtype, {run.be.device_id(), run.be.device_stream()});
   });
   if (run.out.in_place())
     scatter_ = transport_->sum_scatter(comm);
@@ -269,7 +289,7 @@ void KSplitAlgorithm::compute(RankRun& run) {
   report::Phases parts;
   const double t = MPI_Wtime();
   if (run.out.in_place()) {
-    run.progress("computing partial products with " + run.kernel + " in " + std::to_string(bands_) +
+    run.progress("computing partial products with " + run.kernel + " in " + std::to_string(run.setting.bands) +
                  " band(s) of C, each summed over the ranks and written by them");
     compute_bands(run, parts);
   } else {
@@ -291,11 +311,12 @@ void KSplitAlgorithm::compute_bands(RankRun& run, report::Phases& parts) {
   const int rank = run.comm.rank();
   const std::size_t es = dtype_size(p.dtype);
   const partition::Range kr = run.share.a_cols;
-  const partition::ScatterBands bands(p.m, run.comm.size(), bands_);
+  const int count = run.setting.bands;
+  const partition::ScatterBands bands(p.m, run.comm.size(), count);
   const std::size_t piece = static_cast<std::size_t>(bands.piece() * p.n);
   backend::HostBuffer partial;  // host path: the band's partial product
   run.comm.step([&] {
-    pieces_ = run.be.allocate_host(static_cast<std::size_t>(bands_) * piece * es);
+    pieces_ = run.be.allocate_host(static_cast<std::size_t>(count) * piece * es);
     if (!scatter_->on_device()) partial = run.be.allocate_host(static_cast<std::size_t>(bands.rows() * p.n) * es);
   });
   // A band that reaches beyond C's last row multiplies a copy of its A rows padded with zero rows.
@@ -312,13 +333,15 @@ void KSplitAlgorithm::compute_bands(RankRun& run, report::Phases& parts) {
     return padded.data();
   };
   BandWriter writer(run.out.sink());
-  for (int t = 0; t < bands_; ++t) {
+  for (int t = 0; t < count; ++t) {
     const unsigned char* a_band = a_rows_of(bands.band(t));
     unsigned char* mine = pieces_.data() + static_cast<std::size_t>(t) * piece * es;
     const backend::GemmProblem prob{p.dtype, bands.rows(), p.n, kr.size(), a_band, run.b.data(), nullptr};
     if (scatter_->on_device()) {
       std::unique_ptr<backend::DeviceProduct> kept;
-      run.comm.step([&] { kept = run.be.gemm_on_device(run.kernel, prob); });  // e.g. no room on a GPU: agreed on
+      run.comm.step([&] {  // e.g. no room on a GPU: agreed on
+        kept = with_advice(kRoomAdvice, [&] { return run.be.gemm_on_device(run.kernel, prob); });
+      });
       for (const auto& ph : kept->compute_phases()) add_phase(parts, ph.name, ph.seconds);
       PartialC data(nullptr, kept.get());
       scatter_->sum_scatter(data, piece, nullptr);
@@ -366,7 +389,7 @@ void KSplitAlgorithm::compute_to_root(RankRun& run, report::Phases& parts) {
   std::unique_ptr<backend::DeviceProduct> kept;  // the partial product, where the sum is on the devices
   comm.step([&] {
     if (sum_->on_device()) {
-      kept = run.be.gemm_on_device(run.kernel, prob);
+      kept = with_advice(kRoomAdvice, [&] { return run.be.gemm_on_device(run.kernel, prob); });
       for (const auto& ph : kept->compute_phases()) parts.emplace_back(ph.name, ph.seconds);
       return;
     }

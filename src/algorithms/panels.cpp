@@ -45,14 +45,9 @@ class Panels final : public Algorithm {
     const std::int64_t a = part.a_elements(rank) * es, b = part.b_elements(rank) * es;
     const std::int64_t c = part.c_elements(rank) * es;
     f.host_bytes = a + b + c * (s.baseline ? 2 : 1);
-    // Out of core under --gpu-memory: tiles fill the limit at most. In core, a large GEMM runs
-    // pipelined (backend.hpp): all of B, and two tiles of 1 / kPipelineTiles of the A and C rows.
-    const std::int64_t tile = (f.rows + backend::kPipelineTiles - 1) / backend::kPipelineTiles;
-    const std::int64_t pipelined = (p.k * f.cols + 2 * tile * (p.k + f.cols)) * es;
-    const bool pipelines =
-        a + b + c >= static_cast<std::int64_t>(backend::kPipelineMinBytes) && f.rows >= 2 * backend::kPipelineTiles;
-    const std::int64_t in_core = pipelines ? std::min(a + b + c, pipelined) : a + b + c;
-    f.gpu_bytes = !s.gpu ? 0 : s.gpu_memory_limit > 0 ? std::min(in_core, s.gpu_memory_limit) : in_core;
+    // The backend's GEMM: out of core under --gpu-memory, else in core (pipelined where large).
+    f.gpu_bytes = backend::device_bytes(
+        s.backend(), {backend::DeviceUse::gemm, s.kernel, p.dtype, f.rows, f.cols, p.k, s.gpu_memory_limit});
     f.read_bytes = a + b;
     f.send_bytes = rank == 0 || s.in_place_write ? 0 : c;
     f.write_bytes = s.in_place_write || rank == 0 ? c : 0;
@@ -94,17 +89,38 @@ class Panels final : public Algorithm {
     return "A rows, B columns and C block of a " + p.grid.str() + " grid";
   }
 
+  // The rule of thumb's last resort: one rank, or a 1-D grid on host MPI, where no broadcast
+  // saves anything; and what only panels does (whole blocks: --verify, --baseline, out of core).
+  int rule_of_thumb(const Asked&, const Problem&, const Environment&) const override { return 1; }
+
+  Setting settle(const Asked& asked, const Problem& p, const Environment& env, const MachineModel&) const override {
+    if (asked.comm && *asked.comm != comm::Path::host)
+      throw InputError("--comm " + comm::path_name(*asked.comm) +
+                       " needs --algorithm summa or ksplit (panels gathers C through host MPI)");
+    if (asked.panel_width != 0) throw InputError("--panel-width needs --algorithm summa");
+    const Share first = share(p, 0);
+    Setting s = common_setting(asked, p, env, first.gemm_m, first.gemm_n, first.gemm_k);
+    s.comm = comm::Path::host;  // C gathered to rank 0, where it is not written in place
+    s.alone = p.ranks == 1;
+    s.gpu_memory_limit = asked.gpu_memory;
+    s.baseline = !asked.baseline.empty();
+    return s;
+  }
+
+  nlohmann::json describe(const Setting& s) const override {
+    nlohmann::json j = Algorithm::describe(s);
+    if (s.gpu_memory_limit > 0) j["gpu_memory_limit"] = s.gpu_memory_limit;  // out of core within it
+    if (s.baseline) j["baseline"] = true;
+    return j;
+  }
+
   void start(RankRun& run) override {
+    check_backend(run);
     // Ranks on one GPU (same host, name and PCI bus id, whatever CUDA_VISIBLE_DEVICES says) compete.
     const std::string shared =
         shared_gpu_note(run.comm, run.me.device_id >= 0 ? run.me.host + "|" + run.me.device : std::string());
     if (!shared.empty() && run.comm.rank() == 0)
       run.me.warnings.push_back(shared + " (fewer GPUs than ranks on the node)");
-    run.setting.gpu = run.be.name() == "cuda";
-    run.setting.comm = run.comm.size() == 1 ? "none" : "host";
-    run.setting.gpu_memory_limit = static_cast<std::int64_t>(run.options.gpu_memory);
-    run.setting.in_place_write = run.out.in_place();
-    run.setting.baseline = !run.options.baseline.empty();
   }
 
   void compute(RankRun& run) override {
@@ -116,10 +132,10 @@ class Panels final : public Algorithm {
       const Share& s = run.share;
       backend::GemmProblem prob{run.problem.dtype, s.rows.size(), s.cols.size(), run.problem.k,
                                 run.a.data(),      run.b.data(),  run.c.data()};
-      if (!run.options.baseline.empty()) time_baseline(run, prob);
+      if (!run.asked.baseline.empty()) time_baseline(run, prob);
       if (run.streams) {
         prob.a_rows = run.streams->a_rows();
-        if (run.out.sink() && !run.options.verify) {  // rank 0, or every rank when C is written in place
+        if (run.out.sink() && !run.asked.verify) {  // rank 0, or every rank when C is written in place
           run.streams->start_writing(run.out.sink(), s.rows.begin, s.cols.begin, s.rows.size(), s.cols.size(),
                                      run.problem.dtype, run.c.data());
           prob.c_rows = run.streams->c_rows();
@@ -207,14 +223,14 @@ class Panels final : public Algorithm {
     backend::HostBuffer scratch = run.be.allocate_host(run.c.size());
     auto bprob = prob;
     bprob.c = scratch.data();
-    run.be.gemm(run.options.baseline, bprob);
+    run.be.gemm(run.asked.baseline, bprob);
     // Compared like for like: kernel time on a GPU, the whole call on the CPU.
     double kernel_s = -1, total_s = 0;
-    for (const auto& p : run.be.gemm(run.options.baseline, bprob)) {
+    for (const auto& p : run.be.gemm(run.asked.baseline, bprob)) {
       total_s += p.seconds;
       if (p.name == "kernel") kernel_s = p.seconds;
     }
-    run.me.baseline_kernel = run.options.baseline;
+    run.me.baseline_kernel = run.asked.baseline;
     run.me.baseline_seconds = kernel_s >= 0 ? kernel_s : total_s;
     run.be.gemm(run.kernel, prob);
   }

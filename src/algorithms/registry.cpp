@@ -1,51 +1,54 @@
-// The algorithms tessera knows, by name (a new one: its file, and a line in each list below), and
-// what more than one of them uses.
+// The algorithms tessera knows, by name: one line each in the table below (X(name): the
+// algorithm's file defines make_<name>()), and those a program registers (tests).
+#include <utility>
+
 #include "algorithms/algorithm.hpp"
 #include "core/error.hpp"
 
 namespace tessera::algorithms {
 
-std::unique_ptr<Algorithm> make_panels();  // panels.cpp
-std::unique_ptr<Algorithm> make_summa();   // summa.cpp
-std::unique_ptr<Algorithm> make_ksplit();  // ksplit.cpp
+#define TESSERA_ALGORITHMS(X) \
+  X(panels)                   \
+  X(summa)                    \
+  X(ksplit)
 
-std::vector<std::string> algorithm_names() { return {"panels", "summa", "ksplit"}; }
+#define TESSERA_DECLARE_MAKER(name) std::unique_ptr<Algorithm> make_##name();
+TESSERA_ALGORITHMS(TESSERA_DECLARE_MAKER)
+#undef TESSERA_DECLARE_MAKER
+
+namespace {
+
+struct Entry {
+  std::string name;
+  AlgorithmMaker make;
+};
+
+std::vector<Entry>& table() {
+#define TESSERA_ENTRY(name) Entry{#name, &make_##name},
+  static std::vector<Entry> entries{TESSERA_ALGORITHMS(TESSERA_ENTRY)};
+#undef TESSERA_ENTRY
+  return entries;
+}
+
+}  // namespace
+
+AlgorithmRegistration::AlgorithmRegistration(const std::string& name, AlgorithmMaker make) {
+  table().push_back({name, make});
+}
+
+std::vector<std::string> algorithm_names() {
+  std::vector<std::string> names;
+  for (const Entry& e : table()) names.push_back(e.name);
+  return names;
+}
 
 std::unique_ptr<Algorithm> make_algorithm(const std::string& name) {
-  if (name == "panels") return make_panels();
-  if (name == "summa") return make_summa();
-  if (name == "ksplit") return make_ksplit();
-  throw InputError("invalid --algorithm '" + name + "' (choose: auto, panels, summa, ksplit)");
-}
-
-Share block_share(const Problem& p, int rank, std::int64_t gemm_k) {
-  const partition::Partition part(p.m, p.n, p.k, p.ranks, p.grid);
-  Share s;
-  s.active = part.active(rank);
-  const int who = s.active ? rank : 0;  // idle ranks choose the kernel of the largest block
-  s.gemm_m = part.rows_of(who).size();
-  s.gemm_n = part.cols_of(who).size();
-  s.gemm_k = gemm_k;
-  if (!s.active) return s;
-  s.block_row = part.block_row(rank);
-  s.block_col = part.block_col(rank);
-  s.rows = part.rows_of(rank);
-  s.cols = part.cols_of(rank);
-  s.flops = part.flops(rank);
-  s.c_elements = part.c_elements(rank);
-  return s;
-}
-
-int fastest_bands(int first, int most, const std::function<double(int)>& seconds,
-                  const std::function<bool(int)>& allowed) {
-  int best = first;
-  double best_s = seconds(first);
-  for (int b = first * 2; b <= most && allowed(b); b *= 2)
-    if (const double t = seconds(b); t < best_s) {
-      best = b;
-      best_s = t;
-    }
-  return best;
+  std::string names;
+  for (const Entry& e : table()) {
+    if (e.name == name) return e.make();
+    names += ", " + e.name;
+  }
+  throw InputError("invalid --algorithm '" + name + "' (choose: auto" + names + ")");
 }
 
 }  // namespace tessera::algorithms

@@ -37,15 +37,18 @@ constexpr std::int64_t kWidthCpu = 256;
 // C blocks from this size on are computed in bands, each written while the next computes.
 constexpr std::int64_t kBandMinBytes = std::int64_t{256} << 20;
 constexpr int kMostBands = 16;
+// What to do when a GPU has no room for a band's C and two slots of panels.
+constexpr const char* kRoomAdvice =
+    "use more ranks, a smaller --panel-width, or --algorithm panels (which can run out of core)";
 
 double seconds_since(double start) { return MPI_Wtime() - start; }
 
-// The panel width, the same on every rank. MPI moves a panel as one item of at most INT_MAX
-// elements (and bytes), so on the MPI paths it is narrowed to fit the largest block (block
-// (0, 0): split() puts the longer ranges first).
-std::int64_t panel_width(const Problem& p, const Setting& s) {
-  std::int64_t w = std::min(p.k, s.panel_width > 0 ? s.panel_width : s.gpu ? kWidthGpu : kWidthCpu);
-  if (s.comm == "host" || s.comm == "cuda-aware") {
+// The panel width for --panel-width `asked` (0: the default). MPI moves a panel as one item of at
+// most INT_MAX elements (and bytes), so on the MPI paths it is narrowed to fit the largest block
+// (block (0, 0): split() puts the longer ranges first).
+std::int64_t panel_width(const Problem& p, const Setting& s, std::int64_t asked) {
+  std::int64_t w = std::min(p.k, asked > 0 ? asked : s.gpu ? kWidthGpu : kWidthCpu);
+  if (comm::int_counts(s.comm)) {
     const partition::Partition part(p.m, p.n, p.k, p.ranks, p.grid);
     const std::int64_t side = std::max(part.rows_of(0).size(), part.cols_of(0).size());
     const auto es = static_cast<std::int64_t>(dtype_size(p.dtype));
@@ -66,20 +69,21 @@ RankFootprint cost(const Problem& p, const Setting& s, const MachineModel& m, in
   f.cols = part.cols_of(rank).size();
   const std::int64_t ka = partition::summa_k_cols(p.k, grid.cols, j).size();
   const std::int64_t kb = partition::summa_k_rows(p.k, grid.rows, i).size();
-  const std::int64_t w = panel_width(p, s), band_rows = (f.rows + bands - 1) / bands;
+  const std::int64_t w = s.panel_width, band_rows = (f.rows + bands - 1) / bands;
   const std::int64_t own_a = f.rows * ka * es, own_b = kb * f.cols * es, own = own_a + own_b;
   const std::int64_t c = f.rows * f.cols * es, band_c = band_rows * f.cols * es;
   const std::int64_t slots = backend::PanelProduct::kSlots * (band_rows + f.cols) * w * es;
   const bool nccl = s.nccl(), gathered = !s.in_place_write && grid.size() > 1;
   f.nccl_groups = nccl ? (grid.cols > 1) + (grid.rows > 1) + gathered : 0;
   // Host slots: the CPU's panels, or a GPU's page-locked staging for panels that arrive by host
-  // MPI. CPU: a scratch C for each panel's product; GPU: C, the slots and (unless the kernel adds
-  // into C itself) a scratch C on the device.
-  const bool host_slots = !s.gpu || (s.comm == "host" && grid.size() > 1);
+  // MPI. CPU: a scratch C for each panel's product; GPU: the backend's panel product (C, the
+  // slots and, unless the kernel adds into C itself, a scratch C).
+  const bool host_slots = !s.gpu || (s.comm == comm::Path::host && grid.size() > 1);
   f.host_bytes = own + c + (host_slots ? slots : 0) + (s.gpu ? 0 : band_c) + f.nccl_groups * m.nccl_host_bytes_per_comm;
-  f.gpu_bytes =
-      s.gpu ? (s.accumulating_kernel ? 1 : 2) * band_c + slots + f.nccl_groups * m.nccl_gpu_bytes_per_comm : 0;
+  const backend::DeviceUse product{backend::DeviceUse::panel_product, s.kernel, p.dtype, band_rows, f.cols, w};
+  f.gpu_bytes = s.gpu ? backend::device_bytes(s.backend(), product) + f.nccl_groups * m.nccl_gpu_bytes_per_comm : 0;
   if (nccl && rank == kRoot && gathered) f.gpu_bytes += m.nccl_p2p_receive_gpu_bytes;  // the gather
+  f.gathers_on_devices = nccl && gathered;
   f.read_bytes = own;
   // Every band takes all of K's panels again: A's rows of the band, B's panels whole.
   const std::int64_t a_in = grid.cols > 1 ? f.rows * (p.k - ka) * es : 0;
@@ -102,14 +106,14 @@ RankFootprint cost(const Problem& p, const Setting& s, const MachineModel& m, in
   return f;
 }
 
-// Bands for a job, the same on every rank: C in place and block (0, 0) at least kBandMinBytes,
-// then the count with the shortest predicted run of block (0, 0); never more than the rows of the
-// smallest block (a count given in the setting is only held to that).
-int choose_bands(const Problem& p, const Setting& s, const MachineModel& m) {
+// Bands for a job: C in place and block (0, 0) at least kBandMinBytes, then the count with the
+// shortest predicted run of block (0, 0); never more than the rows of the smallest block (a count
+// `asked`, TESSERA_BANDS, is only held to that).
+int choose_bands(const Problem& p, const Setting& s, const MachineModel& m, int asked) {
   if (!s.in_place_write) return 1;  // gathered: one band, sent whole
   const partition::Partition part(p.m, p.n, p.k, p.ranks, p.grid);
   const std::int64_t fewest_rows = part.rows(part.grid().rows - 1).size();
-  if (s.bands > 0) return static_cast<int>(std::min<std::int64_t>(s.bands, fewest_rows));  // (TESSERA_BANDS)
+  if (asked > 0) return static_cast<int>(std::min<std::int64_t>(asked, fewest_rows));
   const std::int64_t block = part.c_elements(0) * static_cast<std::int64_t>(dtype_size(p.dtype));
   if (block < kBandMinBytes) return 1;
   return fastest_bands(
@@ -152,10 +156,29 @@ class Summa final : public Algorithm {
   }
 
   RankFootprint rank_footprint(const Problem& p, const Setting& s, const MachineModel& m, int rank) const override {
-    return cost(p, s, m, rank, choose_bands(p, s, m));
+    return cost(p, s, m, rank, s.bands);
   }
 
-  int bands(const Problem& p, const Setting& s, const MachineModel& m) const override { return choose_bands(p, s, m); }
+  // Favoured on two ranks or more where the GPUs are joined by NCCL or the grid is 2-D (a
+  // broadcast then moves fewer words than panels' whole A rows and B columns), or where a device
+  // path was asked for.
+  int rule_of_thumb(const Asked& asked, const Problem& p, const Environment& env) const override {
+    if (asked.needs_whole_blocks() || p.ranks < 2) return 0;
+    const bool nvlink =
+        env.nccl_usable(p.ranks) && asked.comm != comm::Path::host && asked.comm != comm::Path::cuda_aware;
+    if (p.grid.size() >= 2 && (nvlink || (p.grid.rows > 1 && p.grid.cols > 1))) return 2;
+    return asked.comm == comm::Path::nccl || asked.comm == comm::Path::cuda_aware ? 2 : 0;
+  }
+  // One busy rank has nothing to broadcast.
+  bool auto_candidate(const Problem&, const Problem& q) const override { return q.grid.size() > 1; }
+
+  Setting settle(const Asked& asked, const Problem& p, const Environment& env, const MachineModel& m) const override;
+  nlohmann::json describe(const Setting& s) const override {
+    nlohmann::json j = Algorithm::describe(s);
+    j["panel_width"] = s.panel_width;
+    return j;
+  }
+
   std::string holds(const Problem& p) const override {
     return "A and B blocks, C block and two panels of a " + p.grid.str() + " summa grid";
   }
@@ -174,9 +197,6 @@ class Summa final : public Algorithm {
   void join_exchanges(RankRun& run);
   void multiply_band(RankRun& run, partition::Range band, report::Phases& parts, double& comm_wait);
 
-  comm::Path path_ = comm::Path::host;
-  std::int64_t width_ = 0;
-  int bands_ = 1;
   double written_seconds_ = 0;    // writing the bands while the next computed
   std::int64_t panels_done_ = 0;  // over the bands, for the progress display
   std::unique_ptr<comm::Comm> row_comm_, col_comm_, active_comm_;
@@ -186,39 +206,36 @@ class Summa final : public Algorithm {
   std::unique_ptr<backend::PanelProduct> product_;
 };
 
-// The backend must be the same on every rank; the path and the panel width follow from values
-// every rank agrees on (the panels and their broadcasts must match).
+// The options only panels honours are refused; the path is the first of --comm's that every busy
+// rank can take (NCCL: no two of them on one GPU); the panel width and the bands follow.
+Setting Summa::settle(const Asked& asked, const Problem& p, const Environment& env, const MachineModel& m) const {
+  if (asked.verify) throw InputError("--verify needs --algorithm panels (run `tessera verify` after summa)");
+  if (!asked.baseline.empty()) throw InputError("--baseline needs --algorithm panels");
+  if (asked.gpu_memory > 0)
+    throw InputError("--gpu-memory (out of core) needs --algorithm panels: summa keeps its C block on every GPU");
+  const Share first = share(p, 0);
+  Setting s = common_setting(asked, p, env, first.gemm_m, first.gemm_n, first.gemm_k);
+  // Idle ranks compute nothing: a GPU they share does not count against NCCL.
+  s.comm = comm::choose_path(asked.comm, s.gpu, env.nccl_usable(p.grid.size()), env.cuda_aware);
+  s.alone = p.ranks == 1 || p.grid.size() == 1;
+  s.panel_width = panel_width(p, s, asked.panel_width);
+  s.bands = choose_bands(p, s, m, asked.bands);
+  return s;
+}
+
+// The plan holds (the backends it was settled for); ranks on one GPU are reported (the environment
+// the plan was settled in kept NCCL from them).
 void Summa::start(RankRun& run) {
   const comm::Comm& comm = run.comm;
-  const bool cuda = comm.min(run.be.name() == "cuda" ? 1.0 : 0.0) > 0;
-  comm.step([&] {
-    if (comm.max(run.be.name() == "cuda" ? 1.0 : 0.0) > 0 && !cuda)
-      throw InputError(
-          "summa needs the same backend on every rank, but some ranks have a GPU and some do not; pass "
-          "--backend cpu, or run one rank per GPU");
-  });
+  const Setting& s = run.setting;
+  check_backend(run);
   // Idle ranks compute nothing: a GPU they share does not count against NCCL.
   const std::string shared =
       shared_gpu_note(comm, run.share.active && run.me.device_id >= 0 ? run.me.host + "|" + run.me.device : "");
   if (!shared.empty() && comm.rank() == kRoot)
     run.me.warnings.push_back(shared + " (fewer GPUs than ranks on the node)");
-  const bool nccl = shared.empty() && cuda && comm::nccl_compiled();
-  const bool cuda_aware = comm.min(comm::mpi_cuda_aware() ? 1.0 : 0.0) > 0;
-  comm.step([&] { path_ = comm::choose_path(run.options.comm, cuda, nccl, cuda_aware); });
-  const partition::GridShape grid = run.problem.grid;
-  run.job.comm = comm.size() == 1 || grid.size() == 1 ? "none" : comm::path_name(path_);
-  if (run.job.comm == "nccl") note_nccl_transport(comm, run.be.device_id(), run.job, run.me);
-  Setting& s = run.setting;
-  s.gpu = cuda;
-  s.comm = comm::path_name(path_);
-  s.panel_width = run.options.panel_width;
-  s.bands = run.options.bands;
-  s.in_place_write = run.out.in_place();
-  s.accumulating_kernel = cuda && backend::gpu_kernel_accumulates(run.kernel, run.problem.dtype);
-  width_ = panel_width(run.problem, s);
-  bands_ = choose_bands(run.problem, s, run.machine);
-  s.bands = bands_;
-  run.attributes = {io::Attribute::of("comm", run.job.comm), io::Attribute::of("panel_width", std::int64_t{width_})};
+  if (!s.alone && s.comm == comm::Path::nccl) note_nccl_transport(comm, run.be.device_id(), run.job, run.me);
+  run.attributes = {io::Attribute::of("comm", s.comm_name()), io::Attribute::of("panel_width", s.panel_width)};
 }
 
 // The exchanges of the path: panels along grid rows (position in a row is j) and down grid
@@ -231,21 +248,23 @@ void Summa::join_exchanges(RankRun& run) {
   col_comm_ = std::make_unique<comm::Comm>(comm.split(active ? run.share.block_col : -1));
   active_comm_ = std::make_unique<comm::Comm>(comm.split(active ? 0 : -1));
   comm.step([&] {
-    transport_ = comm::make_transport(path_, run.problem.dtype, {run.be.device_id(), run.be.device_stream()});
+    transport_ =
+        comm::make_transport(run.setting.comm, run.problem.dtype, {run.be.device_id(), run.be.device_stream()});
   });
   broadcast_ = transport_->grid_broadcast(comm, active ? row_comm_.get() : nullptr, active ? col_comm_.get() : nullptr);
   const bool gathered = active && run.problem.grid.size() > 1 && !run.out.in_place();
   link_ = transport_->block_link(comm, gathered ? active_comm_.get() : nullptr);
   // MPI counts are int: checked here, agreed on by every rank, rather than inside the loop.
   comm.step([&] {
-    if (!active || !comm::int_counts(path_)) return;
+    if (!active || !comm::int_counts(run.setting.comm)) return;
     const Share& s = run.share;
     const auto es = static_cast<std::int64_t>(dtype_size(run.problem.dtype));
     comm::mpi_count(s.rows.size(), "summa: a block's row count");
     comm::mpi_count(s.cols.size(), "summa: a block's column count");
     comm::mpi_count(s.a_cols.size(), "summa: a block's K columns");
-    comm::mpi_count(s.rows.size() * width_ * es, "summa: an A panel's bytes");
-    comm::mpi_count(width_ * s.cols.size() * es, "summa: a B panel's bytes");
+    const std::int64_t w = run.setting.panel_width;
+    comm::mpi_count(s.rows.size() * w * es, "summa: an A panel's bytes");
+    comm::mpi_count(w * s.cols.size() * es, "summa: a B panel's bytes");
   });
 }
 
@@ -259,7 +278,7 @@ void Summa::multiply_band(RankRun& run, partition::Range band, report::Phases& p
   const std::int64_t rows = band.size(), cols = s.cols.size(), ka = s.a_cols.size();
   const auto* a_bytes = run.a.data() + static_cast<std::size_t>(band.begin * ka) * es;
   const auto* b_bytes = run.b.data();
-  const auto panels = partition::summa_panels(run.problem.k, run.problem.grid, width_);
+  const auto panels = partition::summa_panels(run.problem.k, run.problem.grid, run.setting.panel_width);
   for (std::size_t p = 0; p < panels.size(); ++p) {
     const partition::SummaPanel& pan = panels[p];
     const int slot = static_cast<int>(p % backend::PanelProduct::kSlots);
@@ -291,24 +310,28 @@ void Summa::multiply_band(RankRun& run, partition::Range band, report::Phases& p
 void Summa::compute(RankRun& run) {
   join_exchanges(run);
   const Share& s = run.share;
-  const std::size_t panels = partition::summa_panels(run.problem.k, run.problem.grid, width_).size();
+  const int bands = run.setting.bands;
+  const std::int64_t width = run.setting.panel_width;
+  const std::size_t panels = partition::summa_panels(run.problem.k, run.problem.grid, width).size();
   run.progress(fmt::format("computing C blocks with {}: {} panels of K{}, comm {}", run.kernel, panels,
-                           bands_ > 1 ? fmt::format(" in {} bands of C", bands_) : "", run.job.comm));
-  if (run.work) run.work->work(static_cast<std::int64_t>(panels) * bands_, "panels of K");
+                           bands > 1 ? fmt::format(" in {} bands of C", bands) : "", run.setting.comm_name()));
+  if (run.work) run.work->work(static_cast<std::int64_t>(panels) * bands, "panels of K");
   report::Phases parts;
   double comm_wait = 0;
   const double t_compute = MPI_Wtime();
   const std::size_t es = dtype_size(run.problem.dtype);
   BandWriter writer(run.out.in_place() && s.active ? run.out.sink() : nullptr);
-  for (int t = 0; t < bands_; ++t) {
-    const partition::Range band = partition::split(s.rows.size(), bands_, t);
+  for (int t = 0; t < bands; ++t) {
+    const partition::Range band = partition::split(s.rows.size(), bands, t);
     unsigned char* c_band =
         s.active ? run.c.data() + static_cast<std::size_t>(band.begin * s.cols.size()) * es : nullptr;
     // Agreed on by every rank: a GPU without room for the band's C and two slots of panels.
     run.comm.step([&] {
-      if (s.active)
-        product_ = run.be.panel_product(run.kernel, run.problem.dtype, band.size(), s.cols.size(), width_, c_band,
-                                        broadcast_->stages_on_host());
+      if (!s.active) return;
+      product_ = with_advice(kRoomAdvice, [&] {
+        return run.be.panel_product(run.kernel, run.problem.dtype, band.size(), s.cols.size(), width, c_band,
+                                    broadcast_->stages_on_host());
+      });
     });
     if (!s.active) continue;
     multiply_band(run, band, parts, comm_wait);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -19,6 +20,14 @@
 #include "core/dtype.hpp"
 
 namespace tessera::backend {
+
+// What a rank computes on: its cores (a BLAS), or one GPU (CUDA).
+enum class Kind { cpu, cuda };
+// "cpu", "cuda": --backend's names, and the report's.
+const char* kind_name(Kind kind);
+// --backend as given: "cpu", "cuda", or "auto" (nullopt: cuda where a GPU is visible and tessera
+// was built with CUDA, else cpu). Throws InputError for another name.
+std::optional<Kind> parse_kind(const std::string& text);
 
 // Thrown by RowProgress::wait_for when the other side gave up (its own error is the one to report).
 struct RowsAbandoned : std::runtime_error {
@@ -241,8 +250,9 @@ class DeviceProduct {
 class Backend {
  public:
   virtual ~Backend() = default;
-  virtual std::string name() const = 0;    // "cpu" or "cuda"
-  virtual std::string device() const = 0;  // e.g. "cpu (2 threads)" or "NVIDIA H200"
+  virtual Kind kind() const = 0;
+  std::string name() const { return kind_name(kind()); }  // "cpu" or "cuda"
+  virtual std::string device() const = 0;                 // e.g. "cpu (2 threads)" or "NVIDIA H200"
   virtual int device_id() const { return -1; }
   virtual DeviceIdentity device_identity() const { return {}; }
   virtual std::vector<std::string> kernels() const = 0;  // selectable names, first is the default
@@ -294,11 +304,37 @@ class Backend {
                                                       bool host_staging) = 0;
 };
 
-// "cpu", "cuda" or "auto" (cuda when a GPU is visible and tessera was built with CUDA).
-std::unique_ptr<Backend> make_backend(const std::string& name, const Placement& where);
+// A backend of `kind` (nullopt: "auto", cuda when a GPU is visible and tessera was built with CUDA).
+std::unique_ptr<Backend> make_backend(std::optional<Kind> kind, const Placement& where);
+
+// The kernel `kernel` stands for ("auto": the backend's choice, on a GPU the tuned winner for the
+// GPU node-local rank 0 computes on) on an m x n x k GEMM of `dtype`; another name as given.
+// Starts no backend: the plan asks it once, for the whole job (algorithms/setting.hpp).
+std::string resolve_kernel(Kind kind, const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
+                           std::int64_t k);
 
 // Backend names compiled into this build.
 std::vector<std::string> compiled_backends();
+
+// A product as a backend allocates device memory for it (Backend::gemm, panel_product,
+// gemm_on_device), sized before anything is allocated.
+struct DeviceUse {
+  enum What {
+    gemm,           // C = A * B of an m x n x k GEMM; out of core within `limit` (> 0), else pipelined where large
+    panel_product,  // C (m x n) summed over panels of K at most k wide, two slots of them
+    kept_product,   // C (m x n) of an m x n x k GEMM kept on the device, K in chunks where long
+  };
+  What what = gemm;
+  std::string kernel;  // the GPU kernel: one that adds into C needs no scratch C
+  DType dtype = DType::f64;
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t limit = 0;  // gemm: the bytes it may use (--gpu-memory); 0: in core
+};
+
+// Device bytes the backend of `kind` holds for `use` at its peak, as it allocates them (CUTLASS's
+// get_workspace_size): the one figure the footprint model, `auto`, the dry run and the backend's
+// own refusals all use. 0 on the CPU.
+std::int64_t device_bytes(Kind kind, const DeviceUse& use);
 
 // Whether the GPU kernel `kernel` ("auto": the built-in default for `dtype`) adds into C itself,
 // so products summed over K (summa, ksplit's chunks) need no scratch C on the device. False
@@ -319,9 +355,9 @@ DeviceIdentity gpu_identity(int device);
 
 // The backend of a rank the algorithm leaves idle: it computes nothing and touches no device (a
 // GPU's driver and context cost ~0.1 s each, and a second process starting them slows the busy
-// ranks' start). Named `backend_name`, the job's backend (rank 0's); device "idle", id -1; any
-// GEMM asked of it is a bug in tessera.
-std::unique_ptr<Backend> make_idle_backend(const std::string& backend_name);
+// ranks' start). Of `kind`, the job's backend; device "idle", id -1; any GEMM asked of it is a
+// bug in tessera.
+std::unique_ptr<Backend> make_idle_backend(Kind kind);
 
 // Starts the CUDA driver and the primary context of the GPU that node-local rank `local_rank`
 // will use (local_rank modulo the visible GPUs, as the cuda backend chooses) on a thread of its

@@ -12,17 +12,19 @@
 
 namespace tessera::backend {
 
+std::vector<std::string> cpu_kernel_names();  // the default first (factory.cpp's resolve_kernel asks it too)
+
 namespace {
 
 class CpuBackend final : public Backend {
  public:
-  std::string name() const override { return "cpu"; }
+  Kind kind() const override { return Kind::cpu; }
   std::string device() const override {
     const int threads = kernels::openblas_threads();  // 0: a BLAS that does not tell
     return std::string("cpu (") + kernels::blas_name() +
            (threads > 0 ? " " + std::to_string(threads) + " threads" : "") + ")";
   }
-  std::vector<std::string> kernels() const override { return {"openblas", "cpu-tiled", "cpu-naive"}; }
+  std::vector<std::string> kernels() const override { return cpu_kernel_names(); }
 
   std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) override {
     const auto start = std::chrono::steady_clock::now();
@@ -61,7 +63,7 @@ class CpuBackend final : public Backend {
       try {
         kernels::openblas_gemm<T>(p.m, p.n, p.k, a, b, c);
       } catch (const std::length_error& e) {
-        throw InputError(std::string("openblas: ") + e.what() + "; use more ranks or --kernel cpu-tiled");
+        throw InputError(std::string("openblas: ") + e.what() + "; use more ranks or the cpu-tiled kernel");
       }
     } else if (kernel == "cpu-tiled") {
       kernels::cpu_tiled_gemm<T>(p.m, p.n, p.k, a, b, c);
@@ -145,6 +147,8 @@ std::unique_ptr<PanelProduct> CpuBackend::panel_product(const std::string& kerne
 }  // namespace
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+std::vector<std::string> cpu_kernel_names() { return {"openblas", "cpu-tiled", "cpu-naive"}; }
 
 void use_cpu_threads(int threads) { kernels::set_blas_threads(threads); }
 

@@ -38,7 +38,7 @@ class CudaBackend final : public Backend {
         choice_(gpu_.device, &warnings_),
         limit_(where.gpu_memory_limit) {}
 
-  std::string name() const override { return "cuda"; }
+  Kind kind() const override { return Kind::cuda; }
   std::string device() const override { return device_name_; }
   int device_id() const override { return gpu_.device; }
   DeviceIdentity device_identity() const override { return identity_; }
@@ -136,5 +136,10 @@ class CudaBackend final : public Backend {
 }  // namespace
 
 std::unique_ptr<Backend> make_cuda_backend(const Placement& where) { return std::make_unique<CudaBackend>(where); }
+
+std::string cuda_resolve_kernel(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
+  std::vector<std::string> warnings;  // the tune file's: the backend reports them when it starts
+  return KernelChoice(0, &warnings).resolve(dtype, m, n, k);
+}
 
 }  // namespace tessera::backend

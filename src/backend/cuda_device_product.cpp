@@ -44,7 +44,7 @@ class CudaDeviceProduct final : public DeviceProduct {
     const cudaStream_t s = gpu_.stream.get();
     const std::size_t offset = static_cast<std::size_t>(row0) * row_bytes_;
     const std::size_t bytes = static_cast<std::size_t>(rows) * row_bytes_;
-    if (offset + bytes > c_.bytes()) throw Error("ksplit: rows beyond the partial product asked for");
+    if (offset + bytes > c_.bytes()) throw Error("rows beyond the product kept on the device asked for");
     double d2h = 0;
     if (host && bytes)
       steps_.time(d2h, s, [&] {
@@ -71,25 +71,22 @@ class CudaDeviceProduct final : public DeviceProduct {
   StepTimes steps_;
 };
 
-// Checked up front, so the message says what ksplit needs rather than which buffer failed. NCCL
-// wants a little memory of its own besides: keep 512 MiB spare.
-void refuse_over_free_memory(const Gpu& gpu, const GemmProblem& p, std::int64_t chunks, std::int64_t w,
-                             bool accumulates) {
-  const std::size_t elem = dtype_size(p.dtype);
-  const std::size_t c_bytes = static_cast<std::size_t>(p.m * p.n) * elem;
-  const std::size_t panel_bytes = static_cast<std::size_t>((p.m + p.n) * w) * elem;
-  const std::size_t scratch_bytes = chunks > 1 && !accumulates ? c_bytes : 0;
+// Checked up front (device_bytes: the figure the footprint model used too), so the message says
+// what the product needs rather than which buffer failed; the caller says what to do about it.
+// The sums over the devices (NCCL) want a little memory of their own besides: keep 512 MiB spare.
+void refuse_over_free_memory(const Gpu& gpu, const std::string& kernel, const GemmProblem& p, std::int64_t chunks) {
   std::size_t free_bytes = 0, total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::size_t need = (chunks > 1 ? 2 : 1) * panel_bytes + c_bytes + scratch_bytes + (std::size_t{512} << 20);
+  const auto need =
+      static_cast<std::size_t>(device_bytes(Kind::cuda, {DeviceUse::kept_product, kernel, p.dtype, p.m, p.n, p.k})) +
+      (std::size_t{512} << 20);
   if (need > free_bytes)
-    throw DeviceError("ksplit needs " + kernels::format_bytes(static_cast<double>(need)) + " on GPU " +
-                      std::to_string(gpu.device) + " (partial C " + shape_str(p.m, p.n) + ", A " + shape_str(p.m, p.k) +
-                      ", B " + shape_str(p.k, p.n) + " " + dtype_name(p.dtype) + " in " + std::to_string(chunks) +
-                      " chunk(s) of K, 512 MiB for NCCL) but " +
+    throw DeviceError("a product kept on the device needs " + kernels::format_bytes(static_cast<double>(need)) +
+                      " on GPU " + std::to_string(gpu.device) + " (C " + shape_str(p.m, p.n) + ", A " +
+                      shape_str(p.m, p.k) + ", B " + shape_str(p.k, p.n) + " " + dtype_name(p.dtype) + " in " +
+                      std::to_string(chunks) + " chunk(s) of K, 512 MiB for the sums) but " +
                       kernels::format_bytes(static_cast<double>(free_bytes)) + " of " +
-                      kernels::format_bytes(static_cast<double>(total_bytes)) +
-                      " are free: use --algorithm panels or a smaller problem");
+                      kernels::format_bytes(static_cast<double>(total_bytes)) + " are free");
 }
 
 }  // namespace
@@ -99,10 +96,8 @@ std::unique_ptr<DeviceProduct> gemm_kept_on_device(Gpu& gpu, const std::string& 
   const std::size_t elem = dtype_size(p.dtype);
   const std::int64_t chunks = p.k >= kKsplitChunkMinK ? kKsplitChunks : 1;
   const std::int64_t w = (p.k + chunks - 1) / chunks;
-  kernels::GpuKernelTraits traits;
-  kernels::gpu_kernel_traits(kernel, &traits);
-  refuse_over_free_memory(gpu, p, chunks, w, traits.accumulates);
-  const std::string of_gemm = " of a ksplit partial product";
+  refuse_over_free_memory(gpu, kernel, p, chunks);
+  const std::string of_gemm = " of a product kept on the device";
   DeviceBuffer a[DoubleBuffer::kSlots], b[DoubleBuffer::kSlots];
   for (int slot = 0; slot < (chunks > 1 ? 2 : 1); ++slot) {
     a[slot] = DeviceBuffer(static_cast<std::size_t>(p.m * w) * elem, "A columns (" + shape_str(p.m, w) + ")" + of_gemm);

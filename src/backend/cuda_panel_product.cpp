@@ -25,7 +25,7 @@ class CudaPanelProduct final : public PanelProduct {
                    void* host_c, std::size_t budget, bool host_staging)
       : gpu_(gpu), kernel_(std::move(kernel)), dtype_(dtype), m_(m), n_(n), esize_(dtype_size(dtype)), host_c_(host_c) {
     refuse_over_budget(max_w, budget);
-    const std::string what = " (summa, " + shape_str(m, n) + " C block)";
+    const std::string what = " (a panel product's " + shape_str(m, n) + " C block)";
     c_ = DeviceBuffer(static_cast<std::size_t>(m * n) * esize_, "C" + what);
     for (int s = 0; s < kSlots; ++s)
       for (int p = 0; p < 2; ++p) {
@@ -48,7 +48,7 @@ class CudaPanelProduct final : public PanelProduct {
 
   void* host(int slot, Panel which) override {
     if (!host_[slot][which] && dev_[slot][which].bytes())
-      throw Error("summa: panel staging in host memory was not asked for (panel_product's host_staging)");
+      throw Error("panel product: staging in host memory was not asked for (panel_product's host_staging)");
     return host_[slot][which];
   }
   void* device(int slot, Panel which) override { return dev_[slot][which].get(); }
@@ -99,19 +99,17 @@ class CudaPanelProduct final : public PanelProduct {
   void* device_c() override { return c_.get(); }
 
  private:
-  // C, a scratch C where the kernel cannot add into C, and two slots of panels.
+  // C, a scratch C where the kernel cannot add into C, and two slots of panels: as device_bytes
+  // says, the figure the footprint model used too. The caller says what to do about it.
   void refuse_over_budget(std::int64_t max_w, std::size_t budget) const {
-    kernels::GpuKernelTraits traits;
-    kernels::gpu_kernel_traits(kernel_, &traits);
-    const double c_bytes = static_cast<double>(m_ * n_) * static_cast<double>(esize_);
-    const double panel_bytes = static_cast<double>((m_ + n_) * max_w) * static_cast<double>(esize_);
-    const double need = c_bytes * (traits.accumulates ? 1 : 2) + kSlots * panel_bytes;
+    const auto need =
+        static_cast<double>(device_bytes(Kind::cuda, {DeviceUse::panel_product, kernel_, dtype_, m_, n_, max_w}));
     if (need > static_cast<double>(budget))
-      throw DeviceError(
-          "summa needs " + kernels::format_bytes(need) + " on GPU " + std::to_string(gpu_.device) + " (C block " +
-          shape_str(m_, n_) + (traits.accumulates ? "" : " and its scratch copy") + ", two panels of width " +
-          std::to_string(max_w) + ") but " + kernels::format_bytes(static_cast<double>(budget)) +
-          " are allowed: use more ranks, a smaller --panel-width, or --algorithm panels (which can run out of core)");
+      throw DeviceError("a panel product needs " + kernels::format_bytes(need) + " on GPU " +
+                        std::to_string(gpu_.device) + " (C block " + shape_str(m_, n_) +
+                        (gpu_kernel_accumulates(kernel_, dtype_) ? "" : " and its scratch copy") +
+                        ", two panels of width " + std::to_string(max_w) + ") but " +
+                        kernels::format_bytes(static_cast<double>(budget)) + " are allowed");
   }
 
   // Work into `slot` on the copy stream: after the multiply that last read the slot, timed into

@@ -50,10 +50,10 @@ Tiles choose_tiles(const GemmProblem& p, std::size_t budget, std::int64_t min_ro
       nc = (nc + 1) / 2;
   }
   if (need(mr, nc) > static_cast<double>(budget))
-    throw DeviceError("GPU " + std::to_string(device) + ": even one row of A and one column of B (K=" +
-                      std::to_string(p.k) + "), twice for double buffering, need " + kernels::format_bytes(need(1, 1)) +
-                      ", over the " + kernels::format_bytes(static_cast<double>(budget)) +
-                      " allowed; raise --gpu-memory or use --algorithm ksplit (it splits K)");
+    throw DeviceError(
+        "GPU " + std::to_string(device) + ": even one row of A and one column of B (K=" + std::to_string(p.k) +
+        "), twice for double buffering, need " + kernels::format_bytes(need(1, 1)) + ", over the " +
+        kernels::format_bytes(static_cast<double>(budget)) + " allowed: raise the memory allowed, or split K");
   if ((p.m + mr - 1) / mr < min_row_tiles) mr = (p.m + min_row_tiles - 1) / min_row_tiles;
   return {mr, nc};
 }

@@ -13,6 +13,7 @@
 namespace tessera::backend {
 
 std::unique_ptr<Backend> make_cpu_backend();  // cpu_backend.cpp
+std::vector<std::string> cpu_kernel_names();  // cpu_backend.cpp: the default first
 
 HostBuffer allocate_pageable(std::size_t bytes) {
   if (bytes == 0) return {};
@@ -87,8 +88,8 @@ namespace {
 
 class IdleBackend final : public Backend {
  public:
-  explicit IdleBackend(std::string name) : name_(std::move(name)) {}
-  std::string name() const override { return name_; }
+  explicit IdleBackend(Kind kind) : kind_(kind) {}
+  Kind kind() const override { return kind_; }
   std::string device() const override { return "idle"; }
   std::vector<std::string> kernels() const override { return {}; }
   std::string default_kernel() const override { return ""; }
@@ -101,28 +102,44 @@ class IdleBackend final : public Backend {
 
  private:
   static Error idle() { return Error("a rank left idle was asked to compute (a bug in tessera)"); }
-  std::string name_;
+  Kind kind_;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_idle_backend(const std::string& backend_name) {
-  return std::make_unique<IdleBackend>(backend_name);
+std::unique_ptr<Backend> make_idle_backend(Kind kind) { return std::make_unique<IdleBackend>(kind); }
+
+const char* kind_name(Kind kind) { return kind == Kind::cuda ? "cuda" : "cpu"; }
+
+std::optional<Kind> parse_kind(const std::string& text) {
+  if (text == "cpu") return Kind::cpu;
+  if (text == "cuda") return Kind::cuda;
+  if (text == "auto") return std::nullopt;
+  throw InputError("unknown backend '" + text + "' (choose: auto, cpu, cuda)");
 }
 
-std::unique_ptr<Backend> make_backend(const std::string& name, const Placement& where) {
-  if (name == "cpu") return make_cpu_backend();
-  if (name == "cuda" || name == "auto") {
+std::unique_ptr<Backend> make_backend(std::optional<Kind> kind, const Placement& where) {
+  if (kind == Kind::cpu) return make_cpu_backend();
 #ifdef TESSERA_HAVE_CUDA
-    if (cuda_device_count() > 0) return make_cuda_backend(where);
-    if (name == "cuda") throw InputError("--backend cuda: no GPU is visible to this process");
+  if (cuda_device_count() > 0) return make_cuda_backend(where);
+  if (kind == Kind::cuda) throw InputError("the cuda backend: no GPU is visible to this process");
 #else
-    (void)where;
-    if (name == "cuda") throw InputError("--backend cuda: this tessera was built without CUDA");
+  (void)where;
+  if (kind == Kind::cuda) throw InputError("the cuda backend: this tessera was built without CUDA");
 #endif
-    return make_cpu_backend();
-  }
-  throw InputError("unknown backend '" + name + "' (choose: auto, cpu, cuda)");
+  return make_cpu_backend();
+}
+
+std::string resolve_kernel(Kind kind, const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
+                           std::int64_t k) {
+  if (kernel != "auto" && !kernel.empty()) return kernel;
+  if (kind == Kind::cpu) return cpu_kernel_names().front();
+#ifdef TESSERA_HAVE_CUDA
+  if (cuda_device_count() > 0) return cuda_resolve_kernel(dtype, m, n, k);
+#else
+  (void)dtype, (void)m, (void)n, (void)k;
+#endif
+  return kernel;  // no GPU here (a dry run for one): the backend's choice, unresolved
 }
 
 }  // namespace tessera::backend

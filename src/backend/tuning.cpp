@@ -34,8 +34,7 @@ TunedChoice parse_choice(const nlohmann::json& j, const std::string& path) {
   TunedChoice c;
   try {
     const std::string dtype = j.at("dtype").get<std::string>();
-    if (dtype != "f32" && dtype != "f64") throw InputError("dtype '" + dtype + "'");
-    c.dtype = dtype == "f32" ? DType::f32 : DType::f64;
+    if (!parse_dtype(dtype, &c.dtype)) throw InputError("dtype '" + dtype + "'");
     c.m = j.at("m").get<std::int64_t>();
     c.n = j.at("n").get<std::int64_t>();
     c.k = j.at("k").get<std::int64_t>();

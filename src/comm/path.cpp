@@ -26,9 +26,16 @@ bool nccl_compiled() {
 
 bool int_counts(Path path) { return path != Path::nccl; }
 
-Path choose_path(const std::string& want, bool cuda, bool nccl, bool cuda_aware) {
-  if (want == "host") return Path::host;
-  if (want == "nccl") {
+std::optional<Path> parse_path(const std::string& text) {
+  for (const Path path : {Path::host, Path::cuda_aware, Path::nccl})
+    if (text == path_name(path)) return path;
+  if (text != "auto") throw InputError("invalid --comm '" + text + "' (choose: auto, host, cuda-aware, nccl)");
+  return std::nullopt;
+}
+
+Path choose_path(std::optional<Path> want, bool cuda, bool nccl, bool cuda_aware) {
+  if (want == Path::host) return Path::host;
+  if (want == Path::nccl) {
     if (!cuda) throw InputError("--comm nccl needs the cuda backend");
     if (!nccl)
       throw InputError(
@@ -36,7 +43,7 @@ Path choose_path(const std::string& want, bool cuda, bool nccl, bool cuda_aware)
           "one rank per GPU); use --comm auto");
     return Path::nccl;
   }
-  if (want == "cuda-aware") {
+  if (want == Path::cuda_aware) {
     if (!cuda) throw InputError("--comm cuda-aware needs the cuda backend");
     if (!cuda_aware)
       throw InputError(
@@ -44,18 +51,17 @@ Path choose_path(const std::string& want, bool cuda, bool nccl, bool cuda_aware)
           "(MPIX_Query_cuda_support); use --comm host or nccl");
     return Path::cuda_aware;
   }
-  if (want != "auto") throw InputError("invalid --comm '" + want + "' (choose: auto, host, cuda-aware, nccl)");
   if (cuda && nccl) return Path::nccl;
   if (cuda && cuda_aware) return Path::cuda_aware;
   return Path::host;
 }
 
-Path choose_reduce_path(const std::string& want, bool nccl) {
-  if (want == "nccl" && !nccl)
+Path choose_reduce_path(std::optional<Path> want, bool nccl) {
+  if (want == Path::nccl && !nccl)
     throw InputError(
         "--comm nccl is not available to ksplit: the backend is not cuda with NCCL, or two ranks share "
         "a GPU; use --comm auto or host");
-  return nccl && want != "host" ? Path::nccl : Path::host;
+  return nccl && want != Path::host ? Path::nccl : Path::host;
 }
 
 }  // namespace tessera::comm

@@ -2,6 +2,7 @@
 // How ranks move data (`--comm`): host MPI, CUDA-aware MPI, or NCCL between GPUs. The choice is
 // made once per job, from values every rank agrees on; the exchanges of the chosen path are then
 // built by make_transport (comm/exchange.hpp), so no algorithm asks the path again.
+#include <optional>
 #include <string>
 
 namespace tessera::comm {
@@ -15,6 +16,10 @@ enum class Path {
 // "host", "cuda-aware", "nccl": the --comm value and the report's `comm` field.
 std::string path_name(Path path);
 
+// --comm as given: a path's name, or "auto" (nullopt: the algorithm's choice). Throws InputError
+// for another name.
+std::optional<Path> parse_path(const std::string& text);
+
 // Whether this build has NCCL.
 bool nccl_compiled();
 
@@ -22,14 +27,14 @@ bool nccl_compiled();
 // elements and bytes); NCCL counts are size_t.
 bool int_counts(Path path);
 
-// summa's path for --comm `want` (auto, host, cuda-aware, nccl), given what every rank has: the
-// cuda backend (`cuda`), NCCL usable (`nccl`: built with it and one rank per GPU), an MPI library
-// that is CUDA-aware at run time (`cuda_aware`). `auto` takes the first that applies of nccl,
-// cuda-aware, host. Throws InputError for an unknown name or a path this job cannot take.
-Path choose_path(const std::string& want, bool cuda, bool nccl, bool cuda_aware);
+// The path of exchanges between devices for --comm `want` (nullopt: auto), given what every rank
+// has: the cuda backend (`cuda`), NCCL usable (`nccl`: built with it and one rank per GPU), an
+// MPI library that is CUDA-aware at run time (`cuda_aware`). `auto` takes the first that applies
+// of nccl, cuda-aware, host. Throws InputError for a path this job cannot take.
+Path choose_path(std::optional<Path> want, bool cuda, bool nccl, bool cuda_aware);
 
-// ksplit's path for the sum onto rank 0: nccl where usable and not refused (--comm host), else
+// The path of sums of partial products: nccl where usable and not refused (--comm host), else
 // host. Throws InputError for --comm nccl where it is not usable.
-Path choose_reduce_path(const std::string& want, bool nccl);
+Path choose_reduce_path(std::optional<Path> want, bool nccl);
 
 }  // namespace tessera::comm

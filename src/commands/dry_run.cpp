@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "algorithms/algorithm.hpp"
 #include "algorithms/choice.hpp"
 #include "algorithms/footprint.hpp"
 #include "algorithms/machine.hpp"
@@ -28,7 +29,11 @@ using algorithms::RankFootprint;
 
 std::string gib(std::int64_t bytes) { return fmt::format("{:.2f} GiB", static_cast<double>(bytes) / (1 << 30)); }
 
-nlohmann::json to_json(const Footprint& f, const algorithms::MachineModel& machine, const std::string& why) {
+// K split: more ranks compute than the grid has blocks, each a partial of all of C.
+bool splits_k(const Footprint& f) { return f.busy > f.grid.size(); }
+
+nlohmann::json to_json(const Footprint& f, const algorithms::MachineModel& machine, const std::string& why,
+                       const nlohmann::json& settings) {
   const auto rank = [](const RankFootprint& p) {
     return nlohmann::json{{"rows", p.rows},
                           {"cols", p.cols},
@@ -40,9 +45,9 @@ nlohmann::json to_json(const Footprint& f, const algorithms::MachineModel& machi
                           {"write_bytes", p.write_bytes},
                           {"seconds", p.seconds()}};
   };
-  const bool gathered = f.algorithm != "ksplit" && !f.setting.in_place_write;
   return {{"algorithm", f.algorithm},
-          {"comm", f.setting.comm},
+          {"comm", f.setting.comm_name()},
+          {"settings", settings},
           {"grid", {{"rows", f.grid.rows}, {"cols", f.grid.cols}}},
           {"ranks", f.ranks},
           {"idle_ranks", f.ranks - f.busy},
@@ -53,7 +58,7 @@ nlohmann::json to_json(const Footprint& f, const algorithms::MachineModel& machi
           {"total_comm_bytes", f.total_comm_bytes},
           {"max_send_bytes", f.max_send_bytes},
           {"max_recv_bytes", f.max_recv_bytes},
-          {"write", gathered || (f.algorithm == "ksplit" && !f.setting.in_place_write) ? "rank 0" : "in place"},
+          {"write", f.setting.in_place_write ? "in place" : "rank 0"},
           {"predicted_seconds", f.predicted_seconds()},
           {"predicted",
            {{"startup", f.predicted.startup},
@@ -65,22 +70,29 @@ nlohmann::json to_json(const Footprint& f, const algorithms::MachineModel& machi
           {"why", why}};
 }
 
+// "bands 1, comm host, kernel openblas, ...": the settings as the algorithm describes them.
+std::string settings_text(const nlohmann::json& settings) {
+  std::string out;
+  for (const auto& [key, value] : settings.items())
+    out += (out.empty() ? "" : ", ") + key + " " + (value.is_string() ? value.get<std::string>() : value.dump());
+  return out;
+}
+
 std::string to_text(const Footprint& f, const algorithms::Problem& p, const std::string& machine,
-                    const std::string& why) {
-  const bool ksplit = f.algorithm == "ksplit";
-  const bool to_root = !f.setting.in_place_write;
-  std::string out =
-      fmt::format("dry run: C({}x{}) = A({}x{}) * B({}x{}), {}, {} rank{} ({}), algorithm {}{} ({})\n", p.m, p.n, p.m,
-                  p.k, p.k, p.n, dtype_name(p.dtype), f.ranks, f.ranks == 1 ? "" : "s", f.setting.gpu ? "GPU" : "CPU",
-                  f.algorithm, f.algorithm == "panels" ? "" : ", comm " + f.setting.comm, why);
-  if (ksplit)
-    out += fmt::format("  grid          K split over {} rank{}\n", f.ranks, f.ranks == 1 ? "" : "s");
+                    const std::string& why, const nlohmann::json& settings) {
+  const bool k_split = splits_k(f), to_root = !f.setting.in_place_write;
+  std::string out = fmt::format("dry run: C({}x{}) = A({}x{}) * B({}x{}), {}, {} rank{} ({}), algorithm {} ({})\n", p.m,
+                                p.n, p.m, p.k, p.k, p.n, dtype_name(p.dtype), f.ranks, f.ranks == 1 ? "" : "s",
+                                f.setting.gpu ? "GPU" : "CPU", f.algorithm, why);
+  out += fmt::format("  settings      {}\n", settings_text(settings));
+  if (k_split)
+    out += fmt::format("  grid          K split over {} rank{}\n", f.busy, f.busy == 1 ? "" : "s");
   else
     out += fmt::format(
         "  grid          {}x{}{}\n", f.grid.rows, f.grid.cols,
         f.ranks > f.busy ? fmt::format(" ({} idle rank{})", f.ranks - f.busy, f.ranks - f.busy == 1 ? "" : "s") : "");
   out += fmt::format("  largest block {}x{}{}\n", f.largest.rows, f.largest.cols,
-                     ksplit ? " (a partial of all of C)" : "");
+                     k_split ? " (a partial of all of C)" : "");
   if (f.setting.bands > 1)
     out += fmt::format("  bands of C    {} (each written while the next computes)\n", f.setting.bands);
   out += fmt::format("  host memory   rank 0 {}, others up to {}\n", gib(f.root.host_bytes), gib(f.largest.host_bytes));
@@ -88,12 +100,12 @@ std::string to_text(const Footprint& f, const algorithms::Problem& p, const std:
     out += fmt::format("  GPU memory    up to {} per rank\n", gib(std::max(f.root.gpu_bytes, f.largest.gpu_bytes)));
   out += fmt::format("  file reads    {} per rank (largest), {} in all\n", gib(f.largest.read_bytes),
                      gib(f.total_read_bytes));
-  if (f.algorithm == "summa")
-    out += fmt::format("  panels in     {} per rank (largest), broadcast along grid rows and columns\n",
-                       gib(f.max_recv_bytes));
-  if (ksplit || to_root)
+  if (!k_split && f.max_recv_bytes > 0)
+    out +=
+        fmt::format("  received      {} per rank (largest) from other ranks while computing\n", gib(f.max_recv_bytes));
+  if (k_split || to_root)
     out += fmt::format("  {}     {} per rank (largest), {} between ranks in all\n",
-                       ksplit ? (to_root ? "reduce   " : "sums of C") : "to rank 0", gib(f.max_send_bytes),
+                       k_split ? (to_root ? "reduce   " : "sums of C") : "to rank 0", gib(f.max_send_bytes),
                        gib(f.total_comm_bytes));
   else if (f.total_comm_bytes > 0)
     out += fmt::format("  between ranks {} in all; every rank writes its own C block\n", gib(f.total_comm_bytes));
@@ -107,21 +119,18 @@ std::string to_text(const Footprint& f, const algorithms::Problem& p, const std:
 }
 
 // M, N, K and the dtype: from the input files when given, else --m/--n/--k.
-algorithms::Problem problem_of(const job::RunOptions& o, int ranks) {
+algorithms::Problem problem_of(const job::RunOptions& o, const algorithms::Asked& asked, int ranks) {
   algorithms::Problem p;
   p.m = o.m;
   p.n = o.n;
   p.k = o.k;
-  p.dtype = o.dtype == "f64" || o.dtype == "float64" ? DType::f64 : DType::f32;
+  p.dtype = asked.dtype.value_or(DType::f32);
   if (!o.a.empty() || !o.b.empty()) {
     const job::Shapes s = job::inspect_shapes(o);  // op(A), op(B): --transpose-a/-b swap the stored shapes
     p.m = s.m;
     p.n = s.n;
     p.k = s.k;
-    p.dtype = job::pick_dtype(o.dtype, s.a, s.b);
-  } else if (o.dtype != "auto" && o.dtype != "f32" && o.dtype != "float32" && o.dtype != "f64" &&
-             o.dtype != "float64") {
-    throw InputError("invalid --dtype '" + o.dtype + "' (choose: auto, f32, f64)");
+    p.dtype = job::pick_dtype(asked.dtype, s.a, s.b);
   }
   if (p.m < 1 || p.n < 1 || p.k < 1) throw InputError("--dry-run needs --a and --b, or --m, --n and --k (each >= 1)");
   p.ranks = ranks;
@@ -139,14 +148,16 @@ void dry_run(const job::RunOptions& o, const comm::Comm& comm) {
     if (o.ranks < 0) throw InputError("--ranks must be at least 1 (got " + std::to_string(o.ranks) + ")");
     const int ranks = o.ranks > 0 ? o.ranks : comm.size();
     if (ranks > 100000) throw InputError("--ranks " + std::to_string(ranks) + " is beyond 100,000");
-    const algorithms::Problem p = problem_of(o, ranks);
+    const algorithms::Asked asked = job::asked_of(o);
+    const algorithms::Problem p = problem_of(o, asked, ranks);
     // What a real run would choose (algorithms/choice.hpp), assuming one GPU per rank.
-    const auto machine = job::machine_model(o);
-    const auto choice = algorithms::choose(job::choice_request(o), p, job::choice_environment(o), machine);
-    std::fputs(to_text(choice.footprint, choice.problem, machine.name, choice.why).c_str(), stdout);
+    const auto machine = job::machine_model(o, asked);
+    const auto choice = algorithms::choose(asked, p, job::assumed_environment(asked), machine);
+    const nlohmann::json settings = algorithms::make_algorithm(choice.algorithm)->describe(choice.setting);
+    std::fputs(to_text(choice.footprint, choice.problem, machine.name, choice.why, settings).c_str(), stdout);
     if (!o.report.empty()) {
       nlohmann::json j = {{"schema", report::kDryRunSchema}, {"provenance", report::provenance()}};
-      j.update(to_json(choice.footprint, machine, choice.why));
+      j.update(to_json(choice.footprint, machine, choice.why, settings));
       j["shape"] = {{"m", p.m}, {"n", p.n}, {"k", p.k}};
       j["dtype"] = dtype_name(p.dtype);
       j["transpose_a"] = o.transpose_a;

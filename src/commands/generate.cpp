@@ -154,13 +154,8 @@ void generate(const GenerateOptions& o) {
   if (o.rows < 1 || o.cols < 1)
     throw InputError("--rows and --cols must be >= 1 (got " + std::to_string(o.rows) + "x" + std::to_string(o.cols) +
                      ")");
-  DType dtype;
-  if (o.dtype == "f32" || o.dtype == "float32")
-    dtype = DType::f32;
-  else if (o.dtype == "f64" || o.dtype == "float64")
-    dtype = DType::f64;
-  else
-    throw InputError("invalid --dtype '" + o.dtype + "' (choose: f32, f64)");
+  DType dtype = DType::f32;
+  if (!parse_dtype(o.dtype, &dtype)) throw InputError("invalid --dtype '" + o.dtype + "' (choose: f32, f64)");
   if (o.gzip < 0 || o.gzip > 9) throw InputError("--gzip must be 0..9");
   const Distribution draw(o);
   io::WriteOptions wo;

@@ -57,10 +57,9 @@ VerifyResult verify(const VerifyOptions& o, const comm::Comm& comm) {
                          " (its attribute 'beta'): it holds beta * C_old, which is gone, so verify cannot check it");
     }
     s = {a.rows, b.cols, a.cols, static_cast<int>(c.natural)};
-    if (o.dtype == "f32" || o.dtype == "float32")
-      s.dtype = static_cast<int>(DType::f32);
-    else if (o.dtype == "f64" || o.dtype == "float64")
-      s.dtype = static_cast<int>(DType::f64);
+    DType asked = DType::f64;
+    if (parse_dtype(o.dtype, &asked))
+      s.dtype = static_cast<int>(asked);
     else if (!o.dtype.empty())
       throw InputError("invalid --dtype '" + o.dtype + "' (choose: f32, f64)");
   });

@@ -10,6 +10,20 @@ enum class DType { f32, f64 };
 inline const char* dtype_name(DType t) { return t == DType::f32 ? "float32" : "float64"; }
 inline std::size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 8; }
 
+// The names a user gives a dtype (--dtype, the tune files): "f32" or "float32", "f64" or
+// "float64". False for another name (the caller refuses it, naming its option and choices).
+inline bool parse_dtype(const std::string& text, DType* out) {
+  if (text == "f32" || text == "float32") {
+    *out = DType::f32;
+    return true;
+  }
+  if (text == "f64" || text == "float64") {
+    *out = DType::f64;
+    return true;
+  }
+  return false;
+}
+
 // Unit roundoff u = eps/2 of the type.
 inline double unit_roundoff(DType t) { return t == DType::f32 ? 0x1p-24 : 0x1p-53; }
 

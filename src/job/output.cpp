@@ -26,7 +26,8 @@ std::uint64_t random_token() {
 }  // namespace
 
 std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::MatrixWriter* writer,
-                                                 const std::string& want, bool writes, DType dtype) {
+                                                 algorithms::WriteRoute want, DType dtype) {
+  using algorithms::WriteRoute;
   const int rank = comm.rank();
   std::unique_ptr<OutputRoute> made(new OutputRoute());
   OutputRoute& route = *made;
@@ -36,11 +37,9 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
   // Rank 0 says where C lies in the file, or why the ranks cannot write there.
   nlohmann::json plan;
   comm.step([&] {
-    if (want != "auto" && want != "in-place" && want != "gather")
-      throw InputError("invalid --write '" + want + "' (choose: auto, in-place, gather)");
     if (rank != kRoot) return;
     const io::DirectTarget t = writer->direct_target();
-    if (want == "gather") {
+    if (want == WriteRoute::gather) {
       plan = {{"why", "--write gather"}};
     } else if (!t.valid()) {
       plan = {{"why", "HDF5 writes the output (TESSERA_HDF5_DIRECT=0)"}};
@@ -54,17 +53,18 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
   plan = nlohmann::json::parse(comm.broadcast(plan.dump(), kRoot));
   if (plan.contains("why")) {
     comm.step([&] {  // the same refusal on every rank
-      if (want == "in-place") throw InputError("--write in-place is not possible: " + plan["why"].get<std::string>());
+      if (want == WriteRoute::in_place)
+        throw InputError("--write in-place is not possible: " + plan["why"].get<std::string>());
     });
     route.description_ = "gather (" + plan["why"].get<std::string>() + ")";
     route.sink_ = rank == kRoot ? writer : nullptr;
     route.counted_.inner = route.sink_;
     return made;
   }
-  // Every rank with C to write must see the file rank 0 made (the same file system).
+  // Every rank must see the file rank 0 made (the same file system).
   const io::DirectTarget t{plan["file"], plan["base"], plan["rows"], plan["cols"], plan["esize"]};
   bool sees = true;
-  if (rank != kRoot && writes) {
+  if (rank != kRoot) {
     sees = io::sees_token(t, plan["token"].get<std::uint64_t>());
     if (sees) {
       try {
@@ -79,7 +79,7 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
     const std::string reason = "rank " + std::to_string(static_cast<int>(blind)) + " cannot see the output file '" +
                                t.file + "': no shared file system";
     comm.step([&] {
-      if (want == "in-place") throw InputError("--write in-place is not possible: " + reason);
+      if (want == WriteRoute::in_place) throw InputError("--write in-place is not possible: " + reason);
     });
     route.own_.reset();
     route.description_ = "gather (" + reason + ")";
@@ -92,6 +92,12 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
   route.sink_ = rank == kRoot ? static_cast<io::BlockSink*>(writer) : route.own_.get();
   route.counted_.inner = route.sink_;
   return made;
+}
+
+void OutputRoute::idle() {
+  own_.reset();
+  sink_ = nullptr;
+  counted_.inner = nullptr;
 }
 
 void OutputRoute::use(backend::Backend* be, std::function<void(const std::string&)> progress) {

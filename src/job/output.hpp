@@ -3,8 +3,9 @@
 //  - in place: every active rank writes its own C straight into the output's temporary file
 //    (pwrite at its offsets, io/direct_io.hpp) and makes it durable; rank 0 then adds the
 //    attributes and commits by rename. Nothing of C passes through rank 0 that rank 0 did not
-//    compute. Taken when the output is contiguous and every active rank sees the same file
-//    (detected: rank 0 writes a random token into it, the others read it back).
+//    compute. Taken when the output is contiguous and every rank sees the same file (detected:
+//    rank 0 writes a random token into it, the others read it back), before the run is settled
+//    (the route is part of the environment the ranks agree on: algorithms/setting.hpp).
 //  - gather: the blocks travel to rank 0, which writes them (job/gather.hpp). Taken where the
 //    ranks do not share the file (e.g. nodes without a common file system), where HDF5 writes the
 //    output itself (TESSERA_HDF5_DIRECT=0), or when asked for (--write gather).
@@ -23,11 +24,13 @@ namespace tessera::job {
 
 class OutputRoute final : public algorithms::COut {
  public:
-  // Collective. `want`: "auto", "in-place" or "gather" (anything else: InputError); `writer`: the
-  // output's writer on rank 0 (null elsewhere); `writes`: whether this rank has C to write.
-  // Throws (on every rank) InputError when "in-place" was asked for and cannot be done.
-  static std::unique_ptr<OutputRoute> choose(const comm::Comm& comm, io::MatrixWriter* writer, const std::string& want,
-                                             bool writes, DType dtype);
+  // Collective. `writer`: the output's writer on rank 0 (null elsewhere). Throws (on every rank)
+  // InputError when in-place was asked for and cannot be done.
+  static std::unique_ptr<OutputRoute> choose(const comm::Comm& comm, io::MatrixWriter* writer,
+                                             algorithms::WriteRoute want, DType dtype);
+  // This rank writes no C (the run leaves it idle; never rank 0): it lets go of its handle on the
+  // output.
+  void idle();
   OutputRoute(const OutputRoute&) = delete;
   OutputRoute& operator=(const OutputRoute&) = delete;
 

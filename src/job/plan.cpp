@@ -17,10 +17,8 @@
 
 namespace tessera::job {
 
-DType pick_dtype(const std::string& want, const io::DatasetInfo& a, const io::DatasetInfo& b) {
-  if (want == "f32" || want == "float32") return DType::f32;
-  if (want == "f64" || want == "float64") return DType::f64;
-  if (want != "auto") throw InputError("invalid --dtype '" + want + "' (choose: auto, f32, f64)");
+DType pick_dtype(std::optional<DType> want, const io::DatasetInfo& a, const io::DatasetInfo& b) {
+  if (want) return *want;
   return a.natural == DType::f32 && b.natural == DType::f32 ? DType::f32 : DType::f64;
 }
 
@@ -71,7 +69,7 @@ void check_old_c(const RunOptions& o, std::int64_t m, std::int64_t n) {
                      std::to_string(m) + "x" + std::to_string(n) + " (M x N of op(A) op(B))");
 }
 
-Plan Plan::make(const RunOptions& o, int nranks) {
+Plan Plan::make(const RunOptions& o, const algorithms::Asked& asked, int nranks) {
   for (const auto& [name, v] : {std::pair{"--alpha", o.alpha}, std::pair{"--beta", o.beta}})
     if (!std::isfinite(v)) throw InputError(fmt::format("{} must be a finite number (got {})", name, v));
   const Shapes s = inspect_shapes(o);
@@ -80,7 +78,7 @@ Plan Plan::make(const RunOptions& o, int nranks) {
   plan.m = s.m;
   plan.n = s.n;
   plan.k = s.k;
-  plan.dtype = pick_dtype(o.dtype, s.a, s.b);
+  plan.dtype = pick_dtype(asked.dtype, s.a, s.b);
   plan.grid = o.grid.empty() ? partition::choose_grid(plan.m, plan.n, plan.k, nranks) : partition::parse_grid(o.grid);
   partition::Partition check(plan.m, plan.n, plan.k, nranks, plan.grid);  // validates the grid
   return plan;
@@ -126,6 +124,8 @@ std::size_t parse_bytes(const std::string& text, const char* option) {
   return static_cast<std::size_t>(value * scale);
 }
 
+namespace {
+
 int bands_asked() {
   const char* env = std::getenv("TESSERA_BANDS");
   if (!env || !*env) return 0;
@@ -136,32 +136,49 @@ int bands_asked() {
   return static_cast<int>(n);
 }
 
-algorithms::Request choice_request(const RunOptions& o) {
-  algorithms::Request r;
+algorithms::WriteRoute write_route(const std::string& text) {
+  if (text == "auto") return algorithms::WriteRoute::automatic;
+  if (text == "in-place") return algorithms::WriteRoute::in_place;
+  if (text == "gather") return algorithms::WriteRoute::gather;
+  throw InputError("invalid --write '" + text + "' (choose: auto, in-place, gather)");
+}
+
+}  // namespace
+
+algorithms::Asked asked_of(const RunOptions& o) {
+  algorithms::Asked r;
   r.algorithm = o.algorithm;
-  r.comm = o.comm;
+  r.backend = backend::parse_kind(o.backend);
+  if (o.dtype != "auto") {
+    DType dtype = DType::f64;
+    if (!parse_dtype(o.dtype, &dtype)) throw InputError("invalid --dtype '" + o.dtype + "' (choose: auto, f32, f64)");
+    r.dtype = dtype;
+  }
+  r.comm = comm::parse_path(o.comm);
   r.kernel = o.kernel;
-  r.write = o.write;
+  r.write = write_route(o.write);
+  if (o.panel_width < 0) throw InputError("--panel-width must be >= 1 (or 0: chosen)");
   r.panel_width = o.panel_width;
   r.gpu_memory = static_cast<std::int64_t>(parse_bytes(o.gpu_memory, "--gpu-memory"));
+  r.baseline = o.baseline;
   r.verify = o.verify;
-  r.baseline = !o.baseline.empty();
-  r.grid_given = !o.grid.empty();
+  r.grid = o.grid;
   r.bands = bands_asked();
   return r;
 }
 
-algorithms::Environment choice_environment(const RunOptions& o) {
+algorithms::Environment assumed_environment(const algorithms::Asked& asked) {
   algorithms::Environment env;
-  env.gpu = o.backend == "cuda" || (o.backend == "auto" && backend::visible_gpu_count() > 0);
-  env.nccl = env.gpu && comm::nccl_compiled();
+  env.gpu = asked.backend == backend::Kind::cuda || (!asked.backend && backend::visible_gpu_count() > 0);
+  env.nccl = comm::nccl_compiled();
   env.cuda_aware = comm::mpi_cuda_aware();
+  env.in_place_write = asked.write != algorithms::WriteRoute::gather;
   return env;
 }
 
-algorithms::MachineModel machine_model(const RunOptions& o) {
+algorithms::MachineModel machine_model(const RunOptions& o, const algorithms::Asked& asked) {
   algorithms::GpuNode gpus;
-  if (o.machine.empty() && o.backend != "cpu") {  // a CPU run does not start the CUDA driver for it
+  if (o.machine.empty() && asked.backend != backend::Kind::cpu) {  // a CPU run does not start the CUDA driver for it
     const std::vector<std::string> described = backend::describe_gpus();
     gpus.count = static_cast<int>(described.size());
     if (!described.empty()) gpus.model = described.front();  // "0: NVIDIA H200 (sm_90, 139.8 GiB)"

@@ -3,6 +3,7 @@
 // the compute precision and the process grid.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "algorithms/choice.hpp"
@@ -22,7 +23,7 @@ struct Plan {
 
   // Rank 0 looks at the inputs and decides shapes, dtype and grid. Throws InputError. (The paths
   // were checked before: guard_run_paths.)
-  static Plan make(const RunOptions& o, int nranks);
+  static Plan make(const RunOptions& o, const algorithms::Asked& asked, int nranks);
   // As one line of text, for Comm::broadcast.
   std::string encode() const;
   static Plan decode(const std::string& text);
@@ -44,20 +45,20 @@ Shapes inspect_shapes(const RunOptions& o);
 // With beta != 0: C_old (--c) must exist as an m x n dataset. Throws InputError naming the cause.
 void check_old_c(const RunOptions& o, std::int64_t m, std::int64_t n);
 
-// --dtype (auto, f32, f64) for inputs described by `a` and `b`: auto is f32 when both are
-// float32, else f64. Throws InputError for another name.
-DType pick_dtype(const std::string& want, const io::DatasetInfo& a, const io::DatasetInfo& b);
+// --dtype `want` (nullopt: auto) for inputs described by `a` and `b`: auto is f32 when both are
+// float32, else f64.
+DType pick_dtype(std::optional<DType> want, const io::DatasetInfo& a, const io::DatasetInfo& b);
 
-// The options that constrain the algorithm's choice (algorithms/choice.hpp), and what the ranks
-// have as rank 0 sees it: GPUs (--backend, or visible ones), NCCL, a CUDA-aware MPI.
-algorithms::Request choice_request(const RunOptions& o);
-// TESSERA_BANDS=N: summa's and ksplit's bands of C, for tests and comparisons (0: unset, the
-// model's). Throws InputError for a value that is not a positive integer.
-int bands_asked();
-algorithms::Environment choice_environment(const RunOptions& o);
+// What the user asked, typed: every name of `o` parsed here, once (the edge); the algorithms and
+// the harness read only this. TESSERA_BANDS=N: the bands of C, for tests and comparisons (0:
+// unset, the model's). Throws InputError for a name or number that is not one.
+algorithms::Asked asked_of(const RunOptions& o);
+// What the ranks would have, as the process running the dry run sees it, one GPU per rank
+// (a run agrees on its own: job/environment.hpp).
+algorithms::Environment assumed_environment(const algorithms::Asked& asked);
 // The machine model the run is predicted with: --machine, $TESSERA_MACHINE_FILE, the file in
 // configs/machines that matches the GPUs rank 0 sees (GPU runs), or the default.
-algorithms::MachineModel machine_model(const RunOptions& o);
+algorithms::MachineModel machine_model(const RunOptions& o, const algorithms::Asked& asked);
 
 // "512M", "8G", "1.5G", "4096" (bytes) -> bytes; "" -> 0. Throws InputError naming the option.
 std::size_t parse_bytes(const std::string& text, const char* option);

@@ -6,12 +6,9 @@
 
 namespace tessera::job {
 
-std::unique_ptr<backend::Backend> make_rank_backend(const std::string& backend_name, const backend::Placement& where,
-                                                    const std::string& kernel_name, DType dtype, std::int64_t m,
-                                                    std::int64_t n, std::int64_t k, report::RankRecord& me,
-                                                    std::string& kernel) {
-  auto be = backend::make_backend(backend_name, where);
-  kernel = kernel_name == "auto" ? be->resolve_kernel(dtype, m, n, k) : kernel_name;
+std::unique_ptr<backend::Backend> make_rank_backend(std::optional<backend::Kind> kind, const backend::Placement& where,
+                                                    const std::string& kernel, report::RankRecord& me) {
+  auto be = backend::make_backend(kind, where);
   const auto names = be->kernels();
   if (std::find(names.begin(), names.end(), kernel) == names.end()) {
     std::string list;

@@ -14,15 +14,16 @@ namespace {
 constexpr int kRoot = 0;
 }  // namespace
 
-void describe_block(const partition::Partition& part, int rank, report::RankRecord& me) {
-  me.block_row = part.block_row(rank);
-  me.block_col = part.block_col(rank);
-  const auto rows = part.rows_of(rank), cols = part.cols_of(rank);
-  me.row_begin = rows.begin;
-  me.row_end = rows.end;
-  me.col_begin = cols.begin;
-  me.col_end = cols.end;
-  me.flops = part.flops(rank);
+void describe_share(const algorithms::Share& s, report::RankRecord& me) {
+  me.active = s.active;
+  if (!s.active) return;
+  me.block_row = s.block_row;
+  me.block_col = s.block_col;
+  me.row_begin = s.rows.begin;
+  me.row_end = s.rows.end;
+  me.col_begin = s.cols.begin;
+  me.col_end = s.cols.end;
+  me.flops = s.flops;
 }
 
 void gather_records(const comm::Comm& comm, report::JobReport& job, report::RankRecord me, double started,

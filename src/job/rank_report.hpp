@@ -2,6 +2,7 @@
 // Each rank's record of the run, and its way to rank 0's table and JSON report.
 #include <functional>
 
+#include "algorithms/algorithm.hpp"
 #include "backend/backend.hpp"
 #include "comm/comm.hpp"
 #include "job/run_job.hpp"
@@ -10,8 +11,9 @@
 
 namespace tessera::job {
 
-// Fills the block fields of an active rank's record (block (i, j), its rows and columns, flops).
-void describe_block(const partition::Partition& part, int rank, report::RankRecord& me);
+// Fills the share fields of a rank's record: active, and for an active rank its block (i, j), its
+// rows and columns of C, its flops.
+void describe_share(const algorithms::Share& s, report::RankRecord& me);
 
 // The end of every run: each rank's record (with its peak host memory, from `be` its peak device
 // memory, and its process start-up up to `process_began`, MPI_Wtime()) goes to rank 0's

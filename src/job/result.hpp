@@ -11,6 +11,22 @@
 
 namespace tessera::job {
 
+// What the report says of the job before it runs: the version, when, the operands, the ranks.
+inline report::JobReport job_header(const RunOptions& o, int nranks) {
+  report::JobReport job;
+  job.version = kVersion;
+  job.started_at = report::utc_timestamp();
+  job.a = o.a;
+  job.b = o.b;
+  job.c = o.c;
+  job.nranks = nranks;
+  job.transpose_a = o.transpose_a;
+  job.transpose_b = o.transpose_b;
+  job.alpha = o.alpha;
+  job.beta = o.beta;
+  return job;
+}
+
 // `grid`: how the work was split ("2x3" for panels, "1x1xP" for ksplit).
 inline std::vector<io::Attribute> result_attributes(const report::JobReport& job, const std::string& grid) {
   return {io::Attribute::of("shape", std::vector<std::int64_t>{job.m, job.n}),

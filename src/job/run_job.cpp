@@ -1,8 +1,10 @@
 // The job harness: every algorithm runs through these steps, written once.
-//   1. plan       rank 0 checks every path, inspects the inputs, chooses the algorithm (and the
-//                 ranks it uses) from the footprint model, creates the output; all ranks learn it
-//   2. start      the output route, the backend (GPU start-up), the algorithm's agreements
-//                 (communication path, panel width, bands), host memory refused up front
+//   1. plan       rank 0 checks every path, inspects the inputs, creates the output; every rank
+//                 agrees on what it has (GPUs, NCCL, CUDA-aware MPI, the output route); rank 0
+//                 settles the run (the algorithm, the ranks it uses, its Setting) from the
+//                 footprint model; all ranks learn it
+//   2. start      the backend (GPU start-up), the algorithm's check that the plan holds, host
+//                 memory refused up front
 //   3. read       each rank reads its share of A and B; NaN/Inf refused
 //   4. compute    the algorithm's compute step (C may leave the rank meanwhile)
 //   5. verify     --verify: Freivalds' check before anything is committed (panels)
@@ -32,12 +34,12 @@
 #include "comm/cpu_share.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "core/version.hpp"
 #include "io/atomic_file.hpp"
 #include "io/cleanup.hpp"
 #include "io/direct_io.hpp"
 #include "io/hdf5_io.hpp"
 #include "job/background_release.hpp"
+#include "job/environment.hpp"
 #include "job/freivalds.hpp"
 #include "job/job_paths.hpp"
 #include "job/output.hpp"
@@ -45,6 +47,7 @@
 #include "job/progress.hpp"
 #include "job/rank_backend.hpp"
 #include "job/rank_report.hpp"
+#include "job/reads.hpp"
 #include "job/refusals.hpp"
 #include "job/repeats.hpp"
 #include "job/result.hpp"
@@ -58,18 +61,6 @@ namespace {
 constexpr int kRoot = 0;
 
 double seconds_since(double start) { return MPI_Wtime() - start; }
-
-// x *= factor over `count` elements of `dtype`.
-void scale(void* data, DType dtype, std::int64_t count, double factor) {
-  if (dtype == DType::f32) {
-    auto* x = static_cast<float*>(data);
-    const auto f = static_cast<float>(factor);
-    for (std::int64_t i = 0; i < count; ++i) x[i] *= f;
-  } else {
-    auto* x = static_cast<double*>(data);
-    for (std::int64_t i = 0; i < count; ++i) x[i] *= factor;
-  }
-}
 
 void print_notes(const std::vector<std::string>& notes) {
   for (const auto& note : notes) log::note(note);
@@ -94,6 +85,7 @@ class Job {
  private:
   void share_cores();
   void plan();
+  void settle(const algorithms::Environment& env);
   void start();
   void start_backend();
   void read();
@@ -105,7 +97,6 @@ class Job {
   void scan_old_c();
   void refuse_inputs();
   bool stage_gemm() const;
-  void prepare_reads();
 
   const RunOptions& o_;
   const comm::Comm& comm_;
@@ -116,9 +107,10 @@ class Job {
   report::JobReport job_;
   report::RankRecord me_;
   Plan plan_;
+  algorithms::Asked asked_;  // the options, typed (parsed once: job/plan.hpp's asked_of)
   algorithms::Problem problem_;
   algorithms::MachineModel machine_;
-  algorithms::Options options_;
+  algorithms::Setting setting_;  // settled by rank 0 with the plan; only read after
   algorithms::Share share_;
   std::unique_ptr<algorithms::Algorithm> algorithm_;
   std::unique_ptr<io::FileReservation> report_file_;  // rank 0: the report's space, taken up front
@@ -126,13 +118,12 @@ class Job {
   std::unique_ptr<OutputRoute> route_;
   std::unique_ptr<Progress> progress_;
   std::unique_ptr<backend::Backend> be_;
-  std::string kernel_;
   std::unique_ptr<algorithms::RankRun> run_;
   algorithms::RowStreams streams_;  // after the buffers its threads use (in run_): stopped before they go
   bool streaming_ = false;          // A streams in on the busy ranks: non-finite input is refused after the GEMM
   algorithms::StagedReads reads_;   // this rank's reads of A and B rows (whole blocks, or a staged GEMM's pieces)
-  double reads_seconds_ = 0;        // seconds spent in them
-  io::NonfiniteCount scan_a_, scan_b_, scan_old_c_;
+  ReadTally tally_;                 // what they found (NaN/Inf) and took
+  io::NonfiniteCount scan_old_c_;
   std::optional<FreivaldsResult> verified_;
 };
 
@@ -149,31 +140,20 @@ void Job::share_cores() {
   if (!cpus.note.empty()) log::info(cpus.note);  // every run of 2 ranks on a node would print it
 }
 
-// 1. Rank 0 validates the inputs and the output location, chooses, then tells everyone the plan.
+// 1. Rank 0 validates the inputs and the output location and creates the output; every rank
+// agrees on what it has; rank 0 settles the run; every rank learns the plan.
 void Job::plan() {
-  job_.version = kVersion;
-  job_.started_at = report::utc_timestamp();
-  job_.a = o_.a;
-  job_.b = o_.b;
-  job_.c = o_.c;
-  job_.nranks = comm_.size();
-  job_.transpose_a = o_.transpose_a;
-  job_.transpose_b = o_.transpose_b;
-  job_.alpha = o_.alpha;
-  job_.beta = o_.beta;
-  std::vector<std::string> stale;  // leftovers of earlier runs, inputs read as a fill value (rank 0)
-  nlohmann::json decided;
+  job_ = job_header(o_, comm_.size());
+  comm_.step([&] { asked_ = asked_of(o_); });  // a name that is not one: refused on every rank
+  std::vector<std::string> stale;              // leftovers of earlier runs, inputs read as a fill value (rank 0)
+  nlohmann::json planned;
   comm_.step([&] {
     if (rank_ != kRoot) return;
     // The one rule for every path (job/job_paths.hpp), before anything is read or computed.
     GuardedPaths paths = guard_run_paths(o_);
     stale = std::move(paths.notes);
-    Plan plan = Plan::make(o_, comm_.size());
-    const algorithms::MachineModel machine = machine_model(o_);
-    const algorithms::Choice choice =
-        algorithms::choose(choice_request(o_), {plan.m, plan.n, plan.k, plan.dtype, comm_.size(), plan.grid},
-                           choice_environment(o_), machine);
-    plan.grid = choice.problem.grid;  // the model may leave ranks idle
+    const Plan plan = Plan::make(o_, asked_, comm_.size());
+    const algorithms::MachineModel machine = machine_model(o_, asked_);
     const auto is_input = [&paths](const std::string& p) { return paths.guard.is_read(p); };
     for (const auto& file : {io::DatasetRef::parse(o_.c).file, o_.report})
       if (!file.empty())
@@ -184,35 +164,50 @@ void Job::plan() {
                                                  series_.write_options(run_index_));
     for (const auto& note : writer_->notes()) stale.push_back(note);
     if (run_index_ == 0) series_.first_output(*writer_);
-    decided = {{"plan", plan.encode()},
-               {"algorithm", choice.algorithm},
-               {"machine", machine.to_json()},
-               {"predicted", choice.footprint.predicted_seconds()},
-               {"bound", choice.footprint.predicted.bound()},
-               {"bands", bands_asked()}};
+    planned = {{"plan", plan.encode()}, {"machine", machine.to_json()}};
   });
   print_notes(stale);
-  decided = nlohmann::json::parse(comm_.broadcast(decided.dump(), kRoot));
-  plan_ = Plan::decode(decided["plan"].get<std::string>());
-  machine_ = algorithms::MachineModel::from_json(decided["machine"], "rank 0's machine model");
-  algorithm_ = algorithms::make_algorithm(decided["algorithm"].get<std::string>());
+  planned = nlohmann::json::parse(comm_.broadcast(planned.dump(), kRoot));
+  plan_ = Plan::decode(planned["plan"].get<std::string>());
+  machine_ = algorithms::MachineModel::from_json(planned["machine"], "rank 0's machine model");
   problem_ = {plan_.m, plan_.n, plan_.k, plan_.dtype, comm_.size(), plan_.grid};
-  share_ = algorithm_->share(problem_, rank_);
-  job_.algorithm = algorithm_->name();
-  job_.predicted = {{"seconds", decided["predicted"]}, {"bound", decided["bound"]}, {"machine", machine_.name}};
-  options_.comm = o_.comm;
-  options_.panel_width = o_.panel_width;
-  options_.baseline = o_.baseline;
-  options_.grid = o_.grid;
-  options_.verify = o_.verify;
-  options_.gpu_memory = parse_bytes(o_.gpu_memory, "--gpu-memory");
-  options_.bands = decided["bands"].get<int>();
+  // What every rank has, and where C goes (in place, or gathered): agreed before anything is settled.
+  algorithms::Environment env = agree_environment(asked_, comm_);
+  route_ = OutputRoute::choose(comm_, writer_.get(), asked_.write, plan_.dtype);
+  env.in_place_write = route_->in_place();
+  settle(env);
 }
 
-// 2. The output route, the backend, the algorithm's agreements, host memory refused up front.
+// Rank 0 chooses the algorithm and the ranks it uses, and settles its Setting
+// (algorithms/choice.hpp); every rank receives them, once.
+void Job::settle(const algorithms::Environment& env) {
+  nlohmann::json decided;
+  comm_.step([&] {
+    if (rank_ != kRoot) return;
+    const algorithms::Choice choice = algorithms::choose(asked_, problem_, env, machine_);
+    decided = {{"algorithm", choice.algorithm},
+               {"grid", {choice.problem.grid.rows, choice.problem.grid.cols}},  // the model may leave ranks idle
+               {"setting", choice.setting.to_json()},
+               {"predicted", choice.footprint.predicted_seconds()},
+               {"bound", choice.footprint.predicted.bound()}};
+  });
+  decided = nlohmann::json::parse(comm_.broadcast(decided.dump(), kRoot));
+  algorithm_ = algorithms::make_algorithm(decided["algorithm"].get<std::string>());
+  plan_.grid = {decided["grid"][0].get<int>(), decided["grid"][1].get<int>()};
+  problem_.grid = plan_.grid;
+  setting_ = algorithms::Setting::from_json(decided["setting"]);
+  share_ = algorithm_->share(problem_, rank_);
+  if (!share_.active) route_->idle();
+  job_.algorithm = algorithm_->name();
+  job_.comm = setting_.comm_name();
+  job_.backend = backend::kind_name(setting_.backend());
+  job_.kernel = setting_.kernel;
+  job_.settings = algorithm_->describe(setting_);
+  job_.predicted = {{"seconds", decided["predicted"]}, {"bound", decided["bound"]}, {"machine", machine_.name}};
+}
+
+// 2. The backend, the algorithm's check that the plan holds, host memory refused up front.
 void Job::start() {
-  // Every rank writes its own C into the output, or rank 0 gathers them (job/output.hpp).
-  route_ = OutputRoute::choose(comm_, writer_.get(), o_.write, share_.active, plan_.dtype);
   if (o_.beta != 0) route_->add_old_c(io::DatasetRef::parse(o_.c), o_.beta);  // as each block of C leaves
   job_.write = route_->description();
   bool show_progress = o_.progress == "on";
@@ -224,53 +219,41 @@ void Job::start() {
                                                 : " over " + std::to_string(comm_.size()) + " rank(s), ") +
                   dtype_name(plan_.dtype));
   me_.rank = rank_;
-  me_.active = share_.active;
   me_.host = comm_.node().host;
-  if (share_.active) {
-    me_.block_row = share_.block_row;
-    me_.block_col = share_.block_col;
-    me_.row_begin = share_.rows.begin;
-    me_.row_end = share_.rows.end;
-    me_.col_begin = share_.cols.begin;
-    me_.col_end = share_.cols.end;
-    me_.flops = share_.flops;
-  }
+  describe_share(share_, me_);
   start_backend();
   const auto progress = [this](const std::string& what) { progress_->step(what); };
   route_->use(be_.get(), progress);
-  run_ = std::make_unique<algorithms::RankRun>(comm_, *be_, kernel_, problem_, options_, share_, machine_, *route_, me_,
+  run_ = std::make_unique<algorithms::RankRun>(comm_, *be_, problem_, asked_, setting_, share_, machine_, *route_, me_,
                                                job_, progress);
   run_->work = progress_.get();
   algorithm_->start(*run_);
   // Host memory: what the ranks of each node hold against the node's memory.
-  const algorithms::RankFootprint mine = algorithm_->rank_footprint(problem_, run_->setting, machine_, rank_);
+  const algorithms::RankFootprint mine = algorithm_->rank_footprint(problem_, setting_, machine_, rank_);
   refuse_over_node_memory(comm_, static_cast<double>(mine.host_bytes), algorithm_->holds(problem_),
                           algorithm_->memory_advice());
   me_.phases.emplace_back("setup", seconds_since(started_));  // plan, output, backend (GPU start-up)
 }
 
-// The rank's backend (GPU selection happens here), and the kernel `auto` stands for on its share.
-// A rank left idle touches no device: it learns the job's backend from rank 0 (always busy) and
-// takes an idle one of that name, so a second process starts no GPU driver beside the busy ones.
+// The rank's backend (GPU selection happens here), checked against the plan's kernel. A rank left
+// idle touches no device: it takes an idle backend of the job's kind, so a second process starts
+// no GPU context beside the busy ones.
 void Job::start_backend() {
   const auto node = comm_.node();
   comm_.step([&] {
     if (!share_.active) return;
-    be_ = make_rank_backend(o_.backend, {node.local_rank, node.local_size, options_.gpu_memory}, o_.kernel, plan_.dtype,
-                            share_.gemm_m, share_.gemm_n, share_.gemm_k, me_, kernel_);
+    const backend::Placement where{node.local_rank, node.local_size, static_cast<std::size_t>(asked_.gpu_memory)};
+    be_ = make_rank_backend(asked_.backend, where, setting_.kernel, me_);
     if (!o_.baseline.empty()) {
       const auto names = be_->kernels();
       if (std::find(names.begin(), names.end(), o_.baseline) == names.end())
         throw InputError("unknown --baseline kernel '" + o_.baseline + "' for the " + be_->name() + " backend");
     }
   });
-  job_.backend = comm_.broadcast(be_ ? be_->name() : std::string(), kRoot);
-  job_.kernel = comm_.broadcast(kernel_, kRoot);
   if (!share_.active) {
-    be_ = backend::make_idle_backend(job_.backend);
+    be_ = backend::make_idle_backend(setting_.backend());
     me_.device = be_->device();
     me_.device_id = be_->device_id();
-    kernel_ = job_.kernel;
   }
 }
 
@@ -295,7 +278,7 @@ void Job::read() {
   comm_.step([&] {
     if (!s.active) return;
     const double t = MPI_Wtime();
-    prepare_reads();
+    reads_ = rank_reads(o_, share_, problem_, tally_);
     if (stage_gemm()) {  // nothing read yet: the backend asks for the rows as it goes (compute)
       run_->staged = &reads_;
       me_.staged = true;
@@ -342,42 +325,15 @@ bool Job::stage_gemm() const {
   return be_->stages(plan_.dtype, share_.rows.size(), share_.cols.size(), plan_.k);
 }
 
-// This rank's reads: rows [row0, row0 + rows) of its A block or B block (all their columns), as
-// op(A) and op(B) in their own coordinates, whether the file holds them or their transposes
-// (io/operand.hpp); each piece's NaN/Inf counted (every element by one rank) and B's scaled by
-// alpha (after the count: the refusal names the file's values). read() calls them once for whole
-// blocks; a staged GEMM's backend calls them piece by piece, in row order, on this thread.
-void Job::prepare_reads() {
-  const algorithms::Share& s = share_;
-  const DType dtype = plan_.dtype;
-  reads_.a = [this, &s, dtype, op = operand_a(o_)](std::int64_t row0, std::int64_t rows, void* into) {
-    const double t = MPI_Wtime();
-    const std::int64_t cols = s.a_cols.size();
-    io::read_operand_block(op, s.a_rows.begin + row0, rows, s.a_cols.begin, cols, dtype, into);
-    if (s.count_a)
-      scan_a_.merge(scan_nonfinite(into, dtype, rows, cols, s.a_rows.begin + row0, s.a_cols.begin, plan_.k));
-    reads_seconds_ += seconds_since(t);
-  };
-  reads_.b = [this, &s, dtype, op = operand_b(o_)](std::int64_t row0, std::int64_t rows, void* into) {
-    const double t = MPI_Wtime();
-    const std::int64_t cols = s.b_cols.size();
-    io::read_operand_block(op, s.b_rows.begin + row0, rows, s.b_cols.begin, cols, dtype, into);
-    if (s.count_b)
-      scan_b_.merge(scan_nonfinite(into, dtype, rows, cols, s.b_rows.begin + row0, s.b_cols.begin, plan_.n));
-    if (o_.alpha != 1) scale(into, dtype, rows * cols, o_.alpha);  // B's block is the smaller
-    reads_seconds_ += seconds_since(t);
-  };
-}
-
 // 4. The algorithm's compute step.
 void Job::compute() {
   algorithm_->compute(*run_);
   if (!streaming_) return;
   if (run_->staged) {
     for (auto& p : me_.phases)  // every read of A and B, all of them during the GEMM
-      if (p.first == "read") p.second += reads_seconds_;
+      if (p.first == "read") p.second += tally_.seconds;
   } else if (run_->streams) {
-    scan_a_ = streams_.nonfinite();
+    tally_.a = streams_.nonfinite();
     for (auto& p : me_.phases)  // all of A's reading, though most of it overlapped the GEMM
       if (p.first == "read") p.second += streams_.read_seconds();
   }
@@ -389,23 +345,11 @@ void Job::compute() {
 // front, so that all ranks refuse at the same step (not needed with --allow-nonfinite).
 void Job::scan_old_c() {
   if (o_.beta == 0 || o_.allow_nonfinite) return;
-  comm_.step([&] {
-    const partition::Range rows = partition::split(plan_.m, comm_.size(), rank_);
-    const std::size_t row_bytes = static_cast<std::size_t>(plan_.n) * dtype_size(plan_.dtype);
-    // In pieces of about 64 MiB: the scan needs no more of C_old in memory at once.
-    const std::int64_t step = std::max<std::int64_t>(1, static_cast<std::int64_t>((std::size_t{64} << 20) / row_bytes));
-    std::vector<unsigned char> old(static_cast<std::size_t>(std::min(step, rows.size())) * row_bytes);
-    const io::DatasetRef ref = io::DatasetRef::parse(o_.c);
-    for (std::int64_t r = rows.begin; r < rows.end; r += step) {
-      const std::int64_t count = std::min(step, rows.end - r);
-      io::read_block(ref, r, count, 0, plan_.n, plan_.dtype, old.data());
-      scan_old_c_.merge(scan_nonfinite(old.data(), plan_.dtype, count, plan_.n, r, 0, plan_.n));
-    }
-  });
+  comm_.step([&] { scan_old_c_ = job::scan_old_c(o_, rank_, comm_.size(), problem_); });
 }
 
 void Job::refuse_inputs() {
-  std::vector<Scanned> scans{{"A", operand_a(o_), scan_a_, plan_.k}, {"B", operand_b(o_), scan_b_, plan_.n}};
+  std::vector<Scanned> scans{{"A", operand_a(o_), tally_.a, plan_.k}, {"B", operand_b(o_), tally_.b, plan_.n}};
   if (o_.beta != 0) scans.push_back({"C_old", {io::DatasetRef::parse(o_.c), false}, scan_old_c_, plan_.n});
   refuse_nonfinite(comm_, scans, o_.allow_nonfinite);
 }

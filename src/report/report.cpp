@@ -216,6 +216,7 @@ nlohmann::json to_json(const JobReport& r) {
                         {"load_imbalance", r.load_imbalance()}}},
                       {"verification", r.verification},
                       {"predicted", r.predicted},
+                      {"settings", r.settings},
                       {"bound", r.bound_phase()},
                       {"warnings", r.warnings},
                       {"ranks", ranks}};

@@ -78,6 +78,8 @@ struct JobReport {
   std::vector<std::string> warnings;  // about the whole job, e.g. a C that holds NaN or Inf
   // The footprint model's prediction (algorithms/footprint.hpp): seconds, bound, machine (null: none).
   nlohmann::json predicted;
+  // The run's settings as its algorithm describes them (Algorithm::describe): the dry run's value.
+  nlohmann::json settings;
   // --repeat / --warmup: every counted run's times (the fields above describe the last run).
   Repeats repeats;
 

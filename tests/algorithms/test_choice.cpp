@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "algorithms/algorithm.hpp"
 #include "algorithms/choice.hpp"
 #include "core/error.hpp"
 #include "partition/partition.hpp"
@@ -21,8 +22,19 @@ alg::Problem problem(std::int64_t m, std::int64_t n, std::int64_t k, int ranks, 
   return {m, n, k, dtype, ranks, tessera::partition::choose_grid(m, n, k, ranks)};
 }
 
-const alg::Environment kCpu{false, false, false};
-const alg::Environment kNvlink{true, true, false};
+alg::Environment environment(bool gpu, bool nccl, bool cuda_aware, bool in_place = true) {
+  alg::Environment env;
+  env.gpu = gpu;
+  env.nccl = nccl;
+  env.cuda_aware = cuda_aware;
+  env.in_place_write = in_place;
+  return env;
+}
+const alg::Environment kCpu = environment(false, false, false);
+const alg::Environment kNvlink = environment(true, true, false);
+// C gathered to rank 0 (--write gather): the route is part of what the ranks agree on.
+const alg::Environment kCpuGathered = environment(false, false, false, false);
+const alg::Environment kNvlinkGathered = environment(true, true, false, false);
 
 // NCCL groups that cost nothing to set up: on problems this small the default model would
 // rightly prefer a path without them (see "the model overrides the rule" below).
@@ -41,24 +53,24 @@ alg::MachineModel slow_gpus() {
   return m;
 }
 
-std::string chosen(const alg::Request& r, const alg::Problem& p, const alg::Environment& env) {
+std::string chosen(const alg::Asked& r, const alg::Problem& p, const alg::Environment& env) {
   return alg::choose(r, p, env, free_nccl()).algorithm;
 }
 
 }  // namespace
 
 TEST_CASE("auto: the rule of thumb where the model sees no clear winner", "[algorithms][choice]") {
-  const alg::Request r;
+  const alg::Asked r;
   CHECK(chosen(r, problem(20, 20, 40, 1), kCpu) == "panels");  // one rank
   CHECK(chosen(r, problem(20, 20, 40, 2), kCpu) == "panels");  // 1-D grid on host MPI
   CHECK(chosen(r, problem(40, 40, 40, 4), kCpu) == "summa");   // a 2-D grid
   // GPUs: big enough that two are clearly faster than one (below, one GPU is kept). C gathered
   // (--write gather), so that no rank stages its GEMM: the rule's choice between summa and ksplit.
-  alg::Request gathered;
-  gathered.write = "gather";
-  gathered.grid_given = true;  // the rule's grid
+  alg::Asked gathered;
+  gathered.write = alg::WriteRoute::gather;
+  gathered.grid = "given";  // the rule's grid
   const auto gpus = [&gathered](const alg::Problem& p) {
-    return alg::choose(gathered, p, kNvlink, slow_gpus()).algorithm;
+    return alg::choose(gathered, p, kNvlinkGathered, slow_gpus()).algorithm;
   };
   CHECK(gpus(problem(8192, 8192, 8192, 2, DType::f32)) == "ksplit");  // P M N <= (M + N) K over NVLink
   CHECK(gpus(problem(8192, 8192, 1024, 2, DType::f32)) == "summa");   // partials bigger than the inputs
@@ -69,9 +81,9 @@ TEST_CASE("auto: the rule of thumb where the model sees no clear winner", "[algo
   CHECK(staged.footprint.busy == 2);
   CHECK(staged.footprint.root.staged);
   // On a 1x2 grid the blocks share C's rows: their writes add no rate, and each row is a write.
-  alg::Request columns;
+  alg::Asked columns;
   columns.algorithm = "panels";
-  columns.grid_given = true;
+  columns.grid = "1x2";
   auto side_by_side = problem(2000000, 256, 256, 2, DType::f32);
   side_by_side.grid = {1, 2};
   auto stacked = side_by_side;
@@ -82,7 +94,7 @@ TEST_CASE("auto: the rule of thumb where the model sees no clear winner", "[algo
 }
 
 TEST_CASE("auto: more busy GPUs only where clearly faster than fewer", "[algorithms][choice]") {
-  const alg::Request r;
+  const alg::Asked r;
   // Tiny: the rule's ksplit and summa on 2 GPUs are predicted no faster than one GPU.
   for (const auto& p : {problem(64, 64, 64, 2), problem(4096, 4096, 64, 2)}) {
     const auto c = alg::choose(r, p, kNvlink, free_nccl());
@@ -93,9 +105,9 @@ TEST_CASE("auto: more busy GPUs only where clearly faster than fewer", "[algorit
   // A second GPU predicted faster, but by less than kClearlyFaster: one GPU.
   alg::MachineModel m = slow_gpus();
   const auto p = problem(16384, 16384, 16384, 2, DType::f32);
-  alg::Request one;
+  alg::Asked one;
   one.algorithm = "panels";
-  one.grid_given = true;
+  one.grid = "1x1";
   auto alone = p;
   alone.grid = {1, 1};
   const double t1 = alg::choose(one, alone, kNvlink, m).footprint.predicted_seconds();
@@ -112,7 +124,7 @@ TEST_CASE("auto: more busy GPUs only where clearly faster than fewer", "[algorit
 }
 
 TEST_CASE("auto keeps panels for what only panels does", "[algorithms][choice]") {
-  alg::Request r;
+  alg::Asked r;
   r.verify = true;
   CHECK(chosen(r, problem(64, 64, 64, 4), kNvlink) == "panels");
   r = {};
@@ -121,7 +133,7 @@ TEST_CASE("auto keeps panels for what only panels does", "[algorithms][choice]")
 }
 
 TEST_CASE("options an algorithm cannot honour are refused", "[algorithms][choice]") {
-  alg::Request r;
+  alg::Asked r;
   r.algorithm = "summa";
   r.verify = true;
   CHECK_THROWS_AS(alg::choose(r, problem(8, 8, 8, 2), kCpu, {}), InputError);
@@ -131,34 +143,49 @@ TEST_CASE("options an algorithm cannot honour are refused", "[algorithms][choice
   CHECK_THROWS_AS(alg::choose(r, problem(8, 8, 8, 2), kCpu, {}), InputError);
   r = {};
   r.algorithm = "panels";
-  r.comm = "nccl";
+  r.comm = tessera::comm::Path::nccl;
   CHECK_THROWS_AS(alg::choose(r, problem(8, 8, 8, 2), kNvlink, {}), InputError);
   r = {};
   r.algorithm = "ksplit";
-  r.comm = "cuda-aware";
+  r.comm = tessera::comm::Path::cuda_aware;
   CHECK_THROWS_AS(alg::choose(r, problem(8, 8, 8, 2), kNvlink, {}), InputError);
   r = {};
   r.algorithm = "cannon";
   CHECK_THROWS_AS(alg::choose(r, problem(8, 8, 8, 2), kCpu, {}), InputError);
   r = {};
-  r.comm = "infiniband";
+  r.algorithm = "summa";
+  r.comm = tessera::comm::Path::nccl;  // on CPUs
   CHECK_THROWS_AS(alg::choose(r, problem(8, 8, 8, 2), kCpu, {}), InputError);
+  alg::Environment mixed = kNvlink;  // some ranks on a GPU, some not
+  mixed.gpu = false;
+  mixed.mixed = true;
+  CHECK_THROWS_AS(alg::choose({}, problem(8, 8, 8, 2), mixed, {}), InputError);
 }
 
 TEST_CASE("the setting names the comm path each algorithm would take", "[algorithms][choice]") {
-  const alg::Request r;
+  const alg::Asked r;
   const auto p = problem(64, 64, 64, 2);
-  CHECK(alg::setting_for("summa", r, p, kNvlink).comm == "nccl");
-  CHECK(alg::setting_for("summa", r, p, kCpu).comm == "host");
-  CHECK(alg::setting_for("summa", r, p, {true, false, true}).comm == "cuda-aware");
-  CHECK(alg::setting_for("ksplit", r, p, kNvlink).comm == "nccl");
-  alg::Request host;
-  host.comm = "host";
-  CHECK(alg::setting_for("ksplit", host, p, kNvlink).comm == "host");
-  CHECK(alg::setting_for("summa", r, problem(64, 64, 64, 1), kNvlink).comm == "none");
-  alg::Request gather;
-  gather.write = "gather";
-  CHECK_FALSE(alg::setting_for("panels", gather, p, kCpu).in_place_write);
+  const auto settled = [](const std::string& name, const alg::Asked& asked, const alg::Problem& q,
+                          const alg::Environment& env) { return alg::make_algorithm(name)->settle(asked, q, env, {}); };
+  using tessera::comm::Path;
+  CHECK(settled("summa", r, p, kNvlink).comm == Path::nccl);
+  CHECK(settled("summa", r, p, kCpu).comm == Path::host);
+  CHECK(settled("summa", r, p, environment(true, false, true)).comm == Path::cuda_aware);
+  CHECK(settled("ksplit", r, p, kNvlink).comm == Path::nccl);
+  alg::Asked host;
+  host.comm = Path::host;
+  CHECK(settled("ksplit", host, p, kNvlink).comm == Path::host);
+  CHECK(settled("summa", r, problem(64, 64, 64, 1), kNvlink).comm_name() == "none");
+  CHECK(settled("panels", r, p, kCpu).comm_name() == "host");
+  CHECK_FALSE(settled("panels", r, p, kCpuGathered).in_place_write);
+  // Two ranks on one GPU: NCCL cannot join them, unless the second is left idle.
+  alg::Environment shared = kNvlink;
+  shared.shared_gpu_from = 1;
+  CHECK(settled("ksplit", r, p, shared).comm == Path::host);
+  CHECK(settled("summa", r, p, shared).comm == Path::host);
+  auto one_busy = p;
+  one_busy.grid = {1, 1};
+  CHECK(settled("summa", r, one_busy, shared).comm == Path::nccl);
 }
 
 TEST_CASE("the model overrides the rule where it predicts a clearly shorter run", "[algorithms][choice]") {
@@ -167,7 +194,7 @@ TEST_CASE("the model overrides the rule where it predicts a clearly shorter run"
   // NCCL groups that take 10 s to set up: summa and ksplit over NVLink lose to panels on host MPI.
   alg::MachineModel slow_nccl;
   slow_nccl.nccl_group_seconds = 10;
-  const alg::Request r;
+  const alg::Asked r;
   const auto p = problem(2048, 2048, 2048, 2, DType::f32);
   const auto c = alg::choose(r, p, kNvlink, slow_nccl);
   CHECK(c.algorithm == "panels");
@@ -178,15 +205,14 @@ TEST_CASE("the model leaves ranks idle where extra ranks cannot help", "[algorit
   // C gathered to rank 0 over a network of 1 MB/s: one rank alone writes its C, nothing travels.
   alg::MachineModel slow_network;
   slow_network.network_bytes_per_s = 1e6;
-  alg::Request r;
-  r.write = "gather";
-  const auto c = alg::choose(r, problem(1000, 1000, 10, 4), kCpu, slow_network);
+  alg::Asked r;
+  const auto c = alg::choose(r, problem(1000, 1000, 10, 4), kCpuGathered, slow_network);
   CHECK(c.problem.grid.size() == 1);
   CHECK(c.footprint.busy == 1);
   CHECK(c.footprint.ranks == 4);
   // With --grid the grid is the user's.
-  r.grid_given = true;
-  CHECK(alg::choose(r, problem(1000, 1000, 10, 4), kCpu, slow_network).problem.grid.size() == 4);
+  r.grid = "2x2";
+  CHECK(alg::choose(r, problem(1000, 1000, 10, 4), kCpuGathered, slow_network).problem.grid.size() == 4);
 }
 
 TEST_CASE("a small product on GPUs runs on one where a second costs more than it saves", "[algorithms][choice]") {
@@ -209,10 +235,8 @@ TEST_CASE("C is made durable at what its writers reach together", "[algorithms][
   alg::MachineModel m = free_nccl();
   m.durable_write_bytes_per_s = 2e9;
   m.durable_write_bytes_per_s_one_rank = 1e6;  // one writer: a slow stream, two: twice as fast
-  alg::Request gather;
-  gather.write = "gather";
   const auto p = problem(4096, 4096, 64, 2, DType::f32);
-  const auto one = alg::choose(gather, p, kCpu, m), two = alg::choose({}, p, kCpu, m);
+  const auto one = alg::choose({}, p, kCpuGathered, m), two = alg::choose({}, p, kCpu, m);
   REQUIRE(one.footprint.busy == 2);
   REQUIRE(two.footprint.busy == 2);
   const double c_bytes = 4096.0 * 4096 * 4;
@@ -223,7 +247,7 @@ TEST_CASE("C is made durable at what its writers reach together", "[algorithms][
 TEST_CASE("a given --algorithm is kept, whatever the model predicts", "[algorithms][choice]") {
   alg::MachineModel slow_nccl;
   slow_nccl.nccl_group_seconds = 10;
-  alg::Request r;
+  alg::Asked r;
   r.algorithm = "ksplit";
   CHECK(alg::choose(r, problem(2048, 2048, 2048, 2), kNvlink, slow_nccl).algorithm == "ksplit");
 }

@@ -27,9 +27,20 @@ alg::Problem problem(std::int64_t m, std::int64_t n, std::int64_t k, int ranks, 
   return {m, n, k, dtype, ranks, tessera::partition::choose_grid(m, n, k, ranks)};
 }
 
-alg::Footprint of(const std::string& name, const alg::Problem& p, const alg::Setting& s,
-                  const alg::MachineModel& m = {}) {
-  return alg::footprint(*alg::make_algorithm(name), p, s, m);
+// Ranks on GPUs joined by NCCL, or on CPUs; C in place or gathered.
+alg::Environment environment(bool gpu, bool nccl, bool in_place = true) {
+  alg::Environment env;
+  env.gpu = gpu;
+  env.nccl = nccl;
+  env.in_place_write = in_place;
+  return env;
+}
+
+// The footprint of `name` as it settles `asked` on `env`.
+alg::Footprint of(const std::string& name, const alg::Problem& p, const alg::Environment& env = {},
+                  const alg::MachineModel& m = {}, const alg::Asked& asked = {}) {
+  const auto a = alg::make_algorithm(name);
+  return alg::footprint(*a, p, a->settle(asked, p, env, m), m);
 }
 
 }  // namespace
@@ -48,13 +59,13 @@ TEST_CASE("panels: a rank holds its A rows, B columns and C block, and writes it
   CHECK(panels->rank_footprint(p, gather, {}, 1).send_bytes == 50 * 60 * 8);
   CHECK(panels->rank_footprint(p, gather, {}, 1).write_bytes == 0);
   // Rank 0 gathers: a spare buffer for the blocks that arrive while it writes.
-  CHECK(of("panels", p, gather).root.host_bytes > of("panels", p, {}).root.host_bytes);
+  CHECK(of("panels", p, environment(false, false, false)).root.host_bytes > of("panels", p).root.host_bytes);
 }
 
 TEST_CASE("every rank reads and writes its share once: totals cover A, B and C", "[algorithms][footprint]") {
   const auto p = problem(96, 80, 64, 4);
   for (const char* name : {"summa", "ksplit"}) {
-    const auto f = of(name, p, {});
+    const auto f = of(name, p);
     CHECK(f.total_read_bytes == (96 * 64 + 64 * 80) * 8);  // each input word read by one rank
     std::int64_t written = 0;
     const auto a = alg::make_algorithm(name);
@@ -67,37 +78,38 @@ TEST_CASE("summa narrows its panels to MPI's int counts on the MPI paths only", 
   // Blocks of 2^19 rows of float64: a 1024-wide panel would hold 2^32 bytes.
   const std::int64_t side = std::int64_t{1} << 20;
   const alg::Problem p{side, side, 4096, DType::f64, 4, {2, 2}};
-  alg::Setting host, nccl;
-  host.gpu = nccl.gpu = true;
-  host.comm = "host";
-  nccl.comm = "nccl";
-  host.bands = nccl.bands = 1;
+  alg::Asked one_band;
+  one_band.bands = 1;
   const auto summa = alg::make_algorithm("summa");
-  const auto on_host = summa->rank_footprint(p, host, {}, 0), on_nccl = summa->rank_footprint(p, nccl, {}, 0);
+  const alg::Setting host = summa->settle(one_band, p, environment(true, false), {});
+  const alg::Setting nccl = summa->settle(one_band, p, environment(true, true), {});
+  REQUIRE(host.comm == tessera::comm::Path::host);
+  REQUIRE(nccl.comm == tessera::comm::Path::nccl);
   const std::int64_t rows = side / 2, c = rows * rows * 8;
   const std::int64_t narrowed = INT_MAX / (rows * 8);  // 511
-  CHECK(on_host.gpu_bytes == 2 * c + 2 * (rows + rows) * narrowed * 8);
-  CHECK(on_nccl.gpu_bytes == 2 * c + 2 * (rows + rows) * 1024 * 8 + 2 * alg::MachineModel{}.nccl_gpu_bytes_per_comm);
+  CHECK(host.panel_width == narrowed);
+  CHECK(nccl.panel_width == 1024);
+  const auto on_host = summa->rank_footprint(p, host, {}, 0), on_nccl = summa->rank_footprint(p, nccl, {}, 0);
+  const std::int64_t cs =
+      (tessera::backend::gpu_kernel_accumulates(host.kernel, DType::f64) ? 1 : 2) * c;  // a scratch C?
+  CHECK(on_host.gpu_bytes == cs + 2 * (rows + rows) * narrowed * 8);
+  CHECK(on_nccl.gpu_bytes == cs + 2 * (rows + rows) * 1024 * 8 + 2 * alg::MachineModel{}.nccl_gpu_bytes_per_comm);
 }
 
 TEST_CASE("large C blocks are computed in bands, written in place while the next computes", "[algorithms][footprint]") {
   const auto big = problem(32768, 32768, 32768, 2, DType::f32);
-  alg::Setting gpu;
-  gpu.gpu = true;
-  gpu.comm = "nccl";
+  const alg::Environment gpu = environment(true, true);
   const auto ksplit = of("ksplit", big, gpu);
   CHECK(ksplit.setting.bands >= 2);
   CHECK(ksplit.root.write_bytes == big.c_bytes() / 2);  // its own rows: nothing funnels through rank 0
   CHECK(ksplit.root.write_seconds <
         static_cast<double>(ksplit.root.write_bytes) / alg::MachineModel{}.write_bytes_per_s);
   // Gathered: C in one piece, summed onto rank 0, which writes it all.
-  alg::Setting gather = gpu;
-  gather.in_place_write = false;
-  const auto to_root = of("ksplit", big, gather);
+  const auto to_root = of("ksplit", big, environment(true, true, false));
   CHECK(to_root.setting.bands == 1);
   CHECK(to_root.root.write_bytes == big.c_bytes());
   // Small C: one band.
-  CHECK(of("summa", problem(512, 512, 512, 4), {}).setting.bands == 1);
+  CHECK(of("summa", problem(512, 512, 512, 4)).setting.bands == 1);
   CHECK(of("summa", problem(65536, 65536, 1024, 4), gpu).setting.bands >= 2);
 }
 
@@ -108,7 +120,7 @@ TEST_CASE("the prediction names the phase that bounds the run", "[algorithms][fo
   alg::MachineModel slow_start;
   slow_start.startup_seconds = 100;
   CHECK(of("panels", problem(64, 64, 64, 1), {}, slow_start).predicted.bound() == "start-up");
-  const auto f = of("panels", problem(64, 64, 64, 1), {});
+  const auto f = of("panels", problem(64, 64, 64, 1));
   CHECK(f.predicted_seconds() == f.predicted.startup + f.predicted.read + f.predicted.compute + f.predicted.write);
 }
 

@@ -30,17 +30,17 @@ TEST_CASE("summa: auto takes nccl, then cuda-aware, then host", "[comm][choice]"
                           Case{false, false, false, Path::host}, Case{false, false, true, Path::host},
                           // the CPU backend never takes a device path, whatever the build has
                           Case{false, true, true, Path::host});
-  CHECK(comm::choose_path("auto", c.cuda, c.nccl, c.cuda_aware) == c.expected);
+  CHECK(comm::choose_path(std::nullopt, c.cuda, c.nccl, c.cuda_aware) == c.expected);
 }
 
 TEST_CASE("summa: an explicit --comm is taken where it can run, refused with the reason where not", "[comm][choice]") {
-  CHECK(comm::choose_path("host", true, true, true) == Path::host);
-  CHECK(comm::choose_path("host", false, false, false) == Path::host);
-  CHECK(comm::choose_path("nccl", true, true, false) == Path::nccl);
-  CHECK(comm::choose_path("cuda-aware", true, true, true) == Path::cuda_aware);
+  CHECK(comm::choose_path(Path::host, true, true, true) == Path::host);
+  CHECK(comm::choose_path(Path::host, false, false, false) == Path::host);
+  CHECK(comm::choose_path(Path::nccl, true, true, false) == Path::nccl);
+  CHECK(comm::choose_path(Path::cuda_aware, true, true, true) == Path::cuda_aware);
   const auto refused = [](const std::string& want, bool cuda, bool nccl, bool aware, const std::string& why) {
     try {
-      (void)comm::choose_path(want, cuda, nccl, aware);
+      (void)comm::choose_path(comm::parse_path(want), cuda, nccl, aware);
       FAIL("--comm " << want << " was accepted");
     } catch (const InputError& e) {
       CHECK(std::string(e.what()).find(why) != std::string::npos);
@@ -54,18 +54,21 @@ TEST_CASE("summa: an explicit --comm is taken where it can run, refused with the
 }
 
 TEST_CASE("ksplit: the sum is on the devices where NCCL is usable and not refused", "[comm][choice]") {
-  CHECK(comm::choose_reduce_path("auto", true) == Path::nccl);
-  CHECK(comm::choose_reduce_path("nccl", true) == Path::nccl);
-  CHECK(comm::choose_reduce_path("host", true) == Path::host);
-  CHECK(comm::choose_reduce_path("auto", false) == Path::host);
-  CHECK(comm::choose_reduce_path("host", false) == Path::host);
-  CHECK_THROWS_AS(comm::choose_reduce_path("nccl", false), InputError);
+  CHECK(comm::choose_reduce_path(std::nullopt, true) == Path::nccl);
+  CHECK(comm::choose_reduce_path(Path::nccl, true) == Path::nccl);
+  CHECK(comm::choose_reduce_path(Path::host, true) == Path::host);
+  CHECK(comm::choose_reduce_path(std::nullopt, false) == Path::host);
+  CHECK(comm::choose_reduce_path(Path::host, false) == Path::host);
+  CHECK_THROWS_AS(comm::choose_reduce_path(Path::nccl, false), InputError);
 }
 
 TEST_CASE("paths are named as --comm and the report name them; MPI paths count in int", "[comm][choice]") {
   CHECK(comm::path_name(Path::host) == "host");
   CHECK(comm::path_name(Path::cuda_aware) == "cuda-aware");
   CHECK(comm::path_name(Path::nccl) == "nccl");
+  for (const Path path : {Path::host, Path::cuda_aware, Path::nccl})
+    CHECK(comm::parse_path(comm::path_name(path)) == path);
+  CHECK_FALSE(comm::parse_path("auto").has_value());
   CHECK(comm::int_counts(Path::host));
   CHECK(comm::int_counts(Path::cuda_aware));
   CHECK_FALSE(comm::int_counts(Path::nccl));

@@ -470,7 +470,7 @@ TEST_CASE("the cuda backend keeps a product on the device for the comm layer", "
     }
     CHECK(copied == c);
   }
-  CHECK_THROWS_AS(backend::make_backend("cpu", {})->gemm_on_device("auto", {}), tessera::Error);
+  CHECK_THROWS_AS(backend::make_backend(backend::Kind::cpu, {})->gemm_on_device("auto", {}), tessera::Error);
 }
 
 TEST_CASE("unknown kernels and unsupported sizes are refused with InputError", "[gpu][small]") {

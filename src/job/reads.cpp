@@ -1,0 +1,71 @@
+#include "job/reads.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "io/hdf5_io.hpp"
+#include "io/operand.hpp"
+#include "job/plan.hpp"
+#include "job/refusals.hpp"
+#include "partition/partition.hpp"
+
+namespace tessera::job {
+
+namespace {
+
+// x *= factor over `count` elements of `dtype`.
+void scale(void* data, DType dtype, std::int64_t count, double factor) {
+  if (dtype == DType::f32) {
+    auto* x = static_cast<float*>(data);
+    const auto f = static_cast<float>(factor);
+    for (std::int64_t i = 0; i < count; ++i) x[i] *= f;
+  } else {
+    auto* x = static_cast<double*>(data);
+    for (std::int64_t i = 0; i < count; ++i) x[i] *= factor;
+  }
+}
+
+}  // namespace
+
+algorithms::StagedReads rank_reads(const RunOptions& o, const algorithms::Share& share, const algorithms::Problem& p,
+                                   ReadTally& tally) {
+  const algorithms::Share* s = &share;
+  const DType dtype = p.dtype;
+  algorithms::StagedReads reads;
+  reads.a = [s, &tally, dtype, k = p.k, op = operand_a(o)](std::int64_t row0, std::int64_t rows, void* into) {
+    const double t = MPI_Wtime();
+    const std::int64_t cols = s->a_cols.size();
+    io::read_operand_block(op, s->a_rows.begin + row0, rows, s->a_cols.begin, cols, dtype, into);
+    if (s->count_a) tally.a.merge(scan_nonfinite(into, dtype, rows, cols, s->a_rows.begin + row0, s->a_cols.begin, k));
+    tally.seconds += MPI_Wtime() - t;
+  };
+  reads.b = [s, &tally, dtype, n = p.n, alpha = o.alpha, op = operand_b(o)](std::int64_t row0, std::int64_t rows,
+                                                                            void* into) {
+    const double t = MPI_Wtime();
+    const std::int64_t cols = s->b_cols.size();
+    io::read_operand_block(op, s->b_rows.begin + row0, rows, s->b_cols.begin, cols, dtype, into);
+    if (s->count_b) tally.b.merge(scan_nonfinite(into, dtype, rows, cols, s->b_rows.begin + row0, s->b_cols.begin, n));
+    if (alpha != 1) scale(into, dtype, rows * cols, alpha);  // B's block is the smaller
+    tally.seconds += MPI_Wtime() - t;
+  };
+  return reads;
+}
+
+io::NonfiniteCount scan_old_c(const RunOptions& o, int rank, int ranks, const algorithms::Problem& p) {
+  io::NonfiniteCount found;
+  const partition::Range rows = partition::split(p.m, ranks, rank);
+  const std::size_t row_bytes = static_cast<std::size_t>(p.n) * dtype_size(p.dtype);
+  const std::int64_t step = std::max<std::int64_t>(1, static_cast<std::int64_t>((std::size_t{64} << 20) / row_bytes));
+  std::vector<unsigned char> old(static_cast<std::size_t>(std::min(step, rows.size())) * row_bytes);
+  const io::DatasetRef ref = io::DatasetRef::parse(o.c);
+  for (std::int64_t r = rows.begin; r < rows.end; r += step) {
+    const std::int64_t count = std::min(step, rows.end - r);
+    io::read_block(ref, r, count, 0, p.n, p.dtype, old.data());
+    found.merge(scan_nonfinite(old.data(), p.dtype, count, p.n, r, 0, p.n));
+  }
+  return found;
+}
+
+}  // namespace tessera::job
