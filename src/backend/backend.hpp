@@ -117,10 +117,10 @@ struct PhaseTime {
   double seconds = 0;
 };
 
-// How the CUDA backend splits large GEMMs, shared with the footprint model (algorithms/panels.cpp, ksplit.cpp).
+// How the CUDA backend splits large GEMMs, shared with device_bytes (the footprint model's figure).
 // In-core GEMMs whose A + B + C reach kPipelineMinBytes run in at least kPipelineTiles row tiles,
-// so the copies of one tile overlap the kernel of another. ksplit's partial product runs in
-// kKsplitChunks chunks of K (two in flight) once K reaches kKsplitChunkMinK.
+// so the copies of one tile overlap the kernel of another. A product kept on the device
+// (gemm_on_device) runs in kKeptChunks chunks of K (two in flight) once K reaches kKeptChunkMinK.
 inline constexpr std::size_t kPipelineMinBytes = std::size_t{256} << 20;
 inline constexpr std::int64_t kPipelineTiles = 4;
 // A staged GEMM on the GPU (StagedProblem) runs in tiles of A's rows of about kStagedTileBytes
@@ -128,8 +128,8 @@ inline constexpr std::int64_t kPipelineTiles = 4;
 // stage_piece_bytes() (shared with the footprint model).
 inline constexpr std::size_t kStagedTileBytes = std::size_t{128} << 20;
 inline constexpr int kStagingSlots = 9;
-inline constexpr std::int64_t kKsplitChunks = 4;
-inline constexpr std::int64_t kKsplitChunkMinK = 2048;
+inline constexpr std::int64_t kKeptChunks = 4;
+inline constexpr std::int64_t kKeptChunkMinK = 2048;
 
 // Where a rank sits on its node; a GPU backend picks its device from this.
 struct Placement {
@@ -186,7 +186,7 @@ HostBuffer allocate_pageable(std::size_t bytes);
 // opaque cudaStream_t, ordered after (and before) the backend's own work on the same memory.
 using DeviceWork = std::function<void(void* stream)>;
 
-// SUMMA (algorithms/summa.cpp): one rank's C block (m x n), summed on its device over panels of K:
+// A C block (m x n), summed on the device over panels of K (a 2-D algorithm's product):
 // C += A_p B_p, A_p m x w and B_p w x n (w <= max_w), each panel arriving either from this rank's
 // own blocks (stage) or from another rank (into host(slot) by MPI, then upload; or straight into
 // device(slot) by CUDA-aware MPI, or by a transfer). Two slots: while one multiplies, the next
@@ -223,12 +223,12 @@ class PanelProduct {
   // kind of step, summed over the panels (they overlap, so the sum may exceed the wall time):
   // "h2d", "bcast" (transfers), "kernel", "d2h" (GPU); "kernel" (CPU).
   virtual std::vector<PhaseTime> finish() = 0;
-  // C on the device (m x n), final after finish(): summa's gather over the devices sends it from
+  // C on the device (m x n), final after finish(): a gather over the devices sends it from
   // there, and on rank 0 receives the other blocks into it. The host C on the CPU.
   virtual void* device_c() = 0;
 };
 
-// ksplit (algorithms/ksplit.cpp): a partial product C = A * B kept on the device
+// A product C = A * B kept on the device
 // (Backend::gemm_on_device), for the comm layer to sum over the ranks' devices, then copied down.
 class DeviceProduct {
  public:
@@ -289,12 +289,12 @@ class Backend {
   // between the backend's own steps (setting NCCL groups up, sending C blocks); nullptr on the CPU.
   virtual void* device_stream() const { return nullptr; }
 
-  // --- ksplit (algorithms/ksplit.cpp): C = A * B left on the device (the GPU; the CPU throws). p.c is
+  // --- C = A * B left on the device (the GPU; the CPU throws), e.g. a partial product. p.c is
   // not written: on the root it may name the host C that DeviceProduct::finish will fill (the
   // backend may prepare it, e.g. page-lock it while the kernel runs), elsewhere nullptr.
   virtual std::unique_ptr<DeviceProduct> gemm_on_device(const std::string& kernel, const GemmProblem& p);
 
-  // --- summa (algorithms/summa.cpp). host_c: the m x n C block in host memory, zero on entry (the CPU
+  // --- C summed over panels of K (PanelProduct). host_c: the m x n C block in host memory, zero on entry (the CPU
   // sums into it; a GPU copies its sum there in finish()). host_staging: panels will arrive
   // through PanelProduct::host() (host MPI), so a GPU page-locks staging for both slots; without
   // it (panels arrive in device memory) host() must not be called on a GPU. Throws DeviceError
@@ -337,7 +337,7 @@ struct DeviceUse {
 std::int64_t device_bytes(Kind kind, const DeviceUse& use);
 
 // Whether the GPU kernel `kernel` ("auto": the built-in default for `dtype`) adds into C itself,
-// so products summed over K (summa, ksplit's chunks) need no scratch C on the device. False
+// so products summed over K (panel products, chunked products kept on the device) need no scratch C. False
 // in a build without CUDA (the dry run then counts the scratch C).
 bool gpu_kernel_accumulates(const std::string& kernel, DType dtype);
 

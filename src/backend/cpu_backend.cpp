@@ -75,7 +75,7 @@ class CpuBackend final : public Backend {
   }
 };
 
-// SUMMA on the CPU: panels in host slots, each product into a scratch C that is then added to
+// The panel product on the CPU: panels in host slots, each product into a scratch C that is then added to
 // the caller's C (the CPU kernels write C = A * B). Synchronous: no overlap on the CPU.
 class CpuPanelProduct final : public PanelProduct {
  public:

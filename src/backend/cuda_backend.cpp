@@ -1,6 +1,6 @@
 // The CUDA backend: one GPU per rank. A GEMM runs in core (A and B up, one kernel, C down), or
-// streamed in tiles when it is large, streamed, or does not fit the GPU (cuda_gemm.hpp); summa's
-// panel product and ksplit's product on the device have files of their own. The kernels come
+// streamed in tiles when it is large, streamed, or does not fit the GPU (cuda_gemm.hpp); the panel
+// product and the product kept on the device have files of their own. The kernels come
 // from the registry (kernels/gpu_gemm.hpp), `auto` from KernelChoice (the tune file).
 #include "backend/cuda_backend.hpp"
 

@@ -1,4 +1,4 @@
-// ksplit's partial product on the GPU (cuda_gemm.hpp, backend.hpp's DeviceProduct): C = A * B
+// A product kept on the GPU (cuda_gemm.hpp, backend.hpp's DeviceProduct): C = A * B
 // kept on the device for the comm layer to sum. K runs in chunks (backend.hpp): the next chunk's
 // A columns and B rows go up on a copy stream while the current one multiplies into C
 // (accumulating), two chunk buffers in turn on a DoubleBuffer.
@@ -94,7 +94,7 @@ void refuse_over_free_memory(const Gpu& gpu, const std::string& kernel, const Ge
 std::unique_ptr<DeviceProduct> gemm_kept_on_device(Gpu& gpu, const std::string& kernel, const GemmProblem& p) {
   CUDA_CHECK(cudaSetDevice(gpu.device));
   const std::size_t elem = dtype_size(p.dtype);
-  const std::int64_t chunks = p.k >= kKsplitChunkMinK ? kKsplitChunks : 1;
+  const std::int64_t chunks = p.k >= kKeptChunkMinK ? kKeptChunks : 1;
   const std::int64_t w = (p.k + chunks - 1) / chunks;
   refuse_over_free_memory(gpu, kernel, p, chunks);
   const std::string of_gemm = " of a product kept on the device";

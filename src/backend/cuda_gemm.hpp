@@ -1,6 +1,6 @@
 #pragma once
 // The CUDA backend's ways of computing, one file each (cuda_backend.cpp picks among them):
-// in core, streamed in tiles (out of core, or pipelined), summa's panel product and ksplit's
+// in core, streamed in tiles (out of core, or pipelined), the panel product and the
 // product kept on the device. Internal to the backend.
 #include <cstddef>
 #include <cstdint>

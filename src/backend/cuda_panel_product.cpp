@@ -1,4 +1,4 @@
-// SUMMA on one GPU (backend.hpp's PanelProduct): C stays on the device; panels arrive on a copy
+// A C block summed over panels of K on one GPU (backend.hpp's PanelProduct): C stays on the device; panels arrive on a copy
 // stream into two slots and multiply on a compute stream, ordered by a DoubleBuffer without the
 // host waiting: a slot's copies wait for the multiply that last read it, a multiply waits for its
 // slot's copies.

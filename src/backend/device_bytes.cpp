@@ -26,12 +26,12 @@ std::int64_t panel_product_bytes(const DeviceUse& u, std::int64_t es, bool accum
   return (accumulates ? 1 : 2) * c + PanelProduct::kSlots * (u.m + u.n) * u.k * es;
 }
 
-// K in kKsplitChunks chunks from kKsplitChunkMinK on, two in flight, summed into C (with a scratch
+// K in kKeptChunks chunks from kKeptChunkMinK on, two in flight, summed into C (with a scratch
 // C where the kernel cannot add into C); else A, B and C at once.
 std::int64_t kept_product_bytes(const DeviceUse& u, std::int64_t es, bool accumulates) {
   const std::int64_t c = u.m * u.n * es;
-  if (u.k < kKsplitChunkMinK) return (u.m + u.n) * u.k * es + c;
-  const std::int64_t chunk = (u.k + kKsplitChunks - 1) / kKsplitChunks;
+  if (u.k < kKeptChunkMinK) return (u.m + u.n) * u.k * es + c;
+  const std::int64_t chunk = (u.k + kKeptChunks - 1) / kKeptChunks;
   return 2 * (u.m + u.n) * chunk * es + (accumulates ? 1 : 2) * c;
 }
 

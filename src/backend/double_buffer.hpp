@@ -2,8 +2,8 @@
 // Two buffers used in turn, so that the next one fills while the current one is used: the events
 // that order a producer stream and a consumer stream on them without the host waiting. A fill
 // waits until the buffer's last use is done; a use waits until its fill is. Every pipeline of the
-// CUDA backend runs on this one helper: the streamed GEMM (A rows, B columns, C tiles), ksplit's
-// chunks of K, summa's panel slots. Internal to the backend.
+// CUDA backend runs on this one helper: the streamed GEMM (A rows, B columns, C tiles), the kept
+// product's chunks of K, the panel product's slots. Internal to the backend.
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda_check.hpp"

@@ -23,45 +23,52 @@ struct Shapes {
   std::int64_t m = 0, n = 0, k = 0;
   int dtype = 1;
 };
+
+// Rank 0: where A, B and C live (refused where HDF5 would fill them: commands/command_paths.hpp),
+// their shapes, and the precision C was computed in. Throws InputError.
+Shapes inspect(const VerifyOptions& o, const io::Operand& aop, const io::Operand& bop, const io::DatasetRef& cref) {
+  const auto& aref = aop.ref;
+  const auto& bref = bop.ref;
+  Shapes s;
+  for (const auto& note : guard_verify_paths(o).notes) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
+  const auto a = io::inspect_operand(aop), b = io::inspect_operand(bop), c = io::inspect(cref);
+  if (a.cols != b.rows)
+    throw InputError(fmt::format("inner dimensions disagree: A '{}' is {}x{} but B '{}' is {}x{}", aref.str(), a.rows,
+                                 a.cols, bref.str(), b.rows, b.cols));
+  if (c.rows != a.rows || c.cols != b.cols)
+    throw InputError(fmt::format("C '{}' is {}x{} but A*B is {}x{}", cref.str(), c.rows, c.cols, a.rows, b.cols));
+  if (a.rows < 1 || a.cols < 1 || b.cols < 1) throw InputError("A or B has a zero dimension");
+  // A C that tessera made with beta != 0 holds beta C_old too, and C_old is gone: nothing to
+  // check it against (README), so it is refused rather than called wrong.
+  const auto attrs = io::read_attributes(cref);
+  const auto attribute = [&attrs](const std::string& name) -> const std::string* {
+    const auto it = std::find_if(attrs.begin(), attrs.end(), [&](const auto& attr) { return attr.first == name; });
+    return it == attrs.end() ? nullptr : &it->second;
+  };
+  if (const std::string* beta = attribute("beta"); beta != nullptr && attribute("tessera_version") != nullptr) {
+    char* end = nullptr;
+    if (const double value = std::strtod(beta->c_str(), &end); end != beta->c_str() && value != 0)
+      throw InputError("C '" + cref.str() + "' was made with beta = " + *beta +
+                       " (its attribute 'beta'): it holds beta * C_old, which is gone, so verify cannot check it");
+  }
+  s = {a.rows, b.cols, a.cols, static_cast<int>(c.natural)};
+  DType asked = DType::f64;
+  if (parse_dtype(o.dtype, &asked))
+    s.dtype = static_cast<int>(asked);
+  else if (!o.dtype.empty())
+    throw InputError("invalid --dtype '" + o.dtype + "' (choose: f32, f64)");
+  return s;
+}
+
 }  // namespace
 
 VerifyResult verify(const VerifyOptions& o, const comm::Comm& comm) {
   const io::Operand aop{io::DatasetRef::parse(o.a), o.transpose_a};
   const io::Operand bop{io::DatasetRef::parse(o.b), o.transpose_b};
-  const auto& aref = aop.ref;
-  const auto& bref = bop.ref;
   const auto cref = io::DatasetRef::parse(o.c);
   Shapes s;
   comm.step([&] {
-    if (comm.rank() != 0) return;
-    // Where A, B and C live, refused where HDF5 would fill them (commands/command_paths.hpp).
-    for (const auto& note : guard_verify_paths(o).notes) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
-    const auto a = io::inspect_operand(aop), b = io::inspect_operand(bop), c = io::inspect(cref);
-    if (a.cols != b.rows)
-      throw InputError(fmt::format("inner dimensions disagree: A '{}' is {}x{} but B '{}' is {}x{}", aref.str(), a.rows,
-                                   a.cols, bref.str(), b.rows, b.cols));
-    if (c.rows != a.rows || c.cols != b.cols)
-      throw InputError(fmt::format("C '{}' is {}x{} but A*B is {}x{}", cref.str(), c.rows, c.cols, a.rows, b.cols));
-    if (a.rows < 1 || a.cols < 1 || b.cols < 1) throw InputError("A or B has a zero dimension");
-    // A C that tessera made with beta != 0 holds beta C_old too, and C_old is gone: nothing to
-    // check it against (README), so it is refused rather than called wrong.
-    const auto attrs = io::read_attributes(cref);
-    const auto attribute = [&attrs](const std::string& name) -> const std::string* {
-      const auto it = std::find_if(attrs.begin(), attrs.end(), [&](const auto& attr) { return attr.first == name; });
-      return it == attrs.end() ? nullptr : &it->second;
-    };
-    if (const std::string* beta = attribute("beta"); beta != nullptr && attribute("tessera_version") != nullptr) {
-      char* end = nullptr;
-      if (const double value = std::strtod(beta->c_str(), &end); end != beta->c_str() && value != 0)
-        throw InputError("C '" + cref.str() + "' was made with beta = " + *beta +
-                         " (its attribute 'beta'): it holds beta * C_old, which is gone, so verify cannot check it");
-    }
-    s = {a.rows, b.cols, a.cols, static_cast<int>(c.natural)};
-    DType asked = DType::f64;
-    if (parse_dtype(o.dtype, &asked))
-      s.dtype = static_cast<int>(asked);
-    else if (!o.dtype.empty())
-      throw InputError("invalid --dtype '" + o.dtype + "' (choose: f32, f64)");
+    if (comm.rank() == 0) s = inspect(o, aop, bop, cref);
   });
   TESSERA_MPI_CHECK(MPI_Bcast(&s, sizeof s, MPI_BYTE, 0, comm.get()));
   const DType dtype = static_cast<DType>(s.dtype);
