@@ -257,11 +257,7 @@ class Backend {
   virtual DeviceIdentity device_identity() const { return {}; }
   virtual std::vector<std::string> kernels() const = 0;  // selectable names, first is the default
   virtual std::string default_kernel() const { return kernels().front(); }
-  // The kernel "auto" stands for on a problem of this type and shape (e.g. a tuned choice).
-  virtual std::string resolve_kernel(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const {
-    (void)dtype, (void)m, (void)n, (void)k;
-    return default_kernel();
-  }
+  // (The kernel "auto" stands for is resolved once, for the whole job: resolve_kernel below.)
   // Throws InputError for an unknown kernel name, DeviceError for device failures.
   virtual std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) = 0;
   // Host memory for the problems this backend will compute (pinned on a GPU backend).

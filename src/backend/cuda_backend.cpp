@@ -56,9 +56,6 @@ class CudaBackend final : public Backend {
 
   std::vector<std::string> kernels() const override { return kernel_list(default_kernel()); }
   std::string default_kernel() const override { return choice_.default_kernel(); }
-  std::string resolve_kernel(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const override {
-    return choice_.resolve(dtype, m, n, k);
-  }
 
   std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) override {
     const std::string name = choice_.name_for(kernel, p.dtype, p.m, p.n, p.k);

@@ -394,7 +394,7 @@ TEST_CASE("the cuda backend's panel product sums panels of K", "[gpu][small][sum
   std::vector<double> c(1);
   CHECK_THROWS_AS(
       cuda->panel_product("cublas", DType::f64, std::int64_t{1} << 20, std::int64_t{1} << 20, 1, c.data(), true),
-      DeviceError);  // 8 TiB of C: refused up front, saying what summa needs
+      DeviceError);  // 8 TiB of C: refused up front, saying what the panel product needs
 }
 
 // The comm layer's hook into a slot (PanelProduct::transfer, how NCCL broadcasts): device work
@@ -442,7 +442,7 @@ TEST_CASE("the panel product runs device transfers in the slot's order", "[gpu][
 TEST_CASE("the cuda backend keeps a product on the device for the comm layer", "[gpu][small][ksplit]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
   auto cuda = backend::make_cuda_backend({0, 1});
-  for (const Shape s : {Shape{37, 29, 53}, Shape{33, 31, backend::kKsplitChunkMinK + 3}, Shape{5, 7, 0}}) {
+  for (const Shape s : {Shape{37, 29, 53}, Shape{33, 31, backend::kKeptChunkMinK + 3}, Shape{5, 7, 0}}) {
     INFO(shape_str(s));
     const Problem<double> p({s.m, s.n, std::max<std::int64_t>(s.k, 1)}, 5);
     std::vector<double> c(static_cast<std::size_t>(s.m * s.n), std::numeric_limits<double>::quiet_NaN());
