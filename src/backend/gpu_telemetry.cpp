@@ -6,17 +6,21 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <utility>
 
 namespace tessera::backend {
 
 namespace {
 
-// The median of the values that are not NaN; NaN when there are none.
-double median_of(std::vector<double> x) {
-  x.erase(std::remove_if(x.begin(), x.end(), [](double v) { return std::isnan(v); }), x.end());
-  if (x.empty()) return TelemetryStats::kNone;
+// The values of one field of the samples that NVML gave (not NaN), sorted.
+std::vector<double> sorted_values(const std::vector<TelemetrySample>& samples, double TelemetrySample::*field) {
+  std::vector<double> x;
+  for (const TelemetrySample& s : samples)
+    if (!std::isnan(s.*field)) x.push_back(s.*field);
   std::sort(x.begin(), x.end());
+  return x;
+}
+
+double median_of_sorted(const std::vector<double>& x) {
   const std::size_t h = x.size() / 2;
   return x.size() % 2 ? x[h] : (x[h - 1] + x[h]) / 2;
 }
@@ -26,19 +30,15 @@ double median_of(std::vector<double> x) {
 TelemetryStats summarize(const std::vector<TelemetrySample>& samples) {
   TelemetryStats t;
   t.samples = static_cast<int>(samples.size());
-  std::vector<double> mhz, watts;
-  for (const TelemetrySample& s : samples) {
-    mhz.push_back(s.sm_mhz);
-    watts.push_back(s.power_w);
-    if (!std::isnan(s.sm_mhz)) {
-      t.sm_mhz_min = std::isnan(t.sm_mhz_min) ? s.sm_mhz : std::min(t.sm_mhz_min, s.sm_mhz);
-      t.sm_mhz_max = std::isnan(t.sm_mhz_max) ? s.sm_mhz : std::max(t.sm_mhz_max, s.sm_mhz);
-    }
-    if (!std::isnan(s.power_w))
-      t.power_w_max = std::isnan(t.power_w_max) ? s.power_w : std::max(t.power_w_max, s.power_w);
+  if (const auto mhz = sorted_values(samples, &TelemetrySample::sm_mhz); !mhz.empty()) {
+    t.sm_mhz_median = median_of_sorted(mhz);
+    t.sm_mhz_min = mhz.front();
+    t.sm_mhz_max = mhz.back();
   }
-  t.sm_mhz_median = median_of(std::move(mhz));
-  t.power_w_median = median_of(std::move(watts));
+  if (const auto watts = sorted_values(samples, &TelemetrySample::power_w); !watts.empty()) {
+    t.power_w_median = median_of_sorted(watts);
+    t.power_w_max = watts.back();
+  }
   return t;
 }
 
