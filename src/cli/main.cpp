@@ -341,7 +341,8 @@ void add_device_commands(CLI::App& app, Commands& c) {
   c.b->add_option("--json", c.bo.json_path, "write results as JSON");
   c.b->add_option("--csv", c.bo.csv_path, "write results as CSV");
 
-  c.tu = app.add_subcommand("tune", "time tessera's GPU kernels here and store the fastest for --kernel auto");
+  c.tu = app.add_subcommand(
+      "tune", "time the full-precision GPU kernels (cuBLAS too) here and store the fastest for --kernel auto");
   c.tu->add_option("--sizes", c.to.sizes, "sizes: N (cube) or MxNxK (default 1024,2048,4096,8192)")->delimiter(',');
   c.tu->add_option("--dtypes", c.to.dtypes, "f32,f64 (default both)")->delimiter(',');
   c.tu->add_option("--out", c.to.out,
