@@ -83,6 +83,7 @@ have_header /usr/include/CLI/CLI.hpp           || missing+=(libcli11-dev)
 have_header /usr/include/nlohmann/json.hpp     || missing+=(nlohmann-json3-dev)
 have_header /usr/include/fmt/core.h            || missing+=(libfmt-dev)
 have_header /usr/include/libdeflate.h          || missing+=(libdeflate-dev)  # parallel inflate of gzip inputs
+have_header /usr/include/liblzf/lzf.h /usr/include/lzf.h || missing+=(liblzf-dev)  # h5py's LZF inputs
 # OpenBLAS itself, not only some cblas.h (reference BLAS ships one too)
 have_header /usr/lib/*/libopenblas.so /usr/lib/*/openblas*/libopenblas.so /usr/lib/libopenblas.so \
   || missing+=(libopenblas-dev)
@@ -93,6 +94,16 @@ command -v pkg-config >/dev/null || missing+=(pkgconf)
 python_with_h5py >/dev/null || missing+=(python3-h5py python3-numpy)
 # The schema tests validate every JSON tessera writes against docs/schema/ (ctest -R schema).
 /usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1 || missing+=(python3-jsonschema)
+# HDF5 filter plugins that h5py and hdf5plugin pipelines write with (LZF, LZ4, bzip2, Blosc,
+# ZFP), found by HDF5 in its default plugin folder; python3-hdf5plugin writes them in the tests.
+if [ "$want_phdf5" != 1 ]; then
+  plugins=/usr/lib/$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)/hdf5/serial/plugins
+  have_header "$plugins"/liblzf_filter.so || missing+=(hdf5-plugin-lzf)
+  have_header "$plugins"/libh5lz4.so || missing+=(hdf5-filter-plugin)
+  have_header "$plugins"/libH5Zblosc.so "$plugins"/libblosc_filter.so || missing+=(hdf5-filter-plugin-blosc-serial)
+  have_header "$plugins"/libh5zzfp.so || missing+=(hdf5-filter-plugin-zfp-serial)
+  /usr/bin/python3 -c 'import hdf5plugin' >/dev/null 2>&1 || missing+=(python3-hdf5plugin)
+fi
 # The Python package's install test builds it with pip (python/).
 /usr/bin/python3 -c 'import pip, setuptools, wheel' >/dev/null 2>&1 || missing+=(python3-pip python3-setuptools python3-wheel)
 if ! catch2_v3_present; then need_backports=1; fi

@@ -244,6 +244,10 @@ add_mpi_test(crash.TERM.new.np3 3 crash_sweep.py --case new --stop TERM)
 set_tests_properties(crash.TERM.new.np3 PROPERTIES LABELS "mpi;fault;crash")
 add_mpi_test(crash.enospc.beta.np3 3 crash_sweep.py --case beta --stop enospc)
 set_tests_properties(crash.enospc.beta.np3 PROPERTIES LABELS "mpi;fault;crash")
+# Inputs through the HDF5 filters of h5py and hdf5plugin pipelines (#31 item 3): LZF, LZ4, bzip2,
+# Blosc, ZFP (lossless); a filter that cannot be loaded is refused naming it.
+add_mpi_test(io.filters 1 filters.py)
+
 # Two writers of one file (HDF5's locking on and off), a full disk (a real small tmpfs: root),
 # refusals that leave the output byte for byte as it was (tests/scripts/writers.py).
 foreach(_case two-writers full-disk refused-readonly)
