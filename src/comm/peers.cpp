@@ -23,6 +23,7 @@ bool env_set(const char* name) {
   return v != nullptr && *v != '\0' && std::string(v) != "0";
 }
 
+#ifdef TESSERA_HAVE_NCCL
 // Slowest first: the job's transport is its slowest pair's.
 int rank_of(const std::string& transport) {
   if (transport == "NET") return 0;
@@ -31,7 +32,6 @@ int rank_of(const std::string& transport) {
   return 3;  // P2P/NVLink
 }
 
-#ifdef TESSERA_HAVE_NCCL
 // NVML, opened with dlopen (a driver library; no header in every toolkit): whether two GPUs are
 // joined by NVLink. False where NVML is missing or cannot tell.
 class Nvml {
