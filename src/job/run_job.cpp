@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,6 +31,8 @@
 #include "algorithms/row_streams.hpp"
 #include "backend/backend.hpp"
 #include "comm/cpu_share.hpp"
+#include "comm/mpi_network.hpp"
+#include "comm/mpi_start.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/version.hpp"
@@ -58,6 +61,20 @@ namespace {
 constexpr int kRoot = 0;
 
 double seconds_since(double start) { return MPI_Wtime() - start; }
+
+// TESSERA_TEST_HOLD=PHASE:SECONDS (PHASE read, compute or write): every rank waits that long as
+// PHASE begins, so that a test can end a node's ranks inside that phase (tests/scripts/cluster_test.py:
+// a node lost during read, compute or write). For tests only; unset, it costs a getenv per phase.
+void hold_for_tests(const std::string& phase) {
+  const char* value = std::getenv("TESSERA_TEST_HOLD");
+  if (value == nullptr) return;
+  const std::string text = value;
+  const auto colon = text.find(':');
+  if (colon == std::string::npos || text.substr(0, colon) != phase) return;
+  const double seconds = std::atof(text.c_str() + colon + 1);
+  log::info("TESSERA_TEST_HOLD: holding in " + phase + " for " + text.substr(colon + 1) + " s");
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+}
 
 // x *= factor over `count` elements of `dtype`.
 void scale(void* data, DType dtype, std::int64_t count, double factor) {
@@ -225,6 +242,8 @@ void Job::start() {
   me_.rank = rank_;
   me_.active = share_.active;
   me_.host = comm_.node().host;
+  job_.network = comm::job_network(comm_);
+  job_.network["mpi_start"] = comm::mpi_start_choice().why;
   if (share_.active) {
     me_.block_row = share_.block_row;
     me_.block_col = share_.block_col;
@@ -277,6 +296,7 @@ void Job::start_backend() {
 // in while the GEMM runs (panels without --baseline; rank 0 decides, so every rank refuses
 // non-finite input at the same step).
 void Job::read() {
+  hold_for_tests("read");
   const std::size_t es = dtype_size(plan_.dtype);
   int chunks = 1;
   comm_.step([&] {
@@ -370,6 +390,7 @@ void Job::prepare_reads() {
 
 // 4. The algorithm's compute step.
 void Job::compute() {
+  hold_for_tests("compute");
   algorithm_->compute(*run_);
   if (!streaming_) return;
   if (run_->staged) {
@@ -422,6 +443,7 @@ void Job::verify() {
 
 // 6. C leaves the rank, as the algorithm sends it.
 void Job::deliver() {
+  hold_for_tests("write");
   algorithm_->deliver(*run_);
   me_.write_bytes = route_->bytes_written();
 }
