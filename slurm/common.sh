@@ -76,6 +76,24 @@ tessera_launch() {
   esac
 }
 
+# tessera_launch_nodes NODES NTASKS COMMAND...: COMMAND on NTASKS ranks spread evenly over the
+# first NODES nodes of the allocation (NTASKS / NODES on each).
+tessera_launch_nodes() {
+  local nodes=$1 n=$2
+  shift 2
+  export HWLOC_COMPONENTS="${HWLOC_COMPONENTS:--opencl,-gl}"
+  case "$TESSERA_LAUNCHER" in
+    srun-pmix|srun-pmi2)
+      srun --mpi="${TESSERA_LAUNCHER#srun-}" --nodes="$nodes" --ntasks="$n" "$@"
+      ;;
+    mpirun)
+      local opts=()
+      if [ "$(id -u)" = 0 ]; then opts+=(--allow-run-as-root); fi
+      mpirun --bind-to none "${opts[@]}" -np "$n" --map-by "ppr:$((n / nodes)):node" "$@"
+      ;;
+  esac
+}
+
 # One line per rank: where it runs, its node-local rank, the GPUs it sees and the job's GPUs on
 # its node. The GPU scripts ask for --gpus-per-node with --gpu-bind=none, so every rank of a node
 # sees all of the job's GPUs there (CUDA IPC and NVLink peer access between them stay possible,
