@@ -63,7 +63,9 @@ tessera_launch() {
   case "$TESSERA_LAUNCHER" in
     srun-pmix|srun-pmi2)
       if [ -n "$n" ]; then opts+=(--ntasks="$n"); fi
-      srun --mpi="${TESSERA_LAUNCHER#srun-}" "${opts[@]}" "$@"
+      # A task that dies ends the step (as mpirun does): its peers could otherwise wait in
+      # MPI_Init's fence for it until the job's time limit.
+      srun --mpi="${TESSERA_LAUNCHER#srun-}" --kill-on-bad-exit=1 "${opts[@]}" "$@"
       ;;
     mpirun)
       command -v mpirun >/dev/null || tessera_die "TESSERA_LAUNCHER=mpirun but no mpirun on PATH"
@@ -84,7 +86,7 @@ tessera_launch_nodes() {
   export HWLOC_COMPONENTS="${HWLOC_COMPONENTS:--opencl,-gl}"
   case "$TESSERA_LAUNCHER" in
     srun-pmix|srun-pmi2)
-      srun --mpi="${TESSERA_LAUNCHER#srun-}" --nodes="$nodes" --ntasks="$n" "$@"
+      srun --mpi="${TESSERA_LAUNCHER#srun-}" --kill-on-bad-exit=1 --nodes="$nodes" --ntasks="$n" "$@"
       ;;
     mpirun)
       local opts=()

@@ -12,6 +12,7 @@
 
 #include "backend/backend.hpp"
 #include "comm/comm.hpp"
+#include "comm/mpi_network.hpp"
 #include "comm/mpi_start.hpp"
 #include "commands/bench.hpp"
 #include "commands/dry_run.hpp"
@@ -121,6 +122,10 @@ void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
             return "must be at least 1 (got " + text + ")";
           },
           "RANKS >= 1"));
+  run->add_option("--ranks-per-node", o.ranks_per_node,
+                  "--dry-run: on nodes of this many ranks each, placed in blocks (default: all on one node); messages "
+                  "between nodes at the machine file's internode rate")
+      ->check(CLI::PositiveNumber);
   // --config belongs to the top-level app (CLI11 reads subcommand options from a [run] table
   // there); fallthrough lets `tessera run --config F.toml` reach it.
   run->fallthrough();
@@ -221,6 +226,7 @@ struct Commands {
   tessera::commands::BenchOptions bo;
   tessera::commands::TuneOptions to;
   bool info_json = false;
+  bool info_probe = false;
   Logging logging;
   CLI::App *g = nullptr, *r = nullptr, *v = nullptr, *in = nullptr, *b = nullptr, *tu = nullptr;
 };
@@ -272,6 +278,10 @@ void add_job_commands(CLI::App& app, Commands& c) {
 
   c.in = app.add_subcommand("info", "version, build features, MPI, HDF5, BLAS and GPUs");
   c.in->add_flag("--json", c.info_json, "print JSON");
+  c.in->add_flag("--probe-network", c.info_probe,
+                 "instead: measure MPI between nodes (rank 0 and the first rank of another node) and within one, "
+                 "and print the machine file keys (internode_bytes_per_s, internode_latency_seconds, "
+                 "network_bytes_per_s)");
   for (CLI::App* sub : {c.g, c.r, c.v, c.in}) add_logging(sub, c.logging);
 }
 
@@ -328,6 +338,9 @@ int run_command(const CLI::App& app, Commands& c, int rank, const std::vector<st
     // A failure goes to stderr, as run --verify's does: where a pipeline logs the reasons.
     if (rank == 0) std::fprintf(res.passed ? stdout : stderr, "%s\n", res.summary.c_str());
     code = res.passed ? 0 : kExitVerifyFailed;
+  } else if (*c.in && c.info_probe) {
+    const auto probe = tessera::comm::probe_network(world);
+    if (rank == 0) std::fputs(tessera::comm::format_probe(probe).c_str(), stdout);
   } else if (*c.in) {
     // Every rank's view (GPUs, Slurm variables differ per rank), printed by rank 0.
     const auto views = world.gather(tessera::commands::collect_info(world).dump(), 0);

@@ -124,4 +124,91 @@ nlohmann::json job_network(const Comm& comm) {
   return nlohmann::json::parse(comm.broadcast(out.dump(), 0));
 }
 
+namespace {
+
+constexpr int kProbeTag = 29;
+constexpr int kLatencyTrips = 200;
+constexpr std::size_t kRateBytes = std::size_t{16} << 20;
+constexpr int kRateTrips = 4;
+
+// Rank 0 and `peer` exchange `bytes` back and forth `trips` times (after one unmeasured trip);
+// the seconds of one trip (there and back), on rank 0.
+double ping_pong(const Comm& comm, int peer, std::size_t bytes, int trips) {
+  std::vector<char> buffer(bytes);
+  double seconds = 0;
+  for (int t = -1; t < trips; ++t) {
+    const double t0 = MPI_Wtime();
+    if (comm.rank() == 0) {
+      comm.send_bytes(buffer.data(), bytes, peer, kProbeTag);
+      comm.recv_bytes(buffer.data(), bytes, peer, kProbeTag);
+    } else {
+      comm.recv_bytes(buffer.data(), bytes, 0, kProbeTag);
+      comm.send_bytes(buffer.data(), bytes, 0, kProbeTag);
+    }
+    if (t >= 0) seconds += MPI_Wtime() - t0;
+  }
+  return seconds / trips;
+}
+
+LinkProbe probe_pair(const Comm& comm, int peer, const std::vector<std::string>& hosts) {
+  LinkProbe p;
+  if (peer < 0) return p;
+  p.peer = peer;
+  p.host = hosts[0];
+  p.peer_host = hosts[static_cast<std::size_t>(peer)];
+  if (comm.rank() != 0 && comm.rank() != peer) return p;
+  p.latency_seconds = ping_pong(comm, peer, 8, kLatencyTrips) / 2;
+  p.bytes_per_s = 2.0 * static_cast<double>(kRateBytes) / ping_pong(comm, peer, kRateBytes, kRateTrips);
+  return p;
+}
+
+std::string rate_text(double bytes_per_s) {
+  return bytes_per_s >= 1e9 ? std::to_string(bytes_per_s / 1e9).substr(0, 5) + " GB/s"
+                            : std::to_string(bytes_per_s / 1e6).substr(0, 6) + " MB/s";
+}
+
+}  // namespace
+
+NetworkProbe probe_network(const Comm& comm) {
+  std::vector<std::string> hosts;
+  {
+    const auto all = comm.gather(comm.node().host, 0);
+    std::string joined;
+    for (const auto& h : all) joined += h + "\n";
+    std::istringstream in(comm.broadcast(joined, 0));
+    for (std::string h; std::getline(in, h);) hosts.push_back(h);
+  }
+  int other = -1, same = -1;
+  for (int r = 1; r < static_cast<int>(hosts.size()); ++r) {
+    if (other < 0 && hosts[static_cast<std::size_t>(r)] != hosts[0]) other = r;
+    if (same < 0 && hosts[static_cast<std::size_t>(r)] == hosts[0]) same = r;
+  }
+  NetworkProbe probe;
+  probe.between_nodes = probe_pair(comm, other, hosts);
+  MPI_Barrier(comm.get());
+  probe.within_node = probe_pair(comm, same, hosts);
+  MPI_Barrier(comm.get());
+  return probe;
+}
+
+std::string format_probe(const NetworkProbe& probe) {
+  std::string out;
+  nlohmann::json keys = nlohmann::json::object();
+  const auto line = [&](const char* what, const LinkProbe& p, const char* rate_key, const char* latency_key) {
+    if (p.peer < 0) {
+      out += std::string("network probe, ") + what + ": no such pair of ranks in this job\n";
+      return;
+    }
+    out += std::string("network probe, ") + what + ": rank 0 (" + p.host + ") <-> rank " + std::to_string(p.peer) +
+           " (" + p.peer_host + "): latency " + std::to_string(p.latency_seconds * 1e6).substr(0, 7) + " us, " +
+           rate_text(p.bytes_per_s) + " (16 MiB messages)\n";
+    keys[rate_key] = p.bytes_per_s;
+    if (latency_key != nullptr) keys[latency_key] = p.latency_seconds;
+  };
+  line("between nodes", probe.between_nodes, "internode_bytes_per_s", "internode_latency_seconds");
+  line("within a node", probe.within_node, "network_bytes_per_s", nullptr);
+  out += "machine file keys: " + keys.dump() + "\n";
+  return out;
+}
+
 }  // namespace tessera::comm

@@ -33,4 +33,22 @@ nlohmann::json describe_network(const std::vector<std::string>& hosts, const std
 // Collective: describe_network of this communicator's ranks, the same value on every rank.
 nlohmann::json job_network(const Comm& comm);
 
+// One pair of ranks measured by ping-pong: an 8-byte message's one-way time, and the rate of
+// 16 MiB messages (each way in turn). `peer` < 0: no such pair in the job.
+struct LinkProbe {
+  int peer = -1;
+  std::string host, peer_host;
+  double latency_seconds = 0, bytes_per_s = 0;
+};
+struct NetworkProbe {
+  LinkProbe between_nodes;  // rank 0 and the first rank of another node
+  LinkProbe within_node;    // rank 0 and the first other rank of its node
+};
+// Collective (`tessera info --probe-network`): rank 0 measures both pairs, one after the other,
+// while the other ranks wait; the result on rank 0.
+NetworkProbe probe_network(const Comm& comm);
+// The probe as text, ending with the machine file keys it measured (algorithms/machine.hpp):
+// internode_bytes_per_s, internode_latency_seconds, network_bytes_per_s.
+std::string format_probe(const NetworkProbe& probe);
+
 }  // namespace tessera::comm

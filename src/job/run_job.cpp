@@ -110,6 +110,7 @@ class Job {
 
  private:
   void share_cores();
+  int ranks_per_node() const;
   void plan();
   void start();
   void start_backend();
@@ -166,6 +167,13 @@ void Job::share_cores() {
   if (!cpus.note.empty()) log::info(cpus.note);  // every run of 2 ranks on a node would print it
 }
 
+// The model's ranks per node (algorithms::Problem): 0 when every rank is on one node. The ranks'
+// host names, gathered in share_cores(): the same on every rank.
+int Job::ranks_per_node() const {
+  const comm::NodeInfo node = comm_.node();
+  return node.count > 1 ? (comm_.size() + node.count - 1) / node.count : 0;
+}
+
 // 1. Rank 0 validates the inputs and the output location, chooses, then tells everyone the plan.
 void Job::plan() {
   job_.version = kVersion;
@@ -187,9 +195,9 @@ void Job::plan() {
     stale = std::move(paths.notes);
     Plan plan = Plan::make(o_, comm_.size());
     const algorithms::MachineModel machine = machine_model(o_);
-    const algorithms::Choice choice =
-        algorithms::choose(choice_request(o_), {plan.m, plan.n, plan.k, plan.dtype, comm_.size(), plan.grid},
-                           choice_environment(o_), machine);
+    const algorithms::Choice choice = algorithms::choose(
+        choice_request(o_), {plan.m, plan.n, plan.k, plan.dtype, comm_.size(), plan.grid, ranks_per_node()},
+        choice_environment(o_), machine);
     plan.grid = choice.problem.grid;  // the model may leave ranks idle
     const auto is_input = [&paths](const std::string& p) { return paths.guard.is_read(p); };
     for (const auto& file : {io::DatasetRef::parse(o_.c).file, o_.report})
@@ -204,6 +212,7 @@ void Job::plan() {
                {"algorithm", choice.algorithm},
                {"machine", machine.to_json()},
                {"predicted", choice.footprint.predicted_seconds()},
+               {"communication", choice.footprint.predicted.communication},
                {"bound", choice.footprint.predicted.bound()},
                {"bands", bands_asked()}};
   });
@@ -212,10 +221,13 @@ void Job::plan() {
   plan_ = Plan::decode(decided["plan"].get<std::string>());
   machine_ = algorithms::MachineModel::from_json(decided["machine"], "rank 0's machine model");
   algorithm_ = algorithms::make_algorithm(decided["algorithm"].get<std::string>());
-  problem_ = {plan_.m, plan_.n, plan_.k, plan_.dtype, comm_.size(), plan_.grid};
+  problem_ = {plan_.m, plan_.n, plan_.k, plan_.dtype, comm_.size(), plan_.grid, ranks_per_node()};
   share_ = algorithm_->share(problem_, rank_);
   job_.algorithm = algorithm_->name();
-  job_.predicted = {{"seconds", decided["predicted"]}, {"bound", decided["bound"]}, {"machine", machine_.name}};
+  job_.predicted = {{"seconds", decided["predicted"]},
+                    {"bound", decided["bound"]},
+                    {"machine", machine_.name},
+                    {"communication_seconds", decided["communication"]}};
   options_.comm = o_.comm;
   options_.panel_width = o_.panel_width;
   options_.baseline = o_.baseline;

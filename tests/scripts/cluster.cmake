@@ -4,5 +4,5 @@
 # (exit 77, with the reason) without root, namespaces or Slurm. RUN_SERIAL: the nodes' ranks share
 # this machine's cores, and the daemons must not race the local-Slurm test's.
 tessera_script_test(cluster.nodes2 cluster_test.py --nodes 2)
-tessera_script_test(cluster.nodes4 cluster_test.py --nodes 4 --cases algorithms,write,sbatch,faults)
+tessera_script_test(cluster.nodes4 cluster_test.py --nodes 4 --cases algorithms,write,sbatch,faults,model)
 set_tests_properties(cluster.nodes2 cluster.nodes4 PROPERTIES LABELS cluster TIMEOUT 900 RUN_SERIAL TRUE)

@@ -14,6 +14,9 @@ and address on a bridge, one slurmd each, one slurmctld, munge. Cases (--cases; 
               existing file, which keeps its other datasets); one node's slurmd killed mid-job
   slow-link   every node's link shaped to a lower rate (tc): the job completes and the report's
               communication time grows with the bytes that cross it
+  model       the same shaped links measured by `tessera info --probe-network` into a machine file;
+              the dry run's communication and total time within 25% of a real run's, for summa
+              and panels (C gathered) on 1 and 2 ranks per node
 
 One cluster for the whole script, taken down at the end (also on failure). Skipped (exit 77, with
 the reason) without root, namespaces, bridges or Slurm. Every job's report table is printed."""
@@ -35,11 +38,36 @@ from cluster import Cluster, ClusterError, tool  # noqa: E402
 
 from common import SKIP, check, check_product, fail, leftovers, parser  # noqa: E402
 
-ALL_CASES = ["algorithms", "write", "private", "sbatch", "faults", "slow-link"]
+ALL_CASES = ["algorithms", "write", "private", "sbatch", "faults", "slow-link", "model"]
 # The nodes share this machine's cores: a rank waiting in MPI must yield the core, or the rank it
 # waits for (on "another node", the same core) gets it only at the scheduler's tick (a 4-byte
 # allreduce between the nodes took 23 ms instead of 5 ms here). Not needed on a real cluster.
 SHARED_CORES_ENV = {"OMPI_MCA_mpi_yield_when_idle": "1"}
+
+
+def upstream_startup_crash(text):
+    """Open MPI 4.1.4's start-up race under srun --mpi=pmix (Debian 12: PMIx 4.2.2, Slurm 22.05):
+    a rank waiting in MPI_Init's last fence gets a peer's first message and its TCP BTL calls a
+    null callback (core dumps: mca_btl_tcp.so <- event_base_loop <- opal_progress <-
+    ompi_mpi_init). Measured on this cluster: 1 in 80 srun launches of a plain MPI program on 2
+    nodes, 2 in 40 on 4 nodes x 2 ranks; 0 in 150 mpirun launches through the rsh agent and 0 in
+    60 inside an allocation (docs/cluster.md). Its mark: a task that srun says died of a
+    segmentation fault, whose own report (Open MPI's, often cut short when srun ends the step)
+    names no frame of the program and a fault at address 0 if it got that far."""
+    if not re.search(r"srun: error: node\d+: tasks? [\d-]+: Segmentation fault", text):
+        return False
+    if "*** Process received signal ***" not in text:
+        return False
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if "Failing at address:" in line and "(nil)" not in line:
+            return False
+        if "] [ " in line and "libc.so" not in line:  # a frame of the program: not this crash
+            return False
+    return True
+
+
+RETRIED = []  # what was launched again after upstream_startup_crash, for the summary
 
 
 def skip(reason):
@@ -92,11 +120,17 @@ class Jobs:
 
     def run(self, launcher, tessera_args, expect_ok=True, env=None, timeout=180):
         cmd = launcher + [self.tessera] + tessera_args
-        print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
-        t0 = time.monotonic()
-        p = subprocess.run(cmd, capture_output=True, text=True, env=self.env(env), timeout=timeout, cwd=self.work)
-        p.seconds = time.monotonic() - t0
-        sys.stdout.write(p.stdout + p.stderr)
+        for attempt in (1, 2):
+            print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+            t0 = time.monotonic()
+            p = subprocess.run(cmd, capture_output=True, text=True, env=self.env(env), timeout=timeout, cwd=self.work)
+            p.seconds = time.monotonic() - t0
+            sys.stdout.write(p.stdout + p.stderr)
+            if p.returncode == 0 or attempt == 2 or not upstream_startup_crash(p.stderr + p.stdout):
+                break
+            RETRIED.append(" ".join(cmd[:3]) + " ... " + " ".join(tessera_args[:2]))
+            print("note: Open MPI's start-up race under srun (a rank crashed in MPI_Init, see "
+                  "upstream_startup_crash): launched once more", flush=True)
         if expect_ok:
             check(p.returncode == 0, f"exit status {p.returncode}")
         return p
@@ -250,16 +284,20 @@ def case_sbatch(jobs):
     # The scripts' resources scaled to these nodes (2 CPUs, 2 placeholder GPUs each); the GPU
     # script computes on the CPU (--backend cpu).
     gpu = [f"--nodes={n}", "--ntasks-per-node=2", "--cpus-per-task=1", "--gpus-per-node=2"]
-    specs = [("multinode", "tessera-multinode.sbatch", gpu, ["--backend", "cpu"], 2 * n),
-             ("cpu", "tessera-cpu.sbatch", [f"--nodes={n}", "--ntasks-per-node=1", "--cpus-per-task=2"], [], n),
-             ("scaling", "strong-scaling.sbatch", gpu, ["--backend", "cpu"], 2 * n)]
-    running = []
-    for name, script, opts, extra, ranks in specs:
+    # The multi-node job with the launcher the script detects (srun --mpi=pmix); the others with
+    # TESSERA_LAUNCHER=mpirun, as docs/cluster.md advises for Debian 12's Open MPI (srun's start-up
+    # race, upstream_startup_crash).
+    specs = [("multinode", "tessera-multinode.sbatch", gpu, ["--backend", "cpu"], 2 * n, {}),
+             ("cpu", "tessera-cpu.sbatch", [f"--nodes={n}", "--ntasks-per-node=1", "--cpus-per-task=2"], [], n,
+              {"TESSERA_LAUNCHER": "mpirun"}),
+             ("scaling", "strong-scaling.sbatch", gpu, ["--backend", "cpu"], 2 * n, {"TESSERA_LAUNCHER": "mpirun"})]
+    def submit_job(opts, script, extra, more_env):
         cmd = [tool("sbatch"), "--wait", "--parsable"] + opts + [os.path.join(src, "slurm", script)] + extra
-        print("$ " + " ".join(cmd), flush=True)
-        proc = subprocess.Popen(cmd, cwd=submit, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        running.append((name, script, ranks, proc, time.monotonic()))
-    for name, script, ranks, proc, t0 in running:
+        print("$ " + "".join(f"{k}={v} " for k, v in more_env.items()) + " ".join(cmd), flush=True)
+        return subprocess.Popen(cmd, cwd=submit, env=dict(env, **more_env), text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+
+    def wait_job(proc, script, t0):
         try:
             out, err = proc.communicate(timeout=240)
         except subprocess.TimeoutExpired:
@@ -272,7 +310,19 @@ def case_sbatch(jobs):
         log = open(log_path).read() if os.path.exists(log_path) else "(no log)"
         print(f"==== sbatch {script} --nodes={n}: job {job_id}, status {proc.returncode}, "
               f"{time.monotonic() - t0:.1f} s ====\n{err}{log}", flush=True)
-        check(proc.returncode == 0, f"{script}: exit status {proc.returncode}")
+        return proc.returncode, job_id, log
+
+    running = [(spec, submit_job(spec[2], spec[1], spec[3], spec[5]), time.monotonic()) for spec in specs]
+    for (name, script, opts, extra, ranks, more_env), proc, t0 in running:
+        status, job_id, log = wait_job(proc, script, t0)
+        if status != 0 and upstream_startup_crash(log):
+            RETRIED.append(f"sbatch {script}")
+            print("note: Open MPI's start-up race under srun (see upstream_startup_crash): the job submitted once more",
+                  flush=True)
+            status, job_id, log = wait_job(submit_job(opts, script, extra, more_env), script, time.monotonic())
+        check(status == 0, f"{script}: exit status {status}")
+        launcher = more_env.get("TESSERA_LAUNCHER", "srun-pmix")
+        check(f"launcher {launcher}" in log, f"{script}: the log does not name the launcher {launcher}")
         out_dir = os.path.join(submit, "runs", job_id)
         with h5py.File(os.path.join(out_dir, "c.h5"), "r") as f:
             check_product(a, b, f["C"][...], np.float32)
@@ -394,7 +444,8 @@ def start_collecting(proc):
 def case_faults(jobs):
     victim_node = jobs.nodes[-1]
     phases = ["read", "compute", "write"] if len(jobs.nodes) == 2 else ["compute"]
-    for phase, launcher in zip(phases, ["mpirun", "srun", "mpirun"]):
+    # mpirun: srun's rare start-up crash (upstream_startup_crash) would end the job before the fault.
+    for phase, launcher in zip(phases, ["mpirun"] * 3):
         d, a, b = jobs.inputs(90, 80, 70)
         out = os.path.join(d, "out.h5")
         with h5py.File(out, "w") as f:  # an existing file: C goes in as a new dataset
@@ -558,6 +609,77 @@ def case_slow_link(jobs):
     print("ok: a slower link: the job completed and its communication time grew accordingly")
 
 
+def case_model(jobs):
+    n = len(jobs.nodes)
+    # Slow enough that the communication dominates the run; the other phases come from
+    # default.json's rates, not this machine's (2 cores under up to 8 ranks).
+    rate_mbit = 100
+    src = os.path.abspath(jobs.args.source_dir)
+    jobs.cluster.shape(f"{rate_mbit}mbit")
+    print(f"every node's link shaped to {rate_mbit} Mbit/s (tc tbf)", flush=True)
+    try:
+        res = jobs.run(jobs.mpirun(2), ["info", "--probe-network"])
+        keys = json.loads(res.stdout.split("machine file keys: ", 1)[1].splitlines()[0])
+        check(0.5 * rate_mbit * 1e6 / 8 < keys["internode_bytes_per_s"] < 1.1 * rate_mbit * 1e6 / 8,
+              f"probed {keys['internode_bytes_per_s'] / 1e6:.1f} MB/s between nodes over a {rate_mbit} Mbit/s link")
+        with open(os.path.join(src, "configs", "machines", "default.json")) as f:
+            default = json.load(f)
+
+        def machine_for(per_node, grid):
+            """default.json, the probed network, and this layout's start-up measured by a tiny job
+            (process start plus the job's set-up: on 2 cores under 8 ranks far from default.json's)."""
+            d, _, _ = jobs.inputs(16, 16, 16)
+            report = os.path.join(d, "tiny.json")
+            jobs.run(jobs.mpirun(per_node), ["run", "--a", f"{d}/a.h5:/A", "--b", f"{d}/b.h5:/B", "--c",
+                                             f"{d}/c.h5:/C", "--backend", "cpu", "--grid", grid, "--report", report])
+            with open(report) as f:
+                rep = json.load(f)
+            startup = max(r["startup_seconds"] for r in rep["ranks"]) + max(r["phases"]["setup"] for r in rep["ranks"])
+            machine = dict(default, **keys, name=f"cluster-shaped-{per_node}", startup_seconds=startup,
+                           comment="default.json with this cluster's probed network and measured start-up")
+            path = os.path.join(jobs.work, f"cluster-shaped-{per_node}.json")
+            with open(path, "w") as f:
+                json.dump(machine, f, indent=1)
+            print(f"machine file {path}: {keys}, startup_seconds {startup:.2f}")
+            return path
+        # (algorithm, ranks per node, grid, m, n, k, extra options): communication well above the rest.
+        cases = [("summa", 1, f"{n}x1", 256, 256, 12000 if n == 2 else 6000, []),
+                 ("summa", 2, f"2x{n}", 384, 384, 8000 if n == 2 else 6000, []),
+                 ("panels", 1, f"{n}x1", 3000 if n == 2 else 2000, 1000, 16, ["--write", "gather"])]
+        machines = {}
+        for alg, per_node, grid, m, nn, k, extra in cases:
+            if per_node not in machines:
+                machines[per_node] = machine_for(per_node, grid)
+            machine_file = machines[per_node]
+            d, a, b = jobs.inputs(m, nn, k)
+            common = ["--a", f"{d}/a.h5:/A", "--b", f"{d}/b.h5:/B", "--backend", "cpu", "--algorithm", alg,
+                      "--grid", grid, "--machine", machine_file] + extra
+            dry_json = os.path.join(d, "dry.json")
+            jobs.run([], ["run", "--dry-run", "--ranks", str(per_node * n), "--ranks-per-node", str(per_node),
+                          "--report", dry_json] + common)
+            with open(dry_json) as f:
+                dry = json.load(f)
+            report = os.path.join(d, "r.json")
+            res = jobs.run(jobs.mpirun(per_node), ["run", "--c", f"{d}/c.h5:/C", "--report", report] + common)
+            rep = jobs.check_report(report, jobs.nodes, per_node, res.stdout)
+            with h5py.File(f"{d}/c.h5", "r") as f:
+                check_product(a, b, f["C"][...], np.float64)
+            if alg == "summa":
+                comm = max(r["phases"].get("comm_wait", 0) for r in rep["ranks"])
+            else:
+                comm = rep["ranks"][0]["phases"].get("gather", 0)
+            total = rep["totals"]["wall_seconds"] + max(r["startup_seconds"] for r in rep["ranks"])
+            p_comm, p_total = dry["predicted"]["communication"], dry["predicted_seconds"]
+            print(f"{alg} on {n} nodes x {per_node}, grid {grid}, {m}x{nn}x{k}: communication predicted {p_comm:.2f} s, "
+                  f"measured {comm:.2f} s ({100 * (p_comm / comm - 1):+.0f}%); total predicted {p_total:.2f} s, "
+                  f"measured {total:.2f} s ({100 * (p_total / total - 1):+.0f}%)", flush=True)
+            check(abs(p_comm - comm) <= 0.25 * comm, "the dry run's communication time is not within 25% of the run's")
+            check(abs(p_total - total) <= 0.25 * total, "the dry run's total time is not within 25% of the run's")
+        print(f"ok: the model with the probed network predicts communication and total within 25% on {n} nodes")
+    finally:
+        jobs.cluster.unshape()
+
+
 def main():
     p = parser(__doc__)
     p.add_argument("--nodes", type=int, default=2)
@@ -603,6 +725,8 @@ def main():
             print(f"cluster left up in {root}: python3 tests/cluster/cluster.py down --dir {root}")
         else:
             cluster.down()
+    if RETRIED:
+        print(f"note: launched again after Open MPI's start-up race under srun: {RETRIED}")
     print(f"PASS ({time.monotonic() - t_start:.1f} s)")
 
 
