@@ -3,6 +3,8 @@
 #
 #   scripts/setup.sh            # build + test dependencies
 #   scripts/setup.sh --slurm    # also slurm-wlm + munge (for the local-Slurm test)
+#   scripts/setup.sh --cluster  # --slurm, and what the simulated cluster needs (docs/cluster.md):
+#                               # iproute2 (ip, tc), util-linux (unshare, nsenter, mount)
 #   scripts/setup.sh --parallel-hdf5   # libhdf5-openmpi-dev instead of the serial HDF5
 #   scripts/setup.sh --fuzz     # also clang, its libFuzzer/sanitizer runtimes and llvm-symbolizer
 #                               # (scripts/sanitize.sh)
@@ -13,14 +15,16 @@
 set -euo pipefail
 
 want_slurm=0
+want_cluster=0
 want_phdf5=0
 want_fuzz=0
 for arg in "$@"; do
   case "$arg" in
     --slurm) want_slurm=1 ;;
+    --cluster) want_slurm=1; want_cluster=1 ;;
     --parallel-hdf5) want_phdf5=1 ;;
     --fuzz) want_fuzz=1 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -112,6 +116,10 @@ if [ "$want_slurm" = 1 ]; then
   have_tool() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ]; }
   have_tool slurmctld && have_tool slurmd && have_tool sbatch || missing+=(slurm-wlm)
   have_tool munged && have_tool mungekey || missing+=(munge)
+fi
+if [ "$want_cluster" = 1 ]; then
+  have_tool ip && have_tool tc || missing+=(iproute2)
+  have_tool unshare && have_tool nsenter && have_tool mount || missing+=(util-linux mount)
 fi
 
 if [ "$want_fuzz" = 1 ] && ! fuzz_tools_present; then need_fuzz=1; fi

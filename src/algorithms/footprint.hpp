@@ -19,7 +19,14 @@ struct Problem {
   DType dtype = DType::f64;
   int ranks = 1;              // ranks of the job
   partition::GridShape grid;  // the process grid of panels and summa (ranks beyond it idle)
+  // Ranks per node, placed in blocks (rank r on node r / ranks_per_node, as srun and mpirun place
+  // them by default); 0: every rank on one node. Messages between nodes go at the machine's
+  // internode rate, through each node's one link.
+  int ranks_per_node = 0;
   std::int64_t c_bytes() const { return m * n * static_cast<std::int64_t>(dtype_size(dtype)); }
+  bool multi_node() const { return ranks_per_node > 0 && ranks > ranks_per_node; }
+  int node_of(int rank) const { return ranks_per_node > 0 ? rank / ranks_per_node : 0; }
+  int nodes() const { return ranks_per_node > 0 ? (ranks + ranks_per_node - 1) / ranks_per_node : 1; }
 };
 
 // How the job runs, as far as its footprint depends on it.
@@ -53,6 +60,8 @@ struct RankFootprint {
   bool staged = false;                     // A, B and C staged through the GPU (no page-locked blocks)
   double read_seconds = 0;                 // reading that the compute does not hide
   double compute_seconds = 0;              // copies, kernels and communication
+  double comm_seconds = 0;                 // ... of which communication with other ranks (not hidden)
+  std::int64_t internode_bytes = 0;        // bytes it sends or receives from ranks of other nodes
   double write_seconds = 0;                // writing that the compute does not hide
   double seconds() const { return read_seconds + compute_seconds + write_seconds; }
 };
@@ -63,6 +72,9 @@ struct Prediction {
   double read = 0;     // the slowest rank's exposed read
   double compute = 0;  // the slowest rank's compute and communication
   double write = 0;    // exposed writes, rank 0's gather, and the durable flush before the commit
+  // The slowest rank's communication with other ranks, part of compute (summa's panels, ksplit's
+  // sums) or of write (rank 0 receiving gathered C): not a phase of its own.
+  double communication = 0;
   double total() const { return startup + read + compute + write; }
   std::string bound() const;  // the phase that takes longest: "start-up", "read", "compute", "write"
 };

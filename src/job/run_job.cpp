@@ -14,6 +14,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -30,6 +31,8 @@
 #include "algorithms/row_streams.hpp"
 #include "backend/backend.hpp"
 #include "comm/cpu_share.hpp"
+#include "comm/mpi_network.hpp"
+#include "comm/mpi_start.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/version.hpp"
@@ -58,6 +61,20 @@ namespace {
 constexpr int kRoot = 0;
 
 double seconds_since(double start) { return MPI_Wtime() - start; }
+
+// TESSERA_TEST_HOLD=PHASE:SECONDS (PHASE read, compute or write): every rank waits that long as
+// PHASE begins, so that a test can end a node's ranks inside that phase (tests/scripts/cluster_test.py:
+// a node lost during read, compute or write). For tests only; unset, it costs a getenv per phase.
+void hold_for_tests(const std::string& phase) {
+  const char* value = std::getenv("TESSERA_TEST_HOLD");
+  if (value == nullptr) return;
+  const std::string text = value;
+  const auto colon = text.find(':');
+  if (colon == std::string::npos || text.substr(0, colon) != phase) return;
+  const double seconds = std::atof(text.c_str() + colon + 1);
+  log::info("TESSERA_TEST_HOLD: holding in " + phase + " for " + text.substr(colon + 1) + " s");
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+}
 
 // x *= factor over `count` elements of `dtype`.
 void scale(void* data, DType dtype, std::int64_t count, double factor) {
@@ -93,6 +110,7 @@ class Job {
 
  private:
   void share_cores();
+  int ranks_per_node() const;
   void plan();
   void start();
   void start_backend();
@@ -149,6 +167,13 @@ void Job::share_cores() {
   if (!cpus.note.empty()) log::info(cpus.note);  // every run of 2 ranks on a node would print it
 }
 
+// The model's ranks per node (algorithms::Problem): 0 when every rank is on one node. The ranks'
+// host names, gathered in share_cores(): the same on every rank.
+int Job::ranks_per_node() const {
+  const comm::NodeInfo node = comm_.node();
+  return node.count > 1 ? (comm_.size() + node.count - 1) / node.count : 0;
+}
+
 // 1. Rank 0 validates the inputs and the output location, chooses, then tells everyone the plan.
 void Job::plan() {
   job_.version = kVersion;
@@ -170,9 +195,9 @@ void Job::plan() {
     stale = std::move(paths.notes);
     Plan plan = Plan::make(o_, comm_.size());
     const algorithms::MachineModel machine = machine_model(o_);
-    const algorithms::Choice choice =
-        algorithms::choose(choice_request(o_), {plan.m, plan.n, plan.k, plan.dtype, comm_.size(), plan.grid},
-                           choice_environment(o_), machine);
+    const algorithms::Choice choice = algorithms::choose(
+        choice_request(o_), {plan.m, plan.n, plan.k, plan.dtype, comm_.size(), plan.grid, ranks_per_node()},
+        choice_environment(o_), machine);
     plan.grid = choice.problem.grid;  // the model may leave ranks idle
     const auto is_input = [&paths](const std::string& p) { return paths.guard.is_read(p); };
     for (const auto& file : {io::DatasetRef::parse(o_.c).file, o_.report})
@@ -188,6 +213,7 @@ void Job::plan() {
                {"algorithm", choice.algorithm},
                {"machine", machine.to_json()},
                {"predicted", choice.footprint.predicted_seconds()},
+               {"communication", choice.footprint.predicted.communication},
                {"bound", choice.footprint.predicted.bound()},
                {"bands", bands_asked()}};
   });
@@ -196,10 +222,13 @@ void Job::plan() {
   plan_ = Plan::decode(decided["plan"].get<std::string>());
   machine_ = algorithms::MachineModel::from_json(decided["machine"], "rank 0's machine model");
   algorithm_ = algorithms::make_algorithm(decided["algorithm"].get<std::string>());
-  problem_ = {plan_.m, plan_.n, plan_.k, plan_.dtype, comm_.size(), plan_.grid};
+  problem_ = {plan_.m, plan_.n, plan_.k, plan_.dtype, comm_.size(), plan_.grid, ranks_per_node()};
   share_ = algorithm_->share(problem_, rank_);
   job_.algorithm = algorithm_->name();
-  job_.predicted = {{"seconds", decided["predicted"]}, {"bound", decided["bound"]}, {"machine", machine_.name}};
+  job_.predicted = {{"seconds", decided["predicted"]},
+                    {"bound", decided["bound"]},
+                    {"machine", machine_.name},
+                    {"communication_seconds", decided["communication"]}};
   options_.comm = o_.comm;
   options_.panel_width = o_.panel_width;
   options_.baseline = o_.baseline;
@@ -226,6 +255,8 @@ void Job::start() {
   me_.rank = rank_;
   me_.active = share_.active;
   me_.host = comm_.node().host;
+  job_.network = comm::job_network(comm_);
+  job_.network["mpi_start"] = comm::mpi_start_choice().why;
   if (share_.active) {
     me_.block_row = share_.block_row;
     me_.block_col = share_.block_col;
@@ -278,6 +309,7 @@ void Job::start_backend() {
 // in while the GEMM runs (panels without --baseline; rank 0 decides, so every rank refuses
 // non-finite input at the same step).
 void Job::read() {
+  hold_for_tests("read");
   const std::size_t es = dtype_size(plan_.dtype);
   int chunks = 1;
   comm_.step([&] {
@@ -371,6 +403,7 @@ void Job::prepare_reads() {
 
 // 4. The algorithm's compute step.
 void Job::compute() {
+  hold_for_tests("compute");
   algorithm_->compute(*run_);
   if (!streaming_) return;
   if (run_->staged) {
@@ -423,6 +456,7 @@ void Job::verify() {
 
 // 6. C leaves the rank, as the algorithm sends it.
 void Job::deliver() {
+  hold_for_tests("write");
   algorithm_->deliver(*run_);
   me_.write_bytes = route_->bytes_written();
 }
