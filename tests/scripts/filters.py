@@ -4,7 +4,8 @@ ZFP in its lossless (reversible) mode, each as A of a `tessera run` whose C is c
 numpy, with no HDF5_PLUGIN_PATH set. Bitshuffle has no Debian plugin (hdf5plugin's Bitshuffle
 needs one): said, not tested. With plugin loading switched off (HDF5_PLUGIN_PRELOAD=::) a
 plugin's filter is refused with the message that names it. A filter whose plugin is not
-installed here is skipped with a note (all of them: the test is skipped, exit 77)."""
+installed here (or LZF in a build without liblzf and without a plugin) is skipped with a note;
+with fewer than two filters readable the test is skipped (exit 77)."""
 import os
 
 import h5py
@@ -51,8 +52,8 @@ for name in written:
         check(np.array_equal(f[name][...], a), f"{name}: h5py does not read back what it wrote (lossy?)")
     res = r.run(["run", "--a", r.path("a.h5") + ":/" + name, "--b", r.path("b.h5") + ":/B", "--c",
                  r.path(f"c_{name}.h5") + ":/C", "--backend", "cpu", "-q"], expect_ok=False)
-    if res.returncode != 0 and "cannot load" in res.stderr and name != "lzf":
-        print(f"note: {name}: its HDF5 plugin is not installed here: not tested")
+    if res.returncode != 0 and ("cannot load" in res.stderr or "can't dlopen" in res.stderr):
+        print(f"note: {name}: neither an HDF5 plugin nor tessera's decoder for it here: not tested")
         continue
     check(res.returncode == 0, f"{name}: tessera failed: {res.stderr}")
     with h5py.File(r.path(f"c_{name}.h5"), "r") as f:
@@ -60,7 +61,7 @@ for name in written:
     tested.append(name)
 print(f"read through their filters and multiplied: {', '.join(tested)}")
 if len(tested) < 2:
-    print("SKIP: no HDF5 filter plugin is installed (scripts/setup.sh installs them)")
+    print("SKIP: no HDF5 filter plugin is installed, nor liblzf (scripts/setup.sh installs them)")
     raise SystemExit(SKIP)
 
 # Plugins switched off: a plugin's filter is refused by name, before anything is computed.
