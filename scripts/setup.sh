@@ -98,6 +98,8 @@ command -v pkg-config >/dev/null || missing+=(pkgconf)
 python_with_h5py >/dev/null || missing+=(python3-h5py python3-numpy)
 # The schema tests validate every JSON tessera writes against docs/schema/ (ctest -R schema).
 /usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1 || missing+=(python3-jsonschema)
+# The strong-scaling job's plot (scripts/scaling_report.py: scaling.png beside scaling.md).
+/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1 || missing+=(python3-matplotlib)
 # HDF5 filter plugins that h5py and hdf5plugin pipelines write with (LZF, LZ4, bzip2, Blosc,
 # ZFP), found by HDF5 in its default plugin folder; python3-hdf5plugin writes them in the tests.
 if [ "$want_phdf5" != 1 ]; then
