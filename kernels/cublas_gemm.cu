@@ -1,14 +1,34 @@
-// cuBLAS SGEMM / DGEMM: the vendor baseline the hand-written kernels are compared with (and
-// the fastest choice today). The handle runs in pedantic math mode (see GpuContext), so FP32
-// products really are FP32: no silent TF32, whose 10-bit mantissa would fail the accuracy
-// check and make the comparison meaningless.
+// cuBLAS: the baselines the hand-written kernels are compared with, each one cublasGemmEx call
+// whose data and compute types are named explicitly, on the context's handle in the default math
+// mode (GpuContext::cublas). The compute type alone decides whether the inputs are rounded:
+//   "cublas"              float32: CUBLAS_COMPUTE_32F, FP32 throughout (TF32 would need
+//                         CUBLAS_COMPUTE_32F_FAST_TF32 or a handle in CUBLAS_TF32_TENSOR_OP_MATH;
+//                         tessera bench's 1e-5 tolerance would catch TF32's 2.6e-4 error).
+//                         float64: CUBLAS_COMPUTE_64F, IEEE FP64 on the FP64 tensor cores (FP64
+//                         has no reduced-precision mode). Full precision: a candidate for `auto`.
+//   "cublas-tf32"         float32 data, CUBLAS_COMPUTE_32F_FAST_TF32 (opt-in): cuBLAS rounds the
+//                         inputs itself. TF32 has no storage format of its own (a float32 with 13
+//                         mantissa bits unused), so this one call is both the "stored" and the
+//                         "with a rounding pass" TF32 baseline.
+//   "cublas-bf16"         float32 data (opt-in): a pass rounds A and B to BF16 (to nearest) into
+//                         the context's operand scratch, then the BF16 GEMM below: what a cuBLAS
+//                         user with float32 data does for BF16 speed, and the baseline of
+//                         tessera's bf16 kernels, which take float32 data and round it too.
+//   "cublas-bf16-stored"  A and B already stored as BF16 (GpuGemm::inputs, opt-in): the BF16
+//                         GEMM alone (CUDA_R_16BF inputs, CUBLAS_COMPUTE_32F, float32 C), cuBLAS's
+//                         BF16 ceiling. tessera's own kernels never get BF16 data, so it is reported
+//                         beside them, not compared with them (tessera bench).
+// Pedantic math (the old baseline) cost DGEMM about a quarter on the H200: 47.0 / 48.6 / 50.3
+// against 61.6 / 63.2 / 59.0 TFLOP/s at 4096 / 8192 / 16384, and SGEMM nothing.
 //
 // cuBLAS is column-major; our matrices are row-major. A row-major matrix read column-major is
 // its transpose, so instead of C = A * B we ask cuBLAS for C^T = B^T * A^T, which it writes
 // column-major, i.e. exactly C in row-major order: gemm(n, m, k, B, ldb = n, A, lda = k,
 // C, ldc = n). No transposes are performed; only the roles of the operands swap.
 #include <cublas_v2.h>
+#include <cuda_bf16.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <string>
@@ -21,7 +41,61 @@
 namespace tessera::kernels {
 namespace {
 
-// The classic cuBLAS API takes int sizes and leading dimensions.
+// ---- the rounding pass ------------------------------------------------------------------------
+
+// out[i] = bf16(in[i]) for i < count, grid-stride. VEC: `in` 16-byte and `out` 8-byte aligned, so
+// four values move with one 16-byte load and one 8-byte store; the last count % 4 one by one.
+template <bool VEC>
+__global__ void round_to_bf16_kernel(std::int64_t count, const float* __restrict__ in,
+                                     __nv_bfloat16* __restrict__ out) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  const std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  std::int64_t done = 0;
+  if constexpr (VEC) {
+    const std::int64_t quads = count / 4;
+    for (std::int64_t q = first; q < quads; q += stride) {
+      const float4 v = reinterpret_cast<const float4*>(in)[q];
+      const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+      uint2 bits;
+      bits.x = *reinterpret_cast<const unsigned*>(&lo);
+      bits.y = *reinterpret_cast<const unsigned*>(&hi);
+      reinterpret_cast<uint2*>(out)[q] = bits;
+    }
+    done = quads * 4;
+  }
+  for (std::int64_t i = done + first; i < count; i += stride) out[i] = __float2bfloat16_rn(in[i]);
+}
+
+// ---- the calls ----------------------------------------------------------------------------------
+
+// The types of one cublasGemmEx call: A and B as stored, C, and the compute type.
+struct Call {
+  cudaDataType inputs;
+  cudaDataType output;
+  cublasComputeType_t compute;
+};
+constexpr Call kFp32{CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+constexpr Call kFp64{CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F};
+constexpr Call kTf32{CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
+constexpr Call kBf16{CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+
+// The one place cuBLAS is called: C = A * B (C += A * B with g.accumulate: beta = 1), with `a`
+// and `b` stored as call.inputs. alpha and beta have the compute type's precision.
+void gemm_ex(const GpuGemm& g, GpuContext& ctx, const void* a, const void* b, const Call& call) {
+  const CublasApi& api = cublas_api();
+  cublasHandle_t handle = ctx.cublas();
+  CUBLAS_CHECK(api.set_stream(handle, g.stream));
+  const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+  const double alpha64 = 1, beta64 = g.accumulate ? 1 : 0;
+  const float alpha32 = 1, beta32 = g.accumulate ? 1.0f : 0.0f;
+  const bool f64 = call.compute == CUBLAS_COMPUTE_64F;
+  const void* alpha = f64 ? static_cast<const void*>(&alpha64) : static_cast<const void*>(&alpha32);
+  const void* beta = f64 ? static_cast<const void*>(&beta64) : static_cast<const void*>(&beta32);
+  CUBLAS_CHECK(api.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, b, call.inputs, n, a, call.inputs, k, beta,
+                           g.c, call.output, n, call.compute, CUBLAS_GEMM_DEFAULT));
+}
+
+// cublasGemmEx takes int sizes and leading dimensions.
 bool cublas_can_implement(const GpuGemm& g, std::string* why) {
   if (g.m > INT_MAX || g.n > INT_MAX || g.k > INT_MAX) {
     if (why) {
@@ -33,59 +107,62 @@ bool cublas_can_implement(const GpuGemm& g, std::string* why) {
   return true;
 }
 
-void run_cublas(const GpuGemm& g, GpuContext& ctx) {
-  const CublasApi& api = cublas_api();
-  cublasHandle_t handle = ctx.cublas();
-  CUBLAS_CHECK(api.set_stream(handle, g.stream));
-  const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
-  if (g.dtype == DType::f32) {
-    const float alpha = 1, beta = g.accumulate ? 1.0f : 0.0f;
-    CUBLAS_CHECK(api.sgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, static_cast<const float*>(g.b), n,
-                           static_cast<const float*>(g.a), k, &beta, static_cast<float*>(g.c), n));
-  } else {
-    const double alpha = 1, beta = g.accumulate ? 1.0 : 0.0;
-    CUBLAS_CHECK(api.dgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, static_cast<const double*>(g.b), n,
-                           static_cast<const double*>(g.a), k, &beta, static_cast<double*>(g.c), n));
-  }
-}
-
-// The opt-in tensor-core baselines, on the same float32 data as tessera's "tf32" and "bf16"
-// kernels: cublasGemmEx with float32 A, B, C and a compute type that lets cuBLAS round the
-// inputs to TF32 or BF16 itself (FP32 accumulation). Both run on a second handle in the default
-// math mode (the first is pedantic). The BF16 path thus includes cuBLAS's own conversion of the
-// float32 inputs, as tessera's bf16 kernel does; a GEMM on BF16-stored inputs (the machine
-// notes' 773 TFLOP/s) skips that and is the faster ceiling.
-bool cublas_tc_can_implement(const GpuGemm& g, std::string* why) {
+bool cublas_f32_can_implement(const GpuGemm& g, std::string* why) {
   return f32_only(g, why) && cublas_can_implement(g, why);
 }
 
-void run_cublas_ex(const GpuGemm& g, GpuContext& ctx, cublasComputeType_t compute) {
-  const CublasApi& api = cublas_api();
-  cublasHandle_t handle = ctx.cublas_tensor_op();
-  CUBLAS_CHECK(api.set_stream(handle, g.stream));
-  const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
-  const float alpha = 1, beta = g.accumulate ? 1.0f : 0.0f;
-  CUBLAS_CHECK(api.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &alpha, g.b, CUDA_R_32F, n, g.a, CUDA_R_32F, k,
-                           &beta, g.c, CUDA_R_32F, n, compute, CUBLAS_GEMM_DEFAULT));
-}
+void run_cublas(const GpuGemm& g, GpuContext& ctx) { gemm_ex(g, ctx, g.a, g.b, g.dtype == DType::f32 ? kFp32 : kFp64); }
+void run_cublas_tf32(const GpuGemm& g, GpuContext& ctx) { gemm_ex(g, ctx, g.a, g.b, kTf32); }
+void run_cublas_bf16_stored(const GpuGemm& g, GpuContext& ctx) { gemm_ex(g, ctx, g.a, g.b, kBf16); }
 
-void run_cublas_tf32(const GpuGemm& g, GpuContext& ctx) { run_cublas_ex(g, ctx, CUBLAS_COMPUTE_32F_FAST_TF32); }
-void run_cublas_bf16(const GpuGemm& g, GpuContext& ctx) { run_cublas_ex(g, ctx, CUBLAS_COMPUTE_32F_FAST_16BF); }
+// The rounding pass into the operand scratch (A, then B from a 256-byte boundary), then the BF16
+// GEMM on the copies: 6 bytes moved per element of A and B, ~0.3 ms at 8192^3 on the H200.
+void run_cublas_bf16(const GpuGemm& g, GpuContext& ctx) {
+  const auto a_count = static_cast<std::size_t>(g.m * g.k), b_count = static_cast<std::size_t>(g.k * g.n);
+  const std::size_t b_offset = (a_count * sizeof(__nv_bfloat16) + 255) / 256 * 256;
+  auto* const scratch = static_cast<unsigned char*>(ctx.operand_scratch(b_offset + b_count * sizeof(__nv_bfloat16)));
+  gpu_round_to_bf16(static_cast<const float*>(g.a), scratch, g.m * g.k, g.stream);
+  gpu_round_to_bf16(static_cast<const float*>(g.b), scratch + b_offset, g.k * g.n, g.stream);
+  gemm_ex(g, ctx, scratch, scratch + b_offset, kBf16);
+}
 
 }  // namespace
 
-// All opt-in: `auto` and `tessera tune` choose among tessera's own kernels; cuBLAS is the
-// yardstick, and a user may still name it.
+void gpu_round_to_bf16(const float* in, void* out, std::int64_t count, cudaStream_t stream) {
+  if (count <= 0) return;
+  constexpr int kThreads = 256;
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(ceil_div(count, 4 * kThreads), 65535));
+  static_switch(
+      [&](auto vec) {
+        round_to_bf16_kernel<vec()><<<blocks, kThreads, 0, stream>>>(count, in, static_cast<__nv_bfloat16*>(out));
+      },
+      is_aligned(in, 16) && is_aligned(out, 8));
+  CUDA_CHECK_LAUNCH();
+}
+
+// The full-precision "cublas" is a candidate for `auto` (on the H200 the fastest GEMM at 4096-16384);
+// the reduced-precision calls are opt-in, as tessera's own tensor-core kernels are.
 std::vector<GpuKernel> cublas_kernels() {
+  constexpr double kTf32UnitRoundoff = 0x1p-11;  // measured: cuBLAS rounds to nearest (2.6e-4 at 8192^3)
+  constexpr double kBf16UnitRoundoff = 0x1p-8;
   std::vector<GpuKernel> kernels{
-      {"cublas", "cuBLAS SGEMM/DGEMM, pedantic math (no TF32)", &cublas_can_implement, &run_cublas, 0.0, true,
-       "cublas"},
-      {"cublas-tf32", "cuBLAS GemmEx on float32, CUBLAS_COMPUTE_32F_FAST_TF32 (opt-in baseline)",
-       &cublas_tc_can_implement, &run_cublas_tf32, 0x1p-11, true, "cublas-tf32"},
-      {"cublas-bf16", "cuBLAS GemmEx on float32, CUBLAS_COMPUTE_32F_FAST_16BF (opt-in baseline)",
-       &cublas_tc_can_implement, &run_cublas_bf16, 0x1p-8, true, "cublas-bf16"},
+      {"cublas", "cuBLAS GemmEx, CUBLAS_COMPUTE_32F (float32) or _64F (float64): full precision", &cublas_can_implement,
+       &run_cublas},
+      {"cublas-tf32", "cuBLAS GemmEx on float32, CUBLAS_COMPUTE_32F_FAST_TF32 (opt-in)", &cublas_f32_can_implement,
+       &run_cublas_tf32, kTf32UnitRoundoff, true},
+      {"cublas-bf16",
+       "float32 rounded to BF16 by a pass over A and B, then cuBLAS GemmEx on BF16, FP32 accumulation (opt-in)",
+       &cublas_f32_can_implement, &run_cublas_bf16, kBf16UnitRoundoff, true},
   };
-  for (GpuKernel& kernel : kernels) kernel.accumulates = true;  // beta = 1
+  GpuKernel stored("cublas-bf16-stored",
+                   "cuBLAS GemmEx on A and B stored as BF16, FP32 accumulation: the GEMM alone (opt-in)",
+                   &cublas_f32_can_implement, &run_cublas_bf16_stored, kBf16UnitRoundoff, true);
+  stored.inputs = InputStorage::bf16;
+  kernels.push_back(std::move(stored));
+  for (GpuKernel& kernel : kernels) {
+    kernel.vendor = true;
+    kernel.accumulates = true;  // beta = 1
+  }
   return kernels;
 }
 

@@ -34,9 +34,6 @@ CublasApi load() {
   bind(lib, "cublasCreate_v2", api.create, soname);
   bind(lib, "cublasDestroy_v2", api.destroy, soname);
   bind(lib, "cublasSetStream_v2", api.set_stream, soname);
-  bind(lib, "cublasSetMathMode", api.set_math_mode, soname);
-  bind(lib, "cublasSgemm_v2", api.sgemm, soname);
-  bind(lib, "cublasDgemm_v2", api.dgemm, soname);
   bind(lib, "cublasGemmEx", api.gemm_ex, soname);
   bind(lib, "cublasGetStatusName", api.status_name, soname);
   bind(lib, "cublasGetStatusString", api.status_string, soname);

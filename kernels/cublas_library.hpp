@@ -12,11 +12,6 @@ struct CublasApi {
   cublasStatus_t (*create)(cublasHandle_t*);
   cublasStatus_t (*destroy)(cublasHandle_t);
   cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t);
-  cublasStatus_t (*set_math_mode)(cublasHandle_t, cublasMath_t);
-  cublasStatus_t (*sgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const float*,
-                          const float*, int, const float*, int, const float*, float*, int);
-  cublasStatus_t (*dgemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const double*,
-                          const double*, int, const double*, int, const double*, double*, int);
   cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
                             const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
                             cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);

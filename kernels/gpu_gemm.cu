@@ -20,17 +20,7 @@ namespace tessera::kernels {
 GpuContext::~GpuContext() {
   if (scratch_) (void)cudaFree(scratch_);
   if (operand_scratch_) (void)cudaFree(operand_scratch_);
-  if (cublas_) (void)cublas_api().destroy(cublas_);  // handles exist only once cuBLAS is loaded
-  if (cublas_tensor_op_) (void)cublas_api().destroy(cublas_tensor_op_);
-}
-
-cublasContext* GpuContext::cublas_tensor_op() {
-  if (!cublas_tensor_op_) {
-    cublasHandle_t handle = nullptr;
-    CUBLAS_CHECK(cublas_api().create(&handle));  // CUBLAS_DEFAULT_MATH: the compute type decides
-    cublas_tensor_op_ = handle;
-  }
-  return cublas_tensor_op_;
+  if (cublas_) (void)cublas_api().destroy(cublas_);  // a handle exists only once cuBLAS is loaded
 }
 
 namespace {
@@ -64,15 +54,13 @@ void* GpuContext::operand_scratch(std::size_t bytes) {
   return operand_scratch_;
 }
 
+// CUBLAS_DEFAULT_MATH, as cublasCreate leaves it: every call in kernels/cublas_gemm.cu names its
+// compute type, which alone decides whether inputs are rounded (TF32, BF16) or not (FP32, FP64).
+// Pedantic math cost DGEMM about a quarter of its speed on the H200 and SGEMM nothing.
 cublasContext* GpuContext::cublas() {
   if (!cublas_) {
     cublasHandle_t handle = nullptr;
     CUBLAS_CHECK(cublas_api().create(&handle));
-    const cublasStatus_t status = cublas_api().set_math_mode(handle, CUBLAS_PEDANTIC_MATH);
-    if (status != CUBLAS_STATUS_SUCCESS) {
-      (void)cublas_api().destroy(handle);
-      throw_cublas_error(status, "cublasSetMathMode(handle, CUBLAS_PEDANTIC_MATH)", __FILE__, __LINE__);
-    }
     cublas_ = handle;
   }
   return cublas_;
@@ -90,7 +78,7 @@ const std::vector<GpuKernel>& registry() {
     for (auto technique : {
              naive_kernels, tiled_kernels, regtile_kernels, vectorized_kernels, warptile_kernels, tensorcore_kernels,
              wgmma_kernels,
-             cublas_kernels,  // keep last: the baseline the others are compared with
+             cublas_kernels,  // keep last: the baselines the others are compared with
          }) {
       for (GpuKernel& kernel : technique()) kernels.push_back(std::move(kernel));
     }
@@ -158,8 +146,9 @@ bool gpu_kernel_traits(const std::string& kernel, GpuKernelTraits* out) {
     out->summary = found->summary;
     out->input_unit_roundoff = found->input_unit_roundoff;
     out->opt_in = found->opt_in;
-    out->baseline = found->baseline.empty() ? "cublas" : found->baseline;
+    out->vendor = found->vendor;
     out->accumulates = found->accumulates;
+    out->inputs = found->inputs;
   }
   return true;
 }
@@ -200,8 +189,24 @@ bool gpu_can_implement(const std::string& kernel, const GpuGemm& g, std::string*
     return fail(why,
                 "negative GEMM size " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k));
   }
-  if (found->can_implement && g.m > 0 && g.n > 0 && g.k > 0) return found->can_implement(g, why);
-  return true;
+  if (g.m == 0 || g.n == 0 || g.k == 0) return true;  // nothing is read: C = 0, or left alone
+  if (g.inputs != found->inputs) {
+    return fail(why, found->inputs == InputStorage::bf16
+                         ? kernel + " takes A and B stored as BF16; these are " + dtype_name(g.dtype) +
+                               " (cublas-bf16 rounds float32 inputs itself)"
+                         : kernel + " takes A and B in the dtype, not stored as BF16");
+  }
+  return !found->can_implement || found->can_implement(g, why);
+}
+
+void gpu_load_library(const std::string& kernel) {
+  const GpuKernel* found = find_kernel(kernel);
+  if (found && found->vendor) (void)cublas_api();
+}
+
+void gpu_prepare(const std::string& kernel, GpuContext& ctx) {
+  const GpuKernel* found = find_kernel(kernel);
+  if (found && found->vendor) (void)ctx.cublas();
 }
 
 void gpu_gemm(const std::string& kernel, const GpuGemm& g, GpuContext& ctx) {

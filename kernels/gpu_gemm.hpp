@@ -2,10 +2,10 @@
 // GPU GEMM kernels behind one dispatcher: C = A * B on device memory, row-major and contiguous
 // (A is m x k, B is k x n, C is m x n), asynchronously on a stream. Kernels are chosen by name
 // from a registry ("naive", "tiled32", "regtile", "vectorized", "warptile-128x128", "dmma", the
-// opt-in tensor-core "tf32"/"bf16" (and "tf32-wgmma"/"bf16-wgmma" in sm_90a builds), "cublas",
-// ...; docs/kernels.md); the CUDA backend and
-// `tessera bench` list them from here, so a kernel added to the registry shows up in both.
-// Knows nothing of MPI, HDF5 or the CLI.
+// opt-in tensor-core "tf32"/"bf16" (and "tf32-wgmma"/"bf16-wgmma" in sm_90a builds), the cuBLAS
+// calls "cublas", "cublas-tf32", "cublas-bf16", "cublas-bf16-stored", ...; docs/kernels.md); the
+// CUDA backend and `tessera bench` list them from here, so a kernel added to the registry shows
+// up in both. Knows nothing of MPI, HDF5 or the CLI.
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -17,6 +17,11 @@
 struct cublasContext;  // cublasHandle_t is cublasContext*; kept out of this header
 
 namespace tessera::kernels {
+
+// How A and B are stored in device memory: in the dtype (every kernel but one), or as BF16 for
+// the cuBLAS baseline on BF16-stored data ("cublas-bf16-stored", float32 C). C is always in the
+// dtype. A kernel runs only on the storage it was registered for (gpu_can_implement).
+enum class InputStorage { dtype, bf16 };
 
 // One GEMM on device memory. Sizes may be 0 (nothing to do, or C = 0 when k == 0).
 struct GpuGemm {
@@ -30,11 +35,12 @@ struct GpuGemm {
   // into C themselves (GpuKernel::accumulates) write a scratch C the context keeps, which the
   // dispatcher then adds: one more read and write of C per call.
   bool accumulate = false;
+  InputStorage inputs = InputStorage::dtype;
 };
 
 // Per-device state the kernels share: a cuBLAS handle, created on first use on the current
-// device with pedantic math (FP32 stays FP32: no TF32, no reduced-precision reductions).
-// One context per device and thread; not thread-safe.
+// device in the default math mode (each cuBLAS call names its compute type: FP32 stays FP32,
+// see kernels/cublas_gemm.cu). One context per device and thread; not thread-safe.
 class GpuContext {
  public:
   GpuContext() = default;
@@ -43,9 +49,6 @@ class GpuContext {
   GpuContext& operator=(const GpuContext&) = delete;
 
   cublasContext* cublas();
-  // A second handle in the default math mode, for the opt-in tensor-core baselines
-  // ("cublas-tf32", "cublas-bf16"), which ask for reduced precision explicitly.
-  cublasContext* cublas_tensor_op();
   // Device scratch of at least `bytes`, kept until a larger one is asked for. Calls that use it
   // (accumulating GEMMs) must be ordered: one stream per context.
   void* scratch(std::size_t bytes);
@@ -56,14 +59,13 @@ class GpuContext {
 
  private:
   cublasContext* cublas_ = nullptr;
-  cublasContext* cublas_tensor_op_ = nullptr;
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   void* operand_scratch_ = nullptr;
   std::size_t operand_scratch_bytes_ = 0;
 };
 
-// Registered kernel names, in bench order (the naive baseline first, cuBLAS last).
+// Registered kernel names, in bench order (the naive baseline first, the cuBLAS calls last).
 std::vector<std::string> gpu_kernel_names();
 
 // A one-line description of a kernel ("" for an unknown name).
@@ -74,16 +76,17 @@ struct GpuKernelTraits {
   std::string summary;
   // Unit roundoff of the inputs as multiplied (2^-11 TF32, 2^-8 BF16); 0 = the dtype's own.
   double input_unit_roundoff = 0;
-  bool opt_in = false;       // chosen only when named: reduced precision, or a vendor library
-  std::string baseline;      // the kernel `tessera bench` compares its speed with
-  bool accumulates = false;  // adds into C itself; else GpuGemm::accumulate uses a scratch C
+  bool opt_in = false;                        // chosen only when named: reduced precision (never by `auto`)
+  bool vendor = false;                        // a cuBLAS call: what `tessera bench` compares the others with
+  bool accumulates = false;                   // adds into C itself; else GpuGemm::accumulate uses a scratch C
+  InputStorage inputs = InputStorage::dtype;  // how it takes A and B (GpuGemm::inputs)
 };
 
 // Traits of a registered kernel; false (and *out untouched) for an unknown name.
 bool gpu_kernel_traits(const std::string& kernel, GpuKernelTraits* out);
 
-// The kernels `--kernel auto` and `tessera tune` choose from: tessera's own full-precision
-// kernels (not opt-in), in registry order.
+// The kernels `--kernel auto` and `tessera tune` choose from: every full-precision kernel (not
+// opt-in), tessera's own and cuBLAS, in registry order.
 std::vector<std::string> gpu_auto_candidates();
 
 // Componentwise forward-error bound of `kernel` on a length-k product in `dtype`:
@@ -103,5 +106,18 @@ bool gpu_can_implement(const std::string& kernel, const GpuGemm& g, std::string*
 // kernel is unknown or cannot implement the problem (the message says why), DeviceError when
 // a CUDA or cuBLAS call fails.
 void gpu_gemm(const std::string& kernel, const GpuGemm& g, GpuContext& ctx);
+
+// What a kernel needs once before its first launch, kept out of any timed region. The cuBLAS
+// calls load the library (~0.3 s: kernels/cublas_library.hpp) and create the context's handle;
+// tessera's own kernels need nothing. gpu_load_library does the first part only: it touches no
+// device and is thread-safe, so a caller may run it beside other work (the backend overlaps it
+// with reading the inputs); gpu_prepare does both, on the context's device. Unknown names: nothing.
+void gpu_load_library(const std::string& kernel);
+void gpu_prepare(const std::string& kernel, GpuContext& ctx);
+
+// out[i] = in[i] rounded to BF16 (to nearest, ties to even), i < count, enqueued on `stream`:
+// the rounding pass of "cublas-bf16", and how callers make BF16-stored inputs for
+// "cublas-bf16-stored". `out` holds count 2-byte values.
+void gpu_round_to_bf16(const float* in, void* out, std::int64_t count, cudaStream_t stream);
 
 }  // namespace tessera::kernels

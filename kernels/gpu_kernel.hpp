@@ -21,15 +21,13 @@ namespace tessera::kernels {
 
 struct GpuKernel {
   GpuKernel(std::string name_, std::string summary_, bool (*can_implement_)(const GpuGemm&, std::string*),
-            void (*run_)(const GpuGemm&, GpuContext&), double input_unit_roundoff_ = 0, bool opt_in_ = false,
-            std::string baseline_ = "")
+            void (*run_)(const GpuGemm&, GpuContext&), double input_unit_roundoff_ = 0, bool opt_in_ = false)
       : name(std::move(name_)),
         summary(std::move(summary_)),
         can_implement(can_implement_),
         run(run_),
         input_unit_roundoff(input_unit_roundoff_),
-        opt_in(opt_in_),
-        baseline(std::move(baseline_)) {}
+        opt_in(opt_in_) {}
 
   std::string name;
   std::string summary;
@@ -41,13 +39,17 @@ struct GpuKernel {
   // Unit roundoff of the format A and B are rounded to before they are multiplied: 2^-11 for
   // TF32 (10 explicit mantissa bits), 2^-8 for BF16 (7); 0 means the dtype's own (exact inputs).
   double input_unit_roundoff = 0;
-  // Chosen only when named: reduced precision (tensor cores) or a vendor library. `auto` and
-  // `tessera tune` consider only the kernels that are not opt-in.
+  // Chosen only when named: reduced precision (tensor cores, cuBLAS in TF32 or BF16). `auto` and
+  // `tessera tune` consider only the kernels that are not opt-in, cuBLAS's full-precision call
+  // among them.
   bool opt_in = false;
-  // What `tessera bench` compares this kernel's speed with ("" = "cublas", pedantic FP32/FP64).
-  std::string baseline;
+  // A cuBLAS call (kernels/cublas_gemm.cu): a baseline `tessera bench` compares the others with,
+  // which needs the library loaded and a handle before its first launch (gpu_prepare).
+  bool vendor = false;
   // Honours GpuGemm::accumulate itself (C += A * B); otherwise the dispatcher emulates it.
   bool accumulates = false;
+  // How it takes A and B: in the dtype, or stored as BF16 (GpuGemm::inputs).
+  InputStorage inputs = InputStorage::dtype;
 };
 
 // The technique files.

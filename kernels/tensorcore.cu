@@ -12,7 +12,7 @@
 //
 // Why: an H200's tensor cores do TF32 at ~8x and BF16 at ~15x the FP32 FFMA rate (cuBLAS: TF32
 // 406, BF16 773 TFLOP/s vs SGEMM 51 at 8192). FP64 DMMA doubles the FP64 rate over DFMA
-// (cuBLAS DGEMM 48-56 TFLOP/s vs ~30 for a DFMA kernel).
+// (cuBLAS DGEMM 59-63 TFLOP/s in the default math mode, 47-50 pedantic, vs ~30 for a DFMA kernel).
 //
 // Shared-memory layouts (A row-major [BM][BK + PAD_A], B [BK][BN + PAD_B]) are padded so each
 // fragment load of a warp touches 32 different banks: tf32 reads A(g, t) and B(t, g) (g = lane/4,
@@ -23,12 +23,17 @@
 // FP64 on Hopper: m16n8k4 is the shape the FP64 tensor cores run natively (PTX 7.8, sm_90;
 // SASS DMMA.16x8x4); the Ampere shape m8n8k4 runs at about half that rate there, which is where
 // the first dmma (m8n8k4) stopped: 62% of cuBLAS DGEMM at 8192. With m16n8k4 and the same tiles:
-// 99-108% (measured, docs/performance.md). Below sm_90, m16n8k4 is issued as two m8n8k4 on rows
-// g and g + 8 of the same fragments, so an sm_80 build keeps working.
+// 99-108% of DGEMM in pedantic math (measured, docs/performance.md), which cost cuBLAS a quarter:
+// dmma's 52.2 / 47.6 / 43.6 TFLOP/s at 4096 / 8192 / 16384 are 85 / 75 / 74% of DGEMM in the
+// default math mode (61.6 / 63.2 / 59.0, measured a day later), so `auto` takes cuBLAS there.
+// Below sm_90, m16n8k4 is issued as two m8n8k4 on rows g and g + 8 of the same fragments, so an
+// sm_80 build keeps working.
 //
-// Measured (H200, 2026-11-29): mma.sync tf32 ~33-39% and bf16 ~46-54% of cuBLAS in the same
-// mode at 4096-8192: fragments from FP32 shared memory with scalar loads, no wgmma. On Hopper
-// use wgmma.cu's kernels; these stay for sm_80 builds and as their fallback.
+// Measured (H200, 2026-11-29): mma.sync tf32 ~33-39% of cuBLAS TF32 and bf16 ~46-54% of cuBLAS
+// GemmEx with CUBLAS_COMPUTE_32F_FAST_16BF on float32 data (~400 TFLOP/s; the BF16 baseline is
+// now faster, docs/kernels.md) at 4096-8192: fragments from FP32 shared memory with scalar
+// loads, no wgmma. On Hopper use wgmma.cu's kernels; these stay for sm_80 builds and as their
+// fallback.
 //
 // Accumulation (GpuGemm::accumulate) is a template flag: the epilogue reads C where it writes
 // it (C += A * B), as in warptile.cu.
@@ -351,9 +356,9 @@ std::vector<GpuKernel> tensorcore_kernels() {
   constexpr double kBf16UnitRoundoff = 0x1p-8;   // 7 explicit mantissa bits
   std::vector<GpuKernel> kernels{
       {"tf32", "tensor cores, mma.sync m16n8k8: float32 rounded to TF32, FP32 accumulation (opt-in)", &f32_only,
-       &run_tc<Tf32Cfg>, kTf32UnitRoundoff, true, "cublas-tf32"},
+       &run_tc<Tf32Cfg>, kTf32UnitRoundoff, true},
       {"bf16", "tensor cores, mma.sync m16n8k16: float32 rounded to BF16, FP32 accumulation (opt-in)", &f32_only,
-       &run_tc<Bf16Cfg>, kBf16UnitRoundoff, true, "cublas-bf16"},
+       &run_tc<Bf16Cfg>, kBf16UnitRoundoff, true},
       {"dmma", "FP64 tensor cores, mma.sync m16n8k4, 128x64x16 tiles, 3-stage cp.async (float64 only)", &f64_only,
        &run_tc<DmmaCfg>},
       {"dmma-128x128", "FP64 tensor cores, mma.sync m16n8k4, 128x128x16 tiles, 3-stage cp.async (float64 only)",

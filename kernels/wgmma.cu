@@ -27,8 +27,12 @@
 // The epilogue writes FP32 pairs straight from the accumulators (guarded; C += when
 // GpuGemm::accumulate). Sizes up to 2^31 - 1 (TMA coordinates are 32-bit).
 //
-// Measured (H200, 2026-11-30, % of cuBLAS in the same mode at 4096 / 8192 / 16384): tf32-wgmma
-// 83 / 91 / 103%, tf32-wgmma-rawa 90 / 94 / 101%, bf16-wgmma 134 / 158 / 199%; ncu: the tensor
+// Measured (H200, 2026-11-30, at 4096 / 8192 / 16384): tf32-wgmma 83 / 91 / 103% and
+// tf32-wgmma-rawa 90 / 94 / 101% of cuBLAS TF32; bf16-wgmma 541 / 661 / 723 TFLOP/s, which is
+// about 109 / 107 / 115% of cuBLAS on the same float32 data rounded to BF16 by a pass (494 / 620
+// / 628, cublas-bf16) and 75 / 85 / 104% of cuBLAS's BF16 GEMM alone on BF16-stored data (720 /
+// 777 / 697) -- the cuBLAS figures from 2026-12-01; the 134-199% once printed here were against
+// GemmEx CUBLAS_COMPUTE_32F_FAST_16BF on float32 (~400), not a BF16 product. ncu: the tensor
 // pipe 91-94% busy in the GEMM kernel. Not done: clusters with TMA multicast (half the L2
 // traffic of the shared operand), an epilogue through shared memory with TMA stores.
 //
@@ -429,19 +433,19 @@ std::vector<GpuKernel> wgmma_kernels() {
       {"tf32-wgmma",
        "Hopper wgmma m64n256k8 + TMA, 128x256x32 tiles, 4 stages, warp-specialised, persistent: "
        "float32 rounded to TF32, FP32 accumulation (opt-in, sm_90a)",
-       &wgmma_can_implement, &run_wgmma<Tf32x256>, kTf32UnitRoundoff, true, "cublas-tf32"},
+       &wgmma_can_implement, &run_wgmma<Tf32x256>, kTf32UnitRoundoff, true},
       {"tf32-wgmma-rawa",
        "tf32-wgmma without the rounding pass over A when its rows are 16-byte aligned: A's floats "
        "truncated to TF32 by the tensor cores, B rounded (opt-in, sm_90a)",
-       &wgmma_can_implement, &run_wgmma<Tf32x256RawA>, 0x1p-10, true, "cublas-tf32"},
+       &wgmma_can_implement, &run_wgmma<Tf32x256RawA>, 0x1p-10, true},
       {"tf32-wgmma-128x128", "Hopper wgmma m64n128k8 + TMA, 128x128x32 tiles, 6 stages (opt-in, sm_90a)",
-       &wgmma_can_implement, &run_wgmma<Tf32x128>, kTf32UnitRoundoff, true, "cublas-tf32"},
+       &wgmma_can_implement, &run_wgmma<Tf32x128>, kTf32UnitRoundoff, true},
       {"bf16-wgmma",
        "Hopper wgmma m64n256k16 + TMA, 128x256x64 tiles, 4 stages, warp-specialised, persistent: "
        "float32 rounded to BF16, FP32 accumulation (opt-in, sm_90a)",
-       &wgmma_can_implement, &run_wgmma<Bf16x256>, kBf16UnitRoundoff, true, "cublas-bf16"},
+       &wgmma_can_implement, &run_wgmma<Bf16x256>, kBf16UnitRoundoff, true},
       {"bf16-wgmma-128x128", "Hopper wgmma m64n128k16 + TMA, 128x128x64 tiles, 6 stages (opt-in, sm_90a)",
-       &wgmma_can_implement, &run_wgmma<Bf16x128>, kBf16UnitRoundoff, true, "cublas-bf16"},
+       &wgmma_can_implement, &run_wgmma<Bf16x128>, kBf16UnitRoundoff, true},
   };
   for (GpuKernel& kernel : kernels) kernel.accumulates = true;  // C += A * B in the epilogue
   return kernels;

@@ -97,7 +97,8 @@ if [ "$built" = 1 ]; then
   fi
   ! want bench || step bench "$build/tessera" bench --json "$logdir/bench.json" --csv "$logdir/bench.csv"
   # Start-up: whole processes that do no job (MPI, CUDA and libraries), and whether a GPU run of
-  # tessera's own kernels ever loads cuBLAS (it must not: kernels/cublas_library.hpp).
+  # tessera's own kernels ever loads cuBLAS (it must not: kernels/cublas_library.hpp; named, since
+  # `auto` may choose cuBLAS).
   startup_probe() {
     for i in 1 2 3; do /usr/bin/time -f "tessera --version %e s" "$build/tessera" --version >/dev/null; done
     for np in 1 2; do
@@ -107,7 +108,7 @@ if [ "$built" = 1 ]; then
     d=$(mktemp -d)
     "$build/tessera" generate --out "$d/a.h5:/A" --rows 512 --cols 512 >/dev/null &&
       LD_DEBUG=files mpirun -x LD_DEBUG -np 1 "$build/tessera" run --a "$d/a.h5:/A" --b "$d/a.h5:/A" --c "$d/c.h5:/C" \
-        --backend cuda -q 2>&1 | grep -c "file=libcublas" | sed 's/^/libcublas loads in a GPU run: /'
+        --backend cuda --kernel warptile-64x64 -q 2>&1 | grep -c "file=libcublas" | sed 's/^/libcublas loads in a GPU run: /'
     rm -rf "$d"
   }
   ! want startup || step startup startup_probe

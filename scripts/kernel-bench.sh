@@ -37,8 +37,8 @@ wgmma="tf32-wgmma,tf32-wgmma-rawa,tf32-wgmma-128x128,bf16-wgmma,bf16-wgmma-128x1
 test_kernels=${KB_TEST_KERNELS:-$warptiles,$mma,$wgmma,cublas}
 sanitize_kernels=${KB_SANITIZE_KERNELS:-$warptiles,$mma,$wgmma}
 f32_sizes=${KB_F32_SIZES:-1024,4096,8192,4099x4097x4095}
-f32_kernels=${KB_F32_KERNELS:-$warptiles,$mma,$wgmma,cublas,cublas-tf32,cublas-bf16}
-f32_big_kernels=${KB_F32_BIG_KERNELS:-warptile-128x256,warptile-128x256-db,warptile-128x128-8x16,$wgmma,cublas,cublas-tf32,cublas-bf16}
+f32_kernels=${KB_F32_KERNELS:-$warptiles,$mma,$wgmma,cublas,cublas-tf32,cublas-bf16,cublas-bf16-stored}
+f32_big_kernels=${KB_F32_BIG_KERNELS:-warptile-128x256,warptile-128x256-db,warptile-128x128-8x16,$wgmma,cublas,cublas-tf32,cublas-bf16,cublas-bf16-stored}
 f64_sizes=${KB_F64_SIZES:-4096,8192,4099x4097x4095}
 f64_kernels=${KB_F64_KERNELS:-dmma,dmma-128x128,dmma-64x64,warptile-128x128,cublas}
 tmp=$(mktemp -d)
@@ -182,7 +182,7 @@ for r in rows:
 def short(c):
     s, d = c
     return (s.split("x")[0] if len(set(s.split("x"))) == 1 else s) + " " + d
-print("TFLOP/s and % of the matching cuBLAS baseline (cublas; tf32 -> cublas-tf32; bf16 -> cublas-bf16); ! = accuracy FAIL")
+print("TFLOP/s and % of the row's cuBLAS baseline (bench.json 'baseline': the fastest honest call); ! = accuracy FAIL")
 print(f"{'kernel':<20}" + "".join(f"{short(c):>17}" for c in cols))
 for k in kernels:
     print(f"{k:<20}" + "".join(f"{cell.get((k, c[0], c[1]), '-'):>17}" for c in cols))

@@ -6,9 +6,10 @@ rank held constant (e.g. M grown with the ranks), so the problems differ.
     scripts/scaling_report.py --out runs/1234/scaling runs/1234/report-n*.json
     scripts/scaling_report.py --weak --time compute --out docs/weak runs/weak-np*.json
 
-writes PREFIX.md, a markdown table with one row per report: the time of each phase (the
-maximum over ranks, in milliseconds), the wall time, the aggregate GFLOP/s, and speedup and parallel
-efficiency of the wall time against the smallest rank count; and PREFIX.png, a plot of the
+writes PREFIX.md, a markdown table with one row per report: the ranks and the nodes they ran on
+(distinct hosts), the time of each phase (the maximum over ranks, in milliseconds), the wall time,
+the aggregate GFLOP/s, and speedup and parallel efficiency of the wall time against the smallest
+rank count, then every rank's phases (one table per report); and PREFIX.png, a plot of the
 same, where matplotlib is installed (without it the plot is skipped, and the table says so).
 Weak scaling: efficiency = T(smallest) / T(P) and scaled speedup = efficiency * P / P(smallest).
 --time compute takes, instead of the wall time, the slowest rank's `compute` phase plus rank 0's
@@ -68,6 +69,7 @@ def rows(reports, phases, weak=False, what="wall"):
         ratio = base_t / t if t > 0 else float("nan")
         speedup = ratio * p / base_p if weak else ratio
         out.append({
+            "nodes": len({r.get("host", "?") for r in rep["ranks"]}),
             "shape": "{}x{}x{}".format(*problem(rep)[:3]),
             "algorithm": f"{rep.get('algorithm', 'panels')} / {rep.get('comm', 'host')}",
             "ranks": p,
@@ -102,16 +104,35 @@ def table(reports, phases, table_rows, weak=False, what="wall"):
         "",
         "Time per phase: the slowest rank's, in milliseconds. " + how,
         "",
-        "| ranks | shape | algorithm / comm | grid | " + " | ".join(f"{p} ms" for p in phases)
+        "| ranks | nodes | shape | algorithm / comm | grid | " + " | ".join(f"{p} ms" for p in phases)
         + f" | {'wall' if what == 'wall' else 'compute+comm'} ms | GFLOP/s | {'scaled speedup' if weak else 'speedup'} | efficiency |",
-        "|---:|:---:|:---:|:---:|" + "---:|" * len(phases) + "---:|---:|---:|---:|",
+        "|---:|---:|:---:|:---:|:---:|" + "---:|" * len(phases) + "---:|---:|---:|---:|",
     ]
     for r in table_rows:
         ranks = str(r["ranks"]) if r["active"] == r["ranks"] else f"{r['ranks']} ({r['active']} active)"
         gflops = "–" if r["gflops"] is None else f"{r['gflops']:.1f}"
-        lines.append(f"| {ranks} | {r['shape']} | {r['algorithm']} | {r['grid']} | "
+        lines.append(f"| {ranks} | {r['nodes']} | {r['shape']} | {r['algorithm']} | {r['grid']} | "
                      + " | ".join(ms(r["phases"][p]) for p in phases)
                      + f" | {ms(r['wall'])} | {gflops} | {r['speedup']:.2f} | {100 * r['efficiency']:.0f}% |")
+    return lines
+
+
+def rank_tables(reports, phases):
+    """Every rank's own phases, one table per report: where the slowest rank's time comes from
+    (a node, a block, the rank that writes)."""
+    lines = ["", "## Per rank", ""]
+    for rep in reports:
+        nodes = len({r.get("host", "?") for r in rep["ranks"]})
+        lines += [f"### {rep['nranks']} rank(s) on {nodes} node(s), grid {rep['grid']['rows']}x{rep['grid']['cols']}, "
+                  f"wall {ms(rep['totals']['wall_seconds'])} ms", "",
+                  "| rank | host | block | " + " | ".join(f"{p} ms" for p in phases) + " |",
+                  "|---:|:---|:---:|" + "---:|" * len(phases)]
+        for r in rep["ranks"]:
+            b = r.get("block", {})
+            block = f"({b.get('row', '?')},{b.get('col', '?')})" if r.get("active", True) else "idle"
+            lines.append(f"| {r['rank']} | {r.get('host', '?')} | {block} | "
+                         + " | ".join(ms(r.get("phases", {}).get(p)) for p in phases) + " |")
+        lines.append("")
     return lines
 
 
@@ -136,8 +157,10 @@ def plot(path, phases, table_rows, title, time_label="wall", weak=False):
     ax_s.plot(ranks, [p / ranks[0] for p in ranks], linestyle="--", color="gray", label="ideal")
     ax_s.set(xlabel="ranks", ylabel=f"{speedup} over {ranks[0]} rank(s)", title=speedup)
     ax_s.legend(fontsize="small")
+    labels = [f"{r['ranks']}" + (f"\n{r['nodes']} node{'s' if r['nodes'] > 1 else ''}"
+                                   if any(x["nodes"] > 1 for x in table_rows) else "") for r in table_rows]
     for ax in (ax_t, ax_s):
-        ax.set_xticks(ranks, [str(p) for p in ranks])
+        ax.set_xticks(ranks, labels)
         ax.grid(True, alpha=0.3)
     fig.suptitle(title, fontsize="medium")
     fig.tight_layout()
@@ -167,6 +190,7 @@ def main():
                 "wall" if args.time == "wall" else "compute+comm", args.weak)
     kind = "weak" if args.weak else "strong"
     lines += ["", f"![{kind} scaling]({os.path.basename(args.out)}.png)" if note.startswith("plot: ") else note]
+    lines += rank_tables(reports, phases)
     with open(args.out + ".md", "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

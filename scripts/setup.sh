@@ -3,6 +3,8 @@
 #
 #   scripts/setup.sh            # build + test dependencies
 #   scripts/setup.sh --slurm    # also slurm-wlm + munge (for the local-Slurm test)
+#   scripts/setup.sh --cluster  # --slurm, and what the simulated cluster needs (docs/cluster.md):
+#                               # iproute2 (ip, tc), util-linux (unshare, nsenter, mount)
 #   scripts/setup.sh --parallel-hdf5   # libhdf5-openmpi-dev instead of the serial HDF5
 #   scripts/setup.sh --fuzz     # also clang, its libFuzzer/sanitizer runtimes and llvm-symbolizer
 #                               # (scripts/sanitize.sh)
@@ -13,14 +15,16 @@
 set -euo pipefail
 
 want_slurm=0
+want_cluster=0
 want_phdf5=0
 want_fuzz=0
 for arg in "$@"; do
   case "$arg" in
     --slurm) want_slurm=1 ;;
+    --cluster) want_slurm=1; want_cluster=1 ;;
     --parallel-hdf5) want_phdf5=1 ;;
     --fuzz) want_fuzz=1 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$arg' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -83,6 +87,7 @@ have_header /usr/include/CLI/CLI.hpp           || missing+=(libcli11-dev)
 have_header /usr/include/nlohmann/json.hpp     || missing+=(nlohmann-json3-dev)
 have_header /usr/include/fmt/core.h            || missing+=(libfmt-dev)
 have_header /usr/include/libdeflate.h          || missing+=(libdeflate-dev)  # parallel inflate of gzip inputs
+have_header /usr/include/liblzf/lzf.h /usr/include/lzf.h || missing+=(liblzf-dev)  # h5py's LZF inputs
 # OpenBLAS itself, not only some cblas.h (reference BLAS ships one too)
 have_header /usr/lib/*/libopenblas.so /usr/lib/*/openblas*/libopenblas.so /usr/lib/libopenblas.so \
   || missing+=(libopenblas-dev)
@@ -93,6 +98,18 @@ command -v pkg-config >/dev/null || missing+=(pkgconf)
 python_with_h5py >/dev/null || missing+=(python3-h5py python3-numpy)
 # The schema tests validate every JSON tessera writes against docs/schema/ (ctest -R schema).
 /usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1 || missing+=(python3-jsonschema)
+# The strong-scaling job's plot (scripts/scaling_report.py: scaling.png beside scaling.md).
+/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1 || missing+=(python3-matplotlib)
+# HDF5 filter plugins that h5py and hdf5plugin pipelines write with (LZF, LZ4, bzip2, Blosc,
+# ZFP), found by HDF5 in its default plugin folder; python3-hdf5plugin writes them in the tests.
+if [ "$want_phdf5" != 1 ]; then
+  plugins=/usr/lib/$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)/hdf5/serial/plugins
+  have_header "$plugins"/liblzf_filter.so || missing+=(hdf5-plugin-lzf)
+  have_header "$plugins"/libh5lz4.so || missing+=(hdf5-filter-plugin)
+  have_header "$plugins"/libH5Zblosc.so "$plugins"/libblosc_filter.so || missing+=(hdf5-filter-plugin-blosc-serial)
+  have_header "$plugins"/libh5zzfp.so || missing+=(hdf5-filter-plugin-zfp-serial)
+  /usr/bin/python3 -c 'import hdf5plugin' >/dev/null 2>&1 || missing+=(python3-hdf5plugin)
+fi
 # The Python package's install test builds it with pip (python/).
 /usr/bin/python3 -c 'import pip, setuptools, wheel' >/dev/null 2>&1 || missing+=(python3-pip python3-setuptools python3-wheel)
 if ! catch2_v3_present; then need_backports=1; fi
@@ -101,6 +118,10 @@ if [ "$want_slurm" = 1 ]; then
   have_tool() { command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ]; }
   have_tool slurmctld && have_tool slurmd && have_tool sbatch || missing+=(slurm-wlm)
   have_tool munged && have_tool mungekey || missing+=(munge)
+fi
+if [ "$want_cluster" = 1 ]; then
+  have_tool ip && have_tool tc || missing+=(iproute2)
+  have_tool unshare && have_tool nsenter && have_tool mount || missing+=(util-linux mount)
 fi
 
 if [ "$want_fuzz" = 1 ] && ! fuzz_tools_present; then need_fuzz=1; fi

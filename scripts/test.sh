@@ -7,7 +7,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${TESSERA_BUILD_DIR:-$repo/build}
 bash "$repo/scripts/setup.sh"
-bash "$repo/scripts/setup.sh" --slurm || echo "slurm could not be installed; the local-Slurm test will be skipped"
+bash "$repo/scripts/setup.sh" --cluster || echo "slurm or the cluster tools could not be installed; the local-Slurm and cluster tests will be skipped"
 [ "${TESSERA_SKIP_SANITIZE:-0}" = 1 ] || bash "$repo/scripts/setup.sh" --fuzz
 if [ ! -f "$build/CMakeCache.txt" ]; then
   # OpenBLAS named explicitly (FindBLAS's BLA_VENDOR); ctest blas.generic configures a second,

@@ -63,7 +63,9 @@ tessera_launch() {
   case "$TESSERA_LAUNCHER" in
     srun-pmix|srun-pmi2)
       if [ -n "$n" ]; then opts+=(--ntasks="$n"); fi
-      srun --mpi="${TESSERA_LAUNCHER#srun-}" "${opts[@]}" "$@"
+      # A task that dies ends the step (as mpirun does): its peers could otherwise wait in
+      # MPI_Init's fence for it until the job's time limit.
+      srun --mpi="${TESSERA_LAUNCHER#srun-}" --kill-on-bad-exit=1 "${opts[@]}" "$@"
       ;;
     mpirun)
       command -v mpirun >/dev/null || tessera_die "TESSERA_LAUNCHER=mpirun but no mpirun on PATH"
@@ -72,6 +74,24 @@ tessera_launch() {
       # Slurm confines the job to its CPUs; Open MPI's default core binding would pin each
       # rank's OpenBLAS threads to one core.
       mpirun --bind-to none "${opts[@]}" "$@"
+      ;;
+  esac
+}
+
+# tessera_launch_nodes NODES NTASKS COMMAND...: COMMAND on NTASKS ranks spread evenly over the
+# first NODES nodes of the allocation (NTASKS / NODES on each).
+tessera_launch_nodes() {
+  local nodes=$1 n=$2
+  shift 2
+  export HWLOC_COMPONENTS="${HWLOC_COMPONENTS:--opencl,-gl}"
+  case "$TESSERA_LAUNCHER" in
+    srun-pmix|srun-pmi2)
+      srun --mpi="${TESSERA_LAUNCHER#srun-}" --kill-on-bad-exit=1 --nodes="$nodes" --ntasks="$n" "$@"
+      ;;
+    mpirun)
+      local opts=()
+      if [ "$(id -u)" = 0 ]; then opts+=(--allow-run-as-root); fi
+      mpirun --bind-to none "${opts[@]}" -np "$n" --map-by "ppr:$((n / nodes)):node" "$@"
       ;;
   esac
 }

@@ -23,7 +23,7 @@ namespace tessera {
 // The library's version, e.g. "0.1.0" (the CMake package version).
 const char* version() noexcept;
 
-// The options of `tessera run` that a program sets (README "Usage"; defaults as the CLI's).
+// The options of `tessera run` that a program sets (docs/usage.md; defaults as the CLI's).
 struct Options {
   std::string a, b, c;             // FILE:/DATASET of A (M x K), B (K x N), and where C goes
   std::string report;              // JSON report path (schema: docs/report.md); "" = none

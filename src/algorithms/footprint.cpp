@@ -14,13 +14,26 @@ std::string Prediction::bound() const {
 
 namespace {
 
-// Rank 0 receiving every other block and writing all of C, a block while the next arrives.
-double gather_seconds(const Footprint& f, const Problem& p, const MachineModel& m) {
+// Rank 0 receiving every other block (one after the other; those of other nodes through its node's
+// link at the internode rate, with a latency each).
+double gather_receive_seconds(const Footprint& f, const Problem& p, const MachineModel& m) {
   const auto es = static_cast<std::int64_t>(dtype_size(p.dtype));
   const double others = static_cast<double>(p.c_bytes() - f.root.rows * f.root.cols * es);
-  const double receive = others / (f.root.gathers_on_devices ? m.device_link_bytes_per_s : m.network_bytes_per_s);
-  const double write = static_cast<double>(p.c_bytes()) / m.write_bytes_per_s;
-  return std::max(receive, write);
+  const bool on_devices = f.root.gathers_on_devices;
+  if (on_devices || !p.multi_node()) return others / (on_devices ? m.device_link_bytes_per_s : m.network_bytes_per_s);
+  const partition::Partition part(p.m, p.n, p.k, p.ranks, f.grid);
+  double local = 0, remote = 0;
+  int remote_blocks = 0;
+  for (int r = 1; r < f.grid.size(); ++r) {
+    const double bytes = static_cast<double>(part.c_elements(r) * es);
+    if (p.node_of(r) == p.node_of(0)) {
+      local += bytes;
+    } else {
+      remote += bytes;
+      ++remote_blocks;
+    }
+  }
+  return local / m.network_bytes_per_s + remote / m.internode_bytes_per_s + remote_blocks * m.internode_latency_seconds;
 }
 
 Prediction predict(const Footprint& f, const Problem& p, const MachineModel& m, bool gathered) {
@@ -35,7 +48,13 @@ Prediction predict(const Footprint& f, const Problem& p, const MachineModel& m, 
   if (hidden) at.read = std::max(at.read, joining);
   at.compute = slow.compute_seconds;
   at.write = slow.write_seconds;
-  if (gathered) at.write += gather_seconds(f, p, m);
+  at.communication = slow.comm_seconds;
+  if (gathered) {
+    // Rank 0 receives the blocks and writes C, a block while the next arrives.
+    const double receive = gather_receive_seconds(f, p, m);
+    at.write += std::max(receive, static_cast<double>(p.c_bytes()) / m.write_bytes_per_s);
+    at.communication = std::max(at.communication, receive);
+  }
   // The storage makes all of C durable before the commit, from the first write on, at what its
   // writers reach together: rank 0 alone when C goes to it (gathered, or summed onto it), else
   // every busy rank.

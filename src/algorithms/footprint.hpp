@@ -28,6 +28,8 @@ struct RankFootprint {
   bool gathers_on_devices = false;         // gathered, its C blocks travel GPU to GPU (NCCL), not by host MPI
   double read_seconds = 0;                 // reading that the compute does not hide
   double compute_seconds = 0;              // copies, kernels and communication
+  double comm_seconds = 0;                 // ... of which communication with other ranks (not hidden)
+  std::int64_t internode_bytes = 0;        // bytes it sends or receives from ranks of other nodes
   double write_seconds = 0;                // writing that the compute does not hide
   double seconds() const { return read_seconds + compute_seconds + write_seconds; }
 };
@@ -38,6 +40,9 @@ struct Prediction {
   double read = 0;     // the slowest rank's exposed read
   double compute = 0;  // the slowest rank's compute and communication
   double write = 0;    // exposed writes, rank 0's gather, and the durable flush before the commit
+  // The slowest rank's communication with other ranks, part of compute (summa's panels, ksplit's
+  // sums) or of write (rank 0 receiving gathered C): not a phase of its own.
+  double communication = 0;
   double total() const { return startup + read + compute + write; }
   std::string bound() const;  // the phase that takes longest: "start-up", "read", "compute", "write"
 };

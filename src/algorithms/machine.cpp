@@ -36,6 +36,8 @@ const Fields& fields() {
                          {"d2h_bytes_per_s", &MachineModel::d2h_bytes_per_s},
                          {"network_bytes_per_s", &MachineModel::network_bytes_per_s},
                          {"device_link_bytes_per_s", &MachineModel::device_link_bytes_per_s},
+                         {"internode_bytes_per_s", &MachineModel::internode_bytes_per_s},
+                         {"internode_latency_seconds", &MachineModel::internode_latency_seconds},
                          {"gpu_flops_f32", &MachineModel::gpu_flops_f32},
                          {"gpu_flops_f64", &MachineModel::gpu_flops_f64},
                          {"cpu_flops_f32", &MachineModel::cpu_flops_f32},

@@ -52,6 +52,11 @@ struct MachineModel {
   // NCCL (NVLink 395 GB/s peak; broadcasts reach less).
   double network_bytes_per_s = 8e9;
   double device_link_bytes_per_s = 100e9;
+  // Between nodes (a job whose ranks span several nodes, Problem::ranks_per_node): one node's link,
+  // each way, shared by its ranks' messages to other nodes, and the latency of one message. Measured
+  // with `tessera info --probe-network` on ranks of two nodes (its keys go into the machine file).
+  double internode_bytes_per_s = 12.5e9;
+  double internode_latency_seconds = 2e-6;
   // Kernel rates: the default GPU kernel (warptile f32: 42-43 TFLOP/s at 8192) and OpenBLAS on one
   // rank's cores, per precision.
   double gpu_flops_f32 = 40e12;

@@ -60,7 +60,13 @@ class Panels final : public Algorithm {
     // 2,000,000-row projection split in two columns took 2.9 s longer than split in rows).
     const double row_writes = s.in_place_write && f.cols < p.n ? static_cast<double>(f.rows) * kRowWriteSeconds : 0;
     const double write = static_cast<double>(f.write_bytes) / m.write_bytes_per_s + row_writes;
-    f.compute_seconds = copies + compute + static_cast<double>(f.send_bytes) / m.network_bytes_per_s;
+    // Its C block to rank 0 (gathered): across nodes through the links' internode rate.
+    const bool other_node = p.multi_node() && p.node_of(rank) != p.node_of(0);
+    f.comm_seconds = static_cast<double>(f.send_bytes) / (other_node ? m.internode_bytes_per_s : m.network_bytes_per_s);
+    f.internode_bytes = other_node ? f.send_bytes : 0;
+    // Across nodes the send is rank 0's gather, which the prediction counts there (footprint.cpp);
+    // on one node it stays here, as the model was measured.
+    f.compute_seconds = copies + compute + (p.multi_node() ? 0 : f.comm_seconds);
     // Streaming (RowStreams): A read and C written in pieces while the GEMM runs; the first piece
     // of A and the last of C are not hidden.
     const int chunks = stream_chunks(static_cast<std::size_t>(a));

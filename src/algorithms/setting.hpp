@@ -60,7 +60,14 @@ struct Problem {
   DType dtype = DType::f64;
   int ranks = 1;              // ranks of the job
   partition::GridShape grid;  // the process grid of panels and summa (ranks beyond it idle)
+  // Ranks per node, placed in blocks (rank r on node r / ranks_per_node, as srun and mpirun place
+  // them by default); 0: every rank on one node. Messages between nodes go at the machine's
+  // internode rate, through each node's one link.
+  int ranks_per_node = 0;
   std::int64_t c_bytes() const { return m * n * static_cast<std::int64_t>(dtype_size(dtype)); }
+  bool multi_node() const { return ranks_per_node > 0 && ranks > ranks_per_node; }
+  int node_of(int rank) const { return ranks_per_node > 0 ? rank / ranks_per_node : 0; }
+  int nodes() const { return ranks_per_node > 0 ? (ranks + ranks_per_node - 1) / ranks_per_node : 1; }
 };
 
 // How the job runs: each field written in one place (docs/architecture.md, "Decide once"), then

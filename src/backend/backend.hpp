@@ -258,6 +258,10 @@ class Backend {
   virtual std::vector<std::string> kernels() const = 0;  // selectable names, first is the default
   virtual std::string default_kernel() const { return kernels().front(); }
   // (The kernel "auto" stands for is resolved once, for the whole job: resolve_kernel below.)
+  // Starts what `kernel` needs before its first launch on a thread of its own, so that it runs
+  // beside the caller's next steps (the CUDA backend loads cuBLAS, ~0.3 s, while the inputs are
+  // read); the GEMM calls finish it before they time anything. Nothing on the CPU.
+  virtual void prepare(const std::string& kernel) { (void)kernel; }
   // Throws InputError for an unknown kernel name, DeviceError for device failures.
   virtual std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) = 0;
   // Host memory for the problems this backend will compute (pinned on a GPU backend).

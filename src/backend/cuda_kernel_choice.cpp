@@ -8,16 +8,15 @@
 namespace tessera::backend {
 namespace {
 
-// `--kernel auto` without a tune file: tessera's fastest own kernels (cuBLAS is a yardstick, to
-// be named explicitly). float32: the warp-tiled cp.async kernel, with 64x64 tiles when 128x128
-// tiles would leave SMs idle; float64: the FP64 tensor-core kernel. A tune file written by
-// `tessera tune` on this GPU overrides these.
-constexpr const char* kDefaultF32 = "warptile-128x128";
-constexpr const char* kDefaultF32Small = "warptile-64x64";
-constexpr const char* kDefaultF64 = "dmma";
+// `--kernel auto` without a tune file: cuBLAS's full-precision GEMM (FP32 / FP64 compute, never
+// TF32), which NVIDIA tunes for every GPU; on the H200 it was the fastest float32 GEMM at every
+// size measured and the fastest float64 one at 4096-16384 (docs/kernels.md). A tune file written
+// by `tessera tune` on this GPU names the measured winner per size, tessera's own kernel where
+// that was faster.
+constexpr const char* kDefaultKernel = "cublas";
 
-// A kernel a tune file may name for `auto`: registered, not opt-in (no reduced precision, no
-// cuBLAS), and taking this dtype (dmma is float64 only).
+// A kernel a tune file may name for `auto`: registered, not opt-in (no reduced precision), and
+// taking this dtype (dmma is float64 only).
 bool usable(const std::string& kernel, DType dtype) {
   kernels::GpuKernelTraits traits;
   return kernels::gpu_kernel_traits(kernel, &traits) && !traits.opt_in &&
@@ -38,8 +37,7 @@ TuneTable load_tuned(int device, std::vector<std::string>* warnings) {
 
 }  // namespace
 
-KernelChoice::KernelChoice(int device, std::vector<std::string>* warnings)
-    : tuned_(load_tuned(device, warnings)), sm_count_(multiprocessors(device)) {}
+KernelChoice::KernelChoice(int device, std::vector<std::string>* warnings) : tuned_(load_tuned(device, warnings)) {}
 
 std::string KernelChoice::default_kernel() const {
   const TunedChoice* largest = nullptr;
@@ -47,17 +45,14 @@ std::string KernelChoice::default_kernel() const {
     if (c.dtype == DType::f32 && usable(c.kernel, c.dtype) &&
         (!largest || c.m * c.n * c.k > largest->m * largest->n * largest->k))
       largest = &c;
-  return largest ? largest->kernel : kDefaultF32;
+  return largest ? largest->kernel : kDefaultKernel;
 }
 
 std::string KernelChoice::resolve(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const {
   const std::string tuned = tuned_kernel(tuned_, dtype, m, n, k);
   if (!tuned.empty() && usable(tuned, dtype) && kernels::gpu_can_implement(tuned, kernels::GpuGemm{dtype, m, n, k}))
     return tuned;
-  if (dtype == DType::f64) return kDefaultF64;
-  // Fewer 128x128 tiles than two per SM: smaller tiles keep more SMs busy.
-  const std::int64_t tiles = ((m + 127) / 128) * ((n + 127) / 128);
-  return tiles < 2 * static_cast<std::int64_t>(sm_count_) ? kDefaultF32Small : kDefaultF32;
+  return kDefaultKernel;
 }
 
 std::string KernelChoice::name_for(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
@@ -66,8 +61,8 @@ std::string KernelChoice::name_for(const std::string& kernel, DType dtype, std::
 }
 
 bool cuda_kernel_accumulates(const std::string& kernel, DType dtype) {
-  const std::string name =
-      kernel.empty() || kernel == "auto" ? (dtype == DType::f64 ? kDefaultF64 : kDefaultF32) : kernel;
+  (void)dtype;  // the built-in default is the same for both dtypes
+  const std::string name = kernel.empty() || kernel == "auto" ? kDefaultKernel : kernel;
   kernels::GpuKernelTraits traits;
   return kernels::gpu_kernel_traits(name, &traits) && traits.accumulates;
 }

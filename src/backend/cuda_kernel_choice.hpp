@@ -1,7 +1,7 @@
 #pragma once
 // Which GPU kernel the CUDA backend runs: the name given, or for `--kernel auto` the tuned winner
-// from this GPU's tune file (backend/tuning.hpp), else tessera's built-in choice. Internal to the
-// backend.
+// from this GPU's tune file (backend/tuning.hpp; cuBLAS among the candidates), else the built-in
+// choice, cuBLAS. Internal to the backend.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,7 +28,6 @@ class KernelChoice {
 
  private:
   TuneTable tuned_;
-  int sm_count_;
 };
 
 }  // namespace tessera::backend

@@ -1,9 +1,9 @@
 #pragma once
-// Tuning as data, read where the kernel is chosen. `tessera tune` (commands/tune.hpp) times tessera's
-// own full-precision GPU kernels on the present GPU and writes the fastest correct one per dtype
-// and size to a JSON tune file; `--kernel auto` on the CUDA backend reads it here: for a GEMM it
-// takes the winner of the nearest tuned size of the same dtype. No source is rewritten; deleting
-// the file restores the built-in choice.
+// Tuning as data, read where the kernel is chosen. `tessera tune` (commands/tune.hpp) times the
+// full-precision GPU kernels (tessera's and cuBLAS) on the present GPU and writes the fastest
+// correct one per dtype and size to a JSON tune file; `--kernel auto` on the CUDA backend reads
+// it here: for a GEMM it takes the winner of the nearest tuned size of the same dtype. No source
+// is rewritten; deleting the file restores the built-in choice.
 //
 // Tune file format (docs/kernels.md):
 //   {"format": "tessera-tune-1", "device": "NVIDIA H200", "created": "...", "tessera_version": "...",

@@ -15,6 +15,7 @@
 
 #include "backend/backend.hpp"
 #include "comm/comm.hpp"
+#include "comm/mpi_network.hpp"
 #include "comm/mpi_start.hpp"
 #include "commands/bench.hpp"
 #include "commands/dry_run.hpp"
@@ -34,7 +35,7 @@
 
 namespace {
 
-// Exit statuses (README, "Exit status").
+// Exit statuses (docs/usage.md, "Exit status").
 constexpr int kExitError = 1;         // any failure: bad input, I/O, device, a rank lost
 constexpr int kExitUsage = 2;         // the command line or config file could not be parsed
 constexpr int kExitVerifyFailed = 3;  // verification ran and the result is wrong
@@ -166,6 +167,10 @@ void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
             return "must be at least 1 (got " + text + ")";
           },
           "RANKS >= 1"));
+  run->add_option("--ranks-per-node", o.ranks_per_node,
+                  "--dry-run: on nodes of this many ranks each, placed in blocks (default: all on one node); messages "
+                  "between nodes at the machine file's internode rate")
+      ->check(CLI::PositiveNumber);
   // --config belongs to the top-level app (CLI11 reads subcommand options from a [run] table
   // there); fallthrough lets `tessera run --config F.toml` reach it.
   run->fallthrough();
@@ -174,7 +179,7 @@ void add_run_options(CLI::App* run, tessera::job::RunOptions& o) {
       "(see configs/). Options on the command line override the file.");
 }
 
-// -v / -vv / --log-level on every subcommand (README, "Logging and progress").
+// -v / -vv / --log-level on every subcommand (docs/usage.md, "Logging").
 struct Logging {
   int verbose = 0;
   std::string level;
@@ -267,6 +272,7 @@ struct Commands {
   tessera::commands::TuneOptions to;
   bool info_json = false;
   std::vector<std::string> recover_files;
+  bool info_probe = false;
   Logging logging;
   CLI::App *g = nullptr, *r = nullptr, *v = nullptr, *in = nullptr, *b = nullptr, *tu = nullptr, *rc = nullptr;
 };
@@ -321,6 +327,10 @@ void add_job_commands(CLI::App& app, Commands& c) {
 
   c.in = app.add_subcommand("info", "version, build features, MPI, HDF5, BLAS and GPUs");
   c.in->add_flag("--json", c.info_json, "print JSON");
+  c.in->add_flag("--probe-network", c.info_probe,
+                 "instead: measure MPI between nodes (rank 0 and the first rank of another node) and within one, "
+                 "and print the machine file keys (internode_bytes_per_s, internode_latency_seconds, "
+                 "network_bytes_per_s)");
 
   c.rc = app.add_subcommand("recover",
                             "restore HDF5 files that a tessera run died while writing (kill -9, power loss) as they "
@@ -341,7 +351,8 @@ void add_device_commands(CLI::App& app, Commands& c) {
   c.b->add_option("--json", c.bo.json_path, "write results as JSON");
   c.b->add_option("--csv", c.bo.csv_path, "write results as CSV");
 
-  c.tu = app.add_subcommand("tune", "time tessera's GPU kernels here and store the fastest for --kernel auto");
+  c.tu = app.add_subcommand(
+      "tune", "time the full-precision GPU kernels (cuBLAS too) here and store the fastest for --kernel auto");
   c.tu->add_option("--sizes", c.to.sizes, "sizes: N (cube) or MxNxK (default 1024,2048,4096,8192)")->delimiter(',');
   c.tu->add_option("--dtypes", c.to.dtypes, "f32,f64 (default both)")->delimiter(',');
   c.tu->add_option("--out", c.to.out,
@@ -387,6 +398,9 @@ int run_command(const CLI::App& app, Commands& c, int rank, const std::vector<st
     // A failure goes to stderr, as run --verify's does: where a pipeline logs the reasons.
     if (rank == 0) std::fprintf(res.passed ? stdout : stderr, "%s\n", res.summary.c_str());
     code = res.passed ? 0 : kExitVerifyFailed;
+  } else if (*c.in && c.info_probe) {
+    const auto probe = tessera::comm::probe_network(world);
+    if (rank == 0) std::fputs(tessera::comm::format_probe(probe).c_str(), stdout);
   } else if (*c.in) {
     // Every rank's view (GPUs, Slurm variables differ per rank), printed by rank 0.
     const auto views = world.gather(tessera::commands::collect_info(world).dump(), 0);

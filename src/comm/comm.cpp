@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #if __has_include(<mpi-ext.h>)
 #include <mpi-ext.h>  // Open MPI's extensions: MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support
@@ -46,7 +47,8 @@ Comm::~Comm() {
   if (owned_ && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-Comm::Comm(Comm&& other) noexcept : comm_(other.comm_), owned_(other.owned_), rank_(other.rank_), size_(other.size_) {
+Comm::Comm(Comm&& other) noexcept
+    : comm_(other.comm_), owned_(other.owned_), rank_(other.rank_), size_(other.size_), node_(std::move(other.node_)) {
   other.comm_ = MPI_COMM_NULL;
   other.owned_ = false;
 }
@@ -63,16 +65,7 @@ Comm Comm::split(int color) const {
   return out;
 }
 
-Comm Comm::split_node() const {
-  MPI_Comm sub = MPI_COMM_NULL;
-  TESSERA_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &sub));
-  Comm out;
-  out.comm_ = sub;
-  out.owned_ = true;
-  TESSERA_MPI_CHECK(MPI_Comm_rank(sub, &out.rank_));
-  TESSERA_MPI_CHECK(MPI_Comm_size(sub, &out.size_));
-  return out;
-}
+Comm Comm::split_node() const { return split(node().index); }
 
 void Comm::sum_in_place(double* values, std::size_t count) const {
   for (std::size_t done = 0; done < count;) {
@@ -83,16 +76,33 @@ void Comm::sum_in_place(double* values, std::size_t count) const {
 }
 
 NodeInfo Comm::node() const {
-  NodeInfo info;
+  if (node_) return *node_;
   char name[MPI_MAX_PROCESSOR_NAME] = {};
   int len = 0;
   TESSERA_MPI_CHECK(MPI_Get_processor_name(name, &len));
-  info.host.assign(name, static_cast<std::size_t>(len));
-  MPI_Comm local = MPI_COMM_NULL;
-  TESSERA_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
-  TESSERA_MPI_CHECK(MPI_Comm_rank(local, &info.local_rank));
-  TESSERA_MPI_CHECK(MPI_Comm_size(local, &info.local_size));
-  TESSERA_MPI_CHECK(MPI_Comm_free(&local));
+  std::vector<char> all(static_cast<std::size_t>(size_) * MPI_MAX_PROCESSOR_NAME);
+  TESSERA_MPI_CHECK(
+      MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm_));
+  std::vector<std::string> hosts;
+  for (int r = 0; r < size_; ++r) hosts.emplace_back(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
+  node_ = node_of(hosts, rank_);
+  return *node_;
+}
+
+NodeInfo node_of(const std::vector<std::string>& hosts, int rank) {
+  NodeInfo info;
+  info.host = hosts.at(static_cast<std::size_t>(rank));
+  std::vector<std::string> seen;  // nodes in the order of their lowest rank
+  info.local_rank = info.local_size = 0;
+  for (int r = 0; r < static_cast<int>(hosts.size()); ++r) {
+    const std::string& h = hosts[static_cast<std::size_t>(r)];
+    if (std::find(seen.begin(), seen.end(), h) == seen.end()) seen.push_back(h);
+    if (h != info.host) continue;
+    if (r < rank) ++info.local_rank;
+    ++info.local_size;
+  }
+  info.index = static_cast<int>(std::find(seen.begin(), seen.end(), info.host) - seen.begin());
+  info.count = static_cast<int>(seen.size());
   return info;
 }
 

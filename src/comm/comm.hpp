@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,15 +32,25 @@ class JobError : public Error {
   int origin_;
 };
 
+// This rank's node, as the ranks' host names say (MPI_Get_processor_name, gathered): ranks with
+// the same name share a node. Not MPI_Comm_split_type(MPI_COMM_TYPE_SHARED): Open MPI 4.1 builds
+// it from PMIx locality data, which under an external PMIx >= 4.2.3 (Ubuntu 24.04's PMIx 5) is
+// wrong (open-mpi/ompi#10416, #11585) and across nodes can differ between ranks, so that the ranks
+// of two nodes wait for each other in it forever (open-mpi/ompi#9010; docs/cluster.md).
 struct NodeInfo {
   std::string host;
-  int local_rank = 0;  // rank among the ranks of this node (MPI_Comm_split_type shared)
+  int local_rank = 0;  // rank among the ranks of this node, in world-rank order
   int local_size = 1;
+  int index = 0;  // the node's number, in the order of its lowest rank
+  int count = 1;  // nodes in the communicator
 };
 
 // Whether the MPI library reports, at run time, that it can send and receive GPU memory
 // (Open MPI: MPIX_Query_cuda_support() from mpi-ext.h). False where the library cannot tell.
 bool mpi_cuda_aware();
+
+// Rank `rank`'s node from every rank's host name (pure: Comm::node() and the unit tests).
+NodeInfo node_of(const std::vector<std::string>& hosts, int rank);
 
 // For a failure on one rank while its peers may be waiting for it inside a collective of another
 // library (an NCCL group being joined, a device transfer), where they could not reach the error
@@ -60,11 +71,12 @@ class Comm {
   // destruction), ordered by rank; color < 0 gets an empty Comm (valid() false).
   Comm split(int color) const;
   bool valid() const { return comm_ != MPI_COMM_NULL; }
-  // Collective: the ranks sharing this rank's node (MPI_COMM_TYPE_SHARED).
+  // Collective: the ranks sharing this rank's node (node(), ordered by rank).
   Comm split_node() const;
   MPI_Comm get() const { return comm_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // Collective the first time (an allgather of host names); then the value kept.
   NodeInfo node() const;
 
   // Runs `step` on every rank; if it threw on any rank, every rank throws the same JobError
@@ -90,6 +102,7 @@ class Comm {
   bool owned_ = false;
   int rank_ = 0;
   int size_ = 1;
+  mutable std::optional<NodeInfo> node_;
 };
 
 }  // namespace tessera::comm

@@ -4,7 +4,7 @@
 // rank's process can see its peer's GPU and open peer access to it; a batch system that gives
 // each task one GPU (Slurm's --gpus-per-task, per-task device cgroups) hides the peers, and NCCL
 // then falls back to staging through host memory (SHM), several times slower. The report names
-// the transport and warns about such pairs (README: "Running on a cluster").
+// the transport and warns about such pairs (slurm/README.md).
 #include <string>
 #include <vector>
 

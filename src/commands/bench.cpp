@@ -34,6 +34,7 @@
 
 #ifdef TESSERA_HAVE_CUDA
 #include "backend/cuda_backend.hpp"
+#include "backend/gpu_telemetry.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/cuda_resources.hpp"
 #include "kernels/gpu_gemm.hpp"
@@ -46,6 +47,9 @@ using namespace bench;
 
 // cpu-naive above this size takes seconds a launch: too slow to time ten times per dtype.
 constexpr std::int64_t kCpuNaiveMax = 1024;
+
+// OpenBLAS called directly (cblas_direct below): the CPU's vendor baseline.
+constexpr const char* kCpuVendorKernel = "openblas-direct";
 
 Size parse_size(const std::string& text) { return parse_gemm_size(text, "bench"); }
 
@@ -105,14 +109,17 @@ void progress_done(const Row& row) {
 // ---- CPU ---------------------------------------------------------------------------------------
 
 DeviceInfo cpu_info() {
-  return {"cpu",
-          fmt::format("cpu (openblas {} threads)", kernels::openblas_threads()),
-          "OpenBLAS dgemm on the inputs in float64",
-          "cpu-naive",
-          "openblas-direct",
-          "OpenBLAS",
-          {"cpu-naive", "cpu-tiled", "openblas", "openblas-direct"},
-          {"256", "512", "1024", "257x255x253"}};
+  DeviceInfo info{"cpu",
+                  fmt::format("cpu (openblas {} threads)", kernels::openblas_threads()),
+                  "OpenBLAS dgemm on the inputs in float64",
+                  "cpu-naive",
+                  kCpuVendorKernel,
+                  "OpenBLAS",
+                  {"cpu-naive", "cpu-tiled", "openblas", "openblas-direct"},
+                  {"256", "512", "1024", "257x255x253"},
+                  {}};
+  info.telemetry.source = "not recorded on the CPU";
+  return info;
 }
 
 // cblas_?gemm called here, not through tessera: what "openblas" (through kernels/) is compared with.
@@ -143,6 +150,7 @@ void bench_cpu(const Size& s, const Inputs& in, const std::vector<std::string>& 
   std::vector<T> c(static_cast<std::size_t>(s.m * s.n));
   for (const std::string& kernel : names) {
     Row row(s, dtype, kernel);
+    row.vendor = kernel == kCpuVendorKernel;
     std::function<void()> launch;
     if (kernel == "cpu-naive") {
       if (std::max({s.m, s.n, s.k}) > kCpuNaiveMax) row.skipped = fmt::format("cpu-naive above {}", kCpuNaiveMax);
@@ -176,15 +184,23 @@ void bench_cpu(const Size& s, const Inputs& in, const std::vector<std::string>& 
 
 #ifdef TESSERA_HAVE_CUDA
 
-DeviceInfo gpu_info(const std::string& device) {
-  return {"cuda",
-          device,
-          "cuBLAS DGEMM on the inputs in float64",
-          "naive",
-          "cublas",
-          "cuBLAS",
-          kernels::gpu_kernel_names(),
-          {"1024", "2048", "4096", "8192", "4099x4097x4095"}};
+DeviceInfo gpu_info(const std::string& device, const backend::GpuTelemetry& telemetry) {
+  DeviceInfo info{"cuda",
+                  device,
+                  "cuBLAS GemmEx in FP64 (CUBLAS_COMPUTE_64F) on the inputs in float64",
+                  "naive",
+                  "cublas",
+                  "cuBLAS",
+                  kernels::gpu_kernel_names(),
+                  {"1024", "2048", "4096", "8192", "4099x4097x4095"},
+                  {}};
+  TelemetryInfo& t = info.telemetry;
+  t.recorded = telemetry.available();
+  t.source = t.recorded ? telemetry.power_source() : telemetry.why_unavailable();
+  t.period_ms = static_cast<double>(telemetry.period().count());
+  t.sm_clock_max_mhz = telemetry.sm_clock_max_mhz();
+  t.power_limit_w = telemetry.power_limit_w();
+  return info;
 }
 
 // Copies ordered on the bench's stream, finished on return.
@@ -214,9 +230,24 @@ std::vector<double> gpu_reference(const Size& s, const std::vector<double>& a, c
   return download<double>(dc, static_cast<std::size_t>(s.m * s.n), stream);
 }
 
+// A and B stored as BF16 (rounded to nearest from the float32 inputs), for the kernels that take
+// them so (cublas-bf16-stored): made on the device the first time one is benched at a size.
+struct Bf16Inputs {
+  kernels::DeviceBuffer a, b;
+  void make(const kernels::DeviceBuffer& da, const kernels::DeviceBuffer& db, const Size& s,
+            const kernels::Stream& stream) {
+    if (a.get()) return;
+    a = kernels::DeviceBuffer(static_cast<std::size_t>(s.m * s.k) * 2, "A (BF16)");
+    b = kernels::DeviceBuffer(static_cast<std::size_t>(s.k * s.n) * 2, "B (BF16)");
+    kernels::gpu_round_to_bf16(static_cast<const float*>(da.get()), a.get(), s.m * s.k, stream.get());
+    kernels::gpu_round_to_bf16(static_cast<const float*>(db.get()), b.get(), s.k * s.n, stream.get());
+  }
+};
+
 template <class T>
 void bench_gpu(const Size& s, const Inputs& in, const std::vector<std::string>& names, const BenchOptions& opts,
-               kernels::GpuContext& ctx, const kernels::Stream& stream, std::vector<Row>& rows) {
+               kernels::GpuContext& ctx, const kernels::Stream& stream, backend::GpuTelemetry& telemetry,
+               std::vector<Row>& rows) {
   const DType dtype = sizeof(T) == 4 ? DType::f32 : DType::f64;
   const std::vector<T> a = rounded<T>(in.a), b = rounded<T>(in.b);
   std::string why;
@@ -228,27 +259,41 @@ void bench_gpu(const Size& s, const Inputs& in, const std::vector<std::string>& 
   const kernels::DeviceBuffer da = upload(a.data(), a.size() * sizeof(T), "A", stream);
   const kernels::DeviceBuffer db = upload(b.data(), b.size() * sizeof(T), "B", stream);
   const kernels::DeviceBuffer dc(c_count * sizeof(T), "C");
-  const kernels::GpuGemm g{dtype, s.m, s.n, s.k, da.get(), db.get(), dc.get(), stream.get()};
+  Bf16Inputs bf16;
   std::vector<kernels::Event> start(static_cast<std::size_t>(opts.repeats));
   std::vector<kernels::Event> stop(static_cast<std::size_t>(opts.repeats));
 
   for (const std::string& kernel : names) {
     Row row(s, dtype, kernel);
+    kernels::GpuGemm g{dtype, s.m, s.n, s.k, da.get(), db.get(), dc.get(), stream.get()};
     kernels::GpuKernelTraits traits;
     if (kernels::gpu_kernel_traits(kernel, &traits)) {
-      row.baseline = traits.baseline;
+      row.vendor = traits.vendor;
+      row.input_unit_roundoff = traits.input_unit_roundoff;
+      row.bf16_inputs = traits.inputs == kernels::InputStorage::bf16;
       row.tol = tolerance(dtype, traits.input_unit_roundoff);
+      g.inputs = traits.inputs;
     }
     progress(s, dtype, kernel);
     if (!kernels::gpu_can_implement(kernel, g, &why)) row.skipped = why;
     if (row.skipped.empty()) {
+      if (row.bf16_inputs) {  // float32 data (gpu_can_implement refused float64)
+        bf16.make(da, db, s, stream);
+        g.a = bf16.a.get();
+        g.b = bf16.b.get();
+      }
+      kernels::gpu_prepare(kernel, ctx);
       CUDA_CHECK(cudaMemsetAsync(dc.get(), 0xFF, dc.bytes(), stream.get()));  // NaN: unwritten C fails
       for (int i = 0; i < opts.warmup; ++i) kernels::gpu_gemm(kernel, g, ctx);
+      stream.synchronize();  // so that the clock and power samples cover the timed launches only
+      telemetry.start();
       for (std::size_t i = 0; i < start.size(); ++i) {
         start[i].record(stream.get());
         kernels::gpu_gemm(kernel, g, ctx);
         stop[i].record(stream.get());
       }
+      stream.synchronize();
+      row.telemetry = telemetry.stop();
       for (std::size_t i = 0; i < start.size(); ++i) row.seconds.push_back(stop[i].seconds_since(start[i]));
       row.rel_error = rel_frobenius_error(download<T>(dc, c_count, stream), ref);
     }
@@ -286,8 +331,12 @@ int run_bench(const BenchOptions& opts) {
 
 #ifdef TESSERA_HAVE_CUDA
   std::unique_ptr<backend::Backend> gpu;  // chooses and holds GPU 0; names it
-  if (which == "cuda") gpu = backend::make_cuda_backend({0, 1});
-  const DeviceInfo info = which == "cuda" ? gpu_info(gpu->device()) : cpu_info();
+  std::unique_ptr<backend::GpuTelemetry> telemetry;
+  if (which == "cuda") {
+    gpu = backend::make_cuda_backend({0, 1});
+    telemetry = std::make_unique<backend::GpuTelemetry>(gpu->device_identity().pci_bus_id);
+  }
+  const DeviceInfo info = which == "cuda" ? gpu_info(gpu->device(), *telemetry) : cpu_info();
 #else
   const DeviceInfo info = cpu_info();
 #endif
@@ -323,9 +372,9 @@ int run_bench(const BenchOptions& opts) {
 #ifdef TESSERA_HAVE_CUDA
       if (which == "cuda") {
         if (t == DType::f32)
-          bench_gpu<float>(s, in, names, opts, *ctx, *stream, rows);
+          bench_gpu<float>(s, in, names, opts, *ctx, *stream, *telemetry, rows);
         else
-          bench_gpu<double>(s, in, names, opts, *ctx, *stream, rows);
+          bench_gpu<double>(s, in, names, opts, *ctx, *stream, *telemetry, rows);
         continue;
       }
 #endif
@@ -346,8 +395,20 @@ int run_bench(const BenchOptions& opts) {
   if (which == "cuda") {
     fmt::print(" (+ 2 u_in for kernels that round inputs: tf32 {:.2g}, bf16 {:.2g})\n", tolerance(DType::f32, 0x1p-11),
                tolerance(DType::f32, 0x1p-8));
-    fmt::print("% {}: against cuBLAS in the same mode (tf32 vs cublas-tf32, bf16 vs cublas-bf16, others vs cublas)\n\n",
-               info.vendor_label);
+    fmt::print(
+        "% {0}: against the fastest {0} call (column vs) given the same inputs that rounds them no more: FP32 and "
+        "FP64 kernels vs cublas (FP32 / FP64 compute); TF32 vs cublas-tf32 or better; BF16 kernels on float32 data "
+        "vs cublas-bf16 (a rounding pass, then BF16 GEMM) or better; cublas-bf16-stored is cuBLAS's BF16 GEMM alone, "
+        "on BF16 data\n",
+        info.vendor_label);
+    const TelemetryInfo& t = info.telemetry;
+    if (t.recorded)
+      fmt::print(
+          "clocks: SM clock and board power sampled every {:g} ms during each kernel's timed launches, medians "
+          "(power: {}; SM clock max {:.0f} MHz, power limit {:.0f} W)\n\n",
+          t.period_ms, t.source, t.sm_clock_max_mhz, t.power_limit_w);
+    else
+      fmt::print("clocks: not recorded ({})\n\n", t.source);
   } else {
     fmt::print("\n\n");
   }

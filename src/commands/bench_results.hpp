@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backend/gpu_telemetry.hpp"
 #include "commands/bench.hpp"
 #include "commands/gemm_size.hpp"
 #include "core/dtype.hpp"
@@ -44,16 +45,28 @@ struct Row {
   Size size;
   DType dtype;
   std::string kernel;
-  std::vector<double> seconds;  // one per timed launch; empty when skipped
+  // What the kernel is, for choosing its baseline (finish()):
+  bool vendor = false;             // a vendor library's call (cuBLAS, OpenBLAS): a baseline
+  double input_unit_roundoff = 0;  // of the format it rounds A and B to first; 0: none (the dtype's)
+  bool bf16_inputs = false;        // it was given A and B stored as BF16, not in the dtype
+  std::vector<double> seconds;     // one per timed launch; empty when skipped
   double rel_error = kNaN;
-  std::string skipped;   // why it was not run; empty when it ran
-  std::string baseline;  // the kernel "% vendor" compares with; "" = the device's vendor kernel
-  double tol = 0;        // accuracy tolerance; 0 = tolerance(dtype)
+  std::string skipped;                // why it was not run; empty when it ran
+  double tol = 0;                     // accuracy tolerance; 0 = tolerance(dtype)
+  backend::TelemetryStats telemetry;  // the GPU's clock and power during the timed launches
   // Filled in by finish():
+  std::string baseline;  // the vendor row "% vendor" compares with ("" when none qualifies)
   double median_s = kNaN, gflops = kNaN, x_naive = kNaN, pct_vendor = kNaN;
   std::string status;
 
   Row(const Size& s, DType t, std::string name) : size(s), dtype(t), kernel(std::move(name)) {}
+};
+
+// How the GPU's clock and power were recorded, for the header and the JSON.
+struct TelemetryInfo {
+  bool recorded = false;
+  std::string source;  // where the power figures come from, or why nothing was recorded
+  double period_ms = 0, sm_clock_max_mhz = kNaN, power_limit_w = kNaN;
 };
 
 // What a device run needs to know about itself, for the header, the JSON and the ratios.
@@ -61,9 +74,15 @@ struct DeviceInfo {
   std::string backend, device, reference, naive_kernel, vendor_kernel, vendor_label;
   std::vector<std::string> kernels;  // in bench order
   std::vector<std::string> default_sizes;
+  TelemetryInfo telemetry;  // GPU runs; not recorded on the CPU
 };
 
-// The medians, rates and the ratios to the naive and the vendor kernel of the same size and dtype.
+// The medians, rates and ratios. "x naive": against the naive kernel of the same size and dtype.
+// "% vendor": against the row's baseline, the fastest vendor row of the same size and dtype that
+// passed its accuracy check, was given the same inputs (A and B stored alike) and rounds them no
+// more than the row's kernel does: the fastest honest vendor call for the same inputs and
+// accuracy (an FP32 kernel: cublas; a BF16 kernel on float32 data: cublas-bf16, which rounds
+// them first, or a more accurate call where that is faster).
 void finish(std::vector<Row>& rows, const DeviceInfo& info);
 std::string format_table(const std::vector<Row>& rows, const DeviceInfo& info);
 nlohmann::json to_json(const std::vector<Row>& rows, const DeviceInfo& info, const BenchOptions& opts);

@@ -65,6 +65,7 @@ nlohmann::json to_json(const Footprint& f, const algorithms::MachineModel& machi
             {"read", f.predicted.read},
             {"compute", f.predicted.compute},
             {"write", f.predicted.write},
+            {"communication", f.predicted.communication},
             {"bound", f.predicted.bound()}}},
           {"machine", machine.name},
           {"why", why}};
@@ -114,6 +115,9 @@ std::string to_text(const Footprint& f, const algorithms::Problem& p, const std:
       "  predicted     {:.2f} s: start-up {:.2f} s, read {:.2f} s, compute {:.2f} s, write {:.2f} s; "
       "bounded by {} (machine {})\n",
       at.total(), at.startup, at.read, at.compute, at.write, at.bound(), machine);
+  if (at.communication > 0)
+    out += fmt::format("  communication {:.2f} s (the slowest rank's, part of compute or write){}\n", at.communication,
+                       p.multi_node() ? fmt::format(", {} nodes of {} ranks", p.nodes(), p.ranks_per_node) : "");
   out += fmt::format("  C written     {}\n", to_root ? "by rank 0" : "in place, every rank its own rows");
   return out;
 }
@@ -135,12 +139,16 @@ algorithms::Problem problem_of(const job::RunOptions& o, const algorithms::Asked
   if (p.m < 1 || p.n < 1 || p.k < 1) throw InputError("--dry-run needs --a and --b, or --m, --n and --k (each >= 1)");
   p.ranks = ranks;
   p.grid = o.grid.empty() ? partition::choose_grid(p.m, p.n, p.k, ranks) : partition::parse_grid(o.grid);
+  if (o.ranks_per_node < 0) throw InputError("--ranks-per-node must be at least 1");
+  p.ranks_per_node = o.ranks_per_node >= ranks ? 0 : o.ranks_per_node;
   return p;
 }
 
 }  // namespace
 
 void dry_run(const job::RunOptions& o, const comm::Comm& comm) {
+  // Planning for this job's own ranks across nodes: their layout, unless --ranks-per-node says.
+  const comm::NodeInfo node = comm.node();
   comm.step([&] {
     if (comm.rank() != 0) return;
     // The one rule for every path (job/job_paths.hpp), before anything else.
@@ -149,7 +157,9 @@ void dry_run(const job::RunOptions& o, const comm::Comm& comm) {
     const int ranks = o.ranks > 0 ? o.ranks : comm.size();
     if (ranks > 100000) throw InputError("--ranks " + std::to_string(ranks) + " is beyond 100,000");
     const algorithms::Asked asked = job::asked_of(o);
-    const algorithms::Problem p = problem_of(o, asked, ranks);
+    algorithms::Problem p = problem_of(o, asked, ranks);
+    if (o.ranks == 0 && o.ranks_per_node == 0 && node.count > 1)
+      p.ranks_per_node = (ranks + node.count - 1) / node.count;
     // What a real run would choose (algorithms/choice.hpp), assuming one GPU per rank.
     const auto machine = job::machine_model(o, asked);
     const auto choice = algorithms::choose(asked, p, job::assumed_environment(asked), machine);

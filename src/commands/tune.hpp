@@ -1,8 +1,8 @@
 #pragma once
-// `tessera tune`: times tessera's own full-precision GPU kernels (and their registered tile
-// variants, e.g. "warptile-128x128" and "warptile-64x64") on the present GPU and writes the
-// fastest correct one per dtype and size to a JSON tune file, which `--kernel auto` on the CUDA
-// backend reads (the file and its lookup: backend/tuning.hpp).
+// `tessera tune`: times every full-precision GPU kernel (tessera's own, each registered tile
+// variant such as "warptile-128x128" and "warptile-64x64" separately, and cuBLAS) on the present
+// GPU and writes the fastest correct one per dtype and size to a JSON tune file, which
+// `--kernel auto` on the CUDA backend reads (the file and its lookup: backend/tuning.hpp).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -39,7 +39,7 @@ Shapes inspect(const VerifyOptions& o, const io::Operand& aop, const io::Operand
     throw InputError(fmt::format("C '{}' is {}x{} but A*B is {}x{}", cref.str(), c.rows, c.cols, a.rows, b.cols));
   if (a.rows < 1 || a.cols < 1 || b.cols < 1) throw InputError("A or B has a zero dimension");
   // A C that tessera made with beta != 0 holds beta C_old too, and C_old is gone: nothing to
-  // check it against (README), so it is refused rather than called wrong.
+  // check it against (docs/output.md, "beta and the old C"), so it is refused rather than called wrong.
   const auto attrs = io::read_attributes(cref);
   const auto attribute = [&attrs](const std::string& name) -> const std::string* {
     const auto it = std::find_if(attrs.begin(), attrs.end(), [&](const auto& attr) { return attr.first == name; });

@@ -3,12 +3,14 @@
 #include <hdf5.h>
 
 #include "core/error.hpp"
+#include "io/lzf_filter.hpp"
 
 namespace tessera::io::hdf5 {
 
 void ensure_init() {
   static const bool initialized = [] {
     H5open();
+    register_lzf_filter();  // h5py's LZF, where HDF5 has no plugin it can load
     return true;
   }();
   thread_local const bool quiet = [] {

@@ -1,5 +1,6 @@
 #include "job/environment.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <unordered_set>
@@ -28,23 +29,27 @@ double gpu_key(const algorithms::Asked& asked, const comm::Comm& comm) {
 
 }  // namespace
 
-algorithms::Environment agree_environment(const algorithms::Asked& asked, const comm::Comm& comm) {
+algorithms::Environment agree_environment(const algorithms::Asked& asked, const comm::Comm& comm, int answering) {
   const int size = comm.size();
-  // [ranks on a GPU, ranks with a CUDA-aware MPI, then each rank's GPU key at its place]
+  answering = std::clamp(answering, 1, size);
+  // [answering ranks on a GPU, answering ranks with a CUDA-aware MPI, then each rank's GPU key at
+  // its place]
   std::vector<double> facts(2 + static_cast<std::size_t>(size), 0.0);
-  const double key = gpu_key(asked, comm);
-  facts[0] = key != 0 ? 1 : 0;
-  facts[1] = comm::mpi_cuda_aware() ? 1 : 0;
-  facts[2 + static_cast<std::size_t>(comm.rank())] = key;
+  if (comm.rank() < answering) {
+    const double key = gpu_key(asked, comm);
+    facts[0] = key != 0 ? 1 : 0;
+    facts[1] = comm::mpi_cuda_aware() ? 1 : 0;
+    facts[2 + static_cast<std::size_t>(comm.rank())] = key;
+  }
   comm.sum_in_place(facts.data(), facts.size());
   algorithms::Environment env;
   const int gpus = static_cast<int>(facts[0]);
-  env.gpu = gpus == size;
-  env.mixed = gpus > 0 && gpus < size;
+  env.gpu = gpus == answering;
+  env.mixed = gpus > 0 && gpus < answering;
   env.nccl = comm::nccl_compiled();
-  env.cuda_aware = static_cast<int>(facts[1]) == size;
+  env.cuda_aware = static_cast<int>(facts[1]) == answering;
   std::unordered_set<double> seen;
-  for (int r = 0; r < size; ++r) {
+  for (int r = 0; r < answering; ++r) {
     const double k = facts[2 + static_cast<std::size_t>(r)];
     if (k != 0 && !seen.insert(k).second) {
       env.shared_gpu_from = r;

@@ -15,6 +15,7 @@ std::unique_ptr<backend::Backend> make_rank_backend(std::optional<backend::Kind>
     for (const auto& nm : names) list += (list.empty() ? "" : ", ") + nm;
     throw InputError("unknown kernel '" + kernel + "' for the " + be->name() + " backend (choose: auto, " + list + ")");
   }
+  be->prepare(kernel);  // e.g. cuBLAS loading beside the reads
   me.device = be->device();
   me.device_id = be->device_id();
   const backend::DeviceIdentity id = be->device_identity();

@@ -1,5 +1,5 @@
 #pragma once
-// `tessera run --repeat N --warmup W` (README, "Repeated runs"): the whole job (plan, start, read,
+// `tessera run --repeat N --warmup W` (docs/usage.md, "Repeated runs"): the whole job (plan, start, read,
 // compute, verify, deliver, commit) runs W + N times in one launch. Every run commits C; the first
 // as the options say, each later one replacing what the first wrote (the dataset it added to an
 // existing file, or the file it created), without --overwrite. The W warm-ups are in no statistic;

@@ -1,8 +1,8 @@
 // The job harness: every algorithm runs through these steps, written once.
-//   1. plan       rank 0 checks every path, inspects the inputs, creates the output; every rank
-//                 agrees on what it has (GPUs, NCCL, CUDA-aware MPI, the output route); rank 0
-//                 settles the run (the algorithm, the ranks it uses, its Setting) from the
-//                 footprint model; all ranks learn it
+//   1. plan       rank 0 checks every path, inspects the inputs, creates the output; the ranks
+//                 agree on the output route, and those the run may use on what they have (GPUs,
+//                 NCCL, CUDA-aware MPI); rank 0 settles the run (the algorithm, the ranks it uses,
+//                 its Setting) from the footprint model; all ranks learn it
 //   2. start      the backend (GPU start-up), the algorithm's check that the plan holds, host
 //                 memory refused up front
 //   3. read       each rank reads its share of A and B; NaN/Inf refused
@@ -16,6 +16,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -32,6 +33,8 @@
 #include "algorithms/row_streams.hpp"
 #include "backend/backend.hpp"
 #include "comm/cpu_share.hpp"
+#include "comm/mpi_network.hpp"
+#include "comm/mpi_start.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "io/atomic_file.hpp"
@@ -62,6 +65,20 @@ constexpr int kRoot = 0;
 
 double seconds_since(double start) { return MPI_Wtime() - start; }
 
+// TESSERA_TEST_HOLD=PHASE:SECONDS (PHASE read, compute or write): every rank waits that long as
+// PHASE begins, so that a test can end a node's ranks inside that phase (tests/scripts/cluster_test.py:
+// a node lost during read, compute or write). For tests only; unset, it costs a getenv per phase.
+void hold_for_tests(const std::string& phase) {
+  const char* value = std::getenv("TESSERA_TEST_HOLD");
+  if (value == nullptr) return;
+  const std::string text = value;
+  const auto colon = text.find(':');
+  if (colon == std::string::npos || text.substr(0, colon) != phase) return;
+  const double seconds = std::atof(text.c_str() + colon + 1);
+  log::info("TESSERA_TEST_HOLD: holding in " + phase + " for " + text.substr(colon + 1) + " s");
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+}
+
 void print_notes(const std::vector<std::string>& notes) {
   for (const auto& note : notes) log::note(note);
 }
@@ -84,8 +101,9 @@ class Job {
 
  private:
   void share_cores();
+  int ranks_per_node() const;
   void plan();
-  void settle(const algorithms::Environment& env);
+  void settle();
   void start();
   void start_backend();
   void read();
@@ -140,8 +158,16 @@ void Job::share_cores() {
   if (!cpus.note.empty()) log::info(cpus.note);  // every run of 2 ranks on a node would print it
 }
 
-// 1. Rank 0 validates the inputs and the output location and creates the output; every rank
-// agrees on what it has; rank 0 settles the run; every rank learns the plan.
+// The model's ranks per node (algorithms::Problem): 0 when every rank is on one node. The ranks'
+// host names, gathered in share_cores(): the same on every rank.
+int Job::ranks_per_node() const {
+  const comm::NodeInfo node = comm_.node();
+  return node.count > 1 ? (comm_.size() + node.count - 1) / node.count : 0;
+}
+
+// 1. Rank 0 validates the inputs and the output location and creates the output; the ranks agree
+// on the output route; rank 0 settles the run (settle: with what the ranks it uses have); every
+// rank learns the plan.
 void Job::plan() {
   job_ = job_header(o_, comm_.size());
   comm_.step([&] { asked_ = asked_of(o_); });  // a name that is not one: refused on every rank
@@ -170,28 +196,47 @@ void Job::plan() {
   planned = nlohmann::json::parse(comm_.broadcast(planned.dump(), kRoot));
   plan_ = Plan::decode(planned["plan"].get<std::string>());
   machine_ = algorithms::MachineModel::from_json(planned["machine"], "rank 0's machine model");
-  problem_ = {plan_.m, plan_.n, plan_.k, plan_.dtype, comm_.size(), plan_.grid};
-  // What every rank has, and where C goes (in place, or gathered): agreed before anything is settled.
-  algorithms::Environment env = agree_environment(asked_, comm_);
+  problem_ = {plan_.m, plan_.n, plan_.k, plan_.dtype, comm_.size(), plan_.grid, ranks_per_node()};
+  // Where C goes (in place, or gathered): agreed before anything is settled.
   route_ = OutputRoute::choose(comm_, writer_.get(), asked_.write, plan_.dtype);
-  env.in_place_write = route_->in_place();
-  settle(env);
+  settle();
 }
 
 // Rank 0 chooses the algorithm and the ranks it uses, and settles its Setting
-// (algorithms/choice.hpp); every rank receives them, once.
-void Job::settle(const algorithms::Environment& env) {
-  nlohmann::json decided;
+// (algorithms/choice.hpp) for the environment the ranks it uses agreed on; every rank receives
+// them, once. The environment is asked of the ranks the choice may use (job/environment.hpp), so
+// that a rank left idle touches no device: first of those an asked algorithm uses (`auto`: rank 0
+// alone; a CPU job: every rank, which touches none), then, while rank 0's choice uses more ranks
+// than answered, of those it uses. A rank that answered may still be left idle by the choice made
+// with its answer (a GPU it shares with a lower rank).
+void Job::settle() {
+  int answering = comm_.size();
   comm_.step([&] {
-    if (rank_ != kRoot) return;
-    const algorithms::Choice choice = algorithms::choose(asked_, problem_, env, machine_);
-    decided = {{"algorithm", choice.algorithm},
-               {"grid", {choice.problem.grid.rows, choice.problem.grid.cols}},  // the model may leave ranks idle
-               {"setting", choice.setting.to_json()},
-               {"predicted", choice.footprint.predicted_seconds()},
-               {"bound", choice.footprint.predicted.bound()}};
+    if (asked_.backend == backend::Kind::cpu) return;
+    answering = asked_.algorithm == "auto" ? 1 : algorithms::make_algorithm(asked_.algorithm)->busy_ranks(problem_);
   });
-  decided = nlohmann::json::parse(comm_.broadcast(decided.dump(), kRoot));
+  nlohmann::json decided;
+  for (;;) {
+    algorithms::Environment env = agree_environment(asked_, comm_, answering);
+    env.in_place_write = route_->in_place();
+    comm_.step([&] {
+      if (rank_ != kRoot) return;
+      const algorithms::Choice choice = algorithms::choose(asked_, problem_, env, machine_);
+      if (choice.footprint.busy > answering) {  // it uses ranks that have not said what they have
+        decided = {{"ask", choice.footprint.busy}};
+        return;
+      }
+      decided = {{"algorithm", choice.algorithm},
+                 {"grid", {choice.problem.grid.rows, choice.problem.grid.cols}},  // the model may leave ranks idle
+                 {"setting", choice.setting.to_json()},
+                 {"predicted", choice.footprint.predicted_seconds()},
+                 {"communication", choice.footprint.predicted.communication},
+                 {"bound", choice.footprint.predicted.bound()}};
+    });
+    decided = nlohmann::json::parse(comm_.broadcast(decided.dump(), kRoot));
+    if (!decided.contains("ask")) break;
+    answering = decided["ask"].get<int>();  // more than before: at most every rank
+  }
   algorithm_ = algorithms::make_algorithm(decided["algorithm"].get<std::string>());
   plan_.grid = {decided["grid"][0].get<int>(), decided["grid"][1].get<int>()};
   problem_.grid = plan_.grid;
@@ -203,7 +248,10 @@ void Job::settle(const algorithms::Environment& env) {
   job_.backend = backend::kind_name(setting_.backend());
   job_.kernel = setting_.kernel;
   job_.settings = algorithm_->describe(setting_);
-  job_.predicted = {{"seconds", decided["predicted"]}, {"bound", decided["bound"]}, {"machine", machine_.name}};
+  job_.predicted = {{"seconds", decided["predicted"]},
+                    {"bound", decided["bound"]},
+                    {"machine", machine_.name},
+                    {"communication_seconds", decided["communication"]}};
 }
 
 // 2. The backend, the algorithm's check that the plan holds, host memory refused up front.
@@ -220,6 +268,8 @@ void Job::start() {
                   dtype_name(plan_.dtype));
   me_.rank = rank_;
   me_.host = comm_.node().host;
+  job_.network = comm::job_network(comm_);
+  job_.network["mpi_start"] = comm::mpi_start_choice().why;
   describe_share(share_, me_);
   start_backend();
   const auto progress = [this](const std::string& what) { progress_->step(what); };
@@ -261,6 +311,7 @@ void Job::start_backend() {
 // in while the GEMM runs (panels without --baseline; rank 0 decides, so every rank refuses
 // non-finite input at the same step).
 void Job::read() {
+  hold_for_tests("read");
   const std::size_t es = dtype_size(plan_.dtype);
   int chunks = 1;
   comm_.step([&] {
@@ -327,6 +378,7 @@ bool Job::stage_gemm() const {
 
 // 4. The algorithm's compute step.
 void Job::compute() {
+  hold_for_tests("compute");
   algorithm_->compute(*run_);
   if (!streaming_) return;
   if (run_->staged) {
@@ -367,6 +419,7 @@ void Job::verify() {
 
 // 6. C leaves the rank, as the algorithm sends it.
 void Job::deliver() {
+  hold_for_tests("write");
   algorithm_->deliver(*run_);
   me_.write_bytes = route_->bytes_written();
 }

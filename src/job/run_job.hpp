@@ -31,6 +31,7 @@ struct RunOptions {
   bool dry_run = false;              // print the plan instead (commands/dry_run.hpp; run_job ignores it)
   std::int64_t m = 0, n = 0, k = 0;  // --dry-run without input files
   int ranks = 0;                     // --dry-run for this many ranks (default: the job's)
+  int ranks_per_node = 0;            // --dry-run: on nodes of this many ranks each (0: one node)
   std::string gpu_memory;            // --gpu-memory: "" (what the GPU has free) or e.g. 512M, 8G, bytes
   std::string progress = "auto";     // on | off | auto (on when the predicted time exceeds 5 s)
   std::string write = "auto";        // how C reaches the file: auto | in-place | gather (job/output.hpp)

@@ -205,6 +205,7 @@ nlohmann::json to_json(const JobReport& r) {
                       {"stream_chunks", r.stream_chunks},
                       {"write", r.write},
                       {"nccl_transport", r.nccl_transport},
+                      {"network", r.network},
                       {"backend", r.backend},
                       {"kernel", r.kernel},
                       {"totals",
@@ -226,6 +227,31 @@ nlohmann::json to_json(const JobReport& r) {
 
 namespace {
 std::string ms(double s) { return fmt::format("{:.1f}", s * 1e3); }
+
+// "network: 2 nodes (node1: ranks 0-1, node2: ranks 2-3); MPI ob1: between nodes tcp, within a
+// node vader (shared memory)"
+std::string network_line(const JobReport& r) {
+  std::vector<std::pair<std::string, std::vector<int>>> nodes;
+  for (const auto& rr : r.ranks) {
+    auto it = std::find_if(nodes.begin(), nodes.end(), [&](const auto& n) { return n.first == rr.host; });
+    if (it == nodes.end()) it = nodes.insert(nodes.end(), {rr.host, {}});
+    it->second.push_back(rr.rank);
+  }
+  std::string where;
+  for (const auto& [host, ranks] : nodes) {
+    std::string list;
+    for (std::size_t i = 0; i < ranks.size();) {
+      std::size_t j = i;
+      while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+      list += (list.empty() ? "" : ",") + std::to_string(ranks[i]) + (j > i ? "-" + std::to_string(ranks[j]) : "");
+      i = j + 1;
+    }
+    where += fmt::format("{}{}: rank{} {}", where.empty() ? "" : ", ", host, ranks.size() == 1 ? "" : "s", list);
+  }
+  const auto text = [&](const char* key) { return r.network.value(key, std::string("?")); };
+  return fmt::format("network: {} node{} ({}); MPI {}: between nodes {}, within a node {}\n", nodes.size(),
+                     nodes.size() == 1 ? "" : "s", where, text("pml"), text("between_nodes"), text("within_node"));
+}
 }  // namespace
 
 std::string format_table(const JobReport& r) {
@@ -243,6 +269,7 @@ std::string format_table(const JobReport& r) {
       r.comm + (r.nccl_transport.empty() ? "" : ", " + r.nccl_transport), r.backend, r.kernel);
   if (r.stream_chunks > 1) out += fmt::format("streaming: A read in {} pieces while the GEMM ran\n", r.stream_chunks);
   out += fmt::format("C written: {}\n", r.write);
+  if (r.nranks > 1 && r.network.is_object()) out += network_line(r);
   out += fmt::format("{:>4}  {:<12} {:<24} {:>7} {:>19} {:>10} {:>8} {:>8}", "rank", "host", "device", "block",
                      "rows x cols", "GFLOP/s", "rd GB/s", "wr GB/s");
   for (const auto& n : names) out += fmt::format(" {:>9}", n + "/ms");

@@ -67,6 +67,9 @@ struct JobReport {
   // With comm "nccl": the transport NCCL has between the GPUs of a node, the slowest pair's
   // ("P2P/NVLink", "P2P/PCIe", "SHM", "NET"; comm/peers.hpp); "" otherwise.
   std::string nccl_transport;
+  // The MPI network (comm/mpi_network.hpp): nodes, pml, what carried messages between nodes and
+  // within a node, and tessera's choice before MPI_Init (null: not known).
+  nlohmann::json network;
   // Pieces A was read in while the GEMM ran (panels, job/stream.hpp); 1: read before it.
   int stream_chunks = 1;
   // How C reached the output file (job/output.hpp): "in place ..." or "gather (why)".

@@ -182,3 +182,66 @@ TEST_CASE("a machine file names the GPUs it was measured on; unnamed runs there 
   CHECK(cpu.name == "default");
   CHECK(named.name == "default");  // a named file wins over the match
 }
+
+// Across nodes (Problem::ranks_per_node): summa's panels and panels' gathered blocks through each
+// node's link at the machine's internode rate; one node predicts what it always did.
+TEST_CASE("across nodes: panels cross the nodes' links at the internode rate", "[algorithms][footprint][nodes]") {
+  alg::MachineModel m;
+  m.internode_bytes_per_s = 25e6;  // a 200 Mbit/s link
+  m.internode_latency_seconds = 0;
+  const alg::Environment cpu;  // CPUs, host MPI, C in place
+  const auto summa = alg::make_algorithm("summa");
+  // summa's Setting on CPUs for p (panel width, bands), as settle() makes it.
+  const auto on_cpu = [&](const alg::Problem& p) { return summa->settle({}, p, cpu, m); };
+  // summa on a 2x1 grid, one rank per node: B's panels (K x N, all of B) go down the column,
+  // through the link once; nothing along the rows (one rank each).
+  auto p = problem(256, 256, 12000, 2);
+  p.grid = {2, 1};
+  const double alone = summa->rank_footprint(p, on_cpu(p), m, 1).compute_seconds;
+  p.ranks_per_node = 1;
+  const auto f = summa->rank_footprint(p, on_cpu(p), m, 1);
+  const double b_bytes = 12000.0 * 256 * 8;
+  CHECK(f.comm_seconds == b_bytes / m.internode_bytes_per_s);
+  CHECK(f.internode_bytes == static_cast<std::int64_t>(b_bytes));
+  CHECK(f.compute_seconds > alone);  // the CPU multiplies after each panel arrives
+  CHECK(of("summa", p, cpu, m).predicted.communication == f.comm_seconds);
+  // 2 ranks per node, a 2x2 grid: the rows stay in their node (shared memory), the two columns
+  // cross it, both through the same link.
+  auto q = problem(384, 384, 8000, 4);
+  q.grid = {2, 2};
+  q.ranks_per_node = 2;
+  const auto g = summa->rank_footprint(q, on_cpu(q), m, 3);
+  const double col = 8000.0 * 192 * 8, row_in = 192.0 * 4000 * 8;
+  CHECK(g.comm_seconds == (2 * col) / m.internode_bytes_per_s + row_in / m.network_bytes_per_s);
+  // 4 nodes down one column of 4 ranks: Open MPI's MPI_Ibcast sends from the owner to each of
+  // the other 3 (linear up to 4 ranks), all through the owner's link.
+  auto r = problem(256, 256, 6000, 4);
+  r.grid = {4, 1};
+  r.ranks_per_node = 1;
+  CHECK(summa->rank_footprint(r, on_cpu(r), m, 2).comm_seconds == 3 * 6000.0 * 256 * 8 / m.internode_bytes_per_s);
+  // 8 nodes, panels of 64 KiB and more: a chain from rank to rank, 7 crossings.
+  auto c8 = problem(256, 256, 6000, 8);
+  c8.grid = {8, 1};
+  c8.ranks_per_node = 1;
+  CHECK(summa->rank_footprint(c8, on_cpu(c8), m, 5).comm_seconds == 7 * 6000.0 * 256 * 8 / m.internode_bytes_per_s);
+  // Every rank on one node: as before.
+  q.ranks_per_node = 4;
+  CHECK_FALSE(q.multi_node());
+  auto one = q;
+  one.ranks_per_node = 0;
+  CHECK(of("summa", q, cpu, m).predicted_seconds() == of("summa", one, cpu, m).predicted_seconds());
+  // panels gathered: rank 0 receives the block of the other node through its link.
+  auto pg = problem(3000, 1000, 16, 2);
+  pg.grid = {2, 1};
+  pg.ranks_per_node = 1;
+  CHECK(of("panels", pg, environment(false, false, false), m).predicted.communication ==
+        1500.0 * 1000 * 8 / m.internode_bytes_per_s);
+}
+
+TEST_CASE("the machine file's internode keys", "[algorithms][machine][nodes]") {
+  const auto m = alg::MachineModel::from_json(
+      nlohmann::json{{"internode_bytes_per_s", 1.2e9}, {"internode_latency_seconds", 1.5e-6}}, "test");
+  CHECK(m.internode_bytes_per_s == 1.2e9);
+  CHECK(m.internode_latency_seconds == 1.5e-6);
+  CHECK(m.to_json().contains("internode_bytes_per_s"));
+}

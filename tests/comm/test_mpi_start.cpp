@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <vector>
 
+#include "comm/comm.hpp"
 #include "comm/mpi_start.hpp"
 
 using Catch::Matchers::ContainsSubstring;
@@ -121,4 +123,29 @@ TEST_CASE("the launcher's local rank and size, before MPI_Init", "[comm][mpi_sta
   CHECK(tessera::comm::launcher_local_rank() == 0);
   for (const char* n : names) ::unsetenv(n);
   for (const auto& [n, v] : saved) ::setenv(n.c_str(), v.c_str(), 1);
+}
+
+// comm::node_of: a rank's node from every rank's host name (what Comm::node() gathers), in place of
+// MPI_Comm_split_type, whose Open MPI 4.1 result depends on PMIx locality data (docs/cluster.md).
+TEST_CASE("nodes from the ranks' host names", "[comm][nodes]") {
+  using tessera::comm::node_of;
+  const std::vector<std::string> two_by_two{"node1", "node1", "node2", "node2"};
+  CHECK(node_of(two_by_two, 0).local_rank == 0);
+  CHECK(node_of(two_by_two, 1).local_rank == 1);
+  CHECK(node_of(two_by_two, 2).local_rank == 0);
+  CHECK(node_of(two_by_two, 3).local_rank == 1);
+  CHECK(node_of(two_by_two, 3).local_size == 2);
+  CHECK(node_of(two_by_two, 3).index == 1);
+  CHECK(node_of(two_by_two, 3).count == 2);
+  CHECK(node_of(two_by_two, 2).host == "node2");
+  // Ranks placed round robin (srun --distribution=cyclic): a node's ranks are not contiguous.
+  const std::vector<std::string> cyclic{"b", "a", "b", "a", "c"};
+  CHECK(node_of(cyclic, 0).index == 0);
+  CHECK(node_of(cyclic, 1).index == 1);
+  CHECK(node_of(cyclic, 3).local_rank == 1);
+  CHECK(node_of(cyclic, 2).local_rank == 1);
+  CHECK(node_of(cyclic, 4).local_size == 1);
+  CHECK(node_of(cyclic, 4).count == 3);
+  CHECK(node_of({"solo"}, 0).local_size == 1);
+  CHECK(node_of({"solo"}, 0).count == 1);
 }

@@ -24,8 +24,10 @@
 #include <vector>
 
 #include "backend/cuda_backend.hpp"
+#include "backend/gpu_telemetry.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "kernels/cublas_library.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/cuda_resources.hpp"
 #include "kernels/gpu_gemm.hpp"
@@ -117,6 +119,14 @@ void poison(const DeviceBuffer& d, const Stream& stream) {
   CUDA_CHECK(cudaMemsetAsync(d.get(), 0xFF, d.bytes(), stream.get()));
 }
 
+// The problem as `kernel` takes it: GpuGemm::inputs of its kind (float32 A and B rounded to BF16
+// for cublas-bf16-stored, which multiplies BF16-stored data).
+GpuGemm as_taken_by(const std::string& kernel, GpuGemm g) {
+  kernels::GpuKernelTraits traits;
+  if (kernels::gpu_kernel_traits(kernel, &traits)) g.inputs = traits.inputs;
+  return g;
+}
+
 // Runs `kernel` on the device with C poisoned with NaN first.
 template <class T>
 std::vector<T> run_kernel(const std::string& kernel, const Problem<T>& p, GpuContext& ctx, const Stream& stream) {
@@ -126,7 +136,16 @@ std::vector<T> run_kernel(const std::string& kernel, const Problem<T>& p, GpuCon
   to_device(a, p.a.data(), stream);
   to_device(b, p.b.data(), stream);
   poison(c, stream);
-  const GpuGemm g{dtype_of<T>(), s.m, s.n, s.k, a.get(), b.get(), c.get(), stream.get()};
+  GpuGemm g = as_taken_by(kernel, {dtype_of<T>(), s.m, s.n, s.k, a.get(), b.get(), c.get(), stream.get()});
+  DeviceBuffer a16, b16;
+  if (g.inputs == kernels::InputStorage::bf16) {
+    a16 = DeviceBuffer(p.a.size() * 2, "A (BF16)");
+    b16 = DeviceBuffer(p.b.size() * 2, "B (BF16)");
+    kernels::gpu_round_to_bf16(static_cast<const float*>(a.get()), a16.get(), s.m * s.k, stream.get());
+    kernels::gpu_round_to_bf16(static_cast<const float*>(b.get()), b16.get(), s.k * s.n, stream.get());
+    g.a = a16.get();
+    g.b = b16.get();
+  }
   kernels::gpu_gemm(kernel, g, ctx);
   return to_host<T>(c, static_cast<std::size_t>(s.m * s.n), stream);
 }
@@ -178,7 +197,7 @@ void check_every_kernel(const Shape& s) {
   for (const std::string& kernel : kernels_under_test()) {
     INFO("kernel " << kernel << ", " << dtype_name(dtype_of<T>()) << ", " << shape_str(s));
     std::string why;
-    if (!kernels::gpu_can_implement(kernel, GpuGemm{dtype_of<T>(), s.m, s.n, s.k}, &why)) {
+    if (!kernels::gpu_can_implement(kernel, as_taken_by(kernel, GpuGemm{dtype_of<T>(), s.m, s.n, s.k}), &why)) {
       WARN("kernel " << kernel << " cannot run " << shape_str(s) << ": " << why);
       continue;
     }
@@ -503,9 +522,9 @@ TEST_CASE("the cuda backend computes through the Backend interface and times its
   CHECK(cuda->device_id() == 0);
   CHECK(cuda->device().find('[') != std::string::npos);  // "NAME [pci bus id]"
   CHECK(cuda->warnings().empty());
-  // auto: one of tessera's own full-precision kernels, never cuBLAS or a tensor-core mode.
-  const std::vector<std::string> own = kernels::gpu_auto_candidates();
-  CHECK(std::find(own.begin(), own.end(), cuda->default_kernel()) != own.end());
+  // auto: a full-precision kernel (tessera's own or cuBLAS's), never a reduced-precision one.
+  const std::vector<std::string> full = kernels::gpu_auto_candidates();
+  CHECK(std::find(full.begin(), full.end(), cuda->default_kernel()) != full.end());
   const std::vector<std::string> names = cuda->kernels();
   REQUIRE(names.front() == cuda->default_kernel());
   CHECK(names.size() == kernels::gpu_kernel_names().size());
@@ -538,21 +557,21 @@ TEST_CASE("the cuda backend computes through the Backend interface and times its
 }
 
 TEST_CASE("tensor-core kernels are opt-in, float32 only, and carry their input precision", "[gpu][small]") {
-  const std::vector<std::string> own = kernels::gpu_auto_candidates();
-  for (const std::string kernel : {"tf32", "bf16", "cublas", "cublas-tf32", "cublas-bf16"}) {
+  const std::vector<std::string> full = kernels::gpu_auto_candidates();
+  for (const std::string kernel : {"tf32", "bf16", "cublas-tf32", "cublas-bf16", "cublas-bf16-stored"}) {
     INFO("kernel " << kernel);
     kernels::GpuKernelTraits traits;
     REQUIRE(kernels::gpu_kernel_traits(kernel, &traits));
     CHECK(traits.opt_in);
-    CHECK(std::find(own.begin(), own.end(), kernel) == own.end());
+    CHECK(traits.input_unit_roundoff > 0);
+    CHECK(std::find(full.begin(), full.end(), kernel) == full.end());
   }
   kernels::GpuKernelTraits tf32, bf16;
   REQUIRE(kernels::gpu_kernel_traits("tf32", &tf32));
   REQUIRE(kernels::gpu_kernel_traits("bf16", &bf16));
   CHECK(tf32.input_unit_roundoff == 0x1p-11);
   CHECK(bf16.input_unit_roundoff == 0x1p-8);
-  CHECK(tf32.baseline == "cublas-tf32");
-  CHECK(bf16.baseline == "cublas-bf16");
+  CHECK_FALSE(tf32.vendor);
   std::string why;
   CHECK_FALSE(kernels::gpu_can_implement("tf32", GpuGemm{DType::f64, 8, 8, 8}, &why));
   CHECK(why.find("float32") != std::string::npos);
@@ -561,8 +580,37 @@ TEST_CASE("tensor-core kernels are opt-in, float32 only, and carry their input p
   CHECK(kernels::gpu_error_bound("tiled32", DType::f64, 100) == gamma_bound(DType::f64, 100));
 }
 
+// Host only: the cuBLAS calls as the registry describes them (the bench's baselines, auto's candidate).
+TEST_CASE("the cuBLAS calls: full precision for auto, the reduced-precision ones opt-in", "[gpu][small]") {
+  const std::vector<std::string> full = kernels::gpu_auto_candidates();
+  kernels::GpuKernelTraits cublas;
+  REQUIRE(kernels::gpu_kernel_traits("cublas", &cublas));
+  CHECK(cublas.vendor);
+  CHECK_FALSE(cublas.opt_in);
+  CHECK(cublas.input_unit_roundoff == 0);
+  CHECK(std::find(full.begin(), full.end(), "cublas") != full.end());
+  for (const std::string kernel : {"cublas-tf32", "cublas-bf16", "cublas-bf16-stored"}) {
+    INFO("kernel " << kernel);
+    kernels::GpuKernelTraits traits;
+    REQUIRE(kernels::gpu_kernel_traits(kernel, &traits));
+    CHECK(traits.vendor);
+    CHECK(traits.accumulates);
+    CHECK(traits.inputs ==
+          (kernel == "cublas-bf16-stored" ? kernels::InputStorage::bf16 : kernels::InputStorage::dtype));
+  }
+  // BF16-stored inputs only for the one call that takes them, and it takes nothing else.
+  std::string why;
+  GpuGemm stored{DType::f32, 8, 8, 8};
+  stored.inputs = kernels::InputStorage::bf16;
+  CHECK(kernels::gpu_can_implement("cublas-bf16-stored", stored));
+  CHECK_FALSE(kernels::gpu_can_implement("cublas-bf16", stored, &why));
+  CHECK_FALSE(kernels::gpu_can_implement("cublas-bf16-stored", GpuGemm{DType::f32, 8, 8, 8}, &why));
+  CHECK(why.find("BF16") != std::string::npos);
+  CHECK(kernels::gpu_can_implement("cublas-bf16-stored", GpuGemm{DType::f32, 0, 8, 8}));  // nothing to read
+}
+
 // Host only. The wgmma kernels exist in builds with sm_90a code (TESSERA_WITH_SM90A) only.
-TEST_CASE("wgmma kernels are opt-in, float32 only, with their cuBLAS baselines", "[gpu][small]") {
+TEST_CASE("wgmma kernels are opt-in and float32 only", "[gpu][small]") {
   const std::vector<std::string> own = kernels::gpu_auto_candidates();
   for (const std::string kernel : {"tf32-wgmma", "tf32-wgmma-128x128", "bf16-wgmma", "bf16-wgmma-128x128"}) {
     INFO("kernel " << kernel);
@@ -572,11 +620,69 @@ TEST_CASE("wgmma kernels are opt-in, float32 only, with their cuBLAS baselines",
     CHECK(traits.opt_in);
     CHECK(traits.accumulates);
     CHECK(std::find(own.begin(), own.end(), kernel) == own.end());
-    CHECK(traits.baseline == (tf32 ? "cublas-tf32" : "cublas-bf16"));
+    CHECK_FALSE(traits.vendor);
     CHECK(traits.input_unit_roundoff == (tf32 ? 0x1p-11 : 0x1p-8));
     CHECK_FALSE(kernels::gpu_can_implement(kernel, GpuGemm{DType::f64, 8, 8, 8}));
     CHECK_FALSE(kernels::gpu_can_implement(kernel, GpuGemm{DType::f32, std::int64_t{1} << 31, 8, 8}));
   }
+}
+
+// `--kernel auto` takes the tune file's winner per dtype and size, cuBLAS included, ignores one
+// it may not choose (reduced precision), and is cuBLAS where the file has no choice for a dtype.
+TEST_CASE("auto takes the tuned winner, cuBLAS included, and cuBLAS without one", "[gpu][small]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  const std::string path = "tessera-test-auto-tune.json";
+  {
+    std::ofstream f(path);
+    f << R"({"format": "tessera-tune-1", "device": "any", "choices": [
+          {"dtype": "f64", "m": 8192, "n": 8192, "k": 8192, "kernel": "cublas", "gflops": 63000},
+          {"dtype": "f64", "m": 1024, "n": 1024, "k": 1024, "kernel": "dmma-64x64", "gflops": 39000},
+          {"dtype": "f64", "m": 64, "n": 64, "k": 64, "kernel": "tf32", "gflops": 1}]})";
+  }
+  ::setenv("TESSERA_TUNE_FILE", path.c_str(), 1);
+  // `auto` is resolved once, for the whole job (backend::resolve_kernel, reading the tune file).
+  const auto resolve = [](DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
+    return backend::resolve_kernel(backend::Kind::cuda, "auto", dtype, m, n, k);
+  };
+  CHECK(resolve(DType::f64, 8192, 8192, 8192) == "cublas");
+  CHECK(resolve(DType::f64, 16384, 16384, 16384) == "cublas");  // the nearest tuned size
+  CHECK(resolve(DType::f64, 1000, 1100, 900) == "dmma-64x64");
+  CHECK(resolve(DType::f64, 60, 60, 60) == "cublas");        // tf32 may not be chosen: the built-in
+  CHECK(resolve(DType::f32, 8192, 8192, 8192) == "cublas");  // no f32 choice: the built-in
+  auto cuda = backend::make_cuda_backend({0, 1});
+  ::unsetenv("TESSERA_TUNE_FILE");
+  std::remove(path.c_str());
+  const auto warnings = cuda->warnings();
+  CHECK(std::any_of(warnings.begin(), warnings.end(),
+                    [](const std::string& w) { return w.find("'tf32'") != std::string::npos; }));
+
+  // The library loads beside the caller's work (prepare), the handle before the first timed step.
+  cuda->prepare("cublas");
+  const Shape s{33, 17, 65};
+  const Problem<double> p(s, 3);
+  std::vector<double> c(static_cast<std::size_t>(s.m * s.n), std::numeric_limits<double>::quiet_NaN());
+  cuda->gemm("auto", {DType::f64, s.m, s.n, s.k, p.a.data(), p.b.data(), c.data()});
+  CHECK(compare(c, p, "cublas") == "");
+  CHECK(kernels::cublas_loaded());
+}
+
+// tessera bench's clocks and power: NVML samples the GPU the backend holds while it computes.
+TEST_CASE("telemetry samples the GPU's SM clock and power while a GEMM runs", "[gpu][small]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  auto cuda = backend::make_cuda_backend({0, 1});
+  backend::GpuTelemetry telemetry(cuda->device_identity().pci_bus_id, std::chrono::milliseconds(5));
+  if (!telemetry.available()) SKIP("NVML: " << telemetry.why_unavailable());
+  const Shape s{1024, 1024, 1024};
+  const Problem<float> p(s, 4);
+  std::vector<float> c(static_cast<std::size_t>(s.m * s.n));
+  telemetry.start();
+  for (int i = 0; i < 5; ++i)
+    cuda->gemm("warptile-64x64", {DType::f32, s.m, s.n, s.k, p.a.data(), p.b.data(), c.data()});
+  const auto t = telemetry.stop();
+  CHECK(t.samples >= 2);  // the first at start(), the last at stop()
+  CHECK(t.sm_mhz_median > 0);
+  if (!std::isnan(telemetry.sm_clock_max_mhz())) CHECK(t.sm_mhz_max <= telemetry.sm_clock_max_mhz());
+  if (telemetry.power_source().rfind("none", 0) != 0) CHECK(t.power_w_median > 0);
 }
 
 TEST_CASE("the cuda backend picks GPU local rank mod the visible GPUs", "[gpu][small]") {

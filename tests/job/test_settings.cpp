@@ -8,6 +8,7 @@
 #include <catch2/catch_test_macros.hpp>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -23,6 +24,7 @@
 #include "comm/comm.hpp"
 #include "commands/dry_run.hpp"
 #include "io/hdf5_io.hpp"
+#include "job/environment.hpp"
 #include "job/run_job.hpp"
 
 namespace comm = tessera::comm;
@@ -203,4 +205,20 @@ TEST_CASE("a test's own algorithm: auto takes it where the model favours it, the
   if (world.rank() == 0) CHECK_FALSE(std::ifstream(dir + "/c-refused.h5").good());
   MPI_Barrier(MPI_COMM_WORLD);
   if (world.rank() == 0) std::filesystem::remove_all(dir);
+}
+
+// The environment is what the answering ranks have (Job::settle asks rank 0 alone first, so that
+// ranks `auto` leaves idle start no GPU driver); the others say nothing. Rank 0 would compute on a
+// GPU (--backend cuda: a key whether or not one is visible), the others on the CPU.
+TEST_CASE("the environment is the answering ranks': the others say nothing", "[job][mpi][environment]") {
+  const comm::Comm world(MPI_COMM_WORLD);
+  tessera::algorithms::Asked asked;
+  asked.backend = world.rank() == 0 ? tessera::backend::Kind::cuda : tessera::backend::Kind::cpu;
+  const auto rank0 = tessera::job::agree_environment(asked, world, 1);
+  CHECK(rank0.gpu);
+  CHECK_FALSE(rank0.mixed);
+  CHECK(rank0.shared_gpu_from == INT_MAX);
+  const auto all = tessera::job::agree_environment(asked, world, world.size() + 5);  // at most every rank
+  CHECK(all.gpu == (world.size() == 1));
+  CHECK(all.mixed == (world.size() > 1));
 }
