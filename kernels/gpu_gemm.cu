@@ -209,6 +209,43 @@ void gpu_prepare(const std::string& kernel, GpuContext& ctx) {
   if (found && found->vendor) (void)ctx.cublas();
 }
 
+namespace {
+
+// Device buffers and a stream for gpu_warm_up, freed on every path.
+struct WarmUpResources {
+  void* buffers[3] = {nullptr, nullptr, nullptr};
+  cudaStream_t stream = nullptr;
+  ~WarmUpResources() {
+    if (stream) (void)cudaStreamSynchronize(stream), (void)cudaStreamDestroy(stream);
+    for (void* b : buffers)
+      if (b) (void)cudaFree(b);
+  }
+};
+
+}  // namespace
+
+void gpu_warm_up(const std::string& kernel, DType dtype, int device) {
+  gpu_load_library(kernel);
+  constexpr std::int64_t kSide = 64;
+  GpuGemm g{dtype, kSide, kSide, kSide};
+  const GpuKernel* found = find_kernel(kernel);
+  if (!found) return;
+  g.inputs = found->inputs;
+  if (!gpu_can_implement(kernel, g, nullptr)) return;  // not this dtype or shape: nothing to warm
+  CUDA_CHECK(cudaSetDevice(device));
+  WarmUpResources r;
+  const std::size_t bytes = static_cast<std::size_t>(kSide * kSide) * sizeof(double);  // the widest element
+  for (void*& b : r.buffers) {
+    CUDA_CHECK(cudaMalloc(&b, bytes));
+    CUDA_CHECK(cudaMemset(b, 0, bytes));
+  }
+  CUDA_CHECK(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+  g.a = r.buffers[0], g.b = r.buffers[1], g.c = r.buffers[2], g.stream = r.stream;
+  GpuContext ctx;
+  gpu_gemm(kernel, g, ctx);
+  CUDA_CHECK(cudaStreamSynchronize(r.stream));
+}
+
 void gpu_gemm(const std::string& kernel, const GpuGemm& g, GpuContext& ctx) {
   std::string why;
   if (!gpu_can_implement(kernel, g, &why)) throw InputError(why);

@@ -115,6 +115,13 @@ void gpu_gemm(const std::string& kernel, const GpuGemm& g, GpuContext& ctx);
 void gpu_load_library(const std::string& kernel);
 void gpu_prepare(const std::string& kernel, GpuContext& ctx);
 
+// The library load of gpu_load_library, then one small GEMM (64 x 64 x 64, zeros) of `kernel` in
+// `dtype` on `device`, with a context and stream of its own, waited for. A process's first cuBLAS
+// GEMM costs 40-80 ms more than the next ones (its one-time set-up, whatever the shape: measured
+// on the H200, 2026-12-01: 8192^3 DGEMM 58-98 ms cold, 17.1 ms after a 64^3 call); run beside the
+// reads, this takes that cost off the first timed GEMM. Thread-safe; throws as gpu_gemm does.
+void gpu_warm_up(const std::string& kernel, DType dtype, int device);
+
 // out[i] = in[i] rounded to BF16 (to nearest, ties to even), i < count, enqueued on `stream`:
 // the rounding pass of "cublas-bf16", and how callers make BF16-stored inputs for
 // "cublas-bf16-stored". `out` holds count 2-byte values.

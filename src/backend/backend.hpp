@@ -259,9 +259,10 @@ class Backend {
   virtual std::string default_kernel() const { return kernels().front(); }
   // (The kernel "auto" stands for is resolved once, for the whole job: resolve_kernel below.)
   // Starts what `kernel` needs before its first launch on a thread of its own, so that it runs
-  // beside the caller's next steps (the CUDA backend loads cuBLAS, ~0.3 s, while the inputs are
-  // read); the GEMM calls finish it before they time anything. Nothing on the CPU.
-  virtual void prepare(const std::string& kernel) { (void)kernel; }
+  // beside the caller's next steps (the CUDA backend loads cuBLAS, ~0.3 s, and runs one small GEMM
+  // of `dtype`, which takes cuBLAS's one-time set-up, 40-80 ms, off the first timed GEMM, while the
+  // inputs are read); the GEMM calls wait for it before they time anything. Nothing on the CPU.
+  virtual void prepare(const std::string& kernel, DType dtype) { (void)kernel, (void)dtype; }
   // Throws InputError for an unknown kernel name, DeviceError for device failures.
   virtual std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) = 0;
   // Host memory for the problems this backend will compute (pinned on a GPU backend).

@@ -61,14 +61,14 @@ class CudaBackend final : public Backend {
   std::vector<std::string> kernels() const override { return kernel_list(default_kernel()); }
   std::string default_kernel() const override { return choice_.default_kernel(); }
 
-  // The library load only (kernels::gpu_load_library touches no device; `kernel` is a resolved
-  // name, "auto" loads nothing); a failure is left to the first launch, which loads again and
-  // reports it.
-  void prepare(const std::string& kernel) override {
+  // The library load and a small warm-up GEMM on this backend's GPU (kernels::gpu_warm_up; `kernel`
+  // is a resolved name, "auto" warms nothing); a failure is left to the first launch, which loads
+  // again and reports it.
+  void prepare(const std::string& kernel, DType dtype) override {
     if (library_loader_.joinable()) return;
-    library_loader_ = std::thread([kernel] {
+    library_loader_ = std::thread([kernel, dtype, device = gpu_.device] {
       try {
-        kernels::gpu_load_library(kernel);
+        kernels::gpu_warm_up(kernel, dtype, device);
       } catch (...) {
       }
     });
@@ -136,6 +136,7 @@ class CudaBackend final : public Backend {
     std::string why;
     if (!kernels::gpu_can_implement(kernel, g, &why))
       throw InputError("kernel '" + kernel + "' cannot run this GEMM: " + why);
+    if (library_loader_.joinable()) library_loader_.join();  // prepare()'s warm-up, outside the timed steps
     CUDA_CHECK(cudaSetDevice(gpu_.device));
     kernels::gpu_prepare(kernel, gpu_.context);
   }

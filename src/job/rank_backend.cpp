@@ -7,7 +7,7 @@
 namespace tessera::job {
 
 std::unique_ptr<backend::Backend> make_rank_backend(std::optional<backend::Kind> kind, const backend::Placement& where,
-                                                    const std::string& kernel, report::RankRecord& me) {
+                                                    const std::string& kernel, DType dtype, report::RankRecord& me) {
   auto be = backend::make_backend(kind, where);
   const auto names = be->kernels();
   if (std::find(names.begin(), names.end(), kernel) == names.end()) {
@@ -15,7 +15,7 @@ std::unique_ptr<backend::Backend> make_rank_backend(std::optional<backend::Kind>
     for (const auto& nm : names) list += (list.empty() ? "" : ", ") + nm;
     throw InputError("unknown kernel '" + kernel + "' for the " + be->name() + " backend (choose: auto, " + list + ")");
   }
-  be->prepare(kernel);  // e.g. cuBLAS loading beside the reads
+  be->prepare(kernel, dtype);  // e.g. cuBLAS loading and warming up beside the reads
   me.device = be->device();
   me.device_id = be->device_id();
   const backend::DeviceIdentity id = be->device_identity();

@@ -14,6 +14,6 @@ namespace tessera::job {
 // bus id, and me.warnings. Throws InputError for a kernel the backend does not have (listing those
 // it has). Not collective: call it inside a Comm::step.
 std::unique_ptr<backend::Backend> make_rank_backend(std::optional<backend::Kind> kind, const backend::Placement& where,
-                                                    const std::string& kernel, report::RankRecord& me);
+                                                    const std::string& kernel, DType dtype, report::RankRecord& me);
 
 }  // namespace tessera::job

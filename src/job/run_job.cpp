@@ -293,7 +293,7 @@ void Job::start_backend() {
   comm_.step([&] {
     if (!share_.active) return;
     const backend::Placement where{node.local_rank, node.local_size, static_cast<std::size_t>(asked_.gpu_memory)};
-    be_ = make_rank_backend(asked_.backend, where, setting_.kernel, me_);
+    be_ = make_rank_backend(asked_.backend, where, setting_.kernel, plan_.dtype, me_);
     if (!o_.baseline.empty()) {
       const auto names = be_->kernels();
       if (std::find(names.begin(), names.end(), o_.baseline) == names.end())

@@ -656,8 +656,9 @@ TEST_CASE("auto takes the tuned winner, cuBLAS included, and cuBLAS without one"
   CHECK(std::any_of(warnings.begin(), warnings.end(),
                     [](const std::string& w) { return w.find("'tf32'") != std::string::npos; }));
 
-  // The library loads beside the caller's work (prepare), the handle before the first timed step.
-  cuda->prepare("cublas");
+  // The library loads and warms up beside the caller's work (prepare), the handle before the first
+  // timed step.
+  cuda->prepare("cublas", DType::f64);
   const Shape s{33, 17, 65};
   const Problem<double> p(s, 3);
   std::vector<double> c(static_cast<std::size_t>(s.m * s.n), std::numeric_limits<double>::quiet_NaN());
