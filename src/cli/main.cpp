@@ -25,6 +25,7 @@
 #include "commands/recover.hpp"
 #include "commands/tune.hpp"
 #include "commands/verify.hpp"
+#include "help_json.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/version.hpp"
@@ -489,6 +490,7 @@ int main(int argc, char** argv) {
   Commands c;
   add_job_commands(app, c);
   add_device_commands(app, c);
+  tessera::cli::add_help_json(app, rank == 0);  // --help-json on every command (help_json.hpp)
 
   int code = 0;
   try {
