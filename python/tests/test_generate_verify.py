@@ -3,6 +3,8 @@
 tessera.verify (Freivalds on --np ranks, and full), a C computed by numpy and written with h5py
 verified, a corrupted C refused (VerificationError, or passed False with check=False), and
 generate's and verify's options typed from their --help-json."""
+import os
+
 import h5py
 import numpy as np
 
@@ -32,7 +34,8 @@ class GenerateVerifyTest(TempDirTest):
         tessera.generate((self.path("other.h5"), "/A"), 37, 29, dtype="f64", seed=4)
         self.assertTrue(np.array_equal(a, self.read("same.h5", "/grp/A")), "the same seed gave another matrix")
         self.assertFalse(np.array_equal(a, self.read("other.h5", "/A")), "another seed gave the same matrix")
-        tessera.generate(self.path("i.h5") + ":/I", 20, 30, dist="integers", low=-3, high=3, chunk=(8, 8), gzip=4)
+        gi = tessera.generate(self.path("i.h5") + ":/I", 20, 30, dist="integers", low=-3, high=3, chunk=(8, 8), gzip=4)
+        self.assertEqual(gi.dtype, "f32")  # the binary's default, from its --help-json
         i = self.read("i.h5", "/I")
         self.assertEqual(i.dtype, np.float32)
         self.assertTrue(np.all(i == np.round(i)) and i.min() >= -3 and i.max() <= 3)
@@ -85,7 +88,6 @@ class GenerateVerifyTest(TempDirTest):
             with self.assertRaises(tessera.OptionError, msg=opts) as cm:
                 tessera.verify(out, out, out, **opts)
             self.assertIn(words, cm.exception.message)
-        import os
         self.assertFalse(os.path.exists(self.path("g.h5")), "a refused call ran something")
         # tessera's own refusals arrive as exceptions with its message.
         with self.assertRaises(tessera.TesseraError) as cm:

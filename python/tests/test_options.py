@@ -46,7 +46,8 @@ class OptionTest(unittest.TestCase):
     def test_help_json_describes_run_options(self):
         o = self.known
         for name, type_, takes_value, default in (
-                ("backend", "string", True, "auto"), ("grid", "string", True, None), ("algorithm", "string", True, "auto"),
+                ("backend", "string", True, "auto"), ("grid", "string", True, None),
+                ("algorithm", "string", True, "auto"),
                 ("kernel", "string", True, "auto"), ("panel_width", "integer", True, 0), ("alpha", "number", True, 1),
                 ("repeat", "integer", True, 1), ("overwrite", "boolean", False, False),
                 ("verify", "boolean", False, False), ("quiet", "boolean", False, False),

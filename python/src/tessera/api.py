@@ -7,7 +7,7 @@ import shutil
 import tempfile
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-from .binary import find_binary
+from .binary import command_spec, find_binary
 from .errors import EXIT_USAGE, TesseraError, UsageError
 from .launch import Launcher, child_env, execute, launcher_prefix
 from .options import Dataset, dataset_file, dataset_ref
@@ -181,8 +181,10 @@ def generate(out: Dataset, rows: int, cols: int, *, binary: Optional[os.PathLike
     args = option_args(binary, "generate", options, check_options)
     command = [binary, "generate", "--out", ref, "--rows", str(rows), "--cols", str(cols), *args]
     done = _checked_run(command, env=env, cwd=cwd, timeout=timeout, echo=echo)
-    return Generated(ref, rows, cols, str(options.get("dtype") or "f32"), command, done.stdout, done.stderr,
-                     done.seconds)
+    dtype = options.get("dtype")
+    if dtype is None and check_options:
+        dtype = command_spec(binary, "generate").options["dtype"].default  # the binary's own default
+    return Generated(ref, rows, cols, dtype, command, done.stdout, done.stderr, done.seconds)
 
 
 def verify(a: Dataset, b: Dataset, c: Dataset, ranks: int = 1, *, binary: Optional[os.PathLike] = None,

@@ -119,8 +119,8 @@ def _ask(binary: str, command: Sequence[str]) -> Dict[str, Any]:
         raise TesseraError(f"cannot ask tessera for its options: {e}", command=argv) from e
     if p.returncode != 0:
         e = TesseraError.from_job(p.returncode, argv, p.stdout, p.stderr)
-        hint = (" (this tessera predates --help-json: update it, or pass check_options=False)"
-                if "help-json" in p.stderr else " (asking tessera for its options; check_options=False skips the check)")
+        hint = (" (this tessera predates --help-json: update it, or pass check_options=False)" if "help-json" in
+                p.stderr else " (asking tessera for its options; check_options=False skips the check)")
         raise type(e)(e.message + hint, exit_code=e.exit_code, command=argv, stdout=p.stdout, stderr=p.stderr)
     try:
         return json.loads(p.stdout)

@@ -2,17 +2,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List
+from typing import List, Optional
 
 
 @dataclass
 class Generated:
     """A matrix `tessera generate` wrote: `dataset` (FILE:/PATH as passed to tessera), its shape
-    and dtype; the command line and what it printed."""
+    and dtype (f32 or f64; None with check_options=False and no dtype given); the command line
+    and what it printed."""
     dataset: str
     rows: int
     cols: int
-    dtype: str
+    dtype: Optional[str]
     command: List[str] = field(default_factory=list)
     stdout: str = ""
     stderr: str = ""
