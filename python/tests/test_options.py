@@ -85,6 +85,11 @@ class OptionTest(unittest.TestCase):
         self.assertEqual(doc["command"], "")
         self.assertTrue({"run", "generate", "verify", "info"} <= set(doc["subcommands"]))
         self.assertIn("config", [d["name"] for d in doc["options"]])
+        # On several ranks one document is printed (rank 0's), and every rank exits 0.
+        two = subprocess.run(args.mpiexec + ["-np", "2", self.binary, "verify", "--help-json"], capture_output=True,
+                             text=True, timeout=120)
+        self.assertEqual(two.returncode, 0, two.stderr)
+        self.assertEqual(json.loads(two.stdout)["command"], "verify")
 
     def test_help_json_is_cached_per_binary(self):
         self.assertIs(tbinary.command_spec(self.binary, "run"), tbinary.command_spec(self.binary, "run"))
