@@ -91,6 +91,22 @@ class OptionTest(unittest.TestCase):
         self.assertEqual(two.returncode, 0, two.stderr)
         self.assertEqual(json.loads(two.stdout)["command"], "verify")
 
+    def test_help_json_validates_against_its_schema(self):
+        try:
+            import jsonschema
+        except ImportError:
+            self.skipTest("python3 lacks jsonschema (Debian: python3-jsonschema)")
+        with open(os.path.join(args.source_dir, "docs", "schema", "options.schema.json")) as f:
+            schema = json.load(f)
+        cls = jsonschema.validators.validator_for(schema)
+        cls.check_schema(schema)
+        for command in ([], ["run"], ["generate"], ["verify"], ["info"], ["bench"], ["tune"], ["recover"]):
+            p = subprocess.run([self.binary, *command, "--help-json"], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            doc = json.loads(p.stdout)
+            errors = [f"{'/'.join(map(str, e.path))}: {e.message}" for e in cls(schema).iter_errors(doc)]
+            self.assertEqual(errors, [], command)
+
     def test_help_json_is_cached_per_binary(self):
         self.assertIs(tbinary.command_spec(self.binary, "run"), tbinary.command_spec(self.binary, "run"))
         self.assertIs(tessera.options_type("run", self.binary), tessera.options_type("run", self.binary))

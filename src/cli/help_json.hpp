@@ -2,7 +2,8 @@
 // `tessera <command> --help-json`: a command's options as JSON, read from CLI11's own description
 // of them (names, value type, default, allowed values and range from the validators, help text),
 // so that a program driving tessera (the Python package) checks its arguments against the binary
-// it runs, not against a copy. Schema: docs/usage.md, "Options as JSON".
+// it runs, not against a copy. Documented in docs/usage.md ("Options as JSON"), JSON Schema in
+// docs/schema/options.schema.json.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
