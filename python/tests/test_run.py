@@ -1,5 +1,6 @@
 """tessera.run on --np CPU ranks: C checked against numpy through h5py, the report's typed fields
-against the job, the launchers (the tests' mpiexec, the package's own choice, none for one rank),
+against the job, the launchers (the tests' mpiexec, the package's own choice, none for one rank:
+an MPI singleton, checked with stand-in launchers on PATH),
 datasets given as (file, path) pairs, the temporary report removed, a kept one left."""
 import contextlib
 import glob
@@ -117,8 +118,11 @@ class RunTest(TempDirTest):
         if not (tessera.launch.Probe().which("mpirun") or tessera.launch.Probe().which("mpiexec")):
             self.skipTest("neither mpirun nor mpiexec on PATH")
         rep = tessera.run(f"{A}:/A", f"{B}:/B", self.path("c.h5") + ":/C", ranks=args.np, backend="cpu")
-        self.assertIn(os.path.basename(rep.command[0]), ("mpirun", "mpiexec"))
-        self.assertEqual(rep.command[1:3], ["-np", str(args.np)])
+        if args.np == 1:
+            self.assertEqual(rep.command[0], args.tessera)  # one rank: the binary alone
+        else:
+            self.assertIn(os.path.basename(rep.command[0]), ("mpirun", "mpiexec"))
+            self.assertEqual(rep.command[1:3], ["-np", str(args.np)])
         product_ok(self, a, b, self.read_c(self.path("c.h5")), np.float64)
         self.assertEqual(rep.nranks, args.np)
 
@@ -130,6 +134,34 @@ class RunTest(TempDirTest):
         rep = tessera.run(f"{A}:/A", f"{B}:/B", self.path("c.h5") + ":/C", launcher="none", backend="cpu")
         self.assertEqual(rep.command[0], args.tessera)
         product_ok(self, a, b, self.read_c(self.path("c.h5")), np.float64)
+
+    def test_one_rank_is_a_singleton(self):
+        """ranks=1 with the default launcher runs no launcher at all: mpirun, mpiexec and srun on
+        PATH are stand-ins that leave a mark and fail, so a job started through one of them fails
+        (as the 2-rank job here does, showing that the stand-ins are the ones found)."""
+        if args.np != 1:
+            self.skipTest("one rank only")
+        bin_dir, mark = self.path("fake-bin"), self.path("launched")
+        os.mkdir(bin_dir)
+        for name in ("mpirun", "mpiexec", "srun"):
+            with open(os.path.join(bin_dir, name), "w") as f:
+                f.write(f"#!/bin/sh\necho {name} \"$@\" >> '{mark}'\nexit 1\n")
+            os.chmod(os.path.join(bin_dir, name), 0o755)
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ["PATH"]
+        for name in ("SLURM_JOB_ID", "TESSERA_LAUNCHER"):
+            os.environ.pop(name, None)
+        tessera.launch._cache.clear()
+        a, b = self.inputs(11, 12, 13, np.float64, seed=9)
+        A, B = self.write("a.h5", "/A", a), self.write("b.h5", "/B", b)
+        rep = tessera.run(f"{A}:/A", f"{B}:/B", self.path("c.h5") + ":/C", backend="cpu")
+        self.assertEqual(rep.command[0], args.tessera)
+        self.assertFalse(os.path.exists(mark), "a launcher was started for one rank")
+        self.assertEqual(rep.nranks, 1)
+        product_ok(self, a, b, self.read_c(self.path("c.h5")), np.float64)
+        with self.assertRaises(tessera.TesseraError):
+            tessera.run(f"{A}:/A", f"{B}:/B", self.path("c2.h5") + ":/C", ranks=2, backend="cpu")
+        with open(mark) as f:
+            self.assertIn("mpirun -np 2 ", f.read(), "the stand-in mpirun was not the one found")
 
     def test_dataset_path_holding_colon_slash(self):
         # A group named "run:" makes the path /run:/A; the pair is written 'FILE:/run\:/A'.

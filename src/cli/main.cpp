@@ -28,6 +28,7 @@
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "core/version.hpp"
+#include "help_json.hpp"
 #include "io/atomic_file.hpp"
 #include "job/run_job.hpp"
 #include "report/progress.hpp"
@@ -489,6 +490,7 @@ int main(int argc, char** argv) {
   Commands c;
   add_job_commands(app, c);
   add_device_commands(app, c);
+  tessera::cli::add_help_json(app, rank == 0);  // --help-json on every command (help_json.hpp)
 
   int code = 0;
   try {

@@ -14,7 +14,7 @@ set(expected
   ${CMAKEDIR}/tesseraConfig.cmake ${CMAKEDIR}/tesseraConfigVersion.cmake ${CMAKEDIR}/tesseraTargets.cmake
   ${LIBDIR}/pkgconfig/tessera.pc
   ${DATADIR}/slurm/common.sh ${DATADIR}/slurm/tessera-node.sbatch ${DATADIR}/slurm/tessera-multinode.sbatch
-  ${DATADIR}/slurm/tessera-cpu.sbatch ${DATADIR}/slurm/strong-scaling.sbatch
+  ${DATADIR}/slurm/tessera-cpu.sbatch ${DATADIR}/slurm/strong-scaling.sbatch ${DATADIR}/slurm/tessera-array.sbatch
   ${DATADIR}/configs/slurm.toml ${DATADIR}/configs/workstation.toml ${DATADIR}/scripts/scaling_report.py
   ${DATADIR}/tuned/tuned-NVIDIA_H200.json ${DATADIR}/README.md ${DATADIR}/LICENSE ${DOCDIR}/LICENSE
   ${DATADIR}/slurm/README.md ${DATADIR}/docs/report.md ${DATADIR}/docs/usage.md ${DATADIR}/docs/configuration.md

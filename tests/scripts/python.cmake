@@ -14,6 +14,8 @@ add_python_test(run.np1 1 test_run.py)        # C against numpy, report fields, 
 add_python_test(run.np2 2 test_run.py)
 add_python_test(dry-run 1 test_dry_run.py)    # plans from sizes and datasets, same JSON as the CLI's
 add_python_test(errors.np2 2 test_errors.py)  # exit statuses 1, 2, 3 as exceptions; no binary; a timeout
-add_python_test(options 1 test_options.py)    # flags from `run --help`, '\:' escapes, launcher choice
+add_python_test(options 1 test_options.py)    # typed options from --help-json, '\:' escapes, launcher choice
+add_python_test(generate-verify.np1 1 test_generate_verify.py)  # generate + verify against numpy through h5py
+add_python_test(generate-verify.np2 2 test_generate_verify.py)
 add_python_test(report 1 test_report.py)      # older and newer reports, to_pandas()
 add_python_test(install 1 test_install.py)    # pip install --target, import, a dry run from there

@@ -7,7 +7,9 @@ can be scheduled and Slurm's binding (CUDA_VISIBLE_DEVICES of each rank: all of 
 --gpu-bind=none) checked. Generates small inputs at the paths configs/slurm.toml names, in the
 submit directory, and submits with `sbatch --wait` the CPU job, the one-node and multi-node jobs
 on 2 tasks (srun --mpi=pmix and mpirun), the strong-scaling job (1 and 2 ranks, then
-scripts/scaling_report.py), a job whose input is missing, one whose output folder an earlier job of the same id left, and, with --prefix (an installed
+scripts/scaling_report.py), a job array of three problems listed in a file (every task's C
+against numpy) and a task past the list's end, the CPU job with TESSERA_MODULES (a stand-in
+`module` command must be called), a job whose input is missing, one whose output folder an earlier job of the same id left, and, with --prefix (an installed
 tessera, ctest fixture install.prefix), the installed share/tessera/slurm/tessera-node.sbatch
 with neither TESSERA_HOME nor TESSERA set: it must find the installed binary and config. Checks exit statuses, C against numpy, the reports and the logs. The daemons
 are stopped by PID and the folder removed at the end, also on failure.
@@ -62,6 +64,7 @@ def lint(src):
     scripts = sorted(glob.glob(os.path.join(src, "slurm", "*.sbatch")))
     check(len(scripts) >= 4, f"expected the slurm/*.sbatch scripts, found {scripts}")
     check_gpu_binding(src, scripts)
+    check_templates(src, scripts)
     for path in scripts + [os.path.join(src, "slurm", "common.sh")]:
         rel = os.path.relpath(path, src)
         p = subprocess.run(["bash", "-n", path], capture_output=True, text=True)
@@ -100,6 +103,25 @@ def check_gpu_binding(src, scripts):
             check("--gpu-bind=none" in sbatch, f"{rel}: --gpus-per-node without --gpu-bind=none")
             print(f"ok: {rel}: --gpus-per-node, --gpu-bind=none")
     check(gpu_scripts >= 3, f"expected the 3 GPU scripts to ask for --gpus-per-node, found {gpu_scripts}")
+
+
+def check_templates(src, scripts):
+    """Every script has the module-load block (commented example, TESSERA_MODULES); the timing
+    job asks for whole nodes (--exclusive); the job array picks its entry by SLURM_ARRAY_TASK_ID
+    and logs per task."""
+    for path in scripts:
+        rel = os.path.relpath(path, src)
+        with open(path) as f:
+            text = f.read()
+        check("#TESSERA_MODULES=" in text and 'module load "${tessera_modules[@]}"' in text,
+              f"{rel}: no module-load block (TESSERA_MODULES)")
+    with open(os.path.join(src, "slurm", "strong-scaling.sbatch")) as f:
+        check("#SBATCH --exclusive\n" in f.read(), "strong-scaling.sbatch: no #SBATCH --exclusive for its timings")
+    with open(os.path.join(src, "slurm", "tessera-array.sbatch")) as f:
+        text = f.read()
+    check("SLURM_ARRAY_TASK_ID" in text and "#SBATCH --output=slurm-%x-%A_%a.out" in text,
+          "tessera-array.sbatch: no SLURM_ARRAY_TASK_ID, or no log per task")
+    print("ok: module-load block in every script, --exclusive for strong scaling, the job array")
 
 
 def skip(reason):
@@ -388,6 +410,55 @@ def check_placement(job, cluster):
           f"job GPUs {job_gpus[0]}), GPUs per node, binding none")
 
 
+def make_array_inputs(submit):
+    """Three problems of different shapes for the job array, listed in array/pairs.txt (with a
+    comment and a blank line); the third names its C, the others take the job folder's."""
+    rng = np.random.default_rng(23)
+    folder = os.path.join(submit, "array")
+    os.makedirs(folder)
+    pairs, lines = [], ["# A B [C] per task", ""]
+    for i, (m, n, k) in enumerate(((17, 9, 12), (8, 21, 15), (30, 11, 7)), start=1):
+        a = (rng.random((m, k)) * 2 - 1).astype(np.float64)
+        b = (rng.random((k, n)) * 2 - 1).astype(np.float64)
+        write(os.path.join(folder, f"p{i}.h5"), "/A", a)
+        write(os.path.join(folder, f"p{i}.h5"), "/B", b)
+        c = f"array/c{i}.h5:/out/C" if i == 3 else None
+        lines.append(f"array/p{i}.h5:/A array/p{i}.h5:/B" + (f" {c}" if c else ""))
+        pairs.append((a, b, c))
+    with open(os.path.join(folder, "pairs.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return pairs
+
+
+def check_array(job, past_end, pairs, submit):
+    """Every task of the array ran its own entry (its log names it) and wrote its C = A·B (numpy);
+    a task past the list's end fails, naming the list's length."""
+    check(job.status == 0, f"job array: exit status {job.status}")
+    for task, (a, b, c_named) in enumerate(pairs, start=1):
+        log = os.path.join(submit, f"slurm-{job.job_name}-{job.id}_{task}.out")
+        with open(log) as f:
+            text = f.read()
+        sys.stdout.write(f"---- {os.path.basename(log)} ----\n{text}")
+        line = next((ln for ln in text.splitlines() if ln.startswith(f"tessera-slurm: array {job.id} task {task}: ")),
+                    None)
+        check(line is not None, f"job array task {task}: no line naming its entry")
+        check(f"a array/p{task}.h5:/A, b array/p{task}.h5:/B" in line, f"job array task {task}: entry {line}")
+        c_ref = line.split(", c ", 1)[1]
+        if c_named:
+            check(c_ref == c_named, f"job array task {task}: C {c_ref}, expected {c_named}")
+        file, _, dset = c_ref.rpartition(":/")
+        with h5py.File(os.path.join(submit, file), "r") as f:
+            check_product(a, b, f["/" + dset][...], np.float64)
+        out_dir = os.path.dirname(file) if not c_named else None
+        if out_dir:
+            check_report(os.path.join(out_dir, "report.json"), 1, backend="cpu")
+        print(f"ok: job array task {task}: {a.shape[0]}x{b.shape[1]}x{a.shape[1]}, C = A·B ({c_ref})")
+    check(past_end.status == 1, f"array task past the list's end: exit status {past_end.status}, expected 1")
+    with open(os.path.join(submit, f"slurm-{past_end.job_name}-{past_end.id}_{len(pairs) + 1}.out")) as f:
+        check(f"has only {len(pairs)} entries" in f.read(), "array task past the end: no message naming the length")
+    print(f"ok: job array: {len(pairs)} tasks, each its own entry; a task past the end refused")
+
+
 def main():
     p = parser(__doc__)
     p.add_argument("--lint", action="store_true", help="only bash -n / shellcheck the slurm/ scripts")
@@ -426,6 +497,15 @@ def main():
             f.write(f'[run]\na = "nowhere/a.h5:/A"\nb = "{cfg["b"]}"\nc = "c.h5:/C"\n')
 
         base_env = {"TESSERA_HOME": src, "TESSERA": os.path.abspath(args.tessera), "TESSERA_PYTHON": sys.executable}
+        pairs = make_array_inputs(submit)
+        # A stand-in `module` command (sites have a shell function): the scripts' module block
+        # must call it with TESSERA_MODULES' names.
+        fake_bin = os.path.join(root, "fake-bin")
+        os.makedirs(fake_bin)
+        with open(os.path.join(fake_bin, "module"), "w") as f:
+            f.write('#!/bin/sh\necho "module-called: $*"\n')
+        os.chmod(os.path.join(fake_bin, "module"), 0o755)
+        modules_env = {"TESSERA_MODULES": "fake-mpi/4.1 fake-hdf5/1.14", "PATH": fake_bin + ":" + SBIN_PATH}
         # An output parent where every job id's folder is already taken by an earlier job (ids
         # start again after a reinstall, or TESSERA_OUT is shared between clusters).
         taken = os.path.join(submit, "taken")
@@ -437,8 +517,10 @@ def main():
         # CPU: the placeholder GPUs' numbers would name real devices on a machine that has some.
         small = ["--nodes=1", "--ntasks-per-node=2", "--cpus-per-task=1", f"--gpus-per-node={N_GPUS}"]
         on_cpu = ["--backend", "cpu"]
+        one_task = ["--ntasks-per-node=1", "--cpus-per-task=1", "--gpus-per-node=1"]
         jobs = [
-            Job(src, "cpu", "tessera-cpu.sbatch", ["--ntasks-per-node=1", "--cpus-per-task=1"], base_env),
+            Job(src, "cpu", "tessera-cpu.sbatch", ["--ntasks-per-node=1", "--cpus-per-task=1"],
+                dict(base_env, **modules_env)),
             Job(src, "missing-input", "tessera-cpu.sbatch", ["--ntasks-per-node=1", "--cpus-per-task=1"],
                 dict(base_env, TESSERA_CONFIG="missing.toml")),
             Job(src, "output-folder-taken", "tessera-cpu.sbatch", ["--ntasks-per-node=1", "--cpus-per-task=1"],
@@ -446,6 +528,10 @@ def main():
             Job(src, "node", "tessera-node.sbatch", small, base_env, args=on_cpu, ranks=2),
             Job(src, "multinode-mpirun", "tessera-multinode.sbatch", small,
                 dict(base_env, TESSERA_LAUNCHER="mpirun"), args=on_cpu, ranks=2),
+            Job(src, "array", "tessera-array.sbatch", [f"--array=1-{len(pairs)}"] + one_task,
+                dict(base_env, TESSERA_ARRAY_LIST="array/pairs.txt"), args=on_cpu),
+            Job(src, "array-past-end", "tessera-array.sbatch", [f"--array={len(pairs) + 1}"] + one_task,
+                dict(base_env, TESSERA_ARRAY_LIST="array/pairs.txt"), args=on_cpu),
             Job(src, "scaling", "strong-scaling.sbatch", small, base_env, args=on_cpu, ranks=2),
         ]
         existing = os.path.join(submit, "existing.h5")
@@ -467,6 +553,15 @@ def main():
         check_report(os.path.join(job.out_dir, "report.json"), 1, backend="cpu")
         with open(job.log) as f:
             check("launcher srun-pmix" in f.read(), "cpu job: the launcher detected is not srun-pmix")
+
+        with open(by_name["cpu"].log) as f:
+            log = f.read()
+        check("module-called: load fake-mpi/4.1 fake-hdf5/1.14" in log
+              and "tessera-slurm: modules loaded: fake-mpi/4.1 fake-hdf5/1.14" in log,
+              "cpu job: TESSERA_MODULES were not loaded with `module load`")
+        print("ok: TESSERA_MODULES: the job ran `module load fake-mpi/4.1 fake-hdf5/1.14`")
+
+        check_array(by_name["array"], by_name["array-past-end"], pairs, submit)
 
         job = by_name["missing-input"]
         check(job.status == 1, f"missing-input job: exit status {job.status}, expected 1")

@@ -1,4 +1,5 @@
-"""tessera.run and tessera.dry_run: build the command line, launch the binary, read the report."""
+"""tessera.run, dry_run, generate and verify: build the command line (options checked against the
+binary's --help-json), launch the binary, read what it wrote."""
 from __future__ import annotations
 
 import os
@@ -6,26 +7,47 @@ import shutil
 import tempfile
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-from .binary import CliOption, cli_options, find_binary
+from .binary import command_spec, find_binary
 from .errors import EXIT_USAGE, TesseraError, UsageError
 from .launch import Launcher, child_env, execute, launcher_prefix
-from .options import Dataset, cli_args, dataset_file, dataset_ref
+from .options import Dataset, dataset_file, dataset_ref
 from .report import DryRun, Report
+from .results import Generated, Verification
+from .typed import OptionError, options_type
+
+# Set by the functions' own arguments, never through **options.
+RESERVED = {"run": {"a", "b", "c", "dry_run", "m", "n", "k", "ranks"}, "generate": {"out", "rows", "cols"},
+            "verify": {"a", "b", "c"}}
 
 
-def _known_options(binary: str, options: Mapping[str, Any], check: bool) -> Dict[str, CliOption]:
-    """`tessera run`'s options (and the top-level ones such as --config, asked for only when an
-    option is not one of run's). Unchecked: each option taken for what its value looks like."""
+def _unchecked(options: Mapping[str, Any]) -> List[str]:
+    """check_options=False: each option taken for what its value looks like (True a flag, a
+    pair for grid 'AxB', a list joined by commas)."""
+    args: List[str] = []
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if value is None or value is False:
+            continue
+        if value is True:
+            args.append(flag)
+        elif isinstance(value, (list, tuple)):
+            args += [flag, ("x" if name in ("grid", "chunk") else ",").join(str(v) for v in value)]
+        else:
+            args += [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
+    return args
+
+
+def option_args(binary: str, command: str, options: Mapping[str, Any], check: bool = True) -> List[str]:
+    """`tessera COMMAND`'s options as command-line words: through the command's options dataclass
+    (typed.options_type), which refuses an unknown option or a value it cannot take."""
+    options = {name.replace("-", "_"): value for name, value in options.items()}
+    for name in options:
+        if name in RESERVED.get(command, ()) or name in ("help", "help_json", "version"):
+            raise OptionError(f"option {name!r} is not an option here: it is set by the function's own "
+                              "arguments", option=name)
     if not check:
-        return {n.replace("_", "-"): CliOption(n.replace("_", "-"), not isinstance(v, bool) and v is not None)
-                for n, v in options.items()}
-    known = dict(cli_options(binary, "run"))
-    if any(n.replace("_", "-") not in known for n in options):
-        top = {n: o for n, o in cli_options(binary).items() if n not in ("version", "help")}
-        known = {**top, **known}
-    return known
-
-
+        return _unchecked(options)
+    return options_type(command, binary)(**options).to_args()
 def _report_dir(near: Optional[str]) -> str:
     """A temporary folder for the report: beside C where its folder is writable (rank 0, which
     writes the report, sees that folder wherever it runs), else the system's temporary folder."""
@@ -39,10 +61,17 @@ def _report_dir(near: Optional[str]) -> str:
     return tempfile.mkdtemp(prefix="tessera-report-")
 
 
-def _launch(kind, command_tail: List[str], *, binary: str, prefix: List[str], options: Dict[str, Any],
-            known: Dict[str, CliOption], near: Optional[str], env, cwd, timeout, echo, extra_args: Iterable[str]):
+def _run_args(binary: str, options: Dict[str, Any], check: bool):
+    """`tessera run`'s options as words, and report= apart (the report path is always given)."""
+    options = dict(options)
     keep = options.pop("report", None)
-    args = cli_args(options, known)
+    if keep is not None:
+        option_args(binary, "run", {"report": keep}, check)  # its type checked as any other
+    return option_args(binary, "run", options, check), keep
+
+
+def _launch(kind, command_tail: List[str], *, binary: str, prefix: List[str], args: List[str], keep,
+            near: Optional[str], env, cwd, timeout, echo, extra_args: Iterable[str]):
     folder = None
     if keep is not None:
         report_path = os.fspath(keep)
@@ -77,9 +106,12 @@ def run(a: Dataset, b: Dataset, c: Dataset, ranks: int = 1, *, binary: Optional[
     ranks     MPI ranks to start
     options   `tessera run` options by name, underscores for dashes: backend="cpu", grid="2x2"
               or (2, 2), algorithm="summa", overwrite=True (a flag), report="r.json" (also keep
-              the JSON file), config="job.toml". Checked against the binary's `run --help`.
+              the JSON file), config="job.toml". Checked before anything runs against the
+              binary's `run --help-json` (tessera.options_type("run")): an unknown option or a
+              value of the wrong type or range raises OptionError (a UsageError)
     binary    the tessera executable (default $TESSERA_BIN, else `tessera` on PATH)
-    launcher  None/"auto": srun inside a Slurm allocation, else mpirun; "mpirun", "srun",
+    launcher  None/"auto": srun inside a Slurm allocation, else mpirun, and one rank outside
+              Slurm as the binary alone (no launcher: an MPI singleton); "mpirun", "srun",
               "srun-pmix", "srun-pmi2", "none" (one rank), or a command list (["mpiexec", "-x", "V"])
     env       variables added to the job's environment; cwd: where it runs
     timeout   seconds; past it the job is ended and TesseraError raised
@@ -90,10 +122,10 @@ def run(a: Dataset, b: Dataset, c: Dataset, ranks: int = 1, *, binary: Optional[
     message; the report's .stdout holds the table tessera printed."""
     binary = find_binary(binary)
     refs = {name: dataset_ref(value, name) for name, value in (("a", a), ("b", b), ("c", c))}
-    known = _known_options(binary, options, check_options)
+    args, keep = _run_args(binary, options, check_options)
     prefix = launcher_prefix(ranks, launcher)
     tail = ["--a", refs["a"], "--b", refs["b"], "--c", refs["c"]]
-    return _launch(Report, tail, binary=binary, prefix=prefix, options=dict(options), known=known,
+    return _launch(Report, tail, binary=binary, prefix=prefix, args=args, keep=keep,
                    near=dataset_file(refs["c"]), env=env, cwd=os.fspath(cwd) if cwd else None, timeout=timeout,
                    echo=echo, extra_args=extra_args)
 
@@ -120,7 +152,59 @@ def dry_run(a: Optional[Dataset] = None, b: Optional[Dataset] = None, *, m: Opti
             raise UsageError(f"dry_run: give a and b, or m, n and k (missing {', '.join(missing)})",
                              exit_code=EXIT_USAGE)
         tail = [arg for name, v in sizes.items() for arg in (f"--{name}", str(int(v)))]
-    known = _known_options(binary, options, check_options)
+    args, keep = _run_args(binary, options, check_options)
     return _launch(DryRun, ["--dry-run", *tail, "--ranks", str(ranks)], binary=binary, prefix=[],
-                   options=dict(options), known=known, near=None, env=env, cwd=os.fspath(cwd) if cwd else None,
+                   args=args, keep=keep, near=None, env=env, cwd=os.fspath(cwd) if cwd else None,
                    timeout=timeout, echo=False, extra_args=extra_args)
+
+
+def _checked_run(command: List[str], *, env, cwd, timeout, echo, prefix=(), ok=(0,)):
+    done = execute(command, env=child_env(list(prefix), env), cwd=os.fspath(cwd) if cwd else None, timeout=timeout,
+                   echo=echo)
+    if done.returncode not in ok:
+        raise TesseraError.from_job(done.returncode, command, done.stdout, done.stderr)
+    return done
+
+
+def generate(out: Dataset, rows: int, cols: int, *, binary: Optional[os.PathLike] = None,
+             env: Optional[Mapping[str, str]] = None, cwd: Optional[os.PathLike] = None,
+             timeout: Optional[float] = None, echo: bool = False, check_options: bool = True,
+             **options: Any) -> Generated:
+    """A random rows x cols matrix written to `out` by `tessera generate` (one process: the
+    binary alone). options: dtype="f64", seed=7, dist="normal", low=, high=, chunk=(256, 256),
+    gzip=4, overwrite=True; checked against `tessera generate --help-json`. Returns Generated."""
+    binary = find_binary(binary)
+    ref = dataset_ref(out, "out")
+    for name, value in (("rows", rows), ("cols", cols)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise OptionError(f"generate: {name} must be a whole number >= 1, got {value!r}", option=name)
+    args = option_args(binary, "generate", options, check_options)
+    command = [binary, "generate", "--out", ref, "--rows", str(rows), "--cols", str(cols), *args]
+    done = _checked_run(command, env=env, cwd=cwd, timeout=timeout, echo=echo)
+    dtype = options.get("dtype")
+    if dtype is None and check_options:
+        dtype = command_spec(binary, "generate").options["dtype"].default  # the binary's own default
+    return Generated(ref, rows, cols, dtype, command, done.stdout, done.stderr, done.seconds)
+
+
+def verify(a: Dataset, b: Dataset, c: Dataset, ranks: int = 1, *, binary: Optional[os.PathLike] = None,
+           launcher: Launcher = None, env: Optional[Mapping[str, str]] = None, cwd: Optional[os.PathLike] = None,
+           timeout: Optional[float] = None, echo: bool = False, check: bool = True, check_options: bool = True,
+           **options: Any) -> Verification:
+    """`tessera verify`: is C = A·B? Freivalds' test on `ranks` ranks (launched as run() does),
+    or full=True (recompute in float64). options: vectors=, safety=, tolerance=, dtype=,
+    transpose_a=, transpose_b=, alpha=; checked against `tessera verify --help-json`.
+
+    Returns a Verification (true when C passed). A wrong C raises VerificationError (exit 3)
+    unless check=False, which returns it with passed False; other failures raise TesseraError."""
+    binary = find_binary(binary)
+    refs = [dataset_ref(value, name) for name, value in (("a", a), ("b", b), ("c", c))]
+    args = option_args(binary, "verify", options, check_options)
+    prefix = launcher_prefix(ranks, launcher)
+    command = [*prefix, binary, "verify", "--a", refs[0], "--b", refs[1], "--c", refs[2], *args]
+    done = _checked_run(command, env=env, cwd=cwd, timeout=timeout, echo=echo, prefix=prefix,
+                        ok=(0,) if check else (0, 3))
+    lines = [line for line in (done.stdout + "\n" + done.stderr).splitlines() if line.startswith("verify ")]
+    summary = lines[0] if lines else (done.stdout or done.stderr).strip()
+    return Verification(done.returncode == 0, summary, done.returncode, command, done.stdout, done.stderr,
+                        done.seconds)

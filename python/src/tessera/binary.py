@@ -1,15 +1,18 @@
-"""Which tessera binary runs, and which options it has (read from its own --help, once per
-binary)."""
+"""Which tessera binary runs, and which options each of its commands has: read from the binary's
+own `tessera <command> --help-json` (CLI11's description of every option: type, default, allowed
+values, range), asked once per binary file."""
 from __future__ import annotations
 
+import json
 import os
-import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from .errors import TesseraError
+
+SCHEMA = "tessera.options/1"
 
 
 def find_binary(binary: Optional[os.PathLike] = None) -> str:
@@ -30,53 +33,97 @@ def find_binary(binary: Optional[os.PathLike] = None) -> str:
 
 
 @dataclass(frozen=True)
-class CliOption:
-    """One long option of `tessera run`: `--name`, and whether it takes a value."""
+class OptionSpec:
+    """One option of a tessera command, as its --help-json describes it.
+
+    name      tessera's name (`panel-width`); py_name the Python one (`panel_width`)
+    flag      how it is written (`--panel-width`; the name itself for a positional argument)
+    type      "string", "integer", "number", "boolean" (a flag when takes_value is False) or
+              "count" (a flag that may be repeated: -vv)
+    list      takes several values (joined by `delimiter`, else the option repeated)
+    allowed   the values it accepts, where tessera's parser lists them; minimum / maximum (and
+              whether each is exclusive) where it checks a range; None where it does not"""
     name: str
+    py_name: str
+    flag: str
+    type: str
     takes_value: bool
+    positional: bool = False
+    list: bool = False
+    delimiter: Optional[str] = None
+    required: bool = False
+    default: Any = None
+    allowed: Optional[Tuple[str, ...]] = None
+    minimum: Optional[float] = None
+    minimum_exclusive: bool = False
+    maximum: Optional[float] = None
+    maximum_exclusive: bool = False
+    help: str = ""
+    cli_type: str = ""
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "OptionSpec":
+        flags = d.get("flags") or []
+        longs = [f for f in flags if f.startswith("--")]
+        allowed = d.get("allowed")
+        return cls(name=d["name"], py_name=d["name"].replace("-", "_"),
+                   flag=(longs or flags or [d["name"]])[0], type=d.get("type", "string"),
+                   takes_value=bool(d.get("takes_value", True)), positional=bool(d.get("positional")),
+                   list=bool(d.get("list")), delimiter=d.get("delimiter"), required=bool(d.get("required")),
+                   default=d.get("default"), allowed=tuple(allowed) if allowed else None,
+                   minimum=d.get("minimum"), minimum_exclusive=bool(d.get("minimum_exclusive")),
+                   maximum=d.get("maximum"), maximum_exclusive=bool(d.get("maximum_exclusive")),
+                   help=d.get("help", ""), cli_type=d.get("cli_type", ""))
 
 
-# A help line opens with the option's names (comma separated, no spaces); one space, then its type
-# (TEXT, INT, TEXT:{a,b}=auto, ...) when it takes a value; the description after two or more.
-_HELP_LINE = re.compile(r"^  (-\S+)(.*)$")
+@dataclass(frozen=True)
+class CommandSpec:
+    """A command's options (its own, then those it takes from the program: run's --config), by
+    Python name; `raw` is the --help-json document."""
+    command: str
+    version: str
+    options: Dict[str, OptionSpec]
+    raw: Dict[str, Any]
 
 
-def parse_help(text: str) -> Dict[str, CliOption]:
-    """Long options listed in CLI11's --help text, by name without the dashes."""
-    options: Dict[str, CliOption] = {}
-    for line in text.splitlines():
-        m = _HELP_LINE.match(line)
-        if not m:
-            continue
-        takes_value = re.match(r" \S", m.group(2)) is not None
-        for name in m.group(1).split(","):
-            if name.startswith("--") and len(name) > 2:
-                options[name[2:]] = CliOption(name[2:], takes_value)
-    return options
+def parse_spec(doc: Dict[str, Any]) -> CommandSpec:
+    """A CommandSpec from a --help-json document (schema tessera.options/1)."""
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise TesseraError(f"tessera's --help-json is not a {SCHEMA} document: "
+                           f"schema {doc.get('schema') if isinstance(doc, dict) else type(doc).__name__!r}")
+    options: Dict[str, OptionSpec] = {}
+    for d in list(doc.get("inherited") or []) + list(doc.get("options") or []):
+        spec = OptionSpec.from_json(d)
+        options[spec.py_name] = spec
+    return CommandSpec(command=doc.get("command", ""), version=doc.get("version", ""), options=options, raw=doc)
 
 
-_help_cache: Dict[Tuple[str, int, int, Tuple[str, ...]], Dict[str, CliOption]] = {}
+_spec_cache: Dict[Tuple[str, int, int, Tuple[str, ...]], CommandSpec] = {}
 
 
-def cli_options(binary: str, *subcommand: str) -> Dict[str, CliOption]:
-    """The long options of `binary [subcommand] --help`, cached per binary file (path, size,
+def command_spec(binary: str, *command: str) -> CommandSpec:
+    """The options of `binary COMMAND --help-json`, cached per binary file (path, size,
     modification time): a rebuilt binary is asked again."""
     st = os.stat(binary)
-    key = (binary, st.st_mtime_ns, st.st_size, subcommand)
-    if key not in _help_cache:
-        command = [binary, *subcommand, "--help"]
-        try:
-            p = subprocess.run(command, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise TesseraError(f"cannot ask tessera for its options: {e}", command=command) from e
-        if p.returncode != 0:
-            e = TesseraError.from_job(p.returncode, command, p.stdout, p.stderr)
-            raise type(e)(e.message + " (asking tessera for its options; check_options=False skips the check)",
-                          exit_code=e.exit_code, command=command, stdout=p.stdout, stderr=p.stderr)
-        options = parse_help(p.stdout)
-        options.pop("help", None)
-        if not options:
-            raise TesseraError("tessera's --help lists no options: cannot check option names", command=command,
-                               stdout=p.stdout, stderr=p.stderr)
-        _help_cache[key] = options
-    return _help_cache[key]
+    key = (binary, st.st_mtime_ns, st.st_size, tuple(command))
+    if key not in _spec_cache:
+        _spec_cache[key] = parse_spec(_ask(binary, command))
+    return _spec_cache[key]
+
+
+def _ask(binary: str, command: Sequence[str]) -> Dict[str, Any]:
+    argv = [binary, *command, "--help-json"]
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise TesseraError(f"cannot ask tessera for its options: {e}", command=argv) from e
+    if p.returncode != 0:
+        e = TesseraError.from_job(p.returncode, argv, p.stdout, p.stderr)
+        hint = (" (this tessera predates --help-json: update it, or pass check_options=False)" if "help-json" in
+                p.stderr else " (asking tessera for its options; check_options=False skips the check)")
+        raise type(e)(e.message + hint, exit_code=e.exit_code, command=argv, stdout=p.stdout, stderr=p.stderr)
+    try:
+        return json.loads(p.stdout)
+    except ValueError as e:
+        raise TesseraError(f"tessera's --help-json printed no JSON: {e}", command=argv, stdout=p.stdout,
+                           stderr=p.stderr) from e

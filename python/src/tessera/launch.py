@@ -65,9 +65,14 @@ def _cached(kind: str, fn: Callable[[str], str], arg: str) -> str:
 def _auto(ranks: int, env: Mapping[str, str], probe: Probe) -> str:
     """The launcher name for launcher='auto': $TESSERA_LAUNCHER; inside a Slurm allocation srun
     with PMIx, else with PMI-2, else mpirun (which reads the allocation), as slurm/common.sh
-    chooses; outside one mpirun (or mpiexec); a single rank with neither runs the binary alone."""
+    chooses; outside one, a single rank runs the binary alone (an MPI singleton: no mpirun and
+    its daemon to start), more ranks mpirun (or mpiexec)."""
     if env.get("TESSERA_LAUNCHER"):
         return env["TESSERA_LAUNCHER"]
+    if ranks == 1 and not env.get("SLURM_JOB_ID"):
+        # Inside Slurm srun still starts it: the rank then runs in a step of the allocation, on
+        # its CPUs, and does not inherit this process's own step (PMI) environment.
+        return "none"
     if env.get("SLURM_JOB_ID"):
         srun = probe.which("srun")
         if srun:

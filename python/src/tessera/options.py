@@ -1,16 +1,12 @@
-"""Python arguments to tessera's command line: dataset references and `tessera run` options."""
+"""Python arguments to tessera's command line: dataset references (FILE:/PATH, escaped)."""
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Mapping, Tuple, Union
+from typing import Tuple, Union
 
-from .binary import CliOption
 from .errors import EXIT_USAGE, UsageError
 
 Dataset = Union[str, os.PathLike, Tuple[Union[str, os.PathLike], str]]
-
-# Set by run()/dry_run() themselves: never through **options.
-RESERVED = {"a", "b", "c", "dry-run", "m", "n", "k", "ranks", "help", "version"}
 
 
 def _escape(text: str, *, colon: bool, trailing_backslash: bool) -> str:
@@ -69,43 +65,3 @@ def dataset_file(ref: str) -> str:
         plain.append(ch)
         i += 1
     return "".join(plain[:split]) if split is not None else "".join(plain)
-
-
-def _value(name: str, value: Any) -> str:
-    if name == "grid" and isinstance(value, (tuple, list)):
-        return "x".join(str(int(v)) for v in value)  # (2, 3) -> 2x3
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    if isinstance(value, (list, tuple)):
-        return ",".join(_value(name, v) for v in value)
-    return str(value)
-
-
-def cli_args(options: Mapping[str, Any], known: Dict[str, CliOption]) -> List[str]:
-    """`--name value` / `--flag` for each option, Python names mapped to tessera's (underscores
-    become dashes): True gives a flag, False and None leave the option out; a flag given an int
-    n > 0 is repeated n times. Checked against `known` (tessera's `run --help`)."""
-    args: List[str] = []
-    for py_name, value in options.items():
-        name = py_name.replace("_", "-")
-        if name in RESERVED:
-            raise UsageError(f"option {py_name!r} is not an option here: it is set by the function's own "
-                             "arguments", exit_code=EXIT_USAGE)
-        if name not in known:
-            raise UsageError(f"unknown option {py_name!r}: tessera run has no --{name} (see `tessera run --help`)",
-                             exit_code=EXIT_USAGE)
-        if value is None or value is False:
-            continue
-        if known[name].takes_value:
-            if value is True:
-                raise UsageError(f"option {py_name!r} takes a value (--{name} VALUE), got True", exit_code=EXIT_USAGE)
-            args += [f"--{name}", _value(name, value)]
-        elif value is True or (isinstance(value, int) and value > 0):
-            args += [f"--{name}"] * int(value)
-        elif isinstance(value, int) and value == 0:
-            continue
-        else:
-            raise UsageError(f"option {py_name!r} is a flag (--{name}): give True or False, got {value!r}",
-                             exit_code=EXIT_USAGE)
-    return args
-
