@@ -11,9 +11,9 @@
 namespace rp = tessera::report;
 
 TEST_CASE("provenance: the variables that shape a run, and no others", "[provenance]") {
-  for (const char* name : {"TESSERA_BANDS", "SLURM_JOB_ID", "SLURM_JOB_NODELIST", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK",
-                           "OMPI_MCA_btl", "OMPI_MCA_pml_ucx_tls", "NCCL_P2P_DISABLE", "UCX_TLS",
-                           "CUDA_VISIBLE_DEVICES", "HDF5_PLUGIN_PATH"})
+  for (const char* name :
+       {"TESSERA_BANDS", "SLURM_JOB_ID", "SLURM_JOB_NODELIST", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "OMPI_MCA_btl",
+        "OMPI_MCA_pml_ucx_tls", "NCCL_P2P_DISABLE", "UCX_TLS", "CUDA_VISIBLE_DEVICES", "HDF5_PLUGIN_PATH"})
     CHECK(rp::reported_variable(name));
   for (const char* name : {"PATH", "HOME", "LD_LIBRARY_PATH", "OMPI_MCA_orte_hnp_uri", "PMIX_SERVER_URI4",
                            "SLURM_JOB_IDX", "XTESSERA_BANDS", "SLURM_", "OMPI_COMMAND"})
@@ -37,7 +37,7 @@ TEST_CASE("provenance: options typed where the command knows their type", "[prov
   const auto p = rp::provenance();
   CHECK(p["options"]["alpha"] == 2.0);
   CHECK(p["options"]["verify"] == true);
-  CHECK(p["options"]["verbose"] == "true");  // no type known: as given
+  CHECK(p["options"]["verbose"] == "true");    // no type known: as given
   CHECK_FALSE(p["options"].contains("beta"));  // not given: not listed
   CHECK(p["working_directory"].is_string());
   CHECK(p["environment"].is_object());
