@@ -5,6 +5,7 @@
 #include "commands/bench.hpp"
 #include "commands/bench_results.hpp"
 #include "commands/gemm_size.hpp"
+#include "commands/provenance.hpp"
 
 #include <cblas.h>
 #include <fmt/format.h>
@@ -31,6 +32,7 @@
 #include "core/version.hpp"
 #include "io/atomic_file.hpp"
 #include "kernels/cpu_gemm.hpp"
+#include "report/provenance.hpp"
 
 #ifdef TESSERA_HAVE_CUDA
 #include "backend/cuda_backend.hpp"
@@ -314,6 +316,7 @@ int run_bench(const BenchOptions& opts) {
   std::string which = opts.backend.empty() ? "auto" : opts.backend;
   if (which != "auto" && which != "cpu" && which != "cuda")
     throw InputError("bench: unknown backend '" + which + "' (choose: auto, cpu, cuda)");
+  report::set_typed_options(typed_options(opts));  // the report's options: typed (commands/provenance.hpp)
   guard_bench_paths(opts);  // --json, --csv and the config (commands/command_paths.hpp), before the timings
 #ifdef TESSERA_HAVE_CUDA
   const int gpus = backend::cuda_device_count();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -18,6 +19,7 @@
 #include "io/hdf5_io.hpp"
 #include "job/job_paths.hpp"
 #include "job/plan.hpp"
+#include "job/run_provenance.hpp"
 #include "partition/partition.hpp"
 
 namespace tessera::commands {
@@ -147,6 +149,7 @@ algorithms::Problem problem_of(const job::RunOptions& o, const algorithms::Asked
 }  // namespace
 
 void dry_run(const job::RunOptions& o, const comm::Comm& comm) {
+  report::set_typed_options(job::typed_options(o));  // the report's options: typed
   // Planning for this job's own ranks across nodes: their layout, unless --ranks-per-node says.
   const comm::NodeInfo node = comm.node();
   comm.step([&] {
@@ -167,6 +170,10 @@ void dry_run(const job::RunOptions& o, const comm::Comm& comm) {
     std::fputs(to_text(choice.footprint, choice.problem, machine.name, choice.why, settings).c_str(), stdout);
     if (!o.report.empty()) {
       nlohmann::json j = {{"schema", report::kDryRunSchema}, {"provenance", report::provenance()}};
+      j["provenance"]["inputs"] = nlohmann::json::array();
+      if (!o.a.empty() && !o.b.empty())  // the files it was planned for, as found now
+        for (const auto& [role, text] : {std::pair{"a", &o.a}, std::pair{"b", &o.b}})
+          j["provenance"]["inputs"].push_back(report::to_json(job::input_record(role, *text)));
       j.update(to_json(choice.footprint, machine, choice.why, settings));
       j["shape"] = {{"m", p.m}, {"n", p.n}, {"k", p.k}};
       j["dtype"] = dtype_name(p.dtype);

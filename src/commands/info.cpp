@@ -9,6 +9,7 @@
 
 #include "backend/backend.hpp"
 #include "comm/mpi_start.hpp"
+#include "core/git_id.hpp"
 #include "core/version.hpp"
 #include "io/hdf5_io.hpp"
 #include "kernels/cpu_gemm.hpp"

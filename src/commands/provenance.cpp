@@ -107,4 +107,10 @@ nlohmann::json collect_provenance(const std::vector<std::string>& argv, const nl
   return p;
 }
 
+nlohmann::json typed_options(const BenchOptions& o) {
+  return {{"backend", o.backend}, {"sizes", o.sizes},     {"dtypes", o.dtypes}, {"kernels", o.kernels},
+          {"warmup", o.warmup},   {"repeats", o.repeats}, {"seed", o.seed},     {"json", o.json_path},
+          {"csv", o.csv_path},    {"config", o.config}};
+}
+
 }  // namespace tessera::commands

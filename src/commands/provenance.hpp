@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "commands/bench.hpp"
+
 namespace tessera::commands {
 
 // {"mpi", "mpi_standard", "hdf5", "blas", "blas_config", "cuda_runtime", "cuda_driver", "nccl"}:
@@ -22,5 +24,8 @@ nlohmann::json visible_gpus();
 // on them alone: bench). A job's report names each busy rank's GPU from its backend instead
 // (report.cpp): listing GPUs starts the driver, ~0.1 s that a rank left idle should not spend.
 nlohmann::json collect_provenance(const std::vector<std::string>& argv, const nlohmann::json& options, bool list_gpus);
+
+// `bench`'s options typed, by option name (report::set_typed_options takes it).
+nlohmann::json typed_options(const BenchOptions& o);
 
 }  // namespace tessera::commands

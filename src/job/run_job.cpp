@@ -54,6 +54,7 @@
 #include "job/refusals.hpp"
 #include "job/repeats.hpp"
 #include "job/result.hpp"
+#include "job/run_provenance.hpp"
 #include "partition/partition.hpp"
 #include "report/report.hpp"
 
@@ -179,6 +180,7 @@ void Job::plan() {
     GuardedPaths paths = guard_run_paths(o_);
     stale = std::move(paths.notes);
     const Plan plan = Plan::make(o_, asked_, comm_.size());
+    job_.inputs = input_records(o_);  // the provenance: the files as found before reading them
     const algorithms::MachineModel machine = machine_model(o_, asked_);
     const auto is_input = [&paths](const std::string& p) { return paths.guard.is_read(p); };
     for (const auto& file : {io::DatasetRef::parse(o_.c).file, o_.report})
@@ -471,6 +473,7 @@ void Job::commit() {
                                   ? "1x1x" + std::to_string(comm_.size())  // K split over the ranks
                                   : grid.str();
     writer_->set_attributes(result_attributes(job_, split));
+    writer_->set_attributes(provenance_attributes(job_));
     writer_->set_attributes(run_->attributes);
     if (verified_)
       writer_->set_attributes({io::Attribute::of("verified", verified_->passed ? "passed" : "failed"),
@@ -488,6 +491,7 @@ void Job::commit() {
 }  // namespace
 
 void run_job(const RunOptions& o, const comm::Comm& comm) {
+  report::set_typed_options(typed_options(o));  // the report's options: typed
   comm.step([&] { check_repeat_options(o); });  // before anything is read
   RunSeries series(o, MPI_Wtime());
   for (int run = 0; run < series.size(); ++run) {

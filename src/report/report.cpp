@@ -155,18 +155,21 @@ RankRecord rank_from_json(const nlohmann::json& j) {
   return r;
 }
 
-namespace {
-
-// The process's provenance with what the job adds: the hosts of its ranks, and the GPU each busy
-// rank used (as its backend named it).
 nlohmann::json job_provenance(const JobReport& r) {
   nlohmann::json p = provenance();
-  if (!r.ranks.empty()) {
-    std::vector<std::string> hosts;
-    for (const auto& rr : r.ranks)
-      if (std::find(hosts.begin(), hosts.end(), rr.host) == hosts.end()) hosts.push_back(rr.host);
-    p["hosts"] = hosts;
+  nlohmann::json inputs = nlohmann::json::array();
+  for (const auto& in : r.inputs) inputs.push_back(to_json(in));
+  p["inputs"] = inputs;
+  p.erase("devices");
+  if (r.ranks.empty()) {  // C's attribute: written before the ranks' records reach rank 0
+    p.erase("hosts");
+    p.erase("gpus");
+    return p;
   }
+  std::vector<std::string> hosts;
+  for (const auto& rr : r.ranks)
+    if (std::find(hosts.begin(), hosts.end(), rr.host) == hosts.end()) hosts.push_back(rr.host);
+  p["hosts"] = hosts;
   nlohmann::json used = nlohmann::json::array();
   for (const auto& rr : r.ranks)
     if (rr.device_id >= 0)
@@ -177,11 +180,8 @@ nlohmann::json job_provenance(const JobReport& r) {
                       {"uuid", or_null(rr.device_uuid)},
                       {"pci_bus_id", or_null(rr.device_pci_bus_id)}});
   p["gpus"] = used;
-  p.erase("devices");
   return p;
 }
-
-}  // namespace
 
 nlohmann::json to_json(const JobReport& r) {
   nlohmann::json ranks = nlohmann::json::array();

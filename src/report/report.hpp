@@ -8,7 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report/repeats.hpp"  // Phases, Repeats
+#include "report/provenance.hpp"  // InputRecord
+#include "report/repeats.hpp"     // Phases, Repeats
 
 namespace tessera::report {
 
@@ -85,6 +86,8 @@ struct JobReport {
   nlohmann::json settings;
   // --repeat / --warmup: every counted run's times (the fields above describe the last run).
   Repeats repeats;
+  // The files the job read, as rank 0 found them before reading (the provenance's `inputs`).
+  std::vector<InputRecord> inputs;
 
   double total_flops() const;
   double max_compute_seconds() const;
@@ -99,6 +102,10 @@ struct JobReport {
 nlohmann::json to_json(const RankRecord& r);
 RankRecord rank_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const JobReport& r);
+// The process's provenance (provenance()) with what the job adds: its inputs, the hosts of its
+// ranks and the GPU each busy rank used (as its backend named it). Without the ranks' records
+// (C's attribute, written before they reach rank 0) `hosts` and `gpus` are left out.
+nlohmann::json job_provenance(const JobReport& r);
 std::string format_table(const JobReport& r);
 
 std::string utc_timestamp();

@@ -138,7 +138,7 @@ if args.case == "product":
     check_product(a, b, read_c(), dt)
     rep = json.load(open(r.path("r.json")))
     check_repeats(rep, 3, 1)
-    check(rep["provenance"]["options"].get("repeat") == "3", f"options {rep['provenance']['options']}")
+    check(rep["provenance"]["options"].get("repeat") == 3, f"options {rep['provenance']['options']}")
     check(os.listdir(r.dir).count("c.h5") == 1 and not leftovers(r.dir), f"folder {sorted(os.listdir(r.dir))}")
 elif args.case == "defaults":
     res = r.run(run_args(c_file + ":/C", "--repeat", "2", "--report", r.path("r.json")))

@@ -1,7 +1,8 @@
 """Every JSON document tessera writes validates against its JSON Schema under docs/schema/ (issue
-#17 item 5): the run report (with its provenance: command line, options, version and git id,
-libraries, hosts), the dry-run report, `bench --json`, `info --json` (one rank's view, and every
-rank's as an array) and the tune files under configs/tuned/. Validated with python3-jsonschema."""
+#17 item 5): the run report (with its provenance: command line, typed options, version and git
+id, libraries, working directory, variables in force, hosts, inputs), the dry-run report,
+`bench --json`, `info --json` (one rank's view, and every rank's as an array) and the tune files
+under configs/tuned/. Validated with python3-jsonschema."""
 import glob
 import json
 import os
@@ -55,6 +56,7 @@ if args.case == "run":
     check(prov["hosts"] == sorted(set(x["host"] for x in rep["ranks"]), key=[x["host"] for x in rep["ranks"]].index),
           f"hosts {prov['hosts']}")
     check(prov["slurm_job_id"] == os.environ.get("SLURM_JOB_ID"), "slurm job id")
+    check(prov["options"]["quiet"] is True, f"a flag is a boolean: {prov['options'].get('quiet')!r}")
     # --verify adds the verification object; --report - writes the same JSON to stdout.
     res = r.run(base + ["--c", r.path("c2.h5") + ":/C", "--report", "-", "--verify"])
     rep = json.loads(res.stdout)
@@ -63,17 +65,22 @@ if args.case == "run":
     check("total: wall" in res.stderr, "the table goes to stderr with --report -")
 elif args.case == "dry-run":
     r.run(base + ["--dry-run", "--ranks", "64", "--report", r.path("d.json")], np_=1)
-    validate(json.load(open(r.path("d.json"))), "dry-run")
+    d = json.load(open(r.path("d.json")))
+    validate(d, "dry-run")
+    check([x["role"] for x in d["provenance"]["inputs"]] == ["a", "b"] and
+          d["provenance"]["inputs"][0]["shape"] == [23, 17], f"the dry run's inputs {d['provenance']['inputs']}")
     res = r.run(["run", "--dry-run", "--m", "1000", "--n", "900", "--k", "800", "--ranks", "6", "--report", "-"], np_=1)
     d = json.loads(res.stdout)
     validate(d, "dry-run")
-    check(d["schema"] == "tessera.dry-run/1" and d["provenance"]["options"]["ranks"] == "6", "schema and options")
+    check(d["schema"] == "tessera.dry-run/1" and d["provenance"]["options"]["ranks"] == 6, "schema and options (typed)")
+    check(d["provenance"]["inputs"] == [] and d["provenance"]["working_directory"], "no input files, a directory")
 elif args.case == "bench":
     r.run(["bench", "--backend", "cpu", "--sizes", "48,33x35x37", "--dtypes", "f32,f64", "--kernels",
            "cpu-naive,openblas", "--repeats", "2", "--json", r.path("b.json")], np_=1)
     b = json.load(open(r.path("b.json")))
     validate(b, "bench")
-    check(b["schema"] == "tessera.bench/1" and b["provenance"]["options"]["sizes"] == ["48", "33x35x37"],
+    check(b["schema"] == "tessera.bench/1" and b["provenance"]["options"]["sizes"] == ["48", "33x35x37"]
+          and b["provenance"]["options"]["repeats"] == 2,
           f"bench provenance options {b['provenance']['options']}")
 elif args.case == "info":
     one = json.loads(r.run(["info", "--json"], np_=1).stdout)

@@ -261,6 +261,9 @@ add_mpi_test(schema.dry-run 1 schemas.py --case dry-run)
 add_mpi_test(schema.bench 1 schemas.py --case bench)
 add_mpi_test(schema.info.np2 2 schemas.py --case info)
 add_mpi_test(schema.tune-files 1 schemas.py --case tune-files)
+# Provenance (issue #31 item 5): the report's and C's attributes (read with h5py): inputs' identities,
+# working directory, variables in force, git id, Slurm job id, typed options.
+add_mpi_test(provenance.np2 2 provenance.py)
 
 # Logging and progress (#17 item 6): -v/--log-level, progress with percentage and ETA on a terminal
 # (a pty), auto turning it on for a run longer than predicted.

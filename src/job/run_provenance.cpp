@@ -1,0 +1,91 @@
+#include "job/run_provenance.hpp"
+
+#include <cstdint>
+#include <string>
+
+#include "io/file_stamp.hpp"
+
+namespace tessera::job {
+
+nlohmann::json typed_options(const RunOptions& o) {
+  nlohmann::json t = {{"a", o.a},
+                      {"b", o.b},
+                      {"c", o.c},
+                      {"report", o.report},
+                      {"grid", o.grid},
+                      {"backend", o.backend},
+                      {"kernel", o.kernel},
+                      {"dtype", o.dtype},
+                      {"algorithm", o.algorithm},
+                      {"comm", o.comm},
+                      {"panel-width", o.panel_width},
+                      {"baseline", o.baseline},
+                      {"overwrite", o.overwrite},
+                      {"quiet", o.quiet},
+                      {"verify", o.verify},
+                      {"allow-nonfinite", o.allow_nonfinite},
+                      {"fail-on-nonfinite", o.fail_on_nonfinite},
+                      {"dry-run", o.dry_run},
+                      {"m", o.m},
+                      {"n", o.n},
+                      {"k", o.k},
+                      {"ranks", o.ranks},
+                      {"ranks-per-node", o.ranks_per_node},
+                      {"gpu-memory", o.gpu_memory},
+                      {"progress", o.progress},
+                      {"write", o.write},
+                      {"machine", o.machine},
+                      {"config", o.config},
+                      {"transpose-a", o.transpose_a},
+                      {"transpose-b", o.transpose_b},
+                      {"alpha", o.alpha},
+                      {"beta", o.beta},
+                      {"repeat", o.repeat}};
+  if (o.warmup) t["warmup"] = *o.warmup;
+  return t;
+}
+
+report::InputRecord input_record(const std::string& role, const std::string& text) {
+  const io::DatasetRef ref = io::DatasetRef::parse(text).absolute();
+  const io::DatasetInfo info = io::inspect(ref);
+  const io::FileStamp stamp = io::file_stamp(ref.file);
+  report::InputRecord r;
+  r.role = role;
+  r.reference = ref.text();
+  r.file = ref.file;
+  r.size_bytes = stamp.size_bytes;
+  r.modified_seconds = stamp.modified_seconds;
+  r.modified_nanoseconds = stamp.modified_nanoseconds;
+  r.rows = info.rows;
+  r.cols = info.cols;
+  r.stored_type = info.stored_type;
+  r.layout = info.layout;
+  r.chunk = info.chunk;
+  r.filters = info.filters;
+  return r;
+}
+
+std::vector<report::InputRecord> input_records(const RunOptions& o) {
+  std::vector<report::InputRecord> inputs = {input_record("a", o.a), input_record("b", o.b)};
+  if (o.beta != 0) inputs.push_back(input_record("c", o.c));
+  return inputs;
+}
+
+std::vector<io::Attribute> provenance_attributes(const report::JobReport& job) {
+  const nlohmann::json p = report::job_provenance(job);
+  std::vector<io::Attribute> attrs = {io::Attribute::of("git_id", p["git_id"].get<std::string>()),
+                                      io::Attribute::of("provenance", p.dump())};
+  if (p["slurm_job_id"].is_string())
+    attrs.push_back(io::Attribute::of("slurm_job_id", p["slurm_job_id"].get<std::string>()));
+  if (p["working_directory"].is_string())
+    attrs.push_back(io::Attribute::of("working_directory", p["working_directory"].get<std::string>()));
+  for (const report::InputRecord& in : job.inputs) {
+    const std::string prefix = in.role == "c" ? "input_c_old" : "input_" + in.role;
+    attrs.push_back(io::Attribute::of(prefix + "_bytes", in.size_bytes));
+    attrs.push_back(io::Attribute::of(prefix + "_modified",
+                                      report::utc_timestamp_ns(in.modified_seconds, in.modified_nanoseconds)));
+  }
+  return attrs;
+}
+
+}  // namespace tessera::job
