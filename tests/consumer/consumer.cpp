@@ -41,7 +41,7 @@ int run(int argc, char** argv, int rank, int size) {
     }
     const char* eq = std::strchr(argv[i], '=');
     if (eq == nullptr) throw std::invalid_argument(std::string("not NAME=VALUE: ") + argv[i]);
-    options.set(std::string(argv[i], eq), eq + 1);
+    options.set(std::string(argv[i], static_cast<std::size_t>(eq - argv[i])), eq + 1);
   }
   const tessera::Plan plan = tessera::dry_run(options, MPI_COMM_WORLD);
   if (rank == 0)
