@@ -65,26 +65,26 @@ class TESSERA_API Options {
   Options& beta(double value);           // default 0; != 0 reads the existing C (needs overwrite)
 
   // How the work is done ("auto" or "": chosen, as the command line chooses).
-  Options& backend(const std::string& name);    // auto | cpu | cuda
-  Options& kernel(const std::string& name);     // a kernel of the backend (`tessera info`)
-  Options& dtype(const std::string& name);      // auto | f32 | f64
-  Options& algorithm(const std::string& name);  // auto | panels | summa | ksplit
-  Options& comm(const std::string& name);       // auto | nccl | cuda-aware | host
-  Options& grid(const std::string& shape);      // "PRxPC"
-  Options& panel_width(std::int64_t columns);   // summa's K panel width; 0: chosen
+  Options& backend(const std::string& name);     // auto | cpu | cuda
+  Options& kernel(const std::string& name);      // a kernel of the backend (`tessera info`)
+  Options& dtype(const std::string& name);       // auto | f32 | f64
+  Options& algorithm(const std::string& name);   // auto | panels | summa | ksplit
+  Options& comm(const std::string& name);        // auto | nccl | cuda-aware | host
+  Options& grid(const std::string& shape);       // "PRxPC"
+  Options& panel_width(std::int64_t columns);    // summa's K panel width; 0: chosen
   Options& gpu_memory(const std::string& size);  // "8G", "512M", bytes; "": what is free
-  Options& write(const std::string& route);     // auto | in-place | gather
-  Options& machine(const std::string& name);    // the model's rates: a configs/machines name or a file
+  Options& write(const std::string& route);      // auto | in-place | gather
+  Options& machine(const std::string& name);     // the model's rates: a configs/machines name or a file
   Options& baseline(const std::string& kernel);  // also time this kernel on each rank's block
 
   // Checks, output and what is printed.
-  Options& overwrite(bool on = true);          // replace an existing dataset at C
-  Options& verify(bool on = true);             // Freivalds' check of C before it is written
-  Options& allow_nonfinite(bool on = true);    // multiply inputs holding NaN / Inf
-  Options& fail_on_nonfinite(bool on = true);  // a C holding NaN / Inf is an error, not a warning
-  Options& report(const std::string& path);    // also write the JSON report there ("": none)
-  Options& quiet(bool on = true);              // false: rank 0 prints the table (the plan) on stdout
-  Options& progress(const std::string& mode);  // on | off | auto: progress lines on rank 0's stderr
+  Options& overwrite(bool on = true);            // replace an existing dataset at C
+  Options& verify(bool on = true);               // Freivalds' check of C before it is written
+  Options& allow_nonfinite(bool on = true);      // multiply inputs holding NaN / Inf
+  Options& fail_on_nonfinite(bool on = true);    // a C holding NaN / Inf is an error, not a warning
+  Options& report(const std::string& path);      // also write the JSON report there ("": none)
+  Options& quiet(bool on = true);                // false: rank 0 prints the table (the plan) on stdout
+  Options& progress(const std::string& mode);    // on | off | auto: progress lines on rank 0's stderr
   Options& log_level(const std::string& level);  // error | warn | info | debug, for the call
 
   // --repeat N --warmup W: the whole job W + N times; the report holds the spread of the N.
@@ -138,11 +138,11 @@ class TESSERA_API Result {
   std::string write() const;  // how C reached the file
   int grid_rows() const;
   int grid_cols() const;
-  int ranks() const;              // ranks in the job (the idle ones too)
-  double wall_seconds() const;    // the job's: its slowest rank's
-  double gflops() const;          // aggregate: 2 M N K over the slowest rank's compute
-  double load_imbalance() const;  // max / mean compute over the active ranks
-  std::string bound() const;      // the phase that bounded the run: start-up | read | compute | write
+  int ranks() const;                 // ranks in the job (the idle ones too)
+  double wall_seconds() const;       // the job's: its slowest rank's
+  double gflops() const;             // aggregate: 2 M N K over the slowest rank's compute
+  double load_imbalance() const;     // max / mean compute over the active ranks
+  std::string bound() const;         // the phase that bounded the run: start-up | read | compute | write
   double predicted_seconds() const;  // the footprint model's prediction
   std::vector<std::string> warnings() const;
   std::string settings_json() const;    // the run's settings, as its algorithm describes them
@@ -153,7 +153,7 @@ class TESSERA_API Result {
   std::string rank_device(int rank) const;
   bool rank_active(int rank) const;  // false: idle (the grid used fewer ranks)
   double rank_gflops(int rank) const;
-  std::vector<std::string> phase_names(int rank) const;           // in the order they ran
+  std::vector<std::string> phase_names(int rank) const;            // in the order they ran
   double phase_seconds(int rank, const std::string& phase) const;  // 0 when the rank had no such phase
 
  private:

@@ -13,8 +13,8 @@
 namespace tessera {
 
 struct Options::Impl {
-  job::RunOptions run;     // the options as the job layer takes them (`tessera run`'s)
-  std::string log_level;   // "": the library's default (warn)
+  job::RunOptions run;             // the options as the job layer takes them (`tessera run`'s)
+  std::string log_level;           // "": the library's default (warn)
   std::vector<std::string> given;  // the names set, in the order first set (the report's provenance)
 
   // Inline, so that they stay inside libtessera (hidden inlines; libtessera.map exports Options::*).
@@ -30,8 +30,8 @@ struct Options::Impl {
 };
 
 struct Result::Impl {
-  double seconds = 0;    // this rank's call
-  std::string text;      // rank 0's report, as JSON text
+  double seconds = 0;     // this rank's call
+  std::string text;       // rank 0's report, as JSON text
   nlohmann::json report;  // the same, parsed
 };
 

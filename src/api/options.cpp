@@ -74,15 +74,14 @@ struct Entry {
   std::function<std::string(const job::RunOptions&)> get;
 };
 
-#define TESSERA_TEXT(NAME, FIELD, SETTER)                                      \
-  Entry {                                                                      \
-    NAME, [](Options& o, const std::string& v) { o.SETTER(v); },               \
-        [](const job::RunOptions& r) { return r.FIELD; }                       \
+#define TESSERA_TEXT(NAME, FIELD, SETTER)                                                                         \
+  Entry {                                                                                                         \
+    NAME, [](Options& o, const std::string& v) { o.SETTER(v); }, [](const job::RunOptions& r) { return r.FIELD; } \
   }
-#define TESSERA_FLAG(NAME, FIELD, SETTER)                                                   \
-  Entry {                                                                                   \
-    NAME, [](Options& o, const std::string& v) { o.SETTER(parse_bool(NAME, v)); },          \
-        [](const job::RunOptions& r) { return bool_text(r.FIELD); }                         \
+#define TESSERA_FLAG(NAME, FIELD, SETTER)                                          \
+  Entry {                                                                          \
+    NAME, [](Options& o, const std::string& v) { o.SETTER(parse_bool(NAME, v)); }, \
+        [](const job::RunOptions& r) { return bool_text(r.FIELD); }                \
   }
 
 const std::vector<Entry>& table() {
@@ -93,7 +92,8 @@ const std::vector<Entry>& table() {
       TESSERA_TEXT("report", report, report),
       TESSERA_TEXT("algorithm", algorithm, algorithm),
       TESSERA_TEXT("comm", comm, comm),
-      {"panel-width", [](Options& o, const std::string& v) { o.panel_width(parse_int("panel-width", v, 0, INT64_MAX)); },
+      {"panel-width",
+       [](Options& o, const std::string& v) { o.panel_width(parse_int("panel-width", v, 0, INT64_MAX)); },
        [](const job::RunOptions& r) { return std::to_string(r.panel_width); }},
       TESSERA_TEXT("grid", grid, grid),
       TESSERA_TEXT("backend", backend, backend),
@@ -159,12 +159,12 @@ Options::~Options() = default;
 
 // One setter each: the field, and the name recorded as given.
 #define TESSERA_SETTER(SETTER, TYPE, NAME, ...) \
-  Options& Options::SETTER(TYPE value) {       \
-    auto& r = impl_->run;                      \
-    (void)r;                                   \
-    __VA_ARGS__;                               \
-    impl_->give(NAME);                         \
-    return *this;                              \
+  Options& Options::SETTER(TYPE value) {        \
+    auto& r = impl_->run;                       \
+    (void)r;                                    \
+    __VA_ARGS__;                                \
+    impl_->give(NAME);                          \
+    return *this;                               \
   }
 TESSERA_SETTER(a, const std::string&, "a", r.a = value)
 TESSERA_SETTER(b, const std::string&, "b", r.b = value)

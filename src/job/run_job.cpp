@@ -127,7 +127,7 @@ class Job {
   const int rank_;
   RunSeries& series_;
   const int run_index_;
-  const double started_;  // MPI_Wtime() when the job (this run of it) began
+  const double started_;            // MPI_Wtime() when the job (this run of it) began
   std::string* const report_json_;  // the report as a value (libtessera), or null
   report::JobReport job_;
   report::RankRecord me_;
@@ -455,9 +455,10 @@ void Job::finish() {
   series_.record(run_index_, job_);
   if (!series_.last(run_index_)) return;  // the table and the report: once, for the last run
   job_.repeats = series_.repeats();
-  publish_report(o_, comm_, job_, [&] {
+  const auto verdict = [&] {
     if (verified_ && !o_.quiet) std::printf("%s\n", verified_->summary.c_str());
-  }, report_json_);
+  };
+  publish_report(o_, comm_, job_, verdict, report_json_);
 }
 
 // Rank 0 labels and commits the result: only now does the output file appear.

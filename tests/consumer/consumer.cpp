@@ -18,11 +18,12 @@
 namespace {
 
 void print_result(const tessera::Result& r, int size) {
-  std::printf("consumer: result version=%s ranks=%d m=%lld n=%lld k=%lld dtype=%s algorithm=%s backend=%s grid=%dx%d "
-              "wall=%.6f gflops=%.6f bound=%s\n",
-              tessera::version(), size, static_cast<long long>(r.m()), static_cast<long long>(r.n()),
-              static_cast<long long>(r.k()), r.dtype().c_str(), r.algorithm().c_str(), r.backend().c_str(),
-              r.grid_rows(), r.grid_cols(), r.wall_seconds(), r.gflops(), r.bound().c_str());
+  std::printf(
+      "consumer: result version=%s ranks=%d m=%lld n=%lld k=%lld dtype=%s algorithm=%s backend=%s grid=%dx%d "
+      "wall=%.6f gflops=%.6f bound=%s\n",
+      tessera::version(), size, static_cast<long long>(r.m()), static_cast<long long>(r.n()),
+      static_cast<long long>(r.k()), r.dtype().c_str(), r.algorithm().c_str(), r.backend().c_str(), r.grid_rows(),
+      r.grid_cols(), r.wall_seconds(), r.gflops(), r.bound().c_str());
   for (int rank = 0; rank < r.ranks(); ++rank) {
     std::printf("consumer: rank %d host=%s active=%d", rank, r.rank_host(rank).c_str(), r.rank_active(rank) ? 1 : 0);
     for (const auto& phase : r.phase_names(rank)) std::printf(" %s=%.6f", phase.c_str(), r.phase_seconds(rank, phase));
@@ -51,8 +52,9 @@ int run(int argc, char** argv, int rank, int size) {
   if (rank == 0) print_result(result, size);
   if (!json_path.empty()) std::ofstream(json_path + "." + std::to_string(rank)) << result.json();
   if (plan.m() != result.m() || plan.algorithm() != result.algorithm()) {
-    if (rank == 0) std::fprintf(stderr, "consumer: the plan (%s) and the run (%s) differ\n", plan.algorithm().c_str(),
-                                result.algorithm().c_str());
+    if (rank == 0)
+      std::fprintf(stderr, "consumer: the plan (%s) and the run (%s) differ\n", plan.algorithm().c_str(),
+                   result.algorithm().c_str());
     return 3;
   }
   return 0;
