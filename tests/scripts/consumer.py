@@ -161,7 +161,6 @@ def main():
     p.add_argument("--cmake", default="cmake")
     p.add_argument("--generator", default="Ninja")
     p.add_argument("--cxx", default="c++")
-    p.add_argument("--mpicxx", default="mpicxx")
     args = p.parse_args()
     r = Runner(args)
     src = os.path.join(os.path.abspath(args.source_dir), "tests", "consumer")
