@@ -22,7 +22,7 @@ mark_as_advanced(TESSERA_INSTALL_CMAKEDIR)
 
 # tessera's internal targets linked by a static libtessera, in link order: one per layer
 # (src/CMakeLists.txt), and the interface targets they link.
-set(TESSERA_INSTALL_INTERNAL_TARGETS tessera_job tessera_algorithms tessera_backend tessera_comm tessera_io tessera_report tessera_partition tessera_kernels
+set(TESSERA_INSTALL_INTERNAL_TARGETS tessera_commands tessera_job tessera_algorithms tessera_backend tessera_comm tessera_io tessera_report tessera_partition tessera_kernels
     tessera_core tessera_blas tessera_warnings)
 if(TESSERA_HAVE_CUDA)
   list(APPEND TESSERA_INSTALL_INTERNAL_TARGETS tessera_cuda_kernels)
@@ -59,10 +59,10 @@ set(TESSERA_CONFIG_ZLIB OFF)
 if(TARGET ZLIB::ZLIB)
   set(TESSERA_CONFIG_ZLIB ON)
 endif()
-# Libraries the static archives name by their full path (HDF5, NCCL, libdeflate): checked at
+# Libraries the static archives name by their full path (HDF5, NCCL, libdeflate, liblzf): checked at
 # find_package time, so a missing one is named instead of failing at link time.
 set(TESSERA_CONFIG_LIBRARY_FILES)
-foreach(_lib IN LISTS HDF5_C_LIBRARIES TESSERA_NCCL_LIBRARY TESSERA_LIBDEFLATE_LIBRARY)
+foreach(_lib IN LISTS HDF5_C_LIBRARIES TESSERA_NCCL_LIBRARY TESSERA_LIBDEFLATE_LIBRARY TESSERA_LZF_LIBRARY)
   if(IS_ABSOLUTE "${_lib}")
     list(APPEND TESSERA_CONFIG_LIBRARY_FILES "${_lib}")
   endif()
@@ -78,8 +78,7 @@ install(FILES ${PROJECT_BINARY_DIR}/package/tesseraConfig.cmake ${PROJECT_BINARY
 
 # ---- pkg-config -------------------------------------------------------------------------------
 # Libs.private (static libtessera only): the internal archives, then each dependency's library
-# file (generator expressions resolve imported targets at generate time). MPI comes from the
-# compiler wrapper (mpicxx), as pkg-config names for MPI differ between libraries.
+# file (generator expressions resolve imported targets at generate time).
 set(TESSERA_PC_LIBS_PRIVATE "")
 if(NOT TESSERA_SHARED_LIBRARY)
   set(_pc)
@@ -89,7 +88,7 @@ if(NOT TESSERA_SHARED_LIBRARY)
       list(APPEND _pc "-l$<TARGET_FILE_BASE_NAME:${_t}>")
     endif()
   endforeach()
-  foreach(_lib IN LISTS HDF5_C_LIBRARIES TESSERA_BLAS_LIBRARIES TESSERA_NCCL_LIBRARY TESSERA_LIBDEFLATE_LIBRARY)
+  foreach(_lib IN LISTS HDF5_C_LIBRARIES TESSERA_BLAS_LIBRARIES TESSERA_NCCL_LIBRARY TESSERA_LIBDEFLATE_LIBRARY TESSERA_LZF_LIBRARY)
     if(_lib)
       list(APPEND _pc "${_lib}")
     endif()
@@ -104,8 +103,50 @@ if(NOT TESSERA_SHARED_LIBRARY)
   list(JOIN _pc " " TESSERA_PC_LIBS_PRIVATE)
   set(TESSERA_PC_LIBS_PRIVATE "Libs.private: ${TESSERA_PC_LIBS_PRIVATE}")
 endif()
+# MPI (Requires: so that a plain C++ compiler finds <mpi.h> and libmpi): the pkg-config module of
+# the MPI tessera was built with, the first of TESSERA_PKGCONFIG_MPI's candidates whose include
+# directories are the ones CMake found (Open MPI: ompi-c; MPICH: mpich; Debian's alternative: mpi-c).
+# None found: no Requires, and a program builds with the MPI wrapper (mpicxx) instead.
+set(TESSERA_PKGCONFIG_MPI "" CACHE STRING
+  "pkg-config module of MPI for tessera.pc's Requires (empty: the first of ompi-c, mpich, mpi-c that matches the MPI found; NONE: none)")
+find_program(TESSERA_PKG_CONFIG_EXECUTABLE pkg-config)
+mark_as_advanced(TESSERA_PKG_CONFIG_EXECUTABLE)
+set(TESSERA_PC_REQUIRES "")
+if(TESSERA_PKGCONFIG_MPI STREQUAL "NONE")
+  set(_tessera_pc_mpi "")
+elseif(NOT TESSERA_PKGCONFIG_MPI STREQUAL "")
+  set(_tessera_pc_mpi "${TESSERA_PKGCONFIG_MPI}")
+elseif(TESSERA_PKG_CONFIG_EXECUTABLE)
+  set(_tessera_pc_mpi "")
+  foreach(_m ompi-c mpich mpi-c)
+    execute_process(COMMAND ${TESSERA_PKG_CONFIG_EXECUTABLE} --cflags-only-I ${_m}
+                    OUTPUT_VARIABLE _flags RESULT_VARIABLE _rc OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    if(_rc EQUAL 0)
+      foreach(_dir IN LISTS MPI_C_INCLUDE_DIRS)
+        string(FIND " ${_flags} " " -I${_dir} " _at)
+        string(FIND " ${_flags} " " -I${_dir}/ " _at_slash)
+        if(_at GREATER -1 OR _at_slash GREATER -1)
+          set(_tessera_pc_mpi ${_m})
+          break()
+        endif()
+      endforeach()
+    endif()
+    if(_tessera_pc_mpi)
+      break()
+    endif()
+  endforeach()
+endif()
+if(_tessera_pc_mpi)
+  set(TESSERA_PC_REQUIRES "Requires: ${_tessera_pc_mpi}")
+  message(STATUS "tessera: tessera.pc requires ${_tessera_pc_mpi} (MPI)")
+else()
+  message(STATUS "tessera: tessera.pc names no MPI module (none matches ${MPI_C_INCLUDE_DIRS}): build with mpicxx")
+endif()
+# libtessera's directory as the program's run path (-Wl,-rpath), unless the compiler searches it
+# anyway (a system directory): decided at install time, when the prefix is known.
+set(TESSERA_PC_SYSTEM_LIBDIRS ${CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES} /usr/lib /usr/lib64 /lib /lib64)
 # @TESSERA_PC_PREFIX@ stays for install time (the prefix may be given to cmake --install).
-foreach(_v PREFIX LIBDIR INCLUDEDIR)
+foreach(_v PREFIX LIBDIR INCLUDEDIR RPATH)
   set(TESSERA_PC_${_v} "@TESSERA_PC_${_v}@")
 endforeach()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/tessera.pc.in ${PROJECT_BINARY_DIR}/package/tessera.pc.configured @ONLY)
@@ -133,6 +174,7 @@ install(CODE "
   set(TESSERA_BINDIR \"${CMAKE_INSTALL_BINDIR}\")
   set(TESSERA_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
   set(TESSERA_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")
+  set(TESSERA_PC_SYSTEM_LIBDIRS \"${TESSERA_PC_SYSTEM_LIBDIRS}\")
   set(TESSERA_DATADIR \"${TESSERA_INSTALL_DATADIR}\")
   include(\"${PROJECT_SOURCE_DIR}/cmake/TesseraInstallPrefixed.cmake\")
 ")

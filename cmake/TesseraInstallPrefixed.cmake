@@ -5,10 +5,11 @@
 #
 #   share/tessera/slurm/*.sbatch  source common.sh from the installed share/tessera by default
 #   share/tessera/slurm/common.sh defaults TESSERA_HOME to share/tessera, TESSERA to bin/tessera
-#   lib/pkgconfig/tessera.pc      prefix=P
+#   lib/pkgconfig/tessera.pc      prefix=P, and the run path -Wl,-rpath,P/lib (not for a system libdir)
 #
 # Inputs (set by the caller): TESSERA_SOURCE_DIR, TESSERA_STAGE_DIR, TESSERA_PC_TEMPLATE,
-# TESSERA_BINDIR, TESSERA_LIBDIR, TESSERA_INCLUDEDIR, TESSERA_DATADIR (relative or absolute).
+# TESSERA_BINDIR, TESSERA_LIBDIR, TESSERA_INCLUDEDIR, TESSERA_DATADIR (relative or absolute),
+# TESSERA_PC_SYSTEM_LIBDIRS (the linker's own directories: no run path for them).
 
 function(_tessera_full out dir)
   if(IS_ABSOLUTE "${dir}")
@@ -62,5 +63,12 @@ foreach(_d LIBDIR INCLUDEDIR)  # ${prefix}/lib where it is under the prefix (pkg
     string(REPLACE "@TESSERA_PC_${_d}@" "\${prefix}/${TESSERA_${_d}}" _text "${_text}")
   endif()
 endforeach()
+# The run path: libtessera's directory, unless the linker searches it by itself.
+list(FIND TESSERA_PC_SYSTEM_LIBDIRS "${_libdir}" _system)
+if(NOT _system EQUAL -1)
+  string(REPLACE "@TESSERA_PC_RPATH@" "" _text "${_text}")
+else()
+  string(REPLACE "@TESSERA_PC_RPATH@" "-Wl,-rpath,\${libdir} " _text "${_text}")
+endif()
 file(WRITE "${TESSERA_STAGE_DIR}/pkgconfig/tessera.pc" "${_text}")
 file(INSTALL "${TESSERA_STAGE_DIR}/pkgconfig/tessera.pc" DESTINATION "${_libdir}/pkgconfig")

@@ -1,57 +1,207 @@
 #pragma once
-// tessera's public API: the distributed multiply C = A * B of `tessera run`, called in-process
-// over an MPI communicator. HDF5 in, HDF5 out; one GPU (or the CPU) per rank, as the CLI.
-//
-//   find_package(tessera) + target_link_libraries(app PRIVATE tessera::tessera), or
-//   mpicxx app.cpp $(pkg-config --cflags --libs tessera)
+// tessera's public API: `tessera run` called in-process over an MPI communicator: the distributed
+// multiply C = alpha op(A) op(B) + beta C_old, HDF5 in and out, one GPU (or the CPU) per rank, and
+// its dry run (the plan, nothing run). docs/cpp-api.md says how to build against it.
 //
 //   tessera::Options o;
-//   o.a = "a.h5:/A"; o.b = "b.h5:/B"; o.c = "c.h5:/C";
-//   tessera::multiply(o, MPI_COMM_WORLD);  // collective: every rank of the communicator calls it
+//   o.a("a.h5:/A").b("b.h5:/B").c("c.h5:/C");
+//   tessera::Result r = tessera::multiply(o, MPI_COMM_WORLD);  // collective
+//   std::printf("%.1f GFLOP/s\n", r.gflops());                   // r.json(): the whole report
 //
 // The caller initializes MPI (MPI_THREAD_FUNNELED or above: tessera's helper threads read and
 // write files beside the calling thread's MPI calls, never calling MPI themselves) and finalizes
 // it. Only this header is installed; it depends on nothing but <mpi.h> and the standard library.
+// Every class holds one pointer to data kept inside libtessera: fields and accessors added in a
+// later version do not change the layout a program was compiled with.
+
+// MPI's C++ bindings (deprecated in MPI-2.2, removed in MPI-3) are not used: a program that does
+// not include <mpi.h> before this header needs only MPI's C library (no libmpi_cxx).
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#if defined(__GNUC__)
+#define TESSERA_API __attribute__((visibility("default")))
+#else
+#define TESSERA_API
+#endif
 
 namespace tessera {
 
+struct Access;
+
 // The library's version, e.g. "0.1.0" (the CMake package version).
-const char* version() noexcept;
+TESSERA_API const char* version() noexcept;
 
-// The options of `tessera run` that a program sets (docs/usage.md; defaults as the CLI's).
-struct Options {
-  std::string a, b, c;             // FILE:/DATASET of A (M x K), B (K x N), and where C goes
-  std::string report;              // JSON report path (schema: docs/report.md); "" = none
-  std::string grid;                // process grid "PRxPC"; "" = chosen from M, N, K and the ranks
-  std::string backend = "auto";    // auto | cpu | cuda
-  std::string kernel = "auto";     // a kernel of the backend (`tessera info`); auto = its choice
-  std::string dtype = "auto";      // auto | f32 | f64
-  std::string algorithm = "auto";  // auto | panels | summa | ksplit
-  std::string comm = "auto";       // auto | nccl | cuda-aware | host
-  std::int64_t panel_width = 0;    // summa's K panel width; 0 = chosen
-  std::string gpu_memory;          // GPU memory a rank may use ("8G"); "" = what is free
-  std::string progress = "off";    // on | off | auto (progress lines on rank 0's stderr)
-  bool overwrite = false;          // replace an existing output file
-  bool verify = false;             // Freivalds' check of C before it is written
-  bool allow_nonfinite = false;    // multiply inputs holding NaN / Inf instead of refusing them
-  bool quiet = true;               // false: rank 0 prints the report table on stdout
+// The options of `tessera run` (docs/usage.md), with the same defaults except quiet (true) and
+// progress ("off"). Each setter returns *this, so that they chain. Names (backend, dtype, ...) are
+// checked when multiply() or dry_run() starts, on every rank alike, as the command line does.
+class TESSERA_API Options {
+ public:
+  Options();
+  Options(const Options& other);
+  Options(Options&& other) noexcept;
+  Options& operator=(const Options& other);
+  Options& operator=(Options&& other) noexcept;
+  ~Options();
+
+  // Operands, each FILE:/DATASET: A (M x K), B (K x N), and where C (M x N) goes.
+  Options& a(const std::string& dataset);
+  Options& b(const std::string& dataset);
+  Options& c(const std::string& dataset);
+  Options& transpose_a(bool on = true);  // A's dataset is stored K x M: use its transpose
+  Options& transpose_b(bool on = true);  // B's dataset is stored N x K
+  Options& alpha(double value);          // C = alpha op(A) op(B) + beta C_old (default 1)
+  Options& beta(double value);           // default 0; != 0 reads the existing C (needs overwrite)
+
+  // How the work is done ("auto" or "": chosen, as the command line chooses).
+  Options& backend(const std::string& name);     // auto | cpu | cuda
+  Options& kernel(const std::string& name);      // a kernel of the backend (`tessera info`)
+  Options& dtype(const std::string& name);       // auto | f32 | f64
+  Options& algorithm(const std::string& name);   // auto | panels | summa | ksplit
+  Options& comm(const std::string& name);        // auto | nccl | cuda-aware | host
+  Options& grid(const std::string& shape);       // "PRxPC"
+  Options& panel_width(std::int64_t columns);    // summa's K panel width; 0: chosen
+  Options& gpu_memory(const std::string& size);  // "8G", "512M", bytes; "": what is free
+  Options& write(const std::string& route);      // auto | in-place | gather
+  Options& machine(const std::string& name);     // the model's rates: a configs/machines name or a file
+  Options& baseline(const std::string& kernel);  // also time this kernel on each rank's block
+
+  // Checks, output and what is printed.
+  Options& overwrite(bool on = true);            // replace an existing dataset at C
+  Options& verify(bool on = true);               // Freivalds' check of C before it is written
+  Options& allow_nonfinite(bool on = true);      // multiply inputs holding NaN / Inf
+  Options& fail_on_nonfinite(bool on = true);    // a C holding NaN / Inf is an error, not a warning
+  Options& report(const std::string& path);      // also write the JSON report there ("": none)
+  Options& quiet(bool on = true);                // false: rank 0 prints the table (the plan) on stdout
+  Options& progress(const std::string& mode);    // on | off | auto: progress lines on rank 0's stderr
+  Options& log_level(const std::string& level);  // error | warn | info | debug, for the call
+
+  // --repeat N --warmup W: the whole job W + N times; the report holds the spread of the N.
+  Options& repeat(int runs);
+  Options& warmup(int runs);  // default: 1 with repeat > 1, else 0
+
+  // Dry run only: the shape without input files, and the ranks (per node) to plan for.
+  Options& shape(std::int64_t m, std::int64_t n, std::int64_t k);
+  Options& ranks(int count);
+  Options& ranks_per_node(int count);
+
+  // Any of the above by its `tessera run` name and a value as on the command line, e.g.
+  // set("transpose-a", "true"), set("panel-width", "512"). Throws std::invalid_argument for an
+  // unknown name or a value of the wrong type.
+  Options& set(const std::string& option, const std::string& value);
+  // The value an option has now, as text ("" for an unset name or path); throws
+  // std::invalid_argument for an unknown name.
+  std::string get(const std::string& option) const;
+  // The options' names, as `tessera run --help` lists them (without "--").
+  static std::vector<std::string> names();
+
+ private:
+  friend struct Access;  // inside libtessera
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
-// What a successful multiply returns, on every rank.
-struct Result {
-  double seconds = 0;  // wall time of the call on this rank
+// The report of a multiply: the same on every rank (but seconds()). json() is the whole of it, as
+// `tessera run --report` writes it (docs/report.md, schema tessera.report/1); the accessors read
+// its main figures. Cheap to copy (the report is shared).
+class TESSERA_API Result {
+ public:
+  Result();
+  Result(const Result& other);
+  Result(Result&& other) noexcept;
+  Result& operator=(const Result& other);
+  Result& operator=(Result&& other) noexcept;
+  ~Result();
+
+  double seconds() const noexcept;  // wall time of the multiply() call on this rank
+  const std::string& json() const noexcept;
+
+  std::int64_t m() const;
+  std::int64_t n() const;
+  std::int64_t k() const;
+  std::string dtype() const;      // float32 | float64
+  std::string algorithm() const;  // panels | summa | ksplit
+  std::string backend() const;    // cpu | cuda
+  std::string kernel() const;
+  std::string comm() const;   // how ranks exchanged data: host | nccl | cuda-aware | none
+  std::string write() const;  // how C reached the file
+  int grid_rows() const;
+  int grid_cols() const;
+  int ranks() const;                 // ranks in the job (the idle ones too)
+  double wall_seconds() const;       // the job's: its slowest rank's
+  double gflops() const;             // aggregate: 2 M N K over the slowest rank's compute
+  double load_imbalance() const;     // max / mean compute over the active ranks
+  std::string bound() const;         // the phase that bounded the run: start-up | read | compute | write
+  double predicted_seconds() const;  // the footprint model's prediction
+  std::vector<std::string> warnings() const;
+  std::string settings_json() const;    // the run's settings, as its algorithm describes them
+  std::string provenance_json() const;  // versions, libraries, hosts, GPUs, options given
+
+  // Per rank, 0 <= rank < ranks().
+  std::string rank_host(int rank) const;
+  std::string rank_device(int rank) const;
+  bool rank_active(int rank) const;  // false: idle (the grid used fewer ranks)
+  double rank_gflops(int rank) const;
+  std::vector<std::string> phase_names(int rank) const;            // in the order they ran
+  double phase_seconds(int rank, const std::string& phase) const;  // 0 when the rank had no such phase
+
+ private:
+  friend struct Access;  // inside libtessera
+  struct Impl;
+  std::shared_ptr<const Impl> impl_;
 };
 
-// A failure of multiply(). When agreed() is true every rank of the communicator threw the same
-// error (from rank origin_rank(), which saw it first) and the communicator is usable; when it is
-// false only this rank failed, outside a collective step, and its peers may be waiting for it:
-// end the job (MPI_Abort), as the tessera CLI does.
-class MultiplyError : public std::runtime_error {
+// The plan of a dry run (`tessera run --dry-run`): what a run would choose and what the model
+// predicts, the same on every rank. json() is schema tessera.dry-run/1 (docs/report.md).
+class TESSERA_API Plan {
+ public:
+  Plan();
+  Plan(const Plan& other);
+  Plan(Plan&& other) noexcept;
+  Plan& operator=(const Plan& other);
+  Plan& operator=(Plan&& other) noexcept;
+  ~Plan();
+
+  const std::string& text() const noexcept;  // what `tessera run --dry-run` prints
+  const std::string& json() const noexcept;
+
+  std::int64_t m() const;
+  std::int64_t n() const;
+  std::int64_t k() const;
+  std::string dtype() const;
+  std::string algorithm() const;
+  std::string backend() const;
+  std::string comm() const;
+  int grid_rows() const;
+  int grid_cols() const;
+  int ranks() const;
+  int idle_ranks() const;
+  double predicted_seconds() const;
+  std::string bound() const;
+  std::string settings_json() const;
+
+ private:
+  friend struct Access;  // inside libtessera
+  struct Impl;
+  std::shared_ptr<const Impl> impl_;
+};
+
+// A failure of multiply() or dry_run(). When agreed() is true every rank of the communicator
+// threw the same error (from rank origin_rank(), which saw it first) and the communicator is
+// usable; when it is false only this rank failed, outside a collective step, and its peers may be
+// waiting for it: end the job (MPI_Abort), as the tessera CLI does.
+class TESSERA_API MultiplyError : public std::runtime_error {
  public:
   MultiplyError(const std::string& what, int origin_rank, bool agreed);
   ~MultiplyError() override;
@@ -63,15 +213,21 @@ class MultiplyError : public std::runtime_error {
   bool agreed_;
 };
 
-// Options.verify found C wrong (on every rank); nothing was written.
-class VerificationFailed : public MultiplyError {
+// Options::verify found C wrong (on every rank); nothing was written.
+class TESSERA_API VerificationFailed : public MultiplyError {
  public:
   using MultiplyError::MultiplyError;
   ~VerificationFailed() override;
 };
 
-// C = A * B over the ranks of `comm` (collective; `comm` is borrowed, not freed). Returns on
-// every rank once C is written; throws MultiplyError (or VerificationFailed) otherwise.
-Result multiply(const Options& options, MPI_Comm comm);
+// C = alpha op(A) op(B) + beta C_old over the ranks of `comm` (collective; `comm` is borrowed, not
+// freed). Returns on every rank once C is written; throws MultiplyError (or VerificationFailed)
+// otherwise. With Options::report, the report is also written there.
+TESSERA_API Result multiply(const Options& options, MPI_Comm comm);
+
+// The plan of multiply(options, comm) without running it (collective): only the inputs' shapes
+// are read (or Options::shape is used). Writes the plan's JSON to Options::report when set, and
+// prints it on rank 0's stdout unless quiet. Throws MultiplyError.
+TESSERA_API Plan dry_run(const Options& options, MPI_Comm comm);
 
 }  // namespace tessera

@@ -47,7 +47,7 @@ class DryRunTest(TempDirTest):
         self.assertEqual({k: v for k, v in plan.raw.items() if k != "provenance"},
                          {k: v for k, v in from_cli.items() if k != "provenance"})
         self.assertEqual(plan.schema, "tessera.dry-run/1")
-        self.assertEqual(plan.provenance.options["ranks"], "4")
+        self.assertEqual(plan.provenance.options["ranks"], 4)
         self.assertEqual(plan.provenance.git_id, from_cli["provenance"]["git_id"])
 
     def test_arguments_checked_before_launch(self):

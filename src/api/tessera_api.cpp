@@ -1,13 +1,24 @@
-// The public API (include/tessera/tessera.hpp) over the job layer: copies the options into the
-// job's own, runs the job, and turns the job's typed failures into the public ones, so that no
-// internal header reaches a program that links libtessera.
+// The public API (include/tessera/tessera.hpp) over the job layer and the dry run: the options go
+// to the job as the command line's would, the report and the plan come back as values, and the
+// job's typed failures become the public ones, so that no internal header reaches a program that
+// links libtessera.
 #include "tessera/tessera.hpp"
 
 #include <exception>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "access.hpp"
 #include "comm/comm.hpp"
+#include "commands/dry_run.hpp"
+#include "commands/provenance.hpp"
+#include "core/log.hpp"
 #include "core/version.hpp"
 #include "job/run_job.hpp"
+#include "report/provenance.hpp"
 
 namespace tessera {
 
@@ -21,40 +32,49 @@ const char* version() noexcept { return kVersion; }
 
 namespace {
 
-job::RunOptions job_options(const Options& o) {
-  job::RunOptions r;
-  r.a = o.a;
-  r.b = o.b;
-  r.c = o.c;
-  r.report = o.report;
-  r.grid = o.grid;
-  r.backend = o.backend;
-  r.kernel = o.kernel;
-  r.dtype = o.dtype;
-  r.algorithm = o.algorithm;
-  r.comm = o.comm;
-  r.panel_width = o.panel_width;
-  r.gpu_memory = o.gpu_memory;
-  r.progress = o.progress;
-  r.overwrite = o.overwrite;
-  r.verify = o.verify;
-  r.allow_nonfinite = o.allow_nonfinite;
-  r.quiet = o.quiet;
-  return r;
+// This process's command line, as the report's provenance names it (empty where /proc is not).
+std::vector<std::string> command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> argv;
+  std::string::size_type at = 0;
+  while (at < all.size()) {
+    const auto end = all.find('\0', at);
+    argv.push_back(all.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return argv;
 }
 
-}  // namespace
+// For one call: the log level Options::log_level asks for (the library's is restored after), and
+// the provenance of the report (the program's command line, the options given, the libraries).
+class CallScope {
+ public:
+  CallScope(const Options& options, int rank) : level_(log::level()), rank_(log::rank()) {
+    const std::string& asked = Access::of(options).log_level;
+    log::Level level = level_;
+    if (!asked.empty() && !log::parse_level(asked, level))
+      throw MultiplyError("Options log-level '" + asked + "' is not error, warn, info or debug", rank, true);
+    log::configure(level, rank);
+    report::set_provenance({{"command_line", command_line()},
+                            {"options", options_given(options)},
+                            {"libraries", commands::library_versions()}});
+  }
+  ~CallScope() { log::configure(level_, rank_); }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
 
-Result multiply(const Options& options, MPI_Comm comm) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  const double start = MPI_Wtime();
+ private:
+  log::Level level_;
+  int rank_;
+};
+
+// Runs `body` (collective), turning the job's failures into the public ones.
+template <typename Body>
+void translated(int rank, Body&& body) {
   try {
-    // The CLI checks these before it starts the job; so does the API, on every rank alike.
-    for (const auto& [name, value] : {std::pair{"a", &options.a}, {"b", &options.b}, {"c", &options.c}})
-      if (value->empty()) throw MultiplyError(std::string("Options.") + name + " is empty (FILE:/DATASET)", rank, true);
-    const comm::Comm job_comm(comm);
-    job::run_job(job_options(options), job_comm);
+    body();
   } catch (const MultiplyError&) {
     throw;
   } catch (const job::VerificationFailed& e) {
@@ -64,7 +84,47 @@ Result multiply(const Options& options, MPI_Comm comm) {
   } catch (const std::exception& e) {
     throw MultiplyError(e.what(), rank, false);
   }
-  return Result{MPI_Wtime() - start};
+}
+
+int rank_in(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+}  // namespace
+
+Result multiply(const Options& options, MPI_Comm comm) {
+  const int rank = rank_in(comm);
+  const double start = MPI_Wtime();
+  auto impl = std::make_shared<Access::ResultImpl>();
+  const job::RunOptions& o = Access::of(options).run;
+  translated(rank, [&] {
+    // The CLI checks these before it starts the job; so does the API, on every rank alike.
+    for (const auto& [name, value] : {std::pair{"a", &o.a}, {"b", &o.b}, {"c", &o.c}})
+      if (value->empty()) throw MultiplyError(std::string("Options ") + name + " is empty (FILE:/DATASET)", rank, true);
+    const CallScope scope(options, rank);
+    const comm::Comm job_comm(comm);
+    job::run_job(o, job_comm, &impl->text);
+    impl->report = nlohmann::json::parse(impl->text);
+  });
+  impl->seconds = MPI_Wtime() - start;
+  return Access::result(std::move(impl));
+}
+
+Plan dry_run(const Options& options, MPI_Comm comm) {
+  const int rank = rank_in(comm);
+  auto impl = std::make_shared<Access::PlanImpl>();
+  const job::RunOptions& o = Access::of(options).run;
+  translated(rank, [&] {
+    const CallScope scope(options, rank);
+    const comm::Comm job_comm(comm);
+    commands::DryRunPlan plan = commands::dry_run(o, job_comm, !o.quiet);
+    impl->text = std::move(plan.text);
+    impl->json = std::move(plan.json);
+    impl->plan = nlohmann::json::parse(impl->json);
+  });
+  return Access::plan(std::move(impl));
 }
 
 }  // namespace tessera

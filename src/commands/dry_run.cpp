@@ -148,10 +148,11 @@ algorithms::Problem problem_of(const job::RunOptions& o, const algorithms::Asked
 
 }  // namespace
 
-void dry_run(const job::RunOptions& o, const comm::Comm& comm) {
+DryRunPlan dry_run(const job::RunOptions& o, const comm::Comm& comm, bool print) {
   report::set_typed_options(job::typed_options(o));  // the report's options: typed
   // Planning for this job's own ranks across nodes: their layout, unless --ranks-per-node says.
   const comm::NodeInfo node = comm.node();
+  DryRunPlan plan;
   comm.step([&] {
     if (comm.rank() != 0) return;
     // The one rule for every path (job/job_paths.hpp), before anything else.
@@ -167,22 +168,26 @@ void dry_run(const job::RunOptions& o, const comm::Comm& comm) {
     const auto machine = job::machine_model(o, asked);
     const auto choice = algorithms::choose(asked, p, job::assumed_environment(asked), machine);
     const nlohmann::json settings = algorithms::make_algorithm(choice.algorithm)->describe(choice.setting);
-    std::fputs(to_text(choice.footprint, choice.problem, machine.name, choice.why, settings).c_str(), stdout);
-    if (!o.report.empty()) {
-      nlohmann::json j = {{"schema", report::kDryRunSchema}, {"provenance", report::provenance()}};
-      j["provenance"]["inputs"] = nlohmann::json::array();
-      if (!o.a.empty() && !o.b.empty())  // the files it was planned for, as found now
-        for (const auto& [role, text] : {std::pair{"a", &o.a}, std::pair{"b", &o.b}})
-          j["provenance"]["inputs"].push_back(report::to_json(job::input_record(role, *text)));
-      j.update(to_json(choice.footprint, machine, choice.why, settings));
-      j["shape"] = {{"m", p.m}, {"n", p.n}, {"k", p.k}};
-      j["dtype"] = dtype_name(p.dtype);
-      j["transpose_a"] = o.transpose_a;
-      j["transpose_b"] = o.transpose_b;
-      j["backend"] = choice.setting.gpu ? "cuda" : "cpu";
-      io::write_file_replacing(o.report, j.dump(2) + "\n");
-    }
+    plan.text = to_text(choice.footprint, choice.problem, machine.name, choice.why, settings);
+    if (print) std::fputs(plan.text.c_str(), stdout);
+    nlohmann::json j = {{"schema", report::kDryRunSchema}, {"provenance", report::provenance()}};
+    j["provenance"]["inputs"] = nlohmann::json::array();
+    if (!o.a.empty() && !o.b.empty())  // the files it was planned for, as found now
+      for (const auto& [role, text] : {std::pair{"a", &o.a}, std::pair{"b", &o.b}})
+        j["provenance"]["inputs"].push_back(report::to_json(job::input_record(role, *text)));
+    j.update(to_json(choice.footprint, machine, choice.why, settings));
+    j["shape"] = {{"m", p.m}, {"n", p.n}, {"k", p.k}};
+    j["dtype"] = dtype_name(p.dtype);
+    j["transpose_a"] = o.transpose_a;
+    j["transpose_b"] = o.transpose_b;
+    j["backend"] = choice.setting.gpu ? "cuda" : "cpu";
+    if (!o.report.empty()) io::write_file_replacing(o.report, j.dump(2) + "
+");
+    plan.json = j.dump();
   });
+  plan.text = comm.broadcast(std::move(plan.text), 0);
+  plan.json = comm.broadcast(std::move(plan.json), 0);
+  return plan;
 }
 
 }  // namespace tessera::commands

@@ -41,15 +41,20 @@ void gather_records(const comm::Comm& comm, report::JobReport& job, report::Rank
 }
 
 void publish_report(const RunOptions& o, const comm::Comm& comm, const report::JobReport& job,
-                    const std::function<void()>& after_table) {
+                    const std::function<void()>& after_table, std::string* json_out) {
+  std::string json;  // rank 0's, for json_out
   comm.step([&] {
     if (comm.rank() != kRoot) return;
     if (!o.quiet) std::fputs(report::format_table(job).c_str(), stdout);
     if (after_table) after_table();
     std::fflush(stdout);
+    if (o.report.empty() && !json_out) return;
+    const nlohmann::json j = report::to_json(job);
     // Into the temporary reserved up front (reserve_report), then renamed into place.
-    if (!o.report.empty()) io::write_file_replacing(o.report, report::to_json(job).dump(2) + "\n");
+    if (!o.report.empty()) io::write_file_replacing(o.report, j.dump(2) + "\n");
+    if (json_out) json = j.dump();
   });
+  if (json_out) *json_out = comm.broadcast(std::move(json), kRoot);
 }
 
 }  // namespace tessera::job

@@ -87,8 +87,14 @@ void print_notes(const std::vector<std::string>& notes) {
 class Job {
  public:
   // Run `run` of `series` (the only one without --repeat / --warmup).
-  Job(const RunOptions& o, const comm::Comm& comm, RunSeries& series, int run)
-      : o_(o), comm_(comm), rank_(comm.rank()), series_(series), run_index_(run), started_(MPI_Wtime()) {}
+  Job(const RunOptions& o, const comm::Comm& comm, RunSeries& series, int run, std::string* report_json)
+      : o_(o),
+        comm_(comm),
+        rank_(comm.rank()),
+        series_(series),
+        run_index_(run),
+        started_(MPI_Wtime()),
+        report_json_(report_json) {}
   void run() {
     share_cores();
     plan();
@@ -122,7 +128,8 @@ class Job {
   const int rank_;
   RunSeries& series_;
   const int run_index_;
-  const double started_;  // MPI_Wtime() when the job (this run of it) began
+  const double started_;            // MPI_Wtime() when the job (this run of it) began
+  std::string* const report_json_;  // the report as a value (libtessera), or null
   report::JobReport job_;
   report::RankRecord me_;
   Plan plan_;
@@ -450,9 +457,10 @@ void Job::finish() {
   series_.record(run_index_, job_);
   if (!series_.last(run_index_)) return;  // the table and the report: once, for the last run
   job_.repeats = series_.repeats();
-  publish_report(o_, comm_, job_, [&] {
+  const auto verdict = [&] {
     if (verified_ && !o_.quiet) std::printf("%s\n", verified_->summary.c_str());
-  });
+  };
+  publish_report(o_, comm_, job_, verdict, report_json_);
 }
 
 // Rank 0 labels and commits the result: only now does the output file appear.
@@ -490,7 +498,7 @@ void Job::commit() {
 
 }  // namespace
 
-void run_job(const RunOptions& o, const comm::Comm& comm) {
+void run_job(const RunOptions& o, const comm::Comm& comm, std::string* report_json) {
   report::set_typed_options(typed_options(o));  // the report's options: typed
   comm.step([&] { check_repeat_options(o); });  // before anything is read
   RunSeries series(o, MPI_Wtime());
@@ -499,7 +507,7 @@ void run_job(const RunOptions& o, const comm::Comm& comm) {
       std::printf("tessera: %s\n", series.name(run).c_str());
       std::fflush(stdout);
     }
-    Job(o, comm, series, run).run();
+    Job(o, comm, series, run, report_json).run();
   }
 }
 

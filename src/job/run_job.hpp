@@ -56,7 +56,8 @@ class VerificationFailed : public Error {
 
 // Collective over `comm`: the job, run once per warm-up and counted run (job/repeats.hpp).
 // Returns normally on success; throws comm::JobError (agreed on by every rank) on any failure,
-// VerificationFailed when --verify rejects C.
-void run_job(const RunOptions& opts, const comm::Comm& comm);
+// VerificationFailed when --verify rejects C. With `report_json` (on every rank or none), the
+// last run's JSON report (as --report writes it) is also left there, on every rank (libtessera).
+void run_job(const RunOptions& opts, const comm::Comm& comm, std::string* report_json = nullptr);
 
 }  // namespace tessera::job

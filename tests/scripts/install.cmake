@@ -3,7 +3,10 @@
 #                               layout; the fixture of the tests below and of slurm.local
 #   install.consumer.cmake      tests/consumer built with find_package(tessera) against that
 #                               prefix, multiplies on 2 ranks; a missing input is a clean error
-#   install.consumer.pkgconfig  the same program built with mpicxx $(pkg-config --cflags --libs tessera)
+#   install.consumer.pkgconfig  the same program built with a plain C++ compiler and
+#                               $(pkg-config --cflags --libs tessera), run without LD_LIBRARY_PATH
+#   api.exports                 (shared libtessera, Linux) nm -D: only the public API is exported;
+#                               readelf -d: libmpi NEEDED, not libmpi_cxx (tests/scripts/api_exports.py)
 #   blas.check                  the CPU kernels' BLAS against the reference loop (tests/blas)
 #   blas.generic                a second configure with -DBLA_VENDOR=Generic (Debian's reference
 #                               BLAS where installed), CPU only, which builds and runs blas.check's
@@ -21,10 +24,18 @@ set_tests_properties(install.prefix PROPERTIES FIXTURES_SETUP tessera_prefix LAB
 foreach(mode cmake pkgconfig)
   tessera_script_test(install.consumer.${mode} consumer.py --np 2 --mode ${mode} --prefix ${TESSERA_TEST_PREFIX}
     --libdir ${CMAKE_INSTALL_LIBDIR} --shared ${TESSERA_SHARED_LIBRARY} --cmake ${CMAKE_COMMAND}
-    --generator ${CMAKE_GENERATOR} --cxx ${CMAKE_CXX_COMPILER} --mpicxx ${MPI_CXX_COMPILER})
+    --generator ${CMAKE_GENERATOR} --cxx ${CMAKE_CXX_COMPILER})
   set_tests_properties(install.consumer.${mode} PROPERTIES FIXTURES_REQUIRED tessera_prefix LABELS install
     PROCESSORS 2 TIMEOUT 300)
 endforeach()
+
+if(TESSERA_SHARED_LIBRARY AND CMAKE_SYSTEM_NAME STREQUAL "Linux")
+  find_program(TESSERA_READELF NAMES readelf ${CMAKE_READELF})
+  add_test(NAME api.exports
+    COMMAND ${TESSERA_TEST_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/scripts/api_exports.py --lib $<TARGET_FILE:tessera_api>
+            --nm ${CMAKE_NM} --readelf ${TESSERA_READELF})
+  set_tests_properties(api.exports PROPERTIES LABELS "install;unit" TIMEOUT 60)
+endif()
 
 add_executable(tessera_blas_check blas/blas_check.cpp)
 target_link_libraries(tessera_blas_check PRIVATE tessera_kernels tessera_warnings)

@@ -1,0 +1,63 @@
+#pragma once
+// Inside libtessera: what the public classes (include/tessera/tessera.hpp) hold behind their one
+// pointer, and the way the API's functions reach it.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "job/run_job.hpp"
+#include "tessera/tessera.hpp"
+
+namespace tessera {
+
+struct Options::Impl {
+  job::RunOptions run;             // the options as the job layer takes them (`tessera run`'s)
+  std::string log_level;           // "": the library's default (warn)
+  std::vector<std::string> given;  // the names set, in the order first set (the report's provenance)
+
+  // Inline, so that they stay inside libtessera (hidden inlines; libtessera.map exports Options::*).
+  Impl() {
+    run.quiet = true;  // a library prints nothing unless asked
+    run.progress = "off";
+  }
+  void give(const std::string& name) {
+    for (const auto& g : given)
+      if (g == name) return;
+    given.push_back(name);
+  }
+};
+
+struct Result::Impl {
+  double seconds = 0;     // this rank's call
+  std::string text;       // rank 0's report, as JSON text
+  nlohmann::json report;  // the same, parsed
+};
+
+struct Plan::Impl {
+  std::string text, json;
+  nlohmann::json plan;
+};
+
+struct Access {
+  using ResultImpl = Result::Impl;
+  using PlanImpl = Plan::Impl;
+  static const Options::Impl& of(const Options& o) { return *o.impl_; }
+  static Options::Impl& edit(Options& o) { return *o.impl_; }
+  static Result result(std::shared_ptr<const Result::Impl> impl) {
+    Result r;
+    r.impl_ = std::move(impl);
+    return r;
+  }
+  static Plan plan(std::shared_ptr<const Plan::Impl> impl) {
+    Plan p;
+    p.impl_ = std::move(impl);
+    return p;
+  }
+};
+
+// The options given, by their `tessera run` names, as text (the report's provenance "options").
+nlohmann::json options_given(const Options& o);
+
+}  // namespace tessera
