@@ -181,8 +181,7 @@ DryRunPlan dry_run(const job::RunOptions& o, const comm::Comm& comm, bool print)
     j["transpose_a"] = o.transpose_a;
     j["transpose_b"] = o.transpose_b;
     j["backend"] = choice.setting.gpu ? "cuda" : "cpu";
-    if (!o.report.empty()) io::write_file_replacing(o.report, j.dump(2) + "
-");
+    if (!o.report.empty()) io::write_file_replacing(o.report, j.dump(2) + "\n");
     plan.json = j.dump();
   });
   plan.text = comm.broadcast(std::move(plan.text), 0);
