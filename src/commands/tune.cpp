@@ -53,7 +53,7 @@ using backend::TuneTable;
 
 namespace {
 
-constexpr const char* kFormat = backend::kTuneFileFormat;
+[[maybe_unused]] constexpr const char* kFormat = backend::kTuneFileFormat;  // CUDA builds write it
 
 using bench::short_name;
 using bench::Size;
