@@ -23,21 +23,18 @@ namespace tessera::kernels {
                     cublas_api().status_name(status) + " (" + cublas_api().status_string(status) + ")");
 }
 
+// What the macros below expand to: the status of `call` checked once it has returned.
+inline void check_cuda(cudaError_t err, const char* call, const char* file, int line) {
+  if (err != cudaSuccess) throw_cuda_error(err, call, file, line);
+}
+inline void check_cublas(cublasStatus_t status, const char* call, const char* file, int line) {
+  if (status != CUBLAS_STATUS_SUCCESS) throw_cublas_error(status, call, file, line);
+}
+
 }  // namespace tessera::kernels
 
-#define CUDA_CHECK(call)                                                                  \
-  do {                                                                                    \
-    const cudaError_t tessera_cuda_err_ = (call);                                         \
-    if (tessera_cuda_err_ != cudaSuccess)                                                 \
-      ::tessera::kernels::throw_cuda_error(tessera_cuda_err_, #call, __FILE__, __LINE__); \
-  } while (0)
-
-#define CUBLAS_CHECK(call)                                                                       \
-  do {                                                                                           \
-    const cublasStatus_t tessera_cublas_status_ = (call);                                        \
-    if (tessera_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                         \
-      ::tessera::kernels::throw_cublas_error(tessera_cublas_status_, #call, __FILE__, __LINE__); \
-  } while (0)
+#define CUDA_CHECK(call) ::tessera::kernels::check_cuda((call), #call, __FILE__, __LINE__)
+#define CUBLAS_CHECK(call) ::tessera::kernels::check_cublas((call), #call, __FILE__, __LINE__)
 
 // After a <<<...>>> launch: launch errors (bad configuration, no kernel image for this GPU)
 // are reported by cudaGetLastError, not by the launch itself.

@@ -71,12 +71,45 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// A CUDA resource (a host registration, a stream, an event) that its owner releases with itself
+// (Destroy::destroy). Move-only; the derived class creates it.
+template <class Handle, class Destroy>
+class OwnedHandle {
+ public:
+  OwnedHandle() = default;
+  ~OwnedHandle() {
+    if (handle_) Destroy::destroy(handle_);
+  }
+  OwnedHandle(OwnedHandle&& o) noexcept : handle_(std::exchange(o.handle_, nullptr)) {}
+  OwnedHandle& operator=(OwnedHandle&& o) noexcept {
+    std::swap(handle_, o.handle_);
+    return *this;
+  }
+  OwnedHandle(const OwnedHandle&) = delete;
+  OwnedHandle& operator=(const OwnedHandle&) = delete;
+
+  Handle get() const { return handle_; }
+
+ protected:
+  Handle handle_ = nullptr;
+};
+
+struct Unregister {
+  static void destroy(void* p) { (void)cudaHostUnregister(p); }
+};
+struct DestroyStream {
+  static void destroy(cudaStream_t s) { (void)cudaStreamDestroy(s); }
+};
+struct DestroyEvent {
+  static void destroy(cudaEvent_t e) { (void)cudaEventDestroy(e); }
+};
+
 // Page-locks a caller's host range (cudaHostRegister) for as long as this object lives, so
 // copies from and to it run at full bus speed and asynchronously. Pinning is an optimisation:
 // when the range is already pinned, too small to be worth it, or cannot be registered (it
 // overlaps another registration, the system refuses), the copy simply goes through pageable
 // memory and registered() says so.
-class HostRegistration {
+class HostRegistration : public OwnedHandle<void*, Unregister> {
  public:
   HostRegistration() = default;
   HostRegistration(const void* ptr, std::size_t bytes, std::size_t min_bytes) {
@@ -89,80 +122,37 @@ class HostRegistration {
     // Registering does not write the memory; the API just takes a non-const pointer.
     void* p = const_cast<void*>(ptr);
     if (cudaHostRegister(p, bytes, cudaHostRegisterDefault) == cudaSuccess) {
-      ptr_ = p;
+      handle_ = p;
     } else {
       (void)cudaGetLastError();  // fall back to a pageable copy
     }
   }
-  ~HostRegistration() {
-    if (ptr_) (void)cudaHostUnregister(ptr_);
-  }
-  HostRegistration(HostRegistration&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)) {}
-  HostRegistration& operator=(HostRegistration&& o) noexcept {
-    std::swap(ptr_, o.ptr_);
-    return *this;
-  }
-  HostRegistration(const HostRegistration&) = delete;
-  HostRegistration& operator=(const HostRegistration&) = delete;
 
-  bool registered() const { return ptr_ != nullptr; }
-
- private:
-  void* ptr_ = nullptr;
+  bool registered() const { return handle_ != nullptr; }
 };
 
 // An ordinary (blocking) stream: work on the legacy default stream, such as a plain cudaMemcpy
 // or cudaMemset, waits for the work queued here and the other way round, so mixing the two is
 // safe. (A pageable cudaMemcpy may return before its DMA is done: a non-blocking stream could
 // start reading the destination too early.)
-class Stream {
+class Stream : public OwnedHandle<cudaStream_t, DestroyStream> {
  public:
-  Stream() { CUDA_CHECK(cudaStreamCreate(&stream_)); }
-  ~Stream() {
-    if (stream_) (void)cudaStreamDestroy(stream_);
-  }
-  Stream(Stream&& o) noexcept : stream_(std::exchange(o.stream_, nullptr)) {}
-  Stream& operator=(Stream&& o) noexcept {
-    std::swap(stream_, o.stream_);
-    return *this;
-  }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-
-  cudaStream_t get() const { return stream_; }
-  void synchronize() const { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
-
- private:
-  cudaStream_t stream_ = nullptr;
+  Stream() { CUDA_CHECK(cudaStreamCreate(&handle_)); }
+  void synchronize() const { CUDA_CHECK(cudaStreamSynchronize(handle_)); }
 };
 
 // A timing event. seconds_since(start) waits for this event, then returns the device time
 // between the two (resolution about half a microsecond).
-class Event {
+class Event : public OwnedHandle<cudaEvent_t, DestroyEvent> {
  public:
-  Event() { CUDA_CHECK(cudaEventCreate(&event_)); }
-  ~Event() {
-    if (event_) (void)cudaEventDestroy(event_);
-  }
-  Event(Event&& o) noexcept : event_(std::exchange(o.event_, nullptr)) {}
-  Event& operator=(Event&& o) noexcept {
-    std::swap(event_, o.event_);
-    return *this;
-  }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-
-  cudaEvent_t get() const { return event_; }
-  void record(cudaStream_t stream) const { CUDA_CHECK(cudaEventRecord(event_, stream)); }
+  Event() { CUDA_CHECK(cudaEventCreate(&handle_)); }
+  void record(cudaStream_t stream) const { CUDA_CHECK(cudaEventRecord(handle_, stream)); }
   double seconds_since(const Event& start) const {
-    CUDA_CHECK(cudaEventSynchronize(event_));
+    CUDA_CHECK(cudaEventSynchronize(handle_));
     float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start.event_, event_));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start.handle_, handle_));
     return static_cast<double>(ms) * 1e-3;
   }
-
- private:
-  cudaEvent_t event_ = nullptr;
 };
 
 }  // namespace tessera::kernels

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cuda_check.hpp"
 #include "kernels/gpu_gemm.hpp"
 
 namespace tessera::kernels {
@@ -113,6 +114,24 @@ __device__ __forceinline__ void for_each_tile(std::int64_t m, std::int64_t n, in
   const std::int64_t tiles_n = ceil_div(n, tile_n_size);
   for (std::int64_t tm = blockIdx.y; tm < tiles_m; tm += gridDim.y)
     for (std::int64_t tn = blockIdx.x; tn < tiles_n; tn += gridDim.x) body(tm, tn);
+}
+
+// A kernel of the plain signature (m, n, k, A, B, C), as the simplest kernels take their operands.
+template <class T>
+using PlainGemmKernel = void (*)(std::int64_t, std::int64_t, std::int64_t, const T*, const T*, T*);
+
+// Launches the float32 or the float64 instance of a plain kernel, by g.dtype, on g's operands and
+// stream (no dynamic shared memory), and checks the launch.
+inline void launch_plain(const GpuGemm& g, dim3 grid, dim3 block, PlainGemmKernel<float> f32,
+                         PlainGemmKernel<double> f64) {
+  if (g.dtype == DType::f32) {
+    f32<<<grid, block, 0, g.stream>>>(g.m, g.n, g.k, static_cast<const float*>(g.a), static_cast<const float*>(g.b),
+                                      static_cast<float*>(g.c));
+  } else {
+    f64<<<grid, block, 0, g.stream>>>(g.m, g.n, g.k, static_cast<const double*>(g.a), static_cast<const double*>(g.b),
+                                      static_cast<double*>(g.c));
+  }
+  CUDA_CHECK_LAUNCH();
 }
 
 // Whether p is aligned to `bytes` (16-byte vector loads and cp.async need it).

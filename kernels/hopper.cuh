@@ -132,24 +132,16 @@ __device__ __forceinline__ void fence_registers(float (&d)[N]) {
   " %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
 #define TESSERA_WGMMA_REGS64 "{" TESSERA_WGMMA_REGS_0_63 "}"
 #define TESSERA_WGMMA_REGS128 "{" TESSERA_WGMMA_REGS_0_63 ", " TESSERA_WGMMA_REGS_64_127 "}"
-#define TESSERA_WGMMA_OUTS_0_63(d)                                                                            \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), \
-      "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),  \
-      "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), \
-      "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), \
-      "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), \
-      "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), \
-      "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), \
-      "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-#define TESSERA_WGMMA_OUTS_64_127(d)                                                                                   \
-  "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), \
-      "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]),          \
-      "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]),          \
-      "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),          \
-      "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]),     \
-      "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]),  \
-      "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]),  \
-      "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+#define TESSERA_WGMMA_OUTS8(d, i)                                                                                 \
+  "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
+      "+f"(d[i + 7])
+#define TESSERA_WGMMA_OUTS_0_63(d)                                                                              \
+  TESSERA_WGMMA_OUTS8(d, 0), TESSERA_WGMMA_OUTS8(d, 8), TESSERA_WGMMA_OUTS8(d, 16), TESSERA_WGMMA_OUTS8(d, 24), \
+      TESSERA_WGMMA_OUTS8(d, 32), TESSERA_WGMMA_OUTS8(d, 40), TESSERA_WGMMA_OUTS8(d, 48), TESSERA_WGMMA_OUTS8(d, 56)
+#define TESSERA_WGMMA_OUTS_64_127(d)                                                                              \
+  TESSERA_WGMMA_OUTS8(d, 64), TESSERA_WGMMA_OUTS8(d, 72), TESSERA_WGMMA_OUTS8(d, 80), TESSERA_WGMMA_OUTS8(d, 88), \
+      TESSERA_WGMMA_OUTS8(d, 96), TESSERA_WGMMA_OUTS8(d, 104), TESSERA_WGMMA_OUTS8(d, 112),                       \
+      TESSERA_WGMMA_OUTS8(d, 120)
 #define TESSERA_WGMMA_OUTS64(d) TESSERA_WGMMA_OUTS_0_63(d)
 #define TESSERA_WGMMA_OUTS128(d) TESSERA_WGMMA_OUTS_0_63(d), TESSERA_WGMMA_OUTS_64_127(d)
 
@@ -164,32 +156,25 @@ template <WgmmaInput IN, int N>
 __device__ __forceinline__ void wgmma(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b, bool accumulate) {
   static_assert(N == 128 || N == 256, "wgmma: N of 128 or 256 wrapped");
   const int scale_d = accumulate ? 1 : 0;
+  // One wgmma.mma_async: SHAPE its shape and types, D in the N / 2 registers REGS (OUTS), the
+  // descriptors and scale-d the operands DA, DB and SD after them; BF16 adds the transpose flags.
+#define TESSERA_WGMMA_ASYNC(SHAPE, REGS, OUTS, DA, DB, SD, TAIL)                                            \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #SD                                                     \
+               ", 0;\n"                                                                                     \
+               "wgmma.mma_async.sync.aligned." SHAPE " " REGS ", %" #DA ", %" #DB ", p, 1, 1" TAIL ";\n}\n" \
+               : OUTS(d)                                                                                    \
+               : "l"(desc_a), "l"(desc_b), "r"(scale_d))
   if constexpr (IN == WgmmaInput::kTf32 && N == 128) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 " TESSERA_WGMMA_REGS64 ", %64, %65, p, 1, 1;\n}\n"
-        : TESSERA_WGMMA_OUTS64(d)
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+    TESSERA_WGMMA_ASYNC("m64n128k8.f32.tf32.tf32", TESSERA_WGMMA_REGS64, TESSERA_WGMMA_OUTS64, 64, 65, 66, "");
   } else if constexpr (IN == WgmmaInput::kTf32 && N == 256) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 " TESSERA_WGMMA_REGS128 ", %128, %129, p, 1, 1;\n}\n"
-        : TESSERA_WGMMA_OUTS128(d)
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+    TESSERA_WGMMA_ASYNC("m64n256k8.f32.tf32.tf32", TESSERA_WGMMA_REGS128, TESSERA_WGMMA_OUTS128, 128, 129, 130, "");
   } else if constexpr (IN == WgmmaInput::kBf16 && N == 128) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " TESSERA_WGMMA_REGS64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
-        : TESSERA_WGMMA_OUTS64(d)
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+    TESSERA_WGMMA_ASYNC("m64n128k16.f32.bf16.bf16", TESSERA_WGMMA_REGS64, TESSERA_WGMMA_OUTS64, 64, 65, 66, ", 0, 0");
   } else {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 " TESSERA_WGMMA_REGS128
-        ", %128, %129, p, 1, 1, 0, 0;\n}\n"
-        : TESSERA_WGMMA_OUTS128(d)
-        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+    TESSERA_WGMMA_ASYNC("m64n256k16.f32.bf16.bf16", TESSERA_WGMMA_REGS128, TESSERA_WGMMA_OUTS128, 128, 129, 130,
+                        ", 0, 0");
   }
+#undef TESSERA_WGMMA_ASYNC
 }
 
 #undef TESSERA_WGMMA_REGS64
@@ -200,5 +185,20 @@ __device__ __forceinline__ void wgmma(float (&d)[N / 2], std::uint64_t desc_a, s
 #undef TESSERA_WGMMA_REGS_64_127
 #undef TESSERA_WGMMA_OUTS_0_63
 #undef TESSERA_WGMMA_OUTS_64_127
+#undef TESSERA_WGMMA_OUTS8
+
+// A persistent kernel's tile order: the row and column of tile number `t` when the tiles are
+// walked GROUP tile rows at a time, down each group's columns (blocks running at once then share
+// rows of A and columns of B in L2).
+template <int GROUP>
+__device__ __forceinline__ void tile_of(std::int64_t t, std::int64_t tiles_m, std::int64_t tiles_n, std::int64_t& tm,
+                                        std::int64_t& tn) {
+  const std::int64_t per_group = GROUP * tiles_n;
+  const std::int64_t first = t / per_group * GROUP;
+  const std::int64_t rows = tiles_m - first < GROUP ? tiles_m - first : GROUP;
+  const std::int64_t in_group = t % per_group;
+  tm = first + in_group % rows;
+  tn = in_group / rows;
+}
 
 }  // namespace tessera::kernels::hopper

@@ -43,16 +43,8 @@ template <int BLOCK>
 void run_naive(const GpuGemm& g, GpuContext&) {
   static_assert(BLOCK == 16 || BLOCK == 32, "naive kernel: BLOCK is 16 or 32");
   static_assert(BLOCK * BLOCK <= 1024, "naive kernel: at most 1024 threads per block");
-  const dim3 block(BLOCK, BLOCK);
-  const dim3 grid = tile_grid(g.m, g.n, BLOCK, BLOCK);
-  if (g.dtype == DType::f32) {
-    naive_gemm_kernel<float, BLOCK><<<grid, block, 0, g.stream>>>(
-        g.m, g.n, g.k, static_cast<const float*>(g.a), static_cast<const float*>(g.b), static_cast<float*>(g.c));
-  } else {
-    naive_gemm_kernel<double, BLOCK><<<grid, block, 0, g.stream>>>(
-        g.m, g.n, g.k, static_cast<const double*>(g.a), static_cast<const double*>(g.b), static_cast<double*>(g.c));
-  }
-  CUDA_CHECK_LAUNCH();
+  launch_plain(g, tile_grid(g.m, g.n, BLOCK, BLOCK), dim3(BLOCK, BLOCK), &naive_gemm_kernel<float, BLOCK>,
+               &naive_gemm_kernel<double, BLOCK>);
 }
 
 }  // namespace

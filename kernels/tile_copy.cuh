@@ -152,35 +152,37 @@ __device__ __forceinline__ void cp_async_pipeline(std::int64_t k_blocks, Load&& 
 
 // ---- scalar tile loads and the register outer product (regtile.cu, vectorized.cu) -------------
 
-// A's BM x BK block at (row0, k0), transposed into As (As[p][i] = A(row0 + i, k0 + p)), one
-// guarded element per thread and step, zeros outside A. Consecutive threads take consecutive k of
-// a row of A: coalesced global reads. 64-bit offsets: r * k exceeds 2^31 on large matrices.
-template <int BM, int BK, int kThreads, class T, int LD>
-__device__ __forceinline__ void load_a_tile_transposed(T (&As)[BK][LD], const T* __restrict__ a, std::int64_t m,
-                                                       std::int64_t k, std::int64_t row0, std::int64_t k0, int tid) {
-  static_assert(BM * BK % kThreads == 0, "the A tile splits evenly over the threads");
+// Element (i, j) of the ROWS x COLS block at (row0, col0) of a rows x cols row-major matrix, zero
+// outside it, handed to put(i, j, value): one guarded element per thread and step, consecutive
+// threads on consecutive j (coalesced global reads). 64-bit offsets: r * cols exceeds 2^31 on
+// large matrices.
+template <int ROWS, int COLS, int kThreads, class T, class Put>
+__device__ __forceinline__ void load_guarded_tile(const T* __restrict__ src, std::int64_t rows, std::int64_t cols,
+                                                  std::int64_t row0, std::int64_t col0, int tid, Put&& put) {
+  static_assert(ROWS * COLS % kThreads == 0, "the tile splits evenly over the threads");
 #pragma unroll
-  for (int it = 0; it < BM * BK / kThreads; ++it) {
+  for (int it = 0; it < ROWS * COLS / kThreads; ++it) {
     const int e = it * kThreads + tid;
-    const int i = e / BK, p = e % BK;
-    const std::int64_t r = row0 + i, q = k0 + p;
-    As[p][i] = (r < m && q < k) ? a[r * k + q] : T(0);
+    const int i = e / COLS, j = e % COLS;
+    const std::int64_t r = row0 + i, c = col0 + j;
+    put(i, j, (r < rows && c < cols) ? src[r * cols + c] : T(0));
   }
 }
 
-// B's BK x BN block at (k0, col0) into Bs, one guarded element per thread and step, zeros outside
-// B; consecutive threads take consecutive columns of a row of B.
+// A's BM x BK block at (row0, k0), transposed into As (As[p][i] = A(row0 + i, k0 + p)), zeros
+// outside A; consecutive threads take consecutive k of a row of A.
+template <int BM, int BK, int kThreads, class T, int LD>
+__device__ __forceinline__ void load_a_tile_transposed(T (&As)[BK][LD], const T* __restrict__ a, std::int64_t m,
+                                                       std::int64_t k, std::int64_t row0, std::int64_t k0, int tid) {
+  load_guarded_tile<BM, BK, kThreads>(a, m, k, row0, k0, tid, [&](int i, int p, T v) { As[p][i] = v; });
+}
+
+// B's BK x BN block at (k0, col0) into Bs, zeros outside B; consecutive threads take consecutive
+// columns of a row of B.
 template <int BK, int BN, int kThreads, class T, int LD>
 __device__ __forceinline__ void load_b_tile(T (&Bs)[BK][LD], const T* __restrict__ b, std::int64_t k, std::int64_t n,
                                             std::int64_t k0, std::int64_t col0, int tid) {
-  static_assert(BK * BN % kThreads == 0, "the B tile splits evenly over the threads");
-#pragma unroll
-  for (int it = 0; it < BK * BN / kThreads; ++it) {
-    const int e = it * kThreads + tid;
-    const int p = e / BN, j = e % BN;
-    const std::int64_t q = k0 + p, col = col0 + j;
-    Bs[p][j] = (q < k && col < n) ? b[q * n + col] : T(0);
-  }
+  load_guarded_tile<BK, BN, kThreads>(b, k, n, k0, col0, tid, [&](int p, int j, T v) { Bs[p][j] = v; });
 }
 
 // acc += ar br^T: a thread's TM x TN micro-tile of C from one k step's TM values of A and TN of B.

@@ -62,16 +62,8 @@ void run_tiled(const GpuGemm& g, GpuContext&) {
   static_assert(TILE * TILE <= 1024, "tiled kernel: one thread per tile element, <= 1024");
   static_assert(2 * TILE * TILE * sizeof(double) <= 48 * 1024,
                 "tiled kernel: the A and B tiles fit in 48 KiB of static shared memory");
-  const dim3 block(TILE, TILE);
-  const dim3 grid = tile_grid(g.m, g.n, TILE, TILE);
-  if (g.dtype == DType::f32) {
-    tiled_gemm_kernel<float, TILE><<<grid, block, 0, g.stream>>>(
-        g.m, g.n, g.k, static_cast<const float*>(g.a), static_cast<const float*>(g.b), static_cast<float*>(g.c));
-  } else {
-    tiled_gemm_kernel<double, TILE><<<grid, block, 0, g.stream>>>(
-        g.m, g.n, g.k, static_cast<const double*>(g.a), static_cast<const double*>(g.b), static_cast<double*>(g.c));
-  }
-  CUDA_CHECK_LAUNCH();
+  launch_plain(g, tile_grid(g.m, g.n, TILE, TILE), dim3(TILE, TILE), &tiled_gemm_kernel<float, TILE>,
+               &tiled_gemm_kernel<double, TILE>);
 }
 
 }  // namespace

@@ -108,6 +108,39 @@ __device__ __forceinline__ void epilogue4(T* c_row, std::int64_t col, std::int64
   }
 }
 
+// This thread's fragments of k step p of a stage (A tile As, B tile Bs): MSUB 4-element pieces of
+// A's column p and NSUB of B's row p, each one LDS.128 (two for double).
+template <class Cfg, class T>
+__device__ __forceinline__ void load_fragments(const T* As, const T* Bs, int p, int m_base, int n_base, T* ar, T* br) {
+#pragma unroll
+  for (int s = 0; s < Cfg::MSUB; ++s) load4(&As[p * Cfg::kLdA + m_base + s * (Cfg::WM / Cfg::MSUB)], &ar[4 * s]);
+#pragma unroll
+  for (int t = 0; t < Cfg::NSUB; ++t) load4(&Bs[p * Cfg::kLdB + n_base + t * (Cfg::WN / Cfg::NSUB)], &br[4 * t]);
+}
+
+// acc += the stage's BK k steps from shared memory. kFragDb: step p + 1's fragments load while
+// p's FFMAs run.
+template <class Cfg, class T>
+__device__ __forceinline__ void multiply_stage(T (&acc)[Cfg::TM][Cfg::TN], const T* As, const T* Bs, int m_base,
+                                               int n_base) {
+  if constexpr (Cfg::kFragDb) {
+    T ar[2][Cfg::TM], br[2][Cfg::TN];
+    load_fragments<Cfg>(As, Bs, 0, m_base, n_base, ar[0], br[0]);
+#pragma unroll
+    for (int p = 0; p < Cfg::BK; ++p) {
+      if (p + 1 < Cfg::BK) load_fragments<Cfg>(As, Bs, p + 1, m_base, n_base, ar[(p + 1) % 2], br[(p + 1) % 2]);
+      outer_product(acc, ar[p % 2], br[p % 2]);
+    }
+  } else {
+#pragma unroll
+    for (int p = 0; p < Cfg::BK; ++p) {
+      T ar[Cfg::TM], br[Cfg::TN];
+      load_fragments<Cfg>(As, Bs, p, m_base, n_base, ar, br);
+      outer_product(acc, ar, br);
+    }
+  }
+}
+
 template <class Cfg, bool VEC_B, bool ACCUMULATE, bool SPLIT_K>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     warptile_gemm_kernel(std::int64_t m, std::int64_t n, std::int64_t k, const typename Cfg::T* __restrict__ a,
@@ -182,34 +215,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     T acc[Cfg::TM][Cfg::TN] = {};
     cp_async_pipeline<STAGES>(k_blocks, load_stage, [&](int stage) {
       const T* const As = smem + stage * Cfg::kStageElems;
-      const T* const Bs = As + BK * kLdA;
-      if constexpr (Cfg::kFragDb) {
-        // This thread's fragments of k step p: MSUB 4-element pieces of A's column p, NSUB of
-        // B's row p, each one LDS.128 (two for double); step p + 1's load while p's FFMAs run.
-        auto load_fragments = [&](int p, T* ar, T* br) {
-#pragma unroll
-          for (int s = 0; s < MSUB; ++s) load4(&As[p * kLdA + m_base + s * (Cfg::WM / MSUB)], &ar[4 * s]);
-#pragma unroll
-          for (int t = 0; t < NSUB; ++t) load4(&Bs[p * kLdB + n_base + t * (Cfg::WN / NSUB)], &br[4 * t]);
-        };
-        T ar[2][Cfg::TM], br[2][Cfg::TN];
-        load_fragments(0, ar[0], br[0]);
-#pragma unroll
-        for (int p = 0; p < BK; ++p) {
-          if (p + 1 < BK) load_fragments(p + 1, ar[(p + 1) % 2], br[(p + 1) % 2]);
-          outer_product(acc, ar[p % 2], br[p % 2]);
-        }
-      } else {
-#pragma unroll
-        for (int p = 0; p < BK; ++p) {
-          T ar[Cfg::TM], br[Cfg::TN];
-#pragma unroll
-          for (int s = 0; s < MSUB; ++s) load4(&As[p * kLdA + m_base + s * (Cfg::WM / MSUB)], &ar[4 * s]);
-#pragma unroll
-          for (int t = 0; t < NSUB; ++t) load4(&Bs[p * kLdB + n_base + t * (Cfg::WN / NSUB)], &br[4 * t]);
-          outer_product(acc, ar, br);
-        }
-      }
+      multiply_stage<Cfg>(acc, As, As + BK * kLdA, m_base, n_base);
     });
 
 #pragma unroll

@@ -27,14 +27,9 @@
 // The epilogue writes FP32 pairs straight from the accumulators (guarded; C += when
 // GpuGemm::accumulate). Sizes up to 2^31 - 1 (TMA coordinates are 32-bit).
 //
-// Measured (H200, 2026-11-30, at 4096 / 8192 / 16384): tf32-wgmma 83 / 91 / 103% and
-// tf32-wgmma-rawa 90 / 94 / 101% of cuBLAS TF32; bf16-wgmma 541 / 661 / 723 TFLOP/s, which is
-// about 109 / 107 / 115% of cuBLAS on the same float32 data rounded to BF16 by a pass (494 / 620
-// / 628, cublas-bf16) and 75 / 85 / 104% of cuBLAS's BF16 GEMM alone on BF16-stored data (720 /
-// 777 / 697) -- the cuBLAS figures from 2026-12-01; the 134-199% once printed here were against
-// GemmEx CUBLAS_COMPUTE_32F_FAST_16BF on float32 (~400), not a BF16 product. ncu: the tensor
-// pipe 91-94% busy in the GEMM kernel. Not done: clusters with TMA multicast (half the L2
-// traffic of the shared operand), an epilogue through shared memory with TMA stores.
+// Measured against cuBLAS on the H200 (TF32, BF16 after a rounding pass, BF16-stored data, ncu's
+// tensor-pipe use): docs/kernels.md. Not done: clusters with TMA multicast (half the L2 traffic
+// of the shared operand), an epilogue through shared memory with TMA stores.
 //
 // Built only for sm_90a (CMake: TESSERA_WITH_SM90A); on another GPU the kernels fall back to
 // tensorcore.cu's mma.sync "tf32"/"bf16".
@@ -54,6 +49,7 @@
 namespace tessera::kernels {
 namespace {
 
+using hopper::tile_of;
 using hopper::WgmmaInput;
 
 // ---- operand formats ------------------------------------------------------------------------------
@@ -180,19 +176,6 @@ struct WgmmaConfig {
                 "wgmma: every tile starts on a 1024-byte boundary (the 128-byte swizzle's period)");
   static_assert(kSmemBytes <= 227 * 1024, "wgmma: the stages fit an SM's shared memory");
 };
-
-// Row and column of the tile number `t` when tiles are walked kGroupM tile rows at a time,
-// down each group's columns.
-template <int GROUP>
-__device__ __forceinline__ void tile_of(std::int64_t t, std::int64_t tiles_m, std::int64_t tiles_n, std::int64_t& tm,
-                                        std::int64_t& tn) {
-  const std::int64_t per_group = GROUP * tiles_n;
-  const std::int64_t first = t / per_group * GROUP;
-  const std::int64_t rows = tiles_m - first < GROUP ? tiles_m - first : GROUP;
-  const std::int64_t in_group = t % per_group;
-  tm = first + in_group % rows;
-  tn = in_group / rows;
-}
 
 template <bool ACCUMULATE>
 __device__ __forceinline__ void store_pair(float* c, std::int64_t m, std::int64_t n, std::int64_t r, std::int64_t col,

@@ -177,6 +177,11 @@ Share block_share(const Problem& p, int rank, std::int64_t gemm_k);
 // Throws on every rank where one is not.
 void check_backend(const RankRun& run);
 
+// The start of a block algorithm's deliver step: where C is written in place, each rank writes its
+// own block (`written_seconds`: what writing it already took during compute, where it did:
+// run.c_written) and this returns true; otherwise it says C is gathered and returns false.
+bool write_own_block_in_place(RankRun& run, double written_seconds);
+
 // make(), where a DeviceError it throws (a product the GPU has no room for: the backend says what
 // is missing) gets `advice` (the algorithm's: what to do about it).
 template <class Make>

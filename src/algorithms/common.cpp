@@ -39,6 +39,18 @@ void check_backend(const RankRun& run) {
   });
 }
 
+bool write_own_block_in_place(RankRun& run, double written_seconds) {
+  if (!run.out.in_place()) {
+    run.progress("gathering and writing C");
+    return false;
+  }
+  run.progress("writing C blocks on every rank");
+  const Share& s = run.share;
+  run.out.write_own_block(run.comm, s.rows.begin, s.cols.begin, s.rows.size(), s.cols.size(), run.c.data(),
+                          run.c_written, written_seconds, run.me.phases);
+  return true;
+}
+
 int fastest_bands(int first, int most, const std::function<double(int)>& seconds,
                   const std::function<bool(int)>& allowed) {
   int best = first;

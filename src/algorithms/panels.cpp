@@ -176,15 +176,8 @@ class Panels final : public Algorithm {
   }
 
   void deliver(RankRun& run) override {
-    const Share& s = run.share;
     const double streamed = run.c_written ? run.c_write_seconds : 0;
-    if (run.out.in_place()) {
-      run.progress("writing C blocks on every rank");
-      run.out.write_own_block(run.comm, s.rows.begin, s.cols.begin, s.rows.size(), s.cols.size(), run.c.data(),
-                              run.c_written, streamed, run.me.phases);
-      return;
-    }
-    run.progress("gathering and writing C");
+    if (write_own_block_in_place(run, streamed)) return;
     const Problem& p = run.problem;
     run.out.gather(run.comm, partition::Partition(p.m, p.n, p.k, p.ranks, p.grid), run.c.data(), {}, run.c_written,
                    run.me.phases);

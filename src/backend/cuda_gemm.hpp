@@ -10,6 +10,8 @@
 
 #include "backend/backend.hpp"
 #include "backend/cuda_device.hpp"
+#include "backend/step_times.hpp"
+#include "kernels/cuda_resources.hpp"
 
 namespace tessera::backend {
 
@@ -32,6 +34,34 @@ std::int64_t staged_tile_rows(const StagedProblem& p, std::size_t budget);
 // `kernel` is a resolved name. Phases "h2d", "kernel", "d2h" (overlapping).
 std::vector<PhaseTime> gemm_staged_on_gpu(Gpu& gpu, const std::string& kernel, const StagedProblem& p,
                                           std::int64_t tile_rows);
+
+// What the streamed and the staged GEMM share: a copy-in and a copy-out stream beside the GPU's
+// compute stream, and the device time of the steps enqueued on them (h2d, kernel, d2h).
+class CopyStreams {
+ protected:
+  explicit CopyStreams(Gpu& gpu) : gpu_(gpu) {}
+  cudaStream_t in() const { return copy_in_.get(); }
+  cudaStream_t out() const { return copy_out_.get(); }
+  // Waits for the work of the three streams; reports a fault.
+  void wait_all() const {
+    copy_in_.synchronize();
+    gpu_.stream.synchronize();
+    copy_out_.synchronize();
+  }
+  // On an error: waits for the enqueued work, whatever it reports, before the buffers go.
+  void wait_all_quietly() const { synchronize_quietly({in(), gpu_.stream.get(), out()}); }
+  // After wait_all(): the GPU's peak memory noted, and the steps' times as the GEMM's phases.
+  std::vector<PhaseTime> phases() {
+    gpu_.note_peak();
+    steps_.collect();
+    return {{"h2d", h2d_}, {"kernel", kernel_s_}, {"d2h", d2h_}};
+  }
+
+  Gpu& gpu_;
+  kernels::Stream copy_in_, copy_out_;
+  StepTimes steps_;
+  double h2d_ = 0, kernel_s_ = 0, d2h_ = 0;
+};
 
 // backend.hpp's PanelProduct on the GPU (cuda_panel_product.cpp); refuses one over `budget`.
 std::unique_ptr<PanelProduct> make_cuda_panel_product(Gpu& gpu, const std::string& kernel, DType dtype, std::int64_t m,

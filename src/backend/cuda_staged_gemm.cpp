@@ -54,10 +54,10 @@ std::int64_t staged_tile_rows(const StagedProblem& p, std::size_t budget) {
 
 namespace {
 
-class StagedRun {
+class StagedRun : CopyStreams {
  public:
   StagedRun(Gpu& gpu, std::string kernel, const StagedProblem& p, std::int64_t mr)
-      : gpu_(gpu), kernel_(std::move(kernel)), p_(p), es_(dtype_size(p.dtype)), mr_(mr) {
+      : CopyStreams(gpu), kernel_(std::move(kernel)), p_(p), es_(dtype_size(p.dtype)), mr_(mr) {
     const std::string what = " (staged, " + std::to_string(mr_) + "-row tiles)";
     b_ = kernels::DeviceBuffer(static_cast<std::size_t>(p.k * p.n) * es_, "B" + what);
     for (int s = 0; s < DoubleBuffer::kSlots; ++s) {
@@ -81,23 +81,17 @@ class StagedRun {
       b_ready_.record(in());
       CUDA_CHECK(cudaStreamWaitEvent(gpu_.stream.get(), b_ready_.get(), 0));
       for (std::int64_t i0 = 0, row = 0; i0 < p_.m; i0 += mr_, ++row) tile_row(static_cast<int>(row % 2), i0);
-      copy_in_.synchronize();
-      gpu_.stream.synchronize();
-      copy_out_.synchronize();
+      wait_all();
       finish_writer();
     } catch (...) {
-      synchronize_quietly({in(), gpu_.stream.get(), out()});
+      wait_all_quietly();
       stop_writer();
       throw;
     }
-    gpu_.note_peak();
-    steps_.collect();
-    return {{"h2d", h2d_}, {"kernel", kernel_s_}, {"d2h", d2h_}};
+    return phases();
   }
 
  private:
-  cudaStream_t in() const { return copy_in_.get(); }
-  cudaStream_t out() const { return copy_out_.get(); }
   unsigned char* up_slot(int s) const { return staging_.data() + static_cast<std::size_t>(s) * slot_bytes_; }
   unsigned char* down_slot(int s) const {
     return staging_.data() + static_cast<std::size_t>(kUpSlots + s) * slot_bytes_;
@@ -224,7 +218,6 @@ class StagedRun {
     if (writer_.joinable()) writer_.join();
   }
 
-  Gpu& gpu_;
   std::string kernel_;
   const StagedProblem& p_;
   std::size_t es_;
@@ -232,12 +225,9 @@ class StagedRun {
   std::size_t slot_bytes_ = 0;
   kernels::DeviceBuffer b_, a_[DoubleBuffer::kSlots], c_[DoubleBuffer::kSlots];
   HostBuffer staging_;  // kUpSlots then kDownSlots slots of slot_bytes_, page-locked
-  kernels::Stream copy_in_, copy_out_;
   kernels::Event b_ready_, up_copied_[kUpSlots], down_copied_[kDownSlots];
   DoubleBuffer a_ring_, c_ring_;
   int next_up_ = 0;
-  StepTimes steps_;
-  double h2d_ = 0, kernel_s_ = 0, d2h_ = 0;
   // Between this thread and the writer:
   std::mutex mutex_;
   std::condition_variable changed_;

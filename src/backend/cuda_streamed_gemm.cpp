@@ -58,10 +58,10 @@ Tiles choose_tiles(const GemmProblem& p, std::size_t budget, std::int64_t min_ro
   return {mr, nc};
 }
 
-class StreamedGemm {
+class StreamedGemm : CopyStreams {
  public:
   StreamedGemm(Gpu& gpu, std::string kernel, const GemmProblem& p, Tiles tiles, bool out_of_core)
-      : gpu_(gpu),
+      : CopyStreams(gpu),
         kernel_(std::move(kernel)),
         p_(p),
         elem_(dtype_size(p.dtype)),
@@ -90,22 +90,15 @@ class StreamedGemm {
         });
       std::int64_t tile = 0;
       for (std::int64_t i0 = 0, row = 0; i0 < p_.m; i0 += t_.rows, ++row) tile_row(row, i0, tile);
-      copy_in_.synchronize();
-      gpu_.stream.synchronize();
-      copy_out_.synchronize();
+      wait_all();
     } catch (...) {
-      synchronize_quietly({in(), gpu_.stream.get(), out()});
+      wait_all_quietly();
       throw;
     }
-    gpu_.note_peak();
-    steps_.collect();
-    return {{"h2d", h2d_}, {"kernel", kernel_s_}, {"d2h", d2h_}};
+    return phases();
   }
 
  private:
-  cudaStream_t in() const { return copy_in_.get(); }
-  cudaStream_t out() const { return copy_out_.get(); }
-
   // Tile row `row` (rows i0 ...): its A rows up, once they have arrived; then its tiles; then,
   // streaming, a host callback on the copy-out stream publishes the row once it is in host memory.
   void tile_row(std::int64_t row, std::int64_t i0, std::int64_t& tile) {
@@ -171,7 +164,6 @@ class StreamedGemm {
     d->progress->publish(d->rows);
   }
 
-  Gpu& gpu_;
   std::string kernel_;
   const GemmProblem& p_;
   std::size_t elem_;
@@ -179,10 +171,7 @@ class StreamedGemm {
   bool b_once_;
   std::vector<RowsDone> done_;  // outlives the streams' work (run() waits for it)
   kernels::DeviceBuffer a_[DoubleBuffer::kSlots], b_[DoubleBuffer::kSlots], c_[DoubleBuffer::kSlots];
-  kernels::Stream copy_in_, copy_out_;
   DoubleBuffer a_ring_, b_ring_, c_ring_;
-  StepTimes steps_;
-  double h2d_ = 0, kernel_s_ = 0, d2h_ = 0;
 };
 
 }  // namespace

@@ -33,24 +33,28 @@ std::optional<Path> parse_path(const std::string& text) {
   return std::nullopt;
 }
 
+namespace {
+
+// A device path asked for by name: taken where the backend is cuda and the path can be used here,
+// refused otherwise (`why_not` follows "--comm NAME" in the message).
+Path asked_device_path(Path path, bool cuda, bool usable, const char* why_not) {
+  if (!cuda) throw InputError("--comm " + path_name(path) + " needs the cuda backend");
+  if (!usable) throw InputError("--comm " + path_name(path) + why_not);
+  return path;
+}
+
+}  // namespace
+
 Path choose_path(std::optional<Path> want, bool cuda, bool nccl, bool cuda_aware) {
   if (want == Path::host) return Path::host;
-  if (want == Path::nccl) {
-    if (!cuda) throw InputError("--comm nccl needs the cuda backend");
-    if (!nccl)
-      throw InputError(
-          "--comm nccl is not available: this build has no NCCL, or two ranks share a GPU (NCCL takes "
-          "one rank per GPU); use --comm auto");
-    return Path::nccl;
-  }
-  if (want == Path::cuda_aware) {
-    if (!cuda) throw InputError("--comm cuda-aware needs the cuda backend");
-    if (!cuda_aware)
-      throw InputError(
-          "--comm cuda-aware: this MPI library does not report CUDA support at run time "
-          "(MPIX_Query_cuda_support); use --comm host or nccl");
-    return Path::cuda_aware;
-  }
+  if (want == Path::nccl)
+    return asked_device_path(Path::nccl, cuda, nccl,
+                             " is not available: this build has no NCCL, or two ranks share a GPU (NCCL takes "
+                             "one rank per GPU); use --comm auto");
+  if (want == Path::cuda_aware)
+    return asked_device_path(Path::cuda_aware, cuda, cuda_aware,
+                             ": this MPI library does not report CUDA support at run time "
+                             "(MPIX_Query_cuda_support); use --comm host or nccl");
   if (cuda && nccl) return Path::nccl;
   if (cuda && cuda_aware) return Path::cuda_aware;
   return Path::host;

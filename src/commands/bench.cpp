@@ -3,8 +3,8 @@
 // events around each launch (copies are not the kernels' cost); on the CPU with steady_clock.
 // Results are data first (rows -> JSON/CSV), then a table.
 #include "commands/bench.hpp"
+#include "commands/bench_harness.hpp"
 #include "commands/bench_results.hpp"
-#include "commands/gemm_size.hpp"
 #include "commands/provenance.hpp"
 
 #include <cblas.h>
@@ -12,7 +12,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -21,7 +20,6 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +34,7 @@
 
 #ifdef TESSERA_HAVE_CUDA
 #include "backend/cuda_backend.hpp"
+#include "commands/bench_harness_cuda.hpp"
 #include "backend/gpu_telemetry.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/cuda_resources.hpp"
@@ -52,54 +51,6 @@ constexpr std::int64_t kCpuNaiveMax = 1024;
 
 // OpenBLAS called directly (cblas_direct below): the CPU's vendor baseline.
 constexpr const char* kCpuVendorKernel = "openblas-direct";
-
-Size parse_size(const std::string& text) { return parse_gemm_size(text, "bench"); }
-
-DType parse_dtype(const std::string& text) {
-  if (text == "f32" || text == "float32") return DType::f32;
-  if (text == "f64" || text == "float64") return DType::f64;
-  throw InputError("bench: dtype '" + text + "' is not f32 or f64");
-}
-
-// ||C - Cref||_F / ||Cref||_F, accumulated in float64. NaN when C holds a NaN.
-template <class T>
-double rel_frobenius_error(const std::vector<T>& c, const std::vector<double>& ref) {
-  double diff = 0, norm = 0;
-  for (std::size_t i = 0; i < c.size(); ++i) {
-    const double d = static_cast<double>(c[i]) - ref[i];
-    diff += d * d;
-    norm += ref[i] * ref[i];
-  }
-  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-}
-
-// Inputs of one size: uniform [-1, 1) from a generator seeded by the seed and the size.
-struct Inputs {
-  std::vector<double> a, b;
-  Inputs(const Size& s, std::uint64_t seed) {
-    // seed_seq takes 32-bit words: the seed in two halves, then the size.
-    std::seed_seq seq{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32),
-                      static_cast<std::uint32_t>(s.m), static_cast<std::uint32_t>(s.n),
-                      static_cast<std::uint32_t>(s.k)};
-    std::mt19937_64 rng(seq);
-    std::uniform_real_distribution<double> dist(-1.0, 1.0);
-    a.resize(static_cast<std::size_t>(s.m * s.k));
-    b.resize(static_cast<std::size_t>(s.k * s.n));
-    for (double& v : a) v = dist(rng);
-    for (double& v : b) v = dist(rng);
-  }
-};
-
-// Elementwise conversion: the inputs rounded to T, and those values back in float64 (exact).
-template <class T, class S>
-std::vector<T> rounded(const std::vector<S>& x) {
-  return std::vector<T>(x.begin(), x.end());
-}
-
-void progress(const Size& s, DType t, const std::string& kernel) {
-  std::fprintf(stderr, "bench: %s %s %s ...", s.label().c_str(), short_name(t), kernel.c_str());
-  std::fflush(stderr);
-}
 
 void progress_done(const Row& row) {
   if (!row.skipped.empty())
@@ -137,7 +88,7 @@ void cblas_direct(const Size& s, const double* a, const double* b, double* c) {
 }
 
 template <class T>
-void bench_cpu(const Size& s, const Inputs& in, const std::vector<std::string>& names, const BenchOptions& opts,
+void bench_cpu(const Size& s, const Inputs& in, const std::vector<std::string>& names, const Timing& timing,
                std::vector<Row>& rows) {
   const DType dtype = sizeof(T) == 4 ? DType::f32 : DType::f64;
   const std::vector<T> a = rounded<T>(in.a), b = rounded<T>(in.b);
@@ -166,15 +117,10 @@ void bench_cpu(const Size& s, const Inputs& in, const std::vector<std::string>& 
     }
     if (!fits_int) row.skipped = "no float64 reference: sizes beyond the BLAS int range";
 
-    progress(s, dtype, kernel);
+    announce("bench", s, dtype, kernel);
     if (row.skipped.empty()) {
       std::fill(c.begin(), c.end(), std::numeric_limits<T>::quiet_NaN());  // unwritten -> NaN error
-      for (int i = 0; i < opts.warmup; ++i) launch();
-      for (int i = 0; i < opts.repeats; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        launch();
-        row.seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      }
+      row.seconds = time_on_host(timing, launch);
       row.rel_error = rel_frobenius_error(c, ref);
     }
     progress_done(row);
@@ -205,28 +151,11 @@ DeviceInfo gpu_info(const std::string& device, const backend::GpuTelemetry& tele
   return info;
 }
 
-// Copies ordered on the bench's stream, finished on return.
-template <class T>
-std::vector<T> download(const kernels::DeviceBuffer& d, std::size_t count, const kernels::Stream& stream) {
-  std::vector<T> x(count);
-  CUDA_CHECK(cudaMemcpyAsync(x.data(), d.get(), count * sizeof(T), cudaMemcpyDeviceToHost, stream.get()));
-  stream.synchronize();
-  return x;
-}
-
-kernels::DeviceBuffer upload(const void* host, std::size_t bytes, const std::string& what,
-                             const kernels::Stream& stream) {
-  kernels::DeviceBuffer d(bytes, what);
-  CUDA_CHECK(cudaMemcpyAsync(d.get(), host, bytes, cudaMemcpyHostToDevice, stream.get()));
-  stream.synchronize();
-  return d;
-}
-
 // C = A * B in float64 with cuBLAS: fast, and independent of the hand-written kernels.
 std::vector<double> gpu_reference(const Size& s, const std::vector<double>& a, const std::vector<double>& b,
                                   kernels::GpuContext& ctx, const kernels::Stream& stream) {
-  const kernels::DeviceBuffer da = upload(a.data(), a.size() * sizeof(double), "A (float64 reference)", stream);
-  const kernels::DeviceBuffer db = upload(b.data(), b.size() * sizeof(double), "B (float64 reference)", stream);
+  const kernels::DeviceBuffer da = upload(a, "A (float64 reference)", stream);
+  const kernels::DeviceBuffer db = upload(b, "B (float64 reference)", stream);
   const kernels::DeviceBuffer dc(static_cast<std::size_t>(s.m * s.n) * sizeof(double), "C (float64 reference)");
   kernels::gpu_gemm("cublas", {DType::f64, s.m, s.n, s.k, da.get(), db.get(), dc.get(), stream.get()}, ctx);
   return download<double>(dc, static_cast<std::size_t>(s.m * s.n), stream);
@@ -247,7 +176,7 @@ struct Bf16Inputs {
 };
 
 template <class T>
-void bench_gpu(const Size& s, const Inputs& in, const std::vector<std::string>& names, const BenchOptions& opts,
+void bench_gpu(const Size& s, const Inputs& in, const std::vector<std::string>& names, const Timing& timing,
                kernels::GpuContext& ctx, const kernels::Stream& stream, backend::GpuTelemetry& telemetry,
                std::vector<Row>& rows) {
   const DType dtype = sizeof(T) == 4 ? DType::f32 : DType::f64;
@@ -258,12 +187,10 @@ void bench_gpu(const Size& s, const Inputs& in, const std::vector<std::string>& 
   const std::vector<double> ref = gpu_reference(s, rounded<double>(a), rounded<double>(b), ctx, stream);
 
   const std::size_t c_count = static_cast<std::size_t>(s.m * s.n);
-  const kernels::DeviceBuffer da = upload(a.data(), a.size() * sizeof(T), "A", stream);
-  const kernels::DeviceBuffer db = upload(b.data(), b.size() * sizeof(T), "B", stream);
+  const kernels::DeviceBuffer da = upload(a, "A", stream);
+  const kernels::DeviceBuffer db = upload(b, "B", stream);
   const kernels::DeviceBuffer dc(c_count * sizeof(T), "C");
   Bf16Inputs bf16;
-  std::vector<kernels::Event> start(static_cast<std::size_t>(opts.repeats));
-  std::vector<kernels::Event> stop(static_cast<std::size_t>(opts.repeats));
 
   for (const std::string& kernel : names) {
     Row row(s, dtype, kernel);
@@ -276,7 +203,7 @@ void bench_gpu(const Size& s, const Inputs& in, const std::vector<std::string>& 
       row.tol = tolerance(dtype, traits.input_unit_roundoff);
       g.inputs = traits.inputs;
     }
-    progress(s, dtype, kernel);
+    announce("bench", s, dtype, kernel);
     if (!kernels::gpu_can_implement(kernel, g, &why)) row.skipped = why;
     if (row.skipped.empty()) {
       if (row.bf16_inputs) {  // float32 data (gpu_can_implement refused float64)
@@ -286,17 +213,10 @@ void bench_gpu(const Size& s, const Inputs& in, const std::vector<std::string>& 
       }
       kernels::gpu_prepare(kernel, ctx);
       CUDA_CHECK(cudaMemsetAsync(dc.get(), 0xFF, dc.bytes(), stream.get()));  // NaN: unwritten C fails
-      for (int i = 0; i < opts.warmup; ++i) kernels::gpu_gemm(kernel, g, ctx);
-      stream.synchronize();  // so that the clock and power samples cover the timed launches only
-      telemetry.start();
-      for (std::size_t i = 0; i < start.size(); ++i) {
-        start[i].record(stream.get());
-        kernels::gpu_gemm(kernel, g, ctx);
-        stop[i].record(stream.get());
-      }
-      stream.synchronize();
+      // The clock and power samples cover the timed launches only.
+      row.seconds = time_on_stream(
+          timing, [&] { kernels::gpu_gemm(kernel, g, ctx); }, stream, [&] { telemetry.start(); });
       row.telemetry = telemetry.stop();
-      for (std::size_t i = 0; i < start.size(); ++i) row.seconds.push_back(stop[i].seconds_since(start[i]));
       row.rel_error = rel_frobenius_error(download<T>(dc, c_count, stream), ref);
     }
     progress_done(row);
@@ -306,13 +226,56 @@ void bench_gpu(const Size& s, const Inputs& in, const std::vector<std::string>& 
 
 #endif  // TESSERA_HAVE_CUDA
 
+// The backend's kernels that --kernels names (all when it names none), in bench order.
+std::vector<std::string> chosen_kernels(const DeviceInfo& info, const BenchOptions& opts) {
+  std::vector<std::string> names;
+  for (const std::string& kernel : info.kernels)
+    if (opts.kernels.empty() || std::count(opts.kernels.begin(), opts.kernels.end(), kernel)) names.push_back(kernel);
+  for (const std::string& kernel : opts.kernels) {
+    if (!std::count(info.kernels.begin(), info.kernels.end(), kernel)) {
+      throw InputError(fmt::format("bench: unknown kernel '{}' for the {} backend (choose from: {})", kernel,
+                                   info.backend, fmt::join(info.kernels, ", ")));
+    }
+  }
+  return names;
+}
+
+// What the table's numbers are: timing, accuracy, baselines, clocks.
+void print_header(const DeviceInfo& info, const BenchOptions& opts) {
+  fmt::print("tessera bench: {} on {}\n", info.backend, info.device);
+  fmt::print("median of {} timed launches after {} warm-up(s); seed {}; {}\n", opts.repeats, opts.warmup, opts.seed,
+             info.backend == "cuda" ? "CUDA events around each launch on device buffers (no copies)"
+                                    : "steady_clock around each call");
+  fmt::print("accuracy: relative Frobenius error vs {}; tolerance f32 {:g}, f64 {:g}", info.reference,
+             tolerance(DType::f32), tolerance(DType::f64));
+  if (info.backend == "cuda") {
+    fmt::print(" (+ 2 u_in for kernels that round inputs: tf32 {:.2g}, bf16 {:.2g})\n", tolerance(DType::f32, 0x1p-11),
+               tolerance(DType::f32, 0x1p-8));
+    fmt::print(
+        "% {0}: against the fastest {0} call (column vs) given the same inputs that rounds them no more: FP32 and "
+        "FP64 kernels vs cublas (FP32 / FP64 compute); TF32 vs cublas-tf32 or better; BF16 kernels on float32 data "
+        "vs cublas-bf16 (a rounding pass, then BF16 GEMM) or better; cublas-bf16-stored is cuBLAS's BF16 GEMM alone, "
+        "on BF16 data\n",
+        info.vendor_label);
+    const TelemetryInfo& t = info.telemetry;
+    if (t.recorded)
+      fmt::print(
+          "clocks: SM clock and board power sampled every {:g} ms during each kernel's timed launches, medians "
+          "(power: {}; SM clock max {:.0f} MHz, power limit {:.0f} W)\n\n",
+          t.period_ms, t.source, t.sm_clock_max_mhz, t.power_limit_w);
+    else
+      fmt::print("clocks: not recorded ({})\n\n", t.source);
+  } else {
+    fmt::print("\n\n");
+  }
+}
+
 void write_file(const std::string& path, const std::string& text) { io::write_file_replacing(path, text); }
 
 }  // namespace
 
 int run_bench(const BenchOptions& opts) {
-  if (opts.repeats < 1) throw InputError("bench: --repeats must be at least 1");
-  if (opts.warmup < 0) throw InputError("bench: --warmup must not be negative");
+  const Timing timing = checked_timing(opts.warmup, opts.repeats, "bench");
   std::string which = opts.backend.empty() ? "auto" : opts.backend;
   if (which != "auto" && which != "cpu" && which != "cuda")
     throw InputError("bench: unknown backend '" + which + "' (choose: auto, cpu, cuda)");
@@ -344,21 +307,9 @@ int run_bench(const BenchOptions& opts) {
   const DeviceInfo info = cpu_info();
 #endif
 
-  std::vector<Size> sizes;
-  for (const std::string& text : opts.sizes.empty() ? info.default_sizes : opts.sizes)
-    sizes.push_back(parse_size(text));
-  std::vector<DType> dtypes;
-  for (const std::string& text : opts.dtypes.empty() ? std::vector<std::string>{"f32", "f64"} : opts.dtypes)
-    dtypes.push_back(parse_dtype(text));
-  std::vector<std::string> names;
-  for (const std::string& kernel : info.kernels)
-    if (opts.kernels.empty() || std::count(opts.kernels.begin(), opts.kernels.end(), kernel)) names.push_back(kernel);
-  for (const std::string& kernel : opts.kernels) {
-    if (!std::count(info.kernels.begin(), info.kernels.end(), kernel)) {
-      throw InputError(fmt::format("bench: unknown kernel '{}' for the {} backend (choose from: {})", kernel,
-                                   info.backend, fmt::join(info.kernels, ", ")));
-    }
-  }
+  const std::vector<Size> sizes = parse_sizes(opts.sizes, info.default_sizes, "bench");
+  const std::vector<DType> dtypes = parse_dtypes(opts.dtypes, "bench");
+  const std::vector<std::string> names = chosen_kernels(info, opts);
 
   std::vector<Row> rows;
 #ifdef TESSERA_HAVE_CUDA
@@ -375,46 +326,21 @@ int run_bench(const BenchOptions& opts) {
 #ifdef TESSERA_HAVE_CUDA
       if (which == "cuda") {
         if (t == DType::f32)
-          bench_gpu<float>(s, in, names, opts, *ctx, *stream, *telemetry, rows);
+          bench_gpu<float>(s, in, names, timing, *ctx, *stream, *telemetry, rows);
         else
-          bench_gpu<double>(s, in, names, opts, *ctx, *stream, *telemetry, rows);
+          bench_gpu<double>(s, in, names, timing, *ctx, *stream, *telemetry, rows);
         continue;
       }
 #endif
       if (t == DType::f32)
-        bench_cpu<float>(s, in, names, opts, rows);
+        bench_cpu<float>(s, in, names, timing, rows);
       else
-        bench_cpu<double>(s, in, names, opts, rows);
+        bench_cpu<double>(s, in, names, timing, rows);
     }
   }
   finish(rows, info);
 
-  fmt::print("tessera bench: {} on {}\n", info.backend, info.device);
-  fmt::print("median of {} timed launches after {} warm-up(s); seed {}; {}\n", opts.repeats, opts.warmup, opts.seed,
-             info.backend == "cuda" ? "CUDA events around each launch on device buffers (no copies)"
-                                    : "steady_clock around each call");
-  fmt::print("accuracy: relative Frobenius error vs {}; tolerance f32 {:g}, f64 {:g}", info.reference,
-             tolerance(DType::f32), tolerance(DType::f64));
-  if (which == "cuda") {
-    fmt::print(" (+ 2 u_in for kernels that round inputs: tf32 {:.2g}, bf16 {:.2g})\n", tolerance(DType::f32, 0x1p-11),
-               tolerance(DType::f32, 0x1p-8));
-    fmt::print(
-        "% {0}: against the fastest {0} call (column vs) given the same inputs that rounds them no more: FP32 and "
-        "FP64 kernels vs cublas (FP32 / FP64 compute); TF32 vs cublas-tf32 or better; BF16 kernels on float32 data "
-        "vs cublas-bf16 (a rounding pass, then BF16 GEMM) or better; cublas-bf16-stored is cuBLAS's BF16 GEMM alone, "
-        "on BF16 data\n",
-        info.vendor_label);
-    const TelemetryInfo& t = info.telemetry;
-    if (t.recorded)
-      fmt::print(
-          "clocks: SM clock and board power sampled every {:g} ms during each kernel's timed launches, medians "
-          "(power: {}; SM clock max {:.0f} MHz, power limit {:.0f} W)\n\n",
-          t.period_ms, t.source, t.sm_clock_max_mhz, t.power_limit_w);
-    else
-      fmt::print("clocks: not recorded ({})\n\n", t.source);
-  } else {
-    fmt::print("\n\n");
-  }
+  print_header(info, opts);
   fmt::print("{}", format_table(rows, info));
   std::fflush(stdout);
 

@@ -13,7 +13,7 @@
 
 #include "backend/gpu_telemetry.hpp"
 #include "commands/bench.hpp"
-#include "commands/gemm_size.hpp"
+#include "commands/bench_harness.hpp"
 #include "core/dtype.hpp"
 #include "report/repeats.hpp"
 
@@ -34,11 +34,7 @@ inline double tolerance(DType t) { return t == DType::f32 ? 1e-5 : 1e-12; }
 // tolerance for the accumulation.
 inline double tolerance(DType t, double input_unit_roundoff) { return tolerance(t) + 2 * input_unit_roundoff; }
 
-inline const char* short_name(DType t) { return t == DType::f32 ? "f32" : "f64"; }
-
 inline double median(std::vector<double> x) { return x.empty() ? kNaN : report::spread(std::move(x)).median; }
-
-using Size = GemmSize;
 
 // One table row: a kernel on one size and dtype.
 struct Row {

@@ -1,12 +1,12 @@
-// `tessera tune` (see tune.hpp). The timing follows `tessera bench`: device
-// buffers, CUDA events around each launch, the median of several launches after a warm-up, on
-// random data (never zeros). The candidates are every kernel `auto` may choose, cuBLAS's
+// `tessera tune` (see tune.hpp). The timing is `tessera bench`'s (commands/bench_harness.hpp):
+// device buffers, CUDA events around each launch, the median of several launches after a
+// warm-up, on the same random data (never zeros). The candidates are every kernel `auto` may choose, cuBLAS's
 // full-precision call among them (timed first, so that its time is the bar from the start). A
 // candidate is eligible only if its result agrees with cuBLAS (FP32 / FP64 compute, same dtype)
 // to well within rounding, so a broken kernel can never win.
 #include "commands/tune.hpp"
 
-#include "commands/gemm_size.hpp"
+#include "commands/bench_harness.hpp"
 #include "report/provenance.hpp"
 #include "report/repeats.hpp"
 
@@ -38,6 +38,7 @@
 
 #ifdef TESSERA_HAVE_CUDA
 #include "backend/cuda_backend.hpp"
+#include "commands/bench_harness_cuda.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/cuda_resources.hpp"
 #include "kernels/gpu_gemm.hpp"
@@ -52,19 +53,10 @@ using backend::TuneTable;
 
 namespace {
 
-constexpr const char* kFormat = backend::kTuneFileFormat;
+[[maybe_unused]] constexpr const char* kFormat = backend::kTuneFileFormat;  // CUDA builds write it
 
-[[maybe_unused]] const char* short_name(DType t) { return t == DType::f32 ? "f32" : "f64"; }
-
-DType parse_dtype(const std::string& text) {
-  if (text == "f32" || text == "float32") return DType::f32;
-  if (text == "f64" || text == "float64") return DType::f64;
-  throw InputError("tune: dtype '" + text + "' is not f32 or f64");
-}
-
-using Size = GemmSize;
-
-Size parse_size(const std::string& text) { return parse_gemm_size(text, "tune"); }
+using bench::short_name;
+using bench::Size;
 
 }  // namespace
 
@@ -72,39 +64,6 @@ Size parse_size(const std::string& text) { return parse_gemm_size(text, "tune");
 
 #ifdef TESSERA_HAVE_CUDA
 namespace {
-
-// Uniform [-1, 1) from a counter-based hash (splitmix64): fast for hundreds of MB, reproducible.
-template <class T>
-std::vector<T> random_matrix(std::size_t count, std::uint64_t seed) {
-  std::vector<T> x(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (i + 1);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    x[i] = static_cast<T>(static_cast<double>(z >> 11) * 0x1p-52 - 1.0);
-  }
-  return x;
-}
-
-template <class T>
-std::vector<T> download(const kernels::DeviceBuffer& d, std::size_t count, const kernels::Stream& s) {
-  std::vector<T> x(count);
-  CUDA_CHECK(cudaMemcpyAsync(x.data(), d.get(), count * sizeof(T), cudaMemcpyDeviceToHost, s.get()));
-  s.synchronize();
-  return x;
-}
-
-template <class T>
-double rel_diff(const std::vector<T>& c, const std::vector<T>& ref) {
-  double diff = 0, norm = 0;
-  for (std::size_t i = 0; i < c.size(); ++i) {
-    const double d = static_cast<double>(c[i]) - static_cast<double>(ref[i]);
-    diff += d * d;
-    norm += static_cast<double>(ref[i]) * static_cast<double>(ref[i]);
-  }
-  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);  // NaN stays NaN
-}
 
 struct Result {
   std::string kernel;
@@ -124,52 +83,42 @@ std::vector<std::string> candidates_vendor_first() {
 }
 
 template <class T>
-TunedChoice tune_one(const Size& s, const TuneOptions& opts, kernels::GpuContext& ctx, const kernels::Stream& stream,
-                     std::map<std::string, double>& gflops_of) {
+TunedChoice tune_one(const Size& s, const bench::Inputs& in, const bench::Timing& timing, kernels::GpuContext& ctx,
+                     const kernels::Stream& stream, std::map<std::string, double>& gflops_of) {
   const DType dtype = sizeof(T) == 4 ? DType::f32 : DType::f64;
   // Agreement with cuBLAS in the same dtype: rounding differences are ~1e-6 (f32) and ~1e-15
   // (f64) in relative Frobenius norm; a wrong kernel is off by O(1).
   const double agree = dtype == DType::f32 ? 1e-4 : 1e-10;
-  const auto mk = static_cast<std::size_t>(s.m * s.k), kn = static_cast<std::size_t>(s.k * s.n);
   const auto mn = static_cast<std::size_t>(s.m * s.n);
-  const std::vector<T> a = random_matrix<T>(mk, opts.seed), b = random_matrix<T>(kn, opts.seed + 1);
-  kernels::DeviceBuffer da(mk * sizeof(T), "A"), db(kn * sizeof(T), "B"), dc(mn * sizeof(T), "C");
-  CUDA_CHECK(cudaMemcpyAsync(da.get(), a.data(), mk * sizeof(T), cudaMemcpyHostToDevice, stream.get()));
-  CUDA_CHECK(cudaMemcpyAsync(db.get(), b.data(), kn * sizeof(T), cudaMemcpyHostToDevice, stream.get()));
+  const kernels::DeviceBuffer da = bench::upload(bench::rounded<T>(in.a), "A", stream);
+  const kernels::DeviceBuffer db = bench::upload(bench::rounded<T>(in.b), "B", stream);
+  const kernels::DeviceBuffer dc(mn * sizeof(T), "C");
   const kernels::GpuGemm g{dtype, s.m, s.n, s.k, da.get(), db.get(), dc.get(), stream.get()};
 
   std::vector<T> ref;
   if (kernels::gpu_can_implement("cublas", g)) {
     kernels::gpu_gemm("cublas", g, ctx);
-    ref = download<T>(dc, mn, stream);
+    ref = bench::download<T>(dc, mn, stream);
   }
 
   const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
   std::vector<Result> results;
   double best = std::numeric_limits<double>::infinity();
-  kernels::Event start, stop;
   for (const std::string& kernel : candidates_vendor_first()) {
     Result r;
     r.kernel = kernel;
     std::string why;
     if (!kernels::gpu_can_implement(kernel, g, &why)) continue;  // e.g. dmma on float32
-    std::fprintf(stderr, "tune: %lldx%lldx%lld %s %s ...", static_cast<long long>(s.m), static_cast<long long>(s.n),
-                 static_cast<long long>(s.k), short_name(dtype), kernel.c_str());
+    bench::announce("tune", s, dtype, kernel);
     kernels::gpu_prepare(kernel, ctx);
     CUDA_CHECK(cudaMemsetAsync(dc.get(), 0xFF, mn * sizeof(T), stream.get()));  // NaN: unwritten C fails
-    for (int i = 0; i < std::max(opts.warmup, 1); ++i) kernels::gpu_gemm(kernel, g, ctx);
-    std::vector<double> times;
-    for (int i = 0; i < opts.repeats; ++i) {
-      start.record(stream.get());
-      kernels::gpu_gemm(kernel, g, ctx);
-      stop.record(stream.get());
-      times.push_back(stop.seconds_since(start));
-      // Far behind the best so far: one timing is enough to rule it out.
-      if (i == 0 && times[0] > 3 * best) break;
-    }
-    r.median_s = report::spread(times).median;
+    // Far behind the best so far: one timing is enough to rule it out.
+    const bench::Timing limited{timing.warmup, timing.repeats, 3 * best};
+    r.median_s = report::spread(bench::time_on_stream(
+                                    limited, [&] { kernels::gpu_gemm(kernel, g, ctx); }, stream))
+                     .median;
     if (!ref.empty()) {
-      const double d = rel_diff(download<T>(dc, mn, stream), ref);
+      const double d = bench::rel_frobenius_error(bench::download<T>(dc, mn, stream), ref);
       if (!(d <= agree)) r.note = fmt::format("disagrees with cuBLAS (rel. diff {:.2e})", d);
     }
     if (r.note.empty()) best = std::min(best, r.median_s);
@@ -203,15 +152,10 @@ std::string utc_now() {
 
 int run_tune(const TuneOptions& opts) {
   // Options and the file to write first, before any GPU work (commands/command_paths.hpp).
-  if (opts.repeats < 1) throw InputError("tune: --repeats must be at least 1");
-  if (opts.warmup < 0) throw InputError("tune: --warmup must not be negative");
-  std::vector<Size> sizes;
-  for (const std::string& t :
-       opts.sizes.empty() ? std::vector<std::string>{"1024", "2048", "4096", "8192"} : opts.sizes)
-    sizes.push_back(parse_size(t));
-  std::vector<DType> dtypes;
-  for (const std::string& t : opts.dtypes.empty() ? std::vector<std::string>{"f32", "f64"} : opts.dtypes)
-    dtypes.push_back(parse_dtype(t));
+  [[maybe_unused]] bench::Timing timing = bench::checked_timing(opts.warmup, opts.repeats, "tune");
+  timing.warmup = std::max(timing.warmup, 1);  // a first launch may load a library or a module
+  const std::vector<Size> sizes = bench::parse_sizes(opts.sizes, {"1024", "2048", "4096", "8192"}, "tune");
+  const std::vector<DType> dtypes = bench::parse_dtypes(opts.dtypes, "tune");
   if (!opts.out.empty()) guard_tune_paths(opts.out, opts.config);
 #ifndef TESSERA_HAVE_CUDA
   throw InputError("tune: this tessera was built without CUDA; tuning is for the GPU kernels");
@@ -235,8 +179,9 @@ int run_tune(const TuneOptions& opts) {
   for (const DType t : dtypes) {
     for (const Size& s : sizes) {
       std::map<std::string, double> gflops_of;
-      choices.push_back(t == DType::f32 ? tune_one<float>(s, opts, ctx, stream, gflops_of)
-                                        : tune_one<double>(s, opts, ctx, stream, gflops_of));
+      const bench::Inputs in(s, opts.seed);
+      choices.push_back(t == DType::f32 ? tune_one<float>(s, in, timing, ctx, stream, gflops_of)
+                                        : tune_one<double>(s, in, timing, ctx, stream, gflops_of));
       candidates.push_back(std::move(gflops_of));
     }
   }
@@ -269,14 +214,14 @@ int run_tune(const TuneOptions& opts) {
                     {"gflops", c.gflops},
                     {"candidates", candidates[i]}});
   }
-  const nlohmann::json doc = {{"schema", report::kTuneSchema},
-                              {"format", kFormat},
-                              {"device", device},
-                              {"created", utc_now()},
-                              {"tessera_version", kVersion},
-                              {"timing", fmt::format("median of {} launches after {} warm-up(s), CUDA events",
-                                                     opts.repeats, std::max(opts.warmup, 1))},
-                              {"choices", list}};
+  const nlohmann::json doc = {
+      {"schema", report::kTuneSchema},
+      {"format", kFormat},
+      {"device", device},
+      {"created", utc_now()},
+      {"tessera_version", kVersion},
+      {"timing", fmt::format("median of {} launches after {} warm-up(s), CUDA events", timing.repeats, timing.warmup)},
+      {"choices", list}};
   io::write_file_replacing(out, doc.dump(2) + "\n");
 
   fmt::print("tessera tune: {} ({} launches per candidate, median)\n", device, opts.repeats);

@@ -265,6 +265,90 @@ bool list_chunks(hid_t dset, const Layout& l, std::int64_t row0, std::int64_t nr
   return true;
 }
 
+using FetchChunk = std::function<void(std::size_t, RawChunk&)>;
+using DecodeChunk =
+    std::function<bool(RawChunk&, Inflater&, std::vector<unsigned char>&, std::vector<unsigned char>&, std::string&)>;
+
+// Chunks 0 .. count-1 fetched by this thread into a bounded queue and decoded by `helpers` threads
+// (each with its own inflater and two buffers of `raw_bytes`). False when no helper could start
+// (nothing was read: the caller reads them in turn); throws what the first failure was.
+bool decode_in_parallel(std::size_t count, int helpers, std::size_t raw_bytes, const std::string& where,
+                        const FetchChunk& fetch, const DecodeChunk& decode_one) {
+  // This thread fetches raw chunks into a bounded queue; the helpers decode them.
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<RawChunk> ready, spare;
+  bool done = false;
+  std::string failure;
+  const std::size_t depth = 2 * static_cast<std::size_t>(helpers);
+  const auto work = [&] {
+    try {
+      Inflater inflater;
+      std::vector<unsigned char> a(raw_bytes), b(raw_bytes);
+      std::string why;
+      for (;;) {
+        RawChunk ch;
+        {
+          std::unique_lock<std::mutex> lock(mutex);
+          changed.wait(lock, [&] { return !ready.empty() || done; });
+          if (ready.empty()) return;
+          ch = std::move(ready.front());
+          ready.pop_front();
+        }
+        changed.notify_all();
+        const bool ok = decode_one(ch, inflater, a, b, why);
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!ok && failure.empty()) failure = chunk_text(where, ch.row0, ch.col0) + why + ": the file is corrupt";
+        spare.push_back(std::move(ch));
+      }
+    } catch (const std::exception& e) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (failure.empty()) failure = "reading '" + where + "' failed: " + e.what();
+    }
+  };
+  std::vector<std::thread> pool;
+  try {
+    for (int t = 0; t < helpers; ++t) pool.emplace_back(work);
+  } catch (const std::system_error&) {
+    if (pool.empty()) return false;  // no helper could start
+    // else: the helpers that started share the chunks
+  }
+  const auto stop = [&] {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      done = true;
+    }
+    changed.notify_all();
+    for (auto& th : pool) th.join();
+  };
+  try {
+    for (std::size_t i = 0; i < count; ++i) {
+      RawChunk ch;
+      {
+        std::unique_lock<std::mutex> lock(mutex);
+        changed.wait(lock, [&] { return ready.size() < depth || !failure.empty(); });
+        if (!failure.empty()) break;
+        if (!spare.empty()) {
+          ch = std::move(spare.front());
+          spare.pop_front();
+        }
+      }
+      fetch(i, ch);
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        ready.push_back(std::move(ch));
+      }
+      changed.notify_all();
+    }
+  } catch (...) {
+    stop();
+    throw;
+  }
+  stop();
+  if (!failure.empty()) throw IoError(failure);
+  return true;
+}
+
 }  // namespace
 
 bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
@@ -309,79 +393,10 @@ bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::
   const int helpers = std::min(io_threads(), static_cast<int>(origins.size())) - 1;
   if (helpers <= 0) return serial();
 
-  // This thread fetches raw chunks into a bounded queue; the helpers decode them.
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::deque<RawChunk> ready, spare;
-  bool done = false;
-  std::string failure;
-  const std::size_t depth = 2 * static_cast<std::size_t>(helpers);
-  const auto work = [&] {
-    try {
-      Inflater inflater;
-      std::vector<unsigned char> a(l.raw_bytes()), b(l.raw_bytes());
-      std::string why;
-      for (;;) {
-        RawChunk ch;
-        {
-          std::unique_lock<std::mutex> lock(mutex);
-          changed.wait(lock, [&] { return !ready.empty() || done; });
-          if (ready.empty()) return;
-          ch = std::move(ready.front());
-          ready.pop_front();
-        }
-        changed.notify_all();
-        const bool ok = decode(l, ch, inflater, a, b, why, put(ch));
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!ok && failure.empty()) failure = chunk_text(where, ch.row0, ch.col0) + why + ": the file is corrupt";
-        spare.push_back(std::move(ch));
-      }
-    } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (failure.empty()) failure = "reading '" + where + "' failed: " + e.what();
-    }
-  };
-  std::vector<std::thread> pool;
-  try {
-    for (int t = 0; t < helpers; ++t) pool.emplace_back(work);
-  } catch (const std::system_error&) {
-    if (pool.empty()) return serial();  // no helper could start
-    // else: the helpers that started share the chunks
-  }
-  const auto stop = [&] {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      done = true;
-    }
-    changed.notify_all();
-    for (auto& th : pool) th.join();
-  };
-  try {
-    for (std::size_t i = 0; i < origins.size(); ++i) {
-      RawChunk ch;
-      {
-        std::unique_lock<std::mutex> lock(mutex);
-        changed.wait(lock, [&] { return ready.size() < depth || !failure.empty(); });
-        if (!failure.empty()) break;
-        if (!spare.empty()) {
-          ch = std::move(spare.front());
-          spare.pop_front();
-        }
-      }
-      fetch(i, ch);
-      {
-        std::lock_guard<std::mutex> lock(mutex);
-        ready.push_back(std::move(ch));
-      }
-      changed.notify_all();
-    }
-  } catch (...) {
-    stop();
-    throw;
-  }
-  stop();
-  if (!failure.empty()) throw IoError(failure);
-  return true;
+  const auto decode_one = [&](RawChunk& ch, Inflater& inflater, std::vector<unsigned char>& a,
+                              std::vector<unsigned char>& b,
+                              std::string& why) { return decode(l, ch, inflater, a, b, why, put(ch)); };
+  return decode_in_parallel(origins.size(), helpers, l.raw_bytes(), where, fetch, decode_one) || serial();
 }
 
 }  // namespace tessera::io

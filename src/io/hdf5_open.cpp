@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -212,6 +213,10 @@ bool reads_first_element(hid_t dset, const DatasetInfo& info) {
   return ok;
 }
 
+// The storage layouts tessera reads, by their names in DatasetInfo::layout.
+constexpr std::pair<H5D_layout_t, const char*> kLayoutNames[] = {
+    {H5D_CONTIGUOUS, "contiguous"}, {H5D_CHUNKED, "chunked"}, {H5D_COMPACT, "compact"}, {H5D_VIRTUAL, "virtual"}};
+
 }  // namespace
 
 OpenDataset open_matrix(const DatasetRef& ref) {
@@ -250,22 +255,10 @@ OpenDataset open_matrix(const DatasetRef& ref) {
 
   Handle dcpl = own_plist(H5Dget_create_plist(dset));
   if (!dcpl.valid()) throw_io("cannot read the storage layout of " + in_quotes(ref));
-  switch (H5Pget_layout(dcpl.get())) {
-    case H5D_CONTIGUOUS:
-      od.info.layout = "contiguous";
-      break;
-    case H5D_CHUNKED:
-      od.info.layout = "chunked";
-      break;
-    case H5D_COMPACT:
-      od.info.layout = "compact";
-      break;
-    case H5D_VIRTUAL:
-      od.info.layout = "virtual";
-      break;
-    default:
-      throw_io("cannot read the storage layout of " + in_quotes(ref));
-  }
+  const H5D_layout_t layout = H5Pget_layout(dcpl.get());
+  for (const auto& [value, name] : kLayoutNames)
+    if (value == layout) od.info.layout = name;
+  if (od.info.layout.empty()) throw_io("cannot read the storage layout of " + in_quotes(ref));
   if (od.info.layout == "chunked") {
     hsize_t chunk[2] = {0, 0};
     if (H5Pget_chunk(dcpl.get(), 2, chunk) != 2) throw_io("cannot read the chunk shape of " + in_quotes(ref));

@@ -36,6 +36,47 @@ namespace tessera::io {
 
 using namespace hdf5;
 
+namespace {
+
+// The new dataset's creation properties: attributes in creation order; chunks (--chunk, else up
+// to 256 x 256) and gzip where asked for and the matrix has elements.
+Handle creation_properties(const DatasetRef& target, std::int64_t rows, std::int64_t cols, DType dtype,
+                           const WriteOptions& opts) {
+  Handle dcpl = own_plist(H5Pcreate(H5P_DATASET_CREATE));
+  if (!dcpl.valid()) throw_io("cannot set up HDF5 to write " + in_quotes(target));
+  // Lets read_attributes list attributes in the order they were written.
+  if (H5Pset_attr_creation_order(dcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0)
+    throw_io("cannot set up HDF5 to write " + in_quotes(target));
+  const bool want_chunks = !opts.chunk.empty() || opts.gzip_level > 0;
+  // A dataset with a zero dimension has nothing to chunk or compress.
+  if (!want_chunks || rows == 0 || cols == 0) return dcpl;
+  std::int64_t chunk_rows = std::min<std::int64_t>(rows, 256);
+  std::int64_t chunk_cols = std::min<std::int64_t>(cols, 256);
+  if (!opts.chunk.empty()) {
+    if (opts.chunk.size() != 2 || opts.chunk[0] < 1 || opts.chunk[1] < 1)
+      throw InputError("invalid chunk shape for " + in_quotes(target) + ": expected two positive sizes");
+    // Larger than the matrix only means "whole extent"; HDF5 wants chunk <= dims.
+    chunk_rows = std::min(opts.chunk[0], rows);
+    chunk_cols = std::min(opts.chunk[1], cols);
+  }
+  const auto chunk_bytes =
+      static_cast<double>(chunk_rows) * static_cast<double>(chunk_cols) * static_cast<double>(dtype_size(dtype));
+  if (chunk_bytes >= 4294967296.0)
+    throw InputError("chunk " + shape_text(chunk_rows, chunk_cols) + " for " + in_quotes(target) +
+                     " is too large: HDF5 limits a chunk to 4 GiB");
+  const hsize_t chunk[2] = {static_cast<hsize_t>(chunk_rows), static_cast<hsize_t>(chunk_cols)};
+  if (H5Pset_chunk(dcpl.get(), 2, chunk) < 0) throw_io("cannot set the chunk shape of " + in_quotes(target));
+  if (opts.gzip_level > 0) {
+    if (H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0)
+      throw InputError("gzip compression is not available in this HDF5 library; use --gzip 0");
+    if (H5Pset_deflate(dcpl.get(), static_cast<unsigned>(opts.gzip_level)) < 0)
+      throw_io("cannot set up gzip compression for " + in_quotes(target));
+  }
+  return dcpl;
+}
+
+}  // namespace
+
 MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int64_t cols, DType dtype,
                            const WriteOptions& opts)
     : impl_(std::make_unique<Impl>()) {
@@ -72,37 +113,8 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
 
   // Storage: contiguous unless chunking or compression was asked for.
   const hsize_t dims[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
-  Handle dcpl = own_plist(H5Pcreate(H5P_DATASET_CREATE));
-  if (!dcpl.valid()) throw_io("cannot set up HDF5 to write " + in_quotes(target));
-  // Lets read_attributes list attributes in the order they were written.
-  if (H5Pset_attr_creation_order(dcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0)
-    throw_io("cannot set up HDF5 to write " + in_quotes(target));
   const bool want_chunks = !opts.chunk.empty() || opts.gzip_level > 0;
-  // A dataset with a zero dimension has nothing to chunk or compress.
-  if (want_chunks && rows > 0 && cols > 0) {
-    std::int64_t chunk_rows = std::min<std::int64_t>(rows, 256);
-    std::int64_t chunk_cols = std::min<std::int64_t>(cols, 256);
-    if (!opts.chunk.empty()) {
-      if (opts.chunk.size() != 2 || opts.chunk[0] < 1 || opts.chunk[1] < 1)
-        throw InputError("invalid chunk shape for " + in_quotes(target) + ": expected two positive sizes");
-      // Larger than the matrix only means "whole extent"; HDF5 wants chunk <= dims.
-      chunk_rows = std::min(opts.chunk[0], rows);
-      chunk_cols = std::min(opts.chunk[1], cols);
-    }
-    const auto chunk_bytes =
-        static_cast<double>(chunk_rows) * static_cast<double>(chunk_cols) * static_cast<double>(dtype_size(dtype));
-    if (chunk_bytes >= 4294967296.0)
-      throw InputError("chunk " + shape_text(chunk_rows, chunk_cols) + " for " + in_quotes(target) +
-                       " is too large: HDF5 limits a chunk to 4 GiB");
-    const hsize_t chunk[2] = {static_cast<hsize_t>(chunk_rows), static_cast<hsize_t>(chunk_cols)};
-    if (H5Pset_chunk(dcpl.get(), 2, chunk) < 0) throw_io("cannot set the chunk shape of " + in_quotes(target));
-    if (opts.gzip_level > 0) {
-      if (H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0)
-        throw InputError("gzip compression is not available in this HDF5 library; use --gzip 0");
-      if (H5Pset_deflate(dcpl.get(), static_cast<unsigned>(opts.gzip_level)) < 0)
-        throw_io("cannot set up gzip compression for " + in_quotes(target));
-    }
-  }
+  Handle dcpl = creation_properties(target, rows, cols, dtype, opts);
 
   if (w.in_file) {
     if (want_chunks)

@@ -10,7 +10,8 @@
 //   5. verify     --verify: Freivalds' check before anything is committed (panels)
 //   6. deliver    C leaves the rank: in place, or gathered to rank 0
 //   7. finish     release (page-locked memory freed beside the commit), commit, report
-// --repeat / --warmup run these steps again, the whole job each time (job/repeats.hpp).
+// --repeat / --warmup run these steps again, the whole job each time (job/repeats.hpp). The steps
+// are job/job.hpp's Job: 0-3 here, 4-7 in job_finish.cpp.
 #include "job/run_job.hpp"
 
 #include <mpi.h>
@@ -44,6 +45,7 @@
 #include "job/background_release.hpp"
 #include "job/environment.hpp"
 #include "job/freivalds.hpp"
+#include "job/job.hpp"
 #include "job/job_paths.hpp"
 #include "job/output.hpp"
 #include "job/plan.hpp"
@@ -62,13 +64,12 @@ namespace tessera::job {
 
 namespace {
 
-constexpr int kRoot = 0;
+void print_notes(const std::vector<std::string>& notes) {
+  for (const auto& note : notes) log::note(note);
+}
 
-double seconds_since(double start) { return MPI_Wtime() - start; }
+}  // namespace
 
-// TESSERA_TEST_HOLD=PHASE:SECONDS (PHASE read, compute or write): every rank waits that long as
-// PHASE begins, so that a test can end a node's ranks inside that phase (tests/scripts/cluster_test.py:
-// a node lost during read, compute or write). For tests only; unset, it costs a getenv per phase.
 void hold_for_tests(const std::string& phase) {
   const char* value = std::getenv("TESSERA_TEST_HOLD");
   if (value == nullptr) return;
@@ -79,79 +80,6 @@ void hold_for_tests(const std::string& phase) {
   log::info("TESSERA_TEST_HOLD: holding in " + phase + " for " + text.substr(colon + 1) + " s");
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
-
-void print_notes(const std::vector<std::string>& notes) {
-  for (const auto& note : notes) log::note(note);
-}
-
-class Job {
- public:
-  // Run `run` of `series` (the only one without --repeat / --warmup).
-  Job(const RunOptions& o, const comm::Comm& comm, RunSeries& series, int run, std::string* report_json)
-      : o_(o),
-        comm_(comm),
-        rank_(comm.rank()),
-        series_(series),
-        run_index_(run),
-        started_(MPI_Wtime()),
-        report_json_(report_json) {}
-  void run() {
-    share_cores();
-    plan();
-    start();
-    read();
-    compute();
-    verify();
-    deliver();
-    finish();
-  }
-
- private:
-  void share_cores();
-  int ranks_per_node() const;
-  void plan();
-  void settle();
-  void start();
-  void start_backend();
-  void read();
-  void compute();
-  void verify();
-  void deliver();
-  void finish();
-  void commit();
-  void scan_old_c();
-  void refuse_inputs();
-  bool stage_gemm() const;
-
-  const RunOptions& o_;
-  const comm::Comm& comm_;
-  const int rank_;
-  RunSeries& series_;
-  const int run_index_;
-  const double started_;            // MPI_Wtime() when the job (this run of it) began
-  std::string* const report_json_;  // the report as a value (libtessera), or null
-  report::JobReport job_;
-  report::RankRecord me_;
-  Plan plan_;
-  algorithms::Asked asked_;  // the options, typed (parsed once: job/plan.hpp's asked_of)
-  algorithms::Problem problem_;
-  algorithms::MachineModel machine_;
-  algorithms::Setting setting_;  // settled by rank 0 with the plan; only read after
-  algorithms::Share share_;
-  std::unique_ptr<algorithms::Algorithm> algorithm_;
-  std::unique_ptr<io::FileReservation> report_file_;  // rank 0: the report's space, taken up front
-  std::unique_ptr<io::MatrixWriter> writer_;          // rank 0 only
-  std::unique_ptr<OutputRoute> route_;
-  std::unique_ptr<Progress> progress_;
-  std::unique_ptr<backend::Backend> be_;
-  std::unique_ptr<algorithms::RankRun> run_;
-  algorithms::RowStreams streams_;  // after the buffers its threads use (in run_): stopped before they go
-  bool streaming_ = false;          // A streams in on the busy ranks: non-finite input is refused after the GEMM
-  algorithms::StagedReads reads_;   // this rank's reads of A and B rows (whole blocks, or a staged GEMM's pieces)
-  ReadTally tally_;                 // what they found (NaN/Inf) and took
-  io::NonfiniteCount scan_old_c_;
-  std::optional<FreivaldsResult> verified_;
-};
 
 // 0. Each rank's share of its node's cores (comm/cpu_share.hpp), before any of its threads start:
 // the BLAS's, the readers' and the writers'.
@@ -384,119 +312,6 @@ bool Job::stage_gemm() const {
   if (!want.empty()) throw InputError("TESSERA_STAGED='" + want + "' is not 0 or 1 (unset: the backend decides)");
   return be_->stages(plan_.dtype, share_.rows.size(), share_.cols.size(), plan_.k);
 }
-
-// 4. The algorithm's compute step.
-void Job::compute() {
-  hold_for_tests("compute");
-  algorithm_->compute(*run_);
-  if (!streaming_) return;
-  if (run_->staged) {
-    for (auto& p : me_.phases)  // every read of A and B, all of them during the GEMM
-      if (p.first == "read") p.second += tally_.seconds;
-  } else if (run_->streams) {
-    tally_.a = streams_.nonfinite();
-    for (auto& p : me_.phases)  // all of A's reading, though most of it overlapped the GEMM
-      if (p.first == "read") p.second += streams_.read_seconds();
-  }
-  refuse_inputs();
-}
-
-// With --beta: C_old's NaN/Inf are refused like A's and B's. The blocks added to C are read as C
-// leaves (OutputRoute::add_old_c); this scan reads every rank's slice of C_old's rows once more, up
-// front, so that all ranks refuse at the same step (not needed with --allow-nonfinite).
-void Job::scan_old_c() {
-  if (o_.beta == 0 || o_.allow_nonfinite) return;
-  comm_.step([&] { scan_old_c_ = job::scan_old_c(o_, rank_, comm_.size(), problem_); });
-}
-
-void Job::refuse_inputs() {
-  std::vector<Scanned> scans{{"A", operand_a(o_), tally_.a, plan_.k}, {"B", operand_b(o_), tally_.b, plan_.n}};
-  if (o_.beta != 0) scans.push_back({"C_old", {io::DatasetRef::parse(o_.c), false}, scan_old_c_, plan_.n});
-  refuse_nonfinite(comm_, scans, o_.allow_nonfinite);
-}
-
-// 5. Optional: Freivalds' check on the blocks still in memory, before anything is written.
-void Job::verify() {
-  if (!o_.verify) return;
-  const double t = MPI_Wtime();
-  const partition::Partition part(plan_.m, plan_.n, plan_.k, comm_.size(), plan_.grid);
-  verified_ = freivalds(comm_, part, plan_.dtype, plan_.dtype, run_->a.data(), run_->b.data(), run_->c.data(),
-                        kFreivaldsVectors, kFreivaldsSafety, 0x7e55e7a);
-  if (share_.active) me_.phases.emplace_back("verify", seconds_since(t));
-  if (!verified_->passed) throw VerificationFailed("result not written: " + verified_->summary);
-}
-
-// 6. C leaves the rank, as the algorithm sends it.
-void Job::deliver() {
-  hold_for_tests("write");
-  algorithm_->deliver(*run_);
-  me_.write_bytes = route_->bytes_written();
-}
-
-// 7. Release, commit, report.
-void Job::finish() {
-  // Freeing device memory, page-locked memory (unregistering it) and NCCL groups takes time too:
-  // done beside rank 0's commit, which mostly waits for the disk (fsync).
-  BackgroundRelease releasing(be_.get(), [this] {
-    algorithm_->release();
-    run_->a = {};
-    run_->b = {};
-    run_->c = {};
-  });
-  commit();
-  const double release_s = releasing.wait();
-  if (share_.active) me_.phases.emplace_back("release", release_s);
-  progress_->finish();
-  if (verified_)
-    job_.verification = {{"method", "freivalds"},
-                         {"passed", verified_->passed},
-                         {"vectors", verified_->vectors},
-                         {"max_relative_residual", verified_->max_relative},
-                         {"max_bound_ratio", verified_->max_ratio}};
-  gather_records(comm_, job_, std::move(me_), started_, series_.began(), be_.get());
-  series_.record(run_index_, job_);
-  if (!series_.last(run_index_)) return;  // the table and the report: once, for the last run
-  job_.repeats = series_.repeats();
-  const auto verdict = [&] {
-    if (verified_ && !o_.quiet) std::printf("%s\n", verified_->summary.c_str());
-  };
-  publish_report(o_, comm_, job_, verdict, report_json_);
-}
-
-// Rank 0 labels and commits the result: only now does the output file appear.
-void Job::commit() {
-  job_.m = plan_.m;
-  job_.n = plan_.n;
-  job_.k = plan_.k;
-  job_.dtype = dtype_name(plan_.dtype);
-  const partition::GridShape grid = algorithm_->grid(problem_);
-  job_.grid_rows = grid.rows;
-  job_.grid_cols = grid.cols;
-  const io::NonfiniteCount c_nonfinite = route_->nonfinite_written(comm_);  // of every rank's writes
-  comm_.step([&] {
-    if (rank_ != kRoot) return;
-    const double t = MPI_Wtime();
-    job_.wall_seconds = seconds_since(started_);
-    const std::string split = algorithm_->busy_ranks(problem_) > grid.size() && grid.size() == 1
-                                  ? "1x1x" + std::to_string(comm_.size())  // K split over the ranks
-                                  : grid.str();
-    writer_->set_attributes(result_attributes(job_, split));
-    writer_->set_attributes(provenance_attributes(job_));
-    writer_->set_attributes(run_->attributes);
-    if (verified_)
-      writer_->set_attributes({io::Attribute::of("verified", verified_->passed ? "passed" : "failed"),
-                               io::Attribute::of("verify_method", "freivalds"),
-                               io::Attribute::of("verify_vectors", std::int64_t{verified_->vectors}),
-                               io::Attribute::of("verify_max_relative_residual", verified_->max_relative)});
-    commit_result(o_, *writer_, job_, c_nonfinite);
-    writer_.reset();
-    // Attribute writing and the rename are part of the write phase.
-    for (auto& p : me_.phases)
-      if (p.first == "write") p.second += seconds_since(t);
-  });
-}
-
-}  // namespace
 
 void run_job(const RunOptions& o, const comm::Comm& comm, std::string* report_json) {
   report::set_typed_options(typed_options(o));  // the report's options: typed

@@ -244,7 +244,7 @@ TEST_CASE("every GPU kernel matches a float64 reference on small and odd shapes"
 }
 
 // The odd shapes without the 2.1M-row one: small enough for compute-sanitizer's racecheck,
-// which instruments every shared-memory access (scripts/kernel-bench.sh runs this case).
+// which instruments every shared-memory access (scripts/gpu.sh check runs this case).
 TEST_CASE("every GPU kernel matches a float64 reference under the sanitizers", "[gpu][sanitize]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
   const Shape shape = GENERATE(values<Shape>({

@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# shellcheck disable=SC2317  # the steps' functions run through step (bash -c)
+# tessera on a bare GPU machine, in one call: build, test, measure; every step logged under OUT.
+#
+#   scripts/gpu.sh check OUT          build, the GPU tests, compute-sanitizer on the kernel tests
+#   scripts/gpu.sh bench OUT          build, `tessera bench` (+ `tessera tune`, Nsight Compute)
+#   scripts/gpu.sh e2e OUT [SECONDS]  build, whole `tessera run` processes (scripts/e2e_bench.py)
+#
+# The build: build-gpu/, `cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release
+# -DCMAKE_CUDA_ARCHITECTURES=90` (sm_90 and the sm_90a wgmma kernels; CUDA_ARCH=80 etc. for
+# another GPU), warnings as errors. GPU_FRESH=0 keeps an existing build-gpu/ (a second call on a
+# machine still warm). Each step has a time limit; a failed step is recorded and the next still
+# runs (those that need the build are skipped when it failed). OUT gets one log per step, the
+# machine (environment.log) and summary.txt, the step table, printed last; the exit status is
+# nonzero when a step failed or was skipped.
+#
+# check:  GPU_CTEST   ctest's selection (default "-L gpu": the GPU tests; "" = the whole suite)
+#         GPU_SANITIZE_KERNELS  TESSERA_TEST_KERNELS for the sanitizer runs (default: every kernel)
+#         memcheck (every kernel, cuBLAS too: [small], and the summa / ksplit device products),
+#         racecheck (tessera's own kernels, whose shared memory we synchronise: [sanitize]), the
+#         tensor-core instructions in the SASS, start-up (whether a GPU run loads cuBLAS: it must not)
+# bench:  GPU_BENCH   `tessera bench` options (default: the backend's sizes, every kernel)
+#         GPU_TUNE=1  also `tessera tune` (GPU_TUNE_SIZES) into OUT/tune.json
+#         GPU_NCU="kernel:dtype,..."  one launch of each at 8192 under Nsight Compute into ncu.log
+# e2e:    GPU_E2E_CASES  e2e_bench.py cases in order (default "16384 f64 gzip proj 32768"), each
+#                        run only when the SECONDS left (default 540) look enough for it
+#         GPU_E2E_NPS, GPU_E2E_REPEATS, GPU_E2E_EXTRA, GPU_E2E_TORCH  e2e_bench.py's --nps (default
+#                        "1,2"), --repeats (3), --extra, and the cases with torch (default "16384")
+#         GPU_E2E_STAGED=1  compute-sanitizer memcheck of a staged run first
+set -uo pipefail
+
+usage() { sed -n '3,29p' "$0"; exit 2; }
+[ $# -ge 2 ] || usage
+what=$1
+case $what in check | bench | e2e) ;; *) usage ;; esac
+mkdir -p "$2" || exit 2
+out=$(cd "$2" && pwd)
+budget=${3:-540}
+cd "$(dirname "$0")/.." || exit 2
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+export PATH="$PATH:/usr/local/cuda/bin"
+build="build-gpu"
+tessera=$build/tessera
+gpu_tests=$build/tests/tessera_gpu_tests
+sanitizer=$(command -v compute-sanitizer || true)
+start=$SECONDS
+left() { echo $((budget - (SECONDS - start))); }
+
+names=() statuses=() seconds=()
+# step NAME LIMIT COMMAND...: COMMAND, killed after LIMIT seconds, its output in OUT/NAME.log.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  echo "==== $name (limit ${limit}s): $*"
+  local t0=$SECONDS rc
+  # Through bash -c, so that COMMAND may be one of the functions below (exported).
+  { echo "\$ $*"; timeout --kill-after=10 "$limit" bash -c '"$@"' "$name" "$@"; } >>"$out/$name.log" 2>&1
+  rc=$?
+  names+=("$name")
+  seconds+=($((SECONDS - t0)))
+  if [ "$rc" -eq 0 ]; then statuses+=(ok)
+  elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then statuses+=("TIMEOUT after ${limit}s")
+  else statuses+=("FAILED (exit $rc)"); fi
+  tail -n 3 "$out/$name.log"
+  return "$rc"
+}
+skip() {
+  echo "==== $1: skipped ($2)"
+  names+=("$1")
+  seconds+=(0)
+  statuses+=("skipped: $2")
+}
+
+{
+  echo "# scripts/gpu.sh $what $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git rev-parse --short HEAD 2>/dev/null)"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
+    --format=csv 2>&1
+  nvcc --version 2>&1 | tail -n 2
+  cmake --version 2>&1 | head -n 1
+  mpirun --version 2>&1 | head -n 1
+} >"$out/environment.log"
+
+# ---- the build ----------------------------------------------------------------------------------
+built=0
+build_targets=()
+[ "$what" = check ] || build_targets=(--target tessera)  # bench, e2e: the executable alone
+if [ "${GPU_FRESH:-1}" = 0 ] && [ -x "$tessera" ]; then
+  step build 420 cmake --build "$build" -j "$(nproc)" "${build_targets[@]}" && built=1
+else
+  rm -rf "$build"
+  if step configure 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" -DTESSERA_WARNINGS_AS_ERRORS=ON; then
+    step build 420 cmake --build "$build" -j "$(nproc)" "${build_targets[@]}" && built=1
+  else
+    skip build "configure failed"
+  fi
+fi
+
+# ---- check: the GPU tests and the sanitizers ----------------------------------------------------
+sass_counts() {  # HGMMA = wgmma, DMMA = FP64 mma.sync, HMMA = mma.sync: instructions per mnemonic
+  cuobjdump -sass "$build/kernels/libtessera_cuda_kernels.a" | grep -oE "(HGMMA|DMMA|HMMA)\.[A-Z0-9.x]+" | sort | uniq -c
+}
+startup() {  # whole processes that do no job, and whether a GPU run of tessera's own kernels loads cuBLAS
+  for i in 1 2 3; do /usr/bin/time -f "tessera --version %e s" "$tessera" --version >/dev/null; done
+  for np in 1 2; do
+    /usr/bin/time -f "mpirun -np $np tessera info %e s" timeout 60 mpirun -np "$np" "$tessera" info >/dev/null ||
+      return 1
+  done
+  local d loads
+  d=$(mktemp -d)
+  "$tessera" generate --out "$d/a.h5:/A" --rows 512 --cols 512 >/dev/null || return 1
+  loads=$(LD_DEBUG=files timeout 60 mpirun -x LD_DEBUG -np 1 "$tessera" run --a "$d/a.h5:/A" --b "$d/a.h5:/A" \
+    --c "$d/c.h5:/C" --backend cuda --kernel warptile-64x64 -q 2>&1 | grep -c "file=libcublas")
+  rm -rf "$d"
+  echo "libcublas loads in a GPU run of warptile-64x64: $loads"
+  [ "$loads" = 0 ]
+}
+check() {
+  step info 60 "$tessera" info
+  # shellcheck disable=SC2086  # GPU_CTEST is a list of arguments
+  step ctest 420 ctest --test-dir "$build" --output-on-failure -j 4 ${GPU_CTEST--L gpu}
+  if [ -z "$sanitizer" ]; then
+    skip memcheck "compute-sanitizer not found"
+    skip racecheck "compute-sanitizer not found"
+  else
+    # [small]: shapes cheap enough to run instrumented in a minute or two; racecheck instruments
+    # every shared-memory access, so only the [sanitize] odd shapes and tessera's own kernels.
+    [ -z "${GPU_SANITIZE_KERNELS:-}" ] || export TESSERA_TEST_KERNELS=$GPU_SANITIZE_KERNELS
+    step memcheck 240 "$sanitizer" --tool memcheck --leak-check full --error-exitcode 1 "$gpu_tests" \
+      "[small],[summa],[ksplit]"
+    step racecheck 180 "$sanitizer" --tool racecheck --kernel-name kns=tessera --error-exitcode 1 "$gpu_tests" \
+      "[sanitize]"
+    unset TESSERA_TEST_KERNELS
+  fi
+  if command -v cuobjdump >/dev/null; then step sass 60 sass_counts; else skip sass "cuobjdump not found"; fi
+  step startup 120 startup
+}
+
+# ---- bench: the kernels' table ------------------------------------------------------------------
+bench_table() {  # the numbers that matter from bench.json: TFLOP/s and % of the row's baseline
+  python3 - "$out/bench.json" <<'EOF'
+import json, sys
+rows = json.load(open(sys.argv[1]))["results"]
+cols = list(dict.fromkeys((r["size"], r["dtype"]) for r in rows))
+kernels = list(dict.fromkeys(r["kernel"] for r in rows))
+cell = {}
+for r in rows:
+    if r["status"] == "skipped":
+        continue
+    pct = r["percent_of_vendor"]
+    mark = "" if r["status"] == "ok" else "!"
+    cell[(r["kernel"], r["size"], r["dtype"])] = f"{(r['gflops'] or 0) / 1e3:6.1f} " + (
+        f"{pct:4.0f}%{mark}" if pct is not None else f"   - {mark}")
+print("TFLOP/s and % of the row's baseline (bench.json 'baseline'); ! = accuracy FAIL")
+print(f"{'kernel':<28}" + "".join(f"{s + ' ' + d:>24}" for s, d in cols))
+for k in kernels:
+    print(f"{k:<28}" + "".join(f"{cell.get((k, s, d), '-'):>24}" for s, d in cols))
+EOF
+}
+bench() {
+  # shellcheck disable=SC2086  # GPU_BENCH is a list of arguments
+  step bench 420 "$tessera" bench --json "$out/bench.json" --csv "$out/bench.csv" ${GPU_BENCH:-} &&
+    step bench-table 30 bench_table
+  if [ "${GPU_TUNE:-0}" = 1 ]; then
+    step tune 300 "$tessera" tune --sizes "${GPU_TUNE_SIZES:-1024,2048,4096,8192,4099x4097x4095}" --out "$out/tune.json"
+  fi
+  if [ -n "${GPU_NCU:-}" ] && command -v ncu >/dev/null; then
+    for spec in ${GPU_NCU//,/ }; do
+      step ncu 120 ncu --clock-control none --kernel-name regex:'warptile_gemm|wgmma_gemm|tensorcore_gemm' \
+        --launch-skip 1 --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+        --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats --section WarpStateStats \
+        "$tessera" bench --dtypes "${spec#*:}" --sizes 8192 --warmup 1 --repeats 1 --kernels "${spec%%:*}"
+    done
+  fi
+}
+
+# ---- e2e: whole processes, HDF5 to HDF5 ---------------------------------------------------------
+staged_memcheck() {  # A, B and C through the staging rings, pieces of a few rows
+  local d=/tmp/tessera-gpu-staged
+  rm -rf "$d" && mkdir -p "$d" || return 1
+  "$tessera" generate --out "$d/a.h5:/A" --rows 1021 --cols 1033 --dtype f32 --seed 1 >/dev/null &&
+    "$tessera" generate --out "$d/b.h5:/B" --rows 1033 --cols 1031 --dtype f32 --seed 2 >/dev/null &&
+    TESSERA_STREAM_CHUNKS=4 TESSERA_STAGE_BYTES=300000 "$sanitizer" --tool memcheck --error-exitcode 1 \
+      "$tessera" run --a "$d/a.h5:/A" --b "$d/b.h5:/B" --c "$d/c.h5:/C" --backend cuda --report "$d/r.json" &&
+    grep -o '"staged": *true' "$d/r.json"
+}
+e2e() {
+  if [ "${GPU_E2E_STAGED:-0}" = 1 ] && [ -n "$sanitizer" ]; then step memcheck-staged 120 staged_memcheck; fi
+  local c need torch repeats=${GPU_E2E_REPEATS:-3}
+  for c in ${GPU_E2E_CASES:-16384 f64 gzip proj 32768}; do
+    # Rough cost of a case with 2 repeats on 1 and 2 GPUs, data made once (s), scaled to the repeats.
+    case $c in 16384) need=70 ;; f64) need=45 ;; 32768) need=170 ;; *) need=60 ;; esac
+    need=$((need * (repeats + 1) / 3))
+    if [ "$(left)" -le $((need + 15)) ]; then skip "e2e-$c" "$(left) s left"; continue; fi
+    torch=--no-torch
+    case " ${GPU_E2E_TORCH:-16384} " in *" $c "*) torch= ;; esac
+    # shellcheck disable=SC2086  # torch is empty or one flag
+    step "e2e-$c" $(($(left) - 10)) python3 scripts/e2e_bench.py "$out/e2e-$c" --cases "$c" --repeats "$repeats" \
+      --nps "${GPU_E2E_NPS:-1,2}" --tessera "$tessera" --data /tmp/tessera-e2e --extra "${GPU_E2E_EXTRA:-}" $torch
+  done
+}
+
+export build tessera out sanitizer
+export -f sass_counts startup bench_table staged_memcheck
+if [ "$built" = 1 ]; then
+  "$what"
+else
+  skip "$what" "build failed"
+fi
+
+{
+  echo "scripts/gpu.sh $what: $(date -u +%Y-%m-%dT%H:%M:%SZ), $((SECONDS - start)) s, logs in $out"
+  printf '%-16s %-30s %7s\n' step status seconds
+  for i in "${!names[@]}"; do printf '%-16s %-30s %7s\n' "${names[$i]}" "${statuses[$i]}" "${seconds[$i]}"; done
+} | tee "$out/summary.txt"
+failed=0
+for s in "${statuses[@]}"; do case "$s" in ok) ;; *) failed=1 ;; esac; done
+exit "$failed"

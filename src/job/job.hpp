@@ -1,0 +1,109 @@
+#pragma once
+// One run of `tessera run`'s job (internal to job/): the harness's steps as one class, whose
+// members are what a step hands the next. Steps 0-3 (cores, plan, start, read) are in
+// run_job.cpp, 4-7 (compute, verify, deliver, finish) in job_finish.cpp.
+#include <mpi.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/machine.hpp"
+#include "algorithms/row_streams.hpp"
+#include "backend/backend.hpp"
+#include "comm/comm.hpp"
+#include "io/atomic_file.hpp"
+#include "io/hdf5_io.hpp"
+#include "job/freivalds.hpp"
+#include "job/output.hpp"
+#include "job/plan.hpp"
+#include "job/progress.hpp"
+#include "job/reads.hpp"
+#include "job/repeats.hpp"
+#include "job/run_job.hpp"
+#include "report/report.hpp"
+
+namespace tessera::job {
+
+inline constexpr int kRoot = 0;
+
+inline double seconds_since(double start) { return MPI_Wtime() - start; }
+
+// TESSERA_TEST_HOLD=PHASE:SECONDS (PHASE read, compute or write): every rank waits that long as
+// PHASE begins, so that a test can end a node's ranks inside that phase (tests/scripts/cluster_test.py:
+// a node lost during read, compute or write). For tests only; unset, it costs a getenv per phase.
+void hold_for_tests(const std::string& phase);
+
+// The steps of one run of the job, in order (run()).
+class Job {
+ public:
+  // Run `run` of `series` (the only one without --repeat / --warmup).
+  Job(const RunOptions& o, const comm::Comm& comm, RunSeries& series, int run, std::string* report_json)
+      : o_(o),
+        comm_(comm),
+        rank_(comm.rank()),
+        series_(series),
+        run_index_(run),
+        started_(MPI_Wtime()),
+        report_json_(report_json) {}
+  void run() {
+    share_cores();
+    plan();
+    start();
+    read();
+    compute();
+    verify();
+    deliver();
+    finish();
+  }
+
+ private:
+  void share_cores();
+  int ranks_per_node() const;
+  void plan();
+  void settle();
+  void start();
+  void start_backend();
+  void read();
+  void compute();
+  void verify();
+  void deliver();
+  void finish();
+  void commit();
+  void scan_old_c();
+  void refuse_inputs();
+  bool stage_gemm() const;
+
+  const RunOptions& o_;
+  const comm::Comm& comm_;
+  const int rank_;
+  RunSeries& series_;
+  const int run_index_;
+  const double started_;            // MPI_Wtime() when the job (this run of it) began
+  std::string* const report_json_;  // the report as a value (libtessera), or null
+  report::JobReport job_;
+  report::RankRecord me_;
+  Plan plan_;
+  algorithms::Asked asked_;  // the options, typed (parsed once: job/plan.hpp's asked_of)
+  algorithms::Problem problem_;
+  algorithms::MachineModel machine_;
+  algorithms::Setting setting_;  // settled by rank 0 with the plan; only read after
+  algorithms::Share share_;
+  std::unique_ptr<algorithms::Algorithm> algorithm_;
+  std::unique_ptr<io::FileReservation> report_file_;  // rank 0: the report's space, taken up front
+  std::unique_ptr<io::MatrixWriter> writer_;          // rank 0 only
+  std::unique_ptr<OutputRoute> route_;
+  std::unique_ptr<Progress> progress_;
+  std::unique_ptr<backend::Backend> be_;
+  std::unique_ptr<algorithms::RankRun> run_;
+  algorithms::RowStreams streams_;  // after the buffers its threads use (in run_): stopped before they go
+  bool streaming_ = false;          // A streams in on the busy ranks: non-finite input is refused after the GEMM
+  algorithms::StagedReads reads_;   // this rank's reads of A and B rows (whole blocks, or a staged GEMM's pieces)
+  ReadTally tally_;                 // what they found (NaN/Inf) and took
+  io::NonfiniteCount scan_old_c_;
+  std::optional<FreivaldsResult> verified_;
+};
+
+}  // namespace tessera::job
