@@ -93,9 +93,9 @@ def launcher_of(args):
     return shlex.split(args.mpiexec) + ["-np", str(args.np)]
 
 
-# `tessera run` options that are no Options setter: the CLI's own (help, the TOML file, -v), and
+# `tessera run` options that are no Options setter: the CLI's own (help, --help-json, the TOML file, -v), and
 # --dry-run (tessera::dry_run instead).
-CLI_ONLY = {"help", "config", "verbose", "dry-run", "version"}
+CLI_ONLY = {"help", "help-json", "config", "verbose", "dry-run", "version"}
 
 
 def check_names(args, exe, launcher):
@@ -129,7 +129,7 @@ def check_report(r, stdout, np_, a, b):
         print("note: no jsonschema: the report's schema is not checked")
     check(rep["transpose_b"] is True and rep["alpha"] == 2.0, "the report does not say transpose-b and alpha 2")
     given = rep["provenance"]["options"]
-    check(given.get("alpha") == "2" and given.get("transpose-b") == "true" and "a" in given,
+    check(given.get("alpha") == 2.0 and given.get("transpose-b") is True and "a" in given,
           f"the provenance's options are not those given: {given}")
     check(rep["provenance"]["libraries"].get("mpi"), "the provenance names no MPI library")
     line = re.search(r"consumer: result (.*)", stdout)
