@@ -41,14 +41,20 @@ using tessera::cli::kExitUsage;
 using tessera::cli::kExitVerifyFailed;
 using tessera::cli::Logging;
 
+// 0 and 1 without MPI (`tessera config`).
+bool mpi_started() {
+  int started = 0;
+  MPI_Initialized(&started);
+  return started != 0;
+}
 int world_rank() {
   int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (mpi_started()) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   return rank;
 }
 int world_size() {
   int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (mpi_started()) MPI_Comm_size(MPI_COMM_WORLD, &size);
   return size;
 }
 
@@ -171,6 +177,10 @@ void show_config(const Commands& c, int rank) {
 
 // The parsed subcommand, on every rank; its exit status.
 int run_command(const CLI::App& app, Commands& c, int rank, const std::vector<std::string>& argv) {
+  if (*c.show) {
+    show_config(c, rank);
+    return 0;
+  }
   int code = 0;
   const tessera::comm::Comm world(MPI_COMM_WORLD);
   if (*c.rc) {
@@ -201,8 +211,6 @@ int run_command(const CLI::App& app, Commands& c, int rank, const std::vector<st
     world.step([&] {
       if (rank == 0) code = tessera::commands::run_tune(c.to);
     });
-  } else if (*c.show) {
-    show_config(c, rank);
   }
   return code;
 }
@@ -286,9 +294,9 @@ int parse_and_run(CLI::App& app, Commands& c, int rank, int argc, char** argv) {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// MPI started (and CUDA beside it where a GPU job is asked for); false, after saying why, when an
+// environment variable tessera reads holds a value it does not understand.
+bool start_mpi(int& argc, char**& argv, int& rank) {
   // Funneled: tessera's helper threads (reading and writing files, freeing page-locked memory)
   // run beside MPI calls of the main thread but never call MPI themselves.
   // Open MPI's transports are picked from the environment, so before MPI_Init (comm/mpi_start.hpp).
@@ -305,24 +313,33 @@ int main(int argc, char** argv) {
   int provided = MPI_THREAD_SINGLE;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   tessera::backend::finish_gpu_start();
-  const int rank = world_rank();
-  {
-    // A rank whose environment holds a value tessera does not understand stops the job; every
-    // rank agrees (the environment may differ between nodes), the lowest such rank says why.
-    int first_bad = start_error.empty() ? world_size() : rank;
-    MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (first_bad < world_size()) {
-      if (rank == first_bad) std::fprintf(stderr, "tessera: error: %s\n", start_error.c_str());
-      MPI_Finalize();
-      return kExitUsage;
-    }
+  rank = world_rank();
+  // A rank whose environment holds a value tessera does not understand stops the job; every
+  // rank agrees (the environment may differ between nodes), the lowest such rank says why.
+  int first_bad = start_error.empty() ? world_size() : rank;
+  MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first_bad < world_size()) {
+    if (rank == first_bad) std::fprintf(stderr, "tessera: error: %s\n", start_error.c_str());
+    MPI_Finalize();
+    return false;
   }
+  return true;
+}
 
-  CLI::App app{"tessera: distributed dense matrix multiply, HDF5 in and out, one GPU (or CPU) per MPI rank"};
+}  // namespace
+
+int main(int argc, char** argv) {
+  // `tessera config ...` only reads a file: no MPI (the Slurm scripts run it in the batch step,
+  // outside any launcher).
+  const bool mpi = argc < 2 || std::string(argv[1]) != "config";
+  int rank = 0;
+  if (mpi && !start_mpi(argc, argv, rank)) return kExitUsage;
+  CLI::App app{"tessera: distributed dense matrix multiply, HDF5 in and out, one GPU (or CPU) per MPI rank", "tessera"};
   Commands c;
   tessera::cli::add_commands(app, c);
+  // (cli/help_json.cpp's `run --help-json` hooks in here.)
   const int code = parse_and_run(app, c, rank, argc, argv);
   std::fflush(stdout);
-  MPI_Finalize();
+  if (mpi) MPI_Finalize();
   return code;
 }

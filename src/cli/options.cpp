@@ -269,6 +269,7 @@ void add_slurm_keys(Schema& schema) {
 
 void add_commands(CLI::App& app, Commands& c) {
   app.set_version_flag("--version", std::string("tessera ") + kVersion + " (git " + kGitId + ")");
+  app.set_help_all_flag("--help-all", "Print the help of every subcommand and exit (the man page's text)");
   app.require_subcommand(1);
   CLI::Option* config =
       app.set_config("--config", "", "TOML file of options: a table per subcommand ([run], [generate], ...); "
