@@ -259,7 +259,7 @@ int parse_and_run(CLI::App& app, Commands& c, int rank, int argc, char** argv) {
       return parse_failed(app, e, rank);
     }
     tessera::log::configure(log_level(c.logging), rank);
-    if (rank == 0) tessera::log::info("MPI transports: " + tessera::comm::mpi_start_choice().why);
+    if (rank == 0 && mpi_started()) tessera::log::info("MPI transports: " + tessera::comm::mpi_start_choice().why);
     tessera::report::set_progress_mode(c.ro.progress, rank == 0);
     if ((*c.r && c.ro.report == "-") || (*c.b && c.bo.json_path == "-")) json_to_stdout();
     if (c.logging.quiet) quiet_stdout();

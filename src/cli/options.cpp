@@ -287,8 +287,6 @@ void add_commands(CLI::App& app, Commands& c) {
   add_run_compute(Adder(c.r, s), c.ro);
   add_dry_run(Adder(c.r, s), c.ro);
   add_logging(Adder(c.r, s), c.logging, nullptr);
-  // --config belongs to the top-level app; fallthrough lets `tessera run --config F.toml` reach it.
-  c.r->fallthrough();
   c.r->footer(std::string("Options can also come from a TOML file: --config F.toml with a [run] table, keys =\n"
                           "option names (see configs/). Options on the command line override the file.\n") +
               kExitStatus);
@@ -318,6 +316,9 @@ void add_commands(CLI::App& app, Commands& c) {
   add_logging(Adder(c.b, s), c.logging, &c.logging.quiet);
   add_logging(Adder(c.tu, s), c.logging, &c.logging.quiet);
   add_slurm_keys(c.schema);
+
+  // --config belongs to the top-level app; fallthrough lets `tessera SUBCOMMAND --config F.toml` reach it.
+  for (CLI::App* sub : {c.g, c.r, c.v, c.in, c.rc, c.b, c.tu}) sub->fallthrough();
 
   c.cfg = app.add_subcommand("config", "config files: `tessera config show FILE`");
   c.cfg->require_subcommand(1);

@@ -4,7 +4,7 @@
 # checks that every option of `tessera SUBCOMMAND --help` is offered here).
 
 _tessera_options() {
-  local logging="-v --verbose --log-level -h --help"
+  local logging="-v --verbose --log-level -h --help --help-all"
   case "$1" in
     generate) echo "--out -o --rows --cols --dtype --seed --dist --low --high --chunk --gzip --overwrite -q --quiet $logging" ;;
     run) echo "--a --b --c --report --overwrite -q --quiet --write --transpose-a --transpose-b --alpha --beta --verify
