@@ -1,5 +1,6 @@
 #include "cli/config_toml.hpp"
 
+#include <toml++/toml.h>
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -9,7 +10,6 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
-#include <toml++/toml.h>
 
 namespace tessera::cli {
 

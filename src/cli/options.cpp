@@ -114,14 +114,17 @@ void add_run_io(Adder add, job::RunOptions& o) {
   add("--a", o.a, "A (M x K) as FILE:/DATASET");
   add("--b", o.b, "B (K x N) as FILE:/DATASET");
   add("--c", o.c, "where to write C (M x N), FILE:/DATASET");
-  add("--report", o.report, "write the JSON report here (schema: docs/report.md); '-': to stdout, the table then to stderr");
-  add.flag("--overwrite", o.overwrite, "replace an existing dataset at --c (an existing HDF5 file keeps its other datasets)");
+  add("--report", o.report,
+      "write the JSON report here (schema: docs/report.md); '-': to stdout, the table then to stderr");
+  add.flag("--overwrite", o.overwrite,
+           "replace an existing dataset at --c (an existing HDF5 file keeps its other datasets)");
   add.flag("--quiet,-q", o.quiet, "print no report table and no run lines (errors and warnings still go to stderr)");
   add("--write", o.write,
       "how C reaches the output: in-place (every rank writes its own rows), gather (rank 0 writes all) "
       "or auto (in place where every rank sees the output file)")
       ->capture_default_str();
-  add.flag("--transpose-a", o.transpose_a, "--a is stored K x M: use its transpose as A (read as such, the file is not copied)");
+  add.flag("--transpose-a", o.transpose_a,
+           "--a is stored K x M: use its transpose as A (read as such, the file is not copied)");
   add.flag("--transpose-b", o.transpose_b, "--b is stored N x K: use its transpose as B");
   add("--alpha", o.alpha, "C = alpha op(A) op(B) + beta C_old")->check(finite_number())->capture_default_str();
   add("--beta", o.beta,
@@ -149,13 +152,17 @@ void add_run_compute(Adder add, job::RunOptions& o) {
       ->capture_default_str();
   add.shape("--grid", o.grid, "process grid PRxPC (default: chosen from M, N, K and the rank count)");
   add("--backend", o.backend, "auto (GPU when visible), cpu or cuda")->capture_default_str();
-  add("--kernel", o.kernel, "kernel of the backend; auto = the backend's default (see `tessera info`)")->capture_default_str();
-  add("--dtype", o.dtype, "compute precision: auto (f32 if A and B are float32, else f64), f32, f64")->capture_default_str();
+  add("--kernel", o.kernel, "kernel of the backend; auto = the backend's default (see `tessera info`)")
+      ->capture_default_str();
+  add("--dtype", o.dtype, "compute precision: auto (f32 if A and B are float32, else f64), f32, f64")
+      ->capture_default_str();
   add("--baseline", o.baseline, "also time this kernel on each rank's block and report the speedup");
-  add("--progress", o.progress, "progress on stderr: auto (runs predicted over 5 s, and on a terminal any run past 3 s), on, off")
+  add("--progress", o.progress,
+      "progress on stderr: auto (runs predicted over 5 s, and on a terminal any run past 3 s), on, off")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
-  add("--gpu-memory", o.gpu_memory, "GPU memory a rank may use (512M, 8G, ...); a block that needs more is computed out of core");
+  add("--gpu-memory", o.gpu_memory,
+      "GPU memory a rank may use (512M, 8G, ...); a block that needs more is computed out of core");
   add("--machine", o.machine,
       "rates the model predicts with (auto's choice, --dry-run): a name in configs/machines (default, "
       "h200-2gpu) or a JSON file (default: $TESSERA_MACHINE_FILE, else default.json)");
@@ -210,7 +217,8 @@ void add_generate(Adder add, commands::GenerateOptions& gen) {
   add("--gzip", gen.gzip, "gzip level 1-9, 0 none (implies chunking; a new file only)")
       ->transform(whole_number(0, 9, "0 to 9"))
       ->capture_default_str();
-  add.flag("--overwrite", gen.overwrite, "replace an existing dataset at --out (an existing HDF5 file keeps its other datasets)");
+  add.flag("--overwrite", gen.overwrite,
+           "replace an existing dataset at --out (an existing HDF5 file keeps its other datasets)");
 }
 
 void add_verify(Adder add, commands::VerifyOptions& vo) {
@@ -228,7 +236,8 @@ void add_verify(Adder add, commands::VerifyOptions& vo) {
       },
       "> 0");
   add("--vectors", vo.vectors, "Freivalds: random vectors (1 or more)")->check(above_zero)->capture_default_str();
-  add("--safety", vo.safety, "allowed multiple of the rounding bound (default: 8 Freivalds, 2 --full)")->check(above_zero);
+  add("--safety", vo.safety, "allowed multiple of the rounding bound (default: 8 Freivalds, 2 --full)")
+      ->check(above_zero);
   add("--tolerance", vo.tolerance, "--full: also require rel. Frobenius error <= this")->check(above_zero);
   add("--dtype", vo.dtype, "precision C was computed in (default: C's stored type)");
   add.flag("--transpose-a", vo.transpose_a, "as `run --transpose-a`: --a is stored K x M");
@@ -271,10 +280,13 @@ void add_commands(CLI::App& app, Commands& c) {
   app.set_version_flag("--version", std::string("tessera ") + kVersion + " (git " + kGitId + ")");
   app.set_help_all_flag("--help-all", "Print the help of every subcommand and exit (the man page's text)");
   app.require_subcommand(1);
-  CLI::Option* config =
-      app.set_config("--config", "", "TOML file of options: a table per subcommand ([run], [generate], ...); "
-                                     "the command line overrides it (docs/configuration.md)");
+  CLI::Option* config = app.set_config("--config", "",
+                                       "TOML file of options: a table per subcommand ([run], [generate], ...); "
+                                       "the command line overrides it (docs/configuration.md)");
   app.config_formatter(std::make_shared<TomlConfig>(c.schema, config));
+  // Every key TomlConfig hands on names an option (the schema is built from them): one CLI11
+  // cannot place is tessera's mistake, never to be dropped in silence.
+  app.allow_config_extras(CLI::config_extras_mode::error);
   app.footer(std::string("Run `tessera SUBCOMMAND --help` for a subcommand's options.\n") + kExitStatus);
   Schema* s = &c.schema;
 

@@ -32,7 +32,8 @@ Handle open_file_readonly(const std::string& file) {
   struct stat st {};
   if (::stat(file.c_str(), &st) != 0) {
     const int err = errno;
-    if (err == ENOENT || err == ENOTDIR) throw InputError("cannot open " + in_quotes(file) + ": no such file" + colon_hint(file));
+    if (err == ENOENT || err == ENOTDIR)
+      throw InputError("cannot open " + in_quotes(file) + ": no such file" + colon_hint(file));
     throw InputError("cannot open " + in_quotes(file) + ": " + std::strerror(err));
   }
   if (S_ISDIR(st.st_mode)) throw InputError("cannot open " + in_quotes(file) + ": it is a directory");
