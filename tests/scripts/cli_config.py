@@ -63,6 +63,9 @@ BAD = {
                                                         "srun-pmi2, mpirun, not the string 'qsub'"),
     "slurm-unknown": ('[slurm]\nnodes = 2\n', ":2: slurm.nodes: unknown key"),
     "not-toml": ('[run]\nm = = 4\n', ":2: not valid TOML: "),
+    # toml++ 3.3 asserts on these (fuzz_options found it): refused before it sees them.
+    "header-without-name": ('# x\n[ = "r.json"\n', ":2: not valid TOML: a table header [...] must start with"),
+    "empty-header": ('[]\n', ":1: not valid TOML: a table header [...] must start with"),
     "duplicate-key": ('[run]\nm = 4\nm = 5\n', ":3: not valid TOML: "),
 }
 
