@@ -2,9 +2,8 @@
 // every failure into one clear line and a nonzero exit on every rank.
 #include <mpi.h>
 
-#include <unistd.h>
-
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
