@@ -86,6 +86,8 @@ fi
 have_header /usr/include/CLI/CLI.hpp           || missing+=(libcli11-dev)
 have_header /usr/include/nlohmann/json.hpp     || missing+=(nlohmann-json3-dev)
 have_header /usr/include/fmt/core.h            || missing+=(libfmt-dev)
+have_header /usr/include/toml++/toml.h         || missing+=(libtomlplusplus-dev)  # config files (TOML)
+command -v help2man >/dev/null                 || missing+=(help2man)  # the man page, written at build time
 have_header /usr/include/libdeflate.h          || missing+=(libdeflate-dev)  # parallel inflate of gzip inputs
 have_header /usr/include/liblzf/lzf.h /usr/include/lzf.h || missing+=(liblzf-dev)  # h5py's LZF inputs
 # OpenBLAS itself, not only some cblas.h (reference BLAS ships one too)

@@ -8,8 +8,10 @@
 #   TESSERA           the tessera binary                    (default: the installed bin/tessera
 #                     for the installed scripts, else $SLURM_SUBMIT_DIR/build/tessera)
 #   TESSERA_CONFIG    the problem: a TOML file with a [run] table (default: $TESSERA_HOME/configs/slurm.toml)
-#   TESSERA_OUT       parent of the job's output folder     (default: $SLURM_SUBMIT_DIR/runs)
-#   TESSERA_LAUNCHER  srun-pmix | srun-pmi2 | mpirun        (default: detected, see tessera_detect_launcher)
+#   TESSERA_OUT       parent of the job's output folder     (default: the config's [slurm] out, else
+#                     $SLURM_SUBMIT_DIR/runs)
+#   TESSERA_LAUNCHER  srun-pmix | srun-pmi2 | mpirun        (default: the config's [slurm] launcher
+#                     unless "auto", else detected, see tessera_detect_launcher)
 # Relative paths, in the config too, are relative to $SLURM_SUBMIT_DIR (where sbatch was run).
 # The job writes C, the JSON report and a copy of the config to $TESSERA_OUT/$SLURM_JOB_ID/.
 
@@ -23,15 +25,13 @@ tessera_die() {
   exit 1
 }
 
-# The [run] table's string value of KEY in a TOML file ("" when absent).
+# The value of TABLE.KEY in a config file ("" when absent), as `tessera config show` resolves it
+# (tessera reads the TOML: the file is checked before, in tessera_setup).
 tessera_config_value() {
-  awk -v key="$1" '
-    /^[[:space:]]*\[/ { in_run = ($0 ~ /^[[:space:]]*\[run\][[:space:]]*(#.*)?$/); next }
-    in_run && $0 ~ ("^[[:space:]]*" key "[[:space:]]*=") {
-      sub(/^[^=]*=[[:space:]]*/, "")
-      if (match($0, /^"[^"]*"/) || match($0, /^\047[^\047]*\047/)) print substr($0, 2, RLENGTH - 2)
-      exit
-    }' "$2"
+  local line
+  while IFS= read -r line; do
+    case "$line" in "$1="*) echo "${line#*=}"; return 0 ;; esac
+  done < <("$TESSERA" config show "$2" 2>/dev/null)
 }
 
 # srun-pmix where Slurm offers PMIx, else srun-pmi2, else mpirun (Open MPI reads the allocation).
@@ -121,7 +121,7 @@ tessera_input() {
     esac
     shift
   done
-  [ -n "$ref" ] || ref=$(tessera_config_value "$name" "$TESSERA_CONFIG")
+  [ -n "$ref" ] || ref=$(tessera_config_value "run.$name" "$TESSERA_CONFIG")
   echo "$ref"
 }
 
@@ -137,6 +137,12 @@ tessera_setup() {
   TESSERA_CONFIG=${TESSERA_CONFIG:-$TESSERA_HOME/configs/slurm.toml}
   [ -x "$TESSERA" ] || tessera_die "no tessera binary at $TESSERA: build it (cmake --build build) or set TESSERA=/path/to/tessera"
   [ -f "$TESSERA_CONFIG" ] || tessera_die "config $TESSERA_CONFIG not found: set TESSERA_CONFIG to a TOML file with a [run] table"
+  # The whole file checked by tessera itself (every table, key and value) before anything is launched.
+  "$TESSERA" config show "$TESSERA_CONFIG" >/dev/null || tessera_die "config $TESSERA_CONFIG cannot be used (above)"
+  local launcher
+  launcher=$(tessera_config_value slurm.launcher "$TESSERA_CONFIG")
+  if [ -z "${TESSERA_LAUNCHER:-}" ] && [ -n "$launcher" ] && [ "$launcher" != auto ]; then TESSERA_LAUNCHER=$launcher; fi
+  TESSERA_OUT=${TESSERA_OUT:-$(tessera_config_value slurm.out "$TESSERA_CONFIG")}
 
   local name ref file
   for name in a b; do

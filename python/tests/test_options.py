@@ -160,8 +160,8 @@ class OptionTest(unittest.TestCase):
             "overwrite": True, "grid": (2, 3), "algorithm": "summa", "panel_width": 64, "kernel": "cpu-tiled",
             "verify": False, "baseline": None, "gpu_memory": "8G", "allow_nonfinite": True})
         # In the binary's order of its options (the dataclass's fields), whatever the order given.
-        self.assertEqual(cli, ["--algorithm", "summa", "--panel-width", "64", "--grid", "2x3", "--kernel", "cpu-tiled",
-                               "--overwrite", "--allow-nonfinite", "--gpu-memory", "8G"])
+        self.assertEqual(cli, ["--overwrite", "--allow-nonfinite", "--algorithm", "summa", "--panel-width", "64",
+                               "--grid", "2x3", "--kernel", "cpu-tiled", "--gpu-memory", "8G"])
         self.assertEqual(tapi.option_args(self.binary, "run", {"grid": "2x2"}), ["--grid", "2x2"])
         self.assertEqual(tapi.option_args(self.binary, "run", {"panel-width": 8}), ["--panel-width", "8"])
         # Unchecked (check_options=False): taken for what each value looks like.

@@ -175,7 +175,7 @@ json describe_option(CLI::Option& opt) {
 
 bool internal(const CLI::Option* opt) {
   const std::string name = opt->get_single_name();
-  return name == "help" || name == "help-json" || name == "version";
+  return name == "help" || name == "help-all" || name == "help-json" || name == "version";
 }
 
 json describe_options(CLI::App& app) {

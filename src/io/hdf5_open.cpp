@@ -14,12 +14,27 @@
 
 namespace tessera::io::hdf5 {
 
+namespace {
+
+// A missing file whose name holds ":/" was most likely split at the wrong ":/" (the last one
+// splits, docs/usage.md "Datasets"): say how to keep a ':' in the dataset's path.
+std::string colon_hint(const std::string& file) {
+  const auto at = file.find(":/");
+  if (at == std::string::npos) return {};
+  const std::string head = file.substr(0, at), rest = file.substr(at + 1);
+  return " (the last ':/' splits the file from the dataset; if the file is " + in_quotes(head) +
+         ", write each ':' of the dataset's path as '\\:', e.g. " + in_quotes(head + ":" + rest + "\\:/...") + ")";
+}
+
+}  // namespace
+
 Handle open_file_readonly(const std::string& file) {
   ensure_init();
   struct stat st {};
   if (::stat(file.c_str(), &st) != 0) {
     const int err = errno;
-    if (err == ENOENT || err == ENOTDIR) throw InputError("cannot open " + in_quotes(file) + ": no such file");
+    if (err == ENOENT || err == ENOTDIR)
+      throw InputError("cannot open " + in_quotes(file) + ": no such file" + colon_hint(file));
     throw InputError("cannot open " + in_quotes(file) + ": " + std::strerror(err));
   }
   if (S_ISDIR(st.st_mode)) throw InputError("cannot open " + in_quotes(file) + ": it is a directory");

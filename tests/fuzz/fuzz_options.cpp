@@ -1,14 +1,15 @@
 // libFuzzer target: option strings, as `tessera` takes them. The first byte says what the rest is:
-//   0  a command line, one argument per line ('\n' or '\0'), parsed by a CLI11 app built like
-//      src/cli/main.cpp's (top-level --config, subcommands `run` and `generate` with the same
-//      options; --config on the command line is dropped: the fuzzer must not open arbitrary files)
-//   1  a TOML config: `tessera run --config FILE`, and the text through CLI::ConfigTOML directly
+//   0  a command line, one argument per line ('\n' or '\0'), parsed by tessera's own command line
+//      (cli/options.hpp, built as main.cpp builds it; --config on the command line is dropped: the
+//      fuzzer must not open arbitrary files)
+//   1  a TOML config: through cli::parse_config directly, and as `tessera run --config FILE`
 //   2  one string: partition::parse_grid and io::DatasetRef::parse
 // After a successful parse the values go where the run layer sends them: DatasetRef::parse of
 // --a/--b/--c/--out, parse_grid of --grid/--chunk, partition::Partition of the grid on small sizes.
 //
-// Expected outcomes: success, a CLI::Error (the usage message) or a tessera::Error. Any other
-// exception is a finding ("tessera-fuzz: FINDING ...", abort): main would print an unclear line.
+// Expected outcomes: success, a CLI::Error (the usage message), a cli::ConfigFileError (a config
+// file's FILE:LINE message) or a tessera::Error. Any other exception is a finding
+// ("tessera-fuzz: FINDING ...", abort): main would print an unclear line.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -18,23 +19,21 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <sstream>
 #include <string>
 #include <typeinfo>
 #include <vector>
 
-#include "commands/generate.hpp"
+#include "cli/config_toml.hpp"
+#include "cli/options.hpp"
 #include "core/error.hpp"
 #include "io/hdf5_io.hpp"
-#include "job/run_job.hpp"
 #include "partition/partition.hpp"
 
 namespace {
 
 namespace io = tessera::io;
 namespace partition = tessera::partition;
-using tessera::commands::GenerateOptions;
-using tessera::job::RunOptions;
+namespace cli = tessera::cli;
 
 std::string g_config;  // the TOML text of mode 1, written to a tmpfs
 
@@ -50,6 +49,7 @@ void call(const char* what, const std::string& input, F&& f) {
     f();
   } catch (const tessera::Error&) {
   } catch (const CLI::Error&) {
+  } catch (const cli::ConfigFileError&) {
   } catch (const std::exception& e) {
     finding(std::string(what) + " on '" + input + "' threw " + typeid(e).name() + ": " + e.what());
   }
@@ -80,46 +80,12 @@ void check_refs_and_grid(const std::vector<std::string>& refs, const std::string
   });
 }
 
-// A CLI11 app with main.cpp's structure and option names (src/cli/main.cpp).
+// tessera's command line, as main.cpp builds it (cli::add_commands).
 struct App {
-  CLI::App app{"tessera"};
-  RunOptions ro;
-  GenerateOptions gen;
-  CLI::App* run = nullptr;
-  CLI::App* generate = nullptr;
+  CLI::App app{"tessera", "tessera"};
+  cli::Commands c;
 
-  App() {
-    app.require_subcommand(1);
-    app.set_config("--config", "", "TOML file of options");
-    app.allow_config_extras(CLI::config_extras_mode::error);
-    generate = app.add_subcommand("generate", "");
-    generate->add_option("--out,-o", gen.out)->required();
-    generate->add_option("--rows", gen.rows)->required();
-    generate->add_option("--cols", gen.cols)->required();
-    generate->add_option("--dtype", gen.dtype);
-    generate->add_option("--seed", gen.seed);
-    generate->add_option("--dist", gen.dist);
-    generate->add_option("--low", gen.low);
-    generate->add_option("--high", gen.high);
-    generate->add_option("--chunk", gen.chunk);
-    generate->add_option("--gzip", gen.gzip);
-    generate->add_flag("--overwrite", gen.overwrite);
-    run = app.add_subcommand("run", "");
-    run->add_option("--a", ro.a)->required();
-    run->add_option("--b", ro.b)->required();
-    run->add_option("--c", ro.c)->required();
-    run->add_option("--report", ro.report);
-    run->add_option("--grid", ro.grid);
-    run->add_option("--backend", ro.backend);
-    run->add_option("--kernel", ro.kernel);
-    run->add_option("--dtype", ro.dtype);
-    run->add_option("--baseline", ro.baseline);
-    run->add_flag("--overwrite", ro.overwrite);
-    run->add_flag("--quiet,-q", ro.quiet);
-    run->add_flag("--verify", ro.verify);
-    run->add_flag("--allow-nonfinite", ro.allow_nonfinite);
-    run->fallthrough();
-  }
+  App() { cli::add_commands(app, c); }
 
   void parse_and_check(std::vector<std::string> args, const std::string& input) {
     // CLI11 takes the arguments in reverse order (as its parse(std::vector<std::string>&) wants).
@@ -130,8 +96,8 @@ struct App {
       parsed = true;
     });
     if (!parsed) return;
-    if (*run) check_refs_and_grid({ro.a, ro.b, ro.c}, ro.grid);
-    if (*generate) check_refs_and_grid({gen.out}, gen.chunk);
+    if (*c.r) check_refs_and_grid({c.ro.a, c.ro.b, c.ro.c}, c.ro.grid);
+    if (*c.g) check_refs_and_grid({c.gen.out}, c.gen.chunk);
   }
 };
 
@@ -187,9 +153,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     App().parse_and_check(kept, text);
   } else if (mode == 1) {
-    call("CLI::ConfigTOML::from_config", text, [&] {
-      std::istringstream in(text);
-      (void)CLI::ConfigTOML().from_config(in);
+    call("cli::parse_config", text, [&] {
+      App app;
+      const auto settings = cli::parse_config(text, "fuzz.toml", app.c.schema);
+      (void)cli::show_json(settings);
+      call("cli::show_lines", text, [&] { (void)cli::show_lines(settings); });
     });
     write_file(g_config, text);
     App().parse_and_check({"run", "--config", g_config}, text);

@@ -93,9 +93,9 @@ def launcher_of(args):
     return shlex.split(args.mpiexec) + ["-np", str(args.np)]
 
 
-# `tessera run` options that are no Options setter: the CLI's own (help, --help-json, the TOML file, -v), and
+# `tessera run` options that are no Options setter: the CLI's own (help, --help-all, --help-json, the TOML file, -v), and
 # --dry-run (tessera::dry_run instead).
-CLI_ONLY = {"help", "help-json", "config", "verbose", "dry-run", "version"}
+CLI_ONLY = {"help", "help-all", "help-json", "config", "verbose", "dry-run", "version"}
 
 
 def check_names(args, exe, launcher):

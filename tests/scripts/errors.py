@@ -201,11 +201,12 @@ elif case in ("alpha-empty", "beta-empty", "alpha-nan", "beta-inf", "alpha-garba
     cmd, expect = base() + [name, value], f"{name}: must be a finite number, not '{value}'"
 elif case in ("config-alpha-empty", "config-beta-nan"):
     # The same in a config file: `alpha = ""` meant alpha = 0.
-    key, value, shown = {"config-alpha-empty": ("alpha", '""', ""), "config-beta-nan": ("beta", "nan", "nan")}[case]
+    key, value, shown = {"config-alpha-empty": ("alpha", '""', "the string ''"),
+                         "config-beta-nan": ("beta", "nan", "'nan'")}[case]
     cfg = r.path("bad.toml")
     with open(cfg, "w") as f:
         f.write(f'[run]\na = "{A}:/A"\nb = "{B}:/B"\nc = "{C}:/C"\nbackend = "cpu"\n{key} = {value}\n')
-    cmd, expect = ["run", "--config", cfg], f"--{key}: must be a finite number, not '{shown}'"
+    cmd, expect = ["run", "--config", cfg], f"bad.toml:6: run.{key}: must be a finite number, not {shown}"
 elif case == "verify-alpha-empty":
     # A right C checked against alpha = 0 (as '' was read): FAILED, exit 3, where the option is wrong.
     with h5py.File(A, "r") as fa, h5py.File(B, "r") as fb:

@@ -241,11 +241,12 @@ elif case == "cli-missing-config":
 elif case == "cli-bad-config-type":
     with open(path("bad.toml"), "w") as f:
         f.write('[run]\nm = "many"\nn = 2\nk = 2\ndry-run = true\n')
-    refused(["run", "--config", path("bad.toml")], "--m", code=2)
+    refused(["run", "--config", path("bad.toml")], "bad.toml:2: run.m: must be a whole number", code=2)
 elif case == "cli-duplicate-config-key":
     with open(path("dup.toml"), "w") as f:
         f.write("[run]\nm = 4\nm = 5\nn = 2\nk = 2\ndry-run = true\n")
-    refused(["run", "--config", path("dup.toml")], "--m", code=2)
+    refused(["run", "--config", path("dup.toml")], "dup.toml:3: not valid TOML: Error while parsing key-value pair: "
+            "cannot redefine existing integer 'm'", code=2)
 elif case == "cli-unknown-option":
     refused(["run", "--frobnicate"], "--frobnicate", code=2)
 elif case == "cli-help-version":

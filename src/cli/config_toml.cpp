@@ -1,0 +1,304 @@
+#include "cli/config_toml.hpp"
+
+#include <toml++/toml.h>
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+namespace tessera::cli {
+
+const Key* Schema::find(const std::string& table, const std::string& name) const {
+  for (const Key& key : keys_)
+    if (key.table == table && key.name == name) return &key;
+  return nullptr;
+}
+
+bool Schema::has_table(const std::string& table) const {
+  return std::any_of(keys_.begin(), keys_.end(), [&](const Key& key) { return key.table == table; });
+}
+
+std::vector<std::string> Schema::tables() const {
+  std::vector<std::string> names;
+  for (const Key& key : keys_)
+    if (std::find(names.begin(), names.end(), key.table) == names.end()) names.push_back(key.table);
+  return names;
+}
+
+namespace {
+
+// The shortest decimal that reads back as x (0.1, not 0.10000000000000001).
+std::string number_text(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char text[40];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, x);
+    if (std::strtod(text, nullptr) == x) break;
+  }
+  return text;
+}
+
+// The value as a person wrote it, for messages.
+std::string describe(const toml::node& v) {
+  switch (v.type()) {
+    case toml::node_type::string:
+      return "the string '" + std::string(v.as_string()->get()) + "'";
+    case toml::node_type::integer:
+      return "the integer " + std::to_string(v.as_integer()->get());
+    case toml::node_type::floating_point:
+      return "the number " + number_text(v.as_floating_point()->get());
+    case toml::node_type::boolean:
+      return v.as_boolean()->get() ? "true" : "false";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::table:
+      return "a table";
+    default:
+      return "a date or time";
+  }
+}
+
+std::string at_line(const std::string& path, const toml::source_region& where) {
+  return path + ":" + std::to_string(where.begin.line);
+}
+
+// A whole number the key accepts, or an error.
+std::int64_t whole(const Key& key, const toml::node& v, const std::string& where) {
+  const auto* n = v.as_integer();
+  if (n == nullptr || n->get() < key.low || n->get() > key.high)
+    throw ConfigFileError(where + ": must be a whole number from " + std::to_string(key.low) + " to " +
+                          std::to_string(key.high) + ", not " + describe(v));
+  return n->get();
+}
+
+// "AxB" from [A, B], or the string as given (the option parses it).
+std::string shape_words(const toml::node& v, const std::string& where) {
+  if (const auto* s = v.as_string()) return s->get();
+  const auto* a = v.as_array();
+  const std::string why = ": must be a string \"AxB\" or an array [A, B] of two whole numbers above 0, not ";
+  if (a == nullptr || a->size() != 2) throw ConfigFileError(where + why + describe(v));
+  std::string text;
+  for (const toml::node& part : *a) {
+    const auto* n = part.as_integer();
+    if (n == nullptr || n->get() < 1) throw ConfigFileError(where + why + "an array holding " + describe(part));
+    text += (text.empty() ? "" : "x") + std::to_string(n->get());
+  }
+  return text;
+}
+
+std::vector<std::string> list_words(const toml::node& v, const std::string& where) {
+  const auto word = [&](const toml::node& item) -> std::string {
+    if (const auto* s = item.as_string()) return s->get();
+    if (const auto* n = item.as_integer()) return std::to_string(n->get());
+    throw ConfigFileError(where + ": must be an array of strings or whole numbers (or one string), not " +
+                          (&item == &v ? describe(v) : "an array holding " + describe(item)));
+  };
+  const auto* a = v.as_array();
+  if (a == nullptr) return {word(v)};
+  std::vector<std::string> words;
+  for (const toml::node& item : *a) words.push_back(word(item));
+  return words;
+}
+
+// The words the key's option takes and the value for JSON; the type and range checked.
+Setting typed(const Key& key, const toml::node& v, const std::string& where) {
+  Setting s;
+  s.key = &key;
+  const std::string not_this = ", not " + describe(v);
+  switch (key.kind) {
+    case Kind::text: {
+      const auto* str = v.as_string();
+      if (str == nullptr) throw ConfigFileError(where + ": must be a string" + not_this);
+      s.words = {str->get()};
+      if (!key.choices.empty() && std::find(key.choices.begin(), key.choices.end(), s.words[0]) == key.choices.end()) {
+        std::string names;
+        for (const auto& c : key.choices) names += (names.empty() ? "" : ", ") + c;
+        throw ConfigFileError(where + ": must be one of " + names + not_this);
+      }
+      s.value = s.words[0];
+      break;
+    }
+    case Kind::integer:
+    case Kind::count: {
+      const std::int64_t n = whole(key, v, where);
+      s.words = {std::to_string(n)};
+      s.value = n;
+      break;
+    }
+    case Kind::number:
+      if (const auto* n = v.as_integer()) {
+        s.words = {std::to_string(n->get())};
+        s.value = n->get();
+      } else if (const auto* x = v.as_floating_point()) {
+        s.words = {number_text(x->get())};
+        s.value = std::isfinite(x->get()) ? nlohmann::json(x->get()) : nlohmann::json(s.words[0]);
+      } else {
+        throw ConfigFileError(where + ": must be a finite number" + not_this);
+      }
+      break;
+    case Kind::flag: {
+      const auto* b = v.as_boolean();
+      if (b == nullptr) throw ConfigFileError(where + ": must be true or false" + not_this);
+      s.words = {b->get() ? "true" : "false"};
+      s.value = b->get();
+      break;
+    }
+    case Kind::shape:
+      s.words = {shape_words(v, where)};
+      s.value = s.words[0];
+      break;
+    case Kind::list:
+      s.words = list_words(v, where);
+      s.value = s.words;
+      break;
+  }
+  return s;
+}
+
+// The option's own checks (ranges, choices, finite numbers) on each word, with the file's line.
+void run_checks(const Key& key, const std::vector<std::string>& words, const std::string& where) {
+  if (key.option == nullptr) return;
+  for (int i = 0;; ++i) {
+    CLI::Validator* check = nullptr;
+    try {
+      check = key.option->get_validator(i);
+    } catch (const CLI::OptionNotFound&) {
+      return;
+    }
+    for (std::string word : words)
+      if (const std::string why = (*check)(word); !why.empty()) throw ConfigFileError(where + ": " + why);
+  }
+}
+
+// " (did you mean ...?)" for a key of another spelling or another table.
+std::string hint(const Schema& schema, const std::string& table, const std::string& name) {
+  std::string dashed = name;
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  if (dashed != name && schema.find(table, dashed) != nullptr) return " (did you mean '" + dashed + "'?)";
+  for (const std::string& other : schema.tables())
+    if (schema.find(other, name) != nullptr) return " ('" + name + "' is a key of [" + other + "])";
+  return table == "slurm" ? " (see docs/configuration.md)" : " (see tessera " + table + " --help)";
+}
+
+std::vector<Setting> check_table(const std::string& path, const std::string& table, const toml::table& values,
+                                 const Schema& schema) {
+  std::vector<Setting> settings;
+  for (auto&& [name, value] : values) {
+    const std::string key_name(name.str());
+    const std::string where = at_line(path, value.source()) + ": " + table + "." + key_name;
+    const Key* key = schema.find(table, key_name);
+    if (key == nullptr)
+      throw ConfigFileError(at_line(path, name.source()) + ": " + table + "." + key_name + ": unknown key" +
+                            (table == "slurm" ? "" : ", not an option of `tessera " + table + "`") +
+                            hint(schema, table, key_name));
+    Setting s = typed(*key, value, where);
+    run_checks(*key, s.words, where);
+    s.line = value.source().begin.line;
+    settings.push_back(std::move(s));
+  }
+  return settings;
+}
+
+std::string table_list(const Schema& schema) {
+  std::string names;
+  for (const std::string& t : schema.tables()) names += (names.empty() ? "[" : ", [") + t + "]";
+  return names;
+}
+
+// toml++ 3.3 asserts (an assumption, where NDEBUG) that a table header's name starts with a key's
+// character or a quote, instead of refusing `[ = 1` or `[]` (found by fuzz_options): such a line
+// is refused here first. A line inside a multi-line array or string is taken as a header too,
+// which only refuses nested arrays and such strings, of no key's kind.
+void check_table_headers(const std::string& text, const std::string& path) {
+  std::istringstream lines(text);
+  std::string line;
+  for (std::int64_t number = 1; std::getline(lines, line); ++number) {
+    std::size_t at = line.find_first_not_of(" \t");
+    if (at == std::string::npos || line[at] != '[') continue;
+    at = line.find_first_not_of(" \t", line[at + 1] == '[' ? at + 2 : at + 1);
+    const char first = at == std::string::npos ? '\0' : line[at];
+    const bool key_start = std::isalnum(static_cast<unsigned char>(first)) || first == '_' || first == '-' ||
+                           first == '"' || first == '\'';
+    if (!key_start)
+      throw ConfigFileError(path + ":" + std::to_string(number) +
+                            ": not valid TOML: a table header [...] must start with the table's name");
+  }
+}
+
+}  // namespace
+
+std::vector<Setting> parse_config(const std::string& text, const std::string& path, const Schema& schema) {
+  check_table_headers(text, path);
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    throw ConfigFileError(at_line(path, e.source()) + ": not valid TOML: " + std::string(e.description()));
+  }
+  std::vector<Setting> settings;
+  for (auto&& [name, value] : root) {
+    const std::string table(name.str());
+    if (!value.is_table())
+      throw ConfigFileError(at_line(path, name.source()) + ": " + table +
+                            ": a key outside any table; put it under the table of its subcommand (" +
+                            table_list(schema) + ")");
+    if (!schema.has_table(table))
+      throw ConfigFileError(at_line(path, name.source()) + ": [" + table + "]: unknown table (the tables are " +
+                            table_list(schema) + ")");
+    for (Setting& s : check_table(path, table, *value.as_table(), schema)) settings.push_back(std::move(s));
+  }
+  std::stable_sort(settings.begin(), settings.end(),
+                   [&](const Setting& x, const Setting& y) { return schema.index(x.key) < schema.index(y.key); });
+  return settings;
+}
+
+std::vector<Setting> read_config(const std::string& path, const Schema& schema) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigFileError(path + ": cannot read the config file: " + std::strerror(errno));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_config(text, path, schema);
+}
+
+std::string show_lines(const std::vector<Setting>& settings) {
+  std::string out;
+  for (const Setting& s : settings) {
+    std::string value;
+    for (const std::string& w : s.words) value += (value.empty() ? "" : ",") + w;
+    if (value.find_first_of("\r\n") != std::string::npos)
+      throw ConfigFileError("line " + std::to_string(s.line) + ": " + s.key->table + "." + s.key->name +
+                            ": holds a line break, which one line cannot show: use `tessera config show --json`");
+    out += s.key->table + "." + s.key->name + "=" + value + "\n";
+  }
+  return out;
+}
+
+nlohmann::json show_json(const std::vector<Setting>& settings) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const Setting& s : settings) out[s.key->table][s.key->name] = s.value;
+  return out;
+}
+
+std::vector<CLI::ConfigItem> TomlConfig::from_config(std::istream& input) const {
+  const std::string text((std::istreambuf_iterator<char>(input)), std::istreambuf_iterator<char>());
+  const auto& given = option_->results();
+  const std::string path = given.empty() ? std::string("the config file") : given.back();
+  std::vector<CLI::ConfigItem> found;
+  for (const Setting& s : parse_config(text, path, schema_)) {
+    if (s.key->option == nullptr) continue;  // [slurm]: for the Slurm scripts
+    CLI::ConfigItem item;
+    item.parents = {s.key->table};
+    item.name = s.key->name;
+    item.inputs = s.words;
+    found.push_back(std::move(item));
+  }
+  return found;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,348 @@
+#include "cli/options.hpp"
+
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <type_traits>
+
+#include "core/git_id.hpp"
+#include "core/version.hpp"
+
+namespace tessera::cli {
+namespace {
+
+const char* const kExitStatus =
+    "Exit status: 0 success; 1 an error (bad input, I/O, a device, a rank lost); 2 a usage error (the command\n"
+    "line or the config file); 3 verification ran and C is wrong (verify, run --verify).";
+
+// Numbers that CLI11 alone would take wrongly: it reads '' as 0, 'nan' and 'inf' as such, 1e400
+// as inf, -1 as 2^64 - 1 for an unsigned option, and a leading 0 as octal (010 = 8). These check
+// the text as given, on the command line or in the config file; a failure is a usage error (exit
+// 2) naming the option and the value (and, from a file, its line).
+
+// A finite real number (--alpha, --beta, generate's --low/--high).
+CLI::Validator finite_number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double x = std::strtod(text.c_str(), &end);
+        const bool whole = !text.empty() && end == text.c_str() + text.size();
+        if (!whole || !std::isfinite(x) || (errno == ERANGE && x == 0))
+          return "must be a finite number, not '" + text + "'";
+        return {};
+      },
+      "NUMBER");
+}
+
+// A whole number, written in decimal, from `low` to `high`; rewritten without leading zeros, so
+// that CLI11 does not read it as octal (a transform: CLI11 hands a check() a copy).
+CLI::Validator whole_number(std::uint64_t low, std::uint64_t high, const std::string& range) {
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        const std::string why = "must be a whole number from " + range + ", not '" + text + "'";
+        if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return why;
+        errno = 0;
+        const unsigned long long value = std::strtoull(text.c_str(), nullptr, 10);
+        if (errno == ERANGE || value < low || value > high) return why;
+        text = std::to_string(value);
+        return {};
+      },
+      "INTEGER");
+}
+CLI::Validator seed_number() { return whole_number(0, UINT64_MAX, "0 to 18446744073709551615 (2^64 - 1)"); }
+CLI::Validator count_from(int low) { return whole_number(low, INT_MAX, std::to_string(low) + " to 2147483647"); }
+
+// Adds a subcommand's options, and for each the key of the subcommand's table in config files,
+// of the kind the option's C++ type says.
+class Adder {
+ public:
+  Adder(CLI::App* sub, Schema* schema) : sub_(sub), schema_(schema) {}
+  template <class T>
+  CLI::Option* operator()(const std::string& names, T& target, const std::string& help) {
+    CLI::Option* opt = sub_->add_option(names, target, help);
+    if constexpr (std::is_same_v<T, std::string>) {
+      return key(opt, Kind::text);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      return key(opt, Kind::number);
+    } else {
+      static_assert(std::is_integral_v<T>, "an option of a type config files do not know");
+      const auto low = std::is_signed_v<T> ? static_cast<std::int64_t>(std::numeric_limits<T>::min()) : 0;
+      const auto high = std::numeric_limits<T>::max() > static_cast<std::uint64_t>(INT64_MAX)
+                            ? INT64_MAX
+                            : static_cast<std::int64_t>(std::numeric_limits<T>::max());
+      return key(opt, Kind::integer, low, high);
+    }
+  }
+  CLI::Option* flag(const std::string& names, bool& target, const std::string& help) {
+    return key(sub_->add_flag(names, target, help), Kind::flag);
+  }
+  CLI::Option* shape(const std::string& names, std::string& target, const std::string& help) {
+    return key(sub_->add_option(names, target, help), Kind::shape);
+  }
+  CLI::Option* list(const std::string& names, std::vector<std::string>& target, const std::string& help) {
+    return key(sub_->add_option(names, target, help)->delimiter(','), Kind::list);
+  }
+  CLI::Option* key(CLI::Option* opt, Kind kind, std::int64_t low = INT64_MIN, std::int64_t high = INT64_MAX) {
+    if (schema_ != nullptr) schema_->add(Key{sub_->get_name(), opt->get_single_name(), kind, opt, low, high, {}});
+    return opt;
+  }
+  CLI::App* sub() const { return sub_; }
+
+ private:
+  CLI::App* sub_;
+  Schema* schema_;
+};
+
+// -v / -vv / --log-level on every subcommand, and -q where `quiet` is given (run has its own).
+void add_logging(Adder add, Logging& l, bool* quiet) {
+  // Counted through a callback: how CLI11 fills an int flag changed between its versions.
+  add.key(add.sub()->add_flag_function(
+              "-v,--verbose", [&l](std::int64_t count) { l.verbose = static_cast<int>(count); },
+              "log more on stderr: -v what each rank is doing (info), -vv details (debug)"),
+          Kind::count, 0, 9);
+  add("--log-level", l.level, "stderr log level: error, warn (default), info or debug; overrides -v")
+      ->check(CLI::IsMember({"error", "warn", "info", "debug"}));
+  if (quiet != nullptr)
+    add.flag("--quiet,-q", *quiet, "print nothing on stdout (errors and warnings still go to stderr)");
+  add.sub()->footer(kExitStatus);
+}
+
+void add_run_io(Adder add, job::RunOptions& o) {
+  // --a/--b/--c are required unless --dry-run (checked after parsing).
+  add("--a", o.a, "A (M x K) as FILE:/DATASET");
+  add("--b", o.b, "B (K x N) as FILE:/DATASET");
+  add("--c", o.c, "where to write C (M x N), FILE:/DATASET");
+  add("--report", o.report,
+      "write the JSON report here (schema: docs/report.md); '-': to stdout, the table then to stderr");
+  add.flag("--overwrite", o.overwrite,
+           "replace an existing dataset at --c (an existing HDF5 file keeps its other datasets)");
+  add.flag("--quiet,-q", o.quiet, "print no report table and no run lines (errors and warnings still go to stderr)");
+  add("--write", o.write,
+      "how C reaches the output: in-place (every rank writes its own rows), gather (rank 0 writes all) "
+      "or auto (in place where every rank sees the output file)")
+      ->capture_default_str();
+  add.flag("--transpose-a", o.transpose_a,
+           "--a is stored K x M: use its transpose as A (read as such, the file is not copied)");
+  add.flag("--transpose-b", o.transpose_b, "--b is stored N x K: use its transpose as B");
+  add("--alpha", o.alpha, "C = alpha op(A) op(B) + beta C_old")->check(finite_number())->capture_default_str();
+  add("--beta", o.beta,
+      "C = alpha op(A) op(B) + beta C_old; beta != 0 reads the existing C (--c, M x N) and needs "
+      "--overwrite (not with --repeat > 1 or --warmup > 0)")
+      ->check(finite_number())
+      ->capture_default_str();
+  add.flag("--verify", o.verify, "check C with Freivalds' test (O(n^2)) before writing it; fail if wrong");
+  add.flag("--allow-nonfinite", o.allow_nonfinite, "multiply inputs holding NaN/Inf instead of refusing them");
+  add.flag("--fail-on-nonfinite", o.fail_on_nonfinite,
+           "a C holding NaN/Inf (e.g. overflow) is an error and is not written (default: a warning)");
+}
+
+void add_run_compute(Adder add, job::RunOptions& o) {
+  add("--algorithm", o.algorithm,
+      "panels (C blocks from whole A rows and B columns), summa (2-D blocks, panels of K broadcast along "
+      "grid rows and columns), ksplit (K split, partials summed; NCCL on GPUs) or auto")
+      ->capture_default_str();
+  add("--comm", o.comm,
+      "summa/ksplit data path: nccl (GPU to GPU), cuda-aware (MPI on GPU memory, if the library "
+      "reports it), host (MPI on pinned host memory) or auto (the first that applies)")
+      ->capture_default_str();
+  add("--panel-width", o.panel_width, "summa: K panel width (0: 1024 on GPUs, 256 on CPUs)")
+      ->transform(whole_number(0, INT64_MAX, "0 to 9223372036854775807"))
+      ->capture_default_str();
+  add.shape("--grid", o.grid, "process grid PRxPC (default: chosen from M, N, K and the rank count)");
+  add("--backend", o.backend, "auto (GPU when visible), cpu or cuda")->capture_default_str();
+  add("--kernel", o.kernel, "kernel of the backend; auto = the backend's default (see `tessera info`)")
+      ->capture_default_str();
+  add("--dtype", o.dtype, "compute precision: auto (f32 if A and B are float32, else f64), f32, f64")
+      ->capture_default_str();
+  add("--baseline", o.baseline, "also time this kernel on each rank's block and report the speedup");
+  add("--progress", o.progress,
+      "progress on stderr: auto (runs predicted over 5 s, and on a terminal any run past 3 s), on, off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
+  add("--gpu-memory", o.gpu_memory,
+      "GPU memory a rank may use (512M, 8G, ...); a block that needs more is computed out of core");
+  add("--machine", o.machine,
+      "rates the model predicts with (auto's choice, --dry-run): a name in configs/machines (default, "
+      "h200-2gpu) or a JSON file (default: $TESSERA_MACHINE_FILE, else default.json)");
+  add("--repeat", o.repeat,
+      "run the whole job (read, compute, write, commit) N times in this launch (N >= 1); the report gives "
+      "the median, min and max of the runs and its table the last run (--dry-run ignores it)")
+      ->transform(count_from(1))
+      ->capture_default_str();
+  // Its default depends on --repeat: an option function, so that "not given" stays apart from 0.
+  add.key(add.sub()
+              ->add_option_function<int>(
+                  "--warmup", [&o](const int& runs) { o.warmup = runs; },
+                  "whole runs (>= 0) before the --repeat ones, in no statistic of the report (default: 1 with "
+                  "--repeat > 1, else 0)")
+              ->transform(count_from(0)),
+          Kind::integer, INT_MIN, INT_MAX);
+}
+
+void add_dry_run(Adder add, job::RunOptions& o) {
+  add.flag("--dry-run", o.dry_run, "print grid, memory, communication and predicted time; run nothing");
+  add("--m", o.m, "--dry-run: rows of A and C (instead of --a/--b)");
+  add("--n", o.n, "--dry-run: columns of B and C");
+  add("--k", o.k, "--dry-run: columns of A, rows of B");
+  add("--ranks", o.ranks, "--dry-run: plan for this many ranks (default: the job's)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            try {
+              if (std::stoll(text) >= 1) return std::string();
+            } catch (const std::exception&) {
+              return std::string();  // not a number: CLI11's conversion says so
+            }
+            return "must be at least 1 (got " + text + ")";
+          },
+          "RANKS >= 1"));
+  add("--ranks-per-node", o.ranks_per_node,
+      "--dry-run: on nodes of this many ranks each, placed in blocks (default: all on one node); messages "
+      "between nodes at the machine file's internode rate")
+      ->check(CLI::PositiveNumber);
+}
+
+void add_generate(Adder add, commands::GenerateOptions& gen) {
+  add("--out,-o", gen.out, "FILE:/DATASET to create")->required();
+  const CLI::Validator extent = whole_number(1, INT64_MAX, "1 to 9223372036854775807 (2^63 - 1)");
+  add("--rows", gen.rows, "rows")->transform(extent)->required();
+  add("--cols", gen.cols, "columns")->transform(extent)->required();
+  add("--dtype", gen.dtype, "f32 or f64")->capture_default_str();
+  add("--seed", gen.seed, "random seed, 0 to 2^64 - 1")->transform(seed_number())->capture_default_str();
+  add("--dist", gen.dist, "uniform [low, high), normal (0, 1) or integers [low, high]")->capture_default_str();
+  add("--low", gen.low, "lower bound")->check(finite_number())->capture_default_str();
+  add("--high", gen.high, "upper bound")->check(finite_number())->capture_default_str();
+  add.shape("--chunk", gen.chunk, "chunked layout RxC (default contiguous; a new file only)");
+  add("--gzip", gen.gzip, "gzip level 1-9, 0 none (implies chunking; a new file only)")
+      ->transform(whole_number(0, 9, "0 to 9"))
+      ->capture_default_str();
+  add.flag("--overwrite", gen.overwrite,
+           "replace an existing dataset at --out (an existing HDF5 file keeps its other datasets)");
+}
+
+void add_verify(Adder add, commands::VerifyOptions& vo) {
+  add("--a", vo.a, "A as FILE:/DATASET")->required();
+  add("--b", vo.b, "B as FILE:/DATASET")->required();
+  add("--c", vo.c, "C as FILE:/DATASET")->required();
+  add.flag("--full", vo.full, "recompute A*B in float64 and compare every element (O(n^3): small sizes)");
+  // Values that would check nothing (0 vectors, a bound of 0 or below) are refused, not replaced.
+  const CLI::Validator above_zero(
+      [](std::string& value) -> std::string {
+        char* end = nullptr;
+        const double x = std::strtod(value.c_str(), &end);
+        if (end == value.c_str() || *end != '\0' || !(x > 0)) return "must be above 0, not '" + value + "'";
+        return {};
+      },
+      "> 0");
+  add("--vectors", vo.vectors, "Freivalds: random vectors (1 or more)")->check(above_zero)->capture_default_str();
+  add("--safety", vo.safety, "allowed multiple of the rounding bound (default: 8 Freivalds, 2 --full)")
+      ->check(above_zero);
+  add("--tolerance", vo.tolerance, "--full: also require rel. Frobenius error <= this")->check(above_zero);
+  add("--dtype", vo.dtype, "precision C was computed in (default: C's stored type)");
+  add.flag("--transpose-a", vo.transpose_a, "as `run --transpose-a`: --a is stored K x M");
+  add.flag("--transpose-b", vo.transpose_b, "as `run --transpose-b`: --b is stored N x K");
+  add("--alpha", vo.alpha, "as `run --alpha`: C = alpha op(A) op(B)")->check(finite_number())->capture_default_str();
+}
+
+void add_bench_and_tune(Adder bench, commands::BenchOptions& bo, Adder tune, commands::TuneOptions& to) {
+  bench("--backend", bo.backend, "auto, cpu or cuda")->capture_default_str();
+  bench.list("--sizes", bo.sizes, "sizes: N (cube) or MxNxK; default depends on the backend");
+  bench.list("--dtypes", bo.dtypes, "f32,f64 (default both)");
+  bench.list("--kernels", bo.kernels, "kernels to time (default all)");
+  bench("--warmup", bo.warmup, "untimed launches first (0 or more)")->transform(count_from(0))->capture_default_str();
+  bench("--repeats", bo.repeats, "timed launches (1 or more); the median is reported")
+      ->transform(count_from(1))
+      ->capture_default_str();
+  bench("--seed", bo.seed, "random seed, 0 to 2^64 - 1")->transform(seed_number())->capture_default_str();
+  bench("--json", bo.json_path, "write results as JSON ('-': to stdout, the table then to stderr)");
+  bench("--csv", bo.csv_path, "write results as CSV");
+
+  tune.list("--sizes", to.sizes, "sizes: N (cube) or MxNxK (default 1024,2048,4096,8192)");
+  tune.list("--dtypes", to.dtypes, "f32,f64 (default both)");
+  tune("--out", to.out, "tune file to write (default $TESSERA_TUNE_FILE or ~/.cache/tessera/tuned-<gpu>.json)");
+  tune("--warmup", to.warmup, "untimed launches first (0 or more)")->transform(count_from(0))->capture_default_str();
+  tune("--repeats", to.repeats, "timed launches (1 or more); the median decides")
+      ->transform(count_from(1))
+      ->capture_default_str();
+  tune("--seed", to.seed, "random seed, 0 to 2^64 - 1")->transform(seed_number())->capture_default_str();
+}
+
+// [slurm]: read by slurm/common.sh through `tessera config show` (docs/configuration.md).
+void add_slurm_keys(Schema& schema) {
+  schema.add(Key{"slurm", "launcher", Kind::text, nullptr, 0, 0, {"auto", "srun-pmix", "srun-pmi2", "mpirun"}});
+  schema.add(Key{"slurm", "out", Kind::text, nullptr, 0, 0, {}});
+}
+
+}  // namespace
+
+void add_commands(CLI::App& app, Commands& c) {
+  app.set_version_flag("--version", std::string("tessera ") + kVersion + " (git " + kGitId + ")");
+  app.set_help_all_flag("--help-all", "Print the help of every subcommand and exit (the man page's text)");
+  app.require_subcommand(1);
+  CLI::Option* config = app.set_config("--config", "",
+                                       "TOML file of options: a table per subcommand ([run], [generate], ...); "
+                                       "the command line overrides it (docs/configuration.md)");
+  app.config_formatter(std::make_shared<TomlConfig>(c.schema, config));
+  // Every key TomlConfig hands on names an option (the schema is built from them): one CLI11
+  // cannot place is tessera's mistake, never to be dropped in silence.
+  app.allow_config_extras(CLI::config_extras_mode::error);
+  app.footer(std::string("Run `tessera SUBCOMMAND --help` for a subcommand's options.\n") + kExitStatus);
+  Schema* s = &c.schema;
+
+  c.g = app.add_subcommand("generate", "write a random matrix into an HDF5 file");
+  add_generate(Adder(c.g, s), c.gen);
+  add_logging(Adder(c.g, s), c.logging, &c.logging.quiet);
+
+  c.r = app.add_subcommand("run", "C = A * B over the MPI ranks; write C and report per-rank timing");
+  add_run_io(Adder(c.r, s), c.ro);
+  add_run_compute(Adder(c.r, s), c.ro);
+  add_dry_run(Adder(c.r, s), c.ro);
+  add_logging(Adder(c.r, s), c.logging, nullptr);
+  c.r->footer(std::string("Options can also come from a TOML file: --config F.toml with a [run] table, keys =\n"
+                          "option names (see configs/). Options on the command line override the file.\n") +
+              kExitStatus);
+
+  c.v = app.add_subcommand("verify", "check C against A * B computed independently in float64");
+  add_verify(Adder(c.v, s), c.vo);
+  add_logging(Adder(c.v, s), c.logging, &c.logging.quiet);
+
+  c.in = app.add_subcommand("info", "version, build features, MPI, HDF5, BLAS and GPUs");
+  Adder info(c.in, s);
+  info.flag("--json", c.info_json, "print JSON");
+  info.flag("--probe-network", c.info_probe,
+            "instead: measure MPI between nodes (rank 0 and the first rank of another node) and within one, and "
+            "print the machine file keys (internode_bytes_per_s, internode_latency_seconds, network_bytes_per_s)");
+  add_logging(info, c.logging, &c.logging.quiet);
+
+  c.rc = app.add_subcommand("recover",
+                            "restore HDF5 files that a tessera run died while writing (kill -9, power loss) as they "
+                            "were before it; every tessera command touching such a file does this first");
+  c.rc->add_option("files", c.recover_files, "HDF5 files (each with a FILE.tessera-journal beside it)")->required();
+  add_logging(Adder(c.rc, s), c.logging, &c.logging.quiet);
+
+  c.b = app.add_subcommand("bench", "time every kernel on one device against the vendor baseline");
+  c.tu = app.add_subcommand(
+      "tune", "time the full-precision GPU kernels (cuBLAS too) here and store the fastest for --kernel auto");
+  add_bench_and_tune(Adder(c.b, s), c.bo, Adder(c.tu, s), c.to);
+  add_logging(Adder(c.b, s), c.logging, &c.logging.quiet);
+  add_logging(Adder(c.tu, s), c.logging, &c.logging.quiet);
+  add_slurm_keys(c.schema);
+
+  // --config belongs to the top-level app; fallthrough lets `tessera SUBCOMMAND --config F.toml` reach it.
+  for (CLI::App* sub : {c.g, c.r, c.v, c.in, c.rc, c.b, c.tu}) sub->fallthrough();
+
+  c.cfg = app.add_subcommand("config", "config files: `tessera config show FILE`");
+  c.cfg->require_subcommand(1);
+  c.show = c.cfg->add_subcommand("show",
+                                 "check FILE as --config would and print its settings, one table.key=value a line "
+                                 "(values in the form their options take: grid = [2, 1] as 2x1)");
+  c.show->add_option("file", c.show_file, "the TOML config file")->required();
+  c.show->add_flag("--json", c.show_json, "print them as JSON instead: {\"table\": {\"key\": value}}");
+  add_logging(Adder(c.show, nullptr), c.logging, &c.logging.quiet);
+  c.cfg->footer(kExitStatus);
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,136 @@
+"""The command line's common parts (#31 item 6): -q and -v on every subcommand, the exit statuses
+in every --help, --version with the git id, range errors as usage errors (exit 2), the hint for
+a ':/' in a dataset's path, and the bash completion offering every option. One --case per test."""
+import os
+import re
+import subprocess
+
+import numpy as np
+
+from common import Runner, check, parser, write
+
+p = parser(__doc__)
+p.add_argument("--case", required=True)
+p.add_argument("--completion", help="the completion script to source (default: src/cli/tessera.bash)")
+args = p.parse_args()
+r = Runner(args)
+SUBCOMMANDS = ["generate", "run", "verify", "info", "recover", "bench", "tune", "config show"]
+
+
+def direct(argv, expect_ok=True):
+    return r.run(argv, direct=True, expect_ok=expect_ok, timeout=60)
+
+
+def long_options(help_text):
+    """The options a --help lists: every -x / --name at the start of an option line."""
+    names = set()
+    for line in help_text.splitlines():
+        m = re.match(r"^  (-\S+)", line)
+        if m:
+            names.update(n for n in m.group(1).split(",") if n.startswith("-"))
+    return names
+
+
+def inputs():
+    rng = np.random.default_rng(3)
+    a, b = rng.random((5, 4)), rng.random((4, 3))
+    write(r.path("a.h5"), "/A", a)
+    write(r.path("b.h5"), "/B", b)
+    write(r.path("c.h5"), "/C", a @ b)
+    return ["--a", r.path("a.h5") + ":/A", "--b", r.path("b.h5") + ":/B"]
+
+
+case = args.case
+if case == "help":
+    for sub in [""] + SUBCOMMANDS:
+        text = direct(sub.split() + ["--help"]).stdout
+        check("Exit status: 0 success; 1 an error" in text and "2 a usage error" in text and "3 verification" in text,
+              f"`tessera {sub} --help` says the exit statuses")
+        if sub:
+            names = long_options(text)
+            check({"-q", "--quiet", "-v", "--verbose", "--log-level"} <= names, f"`{sub}`: -q, -v: {sorted(names)}")
+    version = direct(["--version"]).stdout.strip()
+    m = re.fullmatch(r"tessera \d+\.\d+\.\d+ \(git (\S+)\)", version)
+    check(m is not None, f"--version: {version!r}")
+    git_id = m.group(1)
+    if os.path.isdir(os.path.join(args.source_dir, ".git")) or os.path.isfile(os.path.join(args.source_dir, ".git")):
+        commit = git_id.removesuffix("-dirty").split("-g")[-1]
+        known = subprocess.run(["git", "-C", args.source_dir, "cat-file", "-e", commit + "^{commit}"],
+                               capture_output=True).returncode == 0
+        check(known, f"--version's git id {git_id!r} is a commit of the sources")
+    else:
+        check(git_id == "unknown", f"not a git checkout: 'unknown', got {git_id!r}")
+elif case == "quiet-verbose":
+    io = inputs()
+    out = r.path("g.h5") + ":/G"
+    plain = {
+        "generate": ["generate", "--out", out, "--rows", "3", "--cols", "3", "--overwrite"],
+        "run": ["run", *io, "--c", r.path("c2.h5") + ":/C", "--overwrite", "--backend", "cpu", "--progress", "off"],
+        "verify": ["verify", *io, "--c", r.path("c.h5") + ":/C"],
+        "info": ["info"],
+        "recover": ["recover", r.path("a.h5")],
+        "bench": ["bench", "--backend", "cpu", "--sizes", "8", "--dtypes", "f64", "--kernels", "cpu-naive",
+                  "--warmup", "0", "--repeats", "1"],
+        "config show": ["config", "show", os.path.join(args.source_dir, "configs", "demo.toml")],
+    }
+    for sub, argv in plain.items():
+        loud = direct(argv)
+        quiet = direct(argv + ["-q"])
+        check(quiet.stdout == "", f"`{sub} -q` printed {quiet.stdout!r}")
+        check(loud.stdout != "" or sub == "generate", f"`{sub}` without -q prints something")
+        verbose = direct(argv + ["-v"])
+        check("tessera: info" in verbose.stderr or sub == "config show", f"`{sub} -v` logs at info: {verbose.stderr!r}")
+        check(direct(argv + ["-vv", "-q"]).returncode == 0, f"`{sub} -vv -q`")
+elif case == "range-errors":
+    io = inputs() + ["--c", r.path("c3.h5") + ":/C"]
+    cases = [
+        (["run", *io, "--repeat", "0"], "--repeat: must be a whole number from 1 to 2147483647, not '0'"),
+        (["run", *io, "--warmup", "-1"], "--warmup: must be a whole number from 0 to 2147483647, not '-1'"),
+        (["run", *io, "--panel-width", "-5"], "--panel-width: must be a whole number from 0 to"),
+        (["run", "--dry-run", "--m", "4", "--n", "4", "--k", "4", "--ranks", "0"], "--ranks: must be at least 1"),
+        (["run", *io, "--alpha", "inf"], "--alpha: must be a finite number, not 'inf'"),
+        (["generate", "--out", r.path("g.h5") + ":/G", "--rows", "2", "--cols", "2", "--gzip", "10"],
+         "--gzip: must be a whole number from 0 to 9, not '10'"),
+        (["generate", "--out", r.path("g.h5") + ":/G", "--rows", "0", "--cols", "2"], "--rows: must be a whole number"),
+        (["verify", *io, "--vectors", "0"], "--vectors: must be above 0, not '0'"),
+        (["bench", "--repeats", "0"], "--repeats: must be a whole number from 1 to"),
+        (["bench", "--warmup", "-2"], "--warmup: must be a whole number from 0 to"),
+        (["tune", "--repeats", "0"], "--repeats: must be a whole number from 1 to"),
+        (["tune", "--seed", "-1"], "--seed: must be a whole number from 0 to 18446744073709551615"),
+    ]
+    for argv, expect in cases:
+        res = r.run(argv, np_=2, expect_ok=False, timeout=60)
+        errors = [l for l in res.stderr.splitlines() if l.startswith("tessera: error")]
+        check(res.returncode == 2, f"{argv}: exit {res.returncode}, expected 2")
+        check(len(errors) == 1 and expect in errors[0], f"{argv}: expected one line saying {expect!r}: {errors}")
+    check(not os.path.exists(r.path("g.h5")) and not os.path.exists(r.path("c3.h5")), "nothing written")
+elif case == "colon-hint":
+    inputs()
+    res = direct(["run", "--a", r.path("a.h5") + ":/run:/A", "--b", r.path("b.h5") + ":/B", "--c",
+                  r.path("c4.h5") + ":/C", "--backend", "cpu"], expect_ok=False)
+    errors = [l for l in res.stderr.splitlines() if l.startswith("tessera: error")]
+    want = (f"cannot open '{r.path('a.h5')}:/run': no such file (the last ':/' splits the file from the dataset; "
+            f"if the file is '{r.path('a.h5')}', write each ':' of the dataset's path as '\\:', e.g. "
+            f"'{r.path('a.h5')}:/run\\:/...')")
+    check(res.returncode == 1 and len(errors) == 1 and want in errors[0], f"expected {want!r}, got {errors}")
+elif case == "completion":
+    script = args.completion or os.path.join(args.source_dir, "src", "cli", "tessera.bash")
+    check(os.path.isfile(script), f"no completion script {script}")
+
+    def complete(*words):
+        line = " ".join(["tessera", *words])
+        cmd = (f'source "{script}"; COMP_WORDS=(tessera {" ".join(words)}); COMP_CWORD={len(words)}; '
+               f'COMP_LINE="{line}"; _tessera; printf "%s\\n" "${{COMPREPLY[@]}}"')
+        return set(subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=30).stdout.split())
+
+    subs = complete("")
+    check({"generate", "run", "verify", "info", "recover", "bench", "tune", "config"} <= subs, f"subcommands {subs}")
+    for sub in SUBCOMMANDS:
+        offered = complete(*sub.split(), "-")
+        listed = long_options(direct(sub.split() + ["--help"]).stdout)
+        check(listed <= offered, f"`{sub}`: --help lists {sorted(listed - offered)} that completion does not offer")
+    check(complete("run", "--algorithm", "s") == {"summa"}, "the values of --algorithm")
+    check(complete("generate", "--dtype", "") == {"f32", "f64"}, "generate's --dtype")
+else:
+    check(False, f"unknown case {case}")
+print("PASS")
