@@ -9,7 +9,10 @@
 # The build: build-gpu/, `cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release
 # -DCMAKE_CUDA_ARCHITECTURES=90` (sm_90 and the sm_90a wgmma kernels; CUDA_ARCH=80 etc. for
 # another GPU), warnings as errors. GPU_FRESH=0 keeps an existing build-gpu/ (a second call on a
-# machine still warm). Each step has a time limit; a failed step is recorded and the next still
+# machine still warm). GPU_CMAKE_ARGS: more configure arguments, e.g.
+# "-DTESSERA_TOMLPP_INCLUDE=$PWD/.deps/tomlpp" where no package provides toml++ (the GPU machine:
+# copy /usr/include/toml++ there from a machine with libtomlplusplus-dev). Each step has a time
+# limit; a failed step is recorded and the next still
 # runs (those that need the build are skipped when it failed). OUT gets one log per step, the
 # machine (environment.log) and summary.txt, the step table, printed last; the exit status is
 # nonzero when a step failed or was skipped.
@@ -29,7 +32,7 @@
 #         GPU_E2E_STAGED=1  compute-sanitizer memcheck of a staged run first
 set -uo pipefail
 
-usage() { sed -n '3,29p' "$0"; exit 2; }
+usage() { sed -n '3,32p' "$0"; exit 2; }
 [ $# -ge 2 ] || usage
 what=$1
 case $what in check | bench | e2e) ;; *) usage ;; esac
@@ -41,6 +44,7 @@ cd "$(dirname "$0")/.." || exit 2
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 export PATH="$PATH:/usr/local/cuda/bin"
 build="build-gpu"
+read -r -a cmake_extra <<<"${GPU_CMAKE_ARGS:-}"
 tessera=$build/tessera
 gpu_tests=$build/tests/tessera_gpu_tests
 sanitizer=$(command -v compute-sanitizer || true)
@@ -90,7 +94,7 @@ if [ "${GPU_FRESH:-1}" = 0 ] && [ -x "$tessera" ]; then
 else
   rm -rf "$build"
   if step configure 120 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" -DTESSERA_WARNINGS_AS_ERRORS=ON; then
+      -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" -DTESSERA_WARNINGS_AS_ERRORS=ON "${cmake_extra[@]}"; then
     step build 420 cmake --build "$build" -j "$(nproc)" "${build_targets[@]}" && built=1
   else
     skip build "configure failed"
