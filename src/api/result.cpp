@@ -43,15 +43,20 @@ const nlohmann::json& rank_record(const nlohmann::json& report, int rank) {
 
 // ---- Result -------------------------------------------------------------------------------------
 
-Result::Result() : impl_(std::make_shared<const Impl>()) {}
-Result::Result(const Result& other) = default;
-Result::Result(Result&& other) noexcept : impl_(std::make_shared<const Impl>()) { impl_.swap(other.impl_); }
-Result& Result::operator=(const Result& other) = default;
-Result& Result::operator=(Result&& other) noexcept {
-  impl_.swap(other.impl_);
-  return *this;
-}
-Result::~Result() = default;
+// Result and Plan are values sharing an immutable Impl: copies share it, a move swaps it with
+// a fresh empty one (so that a moved-from value still answers its accessors).
+#define TESSERA_SHARED_VALUE(T)                                                                 \
+  T::T() : impl_(std::make_shared<const Impl>()) {}                                             \
+  T::T(const T& other) = default;                                                               \
+  T::T(T&& other) noexcept : impl_(std::make_shared<const Impl>()) { impl_.swap(other.impl_); } \
+  T& T::operator=(const T& other) = default;                                                    \
+  T& T::operator=(T&& other) noexcept {                                                         \
+    impl_.swap(other.impl_);                                                                    \
+    return *this;                                                                               \
+  }                                                                                             \
+  T::~T() = default;
+
+TESSERA_SHARED_VALUE(Result)
 
 double Result::seconds() const noexcept { return impl_->seconds; }
 const std::string& Result::json() const noexcept { return impl_->text; }
@@ -105,15 +110,7 @@ double Result::phase_seconds(int rank, const std::string& phase) const {
 
 // ---- Plan ---------------------------------------------------------------------------------------
 
-Plan::Plan() : impl_(std::make_shared<const Impl>()) {}
-Plan::Plan(const Plan& other) = default;
-Plan::Plan(Plan&& other) noexcept : impl_(std::make_shared<const Impl>()) { impl_.swap(other.impl_); }
-Plan& Plan::operator=(const Plan& other) = default;
-Plan& Plan::operator=(Plan&& other) noexcept {
-  impl_.swap(other.impl_);
-  return *this;
-}
-Plan::~Plan() = default;
+TESSERA_SHARED_VALUE(Plan)
 
 const std::string& Plan::text() const noexcept { return impl_->text; }
 const std::string& Plan::json() const noexcept { return impl_->json; }

@@ -20,19 +20,8 @@ using nlohmann::json;
 enum class ValueType { string, integer, number, boolean, count };
 
 const char* type_name(ValueType t) {
-  switch (t) {
-    case ValueType::integer:
-      return "integer";
-    case ValueType::number:
-      return "number";
-    case ValueType::boolean:
-      return "boolean";
-    case ValueType::count:
-      return "count";
-    case ValueType::string:
-      break;
-  }
-  return "string";
+  static const char* const kNames[] = {"string", "integer", "number", "boolean", "count"};  // ValueType's order
+  return kNames[static_cast<int>(t)];
 }
 
 bool is_flag(const CLI::Option& opt) { return !opt.get_positional() && opt.get_items_expected_max() == 0; }

@@ -121,6 +121,12 @@ void hdf5::write_attribute(hid_t dset, const Attribute& a, const std::string& wh
   const void* data = nullptr;
   const std::int64_t dummy = 0;
   const char* text_ptr = nullptr;
+  const auto scalar = [&](hid_t file, hid_t mem, const void* value) {
+    file_type = file;
+    mem_type = mem;
+    space = own_space(H5Screate(H5S_SCALAR));
+    data = value;
+  };
   switch (a.kind) {
     case Attribute::Kind::text: {
       // Variable-length UTF-8, as h5py writes a Python str: h5py reads it back as str (fixed-length
@@ -130,23 +136,15 @@ void hdf5::write_attribute(hid_t dset, const Attribute& a, const std::string& wh
       if (!owned_type.valid() || H5Tset_size(owned_type.get(), H5T_VARIABLE) < 0 ||
           H5Tset_cset(owned_type.get(), H5T_CSET_UTF8) < 0)
         throw_io(what);
-      file_type = mem_type = owned_type.get();
-      space = own_space(H5Screate(H5S_SCALAR));
       text_ptr = a.text.c_str();
-      data = &text_ptr;  // a variable-length string is written from a pointer to it
+      scalar(owned_type.get(), owned_type.get(), &text_ptr);  // a variable-length string: from a pointer to it
       break;
     }
     case Attribute::Kind::integer:
-      file_type = H5T_STD_I64LE;
-      mem_type = H5T_NATIVE_INT64;
-      space = own_space(H5Screate(H5S_SCALAR));
-      data = &a.integer;
+      scalar(H5T_STD_I64LE, H5T_NATIVE_INT64, &a.integer);
       break;
     case Attribute::Kind::real:
-      file_type = H5T_IEEE_F64LE;
-      mem_type = H5T_NATIVE_DOUBLE;
-      space = own_space(H5Screate(H5S_SCALAR));
-      data = &a.real;
+      scalar(H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &a.real);
       break;
     case Attribute::Kind::integers: {
       file_type = H5T_STD_I64LE;
