@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "access.hpp"
+#include "job/run_provenance.hpp"
 
 namespace tessera {
 
@@ -59,8 +60,6 @@ Options& set_dimension(Options& o, char which, std::int64_t value) {
   return o;
 }
 
-std::string bool_text(bool b) { return b ? "true" : "false"; }
-
 std::string number_text(double x) {
   std::string s = std::to_string(x);  // "1.000000": trimmed to "1"
   while (s.size() > 1 && s.back() == '0') s.pop_back();
@@ -68,67 +67,57 @@ std::string number_text(double x) {
   return s;
 }
 
+// Each option's setter by its command-line name; get() reads the values back through
+// job::typed_options, the same table the report's provenance uses.
 struct Entry {
   const char* name;
   std::function<void(Options&, const std::string&)> set;
-  std::function<std::string(const job::RunOptions&)> get;
 };
 
-#define TESSERA_TEXT(NAME, FIELD, SETTER)                                                                         \
-  Entry {                                                                                                         \
-    NAME, [](Options& o, const std::string& v) { o.SETTER(v); }, [](const job::RunOptions& r) { return r.FIELD; } \
+#define TESSERA_TEXT(NAME, SETTER)                              \
+  Entry {                                                       \
+    NAME, [](Options& o, const std::string& v) { o.SETTER(v); } \
   }
-#define TESSERA_FLAG(NAME, FIELD, SETTER)                                          \
-  Entry {                                                                          \
-    NAME, [](Options& o, const std::string& v) { o.SETTER(parse_bool(NAME, v)); }, \
-        [](const job::RunOptions& r) { return bool_text(r.FIELD); }                \
+#define TESSERA_FLAG(NAME, SETTER)                                                \
+  Entry {                                                                         \
+    NAME, [](Options& o, const std::string& v) { o.SETTER(parse_bool(NAME, v)); } \
   }
 
 const std::vector<Entry>& table() {
   static const std::vector<Entry> entries = {
-      TESSERA_TEXT("a", a, a),
-      TESSERA_TEXT("b", b, b),
-      TESSERA_TEXT("c", c, c),
-      TESSERA_TEXT("report", report, report),
-      TESSERA_TEXT("algorithm", algorithm, algorithm),
-      TESSERA_TEXT("comm", comm, comm),
+      TESSERA_TEXT("a", a),
+      TESSERA_TEXT("b", b),
+      TESSERA_TEXT("c", c),
+      TESSERA_TEXT("report", report),
+      TESSERA_TEXT("algorithm", algorithm),
+      TESSERA_TEXT("comm", comm),
       {"panel-width",
-       [](Options& o, const std::string& v) { o.panel_width(parse_int("panel-width", v, 0, INT64_MAX)); },
-       [](const job::RunOptions& r) { return std::to_string(r.panel_width); }},
-      TESSERA_TEXT("grid", grid, grid),
-      TESSERA_TEXT("backend", backend, backend),
-      TESSERA_TEXT("kernel", kernel, kernel),
-      TESSERA_TEXT("dtype", dtype, dtype),
-      TESSERA_TEXT("baseline", baseline, baseline),
-      TESSERA_FLAG("overwrite", overwrite, overwrite),
-      TESSERA_FLAG("quiet", quiet, quiet),
-      TESSERA_FLAG("verify", verify, verify),
-      TESSERA_FLAG("allow-nonfinite", allow_nonfinite, allow_nonfinite),
-      TESSERA_FLAG("fail-on-nonfinite", fail_on_nonfinite, fail_on_nonfinite),
-      TESSERA_TEXT("progress", progress, progress),
-      TESSERA_TEXT("gpu-memory", gpu_memory, gpu_memory),
-      TESSERA_TEXT("write", write, write),
-      TESSERA_TEXT("machine", machine, machine),
-      TESSERA_FLAG("transpose-a", transpose_a, transpose_a),
-      TESSERA_FLAG("transpose-b", transpose_b, transpose_b),
-      {"alpha", [](Options& o, const std::string& v) { o.alpha(parse_double("alpha", v)); },
-       [](const job::RunOptions& r) { return number_text(r.alpha); }},
-      {"beta", [](Options& o, const std::string& v) { o.beta(parse_double("beta", v)); },
-       [](const job::RunOptions& r) { return number_text(r.beta); }},
-      {"repeat", [](Options& o, const std::string& v) { o.repeat(parse_count("repeat", v)); },
-       [](const job::RunOptions& r) { return std::to_string(r.repeat); }},
-      {"warmup", [](Options& o, const std::string& v) { o.warmup(parse_count("warmup", v)); },
-       [](const job::RunOptions& r) { return r.warmup ? std::to_string(*r.warmup) : std::string(); }},
-      {"m", [](Options& o, const std::string& v) { set_dimension(o, 'm', parse_int("m", v, 0, INT64_MAX)); },
-       [](const job::RunOptions& r) { return std::to_string(r.m); }},
-      {"n", [](Options& o, const std::string& v) { set_dimension(o, 'n', parse_int("n", v, 0, INT64_MAX)); },
-       [](const job::RunOptions& r) { return std::to_string(r.n); }},
-      {"k", [](Options& o, const std::string& v) { set_dimension(o, 'k', parse_int("k", v, 0, INT64_MAX)); },
-       [](const job::RunOptions& r) { return std::to_string(r.k); }},
-      {"ranks", [](Options& o, const std::string& v) { o.ranks(parse_count("ranks", v)); },
-       [](const job::RunOptions& r) { return std::to_string(r.ranks); }},
-      {"ranks-per-node", [](Options& o, const std::string& v) { o.ranks_per_node(parse_count("ranks-per-node", v)); },
-       [](const job::RunOptions& r) { return std::to_string(r.ranks_per_node); }},
+       [](Options& o, const std::string& v) { o.panel_width(parse_int("panel-width", v, 0, INT64_MAX)); }},
+      TESSERA_TEXT("grid", grid),
+      TESSERA_TEXT("backend", backend),
+      TESSERA_TEXT("kernel", kernel),
+      TESSERA_TEXT("dtype", dtype),
+      TESSERA_TEXT("baseline", baseline),
+      TESSERA_FLAG("overwrite", overwrite),
+      TESSERA_FLAG("quiet", quiet),
+      TESSERA_FLAG("verify", verify),
+      TESSERA_FLAG("allow-nonfinite", allow_nonfinite),
+      TESSERA_FLAG("fail-on-nonfinite", fail_on_nonfinite),
+      TESSERA_TEXT("progress", progress),
+      TESSERA_TEXT("gpu-memory", gpu_memory),
+      TESSERA_TEXT("write", write),
+      TESSERA_TEXT("machine", machine),
+      TESSERA_FLAG("transpose-a", transpose_a),
+      TESSERA_FLAG("transpose-b", transpose_b),
+      {"alpha", [](Options& o, const std::string& v) { o.alpha(parse_double("alpha", v)); }},
+      {"beta", [](Options& o, const std::string& v) { o.beta(parse_double("beta", v)); }},
+      {"repeat", [](Options& o, const std::string& v) { o.repeat(parse_count("repeat", v)); }},
+      {"warmup", [](Options& o, const std::string& v) { o.warmup(parse_count("warmup", v)); }},
+      {"m", [](Options& o, const std::string& v) { set_dimension(o, 'm', parse_int("m", v, 0, INT64_MAX)); }},
+      {"n", [](Options& o, const std::string& v) { set_dimension(o, 'n', parse_int("n", v, 0, INT64_MAX)); }},
+      {"k", [](Options& o, const std::string& v) { set_dimension(o, 'k', parse_int("k", v, 0, INT64_MAX)); }},
+      {"ranks", [](Options& o, const std::string& v) { o.ranks(parse_count("ranks", v)); }},
+      {"ranks-per-node", [](Options& o, const std::string& v) { o.ranks_per_node(parse_count("ranks-per-node", v)); }},
   };
   return entries;
 }
@@ -216,7 +205,12 @@ std::string Options::get(const std::string& option) const {
   if (option == "log-level") return impl_->log_level;
   const Entry* e = find(option);
   if (e == nullptr) throw std::invalid_argument("tessera::Options: no option '" + option + "' (tessera run --help)");
-  return e->get(impl_->run);
+  const nlohmann::json v = job::typed_options(impl_->run).value(option, nlohmann::json());
+  if (v.is_null()) return "";  // --warmup not set
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_float()) return number_text(v.get<double>());
+  return v.dump();  // a whole number
 }
 
 std::vector<std::string> Options::names() {
