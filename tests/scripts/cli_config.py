@@ -19,7 +19,7 @@ r = Runner(args)
 
 def toml(name, text):
     path = r.path(name)
-    with open(path, "w") as f:
+    with open(path, "w", encoding="utf-8") as f:
         f.write(text)
     return path
 
@@ -66,6 +66,10 @@ BAD = {
     # toml++ 3.3 asserts on these (fuzz_options found it): refused before it sees them.
     "header-without-name": ('# x\n[ = "r.json"\n', ":2: not valid TOML: a table header [...] must start with"),
     "empty-header": ('[]\n', ":1: not valid TOML: a table header [...] must start with"),
+    # ... and reaches an "unreachable" point on a non-ASCII character in a bare key or table name.
+    "non-ascii-header": ('[x\u034d]\n', ":1: not valid TOML: a non-ASCII character outside a string"),
+    "non-ascii-key": ('[run]\n# caf\u00e9\nalpha = 2\nd\u00e9 = 1\n',
+                      ":4: not valid TOML: a non-ASCII character outside a string"),
     "duplicate-key": ('[run]\nm = 4\nm = 5\n', ":3: not valid TOML: "),
 }
 
