@@ -233,52 +233,67 @@ void check_table_headers(const std::string& text, const std::string& path) {
 }
 
 // toml++ 3.3 also reaches an "unreachable" point (undefined behaviour where NDEBUG) on a non-ASCII
-// character in a bare key or a table header, e.g. U+00A1-U+0499 (found by fuzz_options: `[x\u034D`).
-// TOML allows such characters only in strings and comments, so one elsewhere is refused here
-// first. The scan follows basic and literal strings (one-line and multi-line) and comments.
+// character (e.g. U+00A1-U+0499) in a bare key, a table name or a bare value (found by
+// fuzz_options: `[x` + U+034D; `a=b'c` + U+01E4). TOML allows such characters only in strings and
+// comments, so one elsewhere is refused here first. A quote opens a string only where one may
+// start (after `=`, `[`, `,`, `{`, `.` or at a line's start), and a one-line string must close on
+// its line; the scan follows basic and literal strings (one-line and multi-line) and comments.
 void check_non_ascii(const std::string& text, const std::string& path) {
   enum class In { toml, comment, basic, literal, multi_basic, multi_literal } in = In::toml;
   std::int64_t line = 1;
+  char before = '\n';        // the last character outside strings and blanks
+  bool string_wide = false;  // the open one-line string holds a non-ASCII character
+  const auto refuse = [&] {
+    throw ConfigFileError(path + ":" + std::to_string(line) +
+                          ": not valid TOML: a non-ASCII character outside a string or a comment "
+                          "(keys and table names are ASCII; quote the value)");
+  };
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     const bool triple = text.compare(i, 3, std::string(3, c)) == 0;
     if (c == '\n') {
+      if ((in == In::basic || in == In::literal) && string_wide) refuse();  // not closed on its line
+      if (in == In::comment || in == In::basic || in == In::literal) in = In::toml;
+      if (in == In::toml) before = '\n';
       ++line;
-      if (in == In::comment || in == In::basic || in == In::literal) in = In::toml;  // one line each
       continue;
     }
     switch (in) {
       case In::toml:
-        if (static_cast<unsigned char>(c) >= 0x80)
-          throw ConfigFileError(path + ":" + std::to_string(line) +
-                                ": not valid TOML: a non-ASCII character outside a string or a comment "
-                                "(keys and table names are ASCII; quote the value)");
+        if (static_cast<unsigned char>(c) >= 0x80) refuse();
         if (c == '#') in = In::comment;
-        if (c == '"' || c == '\'') {
+        if ((c == '"' || c == '\'') && std::strchr("\n=[,{.", before) != nullptr) {
           in = triple ? (c == '"' ? In::multi_basic : In::multi_literal) : (c == '"' ? In::basic : In::literal);
+          string_wide = false;
           if (triple) i += 2;
+        } else if (c != ' ' && c != '\t') {
+          before = c;
         }
         break;
       case In::basic:
       case In::multi_basic:
+        string_wide = string_wide || static_cast<unsigned char>(c) >= 0x80;
         if (c == '\\') {  // an escape: the next character is the string's
           if (i + 1 < text.size() && text[++i] == '\n') ++line;
         } else if (c == '"' && (in == In::basic || triple)) {
           if (in == In::multi_basic) i += 2;
-          in = In::toml;
+          in = In::toml, before = '"';
         }
         break;
       case In::literal:
       case In::multi_literal:
+        string_wide = string_wide || static_cast<unsigned char>(c) >= 0x80;
         if (c == '\'' && (in == In::literal || triple)) {
           if (in == In::multi_literal) i += 2;
-          in = In::toml;
+          in = In::toml, before = '\'';
         }
         break;
       case In::comment:
         break;
     }
   }
+  if ((in == In::basic || in == In::literal || in == In::multi_basic || in == In::multi_literal) && string_wide)
+    refuse();  // a string the file never closes
 }
 
 }  // namespace

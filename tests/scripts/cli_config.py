@@ -68,6 +68,7 @@ BAD = {
     "empty-header": ('[]\n', ":1: not valid TOML: a table header [...] must start with"),
     # ... and reaches an "unreachable" point on a non-ASCII character in a bare key or table name.
     "non-ascii-header": ('[x\u034d]\n', ":1: not valid TOML: a non-ASCII character outside a string"),
+    "non-ascii-bare-value": ("[run]\na = x'\u01e4\n", ":2: not valid TOML: a non-ASCII character outside a string"),
     "non-ascii-key": ('[run]\n# caf\u00e9\nalpha = 2\nd\u00e9 = 1\n',
                       ":4: not valid TOML: a non-ASCII character outside a string"),
     "duplicate-key": ('[run]\nm = 4\nm = 5\n', ":3: not valid TOML: "),
