@@ -76,8 +76,8 @@ const std::vector<GpuKernel>& registry() {
   static const std::vector<GpuKernel> all = [] {
     std::vector<GpuKernel> kernels;
     for (auto technique : {
-             naive_kernels, tiled_kernels, regtile_kernels, vectorized_kernels, warptile_kernels, tensorcore_kernels, dmma_kernels,
-             wgmma_kernels,
+             naive_kernels, tiled_kernels, regtile_kernels, vectorized_kernels, warptile_kernels,
+             warptile_staged_kernels, tensorcore_kernels, dmma_kernels, wgmma_kernels,
              cublas_kernels,  // keep last: the baselines the others are compared with
          }) {
       for (GpuKernel& kernel : technique()) kernels.push_back(std::move(kernel));

@@ -54,13 +54,14 @@ struct GpuKernel {
 };
 
 // The technique files.
-std::vector<GpuKernel> naive_kernels();       // kernels/naive.cu
-std::vector<GpuKernel> tiled_kernels();       // kernels/tiled.cu
-std::vector<GpuKernel> regtile_kernels();     // kernels/regtile.cu
-std::vector<GpuKernel> vectorized_kernels();  // kernels/vectorized.cu
-std::vector<GpuKernel> warptile_kernels();    // kernels/warptile.cu
-std::vector<GpuKernel> tensorcore_kernels();  // kernels/tensorcore.cu
-std::vector<GpuKernel> dmma_kernels();        // kernels/dmma.cu
+std::vector<GpuKernel> naive_kernels();            // kernels/naive.cu
+std::vector<GpuKernel> tiled_kernels();            // kernels/tiled.cu
+std::vector<GpuKernel> regtile_kernels();          // kernels/regtile.cu
+std::vector<GpuKernel> vectorized_kernels();       // kernels/vectorized.cu
+std::vector<GpuKernel> warptile_kernels();         // kernels/warptile.cu
+std::vector<GpuKernel> warptile_staged_kernels();  // kernels/warptile_staged.cu (float32)
+std::vector<GpuKernel> tensorcore_kernels();       // kernels/tensorcore.cu
+std::vector<GpuKernel> dmma_kernels();             // kernels/dmma.cu (float64)
 // kernels/wgmma.cu: Hopper's wgmma + TMA, built only for sm_90a (TESSERA_HAVE_SM90A); an empty
 // list in other builds (kernels/gpu_gemm.cu).
 std::vector<GpuKernel> wgmma_kernels();

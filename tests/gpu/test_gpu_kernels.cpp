@@ -31,6 +31,7 @@
 #include "kernels/cuda_check.hpp"
 #include "kernels/cuda_resources.hpp"
 #include "kernels/gpu_gemm.hpp"
+#include "kernels/tail_split.hpp"
 
 namespace {
 
@@ -362,7 +363,8 @@ void check_accumulate_into(const Shape& s) {
 
 TEST_CASE("C += A * B adds into a random C on odd shapes", "[gpu][small][summa]") {
   // The warptile and tensor-core kernels add in their epilogue, so the dispatcher gives them C.
-  for (const std::string kernel : {"warptile-128x128", "warptile-128x64", "warptile-64x64", "dmma", "tf32", "bf16"}) {
+  for (const std::string kernel : {"warptile-128x128", "warptile-128x64", "warptile-64x64", "warptile-128x128-staged",
+                                   "warptile-128x256-db-staged-tail", "dmma", "tf32", "bf16"}) {
     INFO("kernel " << kernel);
     kernels::GpuKernelTraits traits;
     REQUIRE(kernels::gpu_kernel_traits(kernel, &traits));
@@ -372,14 +374,115 @@ TEST_CASE("C += A * B adds into a random C on odd shapes", "[gpu][small][summa]"
   const Shape shape = GENERATE(values<Shape>({
       {1, 1, 1},
       {37, 53, 29},
-      {131, 257, 67},  // partial tiles, several k blocks, unaligned rows (scalar paths)
-      {129, 260, 33},  // N a multiple of 4: the 16-byte loads and stores of C, partial tiles
+      {131, 257, 67},   // partial tiles, several k blocks, unaligned rows (scalar paths)
+      {129, 260, 33},   // N a multiple of 4: the 16-byte loads and stores of C, partial tiles
+      {131, 257, 200},  // 13 k blocks: the -tail kernels split K (in 3) and sum onto C
   }));
   const DType dtype = GENERATE(DType::f32, DType::f64);
   if (dtype == DType::f32)
     check_accumulate_into<float>(shape);
   else
     check_accumulate_into<double>(shape);
+}
+
+// Host only: kernels/tail_split.hpp's plan. 33 x 17 tiles (4099 x 4097 in 128 x 256) on 132 SMs:
+// 4.25 waves; the 31 rows inside the first 4 waves run as they are, the last 2 rows (34 tiles)
+// with K in 3 (102 blocks). Whole waves, a tail that would not fit one wave split in two, or a
+// short K: no split. Fewer tiles than a wave: all of them split.
+TEST_CASE("the tail split fills the last wave and leaves whole waves alone", "[gpu][small]") {
+  using kernels::plan_tail_split;
+  const auto plan = [](std::int64_t tm, std::int64_t tn, std::int64_t kb, std::int64_t slots) {
+    const kernels::TailSplit t = plan_tail_split(tm, tn, kb, slots);
+    return std::vector<std::int64_t>{t.main_rows, t.splits};
+  };
+  CHECK(plan(33, 17, 256, 132) == std::vector<std::int64_t>{31, 3});  // 128x256 at 4099 x 4097 x 4095
+  CHECK(plan(33, 33, 256, 264) == std::vector<std::int64_t>{32, 8});  // 128x128, 2 blocks per SM
+  CHECK(plan(17, 17, 65, 264) == std::vector<std::int64_t>{15, 7});   // the GPU test below, 128x128
+  CHECK(plan(17, 9, 65, 132) == std::vector<std::int64_t>{14, 4});    // and 128x256
+  CHECK(plan(32, 16, 256, 132) == std::vector<std::int64_t>{32, 1});  // 4096^3: a 128-tile tail, no room to split
+  CHECK(plan(12, 11, 256, 132) == std::vector<std::int64_t>{12, 1});  // whole waves
+  CHECK(plan(33, 17, 7, 132) == std::vector<std::int64_t>{33, 1});    // K too short to split
+  CHECK(plan(2, 1, 17, 264) == std::vector<std::int64_t>{0, 4});      // one partial wave: all split
+  CHECK(plan(8, 9, 1000, 264) == std::vector<std::int64_t>{0, 3});
+  CHECK(plan(1, 1, 1, 132) == std::vector<std::int64_t>{1, 1});
+  CHECK(plan(1, 1000, 64, 132) == std::vector<std::int64_t>{1, 1});  // a row wider than the whole waves
+  for (std::int64_t tm = 1; tm <= 40; ++tm)
+    for (std::int64_t tn = 1; tn <= 40; ++tn) {
+      const kernels::TailSplit t = plan_tail_split(tm, tn, 64, 132);
+      INFO(tm << " x " << tn << " tiles");
+      CHECK(t.splits >= 1);
+      CHECK(t.splits <= kernels::kTailMaxSplits);
+      CHECK(t.main_rows >= 0);
+      CHECK(t.main_rows <= tm);
+      if (t.splits == 1) CHECK(t.main_rows == tm);
+      if (t.splits > 1) CHECK((tm - t.main_rows) * tn * t.splits <= 132);  // the tail fits one wave
+      if (t.splits > 1) CHECK(t.main_rows * tn <= (tm * tn / 132) * 132);  // the rest in whole waves
+    }
+}
+
+// The staged kernels on problems large enough to stage (m n k >= 2^30), each with several waves
+// of tiles and a tail the -tail kernels split (K = 1031: 65 k blocks, not a multiple of the split;
+// on 132 SMs 128x128 splits 2 of 17 tile rows in 7, 128x256 3 of 17 in 4). Three paths: N % 4 != 0
+// (B and C staged), N % 4 == 0 with B one float off 16-byte alignment (B staged, C not), aligned
+// (nothing staged); as C = A B and C += A B on a random C; and every result bitwise the same when
+// run again (no atomics anywhere).
+void check_staged(const Shape& s, std::int64_t b_offset, bool accumulate) {
+  Problem<float> p(s, 0x57a6ed + static_cast<std::uint64_t>(s.n + b_offset));
+  std::mt19937_64 rng(7);
+  const std::vector<float> c0 = accumulate ? random_matrix<float>(s.m, s.n, rng) : std::vector<float>{};
+  for (std::size_t i = 0; i < c0.size(); ++i) {  // as in check_accumulate_into: a length-(k + 1) sum
+    p.ref[i] += c0[i];
+    p.abs_ref[i] += std::fabs(static_cast<double>(c0[i]));
+  }
+  if (accumulate) p.shape.k = s.k + 1;
+  GpuContext ctx;
+  Stream stream;
+  DeviceBuffer a(p.a.size() * sizeof(float), "A"), b((p.b.size() + 4) * sizeof(float), "B");
+  DeviceBuffer c(static_cast<std::size_t>(s.m * s.n) * sizeof(float), "C");
+  to_device(a, p.a.data(), stream);
+  float* const b_at = b.as<float>() + b_offset;
+  CUDA_CHECK(cudaMemcpyAsync(b_at, p.b.data(), p.b.size() * sizeof(float), cudaMemcpyHostToDevice, stream.get()));
+  const auto run = [&](const std::string& kernel) {
+    GpuGemm g{DType::f32, s.m, s.n, s.k, a.get(), b_at, c.get(), stream.get()};
+    g.accumulate = accumulate;
+    if (accumulate)
+      to_device(c, c0.data(), stream);
+    else
+      poison(c, stream);
+    kernels::gpu_gemm(kernel, g, ctx);
+    return to_host<float>(c, static_cast<std::size_t>(s.m * s.n), stream);
+  };
+  for (const std::string& kernel : kernels::gpu_kernel_names()) {
+    if (kernel.find("-staged") == std::string::npos) continue;
+    INFO("kernel " << kernel << ", " << shape_str(s) << ", B " << b_offset << " floats in"
+                   << (accumulate ? ", C += A B" : ""));
+    const std::vector<float> first = run(kernel);
+    CHECK(compare(first, p, kernel) == "");
+    CHECK(run(kernel) == first);
+  }
+}
+
+TEST_CASE("the staged warptile kernels stage B and C and split the last wave's tiles along K", "[gpu][large]") {
+  // Host only: the names are registered, float32 only, adding into C themselves.
+  for (const std::string kernel : {"warptile-128x128-staged", "warptile-128x128-staged-tail",
+                                   "warptile-128x256-db-staged", "warptile-128x256-db-staged-tail"}) {
+    INFO("kernel " << kernel);
+    kernels::GpuKernelTraits traits;
+    REQUIRE(kernels::gpu_kernel_traits(kernel, &traits));
+    CHECK(traits.accumulates);
+    CHECK_FALSE(traits.opt_in);
+    CHECK(kernels::gpu_can_implement(kernel, GpuGemm{DType::f32, 8, 8, 8}));
+    CHECK_FALSE(kernels::gpu_can_implement(kernel, GpuGemm{DType::f64, 8, 8, 8}));
+  }
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  // 128x256 runs one block per SM: the shape below splits its tail on this GPU too.
+  CHECK(kernels::plan_tail_split(17, 9, 65, sms).splits > 1);
+  check_staged({2051, 2049, 1031}, 0, false);
+  check_staged({2051, 2049, 1031}, 0, true);
+  check_staged({2051, 2052, 1031}, 1, true);
+  check_staged({2051, 2052, 1031}, 0, false);
 }
 
 // SUMMA's panel product on one GPU: panels staged from a host block (strided), or uploaded
