@@ -14,18 +14,22 @@
 // No register moves between the loads and the DMMAs (the first version, with the mma
 // untransposed, needed 252 per 16 DMMAs to reorder 8-byte values into the operand registers).
 //
-// Banks (a quarter warp, 8 lanes, per 16-byte access): A rows are padded to BK + 8 doubles, so
-// lanes g and g + 1 fall in opposite halves of the 32 banks; B rows are not padded (cp.async
-// writes whole chunks) but their 16-byte chunks are XOR-swizzled by 2 ((k / 2) % 4), which puts
-// the four k rows of a quarter warp in different banks.
+// Banks (a quarter warp, 8 lanes, per 16-byte access): no padding (cp.async writes whole
+// chunks); A's 16-byte chunks are XOR-swizzled by 4 (row % 2), so lanes g and g + 1 fall in
+// opposite halves of the 32 banks; B's by 2 ((k / 2) % 4), which puts the four k rows of a
+// quarter warp in different banks.
 //
 // Tiles are visited in groups of 16 tile rows, column by column within a group, so the blocks
 // resident together share A's rows and B's columns in L2 instead of sweeping all of B per wave.
 //
-// Measured (H200, 2026-12-01, docs/performance-log.md): the m16n8k16 shape (a quarter of the
-// DMMA instructions, 2048 FMAs per accumulator read) was slower than m16n8k8 in every tile
-// configuration tried (e.g. 128x64 tiles: 78.9 / 81.4 / 77.7% of DGEMM at 4096 / 8192 / 16384
-// against 85.5 / 87.6 / 81.7%), so only k8 is kept.
+// Measured (H200, 2026-12-01, one `tessera bench` call, against cuBLAS DGEMM in its default math
+// mode; docs/performance-log.md): dmma8-128x128-k32 88.7 / 93.8 / 91.7% at 4096 / 8192 / 16384
+// (tensorcore.cu's dmma 85.0 / 82.8 / 79.2% in the same call), dmma8 104.5% at 4099x4097x4095.
+// cuBLAS's own DGEMM on the H200 is a 128x64x16, 3-stage, 2x2-warp kernel on the same m16n8k8
+// DMMA (ncu: sm90_xmma_gemm_f64..._tilesize128x64x16_stage3_warpsize2x2x1_tensor16x8x8), i.e.
+// dmma8's tiling: what it has over dmma8 (87-89%) is instruction scheduling. The m16n8k16 shape
+// (a quarter of the DMMA instructions) was slower in every tiling tried (128x64 tiles: 78.9 /
+// 81.4 / 77.7% against 85.5 / 87.6 / 81.7%), so only k8 is kept.
 //
 // Edges as in tensorcore.cu: zero-filled copies, guarded stores; any M, N, K >= 1 (8-byte
 // copies where rows are not 16-byte aligned). C += A * B through the ACCUMULATE flag.
@@ -88,17 +92,25 @@ struct DmmaConfig {
   static constexpr int kWarpsM = BM / WM, kWarpsN = BN / WN;
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
   // Both tiles row-major as in memory; A's rows padded, B's 16-byte chunks swizzled (banks note).
-  static constexpr int kLdA = BK + 8, kLdB = BN;
+  static constexpr int kLdA = BK, kLdB = BN;
   static constexpr int kBOffset = BM * kLdA;           // B's place in a stage
   static constexpr int kStage = kBOffset + BK * kLdB;  // doubles per stage
   static constexpr std::size_t kSmemBytes = std::size_t{STAGES} * kStage * sizeof(double);
   static constexpr int kGroupRows = 16;  // tile rows per raster group
 
   static_assert(BM % WM == 0 && BN % WN == 0 && WM % 8 == 0 && WN % 16 == 0, "dmma: warp tiles divide the block");
-  static_assert(BK % KM_ == 0 && BN % 16 == 0, "dmma: whole mma steps; B rows of whole 128-byte swizzle groups");
+  static_assert(BK % KM_ == 0 && BK % 16 == 0 && BN % 16 == 0,
+                "dmma: whole mma steps; rows of whole 128-byte swizzle groups");
   static_assert(kThreads <= 1024 && STAGES >= 2, "dmma: block size and pipeline depth");
   static_assert(kSmemBytes <= 227 * 1024, "dmma: the stages fit an SM's shared memory");
 };
+
+// A's element (r, k) in a stage: its 16-byte chunk XOR-swizzled by 4 (r % 2), which puts rows g
+// and g + 1 of a quarter warp in opposite halves of the 32 banks.
+template <int LD>
+__device__ __forceinline__ int a_index(int r, int k) {
+  return r * LD + ((((k >> 1) ^ ((r & 1) << 2))) << 1) + (k & 1);
+}
 
 // B's element (r, col) in a stage: its 16-byte chunk XOR-swizzled by 2 ((r / KS) % 4), which puts
 // the four k rows a quarter warp reads (r = KS t + i, t = 0..3) in different banks.
@@ -181,7 +193,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       for (int j = 0; j < kARows; ++j) {
         const bool ok = a_k_ok && a_row_ok[j];
         const double* src = a_src + std::int64_t{j * kARowStep} * k + k0;
-        cp_async<kAWidth * sizeof(double)>(&As[(a_row + j * kARowStep) * kLdA + a_k], ok ? src : a, ok);
+        cp_async<kAWidth * sizeof(double)>(&As[a_index<kLdA>(a_row + j * kARowStep, a_k)], ok ? src : a, ok);
       }
 #pragma unroll
       for (int j = 0; j < kBRows; ++j) {
@@ -210,9 +222,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
         for (int jm = 0; jm < MTM; ++jm) {
           // The mma's B (KM x 8, column g at k t + 4 i): row m0 + g of A at k kk + KS t + i.
           double bf[Mma::kBRegs];
-          const double* p = As + (warp_m0 + 8 * jm + g) * kLdA + kk + KS * t;
 #pragma unroll
-          for (int i = 0; i < KS; i += 2) lds128(p + i, bf[i], bf[i + 1]);
+          for (int i = 0; i < KS; i += 2)
+            lds128(&As[a_index<kLdA>(warp_m0 + 8 * jm + g, kk + KS * t + i)], bf[i], bf[i + 1]);
 #pragma unroll
           for (int j = 0; j < NTN; ++j) mma_f64(acc[j][jm], af[j], bf);
         }
@@ -261,20 +273,20 @@ bool f64_only(const GpuGemm& g, std::string* why) {
   return false;
 }
 
-//                              BM   BN  BK  WM  WN  KM STAGES MIN_BLOCKS
+// The two kept (measured 2026-12-01 beside 128x64x16 with 4 stages, 128x64x32, 128x128x16 with 4
+// and 6 stages: all within 1-5 points of these, docs/performance-log.md):
+//                                BM   BN  BK  WM  WN  KM STAGES MIN_BLOCKS
 using Dmma8Cfg = DmmaConfig<128, 64, 16, 64, 32, 8, 3, 2>;          // 128 threads, 2 blocks per SM
-using Dmma8K32Cfg = DmmaConfig<128, 64, 32, 32, 64, 8, 2, 2>;       // 128 threads (smem: 1 block per SM)
-using Dmma8x128Cfg = DmmaConfig<128, 128, 16, 64, 32, 8, 4, 1>;     // 256 threads
 using Dmma8x128K32Cfg = DmmaConfig<128, 128, 32, 64, 32, 8, 3, 1>;  // 256 threads
 
 }  // namespace
 
 std::vector<GpuKernel> dmma_kernels() {
   std::vector<GpuKernel> kernels{
-      {"dmma8", "FP64 tensor cores, mma.sync m16n8k8, 16-byte fragment loads, 128x64x16 tiles, 3 stages", &f64_only,
-       &run_dmma<Dmma8Cfg>},
-      {"dmma8-k32", "dmma8 on 128x64x32 tiles, 32x64 warp tiles, 2 stages", &f64_only, &run_dmma<Dmma8K32Cfg>},
-      {"dmma8-128x128", "dmma8 on 128x128x16 tiles, 8 warps, 4 stages", &f64_only, &run_dmma<Dmma8x128Cfg>},
+      {"dmma8",
+       "FP64 tensor cores, mma.sync m16n8k8 run transposed, 16-byte fragment loads, 128x64x16 tiles (cuBLAS's own), 3 "
+       "stages",
+       &f64_only, &run_dmma<Dmma8Cfg>},
       {"dmma8-128x128-k32", "dmma8 on 128x128x32 tiles, 8 warps, 3 stages", &f64_only, &run_dmma<Dmma8x128K32Cfg>},
   };
   for (GpuKernel& kernel : kernels) kernel.accumulates = true;
