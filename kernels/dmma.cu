@@ -130,23 +130,6 @@ __device__ __forceinline__ void grouped_tile(std::int64_t t, std::int64_t tiles_
   tn = in_group / rows;
 }
 
-// C's pair (x, y) at (r, col), col even: C = or += (x, y); one 16-byte access where aligned.
-template <bool ACCUMULATE>
-__device__ __forceinline__ void store_pair(double* c, std::int64_t m, std::int64_t n, std::int64_t r, std::int64_t col,
-                                           double x, double y, bool vec) {
-  if (r >= m) return;
-  double* p = c + r * n + col;
-  if (vec && col + 1 < n) {
-    double2 v = ACCUMULATE ? *reinterpret_cast<const double2*>(p) : double2{0.0, 0.0};
-    v.x += x;
-    v.y += y;
-    *reinterpret_cast<double2*>(p) = v;
-  } else {
-    if (col < n) p[0] = ACCUMULATE ? p[0] + x : x;
-    if (col + 1 < n) p[1] = ACCUMULATE ? p[1] + y : y;
-  }
-}
-
 template <class Cfg, bool VEC_A, bool VEC_B, bool ACCUMULATE>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     dmma_kernel(std::int64_t m, std::int64_t n, std::int64_t k, const double* __restrict__ a,

@@ -168,33 +168,6 @@ __device__ __forceinline__ void load_b(const typename MmaShape<K>::T* p, int ld,
   }
 }
 
-// Two consecutive elements of a row of C (a pair of the accumulator fragment): C = (x, y), or
-// C += (x, y) when ACCUMULATE (read where it is written: each element belongs to one thread).
-// One 8-byte (float) or 16-byte (double) access when the row is aligned for it, else guarded
-// scalars.
-template <bool ACCUMULATE, class T>
-__device__ __forceinline__ void store2(T* c, std::int64_t m, std::int64_t n, std::int64_t r, std::int64_t col, T x, T y,
-                                       bool vec) {
-  if (r >= m) return;
-  T* p = c + r * n + col;
-  if (vec && col + 1 < n) {
-    using V2 = std::conditional_t<sizeof(T) == 4, float2, double2>;
-    V2 v;
-    if constexpr (ACCUMULATE) {
-      v = *reinterpret_cast<const V2*>(p);
-      v.x += x;
-      v.y += y;
-    } else {
-      v.x = x;
-      v.y = y;
-    }
-    *reinterpret_cast<V2*>(p) = v;
-  } else {
-    if (col < n) p[0] = ACCUMULATE ? p[0] + x : x;
-    if (col + 1 < n) p[1] = ACCUMULATE ? p[1] + y : y;
-  }
-}
-
 template <Mma KIND, int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, int PAD_A, int PAD_B, int MIN_BLOCKS_>
 struct TcConfig {
   using Shape = MmaShape<KIND>;
@@ -308,8 +281,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
       for (int j = 0; j < NT; ++j) {
         const std::int64_t r = row0 + warp_m0 + i * Shape::kM + g;
         const std::int64_t col = col0 + warp_n0 + j * Shape::kN + 2 * t;
-        store2<ACCUMULATE>(c, m, n, r, col, acc[i][j][0], acc[i][j][1], vec_c);
-        store2<ACCUMULATE>(c, m, n, r + 8, col, acc[i][j][2], acc[i][j][3], vec_c);
+        store_pair<ACCUMULATE>(c, m, n, r, col, acc[i][j][0], acc[i][j][1], vec_c);
+        store_pair<ACCUMULATE>(c, m, n, r + 8, col, acc[i][j][2], acc[i][j][3], vec_c);
       }
   });
 }

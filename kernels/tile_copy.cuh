@@ -5,6 +5,7 @@
 // and the register outer product (regtile.cu, vectorized.cu, warptile.cu). Internal to kernels/.
 // (Hopper's TMA + mbarrier pipeline, for wgmma, is in kernels/hopper.cuh.)
 #include <cstdint>
+#include <type_traits>
 
 namespace tessera::kernels {
 
@@ -148,6 +149,36 @@ __device__ __forceinline__ void cp_async_pipeline(std::int64_t k_blocks, Load&& 
   // the caller's next tile (grid-stride loop) writes them again.
   cp_async_wait<0>();
   __syncthreads();
+}
+
+// ---- the mma kernels' C stores -----------------------------------------------------------------
+
+// Two consecutive elements of a row of C (a pair of an mma accumulator fragment; tensorcore.cu,
+// dmma.cu, wgmma.cu): C = (x, y), or
+// C += (x, y) when ACCUMULATE (read where it is written: each element belongs to one thread).
+// One 8-byte (float) or 16-byte (double) access when the row is aligned for it, else guarded
+// scalars.
+template <bool ACCUMULATE, class T>
+__device__ __forceinline__ void store_pair(T* c, std::int64_t m, std::int64_t n, std::int64_t r, std::int64_t col, T x,
+                                           T y, bool vec) {
+  if (r >= m) return;
+  T* p = c + r * n + col;
+  if (vec && col + 1 < n) {
+    using V2 = std::conditional_t<sizeof(T) == 4, float2, double2>;
+    V2 v;
+    if constexpr (ACCUMULATE) {
+      v = *reinterpret_cast<const V2*>(p);
+      v.x += x;
+      v.y += y;
+    } else {
+      v.x = x;
+      v.y = y;
+    }
+    *reinterpret_cast<V2*>(p) = v;
+  } else {
+    if (col < n) p[0] = ACCUMULATE ? p[0] + x : x;
+    if (col + 1 < n) p[1] = ACCUMULATE ? p[1] + y : y;
+  }
 }
 
 // ---- scalar tile loads and the register outer product (regtile.cu, vectorized.cu) -------------

@@ -45,6 +45,7 @@
 #include "kernels/cuda_check.hpp"
 #include "kernels/gpu_kernel.hpp"
 #include "kernels/hopper.cuh"
+#include "kernels/tile_copy.cuh"
 
 namespace tessera::kernels {
 namespace {
@@ -176,22 +177,6 @@ struct WgmmaConfig {
                 "wgmma: every tile starts on a 1024-byte boundary (the 128-byte swizzle's period)");
   static_assert(kSmemBytes <= 227 * 1024, "wgmma: the stages fit an SM's shared memory");
 };
-
-template <bool ACCUMULATE>
-__device__ __forceinline__ void store_pair(float* c, std::int64_t m, std::int64_t n, std::int64_t r, std::int64_t col,
-                                           float x, float y, bool vec) {
-  if (r >= m) return;
-  float* p = c + r * n + col;
-  if (vec && col + 1 < n) {
-    float2 v = ACCUMULATE ? *reinterpret_cast<const float2*>(p) : make_float2(0.0f, 0.0f);
-    v.x += x;
-    v.y += y;
-    *reinterpret_cast<float2*>(p) = v;
-  } else {
-    if (col < n) p[0] = ACCUMULATE ? p[0] + x : x;
-    if (col + 1 < n) p[1] = ACCUMULATE ? p[1] + y : y;
-  }
-}
 
 template <class Cfg, bool ACCUMULATE>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
