@@ -45,12 +45,11 @@
 namespace tessera::kernels {
 namespace {
 
-// An m16n8kK .f64 mma (K = 8; the kernel is written for any multiple of 4): a[2 i + h] holds
-// A(g + 8 h, t + 4 i), b[i] holds B(t + 4 i, g), for lane g = lane / 4, t = lane % 4.
-template <int KM>
+// The m16n8k8 .f64 mma: a[2 i + h] holds A(g + 8 h, t + 4 i), b[i] holds B(t + 4 i, g), for lane
+// g = lane / 4, t = lane % 4 (i = 0, 1: kKs = 2 k values per lane and row). The kernel's index
+// math is written for any k a multiple of 4; m16n8k16 measured slower (the note above).
 struct F64Mma {
-  static_assert(KM == 8, "dmma: the m16n8k8 shape (m16n8k16 measured slower, see the note above)");
-  static constexpr int kK = KM, kKs = KM / 4, kARegs = KM / 2, kBRegs = KM / 4;
+  static constexpr int kK = 8, kKs = kK / 4, kARegs = kK / 2, kBRegs = kK / 4;
 };
 
 // asm volatile: the DMMAs stay in program order among themselves (as measured).
@@ -81,9 +80,9 @@ __device__ __forceinline__ void lds128(const double* p, double& x, double& y) {
   y = v.y;
 }
 
-template <int BM_, int BN_, int BK_, int WM_, int WN_, int KM_, int STAGES_, int MIN_BLOCKS_>
+template <int BM_, int BN_, int BK_, int WM_, int WN_, int STAGES_, int MIN_BLOCKS_>
 struct DmmaConfig {
-  using Mma = F64Mma<KM_>;
+  using Mma = F64Mma;
   static constexpr int BM = BM_, BN = BN_, BK = BK_, WM = WM_, WN = WN_, STAGES = STAGES_;
   static constexpr int kMinBlocks = MIN_BLOCKS_;
   // The mma runs transposed (see the file's note): its 16 rows are columns of C, its 8 columns
@@ -91,7 +90,7 @@ struct DmmaConfig {
   static constexpr int NTN = WN / 16, MTM = WM / 8;
   static constexpr int kWarpsM = BM / WM, kWarpsN = BN / WN;
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
-  // Both tiles row-major as in memory; A's rows padded, B's 16-byte chunks swizzled (banks note).
+  // Both tiles row-major as in memory, unpadded; their 16-byte chunks swizzled (banks note).
   static constexpr int kLdA = BK, kLdB = BN;
   static constexpr int kBOffset = BM * kLdA;           // B's place in a stage
   static constexpr int kStage = kBOffset + BK * kLdB;  // doubles per stage
@@ -99,7 +98,7 @@ struct DmmaConfig {
   static constexpr int kGroupRows = 16;  // tile rows per raster group
 
   static_assert(BM % WM == 0 && BN % WN == 0 && WM % 8 == 0 && WN % 16 == 0, "dmma: warp tiles divide the block");
-  static_assert(BK % KM_ == 0 && BK % 16 == 0 && BN % 16 == 0,
+  static_assert(BK % Mma::kK == 0 && BK % 16 == 0 && BN % 16 == 0,
                 "dmma: whole mma steps; rows of whole 128-byte swizzle groups");
   static_assert(kThreads <= 1024 && STAGES >= 2, "dmma: block size and pipeline depth");
   static_assert(kSmemBytes <= 227 * 1024, "dmma: the stages fit an SM's shared memory");
@@ -258,9 +257,9 @@ bool f64_only(const GpuGemm& g, std::string* why) {
 
 // The two kept (measured 2026-12-01 beside 128x64x16 with 4 stages, 128x64x32, 128x128x16 with 4
 // and 6 stages: all within 1-5 points of these, docs/performance-log.md):
-//                                BM   BN  BK  WM  WN  KM STAGES MIN_BLOCKS
-using Dmma8Cfg = DmmaConfig<128, 64, 16, 64, 32, 8, 3, 2>;          // 128 threads, 2 blocks per SM
-using Dmma8x128K32Cfg = DmmaConfig<128, 128, 32, 64, 32, 8, 3, 1>;  // 256 threads
+//                                BM   BN  BK  WM  WN STAGES MIN_BLOCKS
+using Dmma8Cfg = DmmaConfig<128, 64, 16, 64, 32, 3, 2>;          // 128 threads, 2 blocks per SM
+using Dmma8x128K32Cfg = DmmaConfig<128, 128, 32, 64, 32, 3, 1>;  // 256 threads
 
 }  // namespace
 

@@ -139,6 +139,13 @@ void allow_dynamic_smem(const void* kernel, std::size_t bytes) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
+int multiprocessors() {
+  int device = 0, count = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
+}
+
 bool gpu_kernel_traits(const std::string& kernel, GpuKernelTraits* out) {
   const GpuKernel* found = find_kernel(kernel);
   if (!found) return false;

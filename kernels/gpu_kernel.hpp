@@ -145,4 +145,7 @@ bool f32_only(const GpuGemm& g, std::string* why);
 // Raises a kernel's dynamic shared-memory limit when it needs more than the default 48 KiB.
 void allow_dynamic_smem(const void* kernel, std::size_t bytes);
 
+// The current device's multiprocessor count (persistent grids, wave counts).
+int multiprocessors();
+
 }  // namespace tessera::kernels

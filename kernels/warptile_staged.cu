@@ -156,10 +156,9 @@ std::int64_t resident_blocks() {
   if (slots == 0) {
     const auto* kernel = reinterpret_cast<const void*>(&warptile_gemm_kernel<Cfg, true, false, false>);
     allow_dynamic_smem(kernel, Cfg::kSmemBytes);  // before asking: the stages exceed the default 48 KiB
-    int sms = 0, per_sm = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    int per_sm = 0;
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::kThreads, Cfg::kSmemBytes));
-    slots = std::max<std::int64_t>(std::int64_t{sms} * per_sm, 1);
+    slots = std::max<std::int64_t>(std::int64_t{multiprocessors()} * per_sm, 1);
   }
   return slots;
 }

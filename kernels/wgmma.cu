@@ -305,13 +305,6 @@ CUtensorMap tensor_map(CUtensorMapDataType type, std::size_t elem, const void* b
   return map;
 }
 
-int multiprocessors() {
-  int device = 0, count = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  return count;
-}
-
 // sm_90a machine code runs on compute capability 9.0 only.
 bool device_is_sm90() {
   int device = 0, major = 0, minor = 0;
