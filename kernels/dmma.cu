@@ -22,14 +22,27 @@
 // Tiles are visited in groups of 16 tile rows, column by column within a group, so the blocks
 // resident together share A's rows and B's columns in L2 instead of sweeping all of B per wave.
 //
-// Measured (H200, 2026-12-01, one `tessera bench` call, against cuBLAS DGEMM in its default math
-// mode; docs/performance-log.md): dmma8-128x128-k32 88.7 / 93.8 / 91.7% at 4096 / 8192 / 16384
-// (tensorcore.cu's dmma 85.0 / 82.8 / 79.2% in the same call), dmma8 104.5% at 4099x4097x4095.
-// cuBLAS's own DGEMM on the H200 is a 128x64x16, 3-stage, 2x2-warp kernel on the same m16n8k8
-// DMMA (ncu: sm90_xmma_gemm_f64..._tilesize128x64x16_stage3_warpsize2x2x1_tensor16x8x8), i.e.
-// dmma8's tiling: what it has over dmma8 (87-89%) is instruction scheduling. The m16n8k16 shape
-// (a quarter of the DMMA instructions) was slower in every tiling tried (128x64 tiles: 78.9 /
-// 81.4 / 77.7% against 85.5 / 87.6 / 81.7%), so only k8 is kept.
+// The copies: each thread's source pointers advance a k block at a time and its shared-memory
+// destinations are fixed offsets, and the next k block's copies are issued after the first mma
+// step (cp_async_pipeline_overlapped). The first version worked out every copy's 64-bit address
+// and guard after the barrier, ~200 integer instructions per 64 DMMAs in a basic block of their
+// own, which every warp of the SM ran at the same moment: ncu had the DP tensor pipe 80% busy
+// at 4096^3 (issue slots 18.5%), and the DMMAs idle for that stretch of each k block. Interior
+// tiles copy without checks; tiles on C's edge or with a partial last k block check each copy.
+//
+// Measured (H200, 2026-12-02, `tessera bench`, against cuBLAS DGEMM in its default math mode;
+// docs/performance-log.md), two calls: dmma8-128x128-k32 93.9 / 97.1 / 97.8% and 90.8 / 96.5 /
+// 96.3% at 4096 / 8192 / 16384 (88.7 / 93.8 / 91.7% before the copies were reworked), dmma8 95.1
+// / 94.6 / 90.0% and 92.8 / 93.5 / 86.3%, and 114-116% at 4099x4097x4095. cuBLAS's own DGEMM on
+// the H200 is a 128x64x16, 3-stage, 2x2-warp kernel on the same m16n8k8 DMMA (ncu:
+// sm90_xmma_gemm_f64..._tilesize128x64x16_stage3_warpsize2x2x1_tensor16x8x8), dmma8's tiling.
+// The m16n8k16 shape (a quarter of the DMMA instructions) was slower in every tiling tried
+// (128x64 tiles: 78.9 / 81.4 / 77.7% against 85.5 / 87.6 / 81.7%), so only k8 is kept.
+//
+// The -sk variants share the last, partial wave of tiles over the whole GPU by stream-K
+// (kernels/tail_split.hpp) with a fixed-order fixup pass. Measured beside the plain ones they are
+// within +-2 points (4096^3: 7.76 waves of 128x128 tiles, yet ncu had the SMs active 96% of the
+// time already): kept for `tessera tune`, which picks per shape.
 //
 // Edges as in tensorcore.cu: zero-filled copies, guarded stores; any M, N, K >= 1 (8-byte
 // copies where rows are not 16-byte aligned). C += A * B through the ACCUMULATE flag.
@@ -40,6 +53,7 @@
 
 #include "kernels/cuda_check.hpp"
 #include "kernels/gpu_kernel.hpp"
+#include "kernels/tail_split.hpp"
 #include "kernels/tile_copy.cuh"
 
 namespace tessera::kernels {
@@ -129,23 +143,43 @@ __device__ __forceinline__ void grouped_tile(std::int64_t t, std::int64_t tiles_
   tn = in_group / rows;
 }
 
-template <class Cfg, bool VEC_A, bool VEC_B, bool ACCUMULATE>
-__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
-    dmma_kernel(std::int64_t m, std::int64_t n, std::int64_t k, const double* __restrict__ a,
-                const double* __restrict__ b, double* __restrict__ c, bool vec_c) {
+// How many distinct values a swizzle of period `period` rows takes on rows r0 + j * step.
+constexpr int residues(int step, int period) {
+  int x = step % period, y = period;
+  while (x != 0) {
+    const int t = y % x;
+    y = x;
+    x = t;
+  }
+  return period / y;
+}
+
+// C's tile (tile_m, tile_n), k blocks [kb0, kb0 + count), into acc (which starts at zero): a
+// STAGES-deep cp.async pipeline over shared memory feeding the transposed DMMAs.
+//
+// The copies are what the DMMA pipe waits on between k blocks, so they are kept cheap: each
+// thread's source pointers advance by a k block at a time (no 64-bit index arithmetic per copy),
+// its shared-memory destinations are fixed offsets (A's swizzle depends on the row's parity, B's
+// on (row / KS) % 4, so a few base offsets and immediates cover every copy), and the copies of
+// the next k block are issued after the first mma step of this one, in the same basic block, so
+// the compiler interleaves them with the DMMAs instead of running them all after the barrier
+// (the first version: ~200 integer instructions per 64 DMMAs there, in a block of their own; the
+// tensor pipe 80% busy at 4096^3). GUARDED: the tile crosses C's edge or its last k block is
+// partial, so each copy is checked (rows, columns and k beyond the matrices read as zeros);
+// interior tiles copy without checks.
+template <class Cfg, bool VEC_A, bool VEC_B, bool GUARDED>
+__device__ __forceinline__ void tile_product(std::int64_t m, std::int64_t n, std::int64_t k, const double* a,
+                                             const double* b, std::int64_t tile_m, std::int64_t tile_n,
+                                             std::int64_t kb0, std::int64_t count, double* smem,
+                                             double (&acc)[Cfg::NTN][Cfg::MTM][4]) {
   using Mma = typename Cfg::Mma;
   constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, STAGES = Cfg::STAGES, KM = Mma::kK, KS = Mma::kKs;
   constexpr int kThreads = Cfg::kThreads, kLdA = Cfg::kLdA, kLdB = Cfg::kLdB;
   constexpr int NTN = Cfg::NTN, MTM = Cfg::MTM;
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  double* const smem = reinterpret_cast<double*>(smem_raw);
-
   const int tid = static_cast<int>(threadIdx.x);
   const int warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;
   const int warp_m0 = (warp / Cfg::kWarpsN) * Cfg::WM, warp_n0 = (warp % Cfg::kWarpsN) * Cfg::WN;
-  const std::int64_t k_blocks = ceil_div(k, BK);
-  const std::int64_t tiles_m = ceil_div(m, BM), tiles_n = ceil_div(n, BN);
 
   // This thread's copies per k block (as in tensorcore.cu): 16-byte chunks where the rows allow.
   constexpr int kAWidth = VEC_A ? 2 : 1, kBWidth = VEC_B ? 2 : 1;
@@ -157,96 +191,227 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int a_row = tid / kAChunksPerRow, a_k = (tid % kAChunksPerRow) * kAWidth;
   const int b_row = tid / kBChunksPerRow, b_col = (tid % kBChunksPerRow) * kBWidth;
 
-  for (std::int64_t tile = blockIdx.x; tile < tiles_m * tiles_n; tile += gridDim.x) {
-    std::int64_t tile_m, tile_n;
-    grouped_tile(tile, tiles_m, tiles_n, Cfg::kGroupRows, tile_m, tile_n);
-    const std::int64_t row0 = tile_m * BM, col0 = tile_n * BN;
-    bool a_row_ok[kARows], b_col_ok;
-    const double *a_src, *b_src;
-    tile_copy_origin<kARows, kARowStep>(a_row_ok, b_col_ok, a_src, b_src, a, b, m, n, k, row0, col0, a_row, a_k, b_row,
-                                        b_col);
+  // Destinations, bytes from a stage's start: A's rows a_row + j kARowStep take RA swizzles, B's
+  // rows b_row + j kBRowStep RB (a_index: period 2 rows; b_index: 4 KS).
+  constexpr int RA = residues(kARowStep, 2), RB = residues(kBRowStep, 4 * KS);
+  int a_dst[RA], b_dst[RB];
+#pragma unroll
+  for (int r = 0; r < RA; ++r) a_dst[r] = a_index<kLdA>(a_row + r * kARowStep, a_k) * 8;
+#pragma unroll
+  for (int r = 0; r < RB; ++r) b_dst[r] = (Cfg::kBOffset + b_index<KS, kLdB>(b_row + r * kBRowStep, b_col)) * 8;
+  const auto smem_base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
 
-    auto load_stage = [&](int stage, std::int64_t kb) {
-      double* const As = smem + stage * Cfg::kStage;
-      double* const Bs = As + Cfg::kBOffset;
-      const std::int64_t k0 = kb * BK;
-      const bool a_k_ok = k0 + a_k < k;
-#pragma unroll
-      for (int j = 0; j < kARows; ++j) {
-        const bool ok = a_k_ok && a_row_ok[j];
-        const double* src = a_src + std::int64_t{j * kARowStep} * k + k0;
-        cp_async<kAWidth * sizeof(double)>(&As[a_index<kLdA>(a_row + j * kARowStep, a_k)], ok ? src : a, ok);
-      }
-#pragma unroll
-      for (int j = 0; j < kBRows; ++j) {
-        const int r = b_row + j * kBRowStep;
-        const bool ok = b_col_ok && k0 + r < k;
-        const double* src = b_src + (k0 + j * kBRowStep) * n;
-        cp_async<kBWidth * sizeof(double)>(&Bs[b_index<KS, kLdB>(r, b_col)], ok ? src : b, ok);
-      }
-    };
+  // Sources at the next k block to copy; rows j of a copy kARowStep (kBRowStep) rows apart.
+  const std::int64_t row0 = tile_m * BM, col0 = tile_n * BN;
+  const double* a_next = a + (row0 + a_row) * k + kb0 * BK + a_k;
+  const double* b_next = b + (kb0 * BK + b_row) * n + col0 + b_col;
+  const std::int64_t a_rows_apart = std::int64_t{kARowStep} * k, b_rows_apart = std::int64_t{kBRowStep} * n;
+  // GUARDED: how many of this thread's A rows are inside C; whether its B columns are; k left
+  // from this thread's A column and B row at the next k block.
+  int a_rows_in = kARows;
+  bool b_col_in = true;
+  std::int64_t a_k_left = 0, b_k_left = 0;
+  if constexpr (GUARDED) {
+    const std::int64_t left = m - row0 - a_row;
+    a_rows_in = left <= 0 ? 0 : (left >= BM ? kARows : static_cast<int>((left + kARowStep - 1) / kARowStep));
+    b_col_in = col0 + b_col < n;
+    a_k_left = k - kb0 * BK - a_k;
+    b_k_left = k - kb0 * BK - b_row;
+  }
 
-    double acc[NTN][MTM][4] = {};
-    cp_async_pipeline<STAGES>(k_blocks, load_stage, [&](int stage) {
-      const double* const As = smem + stage * Cfg::kStage;
-      const double* const Bs = As + Cfg::kBOffset;
+  // The copies of the next k block into the stage at byte offset `stage_bytes`.
+  auto load = [&](int stage_bytes) {
+    const double* src = a_next;
 #pragma unroll
-      for (int kk = 0; kk < BK; kk += KM) {
-        // The mma's A (16 x KM, row g + 8 h at k t + 4 i): columns n0 + 2 g + h of B at k row
-        // kk + KS t + i, a 16-byte pair.
-        double af[NTN][Mma::kARegs];
+    for (int j = 0; j < kARows; ++j, src += a_rows_apart)
+      copy_chunk<kAWidth * 8, GUARDED>(smem_base + stage_bytes + a_dst[j % RA] + (j / RA) * (RA * kARowStep * kLdA * 8),
+                                       src, a, j < a_rows_in && a_k_left > 0);
+    src = b_next;
 #pragma unroll
-        for (int j = 0; j < NTN; ++j)
-#pragma unroll
-          for (int i = 0; i < KS; ++i)
-            lds128(&Bs[b_index<KS, kLdB>(kk + KS * t + i, warp_n0 + 16 * j + 2 * g)], af[j][2 * i], af[j][2 * i + 1]);
-#pragma unroll
-        for (int jm = 0; jm < MTM; ++jm) {
-          // The mma's B (KM x 8, column g at k t + 4 i): row m0 + g of A at k kk + KS t + i.
-          double bf[Mma::kBRegs];
-#pragma unroll
-          for (int i = 0; i < KS; i += 2)
-            lds128(&As[a_index<kLdA>(warp_m0 + 8 * jm + g, kk + KS * t + i)], bf[i], bf[i + 1]);
-#pragma unroll
-          for (int j = 0; j < NTN; ++j) mma_f64(acc[j][jm], af[j], bf);
-        }
-      }
-    });
+    for (int j = 0; j < kBRows; ++j, src += b_rows_apart)
+      copy_chunk<kBWidth * 8, GUARDED>(smem_base + stage_bytes + b_dst[j % RB] + (j / RB) * (RB * kBRowStep * kLdB * 8),
+                                       src, b, b_col_in && j * kBRowStep < b_k_left);
+    a_next += BK;
+    b_next += std::int64_t{BK} * n;
+    if constexpr (GUARDED) {
+      a_k_left -= BK;
+      b_k_left -= BK;
+    }
+  };
 
-    // Lane (g, t) of tile (j, jm) holds the mma's (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1):
-    // C rows m0 + 2t and m0 + 2t + 1, columns n0 + 2g and n0 + 2g + 1 (a pair).
+  // One mma step (KM of k) of the stage at `As`.
+  auto step = [&](const double* As, int kk) {
+    const double* const Bs = As + Cfg::kBOffset;
+    // The mma's A (16 x KM, row g + 8 h at k t + 4 i): columns n0 + 2 g + h of B at k row
+    // kk + KS t + i, a 16-byte pair.
+    double af[NTN][Mma::kARegs];
 #pragma unroll
     for (int j = 0; j < NTN; ++j)
 #pragma unroll
-      for (int jm = 0; jm < MTM; ++jm) {
-        const std::int64_t r = row0 + warp_m0 + 8 * jm + 2 * t;
-        const std::int64_t col = col0 + warp_n0 + 16 * j + 2 * g;
-        store_pair<ACCUMULATE>(c, m, n, r, col, acc[j][jm][0], acc[j][jm][2], vec_c);
-        store_pair<ACCUMULATE>(c, m, n, r + 1, col, acc[j][jm][1], acc[j][jm][3], vec_c);
+      for (int i = 0; i < KS; ++i)
+        lds128(&Bs[b_index<KS, kLdB>(kk + KS * t + i, warp_n0 + 16 * j + 2 * g)], af[j][2 * i], af[j][2 * i + 1]);
+#pragma unroll
+    for (int jm = 0; jm < MTM; ++jm) {
+      // The mma's B (KM x 8, column g at k t + 4 i): row m0 + g of A at k kk + KS t + i.
+      double bf[Mma::kBRegs];
+#pragma unroll
+      for (int i = 0; i < KS; i += 2)
+        lds128(&As[a_index<kLdA>(warp_m0 + 8 * jm + g, kk + KS * t + i)], bf[i], bf[i + 1]);
+#pragma unroll
+      for (int j = 0; j < NTN; ++j) mma_f64(acc[j][jm], af[j], bf);
+    }
+  };
+
+  cp_async_pipeline_overlapped<STAGES>(
+      count, [&](int stage) { load(stage * (Cfg::kStage * 8)); },
+      [&](int stage, auto&& issue) {
+        const double* const As = smem + stage * Cfg::kStage;
+        step(As, 0);
+        issue();
+#pragma unroll
+        for (int kk = KM; kk < BK; kk += KM) step(As, kk);
+      });
+}
+
+// tile_product, without checks where the tile lies inside C and its k blocks inside K.
+template <class Cfg, bool VEC_A, bool VEC_B>
+__device__ __forceinline__ void tile_product(std::int64_t m, std::int64_t n, std::int64_t k, const double* a,
+                                             const double* b, std::int64_t tile_m, std::int64_t tile_n,
+                                             std::int64_t kb0, std::int64_t count, double* smem,
+                                             double (&acc)[Cfg::NTN][Cfg::MTM][4]) {
+  const bool inside = (tile_m + 1) * Cfg::BM <= m && (tile_n + 1) * Cfg::BN <= n && (kb0 + count) * Cfg::BK <= k;
+  if (inside)
+    tile_product<Cfg, VEC_A, VEC_B, false>(m, n, k, a, b, tile_m, tile_n, kb0, count, smem, acc);
+  else
+    tile_product<Cfg, VEC_A, VEC_B, true>(m, n, k, a, b, tile_m, tile_n, kb0, count, smem, acc);
+}
+
+// acc into the rows x cols matrix `out` (leading dimension cols) at (row0, col0): lane (g, t) of
+// mma tile (j, jm) holds the mma's (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1), i.e. rows
+// m0 + 2t and m0 + 2t + 1, columns n0 + 2g and n0 + 2g + 1 (a pair).
+template <class Cfg, bool ACCUMULATE>
+__device__ __forceinline__ void store_tile(double* out, std::int64_t rows, std::int64_t cols, std::int64_t row0,
+                                           std::int64_t col0, const double (&acc)[Cfg::NTN][Cfg::MTM][4], bool vec) {
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int warp_m0 = (warp / Cfg::kWarpsN) * Cfg::WM, warp_n0 = (warp % Cfg::kWarpsN) * Cfg::WN;
+#pragma unroll
+  for (int j = 0; j < Cfg::NTN; ++j)
+#pragma unroll
+    for (int jm = 0; jm < Cfg::MTM; ++jm) {
+      const std::int64_t r = row0 + warp_m0 + 8 * jm + 2 * t;
+      const std::int64_t col = col0 + warp_n0 + 16 * j + 2 * g;
+      store_pair<ACCUMULATE>(out, rows, cols, r, col, acc[j][jm][0], acc[j][jm][2], vec);
+      store_pair<ACCUMULATE>(out, rows, cols, r + 1, col, acc[j][jm][1], acc[j][jm][3], vec);
+    }
+}
+
+// The plan's work items, blockIdx.x on (grid-stride): a whole tile into C (C += with ACCUMULATE),
+// or a stream-K block's range of k blocks, one partial tile (BM x BN, row-major) per tile it
+// touches into its slot of `partials` (kernels/tail_split.hpp). Without STREAM_K every tile is
+// whole, in a loop of its own (the stream-K loop keeps a few more values live across the tile:
+// 8-44 bytes of spills outside the main loop at 255 registers; this one has none at 252).
+template <class Cfg, bool VEC_A, bool VEC_B, bool ACCUMULATE, bool STREAM_K>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
+    dmma_kernel(std::int64_t m, std::int64_t n, std::int64_t k, const double* __restrict__ a,
+                const double* __restrict__ b, double* __restrict__ c, bool vec_c, StreamKPlan plan,
+                double* __restrict__ partials) {
+  constexpr int BM = Cfg::BM, BN = Cfg::BN;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  double* const smem = reinterpret_cast<double*>(smem_raw);
+  const std::int64_t tiles_m = ceil_div(m, BM), tiles_n = ceil_div(n, BN);
+  const std::int64_t k_blocks = plan.k_blocks;
+
+  if constexpr (!STREAM_K) {
+    for (std::int64_t tile = blockIdx.x; tile < plan.tiles; tile += gridDim.x) {
+      std::int64_t tile_m, tile_n;
+      grouped_tile(tile, tiles_m, tiles_n, Cfg::kGroupRows, tile_m, tile_n);
+      double acc[Cfg::NTN][Cfg::MTM][4] = {};
+      tile_product<Cfg, VEC_A, VEC_B>(m, n, k, a, b, tile_m, tile_n, 0, k_blocks, smem, acc);
+      store_tile<Cfg, ACCUMULATE>(c, m, n, tile_m * BM, tile_n * BN, acc, vec_c);
+    }
+  } else {
+    for (std::int64_t work = blockIdx.x; work < plan.work_items(); work += gridDim.x) {
+      const bool whole = work < plan.dp_tiles;
+      const std::int64_t j = work - plan.dp_tiles;  // the stream-K block, when not whole
+      std::int64_t it = whole ? work * k_blocks : plan.begin(j);
+      const std::int64_t end = whole ? it + k_blocks : plan.begin(j + 1);
+      while (it < end) {
+        const std::int64_t tile = it / k_blocks, kb0 = it % k_blocks;
+        const std::int64_t count = k_blocks - kb0 < end - it ? k_blocks - kb0 : end - it;
+        std::int64_t tile_m, tile_n;
+        grouped_tile(tile, tiles_m, tiles_n, Cfg::kGroupRows, tile_m, tile_n);
+        double acc[Cfg::NTN][Cfg::MTM][4] = {};
+        tile_product<Cfg, VEC_A, VEC_B>(m, n, k, a, b, tile_m, tile_n, kb0, count, smem, acc);
+        if (whole)
+          store_tile<Cfg, ACCUMULATE>(c, m, n, tile_m * BM, tile_n * BN, acc, vec_c);
+        else
+          store_tile<Cfg, false>(partials + plan.slot(j, tile) * (BM * BN), BM, BN, 0, 0, acc, true);
+        it += count;
       }
+    }
   }
 }
 
-template <class Cfg, bool VEC_A, bool VEC_B, bool ACCUMULATE>
-void launch_dmma(const GpuGemm& g, bool vec_c) {
-  const auto kernel = &dmma_kernel<Cfg, VEC_A, VEC_B, ACCUMULATE>;
+// The stream-K tiles' second pass: tile dp_tiles + blockIdx.y of C = (or +=) the sum of its
+// partials, in the order of the blocks that wrote them. A thread per pair of columns.
+template <class Cfg, bool ACCUMULATE>
+__global__ void dmma_fixup(std::int64_t m, std::int64_t n, double* __restrict__ c, bool vec_c, StreamKPlan plan,
+                           const double* __restrict__ partials) {
+  constexpr int BM = Cfg::BM, BN = Cfg::BN;
+  const std::int64_t tile = plan.dp_tiles + blockIdx.y;
+  std::int64_t tile_m, tile_n;
+  grouped_tile(tile, ceil_div(m, BM), ceil_div(n, BN), Cfg::kGroupRows, tile_m, tile_n);
+  const std::int64_t first = plan.block_of(tile * plan.k_blocks);
+  const std::int64_t last = plan.block_of((tile + 1) * plan.k_blocks - 1);
+  for (int e = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); e < BM * BN / 2;
+       e += static_cast<int>(gridDim.x * blockDim.x)) {
+    const int r = e / (BN / 2), col = 2 * (e % (BN / 2));
+    double x = 0, y = 0;
+    for (std::int64_t j = first; j <= last; ++j) {
+      const double2 v = *reinterpret_cast<const double2*>(partials + plan.slot(j, tile) * (BM * BN) + r * BN + col);
+      x += v.x;
+      y += v.y;
+    }
+    store_pair<ACCUMULATE>(c, m, n, tile_m * BM + r, tile_n * BN + col, x, y, vec_c);
+  }
+}
+
+constexpr int kFixupThreads = 256;
+
+template <class Cfg, bool VEC_A, bool VEC_B, bool ACCUMULATE, bool STREAM_K>
+void launch_dmma(const GpuGemm& g, GpuContext& ctx, bool vec_c) {
+  const auto kernel = &dmma_kernel<Cfg, VEC_A, VEC_B, ACCUMULATE, STREAM_K>;
   allow_dynamic_smem(reinterpret_cast<const void*>(kernel), Cfg::kSmemBytes);
-  const std::int64_t tiles = ceil_div(g.m, Cfg::BM) * ceil_div(g.n, Cfg::BN);
-  const auto blocks = static_cast<unsigned>(std::min(tiles, kMaxGridX));
+  const std::int64_t tiles = ceil_div(g.m, Cfg::BM) * ceil_div(g.n, Cfg::BN), k_blocks = ceil_div(g.k, Cfg::BK);
+  const StreamKPlan plan =
+      STREAM_K ? plan_stream_k(tiles, k_blocks,
+                               resident_blocks(reinterpret_cast<const void*>(kernel), Cfg::kThreads, Cfg::kSmemBytes))
+               : StreamKPlan{tiles, k_blocks, tiles, 0};
+  double* const partials =
+      plan.sk_blocks > 0 ? static_cast<double*>(
+                               ctx.scratch(static_cast<std::size_t>(plan.slots()) * Cfg::BM * Cfg::BN * sizeof(double)))
+                         : nullptr;
+  const auto blocks = static_cast<unsigned>(std::min(plan.work_items(), kMaxGridX));
   kernel<<<blocks, Cfg::kThreads, Cfg::kSmemBytes, g.stream>>>(g.m, g.n, g.k, static_cast<const double*>(g.a),
                                                                static_cast<const double*>(g.b),
-                                                               static_cast<double*>(g.c), vec_c);
+                                                               static_cast<double*>(g.c), vec_c, plan, partials);
+  CUDA_CHECK_LAUNCH();
+  if (plan.sk_blocks == 0) return;
+  const dim3 grid(Cfg::BM * Cfg::BN / 2 / kFixupThreads, static_cast<unsigned>(plan.tiles - plan.dp_tiles));
+  dmma_fixup<Cfg, ACCUMULATE>
+      <<<grid, kFixupThreads, 0, g.stream>>>(g.m, g.n, static_cast<double*>(g.c), vec_c, plan, partials);
   CUDA_CHECK_LAUNCH();
 }
 
-template <class Cfg>
-void run_dmma(const GpuGemm& g, GpuContext&) {
+template <class Cfg, bool STREAM_K>
+void run_dmma(const GpuGemm& g, GpuContext& ctx) {
   const bool vec_a = g.k % 2 == 0 && is_aligned(g.a, 16);
   const bool vec_b = g.n % 2 == 0 && is_aligned(g.b, 16);
   const bool vec_c = g.n % 2 == 0 && is_aligned(g.c, 16);
-  static_switch(
-      [&](auto vec_a_, auto vec_b_, auto accumulate) { launch_dmma<Cfg, vec_a_(), vec_b_(), accumulate()>(g, vec_c); },
-      vec_a, vec_b, g.accumulate);
+  static_switch([&](auto vec_a_, auto vec_b_,
+                    auto accumulate) { launch_dmma<Cfg, vec_a_(), vec_b_(), accumulate(), STREAM_K>(g, ctx, vec_c); },
+                vec_a, vec_b, g.accumulate);
 }
 
 bool f64_only(const GpuGemm& g, std::string* why) {
@@ -268,8 +433,14 @@ std::vector<GpuKernel> dmma_kernels() {
       {"dmma8",
        "FP64 tensor cores, mma.sync m16n8k8 run transposed, 16-byte fragment loads, 128x64x16 tiles (cuBLAS's own), 3 "
        "stages",
-       &f64_only, &run_dmma<Dmma8Cfg>},
-      {"dmma8-128x128-k32", "dmma8 on 128x128x32 tiles, 8 warps, 3 stages", &f64_only, &run_dmma<Dmma8x128K32Cfg>},
+       &f64_only, &run_dmma<Dmma8Cfg, false>},
+      {"dmma8-128x128-k32", "dmma8 on 128x128x32 tiles, 8 warps, 3 stages", &f64_only,
+       &run_dmma<Dmma8x128K32Cfg, false>},
+      {"dmma8-sk", "dmma8, the last partial wave's tiles shared over the GPU by stream-K (a deterministic fixup pass)",
+       &f64_only, &run_dmma<Dmma8Cfg, true>},
+      {"dmma8-128x128-k32-sk", "dmma8-128x128-k32, the last partial wave's tiles shared by stream-K", &f64_only,
+       &run_dmma<Dmma8x128K32Cfg, true>},
+
   };
   for (GpuKernel& kernel : kernels) kernel.accumulates = true;
   return kernels;

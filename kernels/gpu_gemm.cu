@@ -45,7 +45,7 @@ void grow_scratch(void*& buffer, std::size_t& have, std::size_t bytes, const cha
 }  // namespace
 
 void* GpuContext::scratch(std::size_t bytes) {
-  grow_scratch(scratch_, scratch_bytes_, bytes, "scratch C for an accumulating GEMM");
+  grow_scratch(scratch_, scratch_bytes_, bytes, "scratch (a C to add from, or partial C's)");
   return scratch_;
 }
 
@@ -144,6 +144,26 @@ int multiprocessors() {
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
   return count;
+}
+
+std::int64_t resident_blocks(const void* kernel, int threads, std::size_t smem_bytes) {
+  // Asked once per device, kernel and thread (contexts are per thread; no lock needed).
+  struct Known {
+    int device;
+    const void* kernel;
+    std::int64_t blocks;
+  };
+  thread_local std::vector<Known> known;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  for (const Known& k : known)
+    if (k.device == device && k.kernel == kernel) return k.blocks;
+  allow_dynamic_smem(kernel, smem_bytes);  // before asking: the answer depends on the limit
+  int per_sm = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes));
+  const std::int64_t blocks = std::max<std::int64_t>(std::int64_t{multiprocessors()} * per_sm, 1);
+  known.push_back({device, kernel, blocks});
+  return blocks;
 }
 
 bool gpu_kernel_traits(const std::string& kernel, GpuKernelTraits* out) {

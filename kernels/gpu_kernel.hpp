@@ -148,4 +148,8 @@ void allow_dynamic_smem(const void* kernel, std::size_t bytes);
 // The current device's multiprocessor count (persistent grids, wave counts).
 int multiprocessors();
 
+// Blocks of `kernel` (with `threads` threads and smem_bytes of dynamic shared memory) resident at
+// once on the current device: SMs x blocks per SM (tail splitting, stream-K). Cached per device.
+std::int64_t resident_blocks(const void* kernel, int threads, std::size_t smem_bytes);
+
 }  // namespace tessera::kernels

@@ -151,6 +151,68 @@ __device__ __forceinline__ void cp_async_pipeline(std::int64_t k_blocks, Load&& 
   __syncthreads();
 }
 
+// The same pipeline with the copies of the next k block issued inside the arithmetic on this one
+// (dmma.cu, warptile.cuh): compute(stage, issue) runs the k steps of `stage` and calls issue()
+// once, after its first step, in the same basic block, so the compiler spreads the copies'
+// address arithmetic among the first step's FMAs / DMMAs instead of leaving the math pipes idle
+// while every warp, just past the barrier, works out its copies (tile_copy's first users: ~200
+// integer instructions per k block there, all warps of an SM at once). load(stage) issues the next
+// k block's copies (its source pointers advance themselves). Stages rotate without a division.
+template <int STAGES, class Load, class Compute>
+__device__ __forceinline__ void cp_async_pipeline_overlapped(std::int64_t k_blocks, Load&& load, Compute&& compute) {
+  static_assert(STAGES >= 2, "cp_async_pipeline_overlapped: at least double buffering");
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < k_blocks) load(s);
+    cp_async_commit();
+  }
+  int read = 0, write = STAGES - 1;
+  std::int64_t kb = 0;
+  // Steady state: a k block to copy in every iteration (one commit group each, as above).
+  for (; kb + STAGES - 1 < k_blocks; ++kb) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();  // everyone's copies of block kb landed; everyone is done with kb - 1's stage
+    compute(read, [&] {
+      load(write);
+      cp_async_commit();
+    });
+    read = read + 1 == STAGES ? 0 : read + 1;
+    write = write + 1 == STAGES ? 0 : write + 1;
+  }
+  // Drain: the last STAGES - 1 k blocks (empty groups keep the count).
+  for (; kb < k_blocks; ++kb) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    cp_async_commit();
+    compute(read, [] {});
+    read = read + 1 == STAGES ? 0 : read + 1;
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // every thread is done reading the stages before the next tile's copies
+}
+
+// cp.async of BYTES to the shared-memory address `dst` (a __cvta_generic_to_shared value):
+// always (GUARDED false), or zero-filled without reading when !valid (src then replaced by
+// `fallback`, a valid global address, as cp_async does).
+template <int BYTES, bool GUARDED, class T>
+__device__ __forceinline__ void copy_chunk(unsigned dst, const T* src, const T* fallback, bool valid) {
+  static_assert(BYTES == 4 || BYTES == 8 || BYTES == 16, "cp.async copies 4, 8 or 16 bytes");
+  const auto g = static_cast<unsigned long long>(__cvta_generic_to_global(GUARDED && !valid ? fallback : src));
+  if constexpr (!GUARDED) {
+    if constexpr (BYTES == 16)
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(g) : "memory");
+    else
+      asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(dst), "l"(g), "n"(BYTES) : "memory");
+  } else {
+    const int src_bytes = valid ? BYTES : 0;
+    if constexpr (BYTES == 16)
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(g), "r"(src_bytes) : "memory");
+    else
+      asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst), "l"(g), "n"(BYTES), "r"(src_bytes)
+                   : "memory");
+  }
+}
+
 // ---- the mma kernels' C stores -----------------------------------------------------------------
 
 // Two consecutive elements of a row of C (a pair of an mma accumulator fragment; tensorcore.cu,

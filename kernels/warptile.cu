@@ -42,6 +42,17 @@
 // (two blocks per SM), register fragments double-buffered (FRAG_DB), and K split over
 // gridDim.z for problems with few tiles (partial C's in the context's scratch, summed in a fixed
 // order by sum_splits: deterministic).
+//
+// The copies (2026-12-02, as in dmma.cu): pointers that advance a k block at a time, fixed
+// shared-memory offsets, no checks on interior tiles, and the next k block's copies issued after
+// the first k step (cp_async_pipeline_overlapped): 2214 instructions per k block of 128x256
+// instead of 2319 (2048 FFMA in each). H200, % of cuBLAS SGEMM at 4096 / 8192 / 16384:
+// warptile-128x256 91.5 / 93.5 / 91.1 (was ~88-89), warptile-128x128 88.6 / 90.4 / 87.2 (was
+// 83-85). ncu at 4096 (128x256): FMA pipe 72.7% of its peak, issue slots 78%; per issued
+// instruction 0.87 warps were eligible but not selected and 0.25 stalled in dispatch (register
+// bank conflicts), so what is left is SASS register allocation. BK 32, 4 stages, a partly
+// unrolled k loop and BK 32 in 128x128 were measured beside it and were no better
+// (docs/performance-log.md).
 #include <cstddef>
 #include <cstdint>
 #include <string>

@@ -78,11 +78,12 @@ __device__ __forceinline__ void load_fragments(const T* As, const T* Bs, int p, 
   for (int t = 0; t < Cfg::NSUB; ++t) load4(&Bs[p * Cfg::kLdB + n_base + t * (Cfg::WN / Cfg::NSUB)], &br[4 * t]);
 }
 
-// acc += the stage's BK k steps from shared memory. kFragDb: step p + 1's fragments load while
-// p's FFMAs run.
-template <class Cfg, class T>
+// acc += the stage's BK k steps from shared memory, calling issue() (the next k block's copies,
+// cp_async_pipeline_overlapped) after the first. kFragDb: step p + 1's fragments load while p's
+// FFMAs run.
+template <class Cfg, class T, class Issue>
 __device__ __forceinline__ void multiply_stage(T (&acc)[Cfg::TM][Cfg::TN], const T* As, const T* Bs, int m_base,
-                                               int n_base) {
+                                               int n_base, Issue&& issue) {
   if constexpr (Cfg::kFragDb) {
     T ar[2][Cfg::TM], br[2][Cfg::TN];
     load_fragments<Cfg>(As, Bs, 0, m_base, n_base, ar[0], br[0]);
@@ -90,6 +91,7 @@ __device__ __forceinline__ void multiply_stage(T (&acc)[Cfg::TM][Cfg::TN], const
     for (int p = 0; p < Cfg::BK; ++p) {
       if (p + 1 < Cfg::BK) load_fragments<Cfg>(As, Bs, p + 1, m_base, n_base, ar[(p + 1) % 2], br[(p + 1) % 2]);
       outer_product(acc, ar[p % 2], br[p % 2]);
+      if (p == 0) issue();
     }
   } else {
 #pragma unroll
@@ -97,8 +99,81 @@ __device__ __forceinline__ void multiply_stage(T (&acc)[Cfg::TM][Cfg::TN], const
       T ar[Cfg::TM], br[Cfg::TN];
       load_fragments<Cfg>(As, Bs, p, m_base, n_base, ar, br);
       outer_product(acc, ar, br);
+      if (p == 0) issue();
     }
   }
+}
+
+// acc += A(rows of tile_m) B(columns of tile_n) over k blocks [0, k_blocks) from k_lo (k < k_hi):
+// the tile's copies and the pipeline. Each thread copies A rows a_row + j kARowStep at k offsets
+// a_k + 8 h (4 bytes each: A is transposed on its way into shared memory) and B rows b_row +
+// j kBRowStep at columns b_col .. b_col + kBWidth - 1; its source pointers advance a k block at a
+// time and its destinations are fixed offsets, so a copy costs a 64-bit add and the cp.async.
+// GUARDED: the tile crosses C's edge or its last k block is partial; rows, columns and k beyond
+// the matrices are zero-filled. Otherwise no checks (as in dmma.cu).
+template <class Cfg, bool VEC_B, bool GUARDED, class T>
+__device__ __forceinline__ void tile_product(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b,
+                                             std::int64_t row0, std::int64_t col0, std::int64_t k_lo, std::int64_t k_hi,
+                                             std::int64_t k_blocks, T* smem, int m_base, int n_base,
+                                             T (&acc)[Cfg::TM][Cfg::TN]) {
+  constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, W = Cfg::W;
+  constexpr int kThreads = Cfg::kThreads, kLdA = Cfg::kLdA, kLdB = Cfg::kLdB;
+  const int tid = static_cast<int>(threadIdx.x);
+  constexpr int kARowStep = kThreads / 8, kARows = BM / kARowStep;
+  constexpr int kBWidth = VEC_B ? W : 1;
+  constexpr int kBChunksPerRow = BN / kBWidth;
+  constexpr int kBRowStep = kThreads / kBChunksPerRow, kBRows = BK / kBRowStep;
+  static_assert(BM % kARowStep == 0, "warptile: A rows are split evenly over the threads");
+  static_assert(kThreads % kBChunksPerRow == 0 && BK % kBRowStep == 0,
+                "warptile: B rows are split evenly over the threads");
+  const int a_row = tid / 8, a_k = tid % 8;
+  const int b_row = tid / kBChunksPerRow, b_col = (tid % kBChunksPerRow) * kBWidth;
+
+  const auto smem_base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const unsigned a_dst = (a_k * kLdA + a_row) * sizeof(T);
+  const unsigned b_dst = (BK * kLdA + b_row * kLdB + b_col) * sizeof(T);
+  const T* a_next = a + (row0 + a_row) * k + k_lo + a_k;
+  const T* b_next = b + (k_lo + b_row) * n + col0 + b_col;
+  const std::int64_t a_rows_apart = std::int64_t{kARowStep} * k, b_rows_apart = std::int64_t{kBRowStep} * n;
+  // GUARDED: this thread's A rows inside C, whether its B columns are, k left from its A column and
+  // B row at the next k block. (n % W == 0 on the vector path: a chunk is all in or all out.)
+  int a_rows_in = kARows;
+  bool b_col_in = true;
+  std::int64_t a_k_left = 0, b_k_left = 0;
+  if constexpr (GUARDED) {
+    const std::int64_t left = m - row0 - a_row;
+    a_rows_in = left <= 0 ? 0 : (left >= BM ? kARows : static_cast<int>((left + kARowStep - 1) / kARowStep));
+    b_col_in = col0 + b_col < n;
+    a_k_left = k_hi - k_lo - a_k;
+    b_k_left = k_hi - k_lo - b_row;
+  }
+
+  auto load = [&](int stage) {
+    const unsigned base = smem_base + stage * static_cast<unsigned>(Cfg::kStageElems * sizeof(T));
+    const T* src = a_next;
+#pragma unroll
+    for (int j = 0; j < kARows; ++j, src += a_rows_apart)
+#pragma unroll
+      for (int h = 0; h < BK / 8; ++h)
+        copy_chunk<sizeof(T), GUARDED>(base + a_dst + (8 * h * kLdA + j * kARowStep) * sizeof(T), src + 8 * h, a,
+                                       j < a_rows_in && a_k_left > 8 * h);
+    src = b_next;
+#pragma unroll
+    for (int j = 0; j < kBRows; ++j, src += b_rows_apart)
+      copy_chunk<kBWidth * sizeof(T), GUARDED>(base + b_dst + j * kBRowStep * kLdB * sizeof(T), src, b,
+                                               b_col_in && j * kBRowStep < b_k_left);
+    a_next += BK;
+    b_next += std::int64_t{BK} * n;
+    if constexpr (GUARDED) {
+      a_k_left -= BK;
+      b_k_left -= BK;
+    }
+  };
+
+  cp_async_pipeline_overlapped<Cfg::STAGES>(k_blocks, load, [&](int stage, auto&& issue) {
+    const T* const As = smem + stage * Cfg::kStageElems;
+    multiply_stage<Cfg>(acc, As, As + BK * kLdA, m_base, n_base, issue);
+  });
 }
 
 template <class Cfg, bool VEC_B, bool ACCUMULATE, bool SPLIT_K>
@@ -107,9 +182,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                          const typename Cfg::T* __restrict__ b, typename Cfg::T* __restrict__ c, bool vec_c,
                          std::int64_t k_split, std::int64_t c_split_stride) {
   using T = typename Cfg::T;
-  constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, W = Cfg::W;
-  constexpr int kThreads = Cfg::kThreads, kLdA = Cfg::kLdA, kLdB = Cfg::kLdB;
-  constexpr int STAGES = Cfg::STAGES, MSUB = Cfg::MSUB, NSUB = Cfg::NSUB;
+  constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK;
+  constexpr int MSUB = Cfg::MSUB, NSUB = Cfg::NSUB;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* const smem = reinterpret_cast<T*>(smem_raw);
 
@@ -130,53 +204,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   for_each_tile(m, n, BM, BN, [&](std::int64_t tile_m, std::int64_t tile_n) {
     const std::int64_t row0 = tile_m * BM, col0 = tile_n * BN;
 
-    // What this thread copies, fixed for the tile (so that the k loop keeps few registers):
-    // A rows a_row + j * kARowStep (j < kARows) at k offsets a_k + 8 h (h < BK / 8); B rows
-    // b_row + j * kBRowStep (j < kBRows) at columns b_col .. b_col + kBWidth - 1.
-    constexpr int kARowStep = kThreads / 8, kARows = BM / kARowStep;
-    constexpr int kBWidth = VEC_B ? W : 1;
-    constexpr int kBChunksPerRow = BN / kBWidth;
-    constexpr int kBRowStep = kThreads / kBChunksPerRow, kBRows = BK / kBRowStep;
-    static_assert(BM % kARowStep == 0, "warptile: A rows are split evenly over the threads");
-    static_assert(kThreads % kBChunksPerRow == 0 && BK % kBRowStep == 0,
-                  "warptile: B rows are split evenly over the threads");
-    const int a_row = tid / 8, a_k = tid % 8;
-    const int b_row = tid / kBChunksPerRow, b_col = (tid % kBChunksPerRow) * kBWidth;
-    // n % W == 0 on the vector path: a chunk is all inside or all outside B.
-    bool a_row_ok[kARows], b_col_ok;
-    const T *a_src, *b_src;
-    tile_copy_origin<kARows, kARowStep>(a_row_ok, b_col_ok, a_src, b_src, a, b, m, n, k, row0, col0, a_row, a_k, b_row,
-                                        b_col);
-
-    // Issues the copies of k block kb into stage `stage` (zeros outside A and B).
-    auto load_stage = [&](int stage, std::int64_t kb) {
-      T* const As = smem + stage * Cfg::kStageElems;
-      T* const Bs = As + BK * kLdA;
-      const std::int64_t k0 = k_lo + kb * BK;
-#pragma unroll
-      for (int h = 0; h < BK / 8; ++h) {
-        const bool k_ok = k0 + a_k + 8 * h < k_hi;
-#pragma unroll
-        for (int j = 0; j < kARows; ++j) {
-          const bool ok = k_ok && a_row_ok[j];
-          const T* src = a_src + std::int64_t{j * kARowStep} * k + k0 + 8 * h;
-          cp_async<sizeof(T)>(&As[(a_k + 8 * h) * kLdA + a_row + j * kARowStep], ok ? src : a, ok);
-        }
-      }
-#pragma unroll
-      for (int j = 0; j < kBRows; ++j) {
-        const std::int64_t q = k0 + b_row + j * kBRowStep;
-        const bool ok = b_col_ok && q < k_hi;
-        const T* src = b_src + (k0 + j * kBRowStep) * n;
-        cp_async<kBWidth * sizeof(T)>(&Bs[(b_row + j * kBRowStep) * kLdB + b_col], ok ? src : b, ok);
-      }
-    };
-
     T acc[Cfg::TM][Cfg::TN] = {};
-    cp_async_pipeline<STAGES>(k_blocks, load_stage, [&](int stage) {
-      const T* const As = smem + stage * Cfg::kStageElems;
-      multiply_stage<Cfg>(acc, As, As + BK * kLdA, m_base, n_base);
-    });
+    const bool inside = row0 + BM <= m && col0 + BN <= n && k_lo + k_blocks * BK <= k_hi;
+    if (inside)
+      tile_product<Cfg, VEC_B, false>(m, n, k, a, b, row0, col0, k_lo, k_hi, k_blocks, smem, m_base, n_base, acc);
+    else
+      tile_product<Cfg, VEC_B, true>(m, n, k, a, b, row0, col0, k_lo, k_hi, k_blocks, smem, m_base, n_base, acc);
 
 #pragma unroll
     for (int s = 0; s < MSUB; ++s)

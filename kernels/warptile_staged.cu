@@ -18,7 +18,7 @@
 //    waves run as usual; the rest run in a second launch with K split so that they fill one wave
 //    (kernels/tail_split.hpp), into partial C's in the context's scratch that warptile's
 //    sum_splits adds in a fixed order: deterministic, no atomics. The SM count and the kernel's
-//    blocks per SM come from the runtime (cached per device and thread).
+//    blocks per SM come from the runtime (resident_blocks, cached per device and thread).
 //
 // Buffers: the staged B and C in the context's operand scratch, the tail's partial C's in its
 // scratch (the dispatcher's own use of scratch, for kernels that cannot add into C, never
@@ -26,7 +26,8 @@
 //
 // Measured (H200, 2026-12-01, `tessera bench`, % of cuBLAS SGEMM at 4099 x 4097 x 4095): staging
 // alone 80.2% (128x128) and 77.0% (128x256-db) against 79.1% and 73.5% for the plain kernels;
-// with the tail split 86.4% and 86.1%. At aligned sizes these run as the plain kernels.
+// with the tail split 86.4% and 86.1%; after warptile's copies were reworked (2026-12-02) 88.0%
+// and 89.8% (the plain kernels 84.2% and 75.3%). At aligned sizes these run as the plain kernels.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -144,23 +145,11 @@ void unstage(const GpuGemm& g, const GpuGemm& staged) {
 
 // ---- the tiles, with or without the tail split -------------------------------------------------
 
-// Blocks of Cfg's kernel resident at once on the current device: SMs x blocks per SM, asked of
-// the runtime once per device (and thread: contexts are per thread, and this needs no lock).
+// Blocks of Cfg's kernel resident at once on the current device.
 template <class Cfg>
-std::int64_t resident_blocks() {
-  thread_local std::vector<std::int64_t> by_device;  // 0: not asked yet
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  if (by_device.size() <= static_cast<std::size_t>(device)) by_device.resize(static_cast<std::size_t>(device) + 1, 0);
-  std::int64_t& slots = by_device[static_cast<std::size_t>(device)];
-  if (slots == 0) {
-    const auto* kernel = reinterpret_cast<const void*>(&warptile_gemm_kernel<Cfg, true, false, false>);
-    allow_dynamic_smem(kernel, Cfg::kSmemBytes);  // before asking: the stages exceed the default 48 KiB
-    int per_sm = 0;
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, Cfg::kThreads, Cfg::kSmemBytes));
-    slots = std::max<std::int64_t>(std::int64_t{multiprocessors()} * per_sm, 1);
-  }
-  return slots;
+std::int64_t resident() {
+  return resident_blocks(reinterpret_cast<const void*>(&warptile_gemm_kernel<Cfg, true, false, false>), Cfg::kThreads,
+                         Cfg::kSmemBytes);
 }
 
 // Rows [row0, row0 + rows) of g's C: the same B, A and C from row row0.
@@ -180,9 +169,9 @@ void multiply(const GpuGemm& g, GpuContext& ctx, bool split_tail) {
   const bool vec_b = g.n % 4 == 0 && is_aligned(g.b, 16);
   const bool vec_c = g.n % 4 == 0 && is_aligned(g.c, 16);
   const std::int64_t tiles_m = ceil_div(g.m, Cfg::BM);
-  const TailSplit plan =
-      split_tail ? plan_tail_split(tiles_m, ceil_div(g.n, Cfg::BN), ceil_div(g.k, Cfg::BK), resident_blocks<Cfg>())
-                 : TailSplit{tiles_m, 1};
+  const TailSplit plan = split_tail
+                             ? plan_tail_split(tiles_m, ceil_div(g.n, Cfg::BN), ceil_div(g.k, Cfg::BK), resident<Cfg>())
+                             : TailSplit{tiles_m, 1};
   const std::int64_t main_m = std::min(g.m, plan.main_rows * Cfg::BM);
   if (main_m > 0) {
     const GpuGemm top = row_band(g, 0, main_m);

@@ -426,10 +426,11 @@ TEST_CASE("the tail split fills the last wave and leaves whole waves alone", "[g
 // (B and C staged), N % 4 == 0 with B one float off 16-byte alignment (B staged, C not), aligned
 // (nothing staged); as C = A B and C += A B on a random C; and every result bitwise the same when
 // run again (no atomics anywhere).
-void check_staged(const Shape& s, std::int64_t b_offset, bool accumulate) {
-  Problem<float> p(s, 0x57a6ed + static_cast<std::uint64_t>(s.n + b_offset));
+template <class T>
+void check_split_kernels(const Shape& s, std::int64_t b_offset, bool accumulate, const std::string& tag) {
+  Problem<T> p(s, 0x57a6ed + static_cast<std::uint64_t>(s.n + b_offset));
   std::mt19937_64 rng(7);
-  const std::vector<float> c0 = accumulate ? random_matrix<float>(s.m, s.n, rng) : std::vector<float>{};
+  const std::vector<T> c0 = accumulate ? random_matrix<T>(s.m, s.n, rng) : std::vector<T>{};
   for (std::size_t i = 0; i < c0.size(); ++i) {  // as in check_accumulate_into: a length-(k + 1) sum
     p.ref[i] += c0[i];
     p.abs_ref[i] += std::fabs(static_cast<double>(c0[i]));
@@ -437,29 +438,36 @@ void check_staged(const Shape& s, std::int64_t b_offset, bool accumulate) {
   if (accumulate) p.shape.k = s.k + 1;
   GpuContext ctx;
   Stream stream;
-  DeviceBuffer a(p.a.size() * sizeof(float), "A"), b((p.b.size() + 4) * sizeof(float), "B");
-  DeviceBuffer c(static_cast<std::size_t>(s.m * s.n) * sizeof(float), "C");
+  DeviceBuffer a(p.a.size() * sizeof(T), "A"), b((p.b.size() + 4) * sizeof(T), "B");
+  DeviceBuffer c(static_cast<std::size_t>(s.m * s.n) * sizeof(T), "C");
   to_device(a, p.a.data(), stream);
-  float* const b_at = b.as<float>() + b_offset;
-  CUDA_CHECK(cudaMemcpyAsync(b_at, p.b.data(), p.b.size() * sizeof(float), cudaMemcpyHostToDevice, stream.get()));
+  T* const b_at = b.as<T>() + b_offset;
+  CUDA_CHECK(cudaMemcpyAsync(b_at, p.b.data(), p.b.size() * sizeof(T), cudaMemcpyHostToDevice, stream.get()));
   const auto run = [&](const std::string& kernel) {
-    GpuGemm g{DType::f32, s.m, s.n, s.k, a.get(), b_at, c.get(), stream.get()};
+    GpuGemm g{dtype_of<T>(), s.m, s.n, s.k, a.get(), b_at, c.get(), stream.get()};
     g.accumulate = accumulate;
     if (accumulate)
       to_device(c, c0.data(), stream);
     else
       poison(c, stream);
     kernels::gpu_gemm(kernel, g, ctx);
-    return to_host<float>(c, static_cast<std::size_t>(s.m * s.n), stream);
+    return to_host<T>(c, static_cast<std::size_t>(s.m * s.n), stream);
   };
+  int tested = 0;
   for (const std::string& kernel : kernels::gpu_kernel_names()) {
-    if (kernel.find("-staged") == std::string::npos) continue;
-    INFO("kernel " << kernel << ", " << shape_str(s) << ", B " << b_offset << " floats in"
+    if (kernel.find(tag) == std::string::npos) continue;
+    INFO("kernel " << kernel << ", " << shape_str(s) << ", B " << b_offset << " elements in"
                    << (accumulate ? ", C += A B" : ""));
-    const std::vector<float> first = run(kernel);
+    const std::vector<T> first = run(kernel);
     CHECK(compare(first, p, kernel) == "");
     CHECK(run(kernel) == first);
+    ++tested;
   }
+  CHECK(tested >= 2);
+}
+
+void check_staged(const Shape& s, std::int64_t b_offset, bool accumulate) {
+  check_split_kernels<float>(s, b_offset, accumulate, "-staged");
 }
 
 TEST_CASE("the staged warptile kernels stage B and C and split the last wave's tiles along K", "[gpu][large]") {
@@ -483,6 +491,86 @@ TEST_CASE("the staged warptile kernels stage B and C and split the last wave's t
   check_staged({2051, 2049, 1031}, 0, true);
   check_staged({2051, 2052, 1031}, 1, true);
   check_staged({2051, 2052, 1031}, 0, false);
+}
+
+// Host only: kernels/tail_split.hpp's stream-K plan. The figures of the benchmarks (132 SMs):
+// 4096^3 in 128 x 128 x 32 tiles is 1024 tiles, 7 waves and 100 tail tiles of 128 k blocks,
+// shared by 132 blocks (97 each); 8192^3 a tail of 4 tiles; 128 x 64 tiles, 2 blocks per SM, a
+// tail of 200. Whole waves, a tail too close to a whole wave, or too few k blocks: no stream-K.
+// For every plan, the ranges cover each tail iteration once, each range is shorter than a tile and
+// at least kStreamKMinIters long, and the fixup's contributor arithmetic (block_of, slot) agrees
+// with the ranges.
+TEST_CASE("stream-K shares the tail's k blocks in ranges that cover each once", "[gpu][small]") {
+  using kernels::plan_stream_k;
+  const auto plan = [](std::int64_t tiles, std::int64_t kb, std::int64_t slots) {
+    const kernels::StreamKPlan p = plan_stream_k(tiles, kb, slots);
+    return std::vector<std::int64_t>{p.dp_tiles, p.sk_blocks};
+  };
+  CHECK(plan(1024, 128, 132) == std::vector<std::int64_t>{924, 132});
+  CHECK(plan(4096, 256, 132) == std::vector<std::int64_t>{4092, 132});
+  CHECK(plan(16384, 512, 132) == std::vector<std::int64_t>{16368, 132});
+  CHECK(plan(2048, 256, 264) == std::vector<std::int64_t>{1848, 264});
+  CHECK(plan(1056, 64, 132) == std::vector<std::int64_t>{1056, 0});  // whole waves
+  CHECK(plan(130, 64, 132) == std::vector<std::int64_t>{130, 0});    // 130 of 132: saves under 1/8 tile
+  CHECK(plan(5, 1, 132) == std::vector<std::int64_t>{5, 0});         // K too short
+  CHECK(plan(4, 17, 264) == std::vector<std::int64_t>{0, 17});       // fewer tiles than a wave: all shared
+  CHECK(plan(1, 1, 132) == std::vector<std::int64_t>{1, 0});
+  for (const std::int64_t slots : {std::int64_t{132}, std::int64_t{264}, std::int64_t{7}})
+    for (std::int64_t tiles = 1; tiles <= 300; tiles += 7)
+      for (const std::int64_t kb : {std::int64_t{1}, std::int64_t{3}, std::int64_t{17}, std::int64_t{128}}) {
+        const kernels::StreamKPlan p = plan_stream_k(tiles, kb, slots);
+        INFO(tiles << " tiles of " << kb << " k blocks on " << slots << " slots");
+        CHECK(p.tiles == tiles);
+        CHECK(p.dp_tiles + (p.sk_blocks > 0 ? tiles % slots : 0) == tiles);
+        if (p.sk_blocks == 0) continue;
+        CHECK(p.sk_blocks <= slots);
+        CHECK(p.sk_blocks > tiles - p.dp_tiles);
+        CHECK(p.begin(0) == p.dp_tiles * kb);
+        CHECK(p.begin(p.sk_blocks) == tiles * kb);
+        std::vector<int> slot_uses(static_cast<std::size_t>(p.slots()), 0);
+        for (std::int64_t j = 0; j < p.sk_blocks; ++j) {
+          const std::int64_t len = p.begin(j + 1) - p.begin(j);
+          CHECK(len >= kernels::kStreamKMinIters);
+          CHECK(len <= kb);
+          for (std::int64_t i = p.begin(j); i < p.begin(j + 1); ++i) CHECK(p.block_of(i) == j);
+        }
+        for (std::int64_t tile = p.dp_tiles; tile < tiles; ++tile) {
+          std::int64_t covered = 0;
+          for (std::int64_t j = p.block_of(tile * kb); j <= p.block_of((tile + 1) * kb - 1); ++j) {
+            const std::int64_t lo = std::max(p.begin(j), tile * kb), hi = std::min(p.begin(j + 1), (tile + 1) * kb);
+            CHECK(hi > lo);
+            covered += hi - lo;
+            const std::int64_t slot = p.slot(j, tile);
+            REQUIRE(slot >= 0);
+            REQUIRE(slot < p.slots());
+            ++slot_uses[static_cast<std::size_t>(slot)];
+          }
+          CHECK(covered == kb);
+        }
+        for (const int uses : slot_uses) CHECK(uses <= 1);
+      }
+}
+
+// The stream-K float64 kernels with several waves and a tail on this GPU (K = 1031: 33 k blocks of
+// 32, 65 of 16), on aligned rows and with B one double off 16-byte alignment (8-byte copies), as
+// C = A B and C += A B on a random C, each bitwise the same when run again.
+TEST_CASE("the stream-K dmma kernels share the last wave's tiles and sum them in a fixed order", "[gpu][large]") {
+  for (const std::string kernel : {"dmma8-sk", "dmma8-128x128-k32-sk"}) {
+    INFO("kernel " << kernel);
+    kernels::GpuKernelTraits traits;
+    REQUIRE(kernels::gpu_kernel_traits(kernel, &traits));
+    CHECK(traits.accumulates);
+    CHECK_FALSE(kernels::gpu_can_implement(kernel, GpuGemm{DType::f32, 8, 8, 8}));
+  }
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  // 17 x 17 tiles of 128 x 128 on one block per SM, 17 x 33 of 128 x 64 on two: both have a tail.
+  CHECK(kernels::plan_stream_k(17 * 17, 33, sms).sk_blocks > 0);
+  CHECK(kernels::plan_stream_k(17 * 33, 65, 2 * sms).sk_blocks > 0);
+  check_split_kernels<double>({2051, 2049, 1031}, 0, false, "-sk");
+  check_split_kernels<double>({2051, 2050, 1031}, 0, true, "-sk");
+  check_split_kernels<double>({2051, 2050, 1031}, 1, true, "-sk");
 }
 
 // SUMMA's panel product on one GPU: panels staged from a host block (strided), or uploaded
