@@ -2,7 +2,8 @@
 // Tuning as data, read where the kernel is chosen. `tessera tune` (commands/tune.hpp) times the
 // full-precision GPU kernels (tessera's and cuBLAS) on the present GPU and writes the fastest
 // correct one per dtype and size to a JSON tune file; `--kernel auto` on the CUDA backend reads
-// it here: for a GEMM it takes the winner of the nearest tuned size of the same dtype. No source
+// it here: for a GEMM it takes the winner of the nearest tuned size of the same dtype and row
+// alignment (16-byte rows or not). No source
 // is rewritten; deleting the file restores the built-in choice.
 //
 // Tune file format (docs/kernels.md):
@@ -52,8 +53,13 @@ std::string default_tune_output(const std::string& gpu_name);
 TuneTable load_tune_table(const std::string& gpu_name);
 TuneTable read_tune_file(const std::string& path);
 
-// The tuned kernel for a GEMM: the choice of the same dtype whose size is nearest in
-// log-distance (|ln m/m'| + |ln n/n'| + |ln k/k'|); "" when the table has none for the dtype.
+// Whether the rows of A (k elements) and of B and C (n elements) are whole 16-byte chunks: the
+// kernels' 16-byte copy and store paths (and cuBLAS's fast ones) depend on it.
+bool rows_aligned(DType dtype, std::int64_t n, std::int64_t k);
+
+// The tuned kernel for a GEMM: the choice of the same dtype and the same rows_aligned() whose
+// size is nearest in log-distance (|ln m/m'| + |ln n/n'| + |ln k/k'|), or of the same dtype where
+// the table has none with that alignment; "" when the table has none for the dtype.
 std::string tuned_kernel(const TuneTable& table, DType dtype, std::int64_t m, std::int64_t n, std::int64_t k);
 
 }  // namespace tessera::backend

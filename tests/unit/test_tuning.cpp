@@ -39,3 +39,23 @@ TEST_CASE("tune files are read and the nearest tuned size decides", "[tuning]") 
   const backend::TuneTable empty;
   CHECK(backend::tuned_kernel(empty, DType::f32, 1, 1, 1).empty());
 }
+
+// The H200's table has an odd shape beside the cubes: it decides for shapes whose rows are not
+// whole 16-byte chunks, the cubes for those whose rows are, whichever is nearer in size.
+TEST_CASE("the tuned choice of the same row alignment decides", "[tuning]") {
+  backend::TuneTable t;
+  t.choices.push_back({DType::f64, 4096, 4096, 4096, "cublas", 61.8});
+  t.choices.push_back({DType::f64, 8192, 8192, 8192, "cublas", 56.5});
+  t.choices.push_back({DType::f64, 4099, 4097, 4095, "dmma8-sk", 47.4});
+  t.choices.push_back({DType::f32, 4096, 4096, 4096, "warptile-128x256", 47.0});
+  CHECK(backend::rows_aligned(DType::f64, 4096, 4096));
+  CHECK_FALSE(backend::rows_aligned(DType::f64, 4097, 4095));
+  CHECK(backend::rows_aligned(DType::f64, 4098, 4094));  // 8-byte elements: even counts suffice
+  CHECK_FALSE(backend::rows_aligned(DType::f32, 4098, 4096));
+  CHECK(backend::tuned_kernel(t, DType::f64, 4500, 4500, 4500) == "cublas");  // nearer the odd shape in size
+  CHECK(backend::tuned_kernel(t, DType::f64, 4100, 4100, 4100) == "cublas");
+  CHECK(backend::tuned_kernel(t, DType::f64, 4100, 4101, 4100) == "dmma8-sk");
+  CHECK(backend::tuned_kernel(t, DType::f64, 9001, 9001, 9001) == "dmma8-sk");  // the only odd one
+  CHECK(backend::tuned_kernel(t, DType::f64, 8000, 8000, 8000) == "cublas");
+  CHECK(backend::tuned_kernel(t, DType::f32, 4099, 4097, 4095) == "warptile-128x256");  // no odd f32 choice
+}
