@@ -225,12 +225,12 @@ __device__ __forceinline__ void tile_product(std::int64_t m, std::int64_t n, std
 #pragma unroll
     for (int j = 0; j < kARows; ++j, src += a_rows_apart)
       copy_chunk<kAWidth * 8, GUARDED>(smem_base + stage_bytes + a_dst[j % RA] + (j / RA) * (RA * kARowStep * kLdA * 8),
-                                       src, a, j < a_rows_in && a_k_left > 0);
+                                       src, a, !GUARDED || (j < a_rows_in && a_k_left > 0));
     src = b_next;
 #pragma unroll
     for (int j = 0; j < kBRows; ++j, src += b_rows_apart)
       copy_chunk<kBWidth * 8, GUARDED>(smem_base + stage_bytes + b_dst[j % RB] + (j / RB) * (RB * kBRowStep * kLdB * 8),
-                                       src, b, b_col_in && j * kBRowStep < b_k_left);
+                                       src, b, !GUARDED || (b_col_in && j * kBRowStep < b_k_left));
     a_next += BK;
     b_next += std::int64_t{BK} * n;
     if constexpr (GUARDED) {

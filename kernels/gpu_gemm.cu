@@ -147,22 +147,24 @@ int multiprocessors() {
 }
 
 std::int64_t resident_blocks(const void* kernel, int threads, std::size_t smem_bytes) {
-  // Asked once per device, kernel and thread (contexts are per thread; no lock needed).
+  // Asked once per device, kernel, launch shape and thread (contexts are per thread; no lock).
   struct Known {
     int device;
     const void* kernel;
+    int threads;
+    std::size_t smem_bytes;
     std::int64_t blocks;
   };
   thread_local std::vector<Known> known;
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   for (const Known& k : known)
-    if (k.device == device && k.kernel == kernel) return k.blocks;
+    if (k.device == device && k.kernel == kernel && k.threads == threads && k.smem_bytes == smem_bytes) return k.blocks;
   allow_dynamic_smem(kernel, smem_bytes);  // before asking: the answer depends on the limit
   int per_sm = 0;
   CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_bytes));
   const std::int64_t blocks = std::max<std::int64_t>(std::int64_t{multiprocessors()} * per_sm, 1);
-  known.push_back({device, kernel, blocks});
+  known.push_back({device, kernel, threads, smem_bytes, blocks});
   return blocks;
 }
 

@@ -149,7 +149,8 @@ void allow_dynamic_smem(const void* kernel, std::size_t bytes);
 int multiprocessors();
 
 // Blocks of `kernel` (with `threads` threads and smem_bytes of dynamic shared memory) resident at
-// once on the current device: SMs x blocks per SM (tail splitting, stream-K). Cached per device.
+// once on the current device: SMs x blocks per SM (tail splitting, stream-K). Cached per device,
+// kernel and launch shape.
 std::int64_t resident_blocks(const void* kernel, int threads, std::size_t smem_bytes);
 
 }  // namespace tessera::kernels

@@ -156,12 +156,12 @@ __device__ __forceinline__ void tile_product(std::int64_t m, std::int64_t n, std
 #pragma unroll
       for (int h = 0; h < BK / 8; ++h)
         copy_chunk<sizeof(T), GUARDED>(base + a_dst + (8 * h * kLdA + j * kARowStep) * sizeof(T), src + 8 * h, a,
-                                       j < a_rows_in && a_k_left > 8 * h);
+                                       !GUARDED || (j < a_rows_in && a_k_left > 8 * h));
     src = b_next;
 #pragma unroll
     for (int j = 0; j < kBRows; ++j, src += b_rows_apart)
       copy_chunk<kBWidth * sizeof(T), GUARDED>(base + b_dst + j * kBRowStep * kLdB * sizeof(T), src, b,
-                                               b_col_in && j * kBRowStep < b_k_left);
+                                               !GUARDED || (b_col_in && j * kBRowStep < b_k_left));
     a_next += BK;
     b_next += std::int64_t{BK} * n;
     if constexpr (GUARDED) {

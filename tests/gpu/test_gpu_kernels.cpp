@@ -552,8 +552,8 @@ TEST_CASE("stream-K shares the tail's k blocks in ranges that cover each once", 
 }
 
 // The stream-K float64 kernels with several waves and a tail on this GPU (K = 1031: 33 k blocks of
-// 32, 65 of 16), on aligned rows and with B one double off 16-byte alignment (8-byte copies), as
-// C = A B and C += A B on a random C, each bitwise the same when run again.
+// 32, 65 of 16; K = 1024), on aligned rows and with B one double off 16-byte alignment (8-byte
+// copies), as C = A B and C += A B on a random C, each bitwise the same when run again.
 TEST_CASE("the stream-K dmma kernels share the last wave's tiles and sum them in a fixed order", "[gpu][large]") {
   for (const std::string kernel : {"dmma8-sk", "dmma8-128x128-k32-sk"}) {
     INFO("kernel " << kernel);
@@ -571,6 +571,10 @@ TEST_CASE("the stream-K dmma kernels share the last wave's tiles and sum them in
   check_split_kernels<double>({2051, 2049, 1031}, 0, false, "-sk");
   check_split_kernels<double>({2051, 2050, 1031}, 0, true, "-sk");
   check_split_kernels<double>({2051, 2050, 1031}, 1, true, "-sk");
+  // K a multiple of 32 and 16-byte rows: the 16-byte copies of A, and ranges on interior tiles
+  // without checks (16 x 17 and 16 x 34 tiles: tails of 8 and 16 on the H200; 32 and 64 k blocks).
+  check_split_kernels<double>({2048, 2176, 1024}, 0, false, "-sk");
+  check_split_kernels<double>({2048, 2176, 1024}, 0, true, "-sk");
 }
 
 // SUMMA's panel product on one GPU: panels staged from a host block (strided), or uploaded
