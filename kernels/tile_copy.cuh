@@ -1,8 +1,10 @@
 #pragma once
 // Device helpers the tiled kernels share: 16-byte vector access to registers and shared memory,
 // the asynchronous global -> shared copy (cp.async, sm_80+) with zero fill for edge tiles, and
-// the multistage pipeline built on it (warptile.cu, tensorcore.cu); the scalar guarded tile loads
-// and the register outer product (regtile.cu, vectorized.cu, warptile.cu). Internal to kernels/.
+// the multistage pipelines built on it (cp_async_pipeline: tensorcore.cu; the overlapped one,
+// which issues the next k block's copies inside the arithmetic: warptile.cuh, dmma.cu); the
+// scalar guarded tile loads and the register outer product (regtile.cu, vectorized.cu,
+// warptile.cu). Internal to kernels/.
 // (Hopper's TMA + mbarrier pipeline, for wgmma, is in kernels/hopper.cuh.)
 #include <cstdint>
 #include <type_traits>
