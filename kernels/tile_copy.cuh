@@ -281,12 +281,21 @@ __device__ __forceinline__ void load_b_tile(T (&Bs)[BK][LD], const T* __restrict
 }
 
 // acc += ar br^T: a thread's TM x TN micro-tile of C from one k step's TM values of A and TN of B.
+// Row by row, every other row right to left (a serpentine): consecutive FMAs share an operand
+// even where the row changes (the last B value of a row is the first of the next), and ptxas,
+// given this order, schedules the FFMAs with more operand reuse and fewer register-bank stalls.
+// Measured on the H200 (2026-12-02, warptile 128x256, % of SGEMM at 4096 / 8192 / 16384): 8x16 per
+// thread with double-buffered fragments 89.9 / 90.8 / 90.3 in plain row order, 95.4 / 96.7 / 95.5
+// in this one; 8x8 per thread (128x128) 88.6 / 90.2 / 87.3 against 92.4 / 93.1 / 89.6.
 template <int TM, int TN, class T>
 __device__ __forceinline__ void outer_product(T (&acc)[TM][TN], const T (&ar)[TM], const T (&br)[TN]) {
 #pragma unroll
   for (int i = 0; i < TM; ++i)
 #pragma unroll
-    for (int j = 0; j < TN; ++j) acc[i][j] = fma(ar[i], br[j], acc[i][j]);
+    for (int jj = 0; jj < TN; ++jj) {
+      const int j = i % 2 == 0 ? jj : TN - 1 - jj;
+      acc[i][j] = fma(ar[i], br[j], acc[i][j]);
+    }
 }
 
 // ---- a thread's share of a tile's cp.async copies (tensorcore.cu, warptile.cu) -----------------

@@ -66,7 +66,8 @@ namespace {
 
 // The kernel, its launchers and the tile configurations (kernels/warptile.cuh).
 using warptile::F32_128x128, warptile::F32_128x64, warptile::F32_64x64, warptile::F32_128x256, warptile::F32_128x256_db,
-    warptile::F32_128x128_8x16, warptile::F64_64x64, warptile::F64_64x32, warptile::F64_32x32;
+    warptile::F32_128x256_16x8, warptile::F32_128x128_8x16, warptile::F64_64x64, warptile::F64_64x32,
+    warptile::F64_32x32;
 using warptile::launch_sum_splits;
 using warptile::launch_warptile;
 
@@ -117,6 +118,9 @@ std::vector<GpuKernel> warptile_kernels() {
        &run_warptile<F32_128x256, F64_64x64>},
       {"warptile-128x256-db", "warptile-128x256 with double-buffered register fragments (f64: 64x64, 4x8)", nullptr,
        &run_warptile<F32_128x256_db, F64_64x64>},
+      {"warptile-128x256-16x8",
+       "warptile-128x256 with 16x8 per thread in 128x32 warp tiles, fragments double-buffered (f64: 64x64, 4x8)",
+       nullptr, &run_warptile<F32_128x256_16x8, F64_64x64>},
       {"warptile-128x128-8x16",
        "warp tiles + 3-stage cp.async pipeline, 128x128x16 tiles of 4 warps, 8x16 per thread, 2 blocks/SM "
        "(f64: 64x64, 4x8)",

@@ -284,8 +284,12 @@ using F32_128x256_db = WarpTileConfig<float, 128, 256, 16, 64, 64, 2, 4, 3, 1, t
 // 8 x 16 per thread in 128 x 128 tiles of 4 warps: two blocks per SM, so one block's barrier
 // or load wait is covered by the other's FFMAs, and twice the tiles of 128x256.
 using F32_128x128_8x16 = WarpTileConfig<float, 128, 128, 16, 64, 64, 2, 4, 3, 2>;  // 128 thr
-using F64_64x64 = WarpTileConfig<double, 64, 64, 16, 32, 32, 1, 2, 3, 3>;          // 128 thr
-using F64_64x32 = WarpTileConfig<double, 64, 32, 16, 32, 16, 1, 1, 3, 4>;          // 128 thr
-using F64_32x32 = WarpTileConfig<double, 32, 32, 16, 32, 16, 1, 1, 3, 6>;          //  64 thr
+// 16 x 8 per thread in warp tiles of 128 x 32 (8 x 4 threads), fragments double-buffered: the same
+// 6 LDS.128 per 128 FFMA as 8 x 16; with the serpentine outer_product 95-100% of SGEMM where 8 x 16
+// in 64 x 64 warp tiles runs 94-97% (H200, 2026-12-02, kernels/warptile.cu).
+using F32_128x256_16x8 = WarpTileConfig<float, 128, 256, 16, 128, 32, 4, 2, 3, 1, true>;  // 256 thr
+using F64_64x64 = WarpTileConfig<double, 64, 64, 16, 32, 32, 1, 2, 3, 3>;                 // 128 thr
+using F64_64x32 = WarpTileConfig<double, 64, 32, 16, 32, 16, 1, 1, 3, 4>;                 // 128 thr
+using F64_32x32 = WarpTileConfig<double, 32, 32, 16, 32, 16, 1, 1, 3, 6>;                 //  64 thr
 
 }  // namespace tessera::kernels::warptile

@@ -42,7 +42,7 @@
 namespace tessera::kernels {
 namespace {
 
-using warptile::F32_128x128, warptile::F32_128x256_db;
+using warptile::F32_128x128, warptile::F32_128x256_16x8;
 using warptile::launch_sum_splits;
 using warptile::launch_warptile;
 using warptile::warptile_gemm_kernel;
@@ -214,12 +214,12 @@ std::vector<GpuKernel> warptile_staged_kernels() {
       {"warptile-128x128-staged-tail",
        "warptile-128x128-staged, the tiles of the last partial wave with K split to fill a wave (f32 only)",
        &f32_staged_only, &run_staged<F32_128x128, true>},
-      {"warptile-128x256-db-staged",
-       "warptile-128x256-db on 16-byte-aligned copies of B and C when N % 4 != 0 and m n k >= 2^30 (f32 only)",
-       &f32_staged_only, &run_staged<F32_128x256_db, false>},
-      {"warptile-128x256-db-staged-tail",
-       "warptile-128x256-db-staged, the tiles of the last partial wave with K split to fill a wave (f32 only)",
-       &f32_staged_only, &run_staged<F32_128x256_db, true>},
+      {"warptile-128x256-16x8-staged",
+       "warptile-128x256-16x8 on 16-byte-aligned copies of B and C when N % 4 != 0 and m n k >= 2^30 (f32 only)",
+       &f32_staged_only, &run_staged<F32_128x256_16x8, false>},
+      {"warptile-128x256-16x8-staged-tail",
+       "warptile-128x256-16x8-staged, the tiles of the last partial wave with K split to fill a wave (f32 only)",
+       &f32_staged_only, &run_staged<F32_128x256_16x8, true>},
   };
   for (GpuKernel& kernel : kernels) kernel.accumulates = true;  // in the epilogue, sum_splits or the copy back
   return kernels;

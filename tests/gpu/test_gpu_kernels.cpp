@@ -364,7 +364,7 @@ void check_accumulate_into(const Shape& s) {
 TEST_CASE("C += A * B adds into a random C on odd shapes", "[gpu][small][summa]") {
   // The warptile and tensor-core kernels add in their epilogue, so the dispatcher gives them C.
   for (const std::string kernel : {"warptile-128x128", "warptile-128x64", "warptile-64x64", "warptile-128x128-staged",
-                                   "warptile-128x256-db-staged-tail", "dmma", "tf32", "bf16"}) {
+                                   "warptile-128x256-16x8-staged-tail", "dmma", "tf32", "bf16"}) {
     INFO("kernel " << kernel);
     kernels::GpuKernelTraits traits;
     REQUIRE(kernels::gpu_kernel_traits(kernel, &traits));
@@ -473,7 +473,7 @@ void check_staged(const Shape& s, std::int64_t b_offset, bool accumulate) {
 TEST_CASE("the staged warptile kernels stage B and C and split the last wave's tiles along K", "[gpu][large]") {
   // Host only: the names are registered, float32 only, adding into C themselves.
   for (const std::string kernel : {"warptile-128x128-staged", "warptile-128x128-staged-tail",
-                                   "warptile-128x256-db-staged", "warptile-128x256-db-staged-tail"}) {
+                                   "warptile-128x256-16x8-staged", "warptile-128x256-16x8-staged-tail"}) {
     INFO("kernel " << kernel);
     kernels::GpuKernelTraits traits;
     REQUIRE(kernels::gpu_kernel_traits(kernel, &traits));
