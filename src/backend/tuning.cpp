@@ -135,6 +135,16 @@ bool rows_aligned(DType dtype, std::int64_t n, std::int64_t k) {
   return n * bytes % 16 == 0 && k * bytes % 16 == 0;
 }
 
+std::string tune_winner(const std::map<std::string, double>& seconds_of) {
+  std::string fastest;
+  for (const auto& [kernel, seconds] : seconds_of)
+    if (fastest.empty() || seconds < seconds_of.at(fastest)) fastest = kernel;
+  const auto vendor = seconds_of.find("cublas");
+  if (vendor != seconds_of.end() && seconds_of.at(fastest) * (1 + kOwnKernelMargin) >= vendor->second)
+    return vendor->first;
+  return fastest;
+}
+
 std::string tuned_kernel(const TuneTable& table, DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
   const auto dist = [](std::int64_t x, std::int64_t y) {
     return std::fabs(std::log(static_cast<double>(std::max<std::int64_t>(x, 1)) /

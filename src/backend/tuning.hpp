@@ -11,6 +11,7 @@
 //    "choices": [{"dtype": "f32", "m": 8192, "n": 8192, "k": 8192, "kernel": "warptile-128x128",
 //                 "gflops": 45000.0, "candidates": {"regtile": 30000.0, ...}}, ...]}
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -61,5 +62,17 @@ bool rows_aligned(DType dtype, std::int64_t n, std::int64_t k);
 // size is nearest in log-distance (|ln m/m'| + |ln n/n'| + |ln k/k'|), or of the same dtype where
 // the table has none with that alignment; "" when the table has none for the dtype.
 std::string tuned_kernel(const TuneTable& table, DType dtype, std::int64_t m, std::int64_t n, std::int64_t k);
+
+// How much faster than cuBLAS one of tessera's kernels must run at a tuned size to be chosen
+// there. A tuned size stands for its neighbours and for the pieces a run really multiplies
+// (`tessera run` streams A in row blocks), where a tie can turn into a loss: at 8192^3 f32 on the
+// H200 warptile-128x256-16x8 ran 0.7% faster than SGEMM in `tessera tune` and 1.9% slower in
+// `tessera run`'s 1024-row pieces (2026-12-02). cuBLAS is tuned by its vendor for every shape.
+inline constexpr double kOwnKernelMargin = 0.03;
+
+// The winner among the kernels that computed correctly, from their median times in seconds: the
+// fastest, except that "cublas" (when among them) stays unless the fastest beats it by more than
+// kOwnKernelMargin. "" when there are none.
+std::string tune_winner(const std::map<std::string, double>& seconds_of);
 
 }  // namespace tessera::backend

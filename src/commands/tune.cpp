@@ -126,13 +126,13 @@ TunedChoice tune_one(const Size& s, const bench::Inputs& in, const bench::Timing
     results.push_back(std::move(r));
   }
   TunedChoice choice{dtype, s.m, s.n, s.k, "", 0.0};
+  std::map<std::string, double> seconds_of;  // the kernels that computed correctly
   for (const Result& r : results) {
     gflops_of[r.kernel] = flops / r.median_s * 1e-9;
-    if (r.note.empty() && r.median_s == best) {
-      choice.kernel = r.kernel;
-      choice.gflops = flops / r.median_s * 1e-9;
-    }
+    if (r.note.empty()) seconds_of[r.kernel] = r.median_s;
   }
+  choice.kernel = backend::tune_winner(seconds_of);  // cuBLAS unless beaten by a clear margin
+  if (!choice.kernel.empty()) choice.gflops = flops / seconds_of.at(choice.kernel) * 1e-9;
   if (choice.kernel.empty())
     throw DeviceError(fmt::format("tune: no kernel computed {}x{}x{} {} correctly", s.m, s.n, s.k, short_name(dtype)));
   return choice;

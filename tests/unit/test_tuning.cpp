@@ -59,3 +59,17 @@ TEST_CASE("the tuned choice of the same row alignment decides", "[tuning]") {
   CHECK(backend::tuned_kernel(t, DType::f64, 8000, 8000, 8000) == "cublas");
   CHECK(backend::tuned_kernel(t, DType::f32, 4099, 4097, 4095) == "warptile-128x256");  // no odd f32 choice
 }
+
+// `tessera tune` keeps cuBLAS where tessera's fastest kernel beats it by kOwnKernelMargin or less
+// (the H200's 8192^3 f32: 21.39 against 21.54 ms), and takes the fastest otherwise.
+TEST_CASE("tune keeps cuBLAS unless an own kernel beats it by the margin", "[tuning]") {
+  CHECK(backend::tune_winner({}).empty());
+  CHECK(backend::tune_winner({{"cublas", 21.54}, {"warptile-128x256-16x8", 21.39}, {"regtile", 37.4}}) == "cublas");
+  CHECK(backend::tune_winner({{"cublas", 2.683}, {"warptile-128x256-16x8", 2.740}}) == "cublas");
+  const double beaten = 1.0 / (1 + backend::kOwnKernelMargin) - 1e-6;  // just past the margin
+  CHECK(backend::tune_winner({{"cublas", 1.0}, {"dmma8-sk", beaten}}) == "dmma8-sk");
+  CHECK(backend::tune_winner({{"cublas", 1.0}, {"dmma8-sk", beaten + 2e-6}}) == "cublas");
+  CHECK(backend::tune_winner({{"cublas", 40.7}, {"dmma8-sk", 34.9}, {"dmma8", 35.0}}) == "dmma8-sk");
+  // Without cuBLAS among the correct ones (a build without it, or it disagreed): the fastest.
+  CHECK(backend::tune_winner({{"warptile-64x64", 3.0}, {"warptile-128x128", 2.0}}) == "warptile-128x128");
+}
