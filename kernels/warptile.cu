@@ -53,6 +53,15 @@
 // bank conflicts), so what is left is SASS register allocation. BK 32, 4 stages, a partly
 // unrolled k loop and BK 32 in 128x128 were measured beside it and were no better
 // (docs/performance-log.md).
+//
+// Those stalls came from the FFMA order: ptxas had made the row-by-row outer product into groups
+// of 8 FFMAs sharing one B value, and each group's first FFMA read three registers with none in
+// the operand reuse cache. outer_product now goes row by row with every other row reversed (a
+// serpentine: the last B value of a row is the first of the next), and warptile-128x256-16x8 gives
+// each thread 16 x 8 of C in 128 x 32 warp tiles with double-buffered fragments. H200, % of
+// SGEMM at 4096 / 8192 / 16384: warptile-128x256-16x8 97.8 / 100.7 / 98.0, warptile-128x256
+// 93.2 / 95.1 / 92.9, warptile-128x128 91.1 / 93.1 / 89.3 (an experiment harness of four orders
+// and seven tilings first: docs/performance-log.md, 2026-12-02 04:07).
 #include <cstddef>
 #include <cstdint>
 #include <string>

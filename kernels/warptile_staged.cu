@@ -25,9 +25,10 @@
 // happens here: these kernels add into C themselves). Float32 only.
 //
 // Measured (H200, 2026-12-01, `tessera bench`, % of cuBLAS SGEMM at 4099 x 4097 x 4095): staging
-// alone 80.2% (128x128) and 77.0% (128x256-db) against 79.1% and 73.5% for the plain kernels;
-// with the tail split 86.4% and 86.1%; after warptile's copies were reworked (2026-12-02) 88.0%
-// and 89.8% (the plain kernels 84.2% and 75.3%). At aligned sizes these run as the plain kernels.
+// alone 80.2% (128x128) and 77.0% (128x256-db, since replaced by 128x256-16x8) against 79.1% and 73.5% for the plain
+// kernels; with the tail split 86.4% and 86.1%; after warptile's copies were reworked (2026-12-02) 88.0% and 89.8% (the
+// plain kernels 84.2% and 75.3%); on the 16 x 8 thread tile with the serpentine FFMA order (warptile-128x256-16x8, same
+// day) 95.0%, and 92.0% for 128x128. At aligned sizes these run as the plain kernels.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
