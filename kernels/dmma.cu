@@ -201,42 +201,24 @@ __device__ __forceinline__ void tile_product(std::int64_t m, std::int64_t n, std
   for (int r = 0; r < RB; ++r) b_dst[r] = (Cfg::kBOffset + b_index<KS, kLdB>(b_row + r * kBRowStep, b_col)) * 8;
   const auto smem_base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
 
-  // Sources at the next k block to copy; rows j of a copy kARowStep (kBRowStep) rows apart.
+  // Sources at the next k block to copy (kernels/tile_copy.cuh).
   const std::int64_t row0 = tile_m * BM, col0 = tile_n * BN;
-  const double* a_next = a + (row0 + a_row) * k + kb0 * BK + a_k;
-  const double* b_next = b + (kb0 * BK + b_row) * n + col0 + b_col;
-  const std::int64_t a_rows_apart = std::int64_t{kARowStep} * k, b_rows_apart = std::int64_t{kBRowStep} * n;
-  // GUARDED: how many of this thread's A rows are inside C; whether its B columns are; k left
-  // from this thread's A column and B row at the next k block.
-  int a_rows_in = kARows;
-  bool b_col_in = true;
-  std::int64_t a_k_left = 0, b_k_left = 0;
-  if constexpr (GUARDED) {
-    const std::int64_t left = m - row0 - a_row;
-    a_rows_in = left <= 0 ? 0 : (left >= BM ? kARows : static_cast<int>((left + kARowStep - 1) / kARowStep));
-    b_col_in = col0 + b_col < n;
-    a_k_left = k - kb0 * BK - a_k;
-    b_k_left = k - kb0 * BK - b_row;
-  }
+  CopyCursor<double, BM, BK, kARowStep, kBRowStep, GUARDED> src(a, b, m, n, k, row0, col0, kb0 * BK, k, a_row, a_k,
+                                                                b_row, b_col);
 
   // The copies of the next k block into the stage at byte offset `stage_bytes`.
   auto load = [&](int stage_bytes) {
-    const double* src = a_next;
+    const double* p = src.a_next;
 #pragma unroll
-    for (int j = 0; j < kARows; ++j, src += a_rows_apart)
+    for (int j = 0; j < kARows; ++j, p += src.a_rows_apart)
       copy_chunk<kAWidth * 8, GUARDED>(smem_base + stage_bytes + a_dst[j % RA] + (j / RA) * (RA * kARowStep * kLdA * 8),
-                                       src, a, !GUARDED || (j < a_rows_in && a_k_left > 0));
-    src = b_next;
+                                       p, a, src.a_ok(j, 0));
+    p = src.b_next;
 #pragma unroll
-    for (int j = 0; j < kBRows; ++j, src += b_rows_apart)
+    for (int j = 0; j < kBRows; ++j, p += src.b_rows_apart)
       copy_chunk<kBWidth * 8, GUARDED>(smem_base + stage_bytes + b_dst[j % RB] + (j / RB) * (RB * kBRowStep * kLdB * 8),
-                                       src, b, !GUARDED || (b_col_in && j * kBRowStep < b_k_left));
-    a_next += BK;
-    b_next += std::int64_t{BK} * n;
-    if constexpr (GUARDED) {
-      a_k_left -= BK;
-      b_k_left -= BK;
-    }
+                                       p, b, src.b_ok(j));
+    src.advance();
   };
 
   // One mma step (KM of k) of the stage at `As`.

@@ -2,7 +2,8 @@
 // Device helpers the tiled kernels share: 16-byte vector access to registers and shared memory,
 // the asynchronous global -> shared copy (cp.async, sm_80+) with zero fill for edge tiles, and
 // the multistage pipelines built on it (cp_async_pipeline: tensorcore.cu; the overlapped one,
-// which issues the next k block's copies inside the arithmetic: warptile.cuh, dmma.cu); the
+// which issues the next k block's copies inside the arithmetic, and CopyCursor, a thread's copy
+// sources advanced a k block at a time: warptile.cuh, dmma.cu); the
 // scalar guarded tile loads and the register outer product (regtile.cu, vectorized.cu,
 // warptile.cu). Internal to kernels/.
 // (Hopper's TMA + mbarrier pipeline, for wgmma, is in kernels/hopper.cuh.)
@@ -215,6 +216,55 @@ __device__ __forceinline__ void copy_chunk(unsigned dst, const T* src, const T* 
   }
 }
 
+// ---- a thread's copy sources, advanced a k block at a time (warptile.cuh, dmma.cu) -------------
+
+// A thread's sources of a tile's cp.async copies, a k block at a time (warptile.cuh, dmma.cu):
+// its A rows a_row + j kARowStep (j < BM / kARowStep) from k offset a_k, its B rows b_row + j
+// kBRowStep from column b_col, starting at k = k_lo; the copies of a k block read from a_next and
+// b_next (rows a_rows_apart and b_rows_apart elements apart), then advance() moves both a k block
+// on, so a copy costs a 64-bit add and the cp.async. GUARDED (the tile crosses C's edge or its
+// k range ends inside a block): a_ok and b_ok say which copies read inside A and B (k < k_hi);
+// unguarded, both are true and nothing is counted.
+template <class T, int BM, int BK, int kARowStep, int kBRowStep, bool GUARDED>
+struct CopyCursor {
+  static constexpr int kARows = BM / kARowStep;
+  const T* a_next;
+  const T* b_next;
+  std::int64_t a_rows_apart, b_rows_apart, b_block;
+  int a_rows_in = kARows;                   // GUARDED: this thread's A rows inside C (rows of m)
+  bool b_col_in = true;                     // GUARDED: its B column inside C (columns of n)
+  std::int64_t a_k_left = 0, b_k_left = 0;  // GUARDED: k left from its A column and its B row
+
+  __device__ __forceinline__ CopyCursor(const T* a, const T* b, std::int64_t m, std::int64_t n, std::int64_t k,
+                                        std::int64_t row0, std::int64_t col0, std::int64_t k_lo, std::int64_t k_hi,
+                                        int a_row, int a_k, int b_row, int b_col)
+      : a_next(a + (row0 + a_row) * k + k_lo + a_k),
+        b_next(b + (k_lo + b_row) * n + col0 + b_col),
+        a_rows_apart(std::int64_t{kARowStep} * k),
+        b_rows_apart(std::int64_t{kBRowStep} * n),
+        b_block(std::int64_t{BK} * n) {
+    if constexpr (GUARDED) {
+      const std::int64_t left = m - row0 - a_row;
+      a_rows_in = left <= 0 ? 0 : (left >= BM ? kARows : static_cast<int>((left + kARowStep - 1) / kARowStep));
+      b_col_in = col0 + b_col < n;
+      a_k_left = k_hi - k_lo - a_k;
+      b_k_left = k_hi - k_lo - b_row;
+    }
+  }
+  // Whether the copy of A row j at k offset dk (from a_k) of this block reads inside A.
+  __device__ __forceinline__ bool a_ok(int j, int dk) const { return !GUARDED || (j < a_rows_in && a_k_left > dk); }
+  // Whether the copy of B row j of this block reads inside B.
+  __device__ __forceinline__ bool b_ok(int j) const { return !GUARDED || (b_col_in && j * kBRowStep < b_k_left); }
+  __device__ __forceinline__ void advance() {
+    a_next += BK;
+    b_next += b_block;
+    if constexpr (GUARDED) {
+      a_k_left -= BK;
+      b_k_left -= BK;
+    }
+  }
+};
+
 // ---- the mma kernels' C stores -----------------------------------------------------------------
 
 // Two consecutive elements of a row of C (a pair of an mma accumulator fragment; tensorcore.cu,
@@ -245,7 +295,7 @@ __device__ __forceinline__ void store_pair(T* c, std::int64_t m, std::int64_t n,
   }
 }
 
-// ---- scalar tile loads and the register outer product (regtile.cu, vectorized.cu) -------------
+// ---- scalar tile loads (regtile.cu, vectorized.cu) and the register outer product (+ warptile) -
 
 // Element (i, j) of the ROWS x COLS block at (row0, col0) of a rows x cols row-major matrix, zero
 // outside it, handed to put(i, j, value): one guarded element per thread and step, consecutive
@@ -298,7 +348,7 @@ __device__ __forceinline__ void outer_product(T (&acc)[TM][TN], const T (&ar)[TM
     }
 }
 
-// ---- a thread's share of a tile's cp.async copies (tensorcore.cu, warptile.cu) -----------------
+// ---- a thread's share of a tile's cp.async copies, checked per k block (tensorcore.cu) ---------
 
 // Where this thread's copies of a BM x BN tile at (row0, col0) start, for every k block: its A rows
 // a_row + j * kARowStep at k offset a_k, its B rows from b_row at column b_col; and which of those

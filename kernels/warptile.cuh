@@ -132,42 +132,25 @@ __device__ __forceinline__ void tile_product(std::int64_t m, std::int64_t n, std
   const auto smem_base = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   const unsigned a_dst = (a_k * kLdA + a_row) * sizeof(T);
   const unsigned b_dst = (BK * kLdA + b_row * kLdB + b_col) * sizeof(T);
-  const T* a_next = a + (row0 + a_row) * k + k_lo + a_k;
-  const T* b_next = b + (k_lo + b_row) * n + col0 + b_col;
-  const std::int64_t a_rows_apart = std::int64_t{kARowStep} * k, b_rows_apart = std::int64_t{kBRowStep} * n;
-  // GUARDED: this thread's A rows inside C, whether its B columns are, k left from its A column and
-  // B row at the next k block. (n % W == 0 on the vector path: a chunk is all in or all out.)
-  int a_rows_in = kARows;
-  bool b_col_in = true;
-  std::int64_t a_k_left = 0, b_k_left = 0;
-  if constexpr (GUARDED) {
-    const std::int64_t left = m - row0 - a_row;
-    a_rows_in = left <= 0 ? 0 : (left >= BM ? kARows : static_cast<int>((left + kARowStep - 1) / kARowStep));
-    b_col_in = col0 + b_col < n;
-    a_k_left = k_hi - k_lo - a_k;
-    b_k_left = k_hi - k_lo - b_row;
-  }
+  // The sources (kernels/tile_copy.cuh); n % W == 0 on the vector path, so a B chunk is all
+  // inside B or all outside.
+  CopyCursor<T, BM, BK, kARowStep, kBRowStep, GUARDED> src(a, b, m, n, k, row0, col0, k_lo, k_hi, a_row, a_k, b_row,
+                                                           b_col);
 
   auto load = [&](int stage) {
     const unsigned base = smem_base + stage * static_cast<unsigned>(Cfg::kStageElems * sizeof(T));
-    const T* src = a_next;
+    const T* p = src.a_next;
 #pragma unroll
-    for (int j = 0; j < kARows; ++j, src += a_rows_apart)
+    for (int j = 0; j < kARows; ++j, p += src.a_rows_apart)
 #pragma unroll
       for (int h = 0; h < BK / 8; ++h)
-        copy_chunk<sizeof(T), GUARDED>(base + a_dst + (8 * h * kLdA + j * kARowStep) * sizeof(T), src + 8 * h, a,
-                                       !GUARDED || (j < a_rows_in && a_k_left > 8 * h));
-    src = b_next;
+        copy_chunk<sizeof(T), GUARDED>(base + a_dst + (8 * h * kLdA + j * kARowStep) * sizeof(T), p + 8 * h, a,
+                                       src.a_ok(j, 8 * h));
+    p = src.b_next;
 #pragma unroll
-    for (int j = 0; j < kBRows; ++j, src += b_rows_apart)
-      copy_chunk<kBWidth * sizeof(T), GUARDED>(base + b_dst + j * kBRowStep * kLdB * sizeof(T), src, b,
-                                               !GUARDED || (b_col_in && j * kBRowStep < b_k_left));
-    a_next += BK;
-    b_next += std::int64_t{BK} * n;
-    if constexpr (GUARDED) {
-      a_k_left -= BK;
-      b_k_left -= BK;
-    }
+    for (int j = 0; j < kBRows; ++j, p += src.b_rows_apart)
+      copy_chunk<kBWidth * sizeof(T), GUARDED>(base + b_dst + j * kBRowStep * kLdB * sizeof(T), p, b, src.b_ok(j));
+    src.advance();
   };
 
   cp_async_pipeline_overlapped<Cfg::STAGES>(k_blocks, load, [&](int stage, auto&& issue) {
