@@ -136,9 +136,11 @@ bool rows_aligned(DType dtype, std::int64_t n, std::int64_t k) {
 }
 
 std::string tune_winner(const std::map<std::string, double>& seconds_of) {
-  std::string fastest;
+  std::string fastest;  // among finite, positive times (a NaN would win every comparison it loses)
   for (const auto& [kernel, seconds] : seconds_of)
-    if (fastest.empty() || seconds < seconds_of.at(fastest)) fastest = kernel;
+    if (std::isfinite(seconds) && seconds > 0 && (fastest.empty() || seconds < seconds_of.at(fastest)))
+      fastest = kernel;
+  if (fastest.empty()) return fastest;
   const auto vendor = seconds_of.find("cublas");
   if (vendor != seconds_of.end() && seconds_of.at(fastest) * (1 + kOwnKernelMargin) >= vendor->second)
     return vendor->first;

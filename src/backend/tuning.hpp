@@ -72,7 +72,7 @@ inline constexpr double kOwnKernelMargin = 0.03;
 
 // The winner among the kernels that computed correctly, from their median times in seconds: the
 // fastest, except that "cublas" (when among them) stays unless the fastest beats it by more than
-// kOwnKernelMargin. "" when there are none.
+// kOwnKernelMargin. Times that are not finite and positive do not count; "" when none is left.
 std::string tune_winner(const std::map<std::string, double>& seconds_of);
 
 }  // namespace tessera::backend

@@ -325,7 +325,9 @@ void add_commands(CLI::App& app, Commands& c) {
 
   c.b = app.add_subcommand("bench", "time every kernel on one device against the vendor baseline");
   c.tu = app.add_subcommand(
-      "tune", "time the full-precision GPU kernels (cuBLAS too) here and store the fastest for --kernel auto");
+      "tune",
+      "time the full-precision GPU kernels (cuBLAS too) here and store the fastest for --kernel auto (cuBLAS "
+      "unless beaten by more than 3%)");
   add_bench_and_tune(Adder(c.b, s), c.bo, Adder(c.tu, s), c.to);
   add_logging(Adder(c.b, s), c.logging, &c.logging.quiet);
   add_logging(Adder(c.tu, s), c.logging, &c.logging.quiet);

@@ -1,8 +1,9 @@
 #pragma once
 // `tessera tune`: times every full-precision GPU kernel (tessera's own, each registered tile
 // variant such as "warptile-128x128" and "warptile-64x64" separately, and cuBLAS) on the present
-// GPU and writes the fastest correct one per dtype and size to a JSON tune file, which
-// `--kernel auto` on the CUDA backend reads (the file and its lookup: backend/tuning.hpp).
+// GPU and writes the winner per dtype and size to a JSON tune file: the fastest correct kernel,
+// or cuBLAS where none beats it by more than backend::kOwnKernelMargin. `--kernel auto` on the
+// CUDA backend reads it (the file and its lookup: backend/tuning.hpp).
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "backend/tuning.hpp"
@@ -72,4 +73,9 @@ TEST_CASE("tune keeps cuBLAS unless an own kernel beats it by the margin", "[tun
   CHECK(backend::tune_winner({{"cublas", 40.7}, {"dmma8-sk", 34.9}, {"dmma8", 35.0}}) == "dmma8-sk");
   // Without cuBLAS among the correct ones (a build without it, or it disagreed): the fastest.
   CHECK(backend::tune_winner({{"warptile-64x64", 3.0}, {"warptile-128x128", 2.0}}) == "warptile-128x128");
+  // A time that is not a time (NaN, 0, infinite) never wins, cuBLAS's included.
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  CHECK(backend::tune_winner({{"cublas", nan}, {"warptile-128x128", 2.0}}) == "warptile-128x128");
+  CHECK(backend::tune_winner({{"cublas", 1.0}, {"dmma8", 0.0}, {"dmma8-sk", inf}}) == "cublas");
+  CHECK(backend::tune_winner({{"cublas", nan}}).empty());
 }
