@@ -132,9 +132,9 @@ TunedChoice tune_one(const Size& s, const bench::Inputs& in, const bench::Timing
     if (r.note.empty()) seconds_of[r.kernel] = r.median_s;
   }
   choice.kernel = backend::tune_winner(seconds_of);  // cuBLAS unless beaten by a clear margin
-  if (!choice.kernel.empty()) choice.gflops = flops / seconds_of.at(choice.kernel) * 1e-9;
   if (choice.kernel.empty())
     throw DeviceError(fmt::format("tune: no kernel computed {}x{}x{} {} correctly", s.m, s.n, s.k, short_name(dtype)));
+  choice.gflops = flops / seconds_of.at(choice.kernel) * 1e-9;
   return choice;
 }
 
