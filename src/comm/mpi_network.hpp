@@ -1,7 +1,9 @@
 #pragma once
 // What carried the job's MPI messages between nodes and within a node, as Open MPI itself left it
-// after MPI_Init: the components still open then, read through the MPI tool interface (MPI_T;
-// the variables of a component that Open MPI closed at MPI_Init are gone). With the point-to-point
+// after MPI_Init: the components still loaded then (Open MPI unloads those it did not select),
+// read from the dynamic loader's list of shared objects, which costs nothing (MPI_T, asked before,
+// made Open MPI load every component: 0.2 s a process). An Open MPI built with its components
+// inside libmpi (--disable-dlopen) shows none: the pml is then "unknown". With the point-to-point
 // layer ob1, a message to a rank of another node goes over a network BTL (tcp, openib, ofi, uct),
 // one to a rank of the same node over the shared-memory BTL (vader, sm) where it is open; ucx and
 // cm carry both themselves. tessera's own part is only the choice made before MPI_Init
@@ -15,7 +17,8 @@ namespace tessera::comm {
 
 class Comm;
 
-// This process's open components: the pml ("" where MPI_T cannot tell: not Open MPI), the BTLs.
+// This process's loaded components: the pml ("" where the loader cannot tell: not Open MPI, or components built into
+// libmpi), the BTLs.
 struct MpiComponents {
   std::string pml;
   std::vector<std::string> btls;
@@ -23,11 +26,14 @@ struct MpiComponents {
   static MpiComponents decode(const std::string& text);
 };
 MpiComponents open_mpi_components();
+// Pure: the components named by the base names of loaded objects without "mca_" and ".so"
+// ("pml_ob1", "btl_vader", "coll_tuned", ...); other frameworks are ignored.
+MpiComponents components_of(const std::vector<std::string>& loaded);
 
 // Pure: the job's network from every rank's host and components (rank order):
 // {"nodes": N, "pml": "ob1", "between_nodes": "tcp", "within_node": "vader (shared memory)"};
 // a side that no pair of ranks used says "none" (one node: between_nodes; one rank per node:
-// within_node), "unknown" where MPI_T could not tell.
+// within_node), "unknown" where the components could not be told.
 nlohmann::json describe_network(const std::vector<std::string>& hosts, const std::vector<MpiComponents>& ranks);
 
 // Collective: describe_network of this communicator's ranks, the same value on every rank.

@@ -329,3 +329,8 @@ add_mpi_test(repeat.cuda.ksplit.np2 2 repeat_run.py --case product --m 257 --n 1
 foreach(case repeat-zero repeat-negative warmup-negative repeat-beta warmup-beta)
   add_mpi_test(error.repeat.${case} 2 repeat_run.py --case ${case} --m 9 --n 8 --k 7)
 endforeach()
+
+# What a run costs before it reads (issue 39): the setup phase of a 1-rank CPU run under 50 ms,
+# alone on the machine so that the other tests' load does not time it.
+add_mpi_test(startup.setup-phase 1 setup_cost.py)
+set_tests_properties(startup.setup-phase PROPERTIES RUN_SERIAL TRUE)
