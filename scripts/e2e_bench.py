@@ -8,6 +8,9 @@ on 1 and 2 GPUs, against the floor the machine allows and against an h5py + torc
                          bin=PATH for another tessera build: "2 bin=build-old/tessera";
                          separate the variants with ";" where a value holds a comma)
                          [--tessera build-gpu/tessera] [--data /tmp/tessera-e2e]
+                         [--gate PCT]  (fail, exit 1, when a case's median with --tessera is more than
+                         PCT% slower than the same variant with a bin=PATH build: the A/B gate of
+                         `scripts/gpu.sh e2e`, issue 39)
 
 Cases (issue #14):
   16384   16384^3 float32              32768   32768^3 float32
@@ -104,6 +107,8 @@ def main():
     p.add_argument("--data", default="/tmp/tessera-e2e")
     p.add_argument("--no-torch", action="store_true", help="skip the h5py + torch script")
     p.add_argument("--extra", default="", help="extra options for tessera run (e.g. --write gather)")
+    p.add_argument("--gate", type=float, default=0,
+                   help="percent the tree may be slower than each bin= build of the same variant (0: no gate)")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.data, exist_ok=True)
@@ -184,6 +189,40 @@ def main():
     json.dump(results, open(f"{args.out}/e2e.json", "w"), indent=1, default=str)
     print(table(results, nps))
     open(f"{args.out}/e2e.md", "w").write(table(results, nps) + "\n")
+    if args.gate > 0:
+        verdict, slower = gate(results, variants, args.tessera, args.gate)
+        print(verdict)
+        open(f"{args.out}/gate.md", "w").write(verdict + "\n")
+        if slower:
+            sys.exit(1)
+
+
+def gate(results, variants, tree, pct):
+    """The A/B verdict: each variant run with another build (bin=PATH) against the same variant run
+    with the tree's build, median of the repeats of each; (text, whether any case is slower)."""
+    med = lambda xs: statistics.median(xs) if xs else float("nan")
+    lines = [f"| case | variant | base (s) | tree (s) | tree / base | verdict (gate {pct:g}%) |", "|---|---|---|---|---|---|"]
+    slower = False
+    for case, r in results.items():
+        for item, count, env, options, binary in variants:
+            if binary == tree:
+                continue
+            # The same variant of the tree: without the build and its own tune file.
+            same = " ".join(e for e in item.split() if not e.startswith(("bin=", "TESSERA_TUNE_FILE=")))
+            mine = next((v[0] for v in variants if v[4] == tree and v[0] == same), None)
+            if mine is None:
+                continue
+            base_t, tree_t = r["times"][f"np{item}"], r["times"][f"np{mine}"]
+            if len(base_t) < 3 or len(tree_t) < 3:
+                verdict, bad = f"too few runs ({len(base_t)}, {len(tree_t)}; at least 3)", True
+            else:
+                ratio = med(tree_t) / med(base_t)
+                bad = ratio > 1 + pct / 100
+                verdict = f"SLOWER by {100 * (ratio - 1):.1f}%" if bad else "ok"
+            slower = slower or bad
+            lines.append(f"| {r['label']} | {same} vs {binary} | {med(base_t):.3f} | {med(tree_t):.3f} | "
+                         f"{med(tree_t) / med(base_t):.3f} | {verdict} |")
+    return "\n".join(lines), slower
 
 
 def phases_text(rep):

@@ -4,7 +4,10 @@
 #
 #   scripts/gpu.sh check OUT          build, the GPU tests, compute-sanitizer on the kernel tests
 #   scripts/gpu.sh bench OUT          build, `tessera bench` (+ `tessera tune`, Nsight Compute)
-#   scripts/gpu.sh e2e OUT [SECONDS]  build, whole `tessera run` processes (scripts/e2e_bench.py)
+#   scripts/gpu.sh e2e OUT [SECONDS]  build the tree and the base commits, whole `tessera run` processes
+#                                     of each, alternated (scripts/e2e_bench.py); fails on a regression
+#   scripts/gpu.sh carry-base REV...  (here, before the call) REV's sources into .ab/REV for a machine
+#                                     without the git history: carry ".ab" with the call
 #
 # The build: build-gpu/, `cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release
 # -DCMAKE_CUDA_ARCHITECTURES=90` (sm_90 and the sm_90a wgmma kernels; CUDA_ARCH=80 etc. for
@@ -25,14 +28,39 @@
 # bench:  GPU_BENCH   `tessera bench` options (default: the backend's sizes, every kernel)
 #         GPU_TUNE=1  also `tessera tune` (GPU_TUNE_SIZES) into OUT/tune.json
 #         GPU_NCU="kernel:dtype,..."  one launch of each at 8192 under Nsight Compute into ncu.log
-# e2e:    GPU_E2E_CASES  e2e_bench.py cases in order (default "16384 f64 gzip proj 32768"), each
+# e2e:    the A/B gate (issue 39; docs/style.md): every whole-job case runs with the tree's build and
+#         with each base's, alternated, in this one call, and the step fails when the tree's median
+#         is more than GPU_E2E_GATE percent (default 5) slower than a base's; figures from another
+#         call are another machine and prove nothing.
+#         GPU_E2E_BASE  revisions to build and compare with (default HEAD~1; name the main you
+#                        started from; "" = the tree alone, no gate): from .ab/REV (carry-base) where
+#                        carried, else `git archive REV`; built in build-ab/REV (the executable only)
+#         GPU_E2E_CASES  e2e_bench.py cases in order (default "16384 f64 gzip proj 32768"), each
 #                        run only when the SECONDS left (default 540) look enough for it
-#         GPU_E2E_NPS, GPU_E2E_REPEATS, GPU_E2E_EXTRA, GPU_E2E_TORCH  e2e_bench.py's --nps (default
-#                        "1,2"), --repeats (3), --extra, and the cases with torch (default "16384")
+#         GPU_E2E_NPS, GPU_E2E_REPEATS, GPU_E2E_EXTRA, GPU_E2E_TORCH  the rank counts (default "1";
+#                        ';'-separated; each may carry e2e_bench.py's variables and options:
+#                        "1;2;1 TESSERA_STAGED=0"), --repeats (3, at least 3 for the gate), --extra, and the cases with
+#                        torch (default "16384")
 #         GPU_E2E_STAGED=1  compute-sanitizer memcheck of a staged run first
 set -uo pipefail
 
-usage() { sed -n '3,32p' "$0"; exit 2; }
+usage() { sed -n '3,41p' "$0"; exit 2; }
+# A revision as a folder name: HEAD~1 -> HEAD-1.
+base_dir_name() { printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '-'; }
+if [ "${1:-}" = carry-base ]; then
+  shift
+  [ $# -ge 1 ] || usage
+  cd "$(dirname "$0")/.." || exit 2
+  grep -qx '/.ab/' .git/info/exclude 2>/dev/null || echo '/.ab/' >>.git/info/exclude
+  for rev in "$@"; do
+    dir=.ab/$(base_dir_name "$rev")
+    rm -rf "$dir" && mkdir -p "$dir" && git archive "$rev" | tar -x -C "$dir" || exit 1
+    git rev-parse --short "$rev" >"$dir/.commit"
+    echo "$rev ($(cat "$dir/.commit")) in $dir: $(du -sh "$dir" | cut -f1)"
+  done
+  echo "carry \".ab\" with the device call, and set GPU_E2E_BASE=\"$*\""
+  exit 0
+fi
 [ $# -ge 2 ] || usage
 what=$1
 case $what in check | bench | e2e) ;; *) usage ;; esac
@@ -99,6 +127,32 @@ else
   else
     skip build "configure failed"
   fi
+fi
+
+# ---- e2e: the base commits, built beside the tree ------------------------------------------------
+base_bins=()
+base_srcs=()
+build_base() {  # build_base REV: its executable in build-ab/REV/tessera
+  local rev=$1 name src extra
+  name=$(base_dir_name "$rev")
+  read -r -a extra <<<"${GPU_CMAKE_ARGS:-}"
+  src=.ab/$name
+  if [ ! -f "$src/CMakeLists.txt" ]; then
+    src=build-ab/src-$name
+    rm -rf "$src" && mkdir -p "$src" && git archive "$rev" | tar -x -C "$src" || return 1
+  fi
+  cmake -S "$src" -B "build-ab/$name" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" \
+    "${extra[@]}" >/dev/null && cmake --build "build-ab/$name" -j "$(nproc)" --target tessera
+}
+export -f build_base base_dir_name
+if [ "$what" = e2e ] && [ "$built" = 1 ]; then
+  for rev in ${GPU_E2E_BASE-HEAD~1}; do
+    if step "build-$(base_dir_name "$rev")" 420 build_base "$rev"; then
+      base_bins+=("build-ab/$(base_dir_name "$rev")/tessera")
+      if [ -f ".ab/$(base_dir_name "$rev")/CMakeLists.txt" ]; then base_srcs+=("$PWD/.ab/$(base_dir_name "$rev")")
+      else base_srcs+=("$PWD/build-ab/src-$(base_dir_name "$rev")"); fi
+    fi
+  done
 fi
 
 # ---- check: the GPU tests and the sanitizers ----------------------------------------------------
@@ -191,17 +245,32 @@ staged_memcheck() {  # A, B and C through the staging rings, pieces of a few row
 }
 e2e() {
   if [ "${GPU_E2E_STAGED:-0}" = 1 ] && [ -n "$sanitizer" ]; then step memcheck-staged 120 staged_memcheck; fi
-  local c need torch repeats=${GPU_E2E_REPEATS:-3}
+  local c need torch repeats=${GPU_E2E_REPEATS:-3} nps="" np gate=()
+  # Each rank count with the tree's build, then with each base's: alternated in every repeat.
+  local counts
+  IFS=';' read -r -a counts <<<"${GPU_E2E_NPS:-1}"
+  # Each build reads its own tune file (the tree's from ./configs/tuned, a base's from its
+  # sources), as an installed copy of it would: `auto` is part of what is compared.
+  local gpu_file i
+  gpu_file=tuned-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 | tr -c 'A-Za-z0-9._-\n' '_').json
+  for np in "${counts[@]}"; do
+    nps+="${nps:+;}$np"
+    for i in "${!base_bins[@]}"; do
+      nps+=";$np bin=${base_bins[$i]}"
+      [ ! -f "${base_srcs[$i]}/configs/tuned/$gpu_file" ] || nps+=" TESSERA_TUNE_FILE=${base_srcs[$i]}/configs/tuned/$gpu_file"
+    done
+  done
+  [ ${#base_bins[@]} -eq 0 ] || gate=(--gate "${GPU_E2E_GATE:-5}")
   for c in ${GPU_E2E_CASES:-16384 f64 gzip proj 32768}; do
     # Rough cost of a case with 2 repeats on 1 and 2 GPUs, data made once (s), scaled to the repeats.
     case $c in 16384) need=70 ;; f64) need=45 ;; 32768) need=170 ;; *) need=60 ;; esac
-    need=$((need * (repeats + 1) / 3))
+    need=$((need * (repeats + 1) * (${#base_bins[@]} + 1) / 3))
     if [ "$(left)" -le $((need + 15)) ]; then skip "e2e-$c" "$(left) s left"; continue; fi
     torch=--no-torch
     case " ${GPU_E2E_TORCH:-16384} " in *" $c "*) torch= ;; esac
     # shellcheck disable=SC2086  # torch is empty or one flag
     step "e2e-$c" $(($(left) - 10)) python3 scripts/e2e_bench.py "$out/e2e-$c" --cases "$c" --repeats "$repeats" \
-      --nps "${GPU_E2E_NPS:-1,2}" --tessera "$tessera" --data /tmp/tessera-e2e --extra "${GPU_E2E_EXTRA:-}" $torch
+      --nps "$nps" --tessera "$tessera" --data /tmp/tessera-e2e --extra "${GPU_E2E_EXTRA:-}" $torch "${gate[@]}"
   done
 }
 

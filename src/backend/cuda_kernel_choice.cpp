@@ -3,6 +3,7 @@
 
 #include "backend/cuda_backend.hpp"
 #include "backend/cuda_device.hpp"
+#include "kernels/cublas_library.hpp"
 #include "kernels/gpu_gemm.hpp"
 
 namespace tessera::backend {
@@ -12,7 +13,8 @@ namespace {
 // TF32), which NVIDIA tunes for every GPU; on the H200 it was the fastest float32 GEMM at every
 // size measured and the fastest float64 one at 4096-16384 (docs/kernels.md). A tune file written
 // by `tessera tune` on this GPU names the measured winner per size, tessera's own kernel where
-// that was faster.
+// that was faster; and where the winner is cuBLAS, a job that cuBLAS would not finish sooner,
+// counting the 0.1-0.25 s its libraries take to load, runs the fastest own kernel instead.
 constexpr const char* kDefaultKernel = "cublas";
 
 // A kernel a tune file may name for `auto`: registered, not opt-in (no reduced precision), and
@@ -49,10 +51,24 @@ std::string KernelChoice::default_kernel() const {
 }
 
 std::string KernelChoice::resolve(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const {
-  const std::string tuned = tuned_kernel(tuned_, dtype, m, n, k);
-  if (!tuned.empty() && usable(tuned, dtype) && kernels::gpu_can_implement(tuned, kernels::GpuGemm{dtype, m, n, k}))
-    return tuned;
-  return kDefaultKernel;
+  const kernels::GpuGemm gemm{dtype, m, n, k};
+  const TunedChoice* tuned = tuned_choice(tuned_, dtype, m, n, k);
+  if (!tuned) return kDefaultKernel;
+  const auto runs_here = [&](const std::string& kernel) {
+    return usable(kernel, dtype) && kernels::gpu_can_implement(kernel, gemm);
+  };
+  const auto needs_library = [](const std::string& kernel) {
+    kernels::GpuKernelTraits traits;
+    return kernels::gpu_kernel_traits(kernel, &traits) && traits.vendor;
+  };
+  // A library this process has loaded already costs nothing more.
+  const auto measured = tuned_.load_seconds.find("cublas");
+  const double load = kernels::cublas_loaded()                ? 0.0
+                      : measured != tuned_.load_seconds.end() ? measured->second
+                                                              : kDefaultLibraryLoadSeconds;
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const std::string chosen = whole_job_kernel(*tuned, flops, load, needs_library, runs_here);
+  return runs_here(chosen) ? chosen : kDefaultKernel;
 }
 
 std::string KernelChoice::name_for(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,

@@ -20,8 +20,10 @@ class KernelChoice {
   // What `auto` means when the problem is not known yet (the pipeline asks before it has
   // partitioned): the choice for the largest tuned float32 size, else the built-in default.
   std::string default_kernel() const;
-  // `auto` for one GEMM: the tuned winner of the nearest tuned size of this dtype and row
-  // alignment (tuned_kernel), if it can run the problem; else the built-in default.
+  // `auto` for one GEMM: the tuned choice of the nearest tuned size of this dtype and row
+  // alignment (tuned_choice), decided for the whole job (whole_job_kernel: a library's load
+  // counted against its kernel's time, unless this process has loaded it), if it can run the
+  // problem; else the built-in default.
   std::string resolve(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const;
   // `kernel` as given, or resolve() where it is "auto" or empty.
   std::string name_for(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const;

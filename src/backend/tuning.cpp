@@ -40,6 +40,8 @@ TunedChoice parse_choice(const nlohmann::json& j, const std::string& path) {
     c.k = j.at("k").get<std::int64_t>();
     c.kernel = j.at("kernel").get<std::string>();
     c.gflops = j.value("gflops", 0.0);
+    if (j.contains("candidates"))
+      for (const auto& [name, gflops] : j.at("candidates").items()) c.candidates[name] = gflops.get<double>();
   } catch (const std::exception& e) {
     throw InputError("tune file '" + path + "': a choice is malformed (" + e.what() + ")");
   }
@@ -119,6 +121,17 @@ TuneTable read_tune_file(const std::string& path) {
   table.path = path;
   table.device = j.value("device", std::string());
   for (const auto& c : j["choices"]) table.choices.push_back(parse_choice(c, path));
+  if (j.contains("libraries")) {
+    try {
+      for (const auto& [name, lib] : j.at("libraries").items()) {
+        const double seconds = lib.at("load_seconds").get<double>();
+        if (!std::isfinite(seconds) || seconds < 0) throw InputError("load_seconds " + std::to_string(seconds));
+        table.load_seconds[name] = seconds;
+      }
+    } catch (const std::exception& e) {
+      throw InputError("tune file '" + path + "': 'libraries' is malformed (" + e.what() + ")");
+    }
+  }
   return table;
 }
 
@@ -147,7 +160,7 @@ std::string tune_winner(const std::map<std::string, double>& seconds_of) {
   return fastest;
 }
 
-std::string tuned_kernel(const TuneTable& table, DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
+const TunedChoice* tuned_choice(const TuneTable& table, DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
   const auto dist = [](std::int64_t x, std::int64_t y) {
     return std::fabs(std::log(static_cast<double>(std::max<std::int64_t>(x, 1)) /
                               static_cast<double>(std::max<std::int64_t>(y, 1))));
@@ -170,7 +183,32 @@ std::string tuned_kernel(const TuneTable& table, DType dtype, std::int64_t m, st
       best_same_class = same_class;
     }
   }
-  return best ? best->kernel : std::string();
+  return best;
+}
+
+std::string tuned_kernel(const TuneTable& table, DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
+  const TunedChoice* c = tuned_choice(table, dtype, m, n, k);
+  return c ? c->kernel : std::string();
+}
+
+std::string whole_job_kernel(const TunedChoice& tuned, double flops, double load_seconds,
+                             const std::function<bool(const std::string&)>& needs_library,
+                             const std::function<bool(const std::string&)>& allowed) {
+  const auto seconds = [&](const std::string& kernel, double gflops) {
+    if (!(gflops > 0) || !std::isfinite(gflops)) return std::numeric_limits<double>::infinity();
+    return flops / (gflops * 1e9) + (needs_library(kernel) ? load_seconds : 0.0);
+  };
+  const auto winner = tuned.candidates.find(tuned.kernel);
+  const double winner_gflops = winner != tuned.candidates.end() ? winner->second : tuned.gflops;
+  std::string best = tuned.kernel;
+  double best_seconds = seconds(tuned.kernel, winner_gflops);
+  if (!needs_library(tuned.kernel)) return best;  // its rate was the best, and nothing to load
+  for (const auto& [kernel, gflops] : tuned.candidates) {
+    if (kernel == tuned.kernel || needs_library(kernel) || !allowed(kernel)) continue;
+    const double s = seconds(kernel, gflops) * (1 + kOwnKernelMargin);  // as tune_winner: a tie stays cuBLAS's
+    if (s < best_seconds) best = kernel, best_seconds = s;
+  }
+  return best;
 }
 
 }  // namespace tessera::backend

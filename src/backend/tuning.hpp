@@ -11,6 +11,7 @@
 //    "choices": [{"dtype": "f32", "m": 8192, "n": 8192, "k": 8192, "kernel": "warptile-128x128",
 //                 "gflops": 45000.0, "candidates": {"regtile": 30000.0, ...}}, ...]}
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,12 +28,17 @@ struct TunedChoice {
   std::int64_t m = 0, n = 0, k = 0;
   std::string kernel;
   double gflops = 0;
+  std::map<std::string, double> candidates;  // every correct candidate's GFLOP/s (may be empty: older files)
 };
 
 struct TuneTable {
   std::string path;    // where it was read from ("" when none was found)
   std::string device;  // the GPU it was tuned on
   std::vector<TunedChoice> choices;
+  // Seconds a process pays the first time it runs a kernel of a library (cuBLAS: loading
+  // libcublas and libcublasLt, the handle, the first GEMM's modules), as `tessera tune` measured
+  // them ("libraries": {"cublas": {"load_seconds": s}}); empty in older files.
+  std::map<std::string, double> load_seconds;
 };
 
 // "NVIDIA H200" -> "NVIDIA_H200": a GPU name made safe for a file name.
@@ -58,6 +64,9 @@ TuneTable read_tune_file(const std::string& path);
 // kernels' 16-byte copy and store paths (and cuBLAS's fast ones) depend on it.
 bool rows_aligned(DType dtype, std::int64_t n, std::int64_t k);
 
+// The tuned choice of the nearest size (as tuned_kernel); nullptr when the table has none for the dtype.
+const TunedChoice* tuned_choice(const TuneTable& table, DType dtype, std::int64_t m, std::int64_t n, std::int64_t k);
+
 // The tuned kernel for a GEMM: the choice of the same dtype and the same rows_aligned() whose
 // size is nearest in log-distance (|ln m/m'| + |ln n/n'| + |ln k/k'|), or of the same dtype where
 // the table has none with that alignment; "" when the table has none for the dtype.
@@ -74,5 +83,21 @@ inline constexpr double kOwnKernelMargin = 0.03;
 // fastest, except that "cublas" (when among them) stays unless the fastest beats it by more than
 // kOwnKernelMargin. Times that are not finite and positive do not count; "" when none is left.
 std::string tune_winner(const std::map<std::string, double>& seconds_of);
+
+// What a process pays to load a library it has not loaded yet, where the tune file does not say:
+// cuBLAS on the H200 (2026-12-03, whole `tessera run` processes of 16384^3 f32, alternated: --kernel
+// auto through cuBLAS 1.49-1.69 s against warptile-128x256-16x8 1.37-1.44 s, the kernel phase equal).
+inline constexpr double kDefaultLibraryLoadSeconds = 0.15;
+
+// The kernel that finishes a whole job soonest by the tuned rates (issue 39): a job of `flops`
+// floating-point operations (2mnk, all the GEMMs the process runs) takes flops / rate on a
+// kernel, plus, on a kernel that needs a library (`needs_library`), that library's load
+// seconds (`load_seconds`; the caller passes 0 where it is loaded already). The tuned winner
+// stays unless a candidate that needs no library and that `allowed` accepts finishes sooner, its
+// time counted kOwnKernelMargin longer (as in tune_winner); then the soonest such candidate. A
+// choice without candidates: its winner.
+std::string whole_job_kernel(const TunedChoice& tuned, double flops, double load_seconds,
+                             const std::function<bool(const std::string&)>& needs_library,
+                             const std::function<bool(const std::string&)>& allowed);
 
 }  // namespace tessera::backend

@@ -39,6 +39,7 @@
 #ifdef TESSERA_HAVE_CUDA
 #include "backend/cuda_backend.hpp"
 #include "commands/bench_harness_cuda.hpp"
+#include "kernels/cublas_library.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/cuda_resources.hpp"
 #include "kernels/gpu_gemm.hpp"
@@ -125,7 +126,7 @@ TunedChoice tune_one(const Size& s, const bench::Inputs& in, const bench::Timing
     std::fprintf(stderr, " %.3f ms%s%s\n", r.median_s * 1e3, r.note.empty() ? "" : ": ", r.note.c_str());
     results.push_back(std::move(r));
   }
-  TunedChoice choice{dtype, s.m, s.n, s.k, "", 0.0};
+  TunedChoice choice{dtype, s.m, s.n, s.k, "", 0.0, {}};
   std::map<std::string, double> seconds_of;  // the kernels that computed correctly
   for (const Result& r : results) {
     gflops_of[r.kernel] = flops / r.median_s * 1e-9;
@@ -172,6 +173,16 @@ int run_tune(const TuneOptions& opts) {
     guard_tune_paths(out, opts.config);
   }
 
+  // What cuBLAS costs a process before its first GEMM (libraries, handle, the first launch's
+  // modules), measured first, while nothing has loaded it: `auto` weighs it against the time an
+  // own kernel would lose over a whole job (backend::whole_job_kernel).
+  std::map<std::string, double> load_seconds;
+  if (!kernels::cublas_loaded()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    kernels::gpu_warm_up("cublas", dtypes.front(), 0);
+    load_seconds["cublas"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
   kernels::GpuContext ctx;
   kernels::Stream stream;
   std::vector<TunedChoice> choices;
@@ -188,9 +199,11 @@ int run_tune(const TuneOptions& opts) {
 
   // Merge: keep the file's choices for sizes and dtypes not measured now.
   nlohmann::json list = nlohmann::json::array();
+  nlohmann::json libraries = nlohmann::json::object();
   std::error_code ec;
   if (std::filesystem::is_regular_file(out, ec)) {
     const TuneTable old = read_tune_file(out);
+    for (const auto& [name, seconds] : old.load_seconds) libraries[name] = {{"load_seconds", seconds}};
     for (const TunedChoice& c : old.choices) {
       const bool replaced = std::any_of(choices.begin(), choices.end(), [&](const TunedChoice& x) {
         return x.dtype == c.dtype && x.m == c.m && x.n == c.n && x.k == c.k;
@@ -201,9 +214,11 @@ int run_tune(const TuneOptions& opts) {
                         {"n", c.n},
                         {"k", c.k},
                         {"kernel", c.kernel},
-                        {"gflops", c.gflops}});
+                        {"gflops", c.gflops},
+                        {"candidates", c.candidates}});
     }
   }
+  for (const auto& [name, seconds] : load_seconds) libraries[name] = {{"load_seconds", seconds}};
   for (std::size_t i = 0; i < choices.size(); ++i) {
     const TunedChoice& c = choices[i];
     list.push_back({{"dtype", short_name(c.dtype)},
@@ -221,6 +236,7 @@ int run_tune(const TuneOptions& opts) {
       {"created", utc_now()},
       {"tessera_version", kVersion},
       {"timing", fmt::format("median of {} launches after {} warm-up(s), CUDA events", timing.repeats, timing.warmup)},
+      {"libraries", libraries},
       {"choices", list}};
   io::write_file_replacing(out, doc.dump(2) + "\n");
 
@@ -238,6 +254,9 @@ int run_tune(const TuneOptions& opts) {
     fmt::print("{:<16} {:<5} {:<18} {:>10.1f}   {}\n", fmt::format("{}x{}x{}", c.m, c.n, c.k), short_name(c.dtype),
                c.kernel, c.gflops, second.empty() ? std::string("-") : fmt::format("{} {:.1f}", second, second_gf));
   }
+  for (const auto& [name, seconds] : load_seconds)
+    fmt::print("{}: {:.3f} s to load and warm up (weighed by --kernel auto against the kernels' times)\n", name,
+               seconds);
   fmt::print("wrote {}\n", out);
   return 0;
 #endif

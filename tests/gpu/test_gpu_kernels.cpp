@@ -862,6 +862,33 @@ TEST_CASE("auto takes the tuned winner, cuBLAS included, and cuBLAS without one"
   CHECK(kernels::cublas_loaded());
 }
 
+// `auto` for a whole job (issue 39): where the tuned winner is cuBLAS by a tie, a job that cuBLAS
+// would not finish sooner, its libraries' load counted, runs the fastest own kernel and never
+// loads cuBLAS; a job long enough to pay the load back keeps cuBLAS.
+TEST_CASE("auto weighs cuBLAS's load against the whole job", "[gpu][small]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  const std::string path = "tessera-test-auto-whole-job.json";
+  {
+    std::ofstream f(path);
+    f << R"({"format": "tessera-tune-1", "device": "any", "libraries": {"cublas": {"load_seconds": 0.2}},
+          "choices": [{"dtype": "f32", "m": 8192, "n": 8192, "k": 8192, "kernel": "cublas", "gflops": 51000,
+                       "candidates": {"cublas": 51000, "warptile-128x256-16x8": 51400, "warptile-64x64": 20000}},
+                      {"dtype": "f64", "m": 4096, "n": 4096, "k": 4096, "kernel": "cublas", "gflops": 61800,
+                       "candidates": {"cublas": 61800, "dmma8": 57000}}]})";
+  }
+  ::setenv("TESSERA_TUNE_FILE", path.c_str(), 1);
+  const auto resolve = [](DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
+    return backend::resolve_kernel(backend::Kind::cuda, "auto", dtype, m, n, k);
+  };
+  const bool loaded = kernels::cublas_loaded();  // an earlier case of this process may have loaded it
+  CHECK(resolve(DType::f32, 16384, 16384, 16384) == (loaded ? "cublas" : "warptile-128x256-16x8"));
+  CHECK(resolve(DType::f64, 4096, 4096, 4096) == (loaded ? "cublas" : "dmma8"));
+  CHECK(resolve(DType::f64, 65536, 65536, 65536) == "cublas");  // 9.1 s against 9.9 s: pays 0.2 s back
+  ::unsetenv("TESSERA_TUNE_FILE");
+  std::remove(path.c_str());
+  CHECK(kernels::cublas_loaded() == loaded);  // deciding loads nothing
+}
+
 // tessera bench's clocks and power: NVML samples the GPU the backend holds while it computes.
 TEST_CASE("telemetry samples the GPU's SM clock and power while a GEMM runs", "[gpu][small]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");

@@ -45,10 +45,10 @@ TEST_CASE("tune files are read and the nearest tuned size decides", "[tuning]") 
 // whole 16-byte chunks, the cubes for those whose rows are, whichever is nearer in size.
 TEST_CASE("the tuned choice of the same row alignment decides", "[tuning]") {
   backend::TuneTable t;
-  t.choices.push_back({DType::f64, 4096, 4096, 4096, "cublas", 61.8});
-  t.choices.push_back({DType::f64, 8192, 8192, 8192, "cublas", 56.5});
-  t.choices.push_back({DType::f64, 4099, 4097, 4095, "dmma8-sk", 47.4});
-  t.choices.push_back({DType::f32, 4096, 4096, 4096, "warptile-128x256", 47.0});
+  t.choices.push_back({DType::f64, 4096, 4096, 4096, "cublas", 61.8, {}});
+  t.choices.push_back({DType::f64, 8192, 8192, 8192, "cublas", 56.5, {}});
+  t.choices.push_back({DType::f64, 4099, 4097, 4095, "dmma8-sk", 47.4, {}});
+  t.choices.push_back({DType::f32, 4096, 4096, 4096, "warptile-128x256", 47.0, {}});
   CHECK(backend::rows_aligned(DType::f64, 4096, 4096));
   CHECK_FALSE(backend::rows_aligned(DType::f64, 4097, 4095));
   CHECK(backend::rows_aligned(DType::f64, 4098, 4094));  // 8-byte elements: even counts suffice
@@ -78,4 +78,65 @@ TEST_CASE("tune keeps cuBLAS unless an own kernel beats it by the margin", "[tun
   CHECK(backend::tune_winner({{"cublas", nan}, {"warptile-128x128", 2.0}}) == "warptile-128x128");
   CHECK(backend::tune_winner({{"cublas", 1.0}, {"dmma8", 0.0}, {"dmma8-sk", inf}}) == "cublas");
   CHECK(backend::tune_winner({{"cublas", nan}}).empty());
+}
+
+// `auto` decides by the whole job (issue 39): a library's load counts against its kernel's time.
+TEST_CASE("the whole job's kernel: cuBLAS's load weighed against the kernels' rates", "[tuning]") {
+  backend::TunedChoice c;
+  c.dtype = DType::f32;
+  c.m = c.n = c.k = 8192;
+  c.kernel = "cublas";  // kept by the 3% margin
+  c.gflops = 51035;
+  c.candidates = {{"cublas", 51035}, {"warptile-a", 51408}, {"warptile-b", 50000}, {"slow", 20000}};
+  const auto library = [](const std::string& k) { return k == "cublas"; };
+  const auto any = [](const std::string&) { return true; };
+  const double f8192 = 2.0 * 8192 * 8192 * 8192;  // 1.1 TFLOP: 21.5 ms on cuBLAS, 0.15 s to load it
+  CHECK(backend::whole_job_kernel(c, f8192, 0.15, library, any) == "warptile-a");
+  CHECK(backend::whole_job_kernel(c, f8192, 0.0, library, any) == "cublas");  // already loaded: the tune's choice
+  // A kernel that cannot run the problem is passed over, and the next soonest taken.
+  CHECK(backend::whole_job_kernel(c, f8192, 0.15, library, [](const std::string& k) { return k != "warptile-a"; }) ==
+        "warptile-b");
+  // Only cuBLAS allowed: cuBLAS, whatever its load.
+  CHECK(backend::whole_job_kernel(c, f8192, 0.15, library, [](const std::string& k) { return k == "cublas"; }) ==
+        "cublas");
+
+  // Where cuBLAS is clearly faster, a job long enough pays its load back.
+  backend::TunedChoice d;
+  d.dtype = DType::f64;
+  d.kernel = "cublas";
+  d.gflops = 61768;
+  d.candidates = {{"cublas", 61768}, {"dmma", 57348}};
+  const double big = 2.0 * 65536.0 * 65536.0 * 65536.0;  // 5.6e14 flop: cuBLAS 9.1 s, dmma 9.8 s
+  CHECK(backend::whole_job_kernel(d, big, 0.15, library, any) == "cublas");
+  CHECK(backend::whole_job_kernel(d, 2.0 * 4096.0 * 4096.0 * 4096.0, 0.15, library, any) == "dmma");
+  // An own winner stays; a choice without candidates keeps its winner.
+  backend::TunedChoice own = d;
+  own.kernel = "dmma";
+  CHECK(backend::whole_job_kernel(own, big, 0.15, library, any) == "dmma");
+  backend::TunedChoice bare = d;
+  bare.candidates.clear();
+  CHECK(backend::whole_job_kernel(bare, 1.0, 0.15, library, any) == "cublas");
+}
+
+TEST_CASE("tune files: candidates and library load times are read; bad ones refused", "[tuning]") {
+  const std::string path = "tessera-test-tune-libraries.json";
+  {
+    std::ofstream f(path);
+    f << R"({"format": "tessera-tune-1", "device": "Test GPU", "libraries": {"cublas": {"load_seconds": 0.21}},
+             "choices": [{"dtype": "f32", "m": 64, "n": 64, "k": 64, "kernel": "cublas", "gflops": 2,
+                          "candidates": {"cublas": 2, "own": 1.5}}]})";
+  }
+  const backend::TuneTable t = backend::read_tune_file(path);
+  REQUIRE(t.choices.size() == 1);
+  CHECK(t.choices[0].candidates.at("own") == 1.5);
+  CHECK(t.load_seconds.at("cublas") == 0.21);
+  REQUIRE(backend::tuned_choice(t, DType::f32, 70, 70, 70) == &t.choices[0]);
+  CHECK(backend::tuned_choice(t, DType::f64, 70, 70, 70) == nullptr);
+  {
+    std::ofstream f(path);
+    f << R"({"format": "tessera-tune-1", "device": "Test GPU", "libraries": {"cublas": {"load_seconds": -1}},
+             "choices": []})";
+  }
+  CHECK_THROWS_AS(backend::read_tune_file(path), InputError);
+  std::remove(path.c_str());
 }
