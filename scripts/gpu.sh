@@ -264,7 +264,8 @@ e2e() {
   for c in ${GPU_E2E_CASES:-16384 f64 gzip proj 32768}; do
     # Rough cost of a case with 2 repeats on 1 and 2 GPUs, data made once (s), scaled to the repeats.
     case $c in 16384) need=70 ;; f64) need=45 ;; 32768) need=170 ;; *) need=60 ;; esac
-    need=$((need * (repeats + 1) * (${#base_bins[@]} + 1) / 3))
+    # (Those figures were for two variants; each build is one more per rank count.)
+    need=$((need * (repeats + 1) * ${#counts[@]} * (${#base_bins[@]} + 1) / 6))
     if [ "$(left)" -le $((need + 15)) ]; then skip "e2e-$c" "$(left) s left"; continue; fi
     torch=--no-torch
     case " ${GPU_E2E_TORCH:-16384} " in *" $c "*) torch= ;; esac
