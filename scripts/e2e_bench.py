@@ -5,7 +5,8 @@ on 1 and 2 GPUs, against the floor the machine allows and against an h5py + torc
     scripts/e2e_bench.py OUTDIR [--cases 16384,32768,f64,proj,gzip] [--repeats 3] [--nps 1,2]
                          (--nps: rank counts, 0 = one process without mpirun; a count may carry
                          environment variables and options: "1 TESSERA_STAGED=0", and
-                         bin=PATH for another tessera build: "2 bin=build-old/tessera";
+                         bin=PATH for another tessera build: "2 bin=build-old/tessera", and
+                         cwd=DIR to run it in its own source folder (its configs/);
                          separate the variants with ";" where a value holds a comma)
                          [--tessera build-gpu/tessera] [--data /tmp/tessera-e2e]
                          [--gate PCT]  (fail, exit 1, when a case's median with --tessera is more than
@@ -48,11 +49,11 @@ CASES = {
 }
 
 
-def run(cmd, env=None, log=None):
-    """Runs cmd as a whole process; returns (seconds, returncode)."""
+def run(cmd, env=None, log=None, cwd=None):
+    """Runs cmd as a whole process (in cwd); returns (seconds, returncode)."""
     t0 = time.perf_counter()
     with open(log or os.devnull, "w") as out:
-        rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
+        rc = subprocess.call(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=cwd)
     return time.perf_counter() - t0, rc
 
 
@@ -110,6 +111,7 @@ def main():
     p.add_argument("--gate", type=float, default=0,
                    help="percent the tree may be slower than each bin= build of the same variant (0: no gate)")
     args = p.parse_args()
+    args.out, args.data, args.tessera = (os.path.abspath(x) for x in (args.out, args.data, args.tessera))
     os.makedirs(args.out, exist_ok=True)
     os.makedirs(args.data, exist_ok=True)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", NCCL_NVLS_ENABLE="0")
@@ -118,10 +120,12 @@ def main():
     # interleaved with the others. Rank count 0: one process started without mpirun.
     # "bin=PATH" runs that variant with another tessera (a build of an older commit, for A/B).
     variants = []
+    cwds = {}
     for item in args.nps.split(";" if ";" in args.nps else ","):
         count, *rest = item.split()
-        binary = next((e[4:] for e in rest if e.startswith("bin=")), args.tessera)
-        rest = [e for e in rest if not e.startswith("bin=")]
+        binary = os.path.abspath(next((e[4:] for e in rest if e.startswith("bin=")), args.tessera))
+        cwds[item] = next((e[4:] for e in rest if e.startswith("cwd=")), None)
+        rest = [e for e in rest if not e.startswith(("bin=", "cwd="))]
         variants.append((item, int(count), dict(e.split("=", 1) for e in rest if not e.startswith("--")),
                          [e for e in rest if e.startswith("--")], binary))
     nps = [v[0] for v in variants]
@@ -158,7 +162,7 @@ def main():
                     binary, "run", "--a", f"{a}:/X", "--b", f"{b}:/X", "--c", f"{out_c}:/C", "--overwrite", "-q",
                     "--report", f"{args.out}/{name}.json"]
                 cmd += args.extra.split() + options
-                s, rc = run(cmd, dict(env, **extra_env), f"{args.out}/{name}.log")
+                s, rc = run(cmd, dict(env, **extra_env), f"{args.out}/{name}.log", cwd=cwds[item])
                 if rc == 0:
                     times[f"np{np_}"].append(s)
                     reports[f"np{np_}"] = json.load(open(f"{args.out}/{name}.json"))
@@ -208,7 +212,7 @@ def gate(results, variants, tree, pct):
             if binary == tree:
                 continue
             # The same variant of the tree: without the build and its own tune file.
-            same = " ".join(e for e in item.split() if not e.startswith(("bin=", "TESSERA_TUNE_FILE=")))
+            same = " ".join(e for e in item.split() if not e.startswith(("bin=", "cwd=")))
             mine = next((v[0] for v in variants if v[4] == tree and v[0] == same), None)
             if mine is None:
                 continue
@@ -220,7 +224,7 @@ def gate(results, variants, tree, pct):
                 bad = ratio > 1 + pct / 100
                 verdict = f"SLOWER by {100 * (ratio - 1):.1f}%" if bad else "ok"
             slower = slower or bad
-            lines.append(f"| {r['label']} | {same} vs {binary} | {med(base_t):.3f} | {med(tree_t):.3f} | "
+            lines.append(f"| {r['label']} | {same}: tree vs {os.path.basename(os.path.dirname(binary))} | {med(base_t):.3f} | {med(tree_t):.3f} | "
                          f"{med(tree_t) / med(base_t):.3f} | {verdict} |")
     return "\n".join(lines), slower
 
@@ -238,6 +242,8 @@ def table(results, nps):
     med = lambda xs: statistics.median(xs) if xs else float("nan")
     def heading(item):
         count, *rest = item.split()
+        rest = [f"build {os.path.basename(os.path.dirname(e[4:]))}" if e.startswith("bin=") else e
+                for e in rest if not e.startswith("cwd=")]
         if int(count) == 0:
             return "1 GPU, without mpirun" + (f", {' '.join(rest)}" if rest else "") + " (s)"
         return f"{count} GPU{'s' if int(count) > 1 else ''}" + (f", {' '.join(rest)}" if rest else "") + " (s)"

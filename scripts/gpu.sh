@@ -249,16 +249,12 @@ e2e() {
   # Each rank count with the tree's build, then with each base's: alternated in every repeat.
   local counts
   IFS=';' read -r -a counts <<<"${GPU_E2E_NPS:-1}"
-  # Each build reads its own tune file (the tree's from ./configs/tuned, a base's from its
-  # sources), as an installed copy of it would: `auto` is part of what is compared.
-  local gpu_file i
-  gpu_file=tuned-$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 | tr -c 'A-Za-z0-9._-\n' '_').json
+  # A base runs in its own source folder, so that it reads its own configs/ (machine files, tune
+  # files), as an installed copy of it would: `auto` is part of what is compared.
+  local i
   for np in "${counts[@]}"; do
     nps+="${nps:+;}$np"
-    for i in "${!base_bins[@]}"; do
-      nps+=";$np bin=${base_bins[$i]}"
-      [ ! -f "${base_srcs[$i]}/configs/tuned/$gpu_file" ] || nps+=" TESSERA_TUNE_FILE=${base_srcs[$i]}/configs/tuned/$gpu_file"
-    done
+    for i in "${!base_bins[@]}"; do nps+=";$np bin=$PWD/${base_bins[$i]} cwd=${base_srcs[$i]}"; done
   done
   [ ${#base_bins[@]} -eq 0 ] || gate=(--gate "${GPU_E2E_GATE:-5}")
   for c in ${GPU_E2E_CASES:-16384 f64 gzip proj 32768}; do
