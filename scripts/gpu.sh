@@ -22,6 +22,7 @@
 #
 # check:  GPU_CTEST   ctest's selection (default "-L gpu": the GPU tests; "" = the whole suite)
 #         GPU_SANITIZE_KERNELS  TESSERA_TEST_KERNELS for the sanitizer runs (default: every kernel)
+#         GPU_SANITIZE=0  no sanitizer runs (a change that touches no kernel and no device buffer)
 #         memcheck (every kernel, cuBLAS too: [small], and the summa / ksplit device products),
 #         racecheck (tessera's own kernels, whose shared memory we synchronise: [sanitize]), the
 #         tensor-core instructions in the SASS, start-up (whether a GPU run loads cuBLAS: it must not)
@@ -39,12 +40,12 @@
 #                        run only when the SECONDS left (default 540) look enough for it
 #         GPU_E2E_NPS, GPU_E2E_REPEATS, GPU_E2E_EXTRA, GPU_E2E_TORCH  the rank counts (default "1";
 #                        ';'-separated; each may carry e2e_bench.py's variables and options:
-#                        "1;2;1 TESSERA_STAGED=0"), --repeats (3, at least 3 for the gate), --extra, and the cases with
-#                        torch (default "16384")
+#                        "0;1;1 TESSERA_STAGED=0"; 0 = tessera alone, without mpirun), --repeats
+#                        (3, at least 3 for the gate), --extra, and the cases with torch (default "16384")
 #         GPU_E2E_STAGED=1  compute-sanitizer memcheck of a staged run first
 set -uo pipefail
 
-usage() { sed -n '3,41p' "$0"; exit 2; }
+usage() { sed -n '3,45p' "$0"; exit 2; }
 # A revision as a folder name: HEAD~1 -> HEAD-1.
 base_dir_name() { printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '-'; }
 if [ "${1:-}" = carry-base ]; then
@@ -178,9 +179,9 @@ check() {
   step info 60 "$tessera" info
   # shellcheck disable=SC2086  # GPU_CTEST is a list of arguments
   step ctest 420 ctest --test-dir "$build" --output-on-failure -j 4 ${GPU_CTEST--L gpu}
-  if [ -z "$sanitizer" ]; then
-    skip memcheck "compute-sanitizer not found"
-    skip racecheck "compute-sanitizer not found"
+  if [ -z "$sanitizer" ] || [ "${GPU_SANITIZE:-1}" = 0 ]; then
+    skip memcheck "compute-sanitizer not found or GPU_SANITIZE=0"
+    skip racecheck "compute-sanitizer not found or GPU_SANITIZE=0"
   else
     # [small]: shapes cheap enough to run instrumented in a minute or two; racecheck instruments
     # every shared-memory access, so only the [sanitize] odd shapes and tessera's own kernels.
