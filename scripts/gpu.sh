@@ -25,7 +25,9 @@
 #         GPU_SANITIZE=0  no sanitizer runs (a change that touches no kernel and no device buffer)
 #         memcheck (every kernel, cuBLAS too: [small], and the summa / ksplit device products),
 #         racecheck (tessera's own kernels, whose shared memory we synchronise: [sanitize]), the
-#         tensor-core instructions in the SASS, start-up (whether a GPU run loads cuBLAS: it must not)
+#         tensor-core instructions in the SASS, start-up (whether a GPU run loads cuBLAS: it must not),
+#         the start-up sweep (GPU_STARTUP_RUNS, default 20, short runs alone and as many under mpirun:
+#         none may fail; CUDA starts beside MPI_Init, and a start-up race showed once, issue 39)
 # bench:  GPU_BENCH   `tessera bench` options (default: the backend's sizes, every kernel)
 #         GPU_TUNE=1  also `tessera tune` (GPU_TUNE_SIZES) into OUT/tune.json
 #         GPU_NCU="kernel:dtype,..."  one launch of each at 8192 under Nsight Compute into ncu.log
@@ -45,7 +47,7 @@
 #         GPU_E2E_STAGED=1  compute-sanitizer memcheck of a staged run first
 set -uo pipefail
 
-usage() { sed -n '3,45p' "$0"; exit 2; }
+usage() { sed -n '3,47p' "$0"; exit 2; }
 # A revision as a folder name: HEAD~1 -> HEAD-1.
 base_dir_name() { printf '%s' "$1" | tr -c 'A-Za-z0-9._-' '-'; }
 if [ "${1:-}" = carry-base ]; then
@@ -171,9 +173,32 @@ startup() {  # whole processes that do no job, and whether a GPU run of tessera'
   "$tessera" generate --out "$d/a.h5:/A" --rows 512 --cols 512 >/dev/null || return 1
   loads=$(LD_DEBUG=files timeout 60 mpirun -x LD_DEBUG -np 1 "$tessera" run --a "$d/a.h5:/A" --b "$d/a.h5:/A" \
     --c "$d/c.h5:/C" --backend cuda --kernel warptile-64x64 -q 2>&1 | grep -c "file=libcublas")
-  rm -rf "$d"
   echo "libcublas loads in a GPU run of warptile-64x64: $loads"
-  [ "$loads" = 0 ]
+  # `auto` on a product cuBLAS would not finish sooner with its load counted (issue 39): no cuBLAS.
+  local auto_loads
+  "$tessera" generate --out "$d/b.h5:/B" --rows 2048 --cols 2048 >/dev/null || return 1
+  auto_loads=$(LD_DEBUG=files timeout 60 "$tessera" run --a "$d/b.h5:/B" --b "$d/b.h5:/B" --c "$d/c2.h5:/C" -q \
+    --report "$d/r.json" 2>&1 | grep -c "file=libcublas")
+  echo "libcublas loads in a 2048^3 f32 run with --kernel auto ($(grep -o '"kernel": *"[^"]*"' "$d/r.json" | head -n 1)): $auto_loads"
+  rm -rf "$d"
+  [ "$loads" = 0 ] && [ "$auto_loads" = 0 ]
+}
+startup_sweep() {  # many short GPU runs, alone and under mpirun: a crash at start-up shows as a failed run
+  local d i rc failed=0 runs=${GPU_STARTUP_RUNS:-20}
+  d=$(mktemp -d)
+  "$tessera" generate --out "$d/a.h5:/A" --rows 512 --cols 512 --dtype f64 >/dev/null || return 1
+  for i in $(seq 1 "$runs"); do
+    timeout 60 "$tessera" run --a "$d/a.h5:/A" --b "$d/a.h5:/A" --c "$d/c.h5:/C" --overwrite -q >"$d/log" 2>&1
+    rc=$?
+    [ "$rc" -eq 0 ] || { failed=$((failed + 1)); echo "alone, run $i: exit $rc"; tail -n 3 "$d/log"; }
+    timeout 60 mpirun -np 1 "$tessera" run --a "$d/a.h5:/A" --b "$d/a.h5:/A" --c "$d/c.h5:/C" --overwrite -q \
+      >"$d/log" 2>&1
+    rc=$?
+    [ "$rc" -eq 0 ] || { failed=$((failed + 1)); echo "mpirun -np 1, run $i: exit $rc"; tail -n 3 "$d/log"; }
+  done
+  rm -rf "$d"
+  echo "start-up sweep: $failed of $((2 * runs)) runs failed"
+  [ "$failed" = 0 ]
 }
 check() {
   step info 60 "$tessera" info
@@ -194,6 +219,7 @@ check() {
   fi
   if command -v cuobjdump >/dev/null; then step sass 60 sass_counts; else skip sass "cuobjdump not found"; fi
   step startup 120 startup
+  step startup-sweep 240 startup_sweep
 }
 
 # ---- bench: the kernels' table ------------------------------------------------------------------
@@ -273,7 +299,7 @@ e2e() {
 }
 
 export build tessera out sanitizer
-export -f sass_counts startup bench_table staged_memcheck
+export -f sass_counts startup startup_sweep bench_table staged_memcheck
 if [ "$built" = 1 ]; then
   "$what"
 else
