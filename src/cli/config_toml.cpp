@@ -1,6 +1,9 @@
 #include "cli/config_toml.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <toml++/toml.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -12,7 +15,14 @@
 #include <iterator>
 #include <sstream>
 
+#include "core/file_kind.hpp"
+
 namespace tessera::cli {
+
+namespace {
+// A config file holds a few dozen settings: 1 MiB is far beyond any real one.
+constexpr off_t kMaxConfigBytes = off_t{1} << 20;
+}  // namespace
 
 const Key* Schema::find(const std::string& table, const std::string& name) const {
   for (const Key& key : keys_)
@@ -324,10 +334,45 @@ std::vector<Setting> parse_config(const std::string& text, const std::string& pa
   return settings;
 }
 
+void check_config_path(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;
+  if (const std::string kind = not_regular_file(st); !kind.empty())
+    throw ConfigFileError(path + ": the config file is " + kind + ", not a regular file");
+  if (st.st_size > kMaxConfigBytes)
+    throw ConfigFileError(path + ": the config file is " + std::to_string(st.st_size) +
+                          " bytes, more than a config file can be (" + std::to_string(kMaxConfigBytes) + ")");
+}
+
 std::vector<Setting> read_config(const std::string& path, const Schema& schema) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigFileError(path + ": cannot read the config file: " + std::strerror(errno));
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Opened without blocking (a fifo would wait for a writer forever) and checked to be a regular
+  // file of sane size before a byte is read (/dev/zero never ends).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw ConfigFileError(path + ": cannot read the config file: " + std::strerror(errno));
+  struct stat st {};
+  std::string text;
+  std::string refusal;
+  if (::fstat(fd, &st) != 0) {
+    refusal = std::string("cannot read the config file: ") + std::strerror(errno);
+  } else if (const std::string kind = not_regular_file(st); !kind.empty()) {
+    refusal = "the config file is " + kind + ", not a regular file";
+  } else if (st.st_size > kMaxConfigBytes) {
+    refusal = "the config file is " + std::to_string(st.st_size) + " bytes, more than a config file can be (" +
+              std::to_string(kMaxConfigBytes) + ")";
+  } else {
+    text.resize(static_cast<std::size_t>(st.st_size));
+    std::size_t got = 0;
+    while (got < text.size()) {
+      const ssize_t n = ::read(fd, &text[got], text.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) refusal = std::string("cannot read the config file: ") + std::strerror(errno);
+      if (n <= 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    text.resize(got);
+  }
+  ::close(fd);
+  if (!refusal.empty()) throw ConfigFileError(path + ": " + refusal);
   return parse_config(text, path, schema);
 }
 

@@ -69,6 +69,10 @@ struct Setting {
 // the schema's order. Throws ConfigFileError.
 std::vector<Setting> parse_config(const std::string& text, const std::string& path, const Schema& schema);
 std::vector<Setting> read_config(const std::string& path, const Schema& schema);
+// Throws ConfigFileError when `path` exists and is not a regular file of at most 1 MiB (a fifo
+// would block the read forever, /dev/zero never end it); opens nothing. A missing file is left to
+// the reader's own message.
+void check_config_path(const std::string& path);
 
 // `tessera config show FILE`: "table.key=value" lines (lists comma-separated), or JSON
 // {"table": {"key": value}}.

@@ -13,6 +13,7 @@
 
 #include "backend/backend.hpp"
 #include "cli/config_toml.hpp"
+#include "cli/help_json.hpp"
 #include "cli/options.hpp"
 #include "comm/comm.hpp"
 #include "comm/mpi_network.hpp"
@@ -27,7 +28,6 @@
 #include "commands/verify.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
-#include "cli/help_json.hpp"
 #include "io/atomic_file.hpp"
 #include "job/run_job.hpp"
 #include "report/progress.hpp"
@@ -253,6 +253,12 @@ bool gpu_run_requested(int argc, char** argv, std::string& error) {
 int parse_and_run(CLI::App& app, Commands& c, int rank, int argc, char** argv) {
   try {
     try {
+      // CLI11 opens --config's file itself, blocking on a fifo: the path is checked first.
+      for (int i = 1; i < argc; ++i) {
+        const std::string word = argv[i];
+        if (word == "--config" && i + 1 < argc) tessera::cli::check_config_path(argv[i + 1]);
+        if (word.rfind("--config=", 0) == 0) tessera::cli::check_config_path(word.substr(9));
+      }
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
       // Every rank parsed the same arguments and fails the same way; one prints.

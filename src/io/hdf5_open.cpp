@@ -12,6 +12,8 @@
 #include "core/error.hpp"
 #include "io/hdf5_library.hpp"
 
+#include "core/file_kind.hpp"
+
 namespace tessera::io::hdf5 {
 
 namespace {
@@ -37,7 +39,8 @@ Handle open_file_readonly(const std::string& file) {
       throw InputError("cannot open " + in_quotes(file) + ": no such file" + colon_hint(file));
     throw InputError("cannot open " + in_quotes(file) + ": " + std::strerror(err));
   }
-  if (S_ISDIR(st.st_mode)) throw InputError("cannot open " + in_quotes(file) + ": it is a directory");
+  if (const std::string kind = not_regular_file(st); !kind.empty())
+    throw InputError("cannot open " + in_quotes(file) + ": it is " + kind + ", not a regular file");
   if (::access(file.c_str(), R_OK) != 0)
     throw InputError("cannot open " + in_quotes(file) + ": " + std::strerror(errno));
 

@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -201,11 +202,39 @@ bool read_header(int jfd, Header& h) {
 // Restores `file` (open as `fd`, locked by the caller) from its journal and removes the journal.
 // Returns the note for the user.
 std::string recover_locked(const std::string& file, int fd, const std::string& jpath) {
-  const int jfd = ::open(jpath.c_str(), O_RDONLY | O_CLOEXEC);
+  // Not followed through a link, not waited on (a fifo), and applied only when it is a regular
+  // file that the file's owner or this user made and no one else could have written: in a shared
+  // folder anyone may plant a file at this name (issue 40). A refusal keeps it.
+  const int jfd = ::open(jpath.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (jfd < 0) {
     if (errno == ENOENT) return "";
     throw IoError("cannot read " + quote_path(jpath) + " (the journal of an interrupted write to " + quote_path(file) +
-                  "): " + std::strerror(errno));
+                  "): " +
+                  (errno == ELOOP ? std::string("it is a symbolic link, which tessera never follows")
+                                  : std::string(std::strerror(errno))));
+  }
+  {
+    struct stat js {
+    }, fs{};
+    std::string why;
+    if (::fstat(jfd, &js) != 0 || ::fstat(fd, &fs) != 0)
+      why = std::strerror(errno);
+    else if (!S_ISREG(js.st_mode))
+      why = "it is not a regular file";
+    else if (js.st_uid != fs.st_uid && js.st_uid != ::geteuid())
+      why = "it belongs to user " + std::to_string(js.st_uid) + ", neither the file's owner (" +
+            std::to_string(fs.st_uid) + ") nor you";
+    else if ((js.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      char mode[8];
+      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(js.st_mode & 07777));
+      why = std::string("others may write it (mode ") + mode + ")";
+    }
+    if (!why.empty()) {
+      ::close(jfd);
+      throw InputError(quote_path(jpath) + " is not applied to " + quote_path(file) + ": " + why +
+                       ", so it cannot be a journal tessera wrote for this file. The journal is kept and the file "
+                       "untouched; remove the journal if it is not yours");
+    }
   }
   Header h{};
   const bool valid = read_header(jfd, h);

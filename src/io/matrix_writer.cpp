@@ -19,6 +19,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/file_kind.hpp"
 #include "core/log.hpp"
 #include "io/cleanup.hpp"
 #include "io/dataset_in_file.hpp"
@@ -98,7 +99,8 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
   // Fail before any compute: target and directory.
   struct stat st {};
   const bool exists = ::stat(target.file.c_str(), &st) == 0;
-  if (exists && S_ISDIR(st.st_mode)) throw InputError("output file " + in_quotes(target.file) + " is a directory");
+  if (const std::string kind = exists ? not_regular_file(st) : ""; !kind.empty())
+    throw InputError("output file " + in_quotes(target.file) + " is " + kind + ", not a regular file");
   w.in_file = exists && opts.existing_file == ExistingFile::add_dataset;
   if (exists && !w.in_file && !opts.overwrite)
     throw InputError("output file " + in_quotes(target.file) + " exists; pass --overwrite to replace it");

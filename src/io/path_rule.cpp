@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/error.hpp"
 #include "io/data_sources.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/journal.hpp"
@@ -16,11 +17,22 @@ namespace {
 
 std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
 
+void refuse_pending_journal(const std::string& file, const std::string& what) {
+  const std::string jpath = journal_path(file);
+  struct stat st {};
+  if (::lstat(jpath.c_str(), &st) != 0) return;
+  throw InputError(what + " " + in_quotes(file) + " has a journal beside it, " + in_quotes(jpath) +
+                   ", left by a tessera run that died while writing the file (or put there by someone else): "
+                   "tessera does not read a file that may be half-written, and never writes a file it only "
+                   "reads. Run `tessera recover " +
+                   file + "` if the journal is yours, or remove it if it is not");
+}
+
 }  // namespace
 
 void guard_input(GuardedPaths& g, const std::string& text, const std::string& role) {
   const auto ref = DatasetRef::parse(text);
-  recover_before_use(g, ref.file);
+  refuse_pending_journal(ref.file, role);
   DataSources sources = locate_data(ref, role);
   g.guard.read(ref.file, role + " " + in_quotes(ref.str()));
   for (const auto& file : sources.files)

@@ -19,10 +19,13 @@ struct GuardedPaths {
 
 // `ref` (FILE:/DATASET) and every file its data lives in (io::locate_data, which also refuses
 // inputs HDF5 would silently fill), as files the command reads. `role` names it ("A", "C").
+// A file read with a journal beside it (a run that died while writing it, or a file planted
+// there) is refused, naming the journal and `tessera recover`: a file tessera is only asked to
+// read is never written, not even restored (issue 40). The journal is not opened.
 void guard_input(GuardedPaths& g, const std::string& ref, const std::string& role);
-// A file with a journal left by a tessera run that died while writing it (io/journal.hpp):
-// restored first, the one write tessera makes to a file it reads (it puts back the bytes the file
-// held before that run), with a note for the user. Throws InputError while a live run holds it.
+// The output file, before a command writes it: a journal left by a tessera run that died while
+// writing it (io/journal.hpp) is applied first, putting back the bytes the file held before that
+// run, with a note for the user. Throws InputError while a live run holds it.
 void recover_before_use(GuardedPaths& g, const std::string& file);
 // The --config file, read and never written ("" = none).
 void guard_config(PathGuard& guard, const std::string& config);

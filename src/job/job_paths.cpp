@@ -26,13 +26,13 @@ std::unique_ptr<io::FileReservation> reserve_report(const std::string& path, int
 
 GuardedPaths guard_run_paths(const RunOptions& o) {
   GuardedPaths g;
+  // The output first: a journal of the file the run writes is applied (also where A or B live in
+  // that file); one beside a file the run only reads refuses the run.
+  if (!o.dry_run) io::recover_before_use(g, io::DatasetRef::parse(o.c).file);
   if (!o.a.empty()) io::guard_input(g, o.a, "A");
   if (!o.b.empty()) io::guard_input(g, o.b, "B");
   io::guard_config(g.guard, o.config);
-  if (!o.dry_run) {
-    io::recover_before_use(g, io::DatasetRef::parse(o.c).file);
-    g.guard.output(io::DatasetRef::parse(o.c).file, "--c");
-  }
+  if (!o.dry_run) g.guard.output(io::DatasetRef::parse(o.c).file, "--c");
   // (A report to stdout, "--report -", is a stream like /dev/stdout: PathGuard and reserve_report
   // skip it as they do pipes.)
   if (!o.report.empty()) g.guard.written(o.report, "--report", "a tessera report", is_tessera_report);

@@ -334,3 +334,7 @@ endforeach()
 # alone on the machine so that the other tests' load does not time it.
 add_mpi_test(startup.setup-phase 1 setup_cost.py)
 set_tests_properties(startup.setup-phase PROPERTIES RUN_SERIAL TRUE)
+
+# Paths another user or a mistake can put in tessera's way: journals beside inputs, foreign or
+# world-writable journals, fifos and devices as inputs, journals and configs (issue 40).
+tessera_script_test(safety.hostile-paths hostile_paths.py)
