@@ -186,7 +186,13 @@ int run_command(const CLI::App& app, Commands& c, int rank, const std::vector<st
   if (*c.rc) {
     world.step([&] {
       if (rank != 0) return;
-      for (const auto& line : tessera::commands::recover(c.recover_files)) std::printf("%s\n", line.c_str());
+      const auto outcome = tessera::commands::recover(c.recover_files);
+      for (const auto& line : outcome.lines) std::printf("%s\n", line.c_str());
+      std::fflush(stdout);
+      for (const auto& why : outcome.refusals) std::fprintf(stderr, "tessera: error: %s\n", why.c_str());
+      if (!outcome.refusals.empty())
+        throw tessera::InputError("recover: " + std::to_string(outcome.refusals.size()) + " of " +
+                                  std::to_string(c.recover_files.size()) + " file(s) not recovered (above)");
     });
   } else if (*c.g) {
     // A step, so a failure on rank 0 is one line and a nonzero exit on every rank.

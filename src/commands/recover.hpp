@@ -7,8 +7,12 @@
 
 namespace tessera::commands {
 
-// One line per file for the user: what was restored, or that there was nothing to restore.
-// Throws InputError when a file is held by a live run or its journal no longer matches it.
-std::vector<std::string> recover(const std::vector<std::string>& files);
+// Each file in turn, whatever became of the others: `lines` says for each recovered one what was
+// restored, or that there was nothing to restore; `refusals` why a file was not (missing, a
+// directory, held by a live run, a journal that does not match it or is not provably its own).
+struct RecoverOutcome {
+  std::vector<std::string> lines, refusals;
+};
+RecoverOutcome recover(const std::vector<std::string>& files);
 
 }  // namespace tessera::commands

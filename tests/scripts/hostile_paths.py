@@ -80,4 +80,16 @@ with open(r.path("big.toml"), "w") as f:
     f.write("# padding\n" * 120000)
 refused(["config", "show", "big.toml"], 2, ["more than a config file can be"])
 check(digest(r.path("a.h5")) == before, "a.h5 changed")
+
+# recover on several files handles each; a missing file or a directory is named, exit nonzero.
+refused(["recover", "typo.h5"], 1, ["typo.h5", "No such file"])
+refused(["recover", "folder"], 1, ["directory"])
+with open(journal, "wb") as f:
+    f.write(b"junk")
+os.chmod(journal, 0o666)  # refused: world-writable
+p2 = r.run(["recover", "a.h5", "typo.h5", "b.h5"], np_=1, direct=True, expect_ok=False)
+check(p2.returncode == 1, f"recover of three files with two refusals: exit {p2.returncode}")
+check("'b.h5': no interrupted tessera write to undo" in p2.stdout, "recover stopped before b.h5")
+check("2 of 3 file(s) not recovered" in p2.stderr, p2.stderr)
+os.remove(journal)
 print("ok")
