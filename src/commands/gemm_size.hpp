@@ -35,9 +35,18 @@ inline GemmSize parse_gemm_size(const std::string& text, const std::string& who)
     if (x == std::string::npos) break;
     pos = x + 1;
   }
-  if (dims.size() == 1) return {dims[0], dims[0], dims[0]};
-  if (dims.size() == 3) return {dims[0], dims[1], dims[2]};
-  throw bad();
+  if (dims.size() != 1 && dims.size() != 3) throw bad();
+  const GemmSize size = dims.size() == 1 ? GemmSize{dims[0], dims[0], dims[0]} : GemmSize{dims[0], dims[1], dims[2]};
+  // A, B and C are made in host memory: each must be indexable and fit a machine (2^36 elements,
+  // 256 GiB of float32), or the message would be the C++ library's "vector larger than max_size()".
+  constexpr double kMaxElements = 68719476736.0;  // 2^36
+  const double m = static_cast<double>(size.m), n = static_cast<double>(size.n), k = static_cast<double>(size.k);
+  if (m * k > kMaxElements || k * n > kMaxElements || m * n > kMaxElements)
+    throw InputError(who + ": size '" + text + "' is too large: A, B and C (" + std::to_string(size.m) + " x " +
+                     std::to_string(size.k) + ", " + std::to_string(size.k) + " x " + std::to_string(size.n) + ", " +
+                     std::to_string(size.m) + " x " + std::to_string(size.n) +
+                     ") must each hold at most 2^36 elements");
+  return size;
 }
 
 }  // namespace tessera::commands

@@ -254,6 +254,10 @@ elif case == "generate-disk-full":
         check(f["/X"].shape == (300, 300), "the matrix that fits is written")
     cmd = ["generate", "--out", f"{C}:/X", "--rows", "1000", "--cols", "1000", "--dtype", "f64"]
     expect = "--rows 1000 --cols 1000 of float64 take 7.63 MiB, but the file system of"
+elif case == "bench-size-too-large":
+    # "cannot create std::vector larger than max_size()" (issue 40): the size is refused by name.
+    cmd = ["bench", "--backend", "cpu", "--sizes", "99999999999"]
+    expect = "bench: size '99999999999' is too large"
 elif case == "bad-stream-chunks":
     cmd, expect, stream_env = base(), "TESSERA_STREAM_CHUNKS='lots'", {"TESSERA_STREAM_CHUNKS": "lots"}
 else:

@@ -79,7 +79,8 @@ endforeach()
 # up front (a 64-bit count, the free disk space): usage errors exit 2, the size refusals 1.
 foreach(case alpha-empty beta-empty alpha-nan beta-inf alpha-garbage alpha-overflow config-alpha-empty
         config-beta-nan verify-alpha-empty generate-rows-negative generate-seed-negative generate-seed-too-large
-        generate-high-inf bench-seed-negative generate-wide-row generate-too-many-elements generate-disk-full)
+        generate-high-inf bench-seed-negative generate-wide-row generate-too-many-elements generate-disk-full
+        bench-size-too-large)
   add_mpi_test(error.${case} 2 errors.py --case ${case})
 endforeach()
 
