@@ -148,6 +148,24 @@ std::string utc_now() {
   return text;
 }
 
+// What cuBLAS costs a process before its first GEMM (libraries, handle, the first launch's
+// modules), measured first, while nothing has loaded it: `auto` weighs it against the time an
+// own kernel would lose over a whole job (backend::whole_job_kernel).
+std::map<std::string, double> library_load_seconds(DType dtype) {
+  std::map<std::string, double> seconds;
+  if (kernels::cublas_loaded()) return seconds;
+  const auto t0 = std::chrono::steady_clock::now();
+  kernels::gpu_warm_up("cublas", dtype, 0);
+  seconds["cublas"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return seconds;
+}
+
+nlohmann::json choice_json(const TunedChoice& c, const std::map<std::string, double>& candidates) {
+  return {
+      {"dtype", short_name(c.dtype)}, {"m", c.m}, {"n", c.n}, {"k", c.k}, {"kernel", c.kernel}, {"gflops", c.gflops},
+      {"candidates", candidates}};
+}
+
 }  // namespace
 #endif  // TESSERA_HAVE_CUDA
 
@@ -173,15 +191,7 @@ int run_tune(const TuneOptions& opts) {
     guard_tune_paths(out, opts.config);
   }
 
-  // What cuBLAS costs a process before its first GEMM (libraries, handle, the first launch's
-  // modules), measured first, while nothing has loaded it: `auto` weighs it against the time an
-  // own kernel would lose over a whole job (backend::whole_job_kernel).
-  std::map<std::string, double> load_seconds;
-  if (!kernels::cublas_loaded()) {
-    const auto t0 = std::chrono::steady_clock::now();
-    kernels::gpu_warm_up("cublas", dtypes.front(), 0);
-    load_seconds["cublas"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
+  const std::map<std::string, double> load_seconds = library_load_seconds(dtypes.front());
 
   kernels::GpuContext ctx;
   kernels::Stream stream;
@@ -208,26 +218,12 @@ int run_tune(const TuneOptions& opts) {
       const bool replaced = std::any_of(choices.begin(), choices.end(), [&](const TunedChoice& x) {
         return x.dtype == c.dtype && x.m == c.m && x.n == c.n && x.k == c.k;
       });
-      if (!replaced)
-        list.push_back({{"dtype", short_name(c.dtype)},
-                        {"m", c.m},
-                        {"n", c.n},
-                        {"k", c.k},
-                        {"kernel", c.kernel},
-                        {"gflops", c.gflops},
-                        {"candidates", c.candidates}});
+      if (!replaced) list.push_back(choice_json(c, c.candidates));
     }
   }
   for (const auto& [name, seconds] : load_seconds) libraries[name] = {{"load_seconds", seconds}};
   for (std::size_t i = 0; i < choices.size(); ++i) {
-    const TunedChoice& c = choices[i];
-    list.push_back({{"dtype", short_name(c.dtype)},
-                    {"m", c.m},
-                    {"n", c.n},
-                    {"k", c.k},
-                    {"kernel", c.kernel},
-                    {"gflops", c.gflops},
-                    {"candidates", candidates[i]}});
+    list.push_back(choice_json(choices[i], candidates[i]));
   }
   const nlohmann::json doc = {
       {"schema", report::kTuneSchema},
