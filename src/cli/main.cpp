@@ -186,7 +186,7 @@ int run_command(const CLI::App& app, Commands& c, int rank, const std::vector<st
   if (*c.rc) {
     world.step([&] {
       if (rank != 0) return;
-      const auto outcome = tessera::commands::recover(c.recover_files);
+      const auto outcome = tessera::commands::recover(c.recover_files, c.recover_force);
       for (const auto& line : outcome.lines) std::printf("%s\n", line.c_str());
       std::fflush(stdout);
       for (const auto& why : outcome.refusals) std::fprintf(stderr, "tessera: error: %s\n", why.c_str());

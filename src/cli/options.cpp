@@ -321,6 +321,8 @@ void add_commands(CLI::App& app, Commands& c) {
                             "restore HDF5 files that a tessera run died while writing (kill -9, power loss) as they "
                             "were before it; every tessera command touching such a file does this first");
   c.rc->add_option("files", c.recover_files, "HDF5 files (each with a FILE.tessera-journal beside it)")->required();
+  c.rc->add_flag("--force", c.recover_force,
+                 "restore even a file that was changed after the run died (its later changes are undone)");
   add_logging(Adder(c.rc, s), c.logging, &c.logging.quiet);
 
   c.b = app.add_subcommand("bench", "time every kernel on one device against the vendor baseline");

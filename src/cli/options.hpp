@@ -37,6 +37,7 @@ struct Commands {
   bool info_json = false;
   bool info_probe = false;
   std::vector<std::string> recover_files;
+  bool recover_force = false;
   std::string show_file;  // tessera config show FILE [--json]
   bool show_json = false;
   Logging logging;

@@ -13,7 +13,7 @@ _tessera_options() {
                --ranks-per-node --config $logging" ;;
     verify) echo "--a --b --c --full --vectors --safety --tolerance --dtype --transpose-a --transpose-b --alpha -q --quiet $logging" ;;
     info) echo "--json --probe-network -q --quiet $logging" ;;
-    recover) echo "-q --quiet $logging" ;;
+    recover) echo "--force -q --quiet $logging" ;;
     bench) echo "--backend --sizes --dtypes --kernels --warmup --repeats --seed --json --csv -q --quiet $logging" ;;
     tune) echo "--sizes --dtypes --out --warmup --repeats --seed -q --quiet $logging" ;;
     config) echo "show -h --help" ;;

@@ -11,7 +11,7 @@
 
 namespace tessera::commands {
 
-RecoverOutcome recover(const std::vector<std::string>& files) {
+RecoverOutcome recover(const std::vector<std::string>& files, bool force) {
   RecoverOutcome out;
   for (const auto& file : files) {
     try {  // each file on its own: one refusal does not leave the next unrestored
@@ -23,7 +23,7 @@ RecoverOutcome recover(const std::vector<std::string>& files) {
         // (A journal whose file is gone is named by recover_interrupted_write.)
         throw InputError("'" + file + "': " + std::strerror(missing) + " (nothing to recover there)");
       }
-      std::string note = io::recover_interrupted_write(file);
+      std::string note = io::recover_interrupted_write(file, force);
       out.lines.push_back(note.empty() ? "'" + file + "': no interrupted tessera write to undo" : std::move(note));
     } catch (const std::exception& e) {
       out.refusals.push_back(e.what());

@@ -13,6 +13,7 @@ namespace tessera::commands {
 struct RecoverOutcome {
   std::vector<std::string> lines, refusals;
 };
-RecoverOutcome recover(const std::vector<std::string>& files);
+// `force`: restore a file even where it was changed after the run died (io::recover_interrupted_write).
+RecoverOutcome recover(const std::vector<std::string>& files, bool force = false);
 
 }  // namespace tessera::commands

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "io/hdf5_library.hpp"
+#include "io/journal.hpp"
 
 #include "core/file_kind.hpp"
 
@@ -26,6 +27,35 @@ std::string colon_hint(const std::string& file) {
   const std::string head = file.substr(0, at), rest = file.substr(at + 1);
   return " (the last ':/' splits the file from the dataset; if the file is " + in_quotes(head) +
          ", write each ':' of the dataset's path as '\\:', e.g. " + in_quotes(head + ":" + rest + "\\:/...") + ")";
+}
+
+// The file an external link at `path` in `file` (named `file_name`) leads to, as HDF5 finds it:
+// an absolute name as it is, else beside the file holding the link, else from the working folder.
+// "" when `path` is not an external link.
+std::string external_target(hid_t file, const std::string& file_name, const std::string& path) {
+  H5L_info_t info{};
+  if (H5Lget_info(file, path.c_str(), &info, H5P_DEFAULT) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return "";
+  }
+  if (info.type != H5L_TYPE_EXTERNAL) return "";
+  std::vector<char> value(info.u.val_size + 1, '\0');
+  const char* target = nullptr;
+  const char* object = nullptr;
+  if (H5Lget_val(file, path.c_str(), value.data(), value.size(), H5P_DEFAULT) < 0 ||
+      H5Lunpack_elink_val(value.data(), value.size(), nullptr, &target, &object) < 0 || target == nullptr) {
+    H5Eclear2(H5E_DEFAULT);
+    return "";
+  }
+  const std::string name(target);
+  if (name.empty() || name[0] == '/') return name;
+  const auto slash = file_name.rfind('/');
+  if (slash != std::string::npos) {
+    const std::string beside = file_name.substr(0, slash + 1) + name;
+    struct stat st {};
+    if (::stat(beside.c_str(), &st) == 0) return beside;
+  }
+  return name;
 }
 
 }  // namespace
@@ -110,6 +140,15 @@ Handle open_dataset_object(hid_t file, const DatasetRef& ref) {
       H5Eclear2(H5E_DEFAULT);
       throw not_found("");
     }
+    // An external link into a file that a tessera run died while writing: named, not followed
+    // (HDF5 would call the half-written file's objects missing, or read them as they are).
+    if (const std::string target = external_target(file, ref.file, prefix); !target.empty())
+      if (const std::string journal = pending_journal(target); !journal.empty())
+        throw InputError(in_quotes(ref.file + ":" + prefix) + " is an external link to " + in_quotes(target) +
+                         ", which has a pending journal, " + in_quotes(journal) +
+                         ", left by a tessera run that died while writing it: tessera does not read a file that "
+                         "may be half-written. Run `tessera recover " +
+                         target + "` to put it back as it was before that run");
     if (i + 1 == parts.size()) break;
     Handle group = own_object(H5Oopen(file, prefix.c_str(), H5P_DEFAULT));
     if (!group.valid()) {

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,7 +30,21 @@ namespace tessera::io {
 using namespace journal_format;
 
 std::string journal_path(const std::string& file) {
-  return std::filesystem::path(sidecar_prefix(file)).string() + "journal";
+  // Beside the real file: `ln -s d.h5 link.h5` (or a linked folder) names the same journal.
+  std::error_code ec;
+  const auto real = std::filesystem::canonical(file, ec);
+  const bool linked = !ec && real != std::filesystem::absolute(file, ec).lexically_normal();
+  return std::filesystem::path(sidecar_prefix(linked ? real.string() : file)).string() + "journal";
+}
+
+std::string pending_journal(const std::string& file) {
+  const std::string jpath = find_journal(file);
+  if (jpath.empty()) return "";
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return jpath;  // cannot tell: named, as a reader would meet a damaged file
+  const JournalClaim c = claim_of(fd, jpath);
+  ::close(fd);
+  return c.kind == JournalClaim::kPending || c.kind == JournalClaim::kDamaged ? jpath : "";
 }
 
 RollbackJournal::RollbackJournal(const std::string& file) : file_(file), journal_(journal_path(file)) {
@@ -41,7 +56,13 @@ RollbackJournal::RollbackJournal(const std::string& file) : file_(file), journal
     throw_locked(file);
   }
   try {
-    std::string note = recover_locked(file, fd_, journal_);
+    // A journal left by a run that died, under this name or another of the file's (a hard link):
+    // undone first, if provably this file's (else refused, and nothing is written).
+    bool by_attribute = false;
+    const std::string left = find_journal(file, &by_attribute);
+    std::string note;
+    if (!left.empty() && (!by_attribute || claim_of(fd_, left).kind == JournalClaim::kPending))
+      note = recover_locked(file, fd_, left);
     if (!note.empty()) log::warn(note);
     struct stat st {};
     if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode))
@@ -79,6 +100,10 @@ RollbackJournal::RollbackJournal(const std::string& file) : file_(file), journal
     }
     sync_directory(journal_);  // the journal's name durable before the file's first change
     journal_end_ = kHeaderBytes;
+    // The file names its journal, for a run or `recover` that reaches it through another name (a
+    // hard link). Where the file system keeps no user attributes, the name beside it is all.
+    const std::string where = std::filesystem::absolute(journal_).string();
+    if (::fsetxattr(fd_, kJournalAttribute, where.data(), where.size(), 0) == 0) (void)::fsync(fd_);
   } catch (...) {
     free_slot(slot_);
     if (jfd_ >= 0) ::close(jfd_);
@@ -100,23 +125,31 @@ RollbackJournal::~RollbackJournal() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void RollbackJournal::append(std::uint64_t offset, const std::vector<unsigned char>& data) {
-  RecordHead h{kRecordMagic, 0, offset, data.size()};
-  h.crc = record_crc(h, data.data());
+void RollbackJournal::append(std::uint32_t kind, std::uint64_t offset, std::uint64_t length, const void* payload,
+                             std::uint32_t payload_bytes) {
+  RecordHead h{kRecordMagic, 0, kind, payload_bytes, offset, length};
+  h.crc = record_crc(h, payload);
   int err = test_write_point();
   if (err == 0 && (!write_all(jfd_, &h, sizeof h, journal_end_) ||
-                   !write_all(jfd_, data.data(), data.size(), journal_end_ + sizeof h)))
+                   (payload_bytes > 0 && !write_all(jfd_, payload, payload_bytes, journal_end_ + sizeof h))))
     err = errno;
   if (err != 0) {
     failure_ = err;
     throw IoError("cannot save the original bytes of " + quote_path(file_) + " in " + quote_path(journal_) + ": " +
                   std::strerror(err));
   }
-  journal_end_ += sizeof h + data.size();
+  journal_end_ += sizeof h + payload_bytes;
 }
 
-void RollbackJournal::preserve(std::uint64_t offset, std::uint64_t bytes) {
-  if (committed_ || bytes == 0 || offset >= original_size_) return;
+void RollbackJournal::sync_journal() {
+  if (::fdatasync(jfd_) != 0) {
+    failure_ = errno;
+    throw IoError("cannot write " + quote_path(journal_) + ": " + std::strerror(failure_));
+  }
+}
+
+bool RollbackJournal::save_pages(std::uint64_t offset, std::uint64_t bytes, bool track) {
+  if (committed_ || bytes == 0 || offset >= original_size_) return false;
   const std::uint64_t end = std::min(original_size_, offset + bytes);
   bool added = false;
   std::uint64_t page = offset / kPage;
@@ -135,22 +168,82 @@ void RollbackJournal::preserve(std::uint64_t offset, std::uint64_t bytes) {
       failure_ = errno != 0 ? errno : EIO;
       throw IoError("cannot read " + quote_path(file_) + " to save its original bytes: " + std::strerror(failure_));
     }
-    append(from, data);
-    for (std::uint64_t p = page; p <= run_end; ++p) saved_[p] = true;
+    append(kSave, from, data.size(), data.data(), static_cast<std::uint32_t>(data.size()));
+    for (std::uint64_t p = page; p <= run_end; ++p) {
+      saved_[p] = true;
+      if (track) {
+        const std::uint64_t at = p * kPage - from;
+        pages_[p].assign(data.begin() + static_cast<std::ptrdiff_t>(at),
+                         data.begin() + static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(at + kPage, data.size())));
+      }
+    }
     added = true;
     page = run_end + 1;
   }
-  if (added && ::fdatasync(jfd_) != 0) {
-    failure_ = errno;
-    throw IoError("cannot write " + quote_path(journal_) + ": " + std::strerror(failure_));
-  }
+  return added;
 }
 
-int RollbackJournal::preserve_noexcept(std::uint64_t offset, std::uint64_t bytes) noexcept {
+void RollbackJournal::before_write(std::uint64_t offset, const void* data, std::uint64_t bytes) {
+  if (committed_ || bytes == 0 || offset >= original_size_) return;
+  const bool saved = save_pages(offset, bytes, true);
+  // The pages as this write leaves them, and a hash of each sector it touches.
+  const std::uint64_t end = std::min(original_size_, offset + bytes);
+  const auto* src = static_cast<const unsigned char*>(data);
+  for (std::uint64_t at = offset; at < end;) {
+    const std::uint64_t page = at / kPage;
+    const std::uint64_t stop = std::min(end, (page + 1) * kPage);
+    const auto it = pages_.find(page);
+    if (it != pages_.end())
+      std::memcpy(it->second.data() + (at - page * kPage), src + (at - offset), static_cast<std::size_t>(stop - at));
+    at = stop;
+  }
+  std::vector<std::uint64_t> hashes;
+  std::uint64_t first = 0;
+  const auto flush = [&] {
+    if (hashes.empty()) return;
+    const std::uint64_t length = std::min(original_size_, (first + hashes.size()) * kSector) - first * kSector;
+    append(kWrote, first * kSector, length, hashes.data(), static_cast<std::uint32_t>(hashes.size() * sizeof(std::uint64_t)));
+    hashes.clear();
+  };
+  for (std::uint64_t s = offset / kSector; s * kSector < end; ++s) {
+    const auto it = pages_.find(s * kSector / kPage);
+    if (it == pages_.end()) {  // reserved for C's elements: any content is the run's
+      flush();
+      continue;
+    }
+    const std::uint64_t in_page = s * kSector % kPage;
+    const std::uint64_t n = std::min<std::uint64_t>(kSector, it->second.size() - in_page);
+    if (hashes.empty()) first = s;
+    hashes.push_back(sector_hash(it->second.data() + in_page, static_cast<std::size_t>(n)));
+    if (hashes.size() * sizeof(std::uint64_t) >= kRecordMax) flush();
+  }
+  flush();
+  // Saved pages must be durable before they change. The hashes ride along; a hash lost in a power
+  // failure can only make a later recovery refuse (and say so), never restore wrongly.
+  if (saved) sync_journal();
+}
+
+void RollbackJournal::before_truncate(std::uint64_t size) {
+  if (committed_ || size >= original_size_) return;
+  save_pages(size, original_size_ - size, true);
+  append(kTruncate, size, 0, nullptr, 0);
+  sync_journal();
+}
+
+void RollbackJournal::reserve(std::uint64_t offset, std::uint64_t bytes) {
+  if (committed_ || bytes == 0 || offset >= original_size_) return;
+  save_pages(offset, bytes, false);
+  const std::uint64_t end = std::min(original_size_, offset + bytes);
+  append(kReserve, offset, end - offset, nullptr, 0);
+  sync_journal();
+}
+
+template <class F>
+int RollbackJournal::noexcept_call(F&& f) noexcept {
   const int before = failure_;
   failure_ = 0;
   try {
-    preserve(offset, bytes);
+    f();
     failure_ = before;
     return 0;
   } catch (...) {
@@ -158,6 +251,14 @@ int RollbackJournal::preserve_noexcept(std::uint64_t offset, std::uint64_t bytes
     failure_ = before;
     return err;
   }
+}
+
+int RollbackJournal::before_write_noexcept(std::uint64_t offset, const void* data, std::uint64_t bytes) noexcept {
+  return noexcept_call([&] { before_write(offset, data, bytes); });
+}
+
+int RollbackJournal::before_truncate_noexcept(std::uint64_t size) noexcept {
+  return noexcept_call([&] { before_truncate(size); });
 }
 
 void RollbackJournal::commit() {
@@ -172,6 +273,7 @@ void RollbackJournal::commit() {
   committed_ = true;
   free_slot(slot_);
   slot_ = -1;
+  (void)::fremovexattr(fd_, kJournalAttribute);
   sync_directory(journal_);
   log::debug("committed " + quote_path(file_) + "; the journal held " + std::to_string(journal_end_) +
              " bytes (the original pages HDF5 rewrote, and its header)");
@@ -190,6 +292,7 @@ void RollbackJournal::rollback() {
   if (::unlink(journal_.c_str()) != 0 && errno != ENOENT)
     throw IoError("cannot remove " + quote_path(journal_) + ": " + std::strerror(errno));
   committed_ = true;  // nothing more to undo
+  (void)::fremovexattr(fd_, kJournalAttribute);
   sync_directory(journal_);
   log::debug("restored " + quote_path(file_) + " as it was (" + std::to_string(restored) + " byte(s) put back)");
 }

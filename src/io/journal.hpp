@@ -14,11 +14,15 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace tessera::io {
 
-// "<dir>/<name>.tessera-journal" (a long name shortened as temporary_name shortens it).
+// "<dir>/<name>.tessera-journal" (a long name shortened as temporary_name shortens it), beside the
+// file's real path: a file named through a symbolic link (or a linked folder) has one journal.
+// While a run writes the file, the file's attribute user.tessera.journal also names it, so that a
+// run or `recover` through a hard link in another folder finds it too.
 std::string journal_path(const std::string& file);
 
 class RollbackJournal {
@@ -36,12 +40,20 @@ class RollbackJournal {
   const std::string& file() const { return file_; }
   std::uint64_t original_size() const { return original_size_; }
 
-  // Saves the original bytes of [offset, offset + bytes) that lie below original_size() and are
-  // not saved yet; durable when this returns. Throws IoError (a full disk): the caller must then
-  // not write the range.
-  void preserve(std::uint64_t offset, std::uint64_t bytes);
-  // The same, as HDF5's driver calls it: 0, or the failure's errno instead of throwing.
-  int preserve_noexcept(std::uint64_t offset, std::uint64_t bytes) noexcept;
+  // Before the run writes `bytes` bytes of `data` at `offset`: the original bytes of the range's
+  // pages below original_size() saved, and a hash of each sector as the write leaves it recorded
+  // (so a recovery tells the run's writes from anyone else's later change); durable, where a page
+  // was saved, when this returns. Throws IoError (a full disk): the caller must then not write.
+  void before_write(std::uint64_t offset, const void* data, std::uint64_t bytes);
+  // Before the run cuts the file to `size` bytes: what the cut removes of the original saved.
+  void before_truncate(std::uint64_t size);
+  // The range C's elements will take, written by the ranks without the journal: its original
+  // bytes saved (any content there is the run's own at recovery).
+  void reserve(std::uint64_t offset, std::uint64_t bytes);
+  // The same as HDF5's driver calls them: 0, or the failure's errno instead of throwing.
+  int before_write_noexcept(std::uint64_t offset, const void* data, std::uint64_t bytes) noexcept;
+  int before_truncate_noexcept(std::uint64_t size) noexcept;
+  const std::string& journal() const { return journal_; }
 
   // After a failed write (a full disk) nothing more is written: the run will roll back, so HDF5's
   // remaining writes are dropped instead of failing again. While HDF5 closes the file (Closing),
@@ -88,8 +100,15 @@ class RollbackJournal {
   };
 
  private:
-  void append(std::uint64_t offset, const std::vector<unsigned char>& data);
-  void restore_and_remove();
+  // Appends a record; throws IoError.
+  void append(std::uint32_t kind, std::uint64_t offset, std::uint64_t length, const void* payload,
+              std::uint32_t payload_bytes);
+  // Saves the unsaved pages of a range below original_size() (kSave records, not yet durable);
+  // `track` keeps a copy of each (what the run's writes are hashed from). Whether any was saved.
+  bool save_pages(std::uint64_t offset, std::uint64_t bytes, bool track);
+  void sync_journal();
+  template <class F>
+  int noexcept_call(F&& f) noexcept;
 
   std::string file_;
   std::string journal_;
@@ -98,6 +117,7 @@ class RollbackJournal {
   std::uint64_t original_size_ = 0;
   std::uint64_t journal_end_ = 0;
   std::vector<bool> saved_;  // per page of the original file
+  std::unordered_map<std::uint64_t, std::vector<unsigned char>> pages_;  // page -> what it holds now
   bool committed_ = false;
   bool abandoned_ = false;
   bool closing_ = false;
@@ -107,8 +127,14 @@ class RollbackJournal {
 
 // If `file` has a journal left by a tessera run that died (no process holds the file's lock), the
 // file is restored from it and a note is returned for the user; "" when there is none. Throws
-// InputError when a live tessera run holds the file, or when the journal does not belong to the
-// file any more (the file was replaced since): the message says what to do.
-std::string recover_interrupted_write(const std::string& file);
+// InputError when a live tessera run holds the file, when the journal is not provably this file's
+// (planted, replaced file, damaged), or when the file was changed after the crash by someone else
+// (unless `force`): the message says what to do, and the journal is kept.
+std::string recover_interrupted_write(const std::string& file, bool force = false);
+
+// The journal of an interrupted tessera write that `file`, only to be read, has pending, or ""
+// (none, or a file there that is provably not this file's journal: planted, another file's, a
+// run that died before its first write). Nothing is opened for writing.
+std::string pending_journal(const std::string& file);
 
 }  // namespace tessera::io

@@ -139,7 +139,7 @@ herr_t write_bytes(H5FD_t* file, H5FD_mem_t /*type*/, hid_t /*dxpl*/, haddr_t ad
   JournaledFile* f = of(file);
   RollbackJournal& j = *f->journal;
   if (j.abandoned()) return 0;  // the run rolls back: see RollbackJournal::abandon
-  if (const int err = j.preserve_noexcept(addr, size); err != 0)
+  if (const int err = j.before_write_noexcept(addr, buffer, size); err != 0)
     return failed(j, "saving the original bytes in the journal", err);
   if (const int injected = test_write_point(); injected != 0) return failed(j, "write", injected);
   const auto* p = static_cast<const unsigned char*>(buffer);
@@ -165,7 +165,7 @@ herr_t truncate_file(H5FD_t* file, hid_t /*dxpl*/, hbool_t /*closing*/) {
   if (f->eoa == f->eof) return 0;
   RollbackJournal& j = *f->journal;
   if (j.abandoned()) return 0;
-  int err = f->eoa < f->eof ? j.preserve_noexcept(f->eoa, f->eof - f->eoa) : 0;
+  int err = f->eoa < f->eof ? j.before_truncate_noexcept(f->eoa) : 0;
   if (err != 0) return failed(j, "saving the original bytes in the journal", err);
   err = test_write_point();
   if (err == 0 && ::ftruncate(f->fd, static_cast<off_t>(f->eoa)) != 0) err = errno;

@@ -2,23 +2,34 @@
 // Layout of "<file>.tessera-journal":
 //   header (kHeaderBytes): magic, the file's original size, inode, device, creation time, the
 //   writer's host and pid, a checksum;
-//   records, appended: {magic, crc32, offset, bytes} then `bytes` original bytes of the file.
-// The header is durable before the file is first written, and each record before the bytes it
-// saves are overwritten, so a journal read back after any crash holds every original byte that
-// may have changed; a torn last record is one whose write never happened. Restoring is
-// idempotent: a crash during a rollback is undone by the next one.
+//   records, appended: {magic, crc32, kind, payload bytes, offset, length} then the payload:
+//   kSave the original bytes of a range, kWrote a hash of each sector of a range as the run's next
+//   write leaves it, kReserve a range C's elements go to, kTruncate a cut of the file.
+// The header is durable before the file is first written, and each kSave record (with the kWrote
+// record of the write it precedes) before the bytes it saves are overwritten, so a journal read
+// back after any crash holds every original byte that may have changed; a torn last record is one
+// whose write never happened. Recovery of a dead run's journal checks it whole and the file against
+// it (each saved sector holds its original bytes or what the run wrote: anything else is someone
+// else's later change, refused). Restoring is idempotent: a crash during a rollback is undone by
+// the next one.
 #include "io/journal_format.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "core/error.hpp"
@@ -38,10 +49,22 @@ std::uint32_t crc32(std::uint32_t crc, const void* data, std::size_t n) noexcept
   return ~crc;
 }
 
-std::uint32_t record_crc(const RecordHead& h, const void* data) noexcept {
-  std::uint32_t c = crc32(0, &h.offset, sizeof h.offset);
-  c = crc32(c, &h.bytes, sizeof h.bytes);
-  return crc32(c, data, static_cast<std::size_t>(h.bytes));
+std::uint32_t record_crc(const RecordHead& h, const void* payload) noexcept {
+  std::uint32_t c = crc32(0, &h.kind, sizeof h.kind);
+  c = crc32(c, &h.payload, sizeof h.payload);
+  c = crc32(c, &h.offset, sizeof h.offset);
+  c = crc32(c, &h.length, sizeof h.length);
+  return crc32(c, payload, h.payload);
+}
+
+std::uint64_t sector_hash(const void* data, std::size_t n) noexcept {
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::uint64_t x = 0xcbf29ce484222325ull ^ n;
+  for (std::size_t i = 0; i < n; ++i) x = (x ^ p[i]) * 0x100000001b3ull;
+  x ^= x >> 33;  // finalised, so nearby contents spread over all 64 bits
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
 }
 
 bool read_all(int fd, void* buf, std::size_t n, std::uint64_t at) noexcept {
@@ -99,7 +122,7 @@ bool try_lock(int fd) noexcept {
   return ::fcntl(fd, F_OFD_SETLK, &fl) == 0;
 }
 
-// Restores from the journal open as `jfd` into `fd`: every valid record, then the original size,
+// Restores from the journal open as `jfd` into `fd`: every kSave record, then the original size,
 // then fsync. Only async-signal-safe calls (the signal handler uses it). Returns the number of
 // bytes put back, or -1 when the file could not be written.
 long long apply_journal(int fd, int jfd, std::uint64_t original_size) noexcept {
@@ -109,12 +132,15 @@ long long apply_journal(int fd, int jfd, std::uint64_t original_size) noexcept {
   for (;;) {
     RecordHead h{};
     if (!read_all(jfd, &h, sizeof h, at)) break;
-    if (h.magic != kRecordMagic || h.bytes == 0 || h.bytes > kRecordMax) break;
-    if (!read_all(jfd, buffer, static_cast<std::size_t>(h.bytes), at + sizeof h)) break;
-    if (record_crc(h, buffer) != h.crc) break;  // torn: its write never happened
-    if (!write_all(fd, buffer, static_cast<std::size_t>(h.bytes), h.offset)) return -1;
-    restored += static_cast<long long>(h.bytes);
-    at += sizeof h + h.bytes;
+    if (h.magic != kRecordMagic || h.payload > kRecordMax) break;
+    if (h.kind == kSave) {
+      if (h.payload == 0 || h.length != h.payload) break;
+      if (!read_all(jfd, buffer, h.payload, at + sizeof h)) break;
+      if (record_crc(h, buffer) != h.crc) break;  // torn: its write never happened
+      if (!write_all(fd, buffer, h.payload, h.offset)) return -1;
+      restored += static_cast<long long>(h.payload);
+    }
+    at += sizeof h + h.payload;
   }
   if (::ftruncate(fd, static_cast<off_t>(original_size)) != 0) return -1;
   if (::fsync(fd) != 0) return -1;
@@ -199,78 +225,362 @@ bool read_header(int jfd, Header& h) {
   return crc32(0, &h, offsetof(Header, crc)) == h.crc;
 }
 
-// Restores `file` (open as `fd`, locked by the caller) from its journal and removes the journal.
-// Returns the note for the user.
-std::string recover_locked(const std::string& file, int fd, const std::string& jpath) {
-  // Not followed through a link, not waited on (a fifo), and applied only when it is a regular
-  // file that the file's owner or this user made and no one else could have written: in a shared
-  // folder anyone may plant a file at this name (issue 40). A refusal keeps it.
+namespace {
+
+std::string mode_text(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
+}
+
+// The journal opened for reading, never followed through a link nor waited on (a fifo), with its
+// claim on the file open as `fd`. jfd is -1 unless the claim is kPending, kIncomplete or kDamaged.
+struct OpenClaim {
+  JournalClaim claim;
+  int jfd = -1;
+  std::uint64_t journal_size = 0;
+  OpenClaim() = default;
+  OpenClaim(const OpenClaim&) = delete;
+  OpenClaim& operator=(const OpenClaim&) = delete;
+  ~OpenClaim() {
+    if (jfd >= 0) ::close(jfd);
+  }
+};
+
+void open_claim(int fd, const std::string& jpath, OpenClaim& out) {
+  JournalClaim& c = out.claim;
+  c.path = jpath;
   const int jfd = ::open(jpath.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (jfd < 0) {
-    if (errno == ENOENT) return "";
-    throw IoError("cannot read " + quote_path(jpath) + " (the journal of an interrupted write to " + quote_path(file) +
-                  "): " +
-                  (errno == ELOOP ? std::string("it is a symbolic link, which tessera never follows")
-                                  : std::string(std::strerror(errno))));
+    if (errno == ENOENT) return;  // kNone
+    c.kind = JournalClaim::kForeign;
+    c.why = errno == ELOOP ? std::string("it is a symbolic link, which tessera never follows")
+                           : std::string("it cannot be read: ") + std::strerror(errno);
+    return;
   }
-  {
-    struct stat js {
-    }, fs{};
-    std::string why;
-    if (::fstat(jfd, &js) != 0 || ::fstat(fd, &fs) != 0)
-      why = std::strerror(errno);
-    else if (!S_ISREG(js.st_mode))
-      why = "it is not a regular file";
-    else if (js.st_uid != fs.st_uid && js.st_uid != ::geteuid())
-      why = "it belongs to user " + std::to_string(js.st_uid) + ", neither the file's owner (" +
-            std::to_string(fs.st_uid) + ") nor you";
-    else if ((js.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-      char mode[8];
-      std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(js.st_mode & 07777));
-      why = std::string("others may write it (mode ") + mode + ")";
-    }
-    if (!why.empty()) {
-      ::close(jfd);
-      throw InputError(quote_path(jpath) + " is not applied to " + quote_path(file) + ": " + why +
-                       ", so it cannot be a journal tessera wrote for this file. The journal is kept and the file "
-                       "untouched; remove the journal if it is not yours");
-    }
-  }
-  Header h{};
-  const bool valid = read_header(jfd, h);
-  if (!valid) {
-    // A header is durable before the file's first write: without one, nothing was written.
+  out.jfd = jfd;
+  struct stat js {
+  }, fs{};
+  std::string why;
+  if (::fstat(jfd, &js) != 0 || ::fstat(fd, &fs) != 0)
+    why = std::strerror(errno);
+  else if (!S_ISREG(js.st_mode))
+    why = "it is not a regular file";
+  else if (js.st_uid != fs.st_uid && js.st_uid != ::geteuid())
+    why = "it belongs to user " + std::to_string(js.st_uid) + ", neither the file's owner (" +
+          std::to_string(fs.st_uid) + ") nor you";
+  else if ((js.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    why = "others may write it (mode " + mode_text(js.st_mode) + ")";
+  if (!why.empty()) {
+    c.kind = JournalClaim::kForeign;
+    c.why = why;
     ::close(jfd);
-    if (::unlink(jpath.c_str()) != 0 && errno != ENOENT)
-      throw IoError("cannot remove " + quote_path(jpath) + ": " + std::strerror(errno));
-    sync_directory(jpath);
-    return "removed " + quote_path(jpath) + ", an incomplete journal of a tessera run that died before it wrote to " +
-           quote_path(file) + " (the file was not changed)";
+    out.jfd = -1;
+    return;
   }
-  struct stat st {};
+  out.journal_size = static_cast<std::uint64_t>(js.st_size);
+  if (!read_header(jfd, c.header)) {
+    // The header is durable before the file's first write, and records follow it only then: a
+    // journal no longer than its header slot is one whose run died before it changed the file.
+    c.kind = out.journal_size <= kHeaderBytes ? JournalClaim::kIncomplete : JournalClaim::kDamaged;
+    return;
+  }
   std::int64_t birth_sec = 0;
   std::uint32_t birth_nsec = 0;
   birth_of(fd, birth_sec, birth_nsec);
-  if (::fstat(fd, &st) != 0 || static_cast<std::uint64_t>(st.st_ino) != h.inode || birth_sec != h.birth_sec ||
-      birth_nsec != h.birth_nsec) {
+  if (static_cast<std::uint64_t>(fs.st_ino) != c.header.inode ||
+      static_cast<std::uint64_t>(fs.st_dev) != c.header.device || birth_sec != c.header.birth_sec ||
+      birth_nsec != c.header.birth_nsec) {
+    c.kind = JournalClaim::kForeign;
+    c.why = "it was written for another file (inode " + std::to_string(c.header.inode) + ", this file's is " +
+            std::to_string(fs.st_ino) + ")";
     ::close(jfd);
-    throw InputError(quote_path(file) + " has a journal " + quote_path(jpath) + " of a tessera run (host " + h.host +
-                     ", pid " + std::to_string(h.pid) +
-                     ") that died while writing it, but the file has been replaced since (another inode), so the "
-                     "journal's saved bytes do not belong to it: if the file is as you want it, remove the journal");
+    out.jfd = -1;
+    return;
   }
-  const long long restored = apply_journal(fd, jfd, h.original_size);
-  ::close(jfd);
+  c.kind = JournalClaim::kPending;
+}
+
+// A record read back whole: its head and its payload's place in the journal.
+struct Record {
+  RecordHead head;
+  std::uint64_t at;  // of the head in the journal
+};
+
+// Whether `h` (checksum already good) says something a run of this journal could have written.
+std::string inconsistency(const RecordHead& h, std::uint64_t original_size) {
+  const auto end_ok = [&] { return h.length <= original_size && h.offset <= original_size - h.length; };
+  switch (h.kind) {
+    case kSave:
+      if (h.length == 0 || h.payload != h.length || h.offset % kPage != 0 || !end_ok() ||
+          (h.length % kPage != 0 && h.offset + h.length != original_size))
+        return "a saved range outside the file's original " + std::to_string(original_size) + " bytes";
+      return "";
+    case kWrote:
+      if (h.length == 0 || h.offset % kSector != 0 || !end_ok() ||
+          h.payload != (h.length + kSector - 1) / kSector * sizeof(std::uint64_t))
+        return "a written range outside the file's original " + std::to_string(original_size) + " bytes";
+      return "";
+    case kReserve:
+      if (h.payload != 0 || !end_ok()) return "a reserved range outside the file's original size";
+      return "";
+    case kTruncate:
+      if (h.payload != 0 || h.length != 0 || h.offset > original_size) return "a truncation past the original size";
+      return "";
+    default:
+      return "an unknown kind of record (" + std::to_string(h.kind) + ")";
+  }
+}
+
+// The record at `at`, if one reads back whole with a good checksum (its payload into `payload`).
+bool record_at(int jfd, std::uint64_t at, std::uint64_t journal_size, RecordHead& h,
+               std::vector<unsigned char>& payload) {
+  if (at + sizeof h > journal_size || !read_all(jfd, &h, sizeof h, at)) return false;
+  if (h.magic != kRecordMagic || h.payload > kRecordMax || at + sizeof h + h.payload > journal_size) return false;
+  payload.resize(h.payload);
+  if (h.payload > 0 && !read_all(jfd, payload.data(), h.payload, at + sizeof h)) return false;
+  return record_crc(h, payload.data()) == h.crc;
+}
+
+// Whether a whole record with a good checksum starts anywhere in the journal after `from`: then a
+// bad record before it is damage, not the torn end of a crash (records are only ever appended).
+bool valid_record_after(int jfd, std::uint64_t from, std::uint64_t journal_size) {
+  std::vector<unsigned char> chunk(1 << 20), payload;
+  const unsigned char key[4] = {kRecordMagic & 0xff, (kRecordMagic >> 8) & 0xff, (kRecordMagic >> 16) & 0xff,
+                                kRecordMagic >> 24};
+  for (std::uint64_t base = from; base + sizeof(RecordHead) <= journal_size; base += chunk.size() - 3) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), journal_size - base));
+    if (!read_all(jfd, chunk.data(), n, base)) return false;
+    for (std::size_t i = 0; i + 4 <= n; ++i) {
+      if (std::memcmp(chunk.data() + i, key, 4) != 0) continue;
+      RecordHead h{};
+      if (record_at(jfd, base + i, journal_size, h, payload)) return true;
+    }
+    if (n < chunk.size()) break;
+  }
+  return false;
+}
+
+struct Scan {
+  std::vector<Record> saves;
+  std::map<std::uint64_t, std::vector<std::uint64_t>> wrote;  // sector -> hashes the run wrote there
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> reserved;
+  std::uint64_t lowest_cut = UINT64_MAX;  // the smallest size the run cut the file to
+  bool saved_page(std::uint64_t page) const {
+    for (const auto& r : saves)
+      if (r.head.offset / kPage <= page && page <= (r.head.offset + r.head.length - 1) / kPage) return true;
+    return false;
+  }
+  bool is_reserved(std::uint64_t from, std::uint64_t to) const {  // any overlap: the ranks' writes
+    for (const auto& [a, b] : reserved)
+      if (a < to && from < b) return true;
+    return false;
+  }
+};
+
+// Every record, checked: a bad one is the torn end of a crash only when nothing valid follows it.
+Scan scan_records(const std::string& file, const std::string& jpath, int jfd, std::uint64_t journal_size,
+                  const Header& header) {
+  const auto damaged = [&](std::uint64_t at, const std::string& what) {
+    return InputError(quote_path(jpath) + " (the journal of a tessera run, host " + std::string(header.host) +
+                      ", pid " + std::to_string(header.pid) + ", that died while writing " + quote_path(file) +
+                      ") is damaged at byte " + std::to_string(at) + ": " + what +
+                      ". Nothing was restored and the journal is kept; without it the file cannot be put back "
+                      "as it was: check the file (h5py, h5dump), and remove the journal once you have it as "
+                      "you want it");
+  };
+  Scan scan;
+  std::vector<unsigned char> payload;
+  std::uint64_t at = kHeaderBytes;
+  while (at < journal_size) {
+    RecordHead h{};
+    if (!record_at(jfd, at, journal_size, h, payload)) {
+      if (valid_record_after(jfd, at + 1, journal_size))
+        throw damaged(at, "a record that does not read back, with valid records after it");
+      break;  // the torn last record: its write never happened, nor the change it was to precede
+    }
+    if (const std::string why = inconsistency(h, header.original_size); !why.empty()) throw damaged(at, why);
+    switch (h.kind) {
+      case kSave:
+        scan.saves.push_back({h, at});
+        break;
+      case kWrote:
+        for (std::uint64_t i = 0; i < h.payload / sizeof(std::uint64_t); ++i) {
+          std::uint64_t hash = 0;
+          std::memcpy(&hash, payload.data() + i * sizeof hash, sizeof hash);
+          scan.wrote[h.offset / kSector + i].push_back(hash);
+        }
+        break;
+      case kReserve:
+        scan.reserved.emplace_back(h.offset, h.offset + h.length);
+        break;
+      case kTruncate:
+        scan.lowest_cut = std::min(scan.lowest_cut, h.offset);
+        break;
+      default:
+        break;
+    }
+    at += sizeof h + h.payload;
+  }
+  return scan;
+}
+
+// The ranges of the saved pages that hold neither their original bytes nor what the run wrote.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> changed_since(int fd, int jfd, const Scan& scan,
+                                                                    std::uint64_t original_size,
+                                                                    std::uint64_t size_now) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> changed;
+  const auto add = [&](std::uint64_t from, std::uint64_t to) {
+    if (!changed.empty() && changed.back().second == from)
+      changed.back().second = to;
+    else
+      changed.emplace_back(from, to);
+  };
+  std::vector<unsigned char> original, now;
+  for (const auto& r : scan.saves) {
+    const RecordHead& h = r.head;
+    original.resize(h.payload);
+    if (!read_all(jfd, original.data(), h.payload, r.at + sizeof h))
+      throw IoError("cannot read the journal: " + std::string(std::strerror(errno)));
+    for (std::uint64_t s = h.offset; s < h.offset + h.length; s += kSector) {
+      const std::uint64_t n = std::min(kSector, std::min(original_size, h.offset + h.length) - s);
+      if (scan.is_reserved(s, s + n)) continue;  // C's elements: the ranks wrote there unrecorded
+      if (s + n > size_now) {
+        if (scan.lowest_cut < s + n) continue;  // the run cut the file below this sector's end
+        add(s, s + n);
+        continue;
+      }
+      now.resize(n);
+      if (!read_all(fd, now.data(), n, s)) throw IoError("cannot read the file: " + std::string(std::strerror(errno)));
+      if (std::memcmp(now.data(), original.data() + (s - h.offset), n) == 0) continue;
+      const auto w = scan.wrote.find(s / kSector);
+      if (w != scan.wrote.end()) {
+        const std::uint64_t hash = sector_hash(now.data(), n);
+        if (std::find(w->second.begin(), w->second.end(), hash) != w->second.end()) continue;
+      }
+      add(s, s + n);
+    }
+  }
+  return changed;
+}
+
+std::string ranges_text(const std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges) {
+  std::string text;
+  const std::size_t shown = std::min<std::size_t>(ranges.size(), 3);
+  for (std::size_t i = 0; i < shown; ++i)
+    text += (i ? ", " : "") + std::to_string(ranges[i].first) + "-" + std::to_string(ranges[i].second - 1);
+  if (ranges.size() > shown) text += " and " + std::to_string(ranges.size() - shown) + " more range(s)";
+  return text;
+}
+
+void remove_journal(const std::string& jpath, int fd) {
+  if (::unlink(jpath.c_str()) != 0 && errno != ENOENT)
+    throw IoError("cannot remove " + quote_path(jpath) + ": " + std::strerror(errno));
+  (void)::fremovexattr(fd, kJournalAttribute);
+  sync_directory(jpath);
+}
+
+}  // namespace
+
+std::string find_journal(const std::string& file, bool* by_attribute) {
+  if (by_attribute != nullptr) *by_attribute = false;
+  struct stat st {};
+  const std::string beside = journal_path(file);
+  if (::lstat(beside.c_str(), &st) == 0) return beside;
+  // Written through another name (a hard link in another folder): the file names its journal.
+  char value[4096];
+  const ssize_t n = ::getxattr(file.c_str(), kJournalAttribute, value, sizeof value - 1);
+  if (n <= 0) return "";
+  const std::string pointed(value, static_cast<std::size_t>(n));
+  if (::lstat(pointed.c_str(), &st) != 0) return "";  // a stale name: that journal was removed
+  if (by_attribute != nullptr) *by_attribute = true;
+  return pointed;
+}
+
+JournalClaim claim_of(int fd, const std::string& jpath) {
+  OpenClaim c;
+  open_claim(fd, jpath, c);
+  return c.claim;
+}
+
+// Restores `file` (open as `fd`, locked by the caller) from its journal and removes the journal.
+// Returns the note for the user.
+std::string recover_locked(const std::string& file, int fd, const std::string& jpath, bool force) {
+  // In a shared folder anyone may plant a file at the journal's name (issue 40): it is applied only
+  // when it is a regular file that the file's owner or this user made, that no one else could have
+  // written, made for this very file, whole, and consistent with the file as it is now. A refusal
+  // keeps it and changes nothing.
+  OpenClaim oc;
+  open_claim(fd, jpath, oc);
+  const JournalClaim& c = oc.claim;
+  switch (c.kind) {
+    case JournalClaim::kNone:
+      return "";
+    case JournalClaim::kForeign:
+      if (c.why.rfind("it was written for another file", 0) == 0)
+        throw InputError(quote_path(file) + " has a journal " + quote_path(jpath) +
+                         " of a tessera run that died while writing a file of that name, but the file has been "
+                         "replaced since (" +
+                         c.why.substr(3) +
+                         "), so the journal's saved bytes do not belong to it: if the file is as you want it, "
+                         "remove the journal");
+      throw InputError(quote_path(jpath) + " is not applied to " + quote_path(file) + ": " + c.why +
+                       ", so it cannot be a journal tessera wrote for this file. The journal is kept and the file "
+                       "untouched; remove the journal if it is not yours");
+    case JournalClaim::kIncomplete:
+      remove_journal(jpath, fd);
+      return "removed " + quote_path(jpath) +
+             ", an incomplete journal of a tessera run that died before it wrote to " + quote_path(file) +
+             " (the file was not changed)";
+    case JournalClaim::kDamaged:
+      throw InputError(quote_path(jpath) + " (the journal of a tessera run that died while writing " +
+                       quote_path(file) +
+                       ") has a damaged header: nothing was restored and the journal is kept; without it the file "
+                       "cannot be put back as it was: check the file (h5py, h5dump), and remove the journal once "
+                       "you have it as you want it");
+    case JournalClaim::kPending:
+      break;
+  }
+  const Header& h = c.header;
+  const std::string run = "a tessera run (host " + std::string(h.host) + ", pid " + std::to_string(h.pid) + ")";
+  const Scan scan = scan_records(file, jpath, oc.jfd, oc.journal_size, h);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw IoError("cannot stat " + quote_path(file) + ": " + std::strerror(errno));
+  const auto size_now = static_cast<std::uint64_t>(st.st_size);
+  // A run only appends past the original end, or cuts the file after saving what it cuts.
+  if (h.original_size > size_now) {
+    bool covered = scan.lowest_cut <= size_now;
+    for (std::uint64_t page = size_now / kPage; covered && page * kPage < h.original_size; ++page)
+      covered = scan.saved_page(page);
+    if (!covered)
+      throw InputError(quote_path(file) + " was changed after " + run +
+                       " died while writing it, or the journal " + quote_path(jpath) +
+                       " is not its own: the file holds " + std::to_string(size_now) + " bytes, fewer than the " +
+                       std::to_string(h.original_size) +
+                       " the journal says it held before that run, and no run leaves a file shorter than it found it "
+                       "without saving what it cut. Nothing was restored and the journal is kept; remove it if the "
+                       "file is as you want it");
+  }
+  if (!force) {
+    const auto changed = changed_since(fd, oc.jfd, scan, h.original_size, size_now);
+    if (!changed.empty())
+      throw InputError(quote_path(file) + " was changed after " + run +
+                       " died while writing it: byte(s) " + ranges_text(changed) +
+                       " hold neither what they held before that run nor what it wrote. Nothing was restored and "
+                       "its journal " +
+                       quote_path(jpath) +
+                       " is kept: to keep the file as it is now, remove the journal; to put back the bytes it "
+                       "held before that run anyway (undoing the later changes), run `tessera recover --force " +
+                       file + "`");
+  }
+  const long long restored = apply_journal(fd, oc.jfd, h.original_size);
   if (restored < 0)
     throw IoError("cannot restore " + quote_path(file) + " from its journal " + quote_path(jpath) + ": " +
                   std::strerror(errno) + " (the journal is kept: run `tessera recover " + file + "` again)");
-  if (::unlink(jpath.c_str()) != 0 && errno != ENOENT)
-    throw IoError("cannot remove " + quote_path(jpath) + " after restoring " + quote_path(file) + ": " +
-                  std::strerror(errno));
-  sync_directory(jpath);
-  return "restored " + quote_path(file) + " as it was before a tessera run (host " + std::string(h.host) + ", pid " +
-         std::to_string(h.pid) + ") that died while writing it: " + std::to_string(restored) +
-         " byte(s) put back and its size set to " + std::to_string(h.original_size) + " from " + quote_path(jpath);
+  remove_journal(jpath, fd);
+  return "restored " + quote_path(file) + " as it was before " + run + " that died while writing it: " +
+         std::to_string(restored) + " byte(s) put back and its size set to " + std::to_string(h.original_size) +
+         " from " + quote_path(jpath);
 }
 
 [[noreturn]] void throw_locked(const std::string& file) {
@@ -285,11 +595,11 @@ namespace tessera::io {
 
 using namespace journal_format;
 
-std::string recover_interrupted_write(const std::string& file) {
-  const std::string jpath = journal_path(file);
-  struct stat st {};
-  if (::lstat(jpath.c_str(), &st) != 0) return "";
-  const int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC);
+std::string recover_interrupted_write(const std::string& file, bool force) {
+  bool by_attribute = false;
+  const std::string jpath = find_journal(file, &by_attribute);
+  if (jpath.empty()) return "";
+  const int fd = ::open(file.c_str(), O_RDWR | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     if (errno == ENOENT)
       throw InputError(quote_path(jpath) + " is the journal of an interrupted tessera write to " + quote_path(file) +
@@ -302,7 +612,10 @@ std::string recover_interrupted_write(const std::string& file) {
     throw_locked(file);
   }
   try {
-    std::string note = recover_locked(file, fd, jpath);
+    std::string note;
+    // A journal found through the file's attribute that is not this file's (a copy that carried
+    // the attribute along) is none of its business: the file is left as it is.
+    if (!by_attribute || claim_of(fd, jpath).kind == JournalClaim::kPending) note = recover_locked(file, fd, jpath, force);
     ::close(fd);
     return note;
   } catch (...) {

@@ -67,7 +67,7 @@ void MatrixWriter::Impl::create_in_existing_file(hid_t dcpl, const hsize_t dims[
 // saved in the journal first.
 void MatrixWriter::Impl::reserve_elements(std::uint64_t offset) {
   const std::uint64_t bytes = static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) * dtype_size(dtype);
-  journal->preserve(offset, bytes);
+  journal->reserve(offset, bytes);
   struct statvfs vfs {};
   if (::fstatvfs(journal->fd(), &vfs) == 0) {
     const double free_bytes = static_cast<double>(vfs.f_bavail) * static_cast<double>(vfs.f_frsize);

@@ -17,23 +17,23 @@ namespace {
 
 std::string in_quotes(const std::string& s) { return "'" + s + "'"; }
 
-void refuse_pending_journal(const std::string& file, const std::string& what) {
-  const std::string jpath = journal_path(file);
-  struct stat st {};
-  if (::lstat(jpath.c_str(), &st) != 0) return;
-  throw InputError(what + " " + in_quotes(file) + " has a journal beside it, " + in_quotes(jpath) +
-                   ", left by a tessera run that died while writing the file (or put there by someone else): "
-                   "tessera does not read a file that may be half-written, and never writes a file it only "
-                   "reads. Run `tessera recover " +
-                   file + "` if the journal is yours, or remove it if it is not");
-}
-
 }  // namespace
+
+void refuse_pending_journal(const std::string& file, const std::string& what) {
+  const std::string jpath = pending_journal(file);
+  if (jpath.empty()) return;
+  throw InputError(in_quotes(file) + " (" + what + ") has a pending journal, " + in_quotes(jpath) +
+                   ", left by a tessera run that died while writing the file: tessera does not read a file that "
+                   "may be half-written, and never writes a file it only reads. Run `tessera recover " +
+                   file + "` to put it back as it was before that run");
+}
 
 void guard_input(GuardedPaths& g, const std::string& text, const std::string& role) {
   const auto ref = DatasetRef::parse(text);
   refuse_pending_journal(ref.file, role);
   DataSources sources = locate_data(ref, role);
+  for (const auto& file : sources.files)
+    if (file != ref.file) refuse_pending_journal(file, "where " + role + " " + in_quotes(ref.str()) + " has its data");
   g.guard.read(ref.file, role + " " + in_quotes(ref.str()));
   for (const auto& file : sources.files)
     if (file != ref.file)

@@ -23,6 +23,9 @@ struct GuardedPaths {
 // there) is refused, naming the journal and `tessera recover`: a file tessera is only asked to
 // read is never written, not even restored (issue 40). The journal is not opened.
 void guard_input(GuardedPaths& g, const std::string& ref, const std::string& role);
+// Refuses (InputError) to read `file` while it has a pending journal (io::pending_journal): a run
+// died writing it. `what` names the file's role in the message ("A", "the external link ...").
+void refuse_pending_journal(const std::string& file, const std::string& what);
 // The output file, before a command writes it: a journal left by a tessera run that died while
 // writing it (io/journal.hpp) is applied first, putting back the bytes the file held before that
 // run, with a note for the user. Throws InputError while a live run holds it.

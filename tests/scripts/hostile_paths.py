@@ -1,5 +1,5 @@
-"""Paths another user (or a mistake) can put in tessera's way (issue 40): a journal planted beside a
-file that a run only reads, a journal that someone else owns or may write, fifos and devices given
+"""Paths another user (or a mistake) can put in tessera's way (issue 40): junk planted beside a
+file that a run only reads (read untouched), a journal that someone else owns or may write, fifos and devices given
 as inputs, outputs, journals or config files. Each is refused at once by name, with the right exit
 status, and no file is written: the inputs stay byte-identical and a refused journal is kept."""
 import hashlib
@@ -35,15 +35,16 @@ run_ab = ["run", "--a", "a.h5:/A", "--b", "b.h5:/B", "--c", "c.h5:/C", "--backen
 journal = r.path("a.h5.tessera-journal")
 before = digest(r.path("a.h5"))
 
-# A journal beside a file the run only reads: refused, naming it; the input is not restored.
+# A file beside an input at its journal's name that is not a journal of it (junk: no header, so no
+# run ever wrote the input): the input is read untouched, the file left alone (journal_trust.py has
+# the pending journal of a real crash, which is refused).
 with open(journal, "wb") as f:
     f.write(b"TSRJ" + bytes(200))  # any bytes: a crafted header would be applied before issue 40
-refused(run_ab, 1, ["a.h5.tessera-journal", "tessera recover"])
+r.run(run_ab, np_=1, direct=True)
 check(digest(r.path("a.h5")) == before, "a run that only reads a.h5 changed it")
-check(os.path.exists(journal), "the refused journal was removed")
-refused(["run", "--dry-run", "--a", "a.h5:/A", "--b", "b.h5:/B"], 1, ["a.h5.tessera-journal"])
-refused(["verify", "--a", "b.h5:/B", "--b", "b.h5:/B", "--c", "a.h5:/A"], 1, ["a.h5.tessera-journal"])
-check(not os.path.exists(r.path("c.h5")), "a refused run left C")
+check(os.path.exists(journal), "the junk beside the input was removed")
+r.run(["run", "--dry-run", "--a", "a.h5:/A", "--b", "b.h5:/B"], np_=1, direct=True)
+os.remove(r.path("c.h5"))
 
 # The same journal given to recover: world-writable or owned by another user, it is not applied.
 os.chmod(journal, 0o666)
@@ -61,9 +62,11 @@ if os.geteuid() == 0 and shutil.which("setpriv"):
 else:
     print("note: not root or no setpriv: the case of another user's journal is not run here")
 
-# Fifos and devices: refused at once by name, never waited on.
+# Fifos and devices: refused at once by name, never waited on (a fifo beside an input is not its
+# journal: the input is read, and the fifo never opened for a blocking read).
 os.mkfifo(journal)
-refused(run_ab, 1, ["a.h5.tessera-journal"])
+p_fifo = r.run(run_ab, np_=1, direct=True, timeout=30)
+os.remove(r.path("c.h5"))
 refused(["recover", "a.h5"], 1, ["not a regular file"])
 os.remove(journal)
 os.mkfifo(r.path("fifo"))

@@ -339,3 +339,4 @@ set_tests_properties(startup.setup-phase PROPERTIES RUN_SERIAL TRUE)
 # Paths another user or a mistake can put in tessera's way: journals beside inputs, foreign or
 # world-writable journals, fifos and devices as inputs, journals and configs (issue 40).
 tessera_script_test(safety.hostile-paths hostile_paths.py)
+tessera_script_test(safety.journal-trust journal_trust.py)
