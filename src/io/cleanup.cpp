@@ -110,6 +110,8 @@ void release_fatal_signals() {
 
 bool fatal_signal_pending() { return g_pending.load() != 0; }
 
+int take_pending_signal() { return g_pending.exchange(0); }
+
 void set_signal_rollback(void (*fn)() noexcept) {
   install_handlers();
   g_rollback.store(fn);

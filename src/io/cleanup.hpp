@@ -20,6 +20,17 @@ void hold_fatal_signals();
 void release_fatal_signals();
 // Whether a held signal waits to be acted on.
 bool fatal_signal_pending();
+// The held signal that waits, taken so that no release acts on it (0 if none): for a commit that
+// completed while it waited, after which the signal has nothing left to stop.
+int take_pending_signal();
+// hold_fatal_signals() for a scope.
+class SignalsHeld {
+ public:
+  SignalsHeld() { hold_fatal_signals(); }
+  ~SignalsHeld() noexcept(false) { release_fatal_signals(); }
+  SignalsHeld(const SignalsHeld&) = delete;
+  SignalsHeld& operator=(const SignalsHeld&) = delete;
+};
 // A function the signal handler calls first (async-signal-safe): the journal's rollback.
 void set_signal_rollback(void (*fn)() noexcept);
 

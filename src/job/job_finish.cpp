@@ -2,6 +2,7 @@
 // --verify, C leaving the ranks, then release, commit and the report.
 #include <mpi.h>
 
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/cleanup.hpp"
 #include "io/hdf5_io.hpp"
 #include "job/background_release.hpp"
 #include "job/job.hpp"
@@ -109,6 +111,11 @@ void Job::commit() {
   job_.grid_rows = grid.rows;
   job_.grid_cols = grid.cols;
   const io::NonfiniteCount c_nonfinite = route_->nonfinite_written(comm_);  // of every rank's writes
+  // From here a fatal signal (Slurm's time limit, scancel, Ctrl-C) waits on every rank for the
+  // commit's outcome. Committed, C is this run's result for good: the signal has nothing left to
+  // stop, so the run finishes, says so on stderr and in the report, and exits 0 (a retry would
+  // apply --beta twice). A failed commit lets it act as it would have: rollback, exit by signal.
+  const io::SignalsHeld held;
   comm_.step([&] {
     if (rank_ != kRoot) return;
     const double t = MPI_Wtime();
@@ -130,6 +137,14 @@ void Job::commit() {
     for (auto& p : me_.phases)
       if (p.first == "write") p.second += seconds_since(t);
   });
+  if (const int sig = io::take_pending_signal(); sig != 0 && rank_ == kRoot) {
+    const std::string name = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGXFSZ";
+    const std::string what = name + " arrived while C was being committed; the commit completed, so " +
+                             o_.c + " holds this run's result and the run ends normally (exit 0)";
+    std::fprintf(stderr, "tessera: note: %s\n", what.c_str());
+    std::fflush(stderr);
+    job_.warnings.push_back(what);
+  }
 }
 
 }  // namespace tessera::job
