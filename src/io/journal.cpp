@@ -88,6 +88,8 @@ RollbackJournal::RollbackJournal(const std::string& file) : file_(file), journal
     h.crc = crc32(0, &h, offsetof(Header, crc));
     unsigned char slot[kHeaderBytes] = {};
     std::memcpy(slot, &h, sizeof h);
+    const Mark mark = mark_of(kHeaderBytes);
+    std::memcpy(slot + kMarkAt, &mark, sizeof mark);
     const int injected = test_write_point();
     if (injected != 0 || !write_all(jfd_, slot, sizeof slot, 0) || ::fsync(jfd_) != 0) {
       const int err = injected != 0 ? injected : errno;
@@ -130,8 +132,10 @@ void RollbackJournal::append(std::uint32_t kind, std::uint64_t offset, std::uint
   RecordHead h{kRecordMagic, 0, kind, payload_bytes, offset, length};
   h.crc = record_crc(h, payload);
   int err = test_write_point();
+  const Mark mark = mark_of(journal_end_ + sizeof h + payload_bytes);
   if (err == 0 && (!write_all(jfd_, &h, sizeof h, journal_end_) ||
-                   (payload_bytes > 0 && !write_all(jfd_, payload, payload_bytes, journal_end_ + sizeof h))))
+                   (payload_bytes > 0 && !write_all(jfd_, payload, payload_bytes, journal_end_ + sizeof h)) ||
+                   !write_all(jfd_, &mark, sizeof mark, kMarkAt)))
     err = errno;
   if (err != 0) {
     failure_ = err;

@@ -2,6 +2,7 @@
 // Layout of "<file>.tessera-journal":
 //   header (kHeaderBytes): magic, the file's original size, inode, device, creation time, the
 //   writer's host and pid, a checksum;
+//   the end of the records so far (a Mark, in the slot's last bytes, rewritten after each record);
 //   records, appended: {magic, crc32, kind, payload bytes, offset, length} then the payload:
 //   kSave the original bytes of a range, kWrote a hash of each sector of a range as the run's next
 //   write leaves it, kReserve a range C's elements go to, kTruncate a cut of the file.
@@ -55,6 +56,12 @@ std::uint32_t record_crc(const RecordHead& h, const void* payload) noexcept {
   c = crc32(c, &h.offset, sizeof h.offset);
   c = crc32(c, &h.length, sizeof h.length);
   return crc32(c, payload, h.payload);
+}
+
+Mark mark_of(std::uint64_t records_end) noexcept {
+  Mark m{records_end, kMarkMagic, 0};
+  m.crc = crc32(0, &m, offsetof(Mark, crc));
+  return m;
 }
 
 std::uint64_t sector_hash(const void* data, std::size_t n) noexcept {
@@ -389,12 +396,19 @@ Scan scan_records(const std::string& file, const std::string& jpath, int jfd, st
                       "as it was: check the file (h5py, h5dump), and remove the journal once you have it as "
                       "you want it");
   };
+  Mark mark{};
+  if (!read_all(jfd, &mark, sizeof mark, kMarkAt) || mark.magic != kMarkMagic ||
+      crc32(0, &mark, offsetof(Mark, crc)) != mark.crc || mark.records_end < kHeaderBytes)
+    throw damaged(kMarkAt, "the end of its records, kept in its header, does not read back");
+  if (journal_size < mark.records_end)
+    throw damaged(journal_size, "it was cut: its records end at byte " + std::to_string(mark.records_end));
   Scan scan;
   std::vector<unsigned char> payload;
   std::uint64_t at = kHeaderBytes;
   while (at < journal_size) {
     RecordHead h{};
     if (!record_at(jfd, at, journal_size, h, payload)) {
+      if (at < mark.records_end) throw damaged(at, "a record that does not read back");
       if (valid_record_after(jfd, at + 1, journal_size))
         throw damaged(at, "a record that does not read back, with valid records after it");
       break;  // the torn last record: its write never happened, nor the change it was to precede
@@ -445,8 +459,8 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> changed_since(int fd, int j
     for (std::uint64_t s = h.offset; s < h.offset + h.length; s += kSector) {
       const std::uint64_t n = std::min(kSector, std::min(original_size, h.offset + h.length) - s);
       if (scan.is_reserved(s, s + n)) continue;  // C's elements: the ranks wrote there unrecorded
+      if (scan.lowest_cut < s + n) continue;  // the run cut the file below this sector's end
       if (s + n > size_now) {
-        if (scan.lowest_cut < s + n) continue;  // the run cut the file below this sector's end
         add(s, s + n);
         continue;
       }

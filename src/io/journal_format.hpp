@@ -28,7 +28,18 @@ struct Header {
   char host[256];
   std::uint32_t crc;  // of everything above
 };
-static_assert(sizeof(Header) <= kHeaderBytes, "the header fits its slot");
+// The end of the records written so far, in the last bytes of the header's slot: rewritten after
+// each record (SQLite's journal keeps its record count so), durable with it. Records before it
+// must all read back; only what lies past it may be the torn end of a crash.
+struct Mark {
+  std::uint64_t records_end;
+  std::uint32_t magic;
+  std::uint32_t crc;  // of the two above
+};
+constexpr std::uint32_t kMarkMagic = 0x544a4d32u;  // "TJM2"
+constexpr std::uint64_t kMarkAt = kHeaderBytes - sizeof(Mark);
+static_assert(sizeof(Header) <= kMarkAt, "the header and the mark fit the slot");
+Mark mark_of(std::uint64_t records_end) noexcept;
 
 // What a record says about the file range [offset, offset + length):
 enum RecordKind : std::uint32_t {

@@ -137,9 +137,11 @@ TEST_CASE("a torn last record is one whose write never happened", "[io][journal]
   }
   int status = 0;
   REQUIRE(::waitpid(child, &status, 0) == child);
-  // Cut the journal inside its last record, as a crash while appending it would.
-  const auto size = fs::file_size(journal_path(name));
-  fs::resize_file(journal_path(name), size - 100);
+  // A record whose append a crash cut short: its head and part of its bytes, past the end of the
+  // records the journal's header counts.
+  tessera::io::journal_format::RecordHead torn{tessera::io::journal_format::kRecordMagic, 0, 1, 4096, 4096, 4096};
+  std::ofstream(journal_path(name), std::ios::binary | std::ios::app)
+      << std::string(reinterpret_cast<const char*>(&torn), sizeof torn) << std::string(100, 'x');
   recover_interrupted_write(name);
   CHECK(bytes_of(name) == before);
 }
@@ -336,4 +338,66 @@ TEST_CASE("a reader sees a pending journal, not a planted or incomplete one", "[
   CHECK(tessera::io::pending_journal(name) == journal_path(name));
   fs::permissions(journal_path(name), fs::perms::others_write, fs::perm_options::add);
   CHECK(tessera::io::pending_journal(name).empty());  // anyone could have written it: not provably its own
+}
+
+// Any damage to a real crash's journal (a flipped bit anywhere, a cut, a byte dropped or added):
+// recovery either refuses, leaving the file as the crash left it and the journal in place, or
+// restores the file to exactly what it was before the run. Never anything in between.
+TEST_CASE("a damaged journal never restores wrongly", "[io][journal]") {
+  tessera::test::TempDir dir("tessera-journal-test");
+  const std::string name = dir.file("d.h5");
+  const std::string before = make_file(name, 9000);
+  crash_while_writing(name);
+  const std::string crashed = bytes_of(name), journal = bytes_of(journal_path(name));
+  std::uint64_t state = 0x9e3779b97f4a7c15ull;
+  const auto next = [&state] {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  int refused = 0, restored = 0;
+  for (int round = 0; round < 400; ++round) {
+    std::string j = journal;
+    const std::size_t at = static_cast<std::size_t>(next() % j.size());
+    switch (round % 4) {
+      case 0:
+      case 1:
+        j[at] = static_cast<char>(j[at] ^ (1 << (next() % 8)));
+        break;
+      case 2:
+        j.resize(at);
+        break;
+      default:
+        if (next() % 2 != 0)
+          j.erase(at, 1);
+        else
+          j.insert(at, 1, static_cast<char>(next()));
+    }
+    {  // the crashed file in place again (the same inode), and the damaged journal beside it
+      std::fstream out(name, std::ios::binary | std::ios::in | std::ios::out);
+      out.write(crashed.data(), static_cast<std::streamsize>(crashed.size()));
+    }
+    fs::resize_file(name, crashed.size());
+    std::ofstream(journal_path(name), std::ios::binary | std::ios::trunc) << j;
+    bool threw = false;
+    try {
+      recover_interrupted_write(name);
+    } catch (const InputError&) {
+      threw = true;
+    }
+    if (threw) {
+      ++refused;
+      CHECK(bytes_of(name) == crashed);
+      CHECK(fs::exists(journal_path(name)));
+    } else if (bytes_of(name) != crashed) {
+      ++restored;
+      CHECK(bytes_of(name) == before);
+    } else {  // an incomplete header (a cut inside it): nothing was written, the journal goes
+      CHECK(j.size() <= 512);
+    }
+  }
+  INFO("refused " << refused << ", restored " << restored);
+  CHECK(refused > 100);
+  CHECK(restored > 0);
 }
