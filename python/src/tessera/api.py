@@ -2,6 +2,7 @@
 binary's --help-json), launch the binary, read what it wrote."""
 from __future__ import annotations
 
+import numbers
 import os
 import shutil
 import tempfile
@@ -13,7 +14,7 @@ from .launch import Launcher, child_env, execute, launcher_prefix
 from .options import Dataset, dataset_file, dataset_ref
 from .report import DryRun, Report
 from .results import Generated, Verification
-from .typed import OptionError, options_type
+from .typed import OptionError, check_value, options_type, to_args
 
 # Set by the functions' own arguments, never through **options.
 RESERVED = {"run": {"a", "b", "c", "dry_run", "m", "n", "k", "ranks"}, "generate": {"out", "rows", "cols"},
@@ -48,6 +49,18 @@ def option_args(binary: str, command: str, options: Mapping[str, Any], check: bo
     if not check:
         return _unchecked(options)
     return options_type(command, binary)(**options).to_args()
+def _own_args(binary: str, command: str, values: Mapping[str, Any], check: bool) -> List[str]:
+    """Options set by a function's own arguments (dry_run's m, n, k; generate's rows, cols) as
+    words, checked against the binary's --help-json like any other option: a value outside the
+    parser's range raises OptionError before anything is launched."""
+    values = {name: int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v
+              for name, v in values.items()}
+    if not check:
+        return _unchecked(values)
+    spec = command_spec(binary, command)
+    return to_args(spec, {name: check_value(command, spec.options[name], v) for name, v in values.items()})
+
+
 def _report_dir(near: Optional[str]) -> str:
     """A temporary folder for the report: beside C where its folder is writable (rank 0, which
     writes the report, sees that folder wherever it runs), else the system's temporary folder."""
@@ -151,7 +164,7 @@ def dry_run(a: Optional[Dataset] = None, b: Optional[Dataset] = None, *, m: Opti
         if missing:
             raise UsageError(f"dry_run: give a and b, or m, n and k (missing {', '.join(missing)})",
                              exit_code=EXIT_USAGE)
-        tail = [arg for name, v in sizes.items() for arg in (f"--{name}", str(int(v)))]
+        tail = _own_args(binary, "run", sizes, check_options)
     args, keep = _run_args(binary, options, check_options)
     return _launch(DryRun, ["--dry-run", *tail, "--ranks", str(ranks)], binary=binary, prefix=[],
                    args=args, keep=keep, near=None, env=env, cwd=os.fspath(cwd) if cwd else None,
@@ -179,7 +192,8 @@ def generate(out: Dataset, rows: int, cols: int, *, binary: Optional[os.PathLike
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise OptionError(f"generate: {name} must be a whole number >= 1, got {value!r}", option=name)
     args = option_args(binary, "generate", options, check_options)
-    command = [binary, "generate", "--out", ref, "--rows", str(rows), "--cols", str(cols), *args]
+    shape = _own_args(binary, "generate", {"rows": rows, "cols": cols}, check_options)
+    command = [binary, "generate", "--out", ref, *shape, *args]
     done = _checked_run(command, env=env, cwd=cwd, timeout=timeout, echo=echo)
     dtype = options.get("dtype")
     if dtype is None and check_options:
