@@ -355,6 +355,7 @@ void check_config_path(const std::string& path) {
 std::vector<Setting> read_config(const std::string& path, const Schema& schema) {
   // Opened without blocking (a fifo would wait for a writer forever) and checked to be a regular
   // file of sane size before a byte is read (/dev/zero never ends).
+  if (path.empty()) throw ConfigFileError("the config file's name is empty ('')");
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw ConfigFileError(path + ": cannot read the config file: " + std::strerror(errno));
   struct stat st {};
