@@ -13,7 +13,10 @@
 #   TESSERA_LAUNCHER  srun-pmix | srun-pmi2 | mpirun        (default: the config's [slurm] launcher
 #                     unless "auto", else detected, see tessera_detect_launcher)
 # Relative paths, in the config too, are relative to $SLURM_SUBMIT_DIR (where sbatch was run).
-# The job writes C, the JSON report and a copy of the config to $TESSERA_OUT/$SLURM_JOB_ID/.
+# The job writes C, the JSON report and a copy of the config to $TESSERA_OUT/$SLURM_JOB_ID/;
+# `--c FILE:/DATASET` (or `--report FILE`) given to a script puts C (the report) there instead,
+# into an existing HDF5 file too. A step that fails is followed by `tessera recover` on its
+# output file, so that the next step of a pipeline never reads a file left half-written.
 
 # Set by `cmake --install` in the installed copy (<prefix>/share/tessera/slurm/common.sh):
 # <prefix>/share/tessera and <prefix>/bin/tessera. Empty in the repository.
@@ -125,10 +128,85 @@ tessera_input() {
   echo "$ref"
 }
 
+# tessera_split_outputs ARGS...: the script's arguments without --c and --report (TESSERA_RUN_ARGS)
+# and their values (TESSERA_USER_C, TESSERA_USER_REPORT; "" when not given), so that a value the
+# user gives replaces the script's default instead of being given twice (tessera refuses that on
+# every rank, after launch). Each given more than once is refused here, before anything runs.
+tessera_split_outputs() {
+  TESSERA_RUN_ARGS=()
+  TESSERA_USER_C=""
+  TESSERA_USER_REPORT=""
+  local name value seen_c=0 seen_report=0
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --c | --report)
+        [ $# -ge 2 ] || tessera_die "$1 needs a value"
+        name=${1#--} value=$2
+        shift 2
+        ;;
+      --c=* | --report=*)
+        name=${1%%=*} name=${name#--} value=${1#*=}
+        shift
+        ;;
+      *)
+        TESSERA_RUN_ARGS+=("$1")
+        shift
+        continue
+        ;;
+    esac
+    [ -n "$value" ] || tessera_die "--$name is given an empty value"
+    if [ "$name" = c ]; then
+      [ $seen_c -eq 0 ] || tessera_die "--c is given more than once ('$TESSERA_USER_C' and '$value'):" \
+        "give the job one output"
+      seen_c=1 TESSERA_USER_C=$value
+    else
+      [ $seen_report -eq 0 ] || tessera_die "--report is given more than once ('$TESSERA_USER_REPORT' and" \
+        "'$value'): give the job one report"
+      seen_report=1 TESSERA_USER_REPORT=$value
+    fi
+  done
+}
+
+# tessera_recover_output FILE:/DATASET: after a failed step, `tessera recover` on the output's file
+# (one rank through the launcher), which restores it from the journal a killed run left (as it
+# was before the run), or says there was nothing to undo. The step's failure stands either way.
+tessera_recover_output() {
+  local ref=$1 file
+  case "$ref" in
+    *\\*)
+      printf '%s\n' "tessera-slurm: the output $ref holds escapes: run \`tessera recover\` on its file" >&2
+      return 0
+      ;;
+  esac
+  file=${ref%:/*}
+  if [ ! -e "$file" ]; then
+    echo "tessera-slurm: the step failed; its output file $file does not exist (nothing to restore)" >&2
+    return 0
+  fi
+  echo "tessera-slurm: the step failed: tessera recover $file" >&2
+  if tessera_launch 1 "$TESSERA" recover "$file"; then
+    echo "tessera-slurm: $file is as it was before the failed step, or holds the complete C" >&2
+  else
+    echo "tessera-slurm: error: $file could not be restored (above): do not read it before \`tessera recover $file\`" >&2
+  fi
+}
+
+# tessera_step OUTPUT COMMAND...: COMMAND (a launch of tessera run writing OUTPUT); when it fails,
+# the output's recovery, then the step's exit status.
+tessera_step() {
+  local output=$1 status=0
+  shift
+  "$@" || status=$?
+  if [ $status -ne 0 ]; then tessera_recover_output "$output"; fi
+  return $status
+}
+
 # Sets TESSERA, TESSERA_CONFIG, TESSERA_LAUNCHER and TESSERA_JOB_OUT, checks the binary, the
 # config and the input files (before anything is launched), and creates the output folder.
-# Arguments: the extra `tessera run` options given to the job (to see --a/--b overrides).
+# Arguments: the extra `tessera run` options given to the job (to see --a/--b overrides; --c and
+# --report given twice are refused here: tessera_split_outputs).
 tessera_setup() {
+  tessera_split_outputs "$@"
   [ -n "${SLURM_JOB_ID:-}" ] || tessera_die "not inside a Slurm job: submit with sbatch"
   local submit=${SLURM_SUBMIT_DIR:-$PWD}
   cd "$submit" || tessera_die "cannot enter the submit directory $submit"
@@ -184,10 +262,12 @@ tessera_setup() {
   fi
 }
 
-# The job's multiply: every task of the allocation, C and the report into the job's folder.
-# Arguments: extra `tessera run` options (they override the config).
+# The job's multiply: every task of the allocation, C and the report into the job's folder (or
+# where --c and --report say). Arguments: extra `tessera run` options (they override the config).
 tessera_run_job() {
-  tessera_launch "" "$TESSERA" run --config "$TESSERA_CONFIG" \
-    --c "$TESSERA_JOB_OUT/c.h5:/C" --report "$TESSERA_JOB_OUT/report.json" "$@"
-  echo "tessera-slurm: result $TESSERA_JOB_OUT/c.h5:/C, report $TESSERA_JOB_OUT/report.json"
+  tessera_split_outputs "$@"
+  local c=${TESSERA_USER_C:-$TESSERA_JOB_OUT/c.h5:/C} report=${TESSERA_USER_REPORT:-$TESSERA_JOB_OUT/report.json}
+  tessera_step "$c" tessera_launch "" "$TESSERA" run --config "$TESSERA_CONFIG" --c "$c" --report "$report" \
+    ${TESSERA_RUN_ARGS[@]+"${TESSERA_RUN_ARGS[@]}"}
+  echo "tessera-slurm: result $c, report $report"
 }

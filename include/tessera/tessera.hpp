@@ -201,22 +201,36 @@ class TESSERA_API Plan {
 // threw the same error (from rank origin_rank(), which saw it first) and the communicator is
 // usable; when it is false only this rank failed, outside a collective step, and its peers may be
 // waiting for it: end the job (MPI_Abort), as the tessera CLI does.
+//
+// After a failed multiply() whose failure every rank agreed on, rank 0 runs the recovery of the
+// output file (Options::c's file) before throwing, as `tessera recover FILE` does, so that the next
+// step of a pipeline never reads a half-written file: recovery() says what it found, and what()
+// ends with it; output_restored() is true where the file was put back from the journal the run
+// left (false where there was none to apply, or it could not be applied: recovery() says which).
+// recovery() is empty on the other ranks, for a failure only this rank saw, and for dry_run().
 class TESSERA_API MultiplyError : public std::runtime_error {
  public:
   MultiplyError(const std::string& what, int origin_rank, bool agreed);
+  MultiplyError(const MultiplyError& failure, const std::string& recovery, bool output_restored);
   ~MultiplyError() override;
   int origin_rank() const noexcept { return origin_rank_; }
   bool agreed() const noexcept { return agreed_; }
+  const std::string& recovery() const noexcept { return recovery_; }
+  bool output_restored() const noexcept { return output_restored_; }
 
  private:
   int origin_rank_;
   bool agreed_;
+  std::string recovery_;
+  bool output_restored_ = false;
 };
 
 // Options::verify found C wrong (on every rank); nothing was written.
 class TESSERA_API VerificationFailed : public MultiplyError {
  public:
   using MultiplyError::MultiplyError;
+  VerificationFailed(const VerificationFailed& failure, const std::string& recovery, bool output_restored)
+      : MultiplyError(failure, recovery, output_restored) {}
   ~VerificationFailed() override;
 };
 

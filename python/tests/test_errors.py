@@ -92,6 +92,39 @@ class ErrorTest(TempDirTest):
         self.assertTrue(e.message.startswith("tessera: verification failed"), e.message)
         self.assertFalse(os.path.exists(self.path("c.h5")), "a wrong C is not written")
 
+    def test_killed_run_restores_the_output_file(self):
+        # A run killed mid-write into an existing file (the crash tests' hook: SIGKILL before its
+        # third write there) leaves a journal; the package runs `tessera recover` before raising,
+        # and the exception says the file was restored (issue 40).
+        import h5py
+        out = self.path("existing.h5")
+        with h5py.File(out, "w") as f:
+            f.create_dataset("keep", data=np.arange(12.0).reshape(3, 4))
+        with open(out, "rb") as f:
+            before = f.read()
+        with self.assertRaises(tessera.TesseraError) as cm:
+            tessera.run(self.A, self.B, out + ":/C", ranks=1, launcher=args.mpiexec, backend="cpu",
+                        env={"TESSERA_TEST_KILL_AT_WRITE": "3"})
+        e = cm.exception
+        self.assertTrue(e.output_restored, e.message)
+        self.assertIn("was restored by `tessera recover`", e.recovery)
+        self.assertIn("; " + e.recovery, str(e))
+        with open(out, "rb") as f:
+            self.assertEqual(f.read(), before, "the output file is not as it was")
+        self.assertFalse(os.path.exists(out + ".tessera-journal"))
+        # A failure that left nothing to undo says so; an output that does not exist too.
+        with self.assertRaises(tessera.TesseraError) as cm:
+            self.run_job(a=self.path("nope.h5") + ":/A", c=out + ":/C")
+        self.assertIs(cm.exception.output_restored, False)
+        self.assertIn("needed no restoring", str(cm.exception))
+        with self.assertRaises(tessera.TesseraError) as cm:
+            self.run_job(a=self.path("nope.h5") + ":/A")
+        self.assertIn("does not exist (nothing to restore)", cm.exception.recovery)
+        # Nothing launched: no recovery either.
+        with self.assertRaises(tessera.UsageError) as cm:
+            self.run_job(colour="blue")
+        self.assertIsNone(cm.exception.output_restored)
+
     def test_no_binary(self):
         with self.assertRaisesRegex(tessera.TesseraError, "no tessera binary"):
             tessera.run(self.A, self.B, self.C, binary=self.path("not-there"))

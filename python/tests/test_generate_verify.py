@@ -83,7 +83,7 @@ class GenerateVerifyTest(TempDirTest):
             self.assertIn(words, cm.exception.message)
         with self.assertRaises(tessera.OptionError):
             tessera.generate(out, 0, 4)
-        for opts, words in (({"vectors": 0}, "must be above 0"), ({"vectors": "3"}, "takes a whole number"),
+        for opts, words in (({"vectors": 0}, "must be at least 1, got 0"), ({"vectors": "3"}, "takes a whole number"),
                             ({"full": 1}, "is a flag"), ({"colour": 1}, "tessera verify has no --colour")):
             with self.assertRaises(tessera.OptionError, msg=opts) as cm:
                 tessera.verify(out, out, out, **opts)

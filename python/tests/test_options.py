@@ -73,7 +73,11 @@ class OptionTest(unittest.TestCase):
         self.assertEqual((gen["low"].type, gen["low"].default), ("number", -1))
         ver = tbinary.command_spec(self.binary, "verify").options
         self.assertEqual((ver["vectors"].type, ver["vectors"].minimum, ver["vectors"].minimum_exclusive),
-                         ("integer", 0, True))
+                         ("integer", 1, False))
+        # Nested commands too (issue 40: `config show --help-json` exited 2).
+        show = tbinary.command_spec(self.binary, "config", "show")
+        self.assertEqual(show.raw["command"], "config show")
+        self.assertTrue(show.options["file"].positional)
         bench = tbinary.command_spec(self.binary, "bench").options
         self.assertTrue(bench["sizes"].list)
         self.assertEqual(bench["sizes"].delimiter, ",")
@@ -100,7 +104,8 @@ class OptionTest(unittest.TestCase):
             schema = json.load(f)
         cls = jsonschema.validators.validator_for(schema)
         cls.check_schema(schema)
-        for command in ([], ["run"], ["generate"], ["verify"], ["info"], ["bench"], ["tune"], ["recover"]):
+        for command in ([], ["run"], ["generate"], ["verify"], ["info"], ["bench"], ["tune"], ["recover"], ["config"],
+                        ["config", "show"]):
             p = subprocess.run([self.binary, *command, "--help-json"], capture_output=True, text=True, timeout=60)
             self.assertEqual(p.returncode, 0, p.stderr)
             doc = json.loads(p.stdout)
@@ -144,6 +149,13 @@ class OptionTest(unittest.TestCase):
                               ({"backend": True}, "takes a value"), ({"backend": 3}, "takes text (str), got int 3"),
                               ({"progress": "sometimes"}, "takes one of auto, on, off"),
                               ({"ranks": 0}, "must be at least 1, got 0"),
+                              # The parser's own ranges, from --help-json (issue 40).
+                              ({"repeat": 0}, "'repeat' (--repeat) must be at least 1, got 0"),
+                              ({"repeat": 2**31}, "must be at most 2147483647, got 2147483648"),
+                              ({"warmup": -1}, "'warmup' (--warmup) must be at least 0, got -1"),
+                              ({"panel_width": -1}, "must be at least 0, got -1"),
+                              ({"m": 2**64 - 1}, "must be at most 9223372036854775807, got 18446744073709551615"),
+                              ({"n": 0}, "must be at least 1, got 0"),
                               ({"ranks_per_node": -2}, "must be at least 1"),
                               ({"grid": (2,)}, "a pair of positive whole numbers"),
                               ({"grid": (2, 0)}, "a pair of positive whole numbers"),
@@ -154,6 +166,17 @@ class OptionTest(unittest.TestCase):
             self.assertIsInstance(cm.exception, tessera.UsageError)
             self.assertEqual(cm.exception.exit_code, 2)
             self.assertEqual(cm.exception.command, [])
+
+    def test_out_of_range_refused_before_launch(self):
+        # tessera.run / dry_run / generate raise before anything is launched (no command to show).
+        for call in (lambda: tessera.run("a.h5:/A", "b.h5:/B", "c.h5:/C", binary=self.binary, repeat=0),
+                     lambda: tessera.run("a.h5:/A", "b.h5:/B", "c.h5:/C", binary=self.binary, warmup=-1),
+                     lambda: tessera.dry_run(m=2**63, n=4, k=4, binary=self.binary),
+                     lambda: tessera.generate("g.h5:/G", 2, 2, binary=self.binary, gzip=10)):
+            with self.assertRaises(tessera.OptionError) as cm:
+                call()
+            self.assertEqual((cm.exception.exit_code, cm.exception.command), (2, []))
+        self.assertFalse(os.path.exists("g.h5"))
 
     def test_mapping(self):
         cli = tapi.option_args(self.binary, "run", {

@@ -11,6 +11,7 @@
 #include <map>
 #include <vector>
 
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
 
@@ -124,7 +125,7 @@ bool MachineModel::matches(const nlohmann::json& match, const GpuNode& gpus) {
 MachineModel MachineModel::load(const std::string& wanted, const GpuNode& gpus) {
   std::string name = wanted;
   if (name.empty())
-    if (const char* env = std::getenv("TESSERA_MACHINE_FILE"); env && *env) name = env;
+    if (const auto file = env::word("TESSERA_MACHINE_FILE")) name = *file;
   if (name.empty() && gpus.count > 0)
     for (const auto& dir : machine_dirs()) {
       std::error_code ec;

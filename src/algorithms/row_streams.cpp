@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "core/env.hpp"
 #include "core/error.hpp"
 
 namespace tessera::algorithms {
@@ -15,13 +16,7 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 int stream_chunks(std::size_t a_block_bytes) {
-  if (const char* env = std::getenv("TESSERA_STREAM_CHUNKS"); env && *env) {
-    char* end = nullptr;
-    const long n = std::strtol(env, &end, 10);
-    if (*end != '\0' || n < 1 || n > 1 << 20)
-      throw InputError(std::string("TESSERA_STREAM_CHUNKS='") + env + "' is not a positive integer");
-    return static_cast<int>(n);
-  }
+  if (const auto n = env::whole("TESSERA_STREAM_CHUNKS")) return static_cast<int>(*n);
   return a_block_bytes >= kStreamMinBytes ? kStreamChunks : 1;
 }
 

@@ -4,6 +4,8 @@
 // links libtessera.
 #include "tessera/tessera.hpp"
 
+#include <sys/stat.h>
+
 #include <exception>
 #include <fstream>
 #include <iterator>
@@ -17,6 +19,8 @@
 #include "commands/provenance.hpp"
 #include "core/log.hpp"
 #include "core/version.hpp"
+#include "io/hdf5_io.hpp"
+#include "io/journal.hpp"
 #include "job/run_job.hpp"
 #include "report/provenance.hpp"
 
@@ -24,6 +28,12 @@ namespace tessera {
 
 MultiplyError::MultiplyError(const std::string& what, int origin_rank, bool agreed)
     : std::runtime_error(what), origin_rank_(origin_rank), agreed_(agreed) {}
+MultiplyError::MultiplyError(const MultiplyError& failure, const std::string& recovery, bool output_restored)
+    : std::runtime_error(std::string(failure.what()) + (recovery.empty() ? "" : "; " + recovery)),
+      origin_rank_(failure.origin_rank_),
+      agreed_(failure.agreed_),
+      recovery_(recovery),
+      output_restored_(output_restored) {}
 // Out of line: the exception types' vtables and type information live in libtessera.
 MultiplyError::~MultiplyError() = default;
 VerificationFailed::~VerificationFailed() = default;
@@ -86,6 +96,34 @@ void translated(int rank, Body&& body) {
   }
 }
 
+// After a failed run, on rank 0 once every rank has stopped: the output file's recovery, as
+// `tessera recover` does it (io/journal.hpp), and what it found, for MultiplyError::recovery().
+std::pair<std::string, bool> recover_output(const std::string& c) {
+  std::string file;
+  try {
+    file = io::DatasetRef::parse(c).file;
+  } catch (const std::exception&) {
+    return {"", false};  // not a dataset reference: the run never reached the file
+  }
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0) return {"the output file '" + file + "' does not exist (nothing to restore)", false};
+  try {
+    const std::string note = io::recover_interrupted_write(file);
+    if (!note.empty()) return {"the output file '" + file + "' was restored from the run's journal: " + note, true};
+    return {"the output file '" + file + "' needed no restoring (no interrupted write to undo)", false};
+  } catch (const std::exception& e) {
+    return {"the output file '" + file + "' could not be restored: " + e.what(), false};
+  }
+}
+
+// `failure` of multiply(), rethrown with the output file's recovery where it ran.
+template <typename Failure>
+[[noreturn]] void rethrow_recovered(const Failure& failure, const job::RunOptions& o, int rank) {
+  if (rank != 0 || !failure.agreed()) throw failure;
+  const auto [recovery, restored] = recover_output(o.c);
+  throw Failure(failure, recovery, restored);
+}
+
 int rank_in(MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
@@ -99,15 +137,22 @@ Result multiply(const Options& options, MPI_Comm comm) {
   const double start = MPI_Wtime();
   auto impl = std::make_shared<Access::ResultImpl>();
   const job::RunOptions& o = Access::of(options).run;
-  translated(rank, [&] {
-    // The CLI checks these before it starts the job; so does the API, on every rank alike.
-    for (const auto& [name, value] : {std::pair{"a", &o.a}, {"b", &o.b}, {"c", &o.c}})
-      if (value->empty()) throw MultiplyError(std::string("Options ") + name + " is empty (FILE:/DATASET)", rank, true);
-    const CallScope scope(options, rank);
-    const comm::Comm job_comm(comm);
-    job::run_job(o, job_comm, &impl->text);
-    impl->report = nlohmann::json::parse(impl->text);
-  });
+  try {
+    translated(rank, [&] {
+      // The CLI checks these before it starts the job; so does the API, on every rank alike.
+      for (const auto& [name, value] : {std::pair{"a", &o.a}, {"b", &o.b}, {"c", &o.c}})
+        if (value->empty())
+          throw MultiplyError(std::string("Options ") + name + " is empty (FILE:/DATASET)", rank, true);
+      const CallScope scope(options, rank);
+      const comm::Comm job_comm(comm);
+      job::run_job(o, job_comm, &impl->text);
+      impl->report = nlohmann::json::parse(impl->text);
+    });
+  } catch (const VerificationFailed& failure) {
+    rethrow_recovered(failure, o, rank);
+  } catch (const MultiplyError& failure) {
+    rethrow_recovered(failure, o, rank);
+  }
   impl->seconds = MPI_Wtime() - start;
   return Access::result(std::move(impl));
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cuda_backend.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "kernels/cuda_check.hpp"
 
@@ -109,7 +110,7 @@ std::size_t memory_budget(std::size_t limit) {
 HostBuffer allocate_page_locked(std::size_t bytes) {
   if (bytes == 0) return {};
   // Diagnostic: TESSERA_HOST_MEMORY=pageable skips page-locking (docs/performance.md compares).
-  if (const char* how = std::getenv("TESSERA_HOST_MEMORY"); how && std::string(how) == "pageable")
+  if (env::word("TESSERA_HOST_MEMORY").value_or("pinned") == "pageable")
     return allocate_pageable(bytes);
   constexpr std::size_t kPage = 4096;
   const std::size_t rounded = (bytes + kPage - 1) / kPage * kPage;

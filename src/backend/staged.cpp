@@ -6,18 +6,14 @@
 #include <string>
 
 #include "backend/backend.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 
 namespace tessera::backend {
 
 std::size_t stage_piece_bytes() {
   constexpr std::size_t kDefault = std::size_t{32} << 20;
-  const char* env = std::getenv("TESSERA_STAGE_BYTES");
-  if (!env || !*env) return kDefault;
-  char* end = nullptr;
-  const long long v = std::strtoll(env, &end, 10);
-  if (*end != '\0' || v < 1) throw InputError(std::string("TESSERA_STAGE_BYTES='") + env + "' is not a positive integer");
-  return static_cast<std::size_t>(v);
+  return static_cast<std::size_t>(env::whole("TESSERA_STAGE_BYTES").value_or(kDefault));
 }
 
 std::int64_t stage_piece_rows(std::size_t row_bytes) {

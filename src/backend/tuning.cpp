@@ -12,6 +12,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
 
@@ -91,7 +92,7 @@ std::vector<std::string> installed_tuned_dirs() {
 std::vector<std::string> tune_file_candidates(const std::string& gpu_name) {
   const std::string file = "tuned-" + sanitize_device_name(gpu_name) + ".json";
   std::vector<std::string> paths;
-  const std::string explicit_path = env("TESSERA_TUNE_FILE");
+  const std::string explicit_path = tessera::env::word("TESSERA_TUNE_FILE").value_or("");
   if (!explicit_path.empty()) paths.push_back(explicit_path);
   paths.push_back(cache_dir() + "/" + file);
   paths.push_back("configs/tuned/" + file);
@@ -100,7 +101,7 @@ std::vector<std::string> tune_file_candidates(const std::string& gpu_name) {
 }
 
 std::string default_tune_output(const std::string& gpu_name) {
-  const std::string explicit_path = env("TESSERA_TUNE_FILE");
+  const std::string explicit_path = tessera::env::word("TESSERA_TUNE_FILE").value_or("");
   if (!explicit_path.empty()) return explicit_path;
   return cache_dir() + "/tuned-" + sanitize_device_name(gpu_name) + ".json";
 }

@@ -62,8 +62,13 @@ std::string describe(const toml::node& v) {
       return "the string '" + std::string(v.as_string()->get()) + "'";
     case toml::node_type::integer:
       return "the integer " + std::to_string(v.as_integer()->get());
-    case toml::node_type::floating_point:
-      return "the number " + number_text(v.as_floating_point()->get());
+    case toml::node_type::floating_point: {
+      // 2.0 written as such: "the number 2" would read as a whole number the key accepts.
+      const double x = v.as_floating_point()->get();
+      const std::string text = number_text(x);
+      const bool looks_whole = text.find_first_not_of("-0123456789") == std::string::npos;
+      return "the number " + text + (looks_whole ? ".0" : "");
+    }
     case toml::node_type::boolean:
       return v.as_boolean()->get() ? "true" : "false";
     case toml::node_type::array:
@@ -81,10 +86,13 @@ std::string at_line(const std::string& path, const toml::source_region& where) {
 
 // A whole number the key accepts, or an error.
 std::int64_t whole(const Key& key, const toml::node& v, const std::string& where) {
+  // The key's range is its option's (cli/options.cpp, Adder::integer); said as the option says it.
+  const std::string range = std::to_string(key.low) + " to " + std::to_string(key.high);
   const auto* n = v.as_integer();
-  if (n == nullptr || n->get() < key.low || n->get() > key.high)
-    throw ConfigFileError(where + ": must be a whole number from " + std::to_string(key.low) + " to " +
-                          std::to_string(key.high) + ", not " + describe(v));
+  if (n == nullptr) throw ConfigFileError(where + ": must be a whole number from " + range + ", not " + describe(v));
+  if (n->get() < key.low || n->get() > key.high)
+    throw ConfigFileError(where + ": must be a whole number from " + range + ", not '" + std::to_string(n->get()) +
+                          "'");
   return n->get();
 }
 
@@ -347,6 +355,7 @@ void check_config_path(const std::string& path) {
 std::vector<Setting> read_config(const std::string& path, const Schema& schema) {
   // Opened without blocking (a fifo would wait for a writer forever) and checked to be a regular
   // file of sane size before a byte is read (/dev/zero never ends).
+  if (path.empty()) throw ConfigFileError("the config file's name is empty ('')");
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw ConfigFileError(path + ": cannot read the config file: " + std::strerror(errno));
   struct stat st {};

@@ -1,6 +1,7 @@
 // `tessera <command> --help-json`: CLI11's options of a command as JSON (help_json.hpp).
 #include "help_json.hpp"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -45,8 +46,15 @@ ValueType value_type(const CLI::Option& opt, const std::string& cli_type) {
 json number_json(const std::string& text, ValueType t) {
   char* end = nullptr;
   if (t == ValueType::integer || t == ValueType::count) {
-    const long long whole = std::strtoll(text.c_str(), &end, 10);
-    if (end != text.c_str() && *end == '\0') return whole;
+    // Past 2^63 - 1 (a seed's 2^64 - 1) as an unsigned number, never clamped.
+    errno = 0;
+    if (!text.empty() && text[0] != '-') {
+      const unsigned long long whole = std::strtoull(text.c_str(), &end, 10);
+      if (end != text.c_str() && *end == '\0' && errno == 0) return whole;
+    } else {
+      const long long whole = std::strtoll(text.c_str(), &end, 10);
+      if (end != text.c_str() && *end == '\0' && errno == 0) return whole;
+    }
   }
   const double x = std::strtod(text.c_str(), &end);
   if (end != text.c_str() && *end == '\0') return x;
@@ -174,13 +182,21 @@ json describe_options(CLI::App& app) {
   return list;
 }
 
+// The command as typed after `tessera`: "run", "config show"; "" for tessera itself.
+std::string command_path(const CLI::App& command) {
+  std::string path;
+  for (const CLI::App* c = &command; c->get_parent() != nullptr; c = c->get_parent())
+    path = c->get_name() + (path.empty() ? "" : " " + path);
+  return path;
+}
+
 }  // namespace
 
 json describe_command(CLI::App& command) {
   json doc = {{"schema", "tessera.options/1"},
               {"program", "tessera"},
               {"version", kVersion},
-              {"command", command.get_parent() == nullptr ? "" : command.get_name()},
+              {"command", command_path(command)},
               {"description", command.get_description()},
               {"options", describe_options(command)},
               {"inherited", json::array()},
@@ -194,8 +210,10 @@ json describe_command(CLI::App& command) {
 }
 
 void add_help_json(CLI::App& app, bool print) {
+  // Every command at every depth (`tessera config show` too), each before its subcommands.
   std::vector<CLI::App*> commands{&app};
-  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) commands.push_back(sub);
+  for (std::size_t i = 0; i < commands.size(); ++i)
+    for (CLI::App* sub : commands[i]->get_subcommands([](CLI::App*) { return true; })) commands.push_back(sub);
   for (CLI::App* command : commands) {
     command
         ->add_flag_callback(

@@ -26,6 +26,7 @@
 #include "commands/recover.hpp"
 #include "commands/tune.hpp"
 #include "commands/verify.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "io/atomic_file.hpp"
@@ -234,15 +235,9 @@ void quiet_stdout() {
 // Whether the command line asks for a job on a GPU (`tessera run`, not a dry run, not `--backend
 // cpu`), so CUDA may start beside MPI (backend::start_gpu_early). Judged from the words alone: a
 // wrong guess costs a GPU context started for nothing, or CUDA starting later, as it did before.
-// TESSERA_GPU_EARLY=0 turns it off (comparisons); a value other than 0 or 1 is an error.
-bool gpu_run_requested(int argc, char** argv, std::string& error) {
-  if (const char* v = std::getenv("TESSERA_GPU_EARLY"); v != nullptr && *v != '\0') {
-    if (std::string(v) == "0") return false;
-    if (std::string(v) != "1") {
-      error = "TESSERA_GPU_EARLY='" + std::string(v) + "' is not 0 or 1";
-      return false;
-    }
-  }
+// TESSERA_GPU_EARLY=0 turns it off (comparisons); its value was checked with the environment's.
+bool gpu_run_requested(int argc, char** argv, const std::string& env_error) {
+  if (!env_error.empty() || !tessera::env::flag("TESSERA_GPU_EARLY", true)) return false;
   bool run = false;
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
@@ -318,7 +313,10 @@ bool start_mpi(int& argc, char**& argv, int& rank) {
   // once, a 2-rank job was 0.17 s slower (they wait for each other, and a rank that stays idle
   // would hold a context for nothing). Rank 0 is busy in every plan; the others start CUDA when
   // the job needs it, as before.
-  std::string start_error = tessera::comm::mpi_start_choice().error;
+  // The TESSERA_* variables checked first (core/env.hpp): a value tessera does not accept is
+  // refused by name, as a usage error.
+  const tessera::env::Check env = tessera::env::check();
+  std::string start_error = env.error.empty() ? tessera::comm::mpi_start_choice().error : env.error;
   if (gpu_run_requested(argc, argv, start_error) && tessera::comm::launcher_local_size() >= 1 &&
       tessera::comm::launcher_local_rank() == 0)
     tessera::backend::start_gpu_early(tessera::comm::launcher_local_rank());
@@ -335,7 +333,18 @@ bool start_mpi(int& argc, char**& argv, int& rank) {
     MPI_Finalize();
     return false;
   }
+  if (rank == 0)
+    for (const std::string& warning : env.warnings) std::fprintf(stderr, "tessera: warning: %s\n", warning.c_str());
   return true;
+}
+
+// `tessera config ...` starts no MPI: the same check of the environment, alone.
+bool environment_usable() {
+  const tessera::env::Check env = tessera::env::check();
+  for (const std::string& warning : env.warnings) std::fprintf(stderr, "tessera: warning: %s\n", warning.c_str());
+  if (env.error.empty()) return true;
+  std::fprintf(stderr, "tessera: error: %s\n", env.error.c_str());
+  return false;
 }
 
 }  // namespace
@@ -345,7 +354,7 @@ int main(int argc, char** argv) {
   // outside any launcher).
   const bool mpi = argc < 2 || std::string(argv[1]) != "config";
   int rank = 0;
-  if (mpi && !start_mpi(argc, argv, rank)) return kExitUsage;
+  if (mpi ? !start_mpi(argc, argv, rank) : !environment_usable()) return kExitUsage;
   CLI::App app{"tessera: distributed dense matrix multiply, HDF5 in and out, one GPU (or CPU) per MPI rank", "tessera"};
   Commands c;
   tessera::cli::add_commands(app, c);

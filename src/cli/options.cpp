@@ -38,9 +38,19 @@ CLI::Validator finite_number() {
       "NUMBER");
 }
 
+// "1 to 2147483647", with the power of two where the bound is one.
+std::string range_text(std::uint64_t low, std::uint64_t high) {
+  std::string text = std::to_string(low) + " to " + std::to_string(high);
+  if (high == UINT64_MAX) text += " (2^64 - 1)";
+  if (high == static_cast<std::uint64_t>(INT64_MAX)) text += " (2^63 - 1)";
+  return text;
+}
+
 // A whole number, written in decimal, from `low` to `high`; rewritten without leading zeros, so
-// that CLI11 does not read it as octal (a transform: CLI11 hands a check() a copy).
-CLI::Validator whole_number(std::uint64_t low, std::uint64_t high, const std::string& range) {
+// that CLI11 does not read it as octal (a transform: CLI11 hands a check() a copy). Its
+// description, "INTEGER in [low - high]", is what --help-json reads the range from.
+CLI::Validator whole_number(std::uint64_t low, std::uint64_t high) {
+  const std::string range = range_text(low, high);
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         const std::string why = "must be a whole number from " + range + ", not '" + text + "'";
@@ -51,10 +61,8 @@ CLI::Validator whole_number(std::uint64_t low, std::uint64_t high, const std::st
         text = std::to_string(value);
         return {};
       },
-      "INTEGER");
+      "INTEGER in [" + std::to_string(low) + " - " + std::to_string(high) + "]");
 }
-CLI::Validator seed_number() { return whole_number(0, UINT64_MAX, "0 to 18446744073709551615 (2^64 - 1)"); }
-CLI::Validator count_from(int low) { return whole_number(low, INT_MAX, std::to_string(low) + " to 2147483647"); }
 
 // Adds a subcommand's options, and for each the key of the subcommand's table in config files,
 // of the kind the option's C++ type says.
@@ -69,13 +77,23 @@ class Adder {
     } else if constexpr (std::is_floating_point_v<T>) {
       return key(opt, Kind::number);
     } else {
-      static_assert(std::is_integral_v<T>, "an option of a type config files do not know");
-      const auto low = std::is_signed_v<T> ? static_cast<std::int64_t>(std::numeric_limits<T>::min()) : 0;
-      const auto high = std::numeric_limits<T>::max() > static_cast<std::uint64_t>(INT64_MAX)
-                            ? INT64_MAX
-                            : static_cast<std::int64_t>(std::numeric_limits<T>::max());
-      return key(opt, Kind::integer, low, high);
+      // Whole numbers go through integer(): their range is stated once, for every reader of it.
+      static_assert(!std::is_integral_v<T>, "a whole-number option: add it with integer(names, target, help, low)");
+      return opt;
     }
+  }
+  // A whole-number option that takes `low` to `high` (its type's largest value by default): the
+  // parser's check, the config key's range and --help-json's minimum and maximum are this one range.
+  template <class T>
+  CLI::Option* integer(const std::string& names, T& target, const std::string& help, std::uint64_t low,
+                       std::uint64_t high = static_cast<std::uint64_t>(std::numeric_limits<T>::max())) {
+    static_assert(std::is_integral_v<T>, "integer() is for whole-number options");
+    return ranged(sub_->add_option(names, target, help), low, high);
+  }
+  CLI::Option* ranged(CLI::Option* opt, std::uint64_t low, std::uint64_t high) {
+    opt->transform(whole_number(low, high));
+    const auto key_bound = [](std::uint64_t v) { return static_cast<std::int64_t>(std::min<std::uint64_t>(v, INT64_MAX)); };
+    return key(opt, Kind::integer, key_bound(low), key_bound(high));
   }
   CLI::Option* flag(const std::string& names, bool& target, const std::string& help) {
     return key(sub_->add_flag(names, target, help), Kind::flag);
@@ -149,8 +167,7 @@ void add_run_compute(Adder add, job::RunOptions& o) {
       "summa/ksplit data path: nccl (GPU to GPU), cuda-aware (MPI on GPU memory, if the library "
       "reports it), host (MPI on pinned host memory) or auto (the first that applies)")
       ->capture_default_str();
-  add("--panel-width", o.panel_width, "summa: K panel width (0: 1024 on GPUs, 256 on CPUs)")
-      ->transform(whole_number(0, INT64_MAX, "0 to 9223372036854775807"))
+  add.integer("--panel-width", o.panel_width, "summa: K panel width (0: 1024 on GPUs, 256 on CPUs)", 0)
       ->capture_default_str();
   add.shape("--grid", o.grid, "process grid PRxPC (default: chosen from M, N, K and the rank count)");
   add("--backend", o.backend, "auto (GPU when visible), cpu or cuda")->capture_default_str();
@@ -168,56 +185,42 @@ void add_run_compute(Adder add, job::RunOptions& o) {
   add("--machine", o.machine,
       "rates the model predicts with (auto's choice, --dry-run): a name in configs/machines (default, "
       "h200-2gpu) or a JSON file (default: $TESSERA_MACHINE_FILE, else default.json)");
-  add("--repeat", o.repeat,
-      "run the whole job (read, compute, write, commit) N times in this launch (N >= 1); the report gives "
-      "the median, min and max of the runs and its table the last run (--dry-run ignores it)")
-      ->transform(count_from(1))
+  add.integer("--repeat", o.repeat,
+              "run the whole job (read, compute, write, commit) N times in this launch (N >= 1); the report "
+              "gives the median, min and max of the runs and its table the last run (--dry-run ignores it)",
+              1)
       ->capture_default_str();
   // Its default depends on --repeat: an option function, so that "not given" stays apart from 0.
-  add.key(add.sub()
-              ->add_option_function<int>(
-                  "--warmup", [&o](const int& runs) { o.warmup = runs; },
-                  "whole runs (>= 0) before the --repeat ones, in no statistic of the report (default: 1 with "
-                  "--repeat > 1, else 0)")
-              ->transform(count_from(0)),
-          Kind::integer, INT_MIN, INT_MAX);
+  add.ranged(add.sub()->add_option_function<int>(
+                 "--warmup", [&o](const int& runs) { o.warmup = runs; },
+                 "whole runs (>= 0) before the --repeat ones, in no statistic of the report (default: 1 with "
+                 "--repeat > 1, else 0)"),
+             0, INT_MAX);
 }
 
 void add_dry_run(Adder add, job::RunOptions& o) {
   add.flag("--dry-run", o.dry_run, "print grid, memory, communication and predicted time; run nothing");
-  add("--m", o.m, "--dry-run: rows of A and C (instead of --a/--b)");
-  add("--n", o.n, "--dry-run: columns of B and C");
-  add("--k", o.k, "--dry-run: columns of A, rows of B");
-  add("--ranks", o.ranks, "--dry-run: plan for this many ranks (default: the job's)")
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            try {
-              if (std::stoll(text) >= 1) return std::string();
-            } catch (const std::exception&) {
-              return std::string();  // not a number: CLI11's conversion says so
-            }
-            return "must be at least 1 (got " + text + ")";
-          },
-          "RANKS >= 1"));
-  add("--ranks-per-node", o.ranks_per_node,
-      "--dry-run: on nodes of this many ranks each, placed in blocks (default: all on one node); messages "
-      "between nodes at the machine file's internode rate")
-      ->check(CLI::PositiveNumber);
+  add.integer("--m", o.m, "--dry-run: rows of A and C (instead of --a/--b)", 1);
+  add.integer("--n", o.n, "--dry-run: columns of B and C", 1);
+  add.integer("--k", o.k, "--dry-run: columns of A, rows of B", 1);
+  add.integer("--ranks", o.ranks, "--dry-run: plan for this many ranks (default: the job's)", 1);
+  add.integer("--ranks-per-node", o.ranks_per_node,
+              "--dry-run: on nodes of this many ranks each, placed in blocks (default: all on one node); "
+              "messages between nodes at the machine file's internode rate",
+              1);
 }
 
 void add_generate(Adder add, commands::GenerateOptions& gen) {
   add("--out,-o", gen.out, "FILE:/DATASET to create")->required();
-  const CLI::Validator extent = whole_number(1, INT64_MAX, "1 to 9223372036854775807 (2^63 - 1)");
-  add("--rows", gen.rows, "rows")->transform(extent)->required();
-  add("--cols", gen.cols, "columns")->transform(extent)->required();
+  add.integer("--rows", gen.rows, "rows", 1)->required();
+  add.integer("--cols", gen.cols, "columns", 1)->required();
   add("--dtype", gen.dtype, "f32 or f64")->capture_default_str();
-  add("--seed", gen.seed, "random seed, 0 to 2^64 - 1")->transform(seed_number())->capture_default_str();
+  add.integer("--seed", gen.seed, "random seed, 0 to 2^64 - 1", 0)->capture_default_str();
   add("--dist", gen.dist, "uniform [low, high), normal (0, 1) or integers [low, high]")->capture_default_str();
   add("--low", gen.low, "lower bound")->check(finite_number())->capture_default_str();
   add("--high", gen.high, "upper bound")->check(finite_number())->capture_default_str();
   add.shape("--chunk", gen.chunk, "chunked layout RxC (default contiguous; a new file only)");
-  add("--gzip", gen.gzip, "gzip level 1-9, 0 none (implies chunking; a new file only)")
-      ->transform(whole_number(0, 9, "0 to 9"))
+  add.integer("--gzip", gen.gzip, "gzip level 1-9, 0 none (implies chunking; a new file only)", 0, 9)
       ->capture_default_str();
   add.flag("--overwrite", gen.overwrite,
            "replace an existing dataset at --out (an existing HDF5 file keeps its other datasets)");
@@ -237,7 +240,7 @@ void add_verify(Adder add, commands::VerifyOptions& vo) {
         return {};
       },
       "> 0");
-  add("--vectors", vo.vectors, "Freivalds: random vectors (1 or more)")->check(above_zero)->capture_default_str();
+  add.integer("--vectors", vo.vectors, "Freivalds: random vectors (1 or more)", 1)->capture_default_str();
   add("--safety", vo.safety, "allowed multiple of the rounding bound (default: 8 Freivalds, 2 --full)")
       ->check(above_zero);
   add("--tolerance", vo.tolerance, "--full: also require rel. Frobenius error <= this")->check(above_zero);
@@ -252,22 +255,19 @@ void add_bench_and_tune(Adder bench, commands::BenchOptions& bo, Adder tune, com
   bench.list("--sizes", bo.sizes, "sizes: N (cube) or MxNxK; default depends on the backend");
   bench.list("--dtypes", bo.dtypes, "f32,f64 (default both)");
   bench.list("--kernels", bo.kernels, "kernels to time (default all)");
-  bench("--warmup", bo.warmup, "untimed launches first (0 or more)")->transform(count_from(0))->capture_default_str();
-  bench("--repeats", bo.repeats, "timed launches (1 or more); the median is reported")
-      ->transform(count_from(1))
+  bench.integer("--warmup", bo.warmup, "untimed launches first (0 or more)", 0)->capture_default_str();
+  bench.integer("--repeats", bo.repeats, "timed launches (1 or more); the median is reported", 1)
       ->capture_default_str();
-  bench("--seed", bo.seed, "random seed, 0 to 2^64 - 1")->transform(seed_number())->capture_default_str();
+  bench.integer("--seed", bo.seed, "random seed, 0 to 2^64 - 1", 0)->capture_default_str();
   bench("--json", bo.json_path, "write results as JSON ('-': to stdout, the table then to stderr)");
   bench("--csv", bo.csv_path, "write results as CSV");
 
   tune.list("--sizes", to.sizes, "sizes: N (cube) or MxNxK (default 1024,2048,4096,8192)");
   tune.list("--dtypes", to.dtypes, "f32,f64 (default both)");
   tune("--out", to.out, "tune file to write (default $TESSERA_TUNE_FILE or ~/.cache/tessera/tuned-<gpu>.json)");
-  tune("--warmup", to.warmup, "untimed launches first (0 or more)")->transform(count_from(0))->capture_default_str();
-  tune("--repeats", to.repeats, "timed launches (1 or more); the median decides")
-      ->transform(count_from(1))
-      ->capture_default_str();
-  tune("--seed", to.seed, "random seed, 0 to 2^64 - 1")->transform(seed_number())->capture_default_str();
+  tune.integer("--warmup", to.warmup, "untimed launches first (0 or more)", 0)->capture_default_str();
+  tune.integer("--repeats", to.repeats, "timed launches (1 or more); the median decides", 1)->capture_default_str();
+  tune.integer("--seed", to.seed, "random seed, 0 to 2^64 - 1", 0)->capture_default_str();
 }
 
 // [slurm]: read by slurm/common.sh through `tessera config show` (docs/configuration.md).

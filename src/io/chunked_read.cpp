@@ -65,19 +65,21 @@ struct RawChunk {
   std::vector<unsigned char> bytes;
 };
 
-// The filters in write order, or false when one of them is not deflate or shuffle.
-bool known_filters(hid_t dcpl, std::vector<Filter>& filters) {
+// The filters in write order (any order, each any number of times), or false when one of them is
+// not deflate or shuffle, or a shuffle's element size is not the stored element's.
+bool known_filters(hid_t dcpl, std::size_t stored_size, std::vector<Filter>& filters) {
   const int n = H5Pget_nfilters(dcpl);
   if (n < 0) return false;
   for (int i = 0; i < n; ++i) {
     unsigned flags = 0, config = 0;
-    std::size_t nvalues = 0;
+    unsigned values[8] = {};
+    std::size_t nvalues = 8;
     char name[64] = {};
     const H5Z_filter_t id =
-        H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &nvalues, nullptr, sizeof name, name, &config);
+        H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &nvalues, values, sizeof name, name, &config);
     if (id == H5Z_FILTER_DEFLATE)
       filters.push_back(Filter::deflate);
-    else if (id == H5Z_FILTER_SHUFFLE)
+    else if (id == H5Z_FILTER_SHUFFLE && (nvalues == 0 || values[0] == stored_size))
       filters.push_back(Filter::shuffle);
     else
       return false;
@@ -87,13 +89,22 @@ bool known_filters(hid_t dcpl, std::vector<Filter>& filters) {
 
 std::int64_t floor_to(std::int64_t v, std::int64_t step) { return v / step * step; }
 
-// Undoes HDF5's shuffle filter: the stored bytes are grouped by byte position (all first bytes of
-// the elements, then all second bytes, ...).
-void unshuffle(const unsigned char* in, unsigned char* out, std::size_t elements, std::size_t esize) {
+// Undoes HDF5's shuffle filter over `bytes` bytes, as H5Z__filter_shuffle does: the first
+// bytes / esize elements were stored grouped by byte position (all first bytes of the elements,
+// then all second bytes, ...); the bytes / esize remainder was left as it was. Shuffle may sit
+// anywhere in the pipeline (after deflate it shuffles the compressed stream), so `bytes` need not
+// be the chunk's raw size.
+void unshuffle(const unsigned char* in, unsigned char* out, std::size_t bytes, std::size_t esize) {
+  const std::size_t elements = bytes / esize;
+  if (esize <= 1 || elements <= 1) {
+    std::memcpy(out, in, bytes);
+    return;
+  }
   for (std::size_t b = 0; b < esize; ++b) {
     const unsigned char* src = in + b * elements;
     for (std::size_t i = 0; i < elements; ++i) out[i * esize + b] = src[i];
   }
+  std::memcpy(out + elements * esize, in + elements * esize, bytes - elements * esize);
 }
 
 // One worker's decompression state and buffers, reused across its chunks.
@@ -123,6 +134,35 @@ class Inflater {
     uLongf got = static_cast<uLongf>(out_bytes);
     return ::uncompress(out, &got, in, static_cast<uLong>(in_bytes)) == Z_OK && got == out_bytes;
 #endif
+  }
+
+  // zlib stream `in` -> `out`, of a size not known beforehand (deflate applied before another
+  // filter when the chunk was written: its output is not the chunk's raw size). `out` grows until
+  // the stream fits, up to `limit` bytes; false when it is corrupt or larger.
+  bool inflate_any(const unsigned char* in, std::size_t in_bytes, std::vector<unsigned char>& out,
+                   std::size_t& out_bytes, std::size_t limit) {
+    if (out.size() < in_bytes) out.resize(in_bytes);
+    for (;;) {
+#ifdef TESSERA_HAVE_LIBDEFLATE
+      std::size_t got = 0;
+      const libdeflate_result r = libdeflate_zlib_decompress(d_, in, in_bytes, out.data(), out.size(), &got);
+      if (r == LIBDEFLATE_SUCCESS) {
+        out_bytes = got;
+        return true;
+      }
+      const bool too_small = r == LIBDEFLATE_INSUFFICIENT_SPACE;
+#else
+      uLongf got = static_cast<uLongf>(out.size());
+      const int r = ::uncompress(out.data(), &got, in, static_cast<uLong>(in_bytes));
+      if (r == Z_OK) {
+        out_bytes = got;
+        return true;
+      }
+      const bool too_small = r == Z_BUF_ERROR;
+#endif
+      if (!too_small || out.size() >= limit) return false;
+      out.resize(std::min(limit, 2 * out.size() + 64));
+    }
   }
 
  private:
@@ -170,7 +210,7 @@ std::optional<Layout> layout_of(hid_t dset) {
   if (dcpl.id < 0 || H5Pget_layout(dcpl.id) != H5D_CHUNKED || H5Pget_external_count(dcpl.id) != 0) return {};
   Layout l;
   l.stored_size = native_float_size(dset);
-  if (l.stored_size == 0 || !known_filters(dcpl.id, l.filters)) return {};
+  if (l.stored_size == 0 || !known_filters(dcpl.id, l.stored_size, l.filters)) return {};
   // Unfiltered chunks are left to HDF5: it reads them by address at the chunk's nominal size, but
   // H5Dread_chunk reads the length the chunk index records, which HDF5 1.10 does not check against
   // the size H5Dget_chunk_storage_size reports for an unfiltered chunk (a damaged index made it
@@ -189,27 +229,45 @@ std::optional<Layout> layout_of(hid_t dset) {
   return l;
 }
 
-// Undoes the chunk's filters (in reverse order of writing) and places it; false and `why` when it
-// does not decode. `a` and `b` are scratch buffers of raw_bytes().
+// Undoes the chunk's filters in reverse order of writing, whatever that order (shuffle before or
+// after deflate, deflate twice: HDF5 takes any order the writer gave), and places it; false and
+// `why` when it does not decode. `a` and `b` are scratch buffers, grown where a step's output is
+// larger than raw_bytes().
 bool decode(const Layout& l, const RawChunk& ch, Inflater& inflater, std::vector<unsigned char>& a,
             std::vector<unsigned char>& b, std::string& why, const std::function<void(const unsigned char*)>& put) {
   const std::size_t raw = l.raw_bytes();
+  // No step of a pipeline HDF5 wrote holds more than this; a stream that inflates past it is corrupt.
+  const std::size_t limit = 2 * raw + ch.bytes.size() + 4096;
+  std::size_t last = l.filters.size();  // the last filter to undo (the first applied), not skipped
+  for (std::size_t f = 0; f < l.filters.size(); ++f)
+    if ((ch.filter_mask & (1u << f)) == 0) {
+      last = f;
+      break;
+    }
   const unsigned char* cur = ch.bytes.data();
   std::size_t cur_bytes = ch.bytes.size();
   for (std::size_t f = l.filters.size(); f-- > 0;) {
     if (ch.filter_mask & (1u << f)) continue;  // this filter was skipped for this chunk
-    unsigned char* dst = cur == a.data() ? b.data() : a.data();
+    std::vector<unsigned char>& next = cur == a.data() ? b : a;
     if (l.filters[f] == Filter::deflate) {
-      if (!inflater.inflate(cur, cur_bytes, dst, raw)) {
+      // The last step yields the chunk itself, exactly raw bytes; an earlier one, whatever it holds.
+      bool ok = false;
+      if (f == last) {
+        if (next.size() < raw) next.resize(raw);
+        ok = inflater.inflate(cur, cur_bytes, next.data(), raw);
+      } else {
+        ok = inflater.inflate_any(cur, cur_bytes, next, cur_bytes, limit);
+      }
+      if (!ok) {
         why = "does not decompress";
         return false;
       }
+      if (f == last) cur_bytes = raw;
     } else {
-      if (cur_bytes != raw) break;
-      unshuffle(cur, dst, raw / l.stored_size, l.stored_size);
+      if (next.size() < cur_bytes) next.resize(cur_bytes);
+      unshuffle(cur, next.data(), cur_bytes, l.stored_size);
     }
-    cur = dst;
-    cur_bytes = raw;
+    cur = next.data();
   }
   if (cur_bytes != raw) {
     why = "has an unexpected size";

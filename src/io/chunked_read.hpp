@@ -8,8 +8,9 @@
 // inflates, unshuffles and places the chunks while the next ones are fetched.
 //
 // Taken only where every step is understood: a chunked 2-D dataset stored as native float32 or
-// float64 (read as either), filtered by deflate, shuffle or both. Everything else, unfiltered
-// chunks included, is left to HDF5.
+// float64 (read as either), filtered by deflate, shuffle or both, in any order and any number of
+// times (HDF5 undoes a pipeline in the reverse of the order it was written in, and so does this
+// reader). Everything else, unfiltered chunks included, is left to HDF5.
 #include <hdf5.h>
 
 #include <cstdint>

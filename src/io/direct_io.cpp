@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "io/test_hooks.hpp"
@@ -46,11 +47,7 @@ std::string io_failure(int rc, const char* eof_text) {
 }  // namespace
 
 int io_threads() {
-  if (const char* env = std::getenv("TESSERA_IO_THREADS")) {
-    char* end = nullptr;
-    const long v = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && v >= 1 && v <= 1024) return static_cast<int>(v);
-  }
+  if (const auto threads = env::whole("TESSERA_IO_THREADS")) return static_cast<int>(*threads);
   if (const int set = g_io_threads.load(); set > 0) return set;
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
@@ -58,8 +55,7 @@ int io_threads() {
 void set_io_threads(int threads) { g_io_threads.store(std::max(0, threads)); }
 
 bool direct_io_enabled() {
-  const char* env = std::getenv("TESSERA_HDF5_DIRECT");
-  return !(env && std::string(env) == "0");
+  return env::flag("TESSERA_HDF5_DIRECT", true);
 }
 
 // A block between memory and a contiguous dataset at byte `base` of the file open as `fd`, with

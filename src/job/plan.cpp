@@ -12,6 +12,7 @@
 #include "backend/backend.hpp"
 #include "comm/comm.hpp"
 #include "comm/path.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "job/refusals.hpp"
 
@@ -127,13 +128,7 @@ std::size_t parse_bytes(const std::string& text, const char* option) {
 namespace {
 
 int bands_asked() {
-  const char* env = std::getenv("TESSERA_BANDS");
-  if (!env || !*env) return 0;
-  char* end = nullptr;
-  const long n = std::strtol(env, &end, 10);
-  if (*end != '\0' || n < 1 || n > 1 << 20)
-    throw InputError(std::string("TESSERA_BANDS='") + env + "' is not a positive integer");
-  return static_cast<int>(n);
+  return static_cast<int>(env::whole("TESSERA_BANDS").value_or(0));
 }
 
 algorithms::WriteRoute write_route(const std::string& text) {

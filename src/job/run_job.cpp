@@ -36,6 +36,7 @@
 #include "comm/cpu_share.hpp"
 #include "comm/mpi_network.hpp"
 #include "comm/mpi_start.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
 #include "io/atomic_file.hpp"
@@ -305,11 +306,7 @@ bool Job::stage_gemm() const {
   if (!streaming_ || !share_.a_may_stream || !route_->in_place() || !route_->sink() || o_.verify ||
       !o_.baseline.empty())
     return false;
-  const char* env = std::getenv("TESSERA_STAGED");
-  const std::string want = env ? env : "";
-  if (want == "0") return false;
-  if (want == "1") return true;
-  if (!want.empty()) throw InputError("TESSERA_STAGED='" + want + "' is not 0 or 1 (unset: the backend decides)");
+  if (const auto want = env::word("TESSERA_STAGED")) return *want == "1";  // unset: the backend decides
   return be_->stages(plan_.dtype, share_.rows.size(), share_.cols.size(), plan_.k);
 }
 

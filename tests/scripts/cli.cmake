@@ -4,7 +4,7 @@
 foreach(case errors tables override show slurm-common)
   add_mpi_test(cli.config.${case} 2 cli_config.py --case ${case})
 endforeach()
-foreach(case help quiet-verbose range-errors colon-hint completion)
+foreach(case help quiet-verbose range-errors help-json environment colon-hint completion)
   add_mpi_test(cli.${case} 2 cli_common.py --case ${case})
 endforeach()
 

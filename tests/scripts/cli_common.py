@@ -87,12 +87,26 @@ elif case == "range-errors":
         (["run", *io, "--repeat", "0"], "--repeat: must be a whole number from 1 to 2147483647, not '0'"),
         (["run", *io, "--warmup", "-1"], "--warmup: must be a whole number from 0 to 2147483647, not '-1'"),
         (["run", *io, "--panel-width", "-5"], "--panel-width: must be a whole number from 0 to"),
-        (["run", "--dry-run", "--m", "4", "--n", "4", "--k", "4", "--ranks", "0"], "--ranks: must be at least 1"),
+        (["run", "--dry-run", "--m", "4", "--n", "4", "--k", "4", "--ranks", "0"],
+         "--ranks: must be a whole number from 1 to 2147483647, not '0'"),
+        # Beyond the type's range: refused as typed, never clamped (issue 40).
+        (["run", "--dry-run", "--m", "18446744073709551615", "--n", "4", "--k", "4"],
+         "--m: must be a whole number from 1 to 9223372036854775807 (2^63 - 1), not '18446744073709551615'"),
+        (["run", "--dry-run", "--m", "4", "--n", "9223372036854775808", "--k", "4"],
+         "--n: must be a whole number from 1 to 9223372036854775807 (2^63 - 1), not '9223372036854775808'"),
+        (["run", "--dry-run", "--m", "4", "--n", "4", "--k", "0"], "--k: must be a whole number from 1 to"),
+        (["run", "--dry-run", "--m", "4", "--n", "4", "--k", "4", "--ranks", "2147483648"],
+         "--ranks: must be a whole number from 1 to 2147483647, not '2147483648'"),
+        (["run", "--dry-run", "--m", "4", "--n", "4", "--k", "4", "--ranks-per-node", "0"],
+         "--ranks-per-node: must be a whole number from 1 to 2147483647, not '0'"),
+        (["run", *io, "--repeat", "2.0"], "--repeat: must be a whole number from 1 to 2147483647, not '2.0'"),
+        (["generate", "--out", r.path("g.h5") + ":/G", "--rows", "2", "--cols", "2", "--seed",
+          "18446744073709551616"], "--seed: must be a whole number from 0 to 18446744073709551615 (2^64 - 1), not "),
         (["run", *io, "--alpha", "inf"], "--alpha: must be a finite number, not 'inf'"),
         (["generate", "--out", r.path("g.h5") + ":/G", "--rows", "2", "--cols", "2", "--gzip", "10"],
          "--gzip: must be a whole number from 0 to 9, not '10'"),
         (["generate", "--out", r.path("g.h5") + ":/G", "--rows", "0", "--cols", "2"], "--rows: must be a whole number"),
-        (["verify", *io, "--vectors", "0"], "--vectors: must be above 0, not '0'"),
+        (["verify", *io, "--vectors", "0"], "--vectors: must be a whole number from 1 to 2147483647, not '0'"),
         (["bench", "--repeats", "0"], "--repeats: must be a whole number from 1 to"),
         (["bench", "--warmup", "-2"], "--warmup: must be a whole number from 0 to"),
         (["tune", "--repeats", "0"], "--repeats: must be a whole number from 1 to"),
@@ -104,6 +118,80 @@ elif case == "range-errors":
         check(res.returncode == 2, f"{argv}: exit {res.returncode}, expected 2")
         check(len(errors) == 1 and expect in errors[0], f"{argv}: expected one line saying {expect!r}: {errors}")
     check(not os.path.exists(r.path("g.h5")) and not os.path.exists(r.path("c3.h5")), "nothing written")
+elif case == "help-json":
+    # --help-json on every command, nested ones too (issue 40: `config show --help-json` exited 2),
+    # and every whole-number option's range in it is the parser's own: the value just past each
+    # bound is refused (exit 2) with a message stating that same range.
+    import json
+    io = inputs()
+    base = {
+        "": [], "run": ["run", *io, "--c", r.path("c5.h5") + ":/C"], "generate": ["generate"], "verify": ["verify"],
+        "info": ["info"], "recover": ["recover", r.path("a.h5")], "bench": ["bench"], "tune": ["tune"],
+        "config": ["config"], "config show": ["config", "show", "x.toml"],
+    }
+    required = {"generate": {"out": r.path("g.h5") + ":/G", "rows": "2", "cols": "2"},
+                "verify": {"a": io[1], "b": io[3], "c": r.path("c.h5") + ":/C"}}
+    ranged = 0
+    for command, argv in base.items():
+        res = direct(command.split() + ["--help-json"], expect_ok=False)
+        check(res.returncode == 0, f"`tessera {command} --help-json`: exit {res.returncode}: {res.stderr}")
+        doc = json.loads(res.stdout)
+        check(doc["command"] == command, f"`{command} --help-json` names its command {doc['command']!r}")
+        for o in doc["options"]:
+            if o["type"] != "integer":
+                continue
+            check(o["minimum"] is not None and o["maximum"] is not None,
+                  f"`{command} --{o['name']}`: an integer option without a range in --help-json: {o}")
+            rest = [w for name, value in required.get(command, {}).items() if name != o["name"]
+                    for w in ("--" + name, value)]
+            for bad in (o["minimum"] - 1, o["maximum"] + 1):
+                res = direct(argv + rest + [o["flags"][0], str(bad)], expect_ok=False)
+                errors = [l for l in res.stderr.splitlines() if l.startswith("tessera: error")]
+                want = f"{o['flags'][0]}: must be a whole number from {o['minimum']} to {o['maximum']}"
+                check(res.returncode == 2 and len(errors) == 1 and want in errors[0] and f"'{bad}'" in errors[0],
+                      f"`{command} {o['flags'][0]} {bad}`: exit {res.returncode}, {errors}; expected {want!r}")
+            ranged += 1
+    runs = {o["name"]: o for o in json.loads(direct(["run", "--help-json"]).stdout)["options"]}
+    for name, low, high in (("repeat", 1, 2**31 - 1), ("warmup", 0, 2**31 - 1), ("panel-width", 0, 2**63 - 1),
+                            ("m", 1, 2**63 - 1), ("ranks", 1, 2**31 - 1)):
+        check((runs[name]["minimum"], runs[name]["maximum"]) == (low, high), f"run --{name}: {runs[name]}")
+    print(f"{ranged} whole-number options: their ranges in --help-json are the parser's")
+    check(not os.path.exists(r.path("g.h5")) and not os.path.exists(r.path("c5.h5")), "nothing written")
+elif case == "environment":
+    # The TESSERA_* variables (src/core/env.hpp, issue 40): a bad value of one tessera reads is a
+    # usage error (exit 2) on every rank, one line naming the variable, the value and what it
+    # accepts, before anything runs; an unknown TESSERA_* name is warned about, once; the test
+    # hooks (TESSERA_TEST_*) and the scripts' variables are not.
+    io = inputs() + ["--c", r.path("c6.h5") + ":/C", "--backend", "cpu", "-q"]
+    bad = [("TESSERA_IO_THREADS", "abc", "a whole number from 1 to 1024"),
+           ("TESSERA_IO_THREADS", "0", "a whole number from 1 to 1024"),
+           ("TESSERA_IO_THREADS", "1025", "a whole number from 1 to 1024"),
+           ("TESSERA_HDF5_DIRECT", "2", "0 or 1"), ("TESSERA_HOST_MEMORY", "bogus", "pinned or pageable"),
+           ("TESSERA_KEEP_BINDING", "yes", "0 or 1"), ("TESSERA_BANDS", "-1", "a whole number from 1 to 1048576"),
+           ("TESSERA_STAGE_BYTES", "1e6", "a whole number from 1 to 9223372036854775807"),
+           ("TESSERA_MPI_TRANSPORTS", "shm", "auto or open-mpi")]
+    for name, value, accepted in bad:
+        want = f"{name}='{value}' is not {accepted}"
+        for argv, np_ in ((["run", *io], 2), (["info"], 1), (["config", "show", "missing.toml"], None)):
+            if np_ is None:  # `tessera config` starts no MPI
+                res = subprocess.run([args.tessera, *argv], capture_output=True, text=True, timeout=60, cwd=r.dir,
+                                     env={**os.environ, name: value})
+            else:
+                res = r.run(argv, np_=np_, expect_ok=False, timeout=60, env={name: value})
+            errors = [l for l in res.stderr.splitlines() if l.startswith("tessera: error")]
+            check(res.returncode == 2 and len(errors) == 1 and want in errors[0],
+                  f"{name}={value} `{argv[0]}`: exit {res.returncode}, {errors}; expected one line with {want!r}")
+    check(not os.path.exists(r.path("c6.h5")), "a refused run wrote C")
+    # Empty is as if unset; good values run.
+    res = r.run(["run", *io], np_=2, env={"TESSERA_IO_THREADS": "", "TESSERA_HDF5_DIRECT": "0",
+                                          "TESSERA_HOST_MEMORY": "pageable"})
+    check(not [l for l in res.stderr.splitlines() if "warning" in l], f"warnings: {res.stderr}")
+    # A misspelt name: one warning line on a 2-rank run, the run goes on; hooks and scripts' names: none.
+    res = r.run(["run", *io, "--overwrite"], np_=2, env={"TESSERA_IO_THRAEDS": "4", "TESSERA_TEST_ANYTHING": "1",
+                                                          "TESSERA_BIN": "x", "TESSERA_CONFIG": "y"})
+    warnings = [l for l in res.stderr.splitlines() if l.startswith("tessera: warning")]
+    check(len(warnings) == 1 and "TESSERA_IO_THRAEDS" in warnings[0] and "no such variable" in warnings[0],
+          f"expected one warning naming TESSERA_IO_THRAEDS: {res.stderr!r}")
 elif case == "colon-hint":
     inputs()
     res = direct(["run", "--a", r.path("a.h5") + ":/run:/A", "--b", r.path("b.h5") + ":/B", "--c",

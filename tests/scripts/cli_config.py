@@ -52,7 +52,17 @@ BAD = {
                                             "numbers above 0, not an array holding the integer 0"),
     "m-string": ('[run]\nm = "many"\n', ":2: run.m: must be a whole number from"),
     "m-float": ('[run]\nm = 4.5\n', ":2: run.m: must be a whole number from"),
-    "ranks-zero": ('[run]\nranks = 0\n', ":2: run.ranks: must be at least 1 (got 0)"),
+    "ranks-zero": ('[run]\nranks = 0\n', ":2: run.ranks: must be a whole number from 1 to 2147483647, not '0'"),
+    # A key's range is its option's (issue 40): never the range of the C++ type behind it.
+    "repeat-float": ('[run]\nrepeat = 2.0\n', ":2: run.repeat: must be a whole number from 1 to 2147483647, not the "
+                                               "number 2.0"),
+    "warmup-negative": ('[run]\nwarmup = -1\n', ":2: run.warmup: must be a whole number from 0 to 2147483647, not '-1'"),
+    "gzip-float": ('[generate]\ngzip = 3.0\n', ":2: generate.gzip: must be a whole number from 0 to 9, not the number 3.0"),
+    "m-zero": ('[run]\nm = 0\n', ":2: run.m: must be a whole number from 1 to 9223372036854775807, not '0'"),
+    "vectors-float": ('[verify]\nvectors = 1.5\n', ":2: verify.vectors: must be a whole number from 1 to 2147483647, "
+                                                   "not the number 1.5"),
+    "seed-negative": ('[bench]\nseed = -1\n', ":2: bench.seed: must be a whole number from 0 to 9223372036854775807, "
+                                              "not '-1'"),
     "repeat-zero": ('[run]\nrepeat = 0\n', ":2: run.repeat: must be a whole number from 1 to 2147483647, not '0'"),
     "gzip-range": ('[generate]\ngzip = 10\n', ":2: generate.gzip: must be a whole number from 0 to 9, not '10'"),
     "beta-nan": ('[run]\nbeta = nan\n', ":2: run.beta: must be a finite number, not 'nan'"),

@@ -166,7 +166,7 @@ elif case == "bad-staged":
     cmd, expect = base(), "TESSERA_STAGED='yes' is not 0 or 1"
     stream_env = {"TESSERA_STREAM_CHUNKS": "4", "TESSERA_STAGED": "yes"}
 elif case == "bad-mpi-transports":
-    cmd, expect = base(), "TESSERA_MPI_TRANSPORTS must be auto or open-mpi, not 'shm'"
+    cmd, expect = base(), "TESSERA_MPI_TRANSPORTS='shm' is not auto or open-mpi"
     stream_env = {"TESSERA_MPI_TRANSPORTS": "shm"}
 elif case == "bad-gpu-early":
     cmd, expect = base(), "TESSERA_GPU_EARLY='yes' is not 0 or 1"
@@ -179,7 +179,7 @@ elif case == "unknown-subcommand":
 elif case == "verify-zero-vectors":
     # 0 random vectors would check nothing: refused, never reported as PASSED.
     cmd, expect = ["verify", "--a", f"{A}:/A", "--b", f"{B}:/B", "--c", f"{A}:/A", "--vectors", "0"], \
-        "--vectors: must be above 0"
+        "--vectors: must be a whole number from 1 to 2147483647, not '0'"
 elif case == "verify-beta-c":
     # A C made with beta != 0 holds beta C_old, which is gone: verify says it cannot check it.
     made = r.path("made.h5")

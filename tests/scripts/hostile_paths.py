@@ -78,6 +78,11 @@ refused(run_ab + ["--config", "fifo"], 2, ["fifo", "config file"])
 refused(run_ab + ["--config=/dev/zero"], 2, ["character device"])
 refused(["config", "show", "/dev/zero"], 2, ["/dev/zero", "character device"])
 refused(["config", "show", "folder"], 2, ["folder", "directory"])
+# A folder given as the config (it once said 'basic_filebuf::underflow'), and one that is missing
+# (issue 40): exit 2 naming the path, by `config show` and by `--config` alike.
+refused(run_ab + ["--config", "folder"], 2, ["folder", "the config file is a directory"])
+refused(["config", "show", "typo.toml"], 2, ["typo.toml", "No such file"])
+refused(["config", "show", ""], 2, ["the config file's name is empty"])
 refused(["config", "show", "fifo"], 2, ["fifo"])
 with open(r.path("big.toml"), "w") as f:
     f.write("# padding\n" * 120000)

@@ -8,7 +8,9 @@ can be scheduled and Slurm's binding (CUDA_VISIBLE_DEVICES of each rank: all of 
 submit directory, and submits with `sbatch --wait` the CPU job, the one-node and multi-node jobs
 on 2 tasks (srun --mpi=pmix and mpirun), the strong-scaling job (1 and 2 ranks, then
 scripts/scaling_report.py), a job array of three problems listed in a file (every task's C
-against numpy) and a task past the list's end, the CPU job with TESSERA_MODULES (a stand-in
+against numpy) and a task past the list's end, --c given to the scripts (a new file, a dataset
+in an existing file, given twice: refused before launch; a step killed mid-write: the script runs
+`tessera recover` and the file is as it was), the CPU job with TESSERA_MODULES (a stand-in
 `module` command must be called), a job whose input is missing, one whose output folder an earlier job of the same id left, and, with --prefix (an installed
 tessera, ctest fixture install.prefix), the installed share/tessera/slurm/tessera-node.sbatch
 with neither TESSERA_HOME nor TESSERA set: it must find the installed binary and config. Checks exit statuses, C against numpy, the reports and the logs. The daemons
@@ -534,6 +536,31 @@ def main():
                 dict(base_env, TESSERA_ARRAY_LIST="array/pairs.txt"), args=on_cpu),
             Job(src, "scaling", "strong-scaling.sbatch", small, base_env, args=on_cpu, ranks=2),
         ]
+        # --c given to the scripts (issue 40): in place of their default (a new file, and a dataset
+        # in an existing file), given twice (refused before launch), and a step killed mid-write
+        # into an existing file (a wrapper sets the crash tests' hook for `run` only), after which
+        # the script runs `tessera recover` on it.
+        os.makedirs(os.path.join(submit, "mine"))
+        make_existing(os.path.join(submit, "pipeline.h5"))
+        killed = os.path.join(submit, "killed.h5")
+        make_existing(killed)
+        with open(killed, "rb") as f:
+            killed_before = f.read()
+        killer = os.path.join(root, "fake-bin", "tessera-killed-at-write-3")
+        with open(killer, "w") as f:
+            f.write('#!/bin/sh\nif [ "$1" = run ]; then TESSERA_TEST_KILL_AT_WRITE=3; export TESSERA_TEST_KILL_AT_WRITE; fi\n'
+                    f'exec {os.path.abspath(args.tessera)} "$@"\n')
+        os.chmod(killer, 0o755)
+        one_cpu = ["--ntasks-per-node=1", "--cpus-per-task=1"]
+        jobs += [
+            Job(src, "user-c", "tessera-cpu.sbatch", one_cpu, base_env, args=["--c", "mine/user.h5:/C"]),
+            Job(src, "user-c-existing", "tessera-node.sbatch", small, base_env,
+                args=on_cpu + ["--c=pipeline.h5:/step2/C"], ranks=2),
+            Job(src, "duplicate-c", "tessera-cpu.sbatch", one_cpu, base_env,
+                args=["--c", "mine/x.h5:/C", "--c=mine/y.h5:/C"]),
+            Job(src, "killed-step", "tessera-cpu.sbatch", one_cpu, dict(base_env, TESSERA=killer),
+                args=["--c", "killed.h5:/run/C"]),
+        ]
         existing = os.path.join(submit, "existing.h5")
         make_existing(existing)
         with open(os.path.join(submit, "timelimit.sbatch"), "w") as f:
@@ -611,6 +638,42 @@ def main():
         else:
             check("plot skipped" in table and not os.path.exists(png), "scaling.md: no 'plot skipped' note")
             print("ok: scaling.md (rows 1, 2); no matplotlib here, the table says the plot was skipped")
+
+        job = by_name["user-c"]
+        check(job.status == 0, f"user-c job: exit status {job.status}")
+        with h5py.File(os.path.join(submit, "mine", "user.h5"), "r") as f:
+            check_product(a, b, f["/C"][...], dtype)
+        check(not os.path.exists(os.path.join(job.out_dir, "c.h5")), "user-c job: C also written to the job folder")
+        with open(job.log) as f:
+            check("tessera-slurm: result mine/user.h5:/C" in f.read(), "user-c job: the log does not name the user's C")
+        job = by_name["user-c-existing"]
+        check(job.status == 0, f"user-c-existing job: exit status {job.status}")
+        with h5py.File(os.path.join(submit, "pipeline.h5"), "r") as f:
+            check(np.array_equal(f["keep"][...], np.arange(12.0).reshape(3, 4)), "user-c-existing: /keep changed")
+            check_product(a, b, f["/step2/C"][...], dtype)
+        print("ok: --c given to the scripts: C where it says (a new file; a dataset in an existing file)")
+        job = by_name["duplicate-c"]
+        with open(job.log) as f:
+            log = f.read()
+        check(job.status == 1, f"duplicate-c job: exit status {job.status}, expected 1")
+        errors = [line for line in log.splitlines() if "error" in line]
+        check(errors == ["tessera-slurm: error: --c is given more than once ('mine/x.h5:/C' and 'mine/y.h5:/C'): "
+                         "give the job one output"], f"duplicate-c job: errors {errors}")
+        check("tessera-slurm: binary" not in log, "duplicate-c job: got past the check")
+        check(not any(n in os.listdir(os.path.join(submit, "mine")) for n in ("x.h5", "y.h5")),
+              "duplicate-c job: wrote an output")
+        print("ok: --c given twice: one line, exit 1, before anything was launched")
+        job = by_name["killed-step"]
+        with open(job.log) as f:
+            log = f.read()
+        check(job.status != 0, "killed-step job: exit status 0")
+        check("tessera-slurm: the step failed: tessera recover killed.h5" in log,
+              "killed-step job: no `tessera recover` after the failed step")
+        check(not os.path.exists(killed + ".tessera-journal"), "killed-step job: the journal is left")
+        with open(killed, "rb") as f:
+            check(f.read() == killed_before, "killed-step job: the output file is not as it was")
+        check("tessera-slurm: result" not in log, "killed-step job: a result announced after a failed step")
+        print("ok: a step killed mid-write: the script ran `tessera recover`, the file is as it was")
 
         job = by_name["time-limit"]
         with open(job.log) as f:

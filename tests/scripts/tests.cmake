@@ -248,6 +248,9 @@ set_tests_properties(crash.enospc.beta.np3 PROPERTIES LABELS "mpi;fault;crash")
 # Inputs through the HDF5 filters of h5py and hdf5plugin pipelines (#31 item 3): LZF, LZ4, bzip2,
 # Blosc, ZFP (lossless); a filter that cannot be loaded is refused naming it.
 add_mpi_test(io.filters 1 filters.py)
+# Filter pipelines in any order (issue 40): deflate-then-shuffle, deflate twice, shuffle around
+# deflate, with fletcher32 and LZF; tessera's chunk reader (1 and 4 threads) against numpy.
+add_mpi_test(io.filter-order 1 filter_order.py)
 
 # Two writers of one file (HDF5's locking on and off), a full disk (a real small tmpfs: root),
 # refusals that leave the output byte for byte as it was (tests/scripts/writers.py).

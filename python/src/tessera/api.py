@@ -2,18 +2,19 @@
 binary's --help-json), launch the binary, read what it wrote."""
 from __future__ import annotations
 
+import numbers
 import os
 import shutil
 import tempfile
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 from .binary import command_spec, find_binary
-from .errors import EXIT_USAGE, TesseraError, UsageError
+from .errors import EXIT_USAGE, TesseraError, UsageError, tessera_message
 from .launch import Launcher, child_env, execute, launcher_prefix
 from .options import Dataset, dataset_file, dataset_ref
 from .report import DryRun, Report
 from .results import Generated, Verification
-from .typed import OptionError, options_type
+from .typed import OptionError, check_value, options_type, to_args
 
 # Set by the functions' own arguments, never through **options.
 RESERVED = {"run": {"a", "b", "c", "dry_run", "m", "n", "k", "ranks"}, "generate": {"out", "rows", "cols"},
@@ -48,6 +49,48 @@ def option_args(binary: str, command: str, options: Mapping[str, Any], check: bo
     if not check:
         return _unchecked(options)
     return options_type(command, binary)(**options).to_args()
+def _own_args(binary: str, command: str, values: Mapping[str, Any], check: bool) -> List[str]:
+    """Options set by a function's own arguments (dry_run's m, n, k; generate's rows, cols) as
+    words, checked against the binary's --help-json like any other option: a value outside the
+    parser's range raises OptionError before anything is launched."""
+    values = {name: int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v
+              for name, v in values.items()}
+    if not check:
+        return _unchecked(values)
+    spec = command_spec(binary, command)
+    return to_args(spec, {name: check_value(command, spec.options[name], v) for name, v in values.items()})
+
+
+def _recover_output(binary: str, file: str, env: Optional[Mapping[str, str]], cwd: Optional[str]):
+    """After a failed job that wrote to `file`: `tessera recover FILE` (the binary alone), so that
+    the next step of a pipeline never reads a file a dead job left half-written. Returns what it
+    found, for the exception, and whether the file was restored."""
+    where = file if os.path.isabs(file) or not cwd else os.path.join(cwd, file)
+    if not os.path.exists(where):
+        return f"the output file {file} does not exist (nothing to restore)", False
+    # The crash tests' hooks stop the job, never its recovery.
+    recover_env = {k: v for k, v in child_env([], env).items() if not k.startswith("TESSERA_TEST_")}
+    command = [binary, "recover", file]
+    try:
+        done = execute(command, env=recover_env, cwd=cwd, timeout=300)
+    except TesseraError as e:
+        return f"the output file {file} could not be restored ({e.message}): run `tessera recover {file}`", False
+    said = (done.stdout or "").strip()
+    if done.returncode != 0:
+        why = tessera_message(done.stderr) or (done.stderr or "").strip() or f"exit status {done.returncode}"
+        return f"the output file {file} could not be restored: {why}", False
+    if "no interrupted tessera write" in said:
+        return f"the output file {file} needed no restoring (no interrupted write to undo)", False
+    return f"the output file {file} was restored by `tessera recover`: {said}", True
+
+
+def _failed_job(e: TesseraError, binary: str, output: Optional[str], env, cwd) -> TesseraError:
+    """The exception for a failed job, after its output file's recovery where it has one."""
+    if output is None:
+        return e
+    return e.with_recovery(*_recover_output(binary, output, env, cwd))
+
+
 def _report_dir(near: Optional[str]) -> str:
     """A temporary folder for the report: beside C where its folder is writable (rank 0, which
     writes the report, sees that folder wherever it runs), else the system's temporary folder."""
@@ -71,7 +114,7 @@ def _run_args(binary: str, options: Dict[str, Any], check: bool):
 
 
 def _launch(kind, command_tail: List[str], *, binary: str, prefix: List[str], args: List[str], keep,
-            near: Optional[str], env, cwd, timeout, echo, extra_args: Iterable[str]):
+            near: Optional[str], env, cwd, timeout, echo, extra_args: Iterable[str], output: Optional[str] = None):
     folder = None
     if keep is not None:
         report_path = os.fspath(keep)
@@ -80,9 +123,12 @@ def _launch(kind, command_tail: List[str], *, binary: str, prefix: List[str], ar
         report_path = os.path.join(folder, "report.json")
     command = [*prefix, binary, "run", *command_tail, *args, "--report", report_path, *map(str, extra_args)]
     try:
-        done = execute(command, env=child_env(prefix, env), cwd=cwd, timeout=timeout, echo=echo)
-        if done.returncode != 0:
-            raise TesseraError.from_job(done.returncode, command, done.stdout, done.stderr)
+        try:
+            done = execute(command, env=child_env(prefix, env), cwd=cwd, timeout=timeout, echo=echo)
+            if done.returncode != 0:
+                raise TesseraError.from_job(done.returncode, command, done.stdout, done.stderr)
+        except TesseraError as e:
+            raise _failed_job(e, binary, output, env, cwd) from None
         path = report_path if os.path.isabs(report_path) or not cwd else os.path.join(cwd, report_path)
         try:
             result = kind.load(path)
@@ -127,7 +173,7 @@ def run(a: Dataset, b: Dataset, c: Dataset, ranks: int = 1, *, binary: Optional[
     tail = ["--a", refs["a"], "--b", refs["b"], "--c", refs["c"]]
     return _launch(Report, tail, binary=binary, prefix=prefix, args=args, keep=keep,
                    near=dataset_file(refs["c"]), env=env, cwd=os.fspath(cwd) if cwd else None, timeout=timeout,
-                   echo=echo, extra_args=extra_args)
+                   echo=echo, extra_args=extra_args, output=dataset_file(refs["c"]))
 
 
 def dry_run(a: Optional[Dataset] = None, b: Optional[Dataset] = None, *, m: Optional[int] = None,
@@ -151,18 +197,21 @@ def dry_run(a: Optional[Dataset] = None, b: Optional[Dataset] = None, *, m: Opti
         if missing:
             raise UsageError(f"dry_run: give a and b, or m, n and k (missing {', '.join(missing)})",
                              exit_code=EXIT_USAGE)
-        tail = [arg for name, v in sizes.items() for arg in (f"--{name}", str(int(v)))]
+        tail = _own_args(binary, "run", sizes, check_options)
     args, keep = _run_args(binary, options, check_options)
     return _launch(DryRun, ["--dry-run", *tail, "--ranks", str(ranks)], binary=binary, prefix=[],
                    args=args, keep=keep, near=None, env=env, cwd=os.fspath(cwd) if cwd else None,
                    timeout=timeout, echo=False, extra_args=extra_args)
 
 
-def _checked_run(command: List[str], *, env, cwd, timeout, echo, prefix=(), ok=(0,)):
-    done = execute(command, env=child_env(list(prefix), env), cwd=os.fspath(cwd) if cwd else None, timeout=timeout,
-                   echo=echo)
-    if done.returncode not in ok:
-        raise TesseraError.from_job(done.returncode, command, done.stdout, done.stderr)
+def _checked_run(command: List[str], *, env, cwd, timeout, echo, prefix=(), ok=(0,), output=None):
+    cwd = os.fspath(cwd) if cwd else None
+    try:
+        done = execute(command, env=child_env(list(prefix), env), cwd=cwd, timeout=timeout, echo=echo)
+        if done.returncode not in ok:
+            raise TesseraError.from_job(done.returncode, command, done.stdout, done.stderr)
+    except TesseraError as e:
+        raise _failed_job(e, command[len(prefix)], output, env, cwd) from None
     return done
 
 
@@ -179,8 +228,9 @@ def generate(out: Dataset, rows: int, cols: int, *, binary: Optional[os.PathLike
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise OptionError(f"generate: {name} must be a whole number >= 1, got {value!r}", option=name)
     args = option_args(binary, "generate", options, check_options)
-    command = [binary, "generate", "--out", ref, "--rows", str(rows), "--cols", str(cols), *args]
-    done = _checked_run(command, env=env, cwd=cwd, timeout=timeout, echo=echo)
+    shape = _own_args(binary, "generate", {"rows": rows, "cols": cols}, check_options)
+    command = [binary, "generate", "--out", ref, *shape, *args]
+    done = _checked_run(command, env=env, cwd=cwd, timeout=timeout, echo=echo, output=dataset_file(ref))
     dtype = options.get("dtype")
     if dtype is None and check_options:
         dtype = command_spec(binary, "generate").options["dtype"].default  # the binary's own default

@@ -34,21 +34,36 @@ class TesseraError(RuntimeError):
                job never ran or never ended (no binary, a timeout)
     command    the command line, as a list (launcher included); [] when nothing was launched
     stderr, stdout  what the job printed
+    recovery   after a failed run() or generate(): what `tessera recover` found of the output
+               file, run before the exception was raised (str(e) says it after the message); None where
+               it did not run (nothing was launched, dry_run, verify)
+    output_restored  True where the output file was put back from the journal the failed job
+               left, False where there was nothing to put back or it could not be (recovery says
+               which), None where recovery did not run
     """
 
     def __init__(self, message: str, *, exit_code: Optional[int] = None, command: Sequence[str] = (),
-                 stderr: str = "", stdout: str = ""):
+                 stderr: str = "", stdout: str = "", recovery: Optional[str] = None,
+                 output_restored: Optional[bool] = None):
         self.message = message
         self.exit_code = exit_code
         self.command = list(command)
         self.stderr = stderr
         self.stdout = stdout
+        self.recovery = recovery
+        self.output_restored = output_restored
         details = []
         if exit_code is not None:
             details.append(f"exit status {exit_code}")
         if self.command:
             details.append(_join(self.command))
-        super().__init__(message + (f" [{': '.join(details)}]" if details else ""))
+        super().__init__(message + (f"; {recovery}" if recovery else "") +
+                         (f" [{': '.join(details)}]" if details else ""))
+
+    def with_recovery(self, recovery: str, restored: bool) -> "TesseraError":
+        """This failure, of the same type, after the output file's recovery."""
+        return type(self)(self.message, exit_code=self.exit_code, command=self.command, stderr=self.stderr,
+                          stdout=self.stdout, recovery=recovery, output_restored=restored)
 
     @classmethod
     def from_job(cls, exit_code: int, command: Sequence[str], stdout: str, stderr: str) -> "TesseraError":
