@@ -181,6 +181,13 @@ void add_run_compute(Adder add, job::RunOptions& o) {
                   "--repeat > 1, else 0)")
               ->transform(count_from(0)),
           Kind::integer, INT_MIN, INT_MAX);
+  add.key(add.sub()
+              ->add_option_function<int>(
+                  "--timeout", [&o](const int& seconds) { o.timeout = seconds; },
+                  "a rank that waits longer than SECONDS in MPI for the others (their node lost) ends itself, "
+                  "rolling back the output; 0: never (default: 30 s + 10 x the predicted time of the run)")
+              ->transform(count_from(0)),
+          Kind::integer, INT_MIN, INT_MAX);
 }
 
 void add_dry_run(Adder add, job::RunOptions& o) {
