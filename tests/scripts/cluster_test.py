@@ -652,9 +652,15 @@ def orphan_writers(jobs):
         time.sleep(0.2)
     ended = time.monotonic() - t_lost
     left = [p for p in orphans if os.path.exists(f"/proc/{p}") and alive(p)]
-    if left:
-        for p in left:
-            os.kill(p, signal.SIGKILL)
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    # What the orphan did to the file first (before fencing: its block written into the second
+    # job's C), then whether it ended (before the watchdog: it spun until slurmd came back).
+    now = open(out, "rb").read()
+    check(len(now) == len(after), f"the file grew by {len(now) - len(after)} bytes after the orphan resumed")
+    with h5py.File(out, "r") as f:
+        check_product(a, b, f["run/C"][...], np.float64)
+    check(now == after, "the orphan changed the file after the second job")
     check(not left, f"{node}'s orphaned rank still running {ended:.0f} s after its peers were gone")
     check(ended < 60, f"{node}'s orphaned rank took {ended:.1f} s to end after its peers were gone")
     log = rank_log(d, len(jobs.nodes) - 1)
@@ -662,11 +668,6 @@ def orphan_writers(jobs):
     check("this run is no longer live" in log, f"the orphan did not say it stopped writing C:\n{log}")
     check(f"on {node}): waited" in log and "(step: write)" in log,
           f"no watchdog line naming {node} and the write step:\n{log}")
-    now = open(out, "rb").read()
-    check(len(now) == len(after), f"the file grew by {len(now) - len(after)} bytes after the orphan resumed")
-    check(now == after, "the orphan changed the file after the second job")
-    with h5py.File(out, "r") as f:
-        check_product(a, b, f["run/C"][...], np.float64)
     check(not os.path.exists(out + ".tessera-journal"), "a journal is left")
     print(f"ok: the orphan wrote nothing after its run was rolled back (C right, the file unchanged, "
           f"{len(now)} bytes; {len(before)} before the first job) and ended {ended:.1f} s after losing its peers")
