@@ -96,7 +96,7 @@ bool direct_io_enabled() {
 // pread or pwrite split over a few threads: a large transfer from or to the page cache or a
 // parallel file system goes several times faster than one HDF5 call in one thread. Whole rows are
 // one range of bytes; a column block is one range per row. Returns 0 or the first failure's code
-// (errno, or -1: end of file / nothing written).
+// (errno, or -1: end of file / nothing written, or kFenced: `live` says the run is over).
 int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, std::int64_t row0, std::int64_t nrows,
                     std::int64_t col0, std::int64_t ncols, std::size_t esize, void* buffer, const FenceCheck* live) {
   auto* dst = static_cast<unsigned char*>(buffer);

@@ -599,7 +599,10 @@ def orphan_writers(jobs):
     with h5py.File(out, "w") as f:
         f.create_dataset("keep/earlier", data=np.arange(1000.0))
     before = open(out, "rb").read()
-    run_args = ["run", "--a", f"{d}/a.h5:/A", "--b", f"{d}/b.h5:/B", "--c", f"{out}:/run/C", "--backend", "cpu"]
+    # panels: every rank writes its block after the hold (summa on a 2x2 grid writes its bands
+    # during the compute, before a write-phase hold).
+    run_args = ["run", "--a", f"{d}/a.h5:/A", "--b", f"{d}/b.h5:/B", "--c", f"{out}:/run/C", "--backend", "cpu",
+                "--algorithm", "panels"]
     script = os.path.join(d, "job.sh")
     with open(script, "w") as f:
         # Each rank's stderr straight into a file (the orphan's lines have no srun to go to).
