@@ -588,8 +588,8 @@ def orphan_writers(jobs):
     """Issue 40 item 3: a node's slurmd killed while its ranks are about to write their C blocks
     into an existing file (sbatch, srun). Slurm ends the job and rank 0 rolls the file back, but
     that node's ranks keep running, cut off (stopped here with SIGSTOP, as a write stalled on the
-    file system, so that the next step does not race them). A second job into the same file exits 0
-    with a correct C; then the orphans go on: they must write nothing (their run's journal is gone:
+    file system, so that the next step does not race them). A second job into the same file (with
+    another A) exits 0 with a correct C; then the orphans go on: they must write nothing (their run's journal is gone:
     fencing), so C stays correct and the file does not grow, and they must end by themselves within
     60 s of losing their peers (the watchdog), with slurmd still gone. Before fencing they wrote
     their old blocks into the second job's C and then spun in MPI_Allreduce until slurmd came back."""
@@ -641,11 +641,15 @@ def orphan_writers(jobs):
     check(all(os.path.exists(f"/proc/{p}") for p in orphans), f"{node}'s rank is gone already: no orphan to test")
     with h5py.File(out, "r") as f:
         check("run" not in f, f"C appeared in the existing file: {list(f)}")
-    # The resubmission, on the nodes that are left (srun: the first job's node is down).
-    res = jobs.run(jobs.srun(1, others), run_args)
+    # The resubmission, on the nodes that are left (srun: the first job's node is down), with another
+    # A: the orphan's old block of C would differ from the new C where it lands.
+    a2 = jobs.rng.random(a.shape) * 2 - 1
+    with h5py.File(f"{d}/a2.h5", "w") as f:
+        f.create_dataset("A", data=a2)
+    res = jobs.run(jobs.srun(1, others), [f"{d}/a2.h5:/A" if x == f"{d}/a.h5:/A" else x for x in run_args])
     with h5py.File(out, "r") as f:
         check(sorted(f) == ["keep", "run"], f"after the second job the file holds {list(f)}")
-        check_product(a, b, f["run/C"][...], np.float64)
+        check_product(a2, b, f["run/C"][...], np.float64)
     after = open(out, "rb").read()
     print(f"ok: the second job exited 0 in {res.seconds:.1f} s with a correct C; the orphan resumes now", flush=True)
     for pid in orphans:
@@ -662,7 +666,7 @@ def orphan_writers(jobs):
     now = open(out, "rb").read()
     check(len(now) == len(after), f"the file grew by {len(now) - len(after)} bytes after the orphan resumed")
     with h5py.File(out, "r") as f:
-        check_product(a, b, f["run/C"][...], np.float64)
+        check_product(a2, b, f["run/C"][...], np.float64)
     check(now == after, "the orphan changed the file after the second job")
     check(not left, f"{node}'s orphaned rank still running {ended:.0f} s after its peers were gone")
     check(ended < 60, f"{node}'s orphaned rank took {ended:.1f} s to end after its peers were gone")
