@@ -90,6 +90,9 @@ class TESSERA_API Options {
   // --repeat N --warmup W: the whole job W + N times; the report holds the spread of the N.
   Options& repeat(int runs);
   Options& warmup(int runs);  // default: 1 with repeat > 1, else 0
+  // --timeout: a rank waiting longer than this in MPI for the others ends itself (0: never);
+  // default: 30 s + 10 x the model's prediction of the run.
+  Options& timeout(int seconds);
 
   // Dry run only: the shape without input files, and the ranks (per node) to plan for.
   Options& shape(std::int64_t m, std::int64_t n, std::int64_t k);

@@ -113,6 +113,7 @@ const std::vector<Entry>& table() {
       {"beta", [](Options& o, const std::string& v) { o.beta(parse_double("beta", v)); }},
       {"repeat", [](Options& o, const std::string& v) { o.repeat(parse_count("repeat", v)); }},
       {"warmup", [](Options& o, const std::string& v) { o.warmup(parse_count("warmup", v)); }},
+      {"timeout", [](Options& o, const std::string& v) { o.timeout(parse_count("timeout", v)); }},
       {"m", [](Options& o, const std::string& v) { set_dimension(o, 'm', parse_int("m", v, 0, INT64_MAX)); }},
       {"n", [](Options& o, const std::string& v) { set_dimension(o, 'n', parse_int("n", v, 0, INT64_MAX)); }},
       {"k", [](Options& o, const std::string& v) { set_dimension(o, 'k', parse_int("k", v, 0, INT64_MAX)); }},
@@ -183,6 +184,7 @@ TESSERA_SETTER(progress, const std::string&, "progress", r.progress = value.empt
 TESSERA_SETTER(log_level, const std::string&, "log-level", impl_->log_level = value)
 TESSERA_SETTER(repeat, int, "repeat", r.repeat = value)
 TESSERA_SETTER(warmup, int, "warmup", r.warmup = value)
+TESSERA_SETTER(timeout, int, "timeout", r.timeout = value)
 TESSERA_SETTER(ranks, int, "ranks", r.ranks = value)
 TESSERA_SETTER(ranks_per_node, int, "ranks-per-node", r.ranks_per_node = value)
 #undef TESSERA_SETTER

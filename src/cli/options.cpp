@@ -196,6 +196,11 @@ void add_run_compute(Adder add, job::RunOptions& o) {
                  "whole runs (>= 0) before the --repeat ones, in no statistic of the report (default: 1 with "
                  "--repeat > 1, else 0)"),
              0, INT_MAX);
+  add.ranged(add.sub()->add_option_function<int>(
+                 "--timeout", [&o](const int& seconds) { o.timeout = seconds; },
+                 "a rank that waits longer than SECONDS in MPI for the others (their node lost) ends itself, "
+                 "rolling back the output; 0: never (default: 30 s + 10 x the predicted time of the run)"),
+             0, INT_MAX);
 }
 
 void add_dry_run(Adder add, job::RunOptions& o) {

@@ -9,7 +9,7 @@ _tessera_options() {
     generate) echo "--out -o --rows --cols --dtype --seed --dist --low --high --chunk --gzip --overwrite -q --quiet $logging" ;;
     run) echo "--a --b --c --report --overwrite -q --quiet --write --transpose-a --transpose-b --alpha --beta --verify
                --allow-nonfinite --fail-on-nonfinite --algorithm --comm --panel-width --grid --backend --kernel --dtype
-               --baseline --progress --gpu-memory --machine --repeat --warmup --dry-run --m --n --k --ranks
+               --baseline --progress --gpu-memory --machine --repeat --warmup --timeout --dry-run --m --n --k --ranks
                --ranks-per-node --config $logging" ;;
     verify) echo "--a --b --c --full --vectors --safety --tolerance --dtype --transpose-a --transpose-b --alpha -q --quiet $logging" ;;
     info) echo "--json --probe-network -q --quiet $logging" ;;

@@ -9,11 +9,18 @@
 #include <string>
 #include <vector>
 
+#include "comm/watchdog.hpp"
 #include "core/error.hpp"
 
+// Every checked MPI call is a wait the watchdog bounds (comm/watchdog.hpp): a rank whose peers are
+// gone ends instead of spinning in it forever.
 #define TESSERA_MPI_CHECK(call)                                                                                       \
   do {                                                                                                                \
-    const int tessera_mpi_rc_ = (call);                                                                               \
+    int tessera_mpi_rc_ = MPI_SUCCESS;                                                                                \
+    {                                                                                                                 \
+      const ::tessera::comm::MpiWait tessera_mpi_wait_(#call);                                                        \
+      tessera_mpi_rc_ = (call);                                                                                       \
+    }                                                                                                                 \
     if (tessera_mpi_rc_ != MPI_SUCCESS) ::tessera::comm::throw_mpi_error(#call, __FILE__, __LINE__, tessera_mpi_rc_); \
   } while (0)
 

@@ -1,6 +1,7 @@
 #include "io/direct_io.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,11 +25,31 @@ namespace {
 
 std::atomic<int> g_io_threads{0};
 
+// One thread's writes, as pieces: the fence is looked at before the first, then each time the
+// next piece would take what was written since the last look past kFencePiece bytes.
+struct Pieces {
+  const FenceCheck* live = nullptr;
+  std::size_t since = kFencePiece;  // look before the first write
+  // The largest piece the next write may be; 0: the run is not live, write nothing.
+  std::size_t next(std::size_t want) {
+    if (live == nullptr) return want;
+    want = std::min(want, kFencePiece);
+    if (since + want > kFencePiece) {
+      if (!live->live()) return 0;
+      since = 0;
+    }
+    since += want;
+    return want;
+  }
+};
+
 // pread (or pwrite) of `bytes` at `offset`, to the end (short transfers, EINTR). 0, errno on an
-// error, or -1 at the end of the file (a truncated file) or when nothing could be written.
-int io_all(int fd, bool write, unsigned char* to, std::size_t bytes, std::int64_t offset) {
+// error, -1 at the end of the file (a truncated file) or when nothing could be written, or
+// kFenced when `pieces` says the run is no longer live.
+int io_all(int fd, bool write, unsigned char* to, std::size_t bytes, std::int64_t offset, Pieces* pieces = nullptr) {
   while (bytes > 0) {
-    const std::size_t n = std::min<std::size_t>(bytes, std::size_t{1} << 30);
+    std::size_t n = std::min<std::size_t>(bytes, std::size_t{1} << 30);
+    if (pieces != nullptr && (n = pieces->next(n)) == 0) return kFenced;
     const ssize_t got = write ? ::pwrite(fd, to, n, offset) : ::pread(fd, to, n, offset);
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) return errno;
@@ -42,6 +63,15 @@ int io_all(int fd, bool write, unsigned char* to, std::size_t bytes, std::int64_
 
 std::string io_failure(int rc, const char* eof_text) {
   return rc > 0 ? std::string(std::strerror(rc)) : std::string(eof_text);
+}
+
+// The token's device and inode, opened (not stat'ed) so that NFS revalidates it with the server.
+bool identity(const std::string& path, struct stat& st) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return false;
+  const bool ok = ::fstat(fd, &st) == 0;
+  ::close(fd);
+  return ok;
 }
 
 }  // namespace
@@ -62,9 +92,9 @@ bool direct_io_enabled() {
 // pread or pwrite split over a few threads: a large transfer from or to the page cache or a
 // parallel file system goes several times faster than one HDF5 call in one thread. Whole rows are
 // one range of bytes; a column block is one range per row. Returns 0 or the first failure's code
-// (errno, or -1: end of file / nothing written).
+// (errno, or -1: end of file / nothing written, or kFenced: `live` says the run is over).
 int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, std::int64_t row0, std::int64_t nrows,
-                    std::int64_t col0, std::int64_t ncols, std::size_t esize, void* buffer) {
+                    std::int64_t col0, std::int64_t ncols, std::size_t esize, void* buffer, const FenceCheck* live) {
   auto* dst = static_cast<unsigned char*>(buffer);
   const bool whole_rows = col0 == 0 && ncols == cols;
   // Pieces: byte ranges of whole rows, or rows of a column block; at most io_threads() threads,
@@ -76,17 +106,18 @@ int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, st
   std::vector<int> failed(static_cast<std::size_t>(threads), 0);
   const auto work = [&](int t) {
     const std::int64_t r0 = nrows * t / threads, r1 = nrows * (t + 1) / threads;
+    Pieces pieces{write ? live : nullptr};
     if (whole_rows) {
       const std::size_t row_bytes = static_cast<std::size_t>(cols) * esize;
       failed[static_cast<std::size_t>(t)] = io_all(fd, write, dst + static_cast<std::size_t>(r0) * row_bytes,
                                                    static_cast<std::size_t>(r1 - r0) * row_bytes,
-                                                   base + (row0 + r0) * cols * static_cast<std::int64_t>(esize));
+                                                   base + (row0 + r0) * cols * static_cast<std::int64_t>(esize), &pieces);
       return;
     }
     const std::size_t piece = static_cast<std::size_t>(ncols) * esize;
     for (std::int64_t r = r0; r < r1; ++r)
       if (const int rc = io_all(fd, write, dst + static_cast<std::size_t>(r) * piece, piece,
-                                base + ((row0 + r) * cols + col0) * static_cast<std::int64_t>(esize))) {
+                                base + ((row0 + r) * cols + col0) * static_cast<std::int64_t>(esize), &pieces)) {
         failed[static_cast<std::size_t>(t)] = rc;
         return;
       }
@@ -104,7 +135,31 @@ int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, st
   return 0;
 }
 
+Fence fence_of(const std::string& path) {
+  struct stat st {};
+  if (!identity(path, st))
+    throw IoError("cannot find '" + path + "', the token of this run's output: " + std::strerror(errno));
+  return {path, static_cast<std::uint64_t>(st.st_ino)};
+}
+
+FenceCheck::FenceCheck(const Fence& fence) : path_(fence.path) {
+  struct stat st {};
+  if (!identity(path_, st) || static_cast<std::uint64_t>(st.st_ino) != fence.inode)
+    throw IoError("this run no longer writes its output: its token '" + path_ +
+                  "' is gone or belongs to another run (the run failed, or was rolled back, on another rank)");
+  device_ = static_cast<std::uint64_t>(st.st_dev);
+  inode_ = fence.inode;
+}
+
+bool FenceCheck::live() const noexcept {
+  struct stat st {};
+  return identity(path_, st) && static_cast<std::uint64_t>(st.st_dev) == device_ &&
+         static_cast<std::uint64_t>(st.st_ino) == inode_;
+}
+
 BlockFile::BlockFile(const DirectTarget& target) : t_(target) {
+  // Before the file is opened: a process of a failed run (the token gone) opens nothing.
+  if (t_.fence.valid()) fence_ = std::make_unique<FenceCheck>(t_.fence);
   fd_ = ::open(t_.file.c_str(), O_WRONLY);
   if (fd_ < 0)
     throw IoError("cannot open the output '" + t_.file + "' to write this rank's part: " + std::strerror(errno));
@@ -131,7 +186,14 @@ void BlockFile::write_block(std::int64_t row0, std::int64_t col0, std::int64_t n
               std::to_string(col0) + ".." + std::to_string(col0 + ncols - 1) + " into '" + t_.file + "' (pwrite)");
   int rc = test_write_point();
   if (rc == 0)
-    rc = transfer_direct(fd_, true, t_.base, t_.cols, row0, nrows, col0, ncols, t_.esize, const_cast<void*>(data));
+    rc = transfer_direct(fd_, true, t_.base, t_.cols, row0, nrows, col0, ncols, t_.esize, const_cast<void*>(data),
+                         fence_.get());
+  if (rc == kFenced) {
+    const std::string why = "stopped writing C into '" + t_.file + "': this run is no longer live (its token '" +
+                            fence_->path() + "' is gone or another run's: the run failed, or was rolled back, elsewhere)";
+    log::warn("(rank " + std::to_string(log::rank()) + ") " + why);  // said here too: the other ranks may be gone
+    throw IoError(why);
+  }
   if (rc != 0)
     throw IoError("writing rows " + std::to_string(row0) + ".." + std::to_string(row0 + nrows - 1) + " of C to '" +
                   t_.file + "' failed: " + io_failure(rc, "nothing written"));

@@ -5,6 +5,7 @@
 // every rank at once.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -21,11 +22,21 @@ bool direct_io_enabled();
 int io_threads();
 void set_io_threads(int threads);
 
-// A block of a row-major matrix between memory and a contiguous dataset whose element (0, 0) is
-// at byte `base` of the file open as `fd` (its rows `cols` long), split over a few threads.
-// Returns 0 or the first failure's code (errno, or -1: end of file / nothing written).
-int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, std::int64_t row0, std::int64_t nrows,
-                    std::int64_t col0, std::int64_t ncols, std::size_t esize, void* buffer);
+// The liveness token of a run writing an output (fencing): a file that is there, with one inode,
+// exactly while that run may write C, and gone once it commits or fails: the existing file's
+// rollback journal (made before anything is written, removed by the commit and by the rollback),
+// or the new file's temporary (renamed by the commit, removed by the rollback). A process of a run
+// that failed (its node cut off while the others were ended and the file rolled back) finds it
+// gone, or another run's (another inode), and writes nothing more.
+struct Fence {
+  std::string path;        // "": none (nothing to fence: tests, a single process)
+  std::uint64_t inode = 0;  // as the writer of the output saw it (the same from every node)
+  bool valid() const { return !path.empty(); }
+};
+// The token of `path` as it is now (its inode); throws IoError when it is not there.
+Fence fence_of(const std::string& path);
+// Pieces of C written between two looks at the fence, at most (each look: one open and fstat).
+inline constexpr std::size_t kFencePiece = std::size_t{64} << 20;
 
 // Where a new output's contiguous dataset lies in its (temporary) file, so that any process that
 // sees the file can write its part of the matrix there. base < 0: no such place (HDF5 writes).
@@ -34,7 +45,35 @@ struct DirectTarget {
   std::int64_t base = -1;
   std::int64_t rows = 0, cols = 0;
   std::size_t esize = 0;
+  Fence fence;  // the run's token: every piece written only while it is there
   bool valid() const { return base >= 0; }
+};
+
+// A block of a row-major matrix between memory and a contiguous dataset whose element (0, 0) is
+// at byte `base` of the file open as `fd` (its rows `cols` long), split over a few threads.
+// Returns 0 or the first failure's code (errno, or -1: end of file / nothing written, or
+// kFenced). `live`, when given, is asked before each piece of at most kFencePiece bytes a thread
+// writes; false: that thread writes nothing more, and the transfer returns kFenced.
+inline constexpr int kFenced = -2;
+class FenceCheck;
+int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, std::int64_t row0, std::int64_t nrows,
+                    std::int64_t col0, std::int64_t ncols, std::size_t esize, void* buffer,
+                    const FenceCheck* live = nullptr);
+
+// A process's view of a Fence: the token's identity on this node (device and inode; a network
+// file system's device number differs between nodes, its inode does not), then one look per piece.
+class FenceCheck {
+ public:
+  // Throws IoError when the token is not there or is not the writer's (another inode).
+  explicit FenceCheck(const Fence& fence);
+  // Whether the token is still the one found at the start (opened, so that a network file system
+  // asks its server: close-to-open consistency).
+  bool live() const noexcept;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::uint64_t device_ = 0, inode_ = 0;
 };
 
 // Something blocks of a matrix can be written to, at their place: the output file's writer
@@ -67,6 +106,7 @@ class BlockFile : public BlockSink {
 
  private:
   DirectTarget t_;
+  std::unique_ptr<FenceCheck> fence_;
   int fd_ = -1;
   mutable std::mutex counted_lock_;
   NonfiniteCount counted_;

@@ -166,7 +166,8 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
     const haddr_t offset = H5Dget_offset(w.dataset.get());
     H5Eclear2(H5E_DEFAULT);
     if (offset != HADDR_UNDEF) {
-      w.direct = {w.temp_path, static_cast<std::int64_t>(offset), rows, cols, dtype_size(dtype)};
+      // Fenced by the temporary file itself: renamed by the commit, removed by a rollback.
+      w.direct = {w.temp_path, static_cast<std::int64_t>(offset), rows, cols, dtype_size(dtype), fence_of(w.temp_path)};
       w.direct_file = std::make_unique<BlockFile>(w.direct);
     }
   }

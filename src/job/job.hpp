@@ -31,10 +31,12 @@ inline constexpr int kRoot = 0;
 
 inline double seconds_since(double start) { return MPI_Wtime() - start; }
 
-// TESSERA_TEST_HOLD=PHASE:SECONDS (PHASE read, compute or write): every rank waits that long as
-// PHASE begins, so that a test can end a node's ranks inside that phase (tests/scripts/cluster_test.py:
-// a node lost during read, compute or write). For tests only; unset, it costs a getenv per phase.
-void hold_for_tests(const std::string& phase);
+// TESSERA_TEST_HOLD=PHASE:SECONDS[:RANK] (PHASE read, compute or write): every rank (or rank RANK
+// alone) waits that long as PHASE begins, so that a test can end a node's ranks inside that phase
+// (tests/scripts/cluster_test.py: a node lost during read, compute or write), or leave the other
+// ranks waiting for one (the watchdog: tests/scripts/faults.py). For tests only; unset, it costs a
+// getenv per phase.
+void hold_for_tests(const std::string& phase, int rank);
 
 // The steps of one run of the job, in order (run()).
 class Job {
@@ -48,14 +50,23 @@ class Job {
         run_index_(run),
         started_(MPI_Wtime()),
         report_json_(report_json) {}
+  // Each step named for the watchdog's message (comm/watchdog.hpp): the step a rank waited in.
   void run() {
+    comm::set_wait_step("start");
     share_cores();
+    comm::set_wait_step("plan");
     plan();
+    comm::set_wait_step("start");
     start();
+    comm::set_wait_step("read");
     read();
+    comm::set_wait_step("compute");
     compute();
+    comm::set_wait_step("verify");
     verify();
+    comm::set_wait_step("write");
     deliver();
+    comm::set_wait_step("commit");
     finish();
   }
 
@@ -64,6 +75,7 @@ class Job {
   int ranks_per_node() const;
   void plan();
   void settle();
+  void bound_waits(double predicted_seconds) const;
   void start();
   void start_backend();
   void read();

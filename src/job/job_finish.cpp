@@ -25,7 +25,7 @@ namespace tessera::job {
 
 // 4. The algorithm's compute step.
 void Job::compute() {
-  hold_for_tests("compute");
+  hold_for_tests("compute", rank_);
   algorithm_->compute(*run_);
   if (!streaming_) return;
   if (run_->staged) {
@@ -66,7 +66,7 @@ void Job::verify() {
 
 // 6. C leaves the rank, as the algorithm sends it.
 void Job::deliver() {
-  hold_for_tests("write");
+  hold_for_tests("write", rank_);
   algorithm_->deliver(*run_);
   me_.write_bytes = route_->bytes_written();
 }

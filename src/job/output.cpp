@@ -46,8 +46,8 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
     } else {
       const std::uint64_t token = random_token();
       if (comm.size() > 1) io::write_token(t, token);
-      plan = {{"file", t.file}, {"base", t.base},   {"rows", t.rows},
-              {"cols", t.cols}, {"esize", t.esize}, {"token", token}};
+      plan = {{"file", t.file},   {"base", t.base},   {"rows", t.rows},         {"cols", t.cols},
+              {"esize", t.esize}, {"token", token},   {"fence", t.fence.path}, {"fence_inode", t.fence.inode}};
     }
   });
   plan = nlohmann::json::parse(comm.broadcast(plan.dump(), kRoot));
@@ -62,7 +62,10 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
     return made;
   }
   // Every rank must see the file rank 0 made (the same file system).
-  const io::DirectTarget t{plan["file"], plan["base"], plan["rows"], plan["cols"], plan["esize"]};
+  // With the run's liveness token (io::Fence): every rank writes only while it is there.
+  const io::DirectTarget t{plan["file"],  plan["base"], plan["rows"],
+                           plan["cols"],  plan["esize"],
+                           io::Fence{plan["fence"].get<std::string>(), plan["fence_inode"].get<std::uint64_t>()}};
   bool sees = true;
   if (rank != kRoot) {
     sees = io::sees_token(t, plan["token"].get<std::uint64_t>());

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "algorithms/algorithm.hpp"
@@ -36,6 +37,7 @@
 #include "comm/cpu_share.hpp"
 #include "comm/mpi_network.hpp"
 #include "comm/mpi_start.hpp"
+#include "comm/watchdog.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -71,14 +73,16 @@ void print_notes(const std::vector<std::string>& notes) {
 
 }  // namespace
 
-void hold_for_tests(const std::string& phase) {
+void hold_for_tests(const std::string& phase, int rank) {
   const char* value = std::getenv("TESSERA_TEST_HOLD");
   if (value == nullptr) return;
   const std::string text = value;
   const auto colon = text.find(':');
   if (colon == std::string::npos || text.substr(0, colon) != phase) return;
+  const auto second = text.find(':', colon + 1);
+  if (second != std::string::npos && std::atoi(text.c_str() + second + 1) != rank) return;
   const double seconds = std::atof(text.c_str() + colon + 1);
-  log::info("TESSERA_TEST_HOLD: holding in " + phase + " for " + text.substr(colon + 1) + " s");
+  log::info("TESSERA_TEST_HOLD: holding in " + phase + " for " + text.substr(colon + 1, second - colon - 1) + " s");
   std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
 
@@ -106,6 +110,7 @@ int Job::ranks_per_node() const {
 // on the output route; rank 0 settles the run (settle: with what the ranks it uses have); every
 // rank learns the plan.
 void Job::plan() {
+  if (o_.timeout) bound_waits(0);  // --timeout holds from the start; the model's bound from settle()
   job_ = job_header(o_, comm_.size());
   comm_.step([&] { asked_ = asked_of(o_); });  // a name that is not one: refused on every rank
   std::vector<std::string> stale;              // leftovers of earlier runs, inputs read as a fill value (rank 0)
@@ -190,6 +195,20 @@ void Job::settle() {
                     {"bound", decided["bound"]},
                     {"machine", machine_.name},
                     {"communication_seconds", decided["communication"]}};
+  bound_waits(decided["predicted"].get<double>());
+}
+
+// How long a rank may wait in MPI for the others (comm/watchdog.hpp): --timeout, else a bound
+// from the model's prediction of this run, the same on every rank (rank 0's, broadcast).
+void Job::bound_waits(double predicted_seconds) const {
+  const double bound = comm::wait_bound(o_.timeout, predicted_seconds);
+  const std::string why =
+      o_.timeout ? "--timeout " + std::to_string(*o_.timeout)
+                 : fmt::format("{:.0f} s + {:.0f} x the predicted {:.1f} s of the run; --timeout SECONDS sets it",
+                               comm::kWaitFloorSeconds, comm::kWaitModelFactor, predicted_seconds);
+  comm::set_wait_bound(bound, why, rank_, comm_.node().host);
+  if (bound > 0) log::debug("a wait in MPI longer than " + std::to_string(static_cast<long long>(bound)) +
+                            " s ends this rank (" + why + ")");
 }
 
 // 2. The backend, the algorithm's check that the plan holds, host memory refused up front.
@@ -249,7 +268,7 @@ void Job::start_backend() {
 // in while the GEMM runs (panels without --baseline; rank 0 decides, so every rank refuses
 // non-finite input at the same step).
 void Job::read() {
-  hold_for_tests("read");
+  hold_for_tests("read", rank_);
   const std::size_t es = dtype_size(plan_.dtype);
   int chunks = 1;
   comm_.step([&] {
@@ -311,8 +330,15 @@ bool Job::stage_gemm() const {
 }
 
 void run_job(const RunOptions& o, const comm::Comm& comm, std::string* report_json) {
+  // The watchdog's bound holds while the job runs, and no longer (libtessera's caller goes on).
+  struct Unbound {
+    ~Unbound() { comm::set_wait_bound(0, "", 0, ""); }
+  } const unbound;
   report::set_typed_options(typed_options(o));  // the report's options: typed
-  comm.step([&] { check_repeat_options(o); });  // before anything is read
+  comm.step([&] {  // before anything is read
+    check_repeat_options(o);
+    if (o.timeout && *o.timeout < 0) throw InputError("--timeout must be 0 (no bound) or more seconds");
+  });
   RunSeries series(o, MPI_Wtime());
   for (int run = 0; run < series.size(); ++run) {
     if (series.size() > 1 && comm.rank() == kRoot && !o.quiet) {

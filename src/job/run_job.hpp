@@ -46,6 +46,9 @@ struct RunOptions {
   // spread of the N counted runs (job/repeats.hpp). No warmup: 1 when repeat > 1, else 0.
   int repeat = 1;
   std::optional<int> warmup;
+  // --timeout SECONDS: the longest a rank waits in MPI for the others before it ends itself
+  // (comm/watchdog.hpp); 0: no bound. Not given: 30 s + 10 x the model's prediction of the run.
+  std::optional<int> timeout;
 };
 
 // Thrown (on every rank) when --verify finds C wrong: nothing is written.

@@ -42,6 +42,7 @@ nlohmann::json typed_options(const RunOptions& o) {
                       {"beta", o.beta},
                       {"repeat", o.repeat}};
   if (o.warmup) t["warmup"] = *o.warmup;
+  if (o.timeout) t["timeout"] = *o.timeout;
   return t;
 }
 

@@ -71,6 +71,7 @@ TEST_CASE("Every option can be set by its name and reads back", "[api]") {
                                                      {"beta", "2"},
                                                      {"repeat", "4"},
                                                      {"warmup", "2"},
+                                                     {"timeout", "60"},
                                                      {"m", "7"},
                                                      {"n", "8"},
                                                      {"k", "9"},

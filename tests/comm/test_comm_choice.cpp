@@ -12,6 +12,7 @@
 #include "comm/exchange.hpp"
 #include "comm/path.hpp"
 #include "comm/peers.hpp"
+#include "comm/watchdog.hpp"
 #include "core/error.hpp"
 
 using tessera::DType;
@@ -135,4 +136,13 @@ TEST_CASE("cpu share: contiguous slices, the first ones longer, every core once"
   }
   CHECK(cpu_slice({0, 1}, 3, 4) == std::vector<int>{1});  // more ranks than cores: one each, shared
   CHECK(cpu_slice(sixteen, 2, 2).empty());
+}
+
+TEST_CASE("the watchdog's bound: --timeout, else 30 s plus ten times the model's prediction", "[comm][watchdog]") {
+  CHECK(comm::wait_bound(std::nullopt, 0.0) == 30.0);
+  CHECK(comm::wait_bound(std::nullopt, 0.04) == 31.0);  // whole seconds, rounded up
+  CHECK(comm::wait_bound(std::nullopt, 100.0) == 1030.0);
+  CHECK(comm::wait_bound(std::nullopt, -1.0) == 30.0);  // no prediction
+  CHECK(comm::wait_bound(5, 100.0) == 5.0);              // --timeout wins
+  CHECK(comm::wait_bound(0, 100.0) == 0.0);              // --timeout 0: no bound
 }

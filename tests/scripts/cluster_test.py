@@ -11,7 +11,9 @@ and address on a bridge, one slurmd each, one slurmctld, munge. Cases (--cases; 
   sbatch      the shipped tessera-multinode, tessera-cpu and strong-scaling scripts, as a user
               submits them, with --nodes=N
   faults      one node's ranks killed (SIGKILL) while the others read, compute and write (into an
-              existing file, which keeps its other datasets); one node's slurmd killed mid-job
+              existing file, which keeps its other datasets); one node's slurmd killed mid-job; one
+              node's slurmd killed as its rank writes into an existing file: a second job succeeds,
+              the orphaned rank writes nothing more (fencing) and ends by itself (watchdog)
   slow-link   every node's link shaped to a lower rate (tc): the job completes and the report's
               communication time grows with the bytes that cross it
   model       the same shaped links measured by `tessera info --probe-network` into a machine file;
@@ -34,7 +36,7 @@ import h5py
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster"))
-from cluster import Cluster, ClusterError, tool  # noqa: E402
+from cluster import Cluster, ClusterError, alive, tool  # noqa: E402
 
 from common import SKIP, check, check_product, fail, leftovers, parser  # noqa: E402
 
@@ -514,6 +516,7 @@ def case_faults(jobs):
             check(not os.path.exists(out + ".tessera-journal"), "the journal is still there after the next run")
             print("ok: the next run into the file added C (restoring the file first where need be)")
     slurmd_stopped(jobs)
+    orphan_writers(jobs)
 
 
 def slurmd_stopped(jobs):
@@ -574,6 +577,109 @@ def slurmd_stopped(jobs):
     check(not left, f"{node}'s ranks still running 30 s after its slurmd came back: {left}")
     print(f"ok: slurmd back on {node}: its {len(orphans)} orphaned rank(s) ended {time.monotonic() - t1:.1f} s later; "
           f"{node} idle again")
+
+
+def rank_log(d, rank):
+    path = f"{d}/rank-{rank}.err"
+    return open(path).read() if os.path.exists(path) else ""
+
+
+def orphan_writers(jobs):
+    """Issue 40 item 3: a node's slurmd killed while its ranks are about to write their C blocks
+    into an existing file (sbatch, srun). Slurm ends the job and rank 0 rolls the file back, but
+    that node's ranks keep running, cut off (stopped here with SIGSTOP, as a write stalled on the
+    file system, so that the next step does not race them). A second job into the same file (with
+    another A) exits 0 with a correct C; then the orphans go on: they must write nothing (their run's journal is gone:
+    fencing), so C stays correct and the file does not grow, and they must end by themselves within
+    60 s of losing their peers (the watchdog), with slurmd still gone. Before fencing they wrote
+    their old blocks into the second job's C and then spun in MPI_Allreduce until slurmd came back."""
+    node, others = jobs.nodes[-1], jobs.nodes[:-1]
+    d, a, b = jobs.inputs(600, 500, 200)
+    out = os.path.join(d, "out.h5")
+    with h5py.File(out, "w") as f:
+        f.create_dataset("keep/earlier", data=np.arange(1000.0))
+    before = open(out, "rb").read()
+    # panels: every rank writes its block after the hold (summa on a 2x2 grid writes its bands
+    # during the compute, before a write-phase hold).
+    run_args = ["run", "--a", f"{d}/a.h5:/A", "--b", f"{d}/b.h5:/B", "--c", f"{out}:/run/C", "--backend", "cpu",
+                "--algorithm", "panels"]
+    script = os.path.join(d, "job.sh")
+    with open(script, "w") as f:
+        # Each rank's stderr straight into a file (the orphan's lines have no srun to go to).
+        f.write("#!/bin/bash\n#SBATCH --output=" + d + "/job.out\n"
+                f"srun --mpi=pmix --error={d}/rank-%t.err {shlex.quote(jobs.tessera)} " + " ".join(run_args) + " -v\n")
+    cmd = [tool("sbatch"), "--wait", "--parsable", "--no-requeue", f"--nodes={len(jobs.nodes)}", "--ntasks-per-node=1",
+           script]
+    print(f"==== {node}'s slurmd killed while its rank writes C into an existing file; a second job; the orphan "
+          f"goes on ====\n$ TESSERA_TEST_HOLD=write:20 " + " ".join(cmd), flush=True)
+    proc = subprocess.Popen(cmd, cwd=d, env=jobs.env({"TESSERA_TEST_HOLD": "write:20"}), text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    orphans = node_pids(jobs, node, 1, proc=proc)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if sum("holding in write" in rank_log(d, r) for r in range(len(jobs.nodes))) == len(jobs.nodes):
+            break
+        time.sleep(0.1)
+    else:
+        proc.kill()
+        fail("the ranks did not all reach their hold in the write")
+    slurmd = next(x for x in jobs.cluster.state["daemons"] if x["name"] == f"slurmd-{node}")
+    os.kill(slurmd["pid"], signal.SIGKILL)
+    for pid in orphans:
+        os.kill(pid, signal.SIGSTOP)
+    t_kill = time.monotonic()
+    print(f"killed slurmd on {node}, stopped its rank (pid {orphans})", flush=True)
+    try:
+        _, err = proc.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        fail("the job did not end within 90 s of slurmd's death")
+    t_lost = time.monotonic()  # the orphan's peers are gone from here on
+    print(err + open(f"{d}/job.out").read() + rank_log(d, 0) + f"job ended {t_lost - t_kill:.1f} s after slurmd died, "
+          f"sbatch status {proc.returncode}", flush=True)
+    check(proc.returncode != 0, "the job lost a node and yet succeeded")
+    check(all(os.path.exists(f"/proc/{p}") for p in orphans), f"{node}'s rank is gone already: no orphan to test")
+    with h5py.File(out, "r") as f:
+        check("run" not in f, f"C appeared in the existing file: {list(f)}")
+    # The resubmission, on the nodes that are left (srun: the first job's node is down), with another
+    # A: the orphan's old block of C would differ from the new C where it lands.
+    a2 = jobs.rng.random(a.shape) * 2 - 1
+    with h5py.File(f"{d}/a2.h5", "w") as f:
+        f.create_dataset("A", data=a2)
+    res = jobs.run(jobs.srun(1, others), [f"{d}/a2.h5:/A" if x == f"{d}/a.h5:/A" else x for x in run_args])
+    with h5py.File(out, "r") as f:
+        check(sorted(f) == ["keep", "run"], f"after the second job the file holds {list(f)}")
+        check_product(a2, b, f["run/C"][...], np.float64)
+    after = open(out, "rb").read()
+    print(f"ok: the second job exited 0 in {res.seconds:.1f} s with a correct C; the orphan resumes now", flush=True)
+    for pid in orphans:
+        os.kill(pid, signal.SIGCONT)
+    deadline = t_lost + 75
+    while any(os.path.exists(f"/proc/{p}") and alive(p) for p in orphans) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    ended = time.monotonic() - t_lost
+    left = [p for p in orphans if os.path.exists(f"/proc/{p}") and alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    # What the orphan did to the file first (before fencing: its block written into the second
+    # job's C), then whether it ended (before the watchdog: it spun until slurmd came back).
+    now = open(out, "rb").read()
+    check(len(now) == len(after), f"the file grew by {len(now) - len(after)} bytes after the orphan resumed")
+    with h5py.File(out, "r") as f:
+        check_product(a2, b, f["run/C"][...], np.float64)
+    check(now == after, "the orphan changed the file after the second job")
+    check(not left, f"{node}'s orphaned rank still running {ended:.0f} s after its peers were gone")
+    check(ended < 60, f"{node}'s orphaned rank took {ended:.1f} s to end after its peers were gone")
+    log = rank_log(d, len(jobs.nodes) - 1)
+    print(f"{node}'s rank said:\n{log}", flush=True)
+    check("this run is no longer live" in log, f"the orphan did not say it stopped writing C:\n{log}")
+    check(f"on {node}): waited" in log and "(step: write)" in log,
+          f"no watchdog line naming {node} and the write step:\n{log}")
+    check(not os.path.exists(out + ".tessera-journal"), "a journal is left")
+    print(f"ok: the orphan wrote nothing after its run was rolled back (C right, the file unchanged, "
+          f"{len(now)} bytes; {len(before)} before the first job) and ended {ended:.1f} s after losing its peers")
+    jobs.cluster.restart_slurmd(node)
+    print(f"ok: slurmd back on {node}; {node} idle again")
 
 
 def shape_or_skip(jobs, rate, case):

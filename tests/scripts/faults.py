@@ -1,6 +1,12 @@
 """Faults: a rank killed mid-run, the writer killed (its leftover cleaned by the next run), a
 write that fails (file size limit: the same path as a full disk). Each must end promptly with a
-nonzero status and leave no output that looks complete."""
+nonzero status and leave no output that looks complete.
+
+Fencing and liveness (issue 40): the run's liveness token (the new file's temporary, the existing
+file's journal) taken away while every rank is held before its C writes: no rank writes C (fenced-
+new, fenced-existing); one rank held in the write while the other waits in MPI: the waiting rank's
+watchdog ends it within --timeout, with one line naming it, its host and the step, and the output
+is rolled back (watchdog, watchdog-existing)."""
 import os
 import signal
 import subprocess
@@ -12,7 +18,8 @@ import numpy as np
 from common import SKIP, Runner, check, check_product, fail, leftovers, parser, write
 
 p = parser(__doc__)
-p.add_argument("--case", required=True, choices=["rank-killed", "writer-killed", "write-fails", "nccl-join-fails"])
+p.add_argument("--case", required=True, choices=["rank-killed", "writer-killed", "write-fails", "nccl-join-fails",
+                                                 "fenced-new", "fenced-existing", "watchdog", "watchdog-existing"])
 p.add_argument("--algorithm", default="panels", help="tessera run --algorithm (summa: killed inside its broadcasts)")
 p.add_argument("--stream-chunks", type=int, default=0,
                help="TESSERA_STREAM_CHUNKS: A read, and C written, while the GEMM runs (write-fails: on the writer thread)")
@@ -175,4 +182,104 @@ elif args.case == "nccl-join-fails":
     check("NCCL" in res.stderr or "nccl" in res.stderr, "the message must name NCCL")
     check(not os.path.exists(C), "no output file may appear")
     check(not leftovers(out_dir), f"temporary files left: {leftovers(out_dir)}")
+elif args.case in ("fenced-new", "fenced-existing"):
+    # Every rank holds as the write begins (TESSERA_TEST_HOLD=write); meanwhile the run's token
+    # goes: the new file's temporary is renamed away (as a later rename would take it), or the
+    # existing file's journal is replaced by another file (as after a rollback and another run's
+    # start). The ranks must then write no C: before fencing they wrote their rows through the
+    # descriptors they held, into the renamed file.
+    a, b = rng.random((64, 48)), rng.random((48, 56))
+    write(r.path("a.h5"), "/A", a)
+    write(r.path("b.h5"), "/B", b)
+    existing = args.case == "fenced-existing"
+    if existing:
+        with h5py.File(C, "w") as f:
+            f["keep"] = np.arange(100.0)
+        before = open(C, "rb").read()
+    cmd = r.cmd(["run", "--a", r.path("a.h5") + ":/A", "--b", r.path("b.h5") + ":/B", "--c", C + ":/C",
+                 "--backend", "cpu", "--write", "in-place", "-v"], np_=2)
+    print("$ TESSERA_TEST_HOLD=write:5 " + " ".join(cmd), flush=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=r.dir,
+                            env=dict(os.environ, TESSERA_TEST_HOLD="write:5"))
+    import threading
+    err_lines = []
+    pump = threading.Thread(target=lambda: err_lines.extend(proc.stderr), daemon=True)
+    pump.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if sum("TESSERA_TEST_HOLD: holding in write" in x for x in list(err_lines)) == 2:
+            break
+        time.sleep(0.02)
+    else:
+        fail("the ranks did not both reach their hold in the write")
+    journal = C + ".tessera-journal"
+    token = journal if existing else next(
+        (os.path.join(out_dir, x) for x in os.listdir(out_dir) if ".tessera-partial-" in x), None)
+    check(token is not None and os.path.exists(token), "no token (temporary file or journal)")
+    moved = r.path("moved.h5")
+    if existing:
+        os.rename(journal, moved)
+        open(journal, "wb").close()  # another run's journal: another inode at the same path
+        print(f"replaced {journal} by another file while the ranks hold", flush=True)
+    else:
+        os.rename(token, moved)
+        print(f"renamed {token} to {moved} while the ranks hold", flush=True)
+    out = proc.stdout.read()
+    proc.wait(timeout=120)
+    pump.join(timeout=10)
+    err = "".join(err_lines)
+    print(out + err)
+    check(proc.returncode != 0, "a run whose token is gone must exit nonzero")
+    check("this run is no longer live" in err, "no rank said it stopped writing C")
+    check("rank 0) stopped writing C" in err and "rank 1) stopped writing C" in err,
+          "each rank must say it stopped before its writes")
+    check(not os.path.exists(r.path("a.h5.tessera-journal")), "journal beside an input")
+    if existing:
+        if os.path.exists(journal):
+            os.unlink(journal)  # the stand-in (rank 0's rollback may have removed it)
+        check(open(C, "rb").read() == before, "the existing file is not byte for byte as it was")
+        print("ok: journal replaced: no rank wrote C, the file rolled back byte for byte")
+    else:
+        # Rank 0's HDF5 handle flushes the file's metadata as it closes: C's place is readable then.
+        # Its space was taken, never filled: zeros, but for rank 0's 8-byte check token at its start.
+        with h5py.File(moved, "r") as f:
+            base, size = f["C"].id.get_offset(), f["C"].id.get_storage_size()
+        region = open(moved, "rb").read()[base + 8:base + size]
+        check(len(region) == size - 8 and region.count(0) == len(region),
+              f"ranks wrote C into the renamed file after its token was gone "
+              f"({len(region) - region.count(0)} nonzero bytes of {len(region)})")
+        check(not os.path.exists(C), "no output file may appear")
+        print("ok: temporary renamed away: no rank wrote C into it, and no output appeared")
+elif args.case in ("watchdog", "watchdog-existing"):
+    # Rank 1 holds in the write for 120 s (TESSERA_TEST_HOLD=write:120:1, as a rank whose node is
+    # cut off), rank 0 waits for it in MPI: with --timeout 3 rank 0 ends itself within seconds,
+    # saying so in one line, and its output is rolled back (the temporary removed, or the existing
+    # file byte for byte as it was).
+    import socket
+    a, b = rng.random((40, 30)), rng.random((30, 20))
+    write(r.path("a.h5"), "/A", a)
+    write(r.path("b.h5"), "/B", b)
+    existing = args.case == "watchdog-existing"
+    if existing:
+        with h5py.File(C, "w") as f:
+            f["keep"] = np.arange(100.0)
+        before = open(C, "rb").read()
+    res = r.run(["run", "--a", r.path("a.h5") + ":/A", "--b", r.path("b.h5") + ":/B", "--c", C + ":/C",
+                 "--backend", "cpu", "--timeout", "3"], np_=2, timeout=100, expect_ok=False,
+                env={"TESSERA_TEST_HOLD": "write:120:1"})
+    print(f"job ended after {res.seconds:.1f} s, status {res.returncode}")
+    check(res.returncode != 0, "a rank left waiting must end nonzero")
+    check(res.seconds < 30, f"took {res.seconds:.1f} s: the bound is 3 s")
+    lines = [x for x in res.stderr.splitlines() if "past the bound of 3 s" in x]
+    check(len(lines) == 1, f"expected one watchdog line, got {lines}")
+    host = socket.gethostname()
+    check(f"tessera: error (rank 0 on {host}): waited" in lines[0], f"the line names no rank and host: {lines[0]}")
+    check("(step: write)" in lines[0] and "MPI_" in lines[0], f"the line names no step or MPI call: {lines[0]}")
+    check(not leftovers(out_dir), f"temporary files left: {leftovers(out_dir)}")
+    if existing:
+        check(not os.path.exists(C + ".tessera-journal"), "the journal is still there")
+        check(open(C, "rb").read() == before, "the existing file is not byte for byte as it was")
+    else:
+        check(not os.path.exists(C), "no output file may appear")
+    print(f"ok: rank 0 ended itself {res.seconds:.1f} s after its peer stopped answering: {lines[0]}")
 print("PASS")

@@ -681,6 +681,8 @@ def main():
         check(job.status != 0 and ("TIME LIMIT" in log or "DUE TO TIME" in log),
               f"time-limit job: status {job.status}, not ended by its time limit")
         check(not os.path.exists(existing + ".tessera-journal"), "time-limit job: a journal is left")
+        check("arrived while C was being committed; the commit completed" in log,
+              "time-limit job: tessera did not say that C was committed despite the signal")
         with h5py.File(existing, "r") as f:
             check(np.array_equal(f["keep"][...], np.arange(12.0).reshape(3, 4)) and f.attrs["project"] == "pipeline",
                   "time-limit job: the file's other contents changed")

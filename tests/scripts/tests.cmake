@@ -343,3 +343,10 @@ set_tests_properties(startup.setup-phase PROPERTIES RUN_SERIAL TRUE)
 # world-writable journals, fifos and devices as inputs, journals and configs (issue 40).
 tessera_script_test(safety.hostile-paths hostile_paths.py)
 tessera_script_test(safety.journal-trust journal_trust.py)
+
+# Fencing and liveness (issue 40): the run's token (the new file's temporary, the existing file's
+# journal) gone while the ranks hold before their C writes: no rank writes C; a rank left waiting
+# in MPI for a held peer ends itself within --timeout, its output rolled back.
+foreach(case fenced-new fenced-existing watchdog watchdog-existing)
+  add_mpi_test(fault.${case} 2 faults.py --case ${case})
+endforeach()
