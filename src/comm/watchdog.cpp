@@ -36,7 +36,7 @@ std::string call_name(const char* call) {
   return text.substr(0, text.find('('));
 }
 
-[[noreturn]] void end_this_rank(double waited) {
+void end_this_rank(double waited, long long since) {
   std::string line;
   {
     const std::lock_guard<std::mutex> hold(g_text_lock);
@@ -52,9 +52,12 @@ std::string call_name(const char* call) {
   // SIGTERM: the io layer's handler rolls back what this rank holds (the output's journal, its
   // temporary file), as for Slurm's or mpirun's SIGTERM, then the process ends by it.
   ::kill(::getpid(), SIGTERM);
-  // Held (a write that must not be cut) or ignored: the process ends here, a little later.
+  // Held (a write that must not be cut) or ignored: the process ends here, a little later, if it
+  // is still in that same wait. One that came back from it meanwhile (its peers were slow, not
+  // gone: a long fsync of the commit) goes on; the held signal then acts, or is forgiven after a
+  // completed commit, as any other.
   std::this_thread::sleep_for(std::chrono::seconds(20));
-  std::_Exit(1);
+  if (g_since_ns.load() == since) std::_Exit(1);
 }
 
 void watch() {
@@ -66,7 +69,7 @@ void watch() {
     const long long since = g_since_ns.load();
     if (bound <= 0 || since == 0) continue;
     const long long waited = now_ns() - since;
-    if (waited > g_bound_ns.load() && g_since_ns.load() == since) end_this_rank(static_cast<double>(waited) / 1e9);
+    if (waited > g_bound_ns.load() && g_since_ns.load() == since) end_this_rank(static_cast<double>(waited) / 1e9, since);
   }
 }
 

@@ -48,7 +48,8 @@ void install_handlers() {
     sigaction(sig, nullptr, &sa);
     if (sa.sa_handler == SIG_IGN) continue;  // keep what the caller chose to ignore
     sa.sa_handler = on_fatal_signal;
-    sigemptyset(&sa.sa_mask);
+    sigemptyset(&sa.sa_mask);  // a second fatal signal waits until the first one's rollback is done
+    for (int other : {SIGTERM, SIGINT, SIGHUP, SIGXFSZ}) sigaddset(&sa.sa_mask, other);
     sa.sa_flags = 0;
     sigaction(sig, &sa, nullptr);
   }
@@ -109,6 +110,8 @@ void release_fatal_signals() {
 }
 
 bool fatal_signal_pending() { return g_pending.load() != 0; }
+
+int pending_fatal_signal() { return g_pending.load(); }
 
 int take_pending_signal() { return g_pending.exchange(0); }
 

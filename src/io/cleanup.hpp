@@ -18,8 +18,9 @@ std::string sidecar_prefix(const std::string& file);
 // one that arrives meanwhile is raised again by the last release. Nests; any thread.
 void hold_fatal_signals();
 void release_fatal_signals();
-// Whether a held signal waits to be acted on.
+// Whether a held signal waits to be acted on; which (0: none).
 bool fatal_signal_pending();
+int pending_fatal_signal();
 // The held signal that waits, taken so that no release acts on it (0 if none): for a commit that
 // completed while it waited, after which the signal has nothing left to stop.
 int take_pending_signal();

@@ -65,11 +65,14 @@ std::string io_failure(int rc, const char* eof_text) {
   return rc > 0 ? std::string(std::strerror(rc)) : std::string(eof_text);
 }
 
-// The token's device and inode, opened (not stat'ed) so that NFS revalidates it with the server.
-bool identity(const std::string& path, struct stat& st) {
+// The token's device and inode (and its stamp, where it has one), opened (not stat'ed) so that NFS
+// revalidates it with the server.
+bool identity(const std::string& path, struct stat& st, std::int64_t stamp_at = -1, std::uint64_t* stamp = nullptr) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return false;
-  const bool ok = ::fstat(fd, &st) == 0;
+  bool ok = ::fstat(fd, &st) == 0;
+  if (ok && stamp_at >= 0 && stamp != nullptr)
+    ok = ::pread(fd, stamp, sizeof *stamp, static_cast<off_t>(stamp_at)) == static_cast<ssize_t>(sizeof *stamp);
   ::close(fd);
   return ok;
 }
@@ -135,16 +138,19 @@ int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, st
   return 0;
 }
 
-Fence fence_of(const std::string& path) {
+Fence fence_of(const std::string& path, std::int64_t stamp_at) {
   struct stat st {};
-  if (!identity(path, st))
+  std::uint64_t stamp = 0;
+  if (!identity(path, st, stamp_at, &stamp))
     throw IoError("cannot find '" + path + "', the token of this run's output: " + std::strerror(errno));
-  return {path, static_cast<std::uint64_t>(st.st_ino)};
+  return {path, static_cast<std::uint64_t>(st.st_ino), stamp_at, stamp};
 }
 
-FenceCheck::FenceCheck(const Fence& fence) : path_(fence.path) {
+FenceCheck::FenceCheck(const Fence& fence) : path_(fence.path), stamp_at_(fence.stamp_at), stamp_(fence.stamp) {
   struct stat st {};
-  if (!identity(path_, st) || static_cast<std::uint64_t>(st.st_ino) != fence.inode)
+  std::uint64_t stamp = 0;
+  if (!identity(path_, st, stamp_at_, &stamp) || static_cast<std::uint64_t>(st.st_ino) != fence.inode ||
+      (stamp_at_ >= 0 && stamp != stamp_))
     throw IoError("this run no longer writes its output: its token '" + path_ +
                   "' is gone or belongs to another run (the run failed, or was rolled back, on another rank)");
   device_ = static_cast<std::uint64_t>(st.st_dev);
@@ -153,8 +159,9 @@ FenceCheck::FenceCheck(const Fence& fence) : path_(fence.path) {
 
 bool FenceCheck::live() const noexcept {
   struct stat st {};
-  return identity(path_, st) && static_cast<std::uint64_t>(st.st_dev) == device_ &&
-         static_cast<std::uint64_t>(st.st_ino) == inode_;
+  std::uint64_t stamp = 0;
+  return identity(path_, st, stamp_at_, &stamp) && static_cast<std::uint64_t>(st.st_dev) == device_ &&
+         static_cast<std::uint64_t>(st.st_ino) == inode_ && (stamp_at_ < 0 || stamp == stamp_);
 }
 
 BlockFile::BlockFile(const DirectTarget& target) : t_(target) {

@@ -31,10 +31,16 @@ void set_io_threads(int threads);
 struct Fence {
   std::string path;        // "": none (nothing to fence: tests, a single process)
   std::uint64_t inode = 0;  // as the writer of the output saw it (the same from every node)
+  // Where the token holds a number of its own run (the journal: a random one), since a file system
+  // may give the next run's token the inode number this one's just freed; -1: none (a temporary,
+  // whose name is the run's own).
+  std::int64_t stamp_at = -1;
+  std::uint64_t stamp = 0;
   bool valid() const { return !path.empty(); }
 };
-// The token of `path` as it is now (its inode); throws IoError when it is not there.
-Fence fence_of(const std::string& path);
+// The token of `path` as it is now (its inode, and its stamp at `stamp_at`); throws IoError when
+// it is not there.
+Fence fence_of(const std::string& path, std::int64_t stamp_at = -1);
 // Pieces of C written between two looks at the fence, at most (each look: one open and fstat).
 inline constexpr std::size_t kFencePiece = std::size_t{64} << 20;
 
@@ -73,6 +79,8 @@ class FenceCheck {
 
  private:
   std::string path_;
+  std::int64_t stamp_at_ = -1;
+  std::uint64_t stamp_ = 0;
   std::uint64_t device_ = 0, inode_ = 0;
 };
 

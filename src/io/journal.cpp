@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <random>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -90,6 +92,10 @@ RollbackJournal::RollbackJournal(const std::string& file) : file_(file), journal
     std::memcpy(slot, &h, sizeof h);
     const Mark mark = mark_of(kHeaderBytes);
     std::memcpy(slot + kMarkAt, &mark, sizeof mark);
+    std::random_device entropy;
+    const std::uint64_t stamp = (static_cast<std::uint64_t>(entropy()) << 32) ^ entropy() ^
+                                static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    std::memcpy(slot + kStampAt, &stamp, sizeof stamp);
     const int injected = test_write_point();
     if (injected != 0 || !write_all(jfd_, slot, sizeof slot, 0) || ::fsync(jfd_) != 0) {
       const int err = injected != 0 ? injected : errno;
@@ -132,10 +138,8 @@ void RollbackJournal::append(std::uint32_t kind, std::uint64_t offset, std::uint
   RecordHead h{kRecordMagic, 0, kind, payload_bytes, offset, length};
   h.crc = record_crc(h, payload);
   int err = test_write_point();
-  const Mark mark = mark_of(journal_end_ + sizeof h + payload_bytes);
   if (err == 0 && (!write_all(jfd_, &h, sizeof h, journal_end_) ||
-                   (payload_bytes > 0 && !write_all(jfd_, payload, payload_bytes, journal_end_ + sizeof h)) ||
-                   !write_all(jfd_, &mark, sizeof mark, kMarkAt)))
+                   (payload_bytes > 0 && !write_all(jfd_, payload, payload_bytes, journal_end_ + sizeof h))))
     err = errno;
   if (err != 0) {
     failure_ = err;
@@ -147,6 +151,14 @@ void RollbackJournal::append(std::uint32_t kind, std::uint64_t offset, std::uint
 
 void RollbackJournal::sync_journal() {
   if (::fdatasync(jfd_) != 0) {
+    failure_ = errno;
+    throw IoError("cannot write " + quote_path(journal_) + ": " + std::strerror(failure_));
+  }
+  // The records are durable: the mark may now say they end here (it becomes durable with the next
+  // sync; one that lags behind only leaves more of the tail to the torn-record rule). Moved before
+  // the sync, a power loss could keep the mark and lose records it counts: a crash refused as damage.
+  const Mark mark = mark_of(journal_end_);
+  if (!write_all(jfd_, &mark, sizeof mark, kMarkAt)) {
     failure_ = errno;
     throw IoError("cannot write " + quote_path(journal_) + ": " + std::strerror(failure_));
   }
@@ -236,8 +248,12 @@ void RollbackJournal::before_truncate(std::uint64_t size) {
 
 void RollbackJournal::reserve(std::uint64_t offset, std::uint64_t bytes) {
   if (committed_ || bytes == 0 || offset >= original_size_) return;
-  save_pages(offset, bytes, false);
   const std::uint64_t end = std::min(original_size_, offset + bytes);
+  // The pages C shares with other bytes (its first and last, where partial) are kept too: HDF5 may
+  // write those other bytes at the commit, and recovery must know what it wrote there.
+  if (offset % kPage != 0) save_pages(offset, 1, true);
+  if (end % kPage != 0) save_pages(end - 1, 1, true);
+  save_pages(offset, bytes, false);
   append(kReserve, offset, end - offset, nullptr, 0);
   sync_journal();
 }

@@ -546,7 +546,13 @@ std::string recover_locked(const std::string& file, int fd, const std::string& j
       return "removed " + quote_path(jpath) +
              ", an incomplete journal of a tessera run that died before it wrote to " + quote_path(file) +
              " (the file was not changed)";
-    case JournalClaim::kDamaged:
+    case JournalClaim::kDamaged: {
+      char magic[sizeof kMagic] = {};
+      if (read_all(oc.jfd, magic, sizeof magic, 0) && std::memcmp(magic, "TESSERA-JRNL-01", sizeof magic) == 0)
+        throw InputError(quote_path(jpath) + " is the journal of a run of an older tessera (format 01) that died "
+                         "while writing " + quote_path(file) +
+                         ": restore the file with that version's `tessera recover`; this one leaves it as it is");
+    }
       throw InputError(quote_path(jpath) + " (the journal of a tessera run that died while writing " +
                        quote_path(file) +
                        ") has a damaged header: nothing was restored and the journal is kept; without it the file "

@@ -38,7 +38,10 @@ struct Mark {
 };
 constexpr std::uint32_t kMarkMagic = 0x544a4d32u;  // "TJM2"
 constexpr std::uint64_t kMarkAt = kHeaderBytes - sizeof(Mark);
-static_assert(sizeof(Header) <= kMarkAt, "the header and the mark fit the slot");
+// A random number of the run that made the journal, before the mark: the fence's token (a new
+// journal may get the inode number of the one a failed run's rollback removed).
+constexpr std::uint64_t kStampAt = kMarkAt - sizeof(std::uint64_t);
+static_assert(sizeof(Header) <= kStampAt, "the header, the stamp and the mark fit the slot");
 Mark mark_of(std::uint64_t records_end) noexcept;
 
 // What a record says about the file range [offset, offset + length):

@@ -13,6 +13,7 @@
 #include "io/dataset_in_file.hpp"
 #include "io/direct_io.hpp"
 #include "io/journal.hpp"
+#include "io/journal_format.hpp"
 #include "io/hdf5_attributes.hpp"
 #include "io/matrix_writer_impl.hpp"
 #include "io/test_hooks.hpp"
@@ -58,7 +59,7 @@ void MatrixWriter::Impl::create_in_existing_file(hid_t dcpl, const hsize_t dims[
   if (plain && !empty && offset != HADDR_UNDEF && direct_io_enabled() && H5Tequal(file_type, native_type(w.dtype)) > 0)
     // Fenced by the journal: made before anything was written, removed by the commit or the rollback.
     w.direct = {w.target.file, static_cast<std::int64_t>(offset), w.rows,
-                w.cols,        dtype_size(w.dtype),                  fence_of(journal_path(w.target.file))};
+                w.cols,        dtype_size(w.dtype),                  fence_of(w.journal->journal(), journal_format::kStampAt)};
   const std::string failed = "writing " + in_quotes(w.target.file) + " failed";
   out.close(made, failed);
   out.close(failed);

@@ -137,14 +137,22 @@ void Job::commit() {
     for (auto& p : me_.phases)
       if (p.first == "write") p.second += seconds_since(t);
   });
-  if (const int sig = io::take_pending_signal(); sig != 0 && rank_ == kRoot) {
-    const std::string name = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGXFSZ";
-    const std::string what = name + " arrived while C was being committed; the commit completed, so " +
-                             o_.c + " holds this run's result and the run ends normally (exit 0)";
-    std::fprintf(stderr, "tessera: note: %s\n", what.c_str());
-    std::fflush(stderr);
-    job_.warnings.push_back(what);
-  }
+  if (!io::fatal_signal_pending()) return;
+  const bool more_runs = !series_.last(run_index_);
+  // With more --repeat runs to come the signal stays pending: released below, it ends the series.
+  const int sig = more_runs ? io::pending_fatal_signal() : io::take_pending_signal();
+  if (rank_ != kRoot) return;
+  const std::string name = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP"
+                           : sig == SIGXFSZ ? "SIGXFSZ" : "a fatal signal";
+  const std::string what =
+      more_runs ? name + " arrived while C was being committed; the commit completed, so " + o_.c +
+                      " holds the result of run " + std::to_string(run_index_ + 1) +
+                      " of the series, and the signal now ends the process before the next run starts"
+                : name + " arrived while C was being committed; the commit completed, so " + o_.c +
+                      " holds this run's result and the run ends normally (exit 0)";
+  std::fprintf(stderr, "tessera: note: %s\n", what.c_str());
+  std::fflush(stderr);
+  job_.warnings.push_back(what);
 }
 
 }  // namespace tessera::job

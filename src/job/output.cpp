@@ -47,7 +47,8 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
       const std::uint64_t token = random_token();
       if (comm.size() > 1) io::write_token(t, token);
       plan = {{"file", t.file},   {"base", t.base},   {"rows", t.rows},         {"cols", t.cols},
-              {"esize", t.esize}, {"token", token},   {"fence", t.fence.path}, {"fence_inode", t.fence.inode}};
+              {"esize", t.esize}, {"token", token},   {"fence", t.fence.path}, {"fence_inode", t.fence.inode},
+                              {"fence_stamp_at", t.fence.stamp_at}, {"fence_stamp", t.fence.stamp}};
     }
   });
   plan = nlohmann::json::parse(comm.broadcast(plan.dump(), kRoot));
@@ -65,7 +66,8 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
   // With the run's liveness token (io::Fence): every rank writes only while it is there.
   const io::DirectTarget t{plan["file"],  plan["base"], plan["rows"],
                            plan["cols"],  plan["esize"],
-                           io::Fence{plan["fence"].get<std::string>(), plan["fence_inode"].get<std::uint64_t>()}};
+                           io::Fence{plan["fence"].get<std::string>(), plan["fence_inode"].get<std::uint64_t>(),
+                                     plan["fence_stamp_at"].get<std::int64_t>(), plan["fence_stamp"].get<std::uint64_t>()}};
   bool sees = true;
   if (rank != kRoot) {
     sees = io::sees_token(t, plan["token"].get<std::uint64_t>());

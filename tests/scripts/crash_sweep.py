@@ -130,6 +130,7 @@ def consistent(where):
 
 outcomes = {}
 stops = 0
+first_in_commit = 0
 for nth in range(1, 400):
     with open(pristine, "rb") as src, open(data, "wb") as dst:
         dst.write(src.read())
@@ -143,6 +144,7 @@ for nth in range(1, 400):
         check(args.stop in ("TERM", "INT"), f"{where}: a {args.stop} stop reported as a signal in the commit")
         check(consistent(where) == "complete", f"{where}: 'the commit completed' but no complete C")
         outcomes["committed despite the signal"] = outcomes.get("committed despite the signal", 0) + 1
+        first_in_commit = first_in_commit or nth
         stops += 1
         continue
     if proc.returncode == 0:
@@ -177,5 +179,16 @@ else:
 check(stops >= 10, f"only {stops} write(s) before the run completed: is the hook counting?")
 if args.stop in ("TERM", "INT") and args.case == "overwrite":
     check(outcomes.get("committed despite the signal", 0) >= 1, "no stop fell inside the commit")
+    # The same signal inside the first commit of a --repeat 2 series: that run's C stays, and the
+    # signal ends the process before the second run starts (not forgiven: the user asked to stop).
+    with open(pristine, "rb") as src, open(data, "wb") as dst:
+        dst.write(src.read())
+    run_args += ["--repeat", "2"]
+    proc = subprocess.run(command({"TESSERA_TEST_KILL_AT_WRITE": f"{first_in_commit}:{args.stop}"}),
+                          capture_output=True, text=True, timeout=120, cwd=r.dir)
+    check(proc.returncode != 0 and "before the next run starts" in proc.stderr,
+          f"--repeat 2, SIG{args.stop} in the first commit: exit {proc.returncode}, {proc.stderr.strip()}")
+    check(consistent("--repeat 2, the signal in the first commit") == "complete", "the first run's C is not there")
+    print(f"ok: --repeat 2 with SIG{args.stop} in the first run's commit: its C kept, the series ended")
 print(f"outcomes after {stops} stops: {outcomes}")
 print("PASS")

@@ -71,6 +71,32 @@ TEST_CASE("a block is written only while the run's token is there, and is its ow
   }
 }
 
+TEST_CASE("a token with the same inode number but another run's stamp is not this run's", "[io][fence]") {
+  // A file system may give the next run's journal the inode number the rolled-back run's journal
+  // just freed: the journal's random stamp tells them apart.
+  tessera::test::TempDir dir;
+  const std::string out = dir.file("c.bin"), token = dir.file("c.bin.tessera-journal");
+  constexpr std::int64_t rows = 4, cols = 4, base = 0;
+  make_file(out, rows * cols * sizeof(double));
+  {
+    std::ofstream t(token, std::ios::binary);
+    t << std::string(512, 'a');
+  }
+  io::DirectTarget target{out, base, rows, cols, sizeof(double), io::fence_of(token, 480)};
+  io::BlockFile file(target);
+  const std::vector<double> block(cols, 2.5);
+  file.write_block(0, 0, 1, cols, block.data());
+  const std::string written = contents(out);
+  {  // the same file (so the same inode), another run's stamp
+    std::fstream t(token, std::ios::binary | std::ios::in | std::ios::out);
+    t.seekp(480);
+    t << "bbbbbbbb";
+  }
+  CHECK_THROWS_WITH(file.write_block(1, 0, 1, cols, block.data()), ContainsSubstring("no longer live"));
+  CHECK(contents(out) == written);
+  CHECK_THROWS_AS(io::BlockFile(target), tessera::IoError);
+}
+
 TEST_CASE("a transfer looks at the fence before it writes, whole rows and column blocks alike", "[io][fence]") {
   // Every thread of a transfer looks at the token before its first piece and again before each
   // later one past kFencePiece bytes; reads are never fenced.
