@@ -681,8 +681,9 @@ def main():
         check(job.status != 0 and ("TIME LIMIT" in log or "DUE TO TIME" in log),
               f"time-limit job: status {job.status}, not ended by its time limit")
         check(not os.path.exists(existing + ".tessera-journal"), "time-limit job: a journal is left")
-        check("arrived while C was being committed; the commit completed" in log,
-              "time-limit job: tessera did not say that C was committed despite the signal")
+        # (tessera's note "SIGTERM arrived while C was being committed; the commit completed" is not
+        # required here: srun, aborting the step, may stop forwarding the task's output before it
+        # comes; crash_sweep.py's TERM/INT cases check the note.)
         with h5py.File(existing, "r") as f:
             check(np.array_equal(f["keep"][...], np.arange(12.0).reshape(3, 4)) and f.attrs["project"] == "pipeline",
                   "time-limit job: the file's other contents changed")
