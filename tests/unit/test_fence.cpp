@@ -43,7 +43,7 @@ TEST_CASE("a block is written only while the run's token is there, and is its ow
   make_file(token, 0);
   io::DirectTarget target{out, base, rows, cols, sizeof(double), io::fence_of(token)};
   io::BlockFile file(target);
-  const std::vector<double> block(2 * cols, 1.5);
+  const std::vector<double> block(rows * cols, 1.5);  // as large as any block written below (6x2 included)
 
   file.write_block(0, 0, 2, cols, block.data());  // live: written
   const std::string written = contents(out);
