@@ -62,6 +62,39 @@ int message_count(const std::string& text, const std::string& part) {
   return n;
 }
 
+// A run that dies (as a kill -9 leaves it) after writing 'K' over bytes [100, 8100) of `name`
+// and 'L' past its end: the journal stays.
+void crash_while_writing(const std::string& name) {
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    RollbackJournal* j = new RollbackJournal(name);
+    overwrite(*j, 100, 8000, 'K');
+    overwrite(*j, 9000, 4096, 'L');
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(fs::exists(journal_path(name)));
+}
+
+void poke(const std::string& path, std::uint64_t at, const std::string& bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(at)) == static_cast<ssize_t>(bytes.size()));
+  ::close(fd);
+}
+
+std::string refusal_of(const std::string& name, bool force = false) {
+  try {
+    recover_interrupted_write(name, force);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+
 }  // namespace
 
 TEST_CASE("a rollback puts back every original byte and the original size", "[io][journal]") {
@@ -104,17 +137,7 @@ TEST_CASE("a process that dies without rolling back is undone by the next one", 
   tessera::test::TempDir dir("tessera-journal-test");
   const std::string name = dir.file("f.bin");
   const std::string before = make_file(name, 9000);
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {  // as a kill -9 leaves it: the journal and a changed file
-    RollbackJournal* j = new RollbackJournal(name);
-    overwrite(*j, 100, 8000, 'K');
-    overwrite(*j, 9000, 4096, 'L');
-    ::_exit(0);
-  }
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
-  REQUIRE(fs::exists(journal_path(name)));
+  crash_while_writing(name);  // as a kill -9 leaves it: the journal and a changed file
   CHECK(bytes_of(name) != before);
   const std::string note = recover_interrupted_write(name);
   CHECK_THAT(note, ContainsSubstring("restored '" + name + "' as it was"));
@@ -191,41 +214,6 @@ TEST_CASE("a journal of a file that was replaced since is refused, not applied",
   CHECK(fs::exists(journal_path(name)));
 }
 
-namespace {
-
-// A run that dies (as a kill -9 leaves it) after writing 'K' over bytes [100, 8100) of `name`
-// and 'L' past its end: the journal stays.
-void crash_while_writing(const std::string& name) {
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    RollbackJournal* j = new RollbackJournal(name);
-    overwrite(*j, 100, 8000, 'K');
-    overwrite(*j, 9000, 4096, 'L');
-    ::_exit(0);
-  }
-  int status = 0;
-  REQUIRE(::waitpid(child, &status, 0) == child);
-  REQUIRE(fs::exists(journal_path(name)));
-}
-
-void poke(const std::string& path, std::uint64_t at, const std::string& bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY);
-  REQUIRE(fd >= 0);
-  REQUIRE(::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(at)) == static_cast<ssize_t>(bytes.size()));
-  ::close(fd);
-}
-
-std::string refusal_of(const std::string& name, bool force = false) {
-  try {
-    recover_interrupted_write(name, force);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
 
 TEST_CASE("a file changed after the crash is not rolled back over the change", "[io][journal]") {
   tessera::test::TempDir dir("tessera-journal-test");
