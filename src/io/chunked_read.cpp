@@ -1,12 +1,10 @@
 #include "io/chunked_read.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -18,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "io/direct_io.hpp"
+#include "io/hdf5_library.hpp"
 
 #ifdef TESSERA_HAVE_LIBDEFLATE
 #include <libdeflate.h>
@@ -58,7 +57,7 @@ struct Layout {
   std::size_t raw_bytes() const { return static_cast<std::size_t>(chunk_rows * chunk_cols) * stored_size; }
 };
 
-// One chunk as stored in the file, fetched by the calling thread for a helper to decode.
+// One chunk as stored in the file, fetched by a worker (one at a time) for it to decode.
 struct RawChunk {
   std::int64_t row0 = 0, col0 = 0;  // the chunk's origin in the dataset
   std::uint32_t filter_mask = 0;    // bit i set: filter i was skipped for this chunk
@@ -327,84 +326,55 @@ using FetchChunk = std::function<void(std::size_t, RawChunk&)>;
 using DecodeChunk =
     std::function<bool(RawChunk&, Inflater&, std::vector<unsigned char>&, std::vector<unsigned char>&, std::string&)>;
 
-// Chunks 0 .. count-1 fetched by this thread into a bounded queue and decoded by `helpers` threads
-// (each with its own inflater and two buffers of `raw_bytes`). False when no helper could start
-// (nothing was read: the caller reads them in turn); throws what the first failure was.
-bool decode_in_parallel(std::size_t count, int helpers, std::size_t raw_bytes, const std::string& where,
+// Chunks 0 .. count-1 by the calling thread and `helpers` more. Each worker takes the next chunk,
+// fetches it (HDF5 is entered by one worker at a time: `fetching`) into its own buffer and
+// decodes it with its own inflater, outside the lock. No queue and no condition variable: a
+// dedicated fetcher handing chunks to sleeping decoders was preempted by them and woke them all
+// for each chunk (8192^2 gzip, 16 cores: a read phase of 0.48 s, where inflating alone takes
+// 0.27 s; with 32 threads the whole job took 1.9 s instead of 1.0 s). Throws the first
+// failure (a fetch's IoError, or the chunk that does not decode) after every worker stopped.
+void decode_in_parallel(std::size_t count, int helpers, std::size_t raw_bytes, const std::string& where,
                         const FetchChunk& fetch, const DecodeChunk& decode_one) {
-  // This thread fetches raw chunks into a bounded queue; the helpers decode them.
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::deque<RawChunk> ready, spare;
-  bool done = false;
-  std::string failure;
-  const std::size_t depth = 2 * static_cast<std::size_t>(helpers);
+  std::mutex fetching;
+  std::size_t next = 0;       // under `fetching`
+  std::exception_ptr failed;  // under `fetching`: the first failure stops every worker
+  const auto fail = [&](std::exception_ptr e) {
+    const std::lock_guard<std::mutex> hold(fetching);
+    if (!failed) failed = std::move(e);
+  };
   const auto work = [&] {
     try {
+      hdf5::ensure_init();  // a thread-safe HDF5 prints errors per thread: off for this one too
       Inflater inflater;
       std::vector<unsigned char> a(raw_bytes), b(raw_bytes);
+      RawChunk ch;
       std::string why;
       for (;;) {
-        RawChunk ch;
         {
-          std::unique_lock<std::mutex> lock(mutex);
-          changed.wait(lock, [&] { return !ready.empty() || done; });
-          if (ready.empty()) return;
-          ch = std::move(ready.front());
-          ready.pop_front();
+          const std::lock_guard<std::mutex> hold(fetching);
+          if (failed || next >= count) return;
+          fetch(next++, ch);
         }
-        changed.notify_all();
-        const bool ok = decode_one(ch, inflater, a, b, why);
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!ok && failure.empty()) failure = chunk_text(where, ch.row0, ch.col0) + why + ": the file is corrupt";
-        spare.push_back(std::move(ch));
+        if (!decode_one(ch, inflater, a, b, why))
+          throw IoError(chunk_text(where, ch.row0, ch.col0) + why + ": the file is corrupt");
       }
-    } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (failure.empty()) failure = "reading '" + where + "' failed: " + e.what();
+    } catch (const std::bad_alloc&) {
+      fail(std::make_exception_ptr(IoError("reading '" + where + "' failed: out of memory")));
+    } catch (...) {
+      fail(std::current_exception());
     }
   };
   std::vector<std::thread> pool;
-  try {
-    for (int t = 0; t < helpers; ++t) pool.emplace_back(work);
-  } catch (const std::system_error&) {
-    if (pool.empty()) return false;  // no helper could start
-    // else: the helpers that started share the chunks
-  }
-  const auto stop = [&] {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      done = true;
+  for (int t = 0; t < helpers; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // the threads that started (or this one alone) share the chunks
     }
-    changed.notify_all();
-    for (auto& th : pool) th.join();
-  };
-  try {
-    for (std::size_t i = 0; i < count; ++i) {
-      RawChunk ch;
-      {
-        std::unique_lock<std::mutex> lock(mutex);
-        changed.wait(lock, [&] { return ready.size() < depth || !failure.empty(); });
-        if (!failure.empty()) break;
-        if (!spare.empty()) {
-          ch = std::move(spare.front());
-          spare.pop_front();
-        }
-      }
-      fetch(i, ch);
-      {
-        std::lock_guard<std::mutex> lock(mutex);
-        ready.push_back(std::move(ch));
-      }
-      changed.notify_all();
-    }
-  } catch (...) {
-    stop();
-    throw;
   }
-  stop();
-  if (!failure.empty()) throw IoError(failure);
-  return true;
+  work();
+  for (auto& th : pool) th.join();
+  if (failed) std::rethrow_exception(failed);
 }
 
 }  // namespace
@@ -436,25 +406,12 @@ bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::
     }
   };
 
-  const auto serial = [&] {  // one thread: fetch and decode in turn
-    Inflater inflater;
-    std::vector<unsigned char> a(l.raw_bytes()), b(l.raw_bytes());
-    RawChunk ch;
-    std::string why;
-    for (std::size_t i = 0; i < origins.size(); ++i) {
-      fetch(i, ch);
-      if (!decode(l, ch, inflater, a, b, why, put(ch)))
-        throw IoError(chunk_text(where, ch.row0, ch.col0) + why + ": the file is corrupt");
-    }
-    return true;
-  };
-  const int helpers = std::min(io_threads(), static_cast<int>(origins.size())) - 1;
-  if (helpers <= 0) return serial();
-
   const auto decode_one = [&](RawChunk& ch, Inflater& inflater, std::vector<unsigned char>& a,
                               std::vector<unsigned char>& b,
                               std::string& why) { return decode(l, ch, inflater, a, b, why, put(ch)); };
-  return decode_in_parallel(origins.size(), helpers, l.raw_bytes(), where, fetch, decode_one) || serial();
+  const int helpers = std::min(io_threads(), static_cast<int>(origins.size())) - 1;
+  decode_in_parallel(origins.size(), std::max(0, helpers), l.raw_bytes(), where, fetch, decode_one);
+  return true;
 }
 
 }  // namespace tessera::io
