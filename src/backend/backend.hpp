@@ -363,10 +363,14 @@ std::unique_ptr<Backend> make_idle_backend(Kind kind);
 // Starts the CUDA driver and the primary context of the GPU that node-local rank `local_rank`
 // will use (local_rank modulo the visible GPUs, as the cuda backend chooses) on a thread of its
 // own, so that CUDA's start-up (~0.1 s of driver and ~0.1 s of context on the H200) runs beside
-// MPI's. Nothing in a build without CUDA; errors are left to the calls that follow, which meet
-// and report them. finish_gpu_start() waits for that thread (call it before any other CUDA call
-// of tessera's own; a second call does nothing).
+// MPI's and the job's plan (the runtime is thread-safe: the plan's queries of the devices may
+// run meanwhile). Nothing in a build without CUDA; errors are left to the calls that follow,
+// which meet and report them. finish_gpu_start() waits for that thread: make_backend calls it
+// before the backend's first CUDA call, and the process before it ends (a second call does
+// nothing). gpu_start_pending(): the thread still works (the job reads ahead meanwhile,
+// job/read_ahead.hpp).
 void start_gpu_early(int local_rank);
 void finish_gpu_start();
+bool gpu_start_pending();
 
 }  // namespace tessera::backend

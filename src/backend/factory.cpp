@@ -1,4 +1,5 @@
 // Backend selection ("cpu", "cuda" or "auto"), what this build has, and the defaults of backend.hpp.
+#include <atomic>
 #include <cstdlib>
 #include <new>
 #include <thread>
@@ -52,20 +53,33 @@ int visible_gpu_count() {
 }
 
 namespace {
-std::thread g_gpu_start;  // start_gpu_early's thread, joined by finish_gpu_start
+// start_gpu_early's thread, joined by finish_gpu_start. Never destroyed: a process that ends
+// through exit() before joining it (MPI_Abort after a failed plan) must not meet a joinable
+// std::thread's destructor, which would abort it.
+std::thread& gpu_start_thread() {
+  static auto* thread = new std::thread();
+  return *thread;
+}
+std::atomic<bool> g_gpu_ready{false};  // that thread's work is done
 }  // namespace
 
 void start_gpu_early(int local_rank) {
 #ifdef TESSERA_HAVE_CUDA
-  if (!g_gpu_start.joinable()) g_gpu_start = std::thread([local_rank] { cuda_start_device(local_rank); });
+  if (!gpu_start_thread().joinable())
+    gpu_start_thread() = std::thread([local_rank] {
+      cuda_start_device(local_rank);
+      g_gpu_ready.store(true);
+    });
 #else
   (void)local_rank;
 #endif
 }
 
 void finish_gpu_start() {
-  if (g_gpu_start.joinable()) g_gpu_start.join();
+  if (gpu_start_thread().joinable()) gpu_start_thread().join();
 }
+
+bool gpu_start_pending() { return gpu_start_thread().joinable() && !g_gpu_ready.load(); }
 
 std::vector<std::string> describe_gpus() {
 #ifdef TESSERA_HAVE_CUDA
@@ -121,6 +135,7 @@ std::optional<Kind> parse_kind(const std::string& text) {
 std::unique_ptr<Backend> make_backend(std::optional<Kind> kind, const Placement& where) {
   if (kind == Kind::cpu) return make_cpu_backend();
 #ifdef TESSERA_HAVE_CUDA
+  finish_gpu_start();  // the context started beside MPI and the plan is ready
   if (cuda_device_count() > 0) return make_cuda_backend(where);
   if (kind == Kind::cuda) throw InputError("the cuda backend: no GPU is visible to this process");
 #else

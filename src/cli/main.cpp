@@ -322,7 +322,7 @@ bool start_mpi(int& argc, char**& argv, int& rank) {
     tessera::backend::start_gpu_early(tessera::comm::launcher_local_rank());
   int provided = MPI_THREAD_SINGLE;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-  tessera::backend::finish_gpu_start();
+  // CUDA's start goes on beside the plan (and the reads ahead); the backend waits for it.
   rank = world_rank();
   // A rank whose environment holds a value tessera does not understand stops the job; every
   // rank agrees (the environment may differ between nodes), the lowest such rank says why.
@@ -330,6 +330,7 @@ bool start_mpi(int& argc, char**& argv, int& rank) {
   MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   if (first_bad < world_size()) {
     if (rank == first_bad) std::fprintf(stderr, "tessera: error: %s\n", start_error.c_str());
+    tessera::backend::finish_gpu_start();
     MPI_Finalize();
     return false;
   }
@@ -361,6 +362,7 @@ int main(int argc, char** argv) {
   tessera::cli::add_help_json(app, rank == 0);  // --help-json on every command (help_json.hpp)
   const int code = parse_and_run(app, c, rank, argc, argv);
   std::fflush(stdout);
+  tessera::backend::finish_gpu_start();  // a run that failed before its backend started
   if (mpi) MPI_Finalize();
   return code;
 }

@@ -38,6 +38,7 @@ inline const std::vector<Variable>& variables() {
       {"TESSERA_GPU_EARLY", {"0", "1"}},            // cli/main.cpp
       {"TESSERA_KEEP_BINDING", {"0", "1"}},         // comm/cpu_share.cpp
       {"TESSERA_STAGED", {"0", "1"}},               // job/run_job.cpp
+      {"TESSERA_READ_AHEAD", {"0", "1", "force"}},  // job/read_ahead.cpp
       {"TESSERA_STAGE_BYTES", {}, 1, INT64_MAX},    // backend/staged.cpp
       {"TESSERA_STREAM_CHUNKS", {}, 1, 1 << 20},    // algorithms/row_streams.cpp
       {"TESSERA_BANDS", {}, 1, 1 << 20},            // job/plan.cpp

@@ -20,6 +20,7 @@
 #include "job/output.hpp"
 #include "job/plan.hpp"
 #include "job/progress.hpp"
+#include "job/read_ahead.hpp"
 #include "job/reads.hpp"
 #include "job/repeats.hpp"
 #include "job/run_job.hpp"
@@ -116,6 +117,7 @@ class Job {
   ReadTally tally_;                 // what they found (NaN/Inf) and took
   io::NonfiniteCount scan_old_c_;
   std::optional<FreivaldsResult> verified_;
+  ReadAhead read_ahead_;  // B's first rows while the GPU starts (last: its thread uses share_, tally_)
 };
 
 }  // namespace tessera::job

@@ -228,7 +228,18 @@ void Job::start() {
   job_.network = comm::job_network(comm_);
   job_.network["mpi_start"] = comm::mpi_start_choice().why;
   describe_share(share_, me_);
+  // B's first rows read while the GPU starts (job/read_ahead.hpp): no HDF5 call of this thread's
+  // until stop().
+  if (share_.active && ReadAhead::wanted()) {
+    reads_ = rank_reads(o_, share_, problem_, tally_);
+    read_ahead_.start(reads_.b, share_.b_rows.size(),
+                      static_cast<std::size_t>(share_.b_cols.size()) * dtype_size(plan_.dtype),
+                      ReadAhead::default_bound());
+  }
   start_backend();
+  read_ahead_.stop();
+  if (read_ahead_.rows_ready() > 0)
+    log::info(std::to_string(read_ahead_.rows_ready()) + " rows of B read ahead while the backend started");
   const auto progress = [this](const std::string& what) { progress_->step(what); };
   route_->use(be_.get(), progress);
   run_ = std::make_unique<algorithms::RankRun>(comm_, *be_, problem_, asked_, setting_, share_, machine_, *route_, me_,
@@ -287,6 +298,7 @@ void Job::read() {
     if (!s.active) return;
     const double t = MPI_Wtime();
     reads_ = rank_reads(o_, share_, problem_, tally_);
+    reads_.b = read_ahead_.serving(std::move(reads_.b));
     if (stage_gemm()) {  // nothing read yet: the backend asks for the rows as it goes (compute)
       run_->staged = &reads_;
       me_.staged = true;

@@ -76,11 +76,14 @@ def skip_without_gpus(args):
         raise SystemExit(SKIP)
 
 
-def forced_env(stream_chunks=0, bands=0, staged="", stage_bytes=0):
+def forced_env(stream_chunks=0, bands=0, staged="", stage_bytes=0, read_ahead=False):
     """The environment that forces A's streaming pieces, the bands of C and the staged GEMM
     (staged "on": TESSERA_STAGED=1, in pieces of stage_bytes; "off": TESSERA_STAGED=0; None: the
-    model's and the backend's choices)."""
+    model's and the backend's choices); read_ahead: B's first half read ahead on every busy rank
+    (TESSERA_READ_AHEAD=force; a GPU run reads ahead while the GPU starts)."""
     env = {}
+    if read_ahead:
+        env["TESSERA_READ_AHEAD"] = "force"
     if staged:
         env["TESSERA_STAGED"] = "1" if staged == "on" else "0"
     if stage_bytes:

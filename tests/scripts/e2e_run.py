@@ -34,6 +34,7 @@ p.add_argument("--stream-chunks", type=int, default=0,
                help="TESSERA_STREAM_CHUNKS for the run: A is read in this many pieces while the GEMM runs")
 p.add_argument("--staged", default="", choices=["", "on", "off"],
                help="TESSERA_STAGED=1 / 0: A, B and C through the backend's staging buffers, or not")
+p.add_argument("--read-ahead", action="store_true", help="TESSERA_READ_AHEAD=force: B's first half read ahead")
 p.add_argument("--stage-bytes", type=int, default=0, help="TESSERA_STAGE_BYTES: the staged pieces' size")
 p.add_argument("--expect-staged", default="", choices=["", "yes", "no"],
                help="whether the busy ranks' reports must say their GEMM was staged (--staged on: yes)")
@@ -76,7 +77,7 @@ if args.panel_width:
     cmd += ["--panel-width", str(args.panel_width)]
 if args.write:
     cmd += ["--write", args.write]
-env = forced_env(args.stream_chunks, args.bands, args.staged, args.stage_bytes)
+env = forced_env(args.stream_chunks, args.bands, args.staged, args.stage_bytes, args.read_ahead)
 res = r.run(cmd, env=env)
 
 with h5py.File(c_file, "r") as f:

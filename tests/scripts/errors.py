@@ -148,20 +148,28 @@ elif case == "stream-nonfinite-idle":
     write(A, "/Anan", nan_a)
     cmd, expect = base(a=f"{A}:/Anan") + ["--grid", "1x1"], "first at (37, 2)"
     stream_env = {"TESSERA_STREAM_CHUNKS": "4"}
-elif case in ("staged-nonfinite-a", "staged-nonfinite-b"):
+elif case in ("staged-nonfinite-a", "staged-nonfinite-b", "ahead-nonfinite-b"):
     # Staged (TESSERA_STAGED=1, pieces of 3 rows): the NaN sits in a late piece of A, or of B, read
     # while C's first rows are already written into the temporary output; no output may appear.
     nan_a, nan_b = rng.random((40, 5)), rng.random((5, 30))
     if case == "staged-nonfinite-a":
         nan_a[37, 2] = np.nan
         expect = "first at (37, 2)"
-    else:
+    elif case == "staged-nonfinite-b":
         nan_b[4, 29] = np.inf
         expect = "first at (4, 29)"
+    else:  # in the rows of B read ahead (the first half: rows 0-2)
+        nan_b[1, 29] = np.inf
+        expect = "first at (1, 29)"
     write(A, "/Anan", nan_a)
     write(B, "/Bnan", nan_b)
     cmd = base(a=f"{A}:/Anan", b=f"{B}:/Bnan") + ["--grid", "1x1"]
     stream_env = {"TESSERA_STREAM_CHUNKS": "4", "TESSERA_STAGED": "1", "TESSERA_STAGE_BYTES": "100"}
+    if case == "ahead-nonfinite-b":
+        stream_env["TESSERA_READ_AHEAD"] = "force"
+elif case == "bad-read-ahead":
+    cmd, expect = base(), "TESSERA_READ_AHEAD='yes' is not 0, 1 or force"
+    stream_env = {"TESSERA_READ_AHEAD": "yes"}
 elif case == "bad-staged":
     cmd, expect = base(), "TESSERA_STAGED='yes' is not 0 or 1"
     stream_env = {"TESSERA_STREAM_CHUNKS": "4", "TESSERA_STAGED": "yes"}

@@ -28,6 +28,7 @@ p.add_argument("--write", default="")
 p.add_argument("--stream-chunks", type=int, default=0)
 p.add_argument("--bands", type=int, default=0)
 p.add_argument("--staged", default="", choices=["", "on", "off"], help="TESSERA_STAGED=1 / 0")
+p.add_argument("--read-ahead", action="store_true", help="TESSERA_READ_AHEAD=force: B's first half read ahead")
 p.add_argument("--stage-bytes", type=int, default=0, help="TESSERA_STAGE_BYTES")
 p.add_argument("--need-gpus", type=int, default=0)
 p.add_argument("--case", default="", choices=["", "beta-no-c", "beta-no-dataset", "beta-wrong-shape",
@@ -63,7 +64,7 @@ if args.algorithm:
     cmd += ["--algorithm", args.algorithm]
 if args.write:
     cmd += ["--write", args.write]
-env = forced_env(args.stream_chunks, args.bands, args.staged, args.stage_bytes)
+env = forced_env(args.stream_chunks, args.bands, args.staged, args.stage_bytes, args.read_ahead)
 
 
 def refused(extra, words, *, expect_c=None):

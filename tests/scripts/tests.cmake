@@ -43,7 +43,17 @@ add_mpi_test(op.stage.tab.np2 2 op_run.py --m 61 --n 47 --k 53 --ta --tb --alpha
 add_mpi_test(op.stage.f32.np3 3 op_run.py --m 7 --n 5 --k 3 --ta --dtype f32 --beta 1 --stream-chunks 50 --staged on --stage-bytes 1)
 add_mpi_test(write.identical.panels.staged.np3 3 write_paths.py --case identical --stream-chunks 5 --staged)
 add_mpi_test(fault.write-fails.staged 2 faults.py --case write-fails --stream-chunks 4 --staged)
-foreach(case staged-nonfinite-a staged-nonfinite-b bad-stage-bytes bad-staged bad-mpi-transports bad-gpu-early)
+# B's first rows read ahead (job/read_ahead.hpp; forced here, where no GPU starts): the rows read
+# ahead and those read after them, on every algorithm, layout and path.
+add_mpi_test(ahead.op.tab.np3 3 op_run.py --m 61 --n 47 --k 53 --ta --tb --alpha 2 --beta -1 --read-ahead)
+add_mpi_test(ahead.op.stage.np2 2 op_run.py --m 61 --n 47 --k 53 --ta --tb --alpha 2 --beta -1 --stream-chunks 4 --algorithm panels --staged on --stage-bytes 300 --read-ahead)
+add_mpi_test(ahead.op.k1.np2 2 op_run.py --m 13 --n 7 --k 1 --tb --alpha 3 --read-ahead)
+add_mpi_test(ahead.gzip.np3 3 e2e_run.py --m 64 --n 80 --k 96 --dtype f64 --layout gzip --read-ahead)
+add_mpi_test(ahead.chunked.stage.np1 1 e2e_run.py --m 70 --n 90 --k 50 --dtype f32 --layout chunked --stream-chunks 4 --staged on --stage-bytes 1000 --read-ahead)
+add_mpi_test(ahead.summa.np4 4 op_run.py --m 53 --n 59 --k 61 --ta --beta -1 --algorithm summa --read-ahead)
+add_mpi_test(ahead.ksplit.np3 3 op_run.py --m 29 --n 31 --k 37 --tb --alpha -2 --algorithm ksplit --read-ahead)
+foreach(case staged-nonfinite-a staged-nonfinite-b ahead-nonfinite-b bad-stage-bytes bad-staged bad-mpi-transports bad-gpu-early
+        bad-read-ahead)
   add_mpi_test(error.${case} 2 errors.py --case ${case})
 endforeach()
 
