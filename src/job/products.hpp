@@ -1,0 +1,22 @@
+#pragma once
+// The products of one launch (issue 42): `--a in.h5:/runs/*/A --b in.h5:/runs/*/B --c
+// out.h5:/runs/*/C` is one product per group of /runs that holds an A, its B and its C named by
+// the same words. Expanded once, on rank 0, before anything is read; the dry run lists them.
+#include <string>
+#include <vector>
+
+namespace tessera::job {
+
+struct Product {
+  std::string a, b, c;  // FILE:/DATASET each, as the options of one run take them
+};
+
+// The products `a`, `b` and `c` name. Without a wildcard in A: the one product (a, b, c) as
+// given. With wildcards in A: every dataset they match, in name order; B either without a
+// wildcard (one B for all) or with as many as A's, filled with A's words and required to exist;
+// C with exactly as many as A's, filled the same way (C is written: it need not exist). Throws
+// InputError naming the option: a pattern that matches nothing, a B missing for a match, C
+// without A's wildcards (every product would write one C), wildcards in B or C but not in A.
+std::vector<Product> expand_products(const std::string& a, const std::string& b, const std::string& c);
+
+}  // namespace tessera::job
