@@ -75,7 +75,7 @@ void walk(hid_t file, const std::vector<std::string>& levels, std::size_t at, co
     const std::string path = prefix + "/" + name;
     const H5I_type_t kind = kind_at(file, path);
     if (is_wildcard(levels[at])) words.push_back(name);
-    if (last && kind == H5I_DATASET) out.push_back({DatasetRef{pattern.file, path}, words});
+    if (last && kind == H5I_DATASET) out.push_back({DatasetRef{pattern.file, path, pattern.slice}, words});
     if (!last && kind == H5I_GROUP) walk(file, levels, at + 1, path, words, pattern, out);
     if (is_wildcard(levels[at])) words.pop_back();
   }
@@ -114,7 +114,7 @@ DatasetRef expand_like(const DatasetRef& pattern, const std::vector<std::string>
     }
   }
   if (used != words.size()) throw std::invalid_argument("expand_like: more words than wildcards");
-  return DatasetRef{pattern.file, path};
+  return DatasetRef{pattern.file, path, pattern.slice};
 }
 
 }  // namespace tessera::io

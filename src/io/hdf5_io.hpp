@@ -9,7 +9,9 @@
 // (strings, compounds, float16, complex) is refused.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -23,11 +25,35 @@ namespace tessera::io {
 // "\:" is part of a name and never splits, so a dataset path holding ":/" is written with
 // "\:/" (e.g. "f.h5:/run\:/A" names dataset "/run:/A" of f.h5); "\\" stands for one '\'.
 // Any other '\' is kept as it is.
+//
+// A window of the dataset may follow the path, as numpy writes one: "f.h5:/A[0:1000, 200:]"
+// (rows, then columns; a bound left out is the start or the end, a negative one counts from the
+// end). Steps and single indices are refused. A bracket that does not read as a window is part of
+// the name.
+struct Slice {
+  std::optional<std::int64_t> row_begin, row_end, col_begin, col_end;
+  std::string text;  // as parse() writes it back, e.g. "[0:1000, 200:]"
+};
+// A window's place in a rows x cols dataset.
+struct Window {
+  std::int64_t row0 = 0, rows = 0, col0 = 0, cols = 0;
+};
+// Throws InputError (naming `what`) for bounds outside the dataset or an empty window.
+Window resolve(const Slice& slice, std::int64_t rows, std::int64_t cols, const std::string& what);
+// "r0:r1, c0:c1" (between the brackets) read; InputError for steps, single indices, or not two
+// axes. looks_like_slice: whether the text between brackets is meant as a window at all.
+Slice parse_slice(const std::string& inner);
+bool looks_like_slice(const std::string& inner);
+
 struct DatasetRef {
+  DatasetRef() = default;
+  DatasetRef(std::string file_, std::string path_, std::optional<Slice> slice_ = std::nullopt)
+      : file(std::move(file_)), path(std::move(path_)), slice(std::move(slice_)) {}
   std::string file;
   std::string path;
+  std::optional<Slice> slice;  // a window of the dataset: read only that (inputs)
   static DatasetRef parse(const std::string& text);  // throws InputError
-  std::string str() const { return file + ":" + path; }
+  std::string str() const { return file + ":" + path + (slice ? slice->text : ""); }
   // As parse() reads it back (escapes where the names need them): str() unless a name holds
   // ':/' or '\\'.
   std::string text() const;
@@ -36,8 +62,10 @@ struct DatasetRef {
 };
 
 struct DatasetInfo {
-  std::int64_t rows = 0;
+  std::int64_t rows = 0;  // the window's, where the reference names one
   std::int64_t cols = 0;
+  std::int64_t row0 = 0, col0 = 0;                // the window's first row and column in the dataset
+  std::int64_t stored_rows = 0, stored_cols = 0;  // the dataset's own shape
   std::string stored_type;  // "float32", "float64", "int32", "uint8", ...
   bool is_integer = false;
   DType natural = DType::f64;        // float32 -> f32; float64 and integers -> f64

@@ -298,8 +298,12 @@ OpenDataset open_matrix(const DatasetRef& ref) {
     for (std::size_t i = 0; i < dims.size(); ++i) shape += (i ? "x" : "") + std::to_string(dims[i]);
     throw InputError(in_quotes(ref) + " is " + std::to_string(rank) + "-D (" + shape + "); tessera needs a 2-D matrix");
   }
-  od.info.rows = static_cast<std::int64_t>(dims[0]);
-  od.info.cols = static_cast<std::int64_t>(dims[1]);
+  od.info.rows = od.info.stored_rows = static_cast<std::int64_t>(dims[0]);
+  od.info.cols = od.info.stored_cols = static_cast<std::int64_t>(dims[1]);
+  if (ref.slice) {
+    const Window w = resolve(*ref.slice, od.info.rows, od.info.cols, in_quotes(ref.file + ":" + ref.path));
+    od.info.row0 = w.row0, od.info.col0 = w.col0, od.info.rows = w.rows, od.info.cols = w.cols;
+  }
 
   Handle type = own_type(H5Dget_type(dset));
   if (!type.valid()) throw_io("cannot read the type of " + in_quotes(ref));

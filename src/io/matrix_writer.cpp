@@ -91,6 +91,10 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
 
   if (target.file.empty() || target.path.size() < 2 || target.path.front() != '/' || target.path.back() == '/')
     throw InputError("invalid output dataset " + in_quotes(target) + ": expected FILE:/PATH, e.g. c.h5:/C");
+  if (target.slice)
+    throw InputError("output " + in_quotes(target) +
+                     ": C is written as a whole dataset; a window of an existing one is not written yet "
+                     "(name the dataset without [rows, cols])");
   if (rows < 0 || cols < 0)
     throw InputError("invalid output shape " + shape_text(rows, cols) + " for " + in_quotes(target));
   if (opts.gzip_level < 0 || opts.gzip_level > 9)

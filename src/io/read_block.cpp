@@ -39,7 +39,20 @@ DatasetRef DatasetRef::parse(const std::string& text) {
   }
   if (split == std::string::npos || split == 0)
     throw InputError("invalid dataset reference '" + text + "': expected FILE:/PATH, e.g. data.h5:/A");
-  return {plain.substr(0, split), plain.substr(split + 1)};
+  DatasetRef ref{plain.substr(0, split), plain.substr(split + 1), std::nullopt};
+  // A window after the path, "[r0:r1, c0:c1]" (slice.cpp); any other bracket belongs to the name.
+  const std::size_t open = ref.path.rfind('[');
+  if (!ref.path.empty() && ref.path.back() == ']' && open != std::string::npos && open > 1 &&
+      looks_like_slice(ref.path.substr(open + 1, ref.path.size() - open - 2))) {
+    try {
+      ref.slice = parse_slice(ref.path.substr(open + 1, ref.path.size() - open - 2));
+    } catch (const InputError& e) {
+      throw InputError("'" + text + "': " + e.what());
+    }
+    ref.path.erase(open);
+    while (!ref.path.empty() && ref.path.back() == ' ') ref.path.pop_back();
+  }
+  return ref;
 }
 
 namespace {
@@ -64,12 +77,14 @@ std::string escaped(const std::string& part, bool is_path) {
 
 }  // namespace
 
-std::string DatasetRef::text() const { return escaped(file, false) + ":" + escaped(path, true); }
+std::string DatasetRef::text() const {
+  return escaped(file, false) + ":" + escaped(path, true) + (slice ? slice->text : "");
+}
 
 DatasetRef DatasetRef::absolute() const {
   std::error_code ec;
   const auto abs = std::filesystem::absolute(file, ec);
-  return {ec ? file : abs.lexically_normal().string(), path};
+  return {ec ? file : abs.lexically_normal().string(), path, slice};
 }
 
 DatasetInfo inspect(const DatasetRef& ref) { return open_matrix(ref).info; }
@@ -132,10 +147,12 @@ void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, st
     if (!in_range(row0, nrows, od.info.rows) || !in_range(col0, ncols, od.info.cols))
       throw InputError(block_text(row0, nrows, col0, ncols) + " is outside " + in_quotes(ref) + " (" +
                        shape_text(od.info.rows, od.info.cols) + ")");
+    row0 += od.info.row0;  // a window's block, in the dataset's own coordinates from here on
+    col0 += od.info.col0;
     if (nrows == 0 || ncols == 0) return;
     if (out == nullptr) throw std::invalid_argument("read_block: null output buffer");
     base = direct_offset(od, as);
-    file_cols = od.info.cols;
+    file_cols = od.info.stored_cols;
     if (log::enabled(log::Level::info))
       log::info("reading " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref) + " (" +
                 (base >= 0 ? "pread" : od.info.layout + ", through HDF5") + ")");

@@ -360,3 +360,12 @@ tessera_script_test(safety.journal-trust journal_trust.py)
 foreach(case fenced-new fenced-existing watchdog watchdog-existing)
   add_mpi_test(fault.${case} 2 faults.py --case ${case})
 endforeach()
+
+# Windows of the inputs, FILE:/A[r0:r1, c0:c1] (issue 43 item 3; slices.py): contiguous and gzip,
+# transposed windows, 1-3 ranks; a window outside the dataset, a step and a window on C refused.
+add_mpi_test(slice.contiguous.np1 1 slices.py)
+add_mpi_test(slice.gzip.tab.np3 3 slices.py --layout gzip --ta --tb)
+add_mpi_test(slice.ta.np2 2 slices.py --ta)
+foreach(case outside step c-window)
+  add_mpi_test(error.slice.${case} 2 slices.py --case ${case})
+endforeach()
