@@ -80,7 +80,7 @@ Plan Plan::make(const RunOptions& o, const algorithms::Asked& asked, int nranks)
   plan.n = s.n;
   plan.k = s.k;
   plan.dtype = pick_dtype(asked.dtype, s.a, s.b);
-  plan.grid = o.grid.empty() ? partition::choose_grid(plan.m, plan.n, plan.k, nranks) : partition::parse_grid(o.grid);
+  plan.grid = asked.grid.value_or(partition::choose_grid(plan.m, plan.n, plan.k, nranks));
   partition::Partition check(plan.m, plan.n, plan.k, nranks, plan.grid);  // validates the grid
   return plan;
 }
@@ -131,33 +131,25 @@ int bands_asked() {
   return static_cast<int>(env::whole("TESSERA_BANDS").value_or(0));
 }
 
-algorithms::WriteRoute write_route(const std::string& text) {
-  if (text == "auto") return algorithms::WriteRoute::automatic;
-  if (text == "in-place") return algorithms::WriteRoute::in_place;
-  if (text == "gather") return algorithms::WriteRoute::gather;
-  throw InputError("invalid --write '" + text + "' (choose: auto, in-place, gather)");
-}
-
 }  // namespace
 
 algorithms::Asked asked_of(const RunOptions& o) {
+  check_run_options(o);  // every word, shape and size against its row (job/run_options.hpp)
   algorithms::Asked r;
-  r.algorithm = o.algorithm;
+  r.algorithm = o.algorithm;  // a name of the registry's, or auto (checked above)
   r.backend = backend::parse_kind(o.backend);
   if (o.dtype != "auto") {
-    DType dtype = DType::f64;
-    if (!parse_dtype(o.dtype, &dtype)) throw InputError("invalid --dtype '" + o.dtype + "' (choose: auto, f32, f64)");
-    r.dtype = dtype;
+    r.dtype = DType::f64;
+    (void)parse_dtype(o.dtype, &*r.dtype);  // one of dtype_words() (checked above)
   }
   r.comm = comm::parse_path(o.comm);
   r.kernel = o.kernel;
-  r.write = write_route(o.write);
-  if (o.panel_width < 0) throw InputError("--panel-width must be >= 1 (or 0: chosen)");
+  r.write = algorithms::parse_write_route(o.write);
   r.panel_width = o.panel_width;
   r.gpu_memory = static_cast<std::int64_t>(parse_bytes(o.gpu_memory, "--gpu-memory"));
   r.baseline = o.baseline;
   r.verify = o.verify;
-  r.grid = o.grid;
+  if (!o.grid.empty()) r.grid = partition::parse_grid(o.grid);
   r.bands = bands_asked();
   return r;
 }

@@ -55,7 +55,7 @@ TEST_CASE("Every option can be set by its name and reads back", "[api]") {
                                                      {"backend", "cpu"},
                                                      {"kernel", "openblas"},
                                                      {"dtype", "f64"},
-                                                     {"baseline", "naive"},
+                                                     {"baseline", "cpu-naive"},
                                                      {"overwrite", "true"},
                                                      {"quiet", "false"},
                                                      {"verify", "true"},
