@@ -11,6 +11,7 @@
 #include "kernels/cpu_gemm.hpp"
 #ifdef TESSERA_HAVE_CUDA
 #include "backend/cuda_backend.hpp"
+#include "kernels/gpu_gemm.hpp"
 #endif
 
 namespace tessera::backend {
