@@ -85,17 +85,17 @@ Plan Plan::make(const RunOptions& o, const algorithms::Asked& asked, int nranks)
   return plan;
 }
 
-std::string Plan::encode() const {
-  const Plan& p = *this;
-  return std::to_string(p.m) + " " + std::to_string(p.n) + " " + std::to_string(p.k) + " " +
-         std::to_string(static_cast<int>(p.dtype)) + " " + std::to_string(p.grid.rows) + " " +
-         std::to_string(p.grid.cols);
+nlohmann::json Plan::to_json() const {
+  return {{"m", m}, {"n", n}, {"k", k}, {"dtype", dtype == DType::f32 ? "f32" : "f64"}, {"grid", {grid.rows, grid.cols}}};
 }
-Plan Plan::decode(const std::string& s) {
+
+Plan Plan::from_json(const nlohmann::json& j) {
   Plan p;
-  int dt = 0;
-  std::sscanf(s.c_str(), "%ld %ld %ld %d %d %d", &p.m, &p.n, &p.k, &dt, &p.grid.rows, &p.grid.cols);
-  p.dtype = static_cast<DType>(dt);
+  p.m = j.at("m").get<std::int64_t>();
+  p.n = j.at("n").get<std::int64_t>();
+  p.k = j.at("k").get<std::int64_t>();
+  if (!parse_dtype(j.at("dtype").get<std::string>(), &p.dtype)) throw Error("a plan names no dtype");
+  p.grid = {j.at("grid").at(0).get<int>(), j.at("grid").at(1).get<int>()};
   return p;
 }
 

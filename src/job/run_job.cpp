@@ -133,11 +133,11 @@ void Job::plan() {
                                                  series_.write_options(run_index_));
     for (const auto& note : writer_->notes()) stale.push_back(note);
     if (run_index_ == 0) series_.first_output(*writer_);
-    planned = {{"plan", plan.encode()}, {"machine", machine.to_json()}};
+    planned = {{"plan", plan.to_json()}, {"machine", machine.to_json()}};
   });
   print_notes(stale);
   planned = nlohmann::json::parse(comm_.broadcast(planned.dump(), kRoot));
-  plan_ = Plan::decode(planned["plan"].get<std::string>());
+  plan_ = Plan::from_json(planned["plan"]);
   machine_ = algorithms::MachineModel::from_json(planned["machine"], "rank 0's machine model");
   problem_ = {plan_.m, plan_.n, plan_.k, plan_.dtype, comm_.size(), plan_.grid, ranks_per_node()};
   // Where C goes (in place, or gathered): agreed before anything is settled.
