@@ -12,8 +12,10 @@ namespace {
 
 template <template <class> class Fn>
 CpuKernel entry(const char* name, const char* summary, bool vendor = false) {
-  return {name, summary, vendor, [](std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b,
-                                    float* c) { Fn<float>::run(m, n, k, a, b, c); },
+  return {name, summary, vendor,
+          [](std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c) {
+            Fn<float>::run(m, n, k, a, b, c);
+          },
           [](std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b, double* c) {
             Fn<double>::run(m, n, k, a, b, c);
           }};

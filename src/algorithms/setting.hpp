@@ -32,7 +32,7 @@ struct Asked {
   std::optional<backend::Kind> backend;  // --backend (nullopt: auto)
   std::optional<DType> dtype;            // --dtype (nullopt: auto, from the inputs)
   std::optional<comm::Path> comm;        // --comm (nullopt: auto)
-  std::string kernel = "auto";           // --kernel: a kernel of some backend (checked against the job's in common_setting), or auto
+  std::string kernel = "auto";           // --kernel: auto, or a kernel (of the settled backend: common_setting)
   WriteRoute write = WriteRoute::automatic;
   std::int64_t panel_width = 0;  // --panel-width (0: the algorithm's)
   std::int64_t gpu_memory = 0;   // --gpu-memory in bytes (0: none; out of core within it)

@@ -18,8 +18,8 @@ namespace {
 // The registry's kernel of that name; InputError naming the others for a name it lacks.
 const kernels::CpuKernel& cpu_kernel(const std::string& name) {
   if (const kernels::CpuKernel* found = kernels::find_cpu_kernel(name)) return *found;
-  throw InputError("unknown kernel '" + name + "' for the cpu backend (choose: " + join_words(kernels::cpu_kernel_names()) +
-                   ")");
+  throw InputError("unknown kernel '" + name +
+                   "' for the cpu backend (choose: " + join_words(kernels::cpu_kernel_names()) + ")");
 }
 
 class CpuBackend final : public Backend {

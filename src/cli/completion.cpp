@@ -74,7 +74,8 @@ std::string bash_completion(CLI::App& app) {
     const nlohmann::json doc = describe_command(*command);
     const std::string key = key_of(*command);
     // --help-all is the program's, listed in every command's --help too.
-    std::string flags = "-h --help --help-all --help-json" + std::string(command->get_parent() == nullptr ? " --version" : "");
+    std::string flags =
+        "-h --help --help-all --help-json" + std::string(command->get_parent() == nullptr ? " --version" : "");
     for (const nlohmann::json* list : {&doc["options"], &doc["inherited"]})
       for (const auto& opt : *list) {
         if (opt["positional"].get<bool>()) continue;

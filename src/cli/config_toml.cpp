@@ -19,7 +19,6 @@
 #include "cli/toml_guards.hpp"
 #include "core/file_kind.hpp"
 #include "core/words.hpp"
-#include "core/words.hpp"
 
 namespace tessera::cli {
 
@@ -242,10 +241,10 @@ std::vector<Setting> check_table(const std::string& path, const std::string& tab
     const std::string where = at_line(path, value.source()) + ": " + table + "." + key_name;
     const Key* key = find_key(schema, table, key_name, where);
     if (key == nullptr) {
-      errors.emplace_back(name.source().begin.line, at_line(path, name.source()) + ": " + table + "." + key_name +
-                                                        ": unknown key" +
-                                                        (table == "slurm" ? "" : ", not an option of `tessera " + table + "`") +
-                                                        hint(schema, table, key_name));
+      errors.emplace_back(name.source().begin.line,
+                          at_line(path, name.source()) + ": " + table + "." + key_name + ": unknown key" +
+                              (table == "slurm" ? "" : ", not an option of `tessera " + table + "`") +
+                              hint(schema, table, key_name));
       continue;
     }
     try {

@@ -49,7 +49,7 @@ class Schema {
   void add(Key key) { keys_.push_back(std::move(key)); }
   const Key* find(const std::string& table, const std::string& name) const;
   bool has_table(const std::string& table) const;
-  std::vector<std::string> tables() const;                        // in order of appearance
+  std::vector<std::string> tables() const;                         // in order of appearance
   std::vector<std::string> names(const std::string& table) const;  // the table's keys
   std::size_t index(const Key* key) const { return static_cast<std::size_t>(key - keys_.data()); }
 

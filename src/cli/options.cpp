@@ -186,8 +186,8 @@ CLI::Option* add_run_option(Adder& add, const job::RunOption& row, job::RunOptio
         }
       },
       row.member);
-  const bool checked = row.kind == job::OptionKind::choice || row.kind == job::OptionKind::shape ||
-                       row.kind == job::OptionKind::size;
+  const bool checked =
+      row.kind == job::OptionKind::choice || row.kind == job::OptionKind::shape || row.kind == job::OptionKind::size;
   if (checked) opt->check(row_check(row));
   if (row.show_default) opt->capture_default_str();
   return opt;

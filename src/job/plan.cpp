@@ -86,7 +86,8 @@ Plan Plan::make(const RunOptions& o, const algorithms::Asked& asked, int nranks)
 }
 
 nlohmann::json Plan::to_json() const {
-  return {{"m", m}, {"n", n}, {"k", k}, {"dtype", dtype == DType::f32 ? "f32" : "f64"}, {"grid", {grid.rows, grid.cols}}};
+  return {
+      {"m", m}, {"n", n}, {"k", k}, {"dtype", dtype == DType::f32 ? "f32" : "f64"}, {"grid", {grid.rows, grid.cols}}};
 }
 
 Plan Plan::from_json(const nlohmann::json& j) {

@@ -81,8 +81,9 @@ enum class OptionKind {
 // A registered row's value: RunOptions::extra[name].
 struct ExtraValue {};
 // Where a row's value lives.
-using Member = std::variant<std::string RunOptions::*, bool RunOptions::*, double RunOptions::*,
-                            std::int64_t RunOptions::*, int RunOptions::*, std::optional<int> RunOptions::*, ExtraValue>;
+using Member =
+    std::variant<std::string RunOptions::*, bool RunOptions::*, double RunOptions::*, std::int64_t RunOptions::*,
+                 int RunOptions::*, std::optional<int> RunOptions::*, ExtraValue>;
 
 struct RunOption {
   std::string name;  // --name on the command line, the [run] key, Options::set's name, the report's
@@ -90,12 +91,12 @@ struct RunOption {
   Member member;
   std::string help;
   std::int64_t low = 0, high = std::numeric_limits<std::int64_t>::max();  // integer: its range
-  std::function<std::vector<std::string>()> choices;                     // choice: the words it takes
-  std::string short_name;     // "-q": a second spelling on the command line
-  bool show_default = false;  // --help shows the default
-  std::string empty_means;    // libtessera's setters: "" stands for this word (e.g. auto)
-  bool optional = false;      // a text, shape or size that may be left empty (none, or chosen)
-  bool in_library = true;     // libtessera's Options has it (not --dry-run: tessera::dry_run is a function)
+  std::function<std::vector<std::string>()> choices;                      // choice: the words it takes
+  std::string short_name;                                                 // "-q": a second spelling on the command line
+  bool show_default = false;                                              // --help shows the default
+  std::string empty_means;  // libtessera's setters: "" stands for this word (e.g. auto)
+  bool optional = false;    // a text, shape or size that may be left empty (none, or chosen)
+  bool in_library = true;   // libtessera's Options has it (not --dry-run: tessera::dry_run is a function)
 
   // Builder steps, so that a row reads as one line of the table.
   RunOption& shown() { return show_default = true, *this; }

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "cli/config_toml.hpp"
-#include "cli/help_json.hpp"
 #include "backend/backend.hpp"
 #include "cli/completion.hpp"
+#include "cli/config_toml.hpp"
+#include "cli/help_json.hpp"
 #include "cli/options.hpp"
 #include "core/words.hpp"
 #include "job/run_options.hpp"
@@ -63,7 +63,8 @@ TEST_CASE("a registered row is a run option everywhere with nothing else written
   CHECK(cli.c.ro.extra.at("test-flavour") == "sour");
   CHECK(tessera::job::typed_options(cli.c.ro).at("test-flavour") == "sour");
 
-  CHECK(contains(parse_error("run --test-flavour sweat"), "'sweat' is not one of: sweet, sour (did you mean 'sweet'?)"));
+  CHECK(
+      contains(parse_error("run --test-flavour sweat"), "'sweat' is not one of: sweet, sour (did you mean 'sweet'?)"));
 
   const auto settings = tessera::cli::parse_config("[run]\ntest-flavour = \"sweet\"\n", "t.toml", cli.c.schema);
   REQUIRE(settings.size() == 1);
@@ -136,7 +137,8 @@ TEST_CASE("a kernel named for a backend named is one of that backend's", "[cli][
   o.kernel = "cpu-naive";
   CHECK_NOTHROW(tessera::job::check_run_options(o));
   o.kernel = "cpu-tiles";
-  CHECK_THROWS_WITH(tessera::job::check_run_options(o), Catch::Matchers::ContainsSubstring("did you mean 'cpu-tiled'?"));
+  CHECK_THROWS_WITH(tessera::job::check_run_options(o),
+                    Catch::Matchers::ContainsSubstring("did you mean 'cpu-tiled'?"));
   // A GPU kernel (a CUDA build lists them without a GPU) for --backend cpu.
   const std::vector<std::string> gpu = tessera::backend::kernel_names(tessera::backend::Kind::cuda);
   if (!gpu.empty()) {
