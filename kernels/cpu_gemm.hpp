@@ -2,6 +2,8 @@
 // CPU GEMM kernels, C = A * B, row-major and contiguous (lda = k, ldb = n, ldc = n).
 // They know nothing of MPI, HDF5 or the CLI: pointers and sizes.
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace tessera::kernels {
 
@@ -17,6 +19,28 @@ void cpu_tiled_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, 
 // cblas_sgemm / cblas_dgemm of the BLAS the build found (OpenBLAS by default; any CBLAS).
 template <class T>
 void openblas_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c);
+
+// A CPU kernel of the registry (kernels/cpu_registry.cpp): its name (--kernel), what it does, and
+// its float32 and float64 entry points. The first is the CPU backend's default.
+struct CpuKernel {
+  const char* name;
+  const char* summary;
+  bool vendor;  // the BLAS library's call: what `tessera bench` compares the others with
+  void (*f32)(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c);
+  void (*f64)(std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b, double* c);
+  template <class T>
+  void run(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c) const {
+    if constexpr (sizeof(T) == 4)
+      f32(m, n, k, a, b, c);
+    else
+      f64(m, n, k, a, b, c);
+  }
+};
+// Every CPU kernel, the default first.
+const std::vector<CpuKernel>& cpu_kernels();
+// The kernel of that name; nullptr for none.
+const CpuKernel* find_cpu_kernel(const std::string& name);
+std::vector<std::string> cpu_kernel_names();
 
 // Threads OpenBLAS uses (openblas_get_num_threads); 0 where the BLAS is another (unknown).
 int openblas_threads();

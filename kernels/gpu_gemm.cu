@@ -178,6 +178,7 @@ bool gpu_kernel_traits(const std::string& kernel, GpuKernelTraits* out) {
     out->vendor = found->vendor;
     out->accumulates = found->accumulates;
     out->inputs = found->inputs;
+    out->needs_sm90a = found->needs_sm90a;
   }
   return true;
 }

@@ -80,6 +80,7 @@ struct GpuKernelTraits {
   bool vendor = false;                        // a cuBLAS call: what `tessera bench` compares the others with
   bool accumulates = false;                   // adds into C itself; else GpuGemm::accumulate uses a scratch C
   InputStorage inputs = InputStorage::dtype;  // how it takes A and B (GpuGemm::inputs)
+  bool needs_sm90a = false;                   // Hopper's wgmma and TMA: runs on compute capability 9.0 only
 };
 
 // Traits of a registered kernel; false (and *out untouched) for an unknown name.

@@ -51,6 +51,8 @@ struct GpuKernel {
   bool accumulates = false;
   // How it takes A and B: in the dtype, or stored as BF16 (GpuGemm::inputs).
   InputStorage inputs = InputStorage::dtype;
+  // Built and run only for sm_90a (Hopper's wgmma and TMA: kernels/wgmma.cu).
+  bool needs_sm90a = false;
 };
 
 // The technique files.

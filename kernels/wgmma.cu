@@ -408,7 +408,10 @@ std::vector<GpuKernel> wgmma_kernels() {
       {"bf16-wgmma-128x128", "Hopper wgmma m64n128k16 + TMA, 128x128x64 tiles, 6 stages (opt-in, sm_90a)",
        &wgmma_can_implement, &run_wgmma<Bf16x128>, kBf16UnitRoundoff, true},
   };
-  for (GpuKernel& kernel : kernels) kernel.accumulates = true;  // C += A * B in the epilogue
+  for (GpuKernel& kernel : kernels) {
+    kernel.accumulates = true;  // C += A * B in the epilogue
+    kernel.needs_sm90a = true;
+  }
   return kernels;
 }
 

@@ -44,8 +44,10 @@ struct Access;
 TESSERA_API const char* version() noexcept;
 
 // The options of `tessera run` (docs/usage.md), with the same defaults except quiet (true) and
-// progress ("off"). Each setter returns *this, so that they chain. Names (backend, dtype, ...) are
-// checked when multiply() or dry_run() starts, on every rank alike, as the command line does.
+// progress ("off"). Each setter returns *this, so that they chain. Every value is checked where it
+// is set, as the command line checks it (the words an option takes, a grid's shape, a size, a
+// number's range): std::invalid_argument naming the words, the options left as they were. The
+// kernel is checked against the backend the ranks settle on when multiply() or dry_run() plans.
 class TESSERA_API Options {
  public:
   Options();
@@ -101,7 +103,7 @@ class TESSERA_API Options {
 
   // Any of the above by its `tessera run` name and a value as on the command line, e.g.
   // set("transpose-a", "true"), set("panel-width", "512"). Throws std::invalid_argument for an
-  // unknown name or a value of the wrong type.
+  // unknown name or a value the option does not take.
   Options& set(const std::string& option, const std::string& value);
   // The value an option has now, as text ("" for an unset name or path); throws
   // std::invalid_argument for an unknown name.

@@ -75,10 +75,18 @@ class ErrorTest(TempDirTest):
         self.assertTrue(e.message.startswith("tessera: error"), e.message)
 
     def test_bad_option_value_from_tessera(self):
+        # A grid of more ranks than the job has: only tessera knows (the package checks its form).
         with self.assertRaises(tessera.TesseraError) as cm:
-            self.run_job(algorithm="cannon")
+            self.run_job(grid="9x9")
         self.assertEqual(cm.exception.exit_code, 1)
-        self.assertIn("invalid --algorithm 'cannon'", cm.exception.message)
+        self.assertIn("needs 81 ranks", cm.exception.message)
+
+    def test_bad_choice_refused_before_launch(self):
+        # A word tessera does not take (issue 41): refused by the package, from the binary's own list.
+        with self.assertRaises(tessera.OptionError) as cm:
+            self.run_job(algorithm="cannon")
+        self.assertEqual((cm.exception.exit_code, cm.exception.command), (2, []))
+        self.assertIn("takes one of auto, panels, summa, ksplit", cm.exception.message)
 
     def test_verification_failed(self):
         a = np.random.default_rng(4).random((6, 5))

@@ -167,6 +167,28 @@ class OptionTest(unittest.TestCase):
             self.assertEqual(cm.exception.exit_code, 2)
             self.assertEqual(cm.exception.command, [])
 
+    def test_every_choice_refused_before_launch(self):
+        # Issue 41: the words of every choice option come from the binary's registries (--help-json);
+        # a word not among them, or a grid that is not AxB, is an OptionError before anything runs.
+        RunOptions = tessera.options_type("run", self.binary)
+        choices = {n: o for n, o in self.known.items() if o.allowed}
+        for name in ("backend", "algorithm", "kernel", "baseline", "dtype", "comm", "write", "progress"):
+            self.assertIn(name, choices)
+        self.assertTrue({"auto", "openblas", "cpu-tiled", "cpu-naive"} <= set(self.known["kernel"].allowed))
+        for name, o in choices.items():
+            with self.assertRaises(tessera.OptionError, msg=name) as cm:
+                RunOptions(**{name: "bogus"})
+            self.assertIn("takes one of " + ", ".join(o.allowed), cm.exception.message)
+        with self.assertRaisesRegex(tessera.OptionError, re.escape("(did you mean 'summa'?)")):
+            RunOptions(algorithm="sumaa")
+        for call in (lambda: tessera.run("a.h5:/A", "b.h5:/B", "c.h5:/C", binary=self.binary, kernel="nope"),
+                     lambda: tessera.run("a.h5:/A", "b.h5:/B", "c.h5:/C", binary=self.binary, backend="gpu"),
+                     lambda: tessera.dry_run(m=4, n=4, k=4, binary=self.binary, algorithm="sumaa"),
+                     lambda: tessera.dry_run(m=4, n=4, k=4, binary=self.binary, grid="2y2")):
+            with self.assertRaises(tessera.OptionError) as cm:
+                call()
+            self.assertEqual((cm.exception.exit_code, cm.exception.command), (2, []))
+
     def test_out_of_range_refused_before_launch(self):
         # tessera.run / dry_run / generate raise before anything is launched (no command to show).
         for call in (lambda: tessera.run("a.h5:/A", "b.h5:/B", "c.h5:/C", binary=self.binary, repeat=0),

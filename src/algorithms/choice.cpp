@@ -26,7 +26,7 @@ std::string rule(const Asked& r, const Problem& p, const Environment& env) {
 // The grids a job may run on: the given one, or the model's grid for all ranks and for half, a
 // quarter, ... of them (ranks beyond a grid stay idle).
 std::vector<partition::GridShape> grids(const Asked& r, const Problem& p) {
-  if (!r.grid.empty()) return {p.grid};
+  if (r.grid) return {p.grid};
   std::vector<partition::GridShape> out{p.grid};
   const auto add = [&out](partition::GridShape g) {
     if (std::find(out.begin(), out.end(), g) == out.end()) out.push_back(g);

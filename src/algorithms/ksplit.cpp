@@ -262,8 +262,8 @@ void KSplitAlgorithm::start(RankRun& run) {
   const comm::Comm& comm = run.comm;
   const Setting& s = run.setting;
   check_backend(run);
-  if (!run.asked.grid.empty())
-    run.me.warnings.push_back("--grid " + run.asked.grid + " is ignored by --algorithm ksplit (it splits K)");
+  if (run.asked.grid)
+    run.me.warnings.push_back("--grid " + run.asked.grid->str() + " is ignored by --algorithm ksplit (it splits K)");
   // Ranks on one GPU (same host, same name and PCI bus id): NCCL refuses a group with one GPU
   // twice, so they sum on the host, and the report says they share it.
   const std::string shared = shared_gpu_note(comm, run.me.device_id >= 0 ? run.me.host + "|" + run.me.device : "");

@@ -4,6 +4,7 @@
 
 #include "algorithms/algorithm.hpp"
 #include "core/error.hpp"
+#include "core/words.hpp"
 
 namespace tessera::algorithms {
 
@@ -43,12 +44,11 @@ std::vector<std::string> algorithm_names() {
 }
 
 std::unique_ptr<Algorithm> make_algorithm(const std::string& name) {
-  std::string names;
-  for (const Entry& e : table()) {
+  for (const Entry& e : table())
     if (e.name == name) return e.make();
-    names += ", " + e.name;
-  }
-  throw InputError("invalid --algorithm '" + name + "' (choose: auto" + names + ")");
+  std::vector<std::string> words = algorithm_names();
+  words.insert(words.begin(), "auto");
+  throw InputError("--algorithm " + not_one_of(name, words));
 }
 
 }  // namespace tessera::algorithms

@@ -2,8 +2,18 @@
 #include "algorithms/setting.hpp"
 
 #include "core/error.hpp"
+#include "core/words.hpp"
 
 namespace tessera::algorithms {
+
+std::vector<std::string> write_route_words() { return {"auto", "in-place", "gather"}; }
+
+WriteRoute parse_write_route(const std::string& text) {
+  const std::vector<std::string> words = write_route_words();
+  for (std::size_t i = 0; i < words.size(); ++i)
+    if (text == words[i]) return static_cast<WriteRoute>(i);  // WriteRoute's order
+  throw InputError("--write " + not_one_of(text, words));
+}
 
 nlohmann::json Setting::to_json() const {
   return {{"gpu", gpu},
@@ -42,6 +52,10 @@ Setting common_setting(const Asked& asked, const Problem& p, const Environment& 
   Setting s;
   s.gpu = environment.gpu;
   s.kernel = backend::resolve_kernel(s.backend(), asked.kernel, p.dtype, gemm_m, gemm_n, gemm_k);
+  // A kernel (or baseline) of the backend the ranks settled on: here, before anything starts.
+  // ("auto" stays unresolved only in a dry run for GPUs this process does not see.)
+  if (s.kernel != "auto") backend::check_kernel(s.backend(), s.kernel);
+  if (!asked.baseline.empty()) backend::check_kernel(s.backend(), asked.baseline);
   s.in_place_write = environment.in_place_write;
   return s;
 }

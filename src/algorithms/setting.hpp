@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,20 +21,24 @@ namespace tessera::algorithms {
 
 // How C reaches the output file (--write; job/output.hpp).
 enum class WriteRoute { automatic, in_place, gather };
+// --write's words: auto, in-place, gather.
+std::vector<std::string> write_route_words();
+// --write as given; InputError naming the words for another.
+WriteRoute parse_write_route(const std::string& text);
 
 // What the user asked, typed: one value for the whole job.
 struct Asked {
-  std::string algorithm = "auto";        // --algorithm: a name of algorithm_names(), or auto
+  std::string algorithm = "auto";        // --algorithm: a name of algorithm_names() (checked), or auto
   std::optional<backend::Kind> backend;  // --backend (nullopt: auto)
   std::optional<DType> dtype;            // --dtype (nullopt: auto, from the inputs)
   std::optional<comm::Path> comm;        // --comm (nullopt: auto)
-  std::string kernel = "auto";           // --kernel: a kernel of the backend, or auto
+  std::string kernel = "auto";           // --kernel: auto, or a kernel (of the settled backend: common_setting)
   WriteRoute write = WriteRoute::automatic;
   std::int64_t panel_width = 0;  // --panel-width (0: the algorithm's)
   std::int64_t gpu_memory = 0;   // --gpu-memory in bytes (0: none; out of core within it)
   std::string baseline;          // --baseline: a kernel compared against on each block ("": none)
   bool verify = false;           // --verify: C checked before any of it is written
-  std::string grid;              // --grid as given ("": the model's)
+  std::optional<partition::GridShape> grid;  // --grid (nullopt: the model's)
   int bands = 0;                 // TESSERA_BANDS: row bands of C (0: the model's)
   // Asked of each rank's whole block (a check or a comparison on it, or its GEMM out of core):
   // `auto` takes the rule of thumb on every rank, without the model's search.

@@ -316,6 +316,26 @@ std::string resolve_kernel(Kind kind, const std::string& kernel, DType dtype, st
 
 // Backend names compiled into this build.
 std::vector<std::string> compiled_backends();
+// --backend's words: auto and every kind's name (a kind this build lacks is refused when it starts).
+std::vector<std::string> backend_words();
+
+// A kernel of a backend, as `tessera info` lists it: listed from the registries, without a device.
+struct KernelInfo {
+  Kind backend = Kind::cpu;
+  std::string name, summary;
+  std::vector<std::string> dtypes;  // "f32", "f64": the dtypes it multiplies
+  bool opt_in = false;              // reduced precision: run only when named, never by `auto`
+  bool vendor = false;              // a library's call (the BLAS, cuBLAS): the baseline `bench` compares with
+  std::vector<std::string> needs;   // what it needs beyond the backend: "sm_90a", "cuBLAS"
+};
+// Every kernel this build has, the CPU's first (its default first), then the GPU's in bench order.
+// A build without CUDA knows no GPU kernel: --kernel takes only the CPU's there.
+std::vector<KernelInfo> kernel_catalog();
+// The names of `kind`'s kernels in this build (the CPU's default first); none for cuda without CUDA.
+std::vector<std::string> kernel_names(Kind kind);
+// InputError unless `kernel` is a resolved kernel name of `kind` (not "auto"), naming the ones it
+// has; nothing for cuda in a build without CUDA (which refuses the backend when it starts).
+void check_kernel(Kind kind, const std::string& kernel);
 
 // A product as a backend allocates device memory for it (Backend::gemm, panel_product,
 // gemm_on_device), sized before anything is allocated.

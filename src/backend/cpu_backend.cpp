@@ -1,4 +1,4 @@
-// The CPU backend: cpu-naive (the reference), cpu-tiled (cache blocking) and openblas.
+// The CPU backend: the kernels of the CPU registry (kernels/cpu_gemm.hpp): openblas, cpu-tiled, cpu-naive.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -8,13 +8,19 @@
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
+#include "core/words.hpp"
 #include "kernels/cpu_gemm.hpp"
 
 namespace tessera::backend {
 
-std::vector<std::string> cpu_kernel_names();  // the default first (factory.cpp's resolve_kernel asks it too)
-
 namespace {
+
+// The registry's kernel of that name; InputError naming the others for a name it lacks.
+const kernels::CpuKernel& cpu_kernel(const std::string& name) {
+  if (const kernels::CpuKernel* found = kernels::find_cpu_kernel(name)) return *found;
+  throw InputError("unknown kernel '" + name +
+                   "' for the cpu backend (choose: " + join_words(kernels::cpu_kernel_names()) + ")");
+}
 
 class CpuBackend final : public Backend {
  public:
@@ -24,7 +30,7 @@ class CpuBackend final : public Backend {
     return std::string("cpu (") + kernels::blas_name() +
            (threads > 0 ? " " + std::to_string(threads) + " threads" : "") + ")";
   }
-  std::vector<std::string> kernels() const override { return cpu_kernel_names(); }
+  std::vector<std::string> kernels() const override { return kernels::cpu_kernel_names(); }
 
   std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) override {
     const auto start = std::chrono::steady_clock::now();
@@ -54,23 +60,14 @@ class CpuBackend final : public Backend {
   std::unique_ptr<PanelProduct> panel_product(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
                                               std::int64_t max_w, void* host_c, bool host_staging) override;
 
+  // `kernel` is a resolved name (backend::resolve_kernel): the registry's, never "auto".
   template <class T>
   static void run(const std::string& kernel, const GemmProblem& p) {
-    const auto* a = static_cast<const T*>(p.a);
-    const auto* b = static_cast<const T*>(p.b);
-    auto* c = static_cast<T*>(p.c);
-    if (kernel == "openblas" || kernel == "auto") {
-      try {
-        kernels::openblas_gemm<T>(p.m, p.n, p.k, a, b, c);
-      } catch (const std::length_error& e) {
-        throw InputError(std::string("openblas: ") + e.what() + "; use more ranks or the cpu-tiled kernel");
-      }
-    } else if (kernel == "cpu-tiled") {
-      kernels::cpu_tiled_gemm<T>(p.m, p.n, p.k, a, b, c);
-    } else if (kernel == "cpu-naive") {
-      kernels::cpu_naive_gemm<T>(p.m, p.n, p.k, a, b, c);
-    } else {
-      throw InputError("unknown kernel '" + kernel + "' for the cpu backend (choose: openblas, cpu-tiled, cpu-naive)");
+    try {
+      cpu_kernel(kernel).run<T>(p.m, p.n, p.k, static_cast<const T*>(p.a), static_cast<const T*>(p.b),
+                                static_cast<T*>(p.c));
+    } catch (const std::length_error& e) {
+      throw InputError(kernel + ": " + e.what() + "; use more ranks or the cpu-tiled kernel");
     }
   }
 };
@@ -137,18 +134,13 @@ class CpuPanelProduct final : public PanelProduct {
 std::unique_ptr<PanelProduct> CpuBackend::panel_product(const std::string& kernel, DType dtype, std::int64_t m,
                                                         std::int64_t n, std::int64_t max_w, void* host_c,
                                                         bool /*host_staging: the slots are host memory anyway*/) {
-  const auto names = kernels();
-  const std::string name = kernel == "auto" ? names.front() : kernel;
-  if (std::find(names.begin(), names.end(), name) == names.end())
-    throw InputError("unknown kernel '" + kernel + "' for the cpu backend (choose: openblas, cpu-tiled, cpu-naive)");
-  return std::make_unique<CpuPanelProduct>(name, dtype, m, n, max_w, host_c);
+  (void)cpu_kernel(kernel);  // refused here, before any slot is allocated
+  return std::make_unique<CpuPanelProduct>(kernel, dtype, m, n, max_w, host_c);
 }
 
 }  // namespace
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
-
-std::vector<std::string> cpu_kernel_names() { return {"openblas", "cpu-tiled", "cpu-naive"}; }
 
 void use_cpu_threads(int threads) { kernels::set_blas_threads(threads); }
 

@@ -76,12 +76,7 @@ class CudaBackend final : public Backend {
 
   std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) override {
     const std::string name = choice_.name_for(kernel, p.dtype, p.m, p.n, p.k);
-    const auto known = kernels::gpu_kernel_names();
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      std::string list;
-      for (const std::string& k : kernels()) list += (list.empty() ? "" : ", ") + k;
-      throw InputError("unknown kernel '" + kernel + "' for the cuda backend (choose from: " + list + ", or auto)");
-    }
+    check_kernel(Kind::cuda, name);  // the one check of a name (backend.hpp), for callers that skip the plan's
     ready(name, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
     if (p.m == 0 || p.n == 0) return {{"h2d", 0.0}, {"kernel", 0.0}, {"d2h", 0.0}};
     if (!p.c || (p.k > 0 && (!p.a || !p.b))) throw InputError("cuda backend: GEMM without host buffers for A, B or C");

@@ -19,6 +19,9 @@ std::string cuda_resolve_kernel(DType dtype, std::int64_t m, std::int64_t n, std
 // backend.hpp's gpu_kernel_accumulates, for this backend's kernels and defaults.
 bool cuda_kernel_accumulates(const std::string& kernel, DType dtype);
 
+// backend.hpp's kernel_catalog for the GPU: the registry's kernels (kernels/gpu_gemm.hpp), no device touched.
+std::vector<KernelInfo> cuda_kernel_catalog();
+
 // Visible GPUs; 0 when none (or the driver cannot be reached). Never throws.
 int cuda_device_count();
 

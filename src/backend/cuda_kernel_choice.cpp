@@ -76,6 +76,29 @@ std::string KernelChoice::name_for(const std::string& kernel, DType dtype, std::
   return kernel.empty() || kernel == "auto" ? resolve(dtype, m, n, k) : kernel;
 }
 
+std::vector<KernelInfo> cuda_kernel_catalog() {
+  std::vector<KernelInfo> catalog;
+  for (const std::string& name : kernels::gpu_kernel_names()) {
+    kernels::GpuKernelTraits traits;
+    kernels::gpu_kernel_traits(name, &traits);
+    KernelInfo info{Kind::cuda, name, traits.summary, {}, traits.opt_in, traits.vendor, {}};
+    // The dtypes it can run at some large size (N a multiple of 4 or not: the staged kernels take
+    // only the latter); the pointers are not looked at.
+    for (const DType dtype : {DType::f32, DType::f64}) {
+      kernels::GpuGemm g{dtype, 4096, 4096, 4096};
+      g.inputs = traits.inputs;
+      kernels::GpuGemm odd = g;
+      odd.n = 4097;
+      if (kernels::gpu_can_implement(name, g) || kernels::gpu_can_implement(name, odd))
+        info.dtypes.emplace_back(dtype == DType::f32 ? "f32" : "f64");
+    }
+    if (traits.needs_sm90a) info.needs.emplace_back("sm_90a");
+    if (traits.vendor) info.needs.emplace_back("cuBLAS");
+    catalog.push_back(std::move(info));
+  }
+  return catalog;
+}
+
 bool cuda_kernel_accumulates(const std::string& kernel, DType dtype) {
   (void)dtype;  // the built-in default is the same for both dtypes
   const std::string name = kernel.empty() || kernel == "auto" ? kDefaultKernel : kernel;

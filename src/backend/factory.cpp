@@ -1,4 +1,5 @@
 // Backend selection ("cpu", "cuda" or "auto"), what this build has, and the defaults of backend.hpp.
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <new>
@@ -7,14 +8,16 @@
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
+#include "core/words.hpp"
+#include "kernels/cpu_gemm.hpp"
 #ifdef TESSERA_HAVE_CUDA
 #include "backend/cuda_backend.hpp"
+#include "kernels/gpu_gemm.hpp"
 #endif
 
 namespace tessera::backend {
 
 std::unique_ptr<Backend> make_cpu_backend();  // cpu_backend.cpp
-std::vector<std::string> cpu_kernel_names();  // cpu_backend.cpp: the default first
 
 HostBuffer allocate_pageable(std::size_t bytes) {
   if (bytes == 0) return {};
@@ -33,6 +36,35 @@ std::vector<std::string> compiled_backends() {
 #else
   return {"cpu"};
 #endif
+}
+
+std::vector<std::string> backend_words() { return {"auto", "cpu", "cuda"}; }
+
+std::vector<KernelInfo> kernel_catalog() {
+  std::vector<KernelInfo> catalog;
+  for (const kernels::CpuKernel& k : kernels::cpu_kernels())
+    catalog.push_back({Kind::cpu, k.name, k.summary, dtype_words(), false, k.vendor, {}});
+#ifdef TESSERA_HAVE_CUDA
+  for (KernelInfo& info : cuda_kernel_catalog()) catalog.push_back(std::move(info));
+#endif
+  return catalog;
+}
+
+std::vector<std::string> kernel_names(Kind kind) {
+  if (kind == Kind::cpu) return kernels::cpu_kernel_names();
+#ifdef TESSERA_HAVE_CUDA
+  return kernels::gpu_kernel_names();
+#else
+  return {};
+#endif
+}
+
+void check_kernel(Kind kind, const std::string& kernel) {
+  const std::vector<std::string> names = kernel_names(kind);
+  // A build without CUDA lists no GPU kernel: the cuda backend is refused when it starts.
+  if (names.empty() || std::find(names.begin(), names.end(), kernel) != names.end()) return;
+  throw InputError(std::string("--kernel ") + not_one_of(kernel, names) + " (the " + kind_name(kind) +
+                   " backend's kernels)");
 }
 
 bool gpu_kernel_accumulates(const std::string& kernel, DType dtype) {
@@ -129,7 +161,7 @@ std::optional<Kind> parse_kind(const std::string& text) {
   if (text == "cpu") return Kind::cpu;
   if (text == "cuda") return Kind::cuda;
   if (text == "auto") return std::nullopt;
-  throw InputError("unknown backend '" + text + "' (choose: auto, cpu, cuda)");
+  throw InputError("--backend " + not_one_of(text, backend_words()));
 }
 
 std::unique_ptr<Backend> make_backend(std::optional<Kind> kind, const Placement& where) {
@@ -148,7 +180,7 @@ std::unique_ptr<Backend> make_backend(std::optional<Kind> kind, const Placement&
 std::string resolve_kernel(Kind kind, const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
                            std::int64_t k) {
   if (kernel != "auto" && !kernel.empty()) return kernel;
-  if (kind == Kind::cpu) return cpu_kernel_names().front();
+  if (kind == Kind::cpu) return kernels::cpu_kernel_names().front();
 #ifdef TESSERA_HAVE_CUDA
   if (cuda_device_count() > 0) return cuda_resolve_kernel(dtype, m, n, k);
 #else

@@ -14,8 +14,11 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <utility>
 
+#include "cli/toml_guards.hpp"
 #include "core/file_kind.hpp"
+#include "core/words.hpp"
 
 namespace tessera::cli {
 
@@ -34,6 +37,13 @@ bool Schema::has_table(const std::string& table) const {
   return std::any_of(keys_.begin(), keys_.end(), [&](const Key& key) { return key.table == table; });
 }
 
+std::vector<std::string> Schema::names(const std::string& table) const {
+  std::vector<std::string> out;
+  for (const Key& key : keys_)
+    if (key.table == table) out.push_back(key.name);
+  return out;
+}
+
 std::vector<std::string> Schema::tables() const {
   std::vector<std::string> names;
   for (const Key& key : keys_)
@@ -47,12 +57,7 @@ namespace {
 std::string number_text(double x) {
   if (std::isnan(x)) return "nan";
   if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  char text[40];
-  for (int digits = 1; digits <= 17; ++digits) {
-    std::snprintf(text, sizeof text, "%.*g", digits, x);
-    if (std::strtod(text, nullptr) == x) break;
-  }
-  return text;
+  return shortest_decimal(x);
 }
 
 // The value as a person wrote it, for messages.
@@ -197,121 +202,75 @@ void run_checks(const Key& key, const std::vector<std::string>& words, const std
 
 // " (did you mean ...?)" for a key of another spelling or another table.
 std::string hint(const Schema& schema, const std::string& table, const std::string& name) {
-  std::string dashed = name;
-  std::replace(dashed.begin(), dashed.end(), '_', '-');
-  if (dashed != name && schema.find(table, dashed) != nullptr) return " (did you mean '" + dashed + "'?)";
+  if (const std::string near = closest_word(name, schema.names(table)); !near.empty())
+    return " (did you mean '" + near + "'?)";
   for (const std::string& other : schema.tables())
     if (schema.find(other, name) != nullptr) return " ('" + name + "' is a key of [" + other + "])";
   return table == "slurm" ? " (see docs/configuration.md)" : " (see tessera " + table + " --help)";
 }
 
+// A file's errors: its line, and the message.
+using Errors = std::vector<std::pair<std::int64_t, std::string>>;
+
+// The notes of the files read (config_notes()).
+std::vector<std::string>& notes() {
+  static std::vector<std::string> all;
+  return all;
+}
+
+// The key `name` of `table`; a key written with '_' for the schema's '-' (panel_width) is the
+// schema's, with a note: the one spelling is the command line's, the other is read until the next
+// release.
+const Key* find_key(const Schema& schema, const std::string& table, const std::string& name, const std::string& where) {
+  if (const Key* key = schema.find(table, name)) return key;
+  std::string dashed = name;
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  const Key* key = dashed == name ? nullptr : schema.find(table, dashed);
+  if (key != nullptr)
+    notes().push_back(where + ": read as '" + dashed + "', the option's spelling; '" + name +
+                      "' is read until the next release");
+  return key;
+}
+
+// The table's settings; each key's error is added to `errors` (every one of the file is reported).
 std::vector<Setting> check_table(const std::string& path, const std::string& table, const toml::table& values,
-                                 const Schema& schema) {
+                                 const Schema& schema, Errors& errors) {
   std::vector<Setting> settings;
   for (auto&& [name, value] : values) {
     const std::string key_name(name.str());
     const std::string where = at_line(path, value.source()) + ": " + table + "." + key_name;
-    const Key* key = schema.find(table, key_name);
-    if (key == nullptr)
-      throw ConfigFileError(at_line(path, name.source()) + ": " + table + "." + key_name + ": unknown key" +
-                            (table == "slurm" ? "" : ", not an option of `tessera " + table + "`") +
-                            hint(schema, table, key_name));
-    Setting s = typed(*key, value, where);
-    run_checks(*key, s.words, where);
-    s.line = value.source().begin.line;
-    settings.push_back(std::move(s));
+    const Key* key = find_key(schema, table, key_name, where);
+    if (key == nullptr) {
+      errors.emplace_back(name.source().begin.line,
+                          at_line(path, name.source()) + ": " + table + "." + key_name + ": unknown key" +
+                              (table == "slurm" ? "" : ", not an option of `tessera " + table + "`") +
+                              hint(schema, table, key_name));
+      continue;
+    }
+    try {
+      Setting s = typed(*key, value, where);
+      run_checks(*key, s.words, where);
+      s.line = value.source().begin.line;
+      settings.push_back(std::move(s));
+    } catch (const ConfigFileError& e) {
+      errors.emplace_back(value.source().begin.line, e.what());
+    }
   }
   return settings;
+}
+
+// The errors in the order of the file's lines (toml++ keeps a table's keys by name), one a line.
+std::string join_lines(Errors errors) {
+  std::stable_sort(errors.begin(), errors.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::string text;
+  for (const auto& e : errors) text += (text.empty() ? "" : "\n") + e.second;
+  return text;
 }
 
 std::string table_list(const Schema& schema) {
   std::string names;
   for (const std::string& t : schema.tables()) names += (names.empty() ? "[" : ", [") + t + "]";
   return names;
-}
-
-// toml++ 3.3 asserts (an assumption, where NDEBUG) that a table header's name starts with a key's
-// character or a quote, instead of refusing `[ = 1` or `[]` (found by fuzz_options): such a line
-// is refused here first. A line inside a multi-line array or string is taken as a header too,
-// which only refuses nested arrays and such strings, of no key's kind.
-void check_table_headers(const std::string& text, const std::string& path) {
-  std::istringstream lines(text);
-  std::string line;
-  for (std::int64_t number = 1; std::getline(lines, line); ++number) {
-    std::size_t at = line.find_first_not_of(" \t");
-    if (at == std::string::npos || line[at] != '[') continue;
-    at = line.find_first_not_of(" \t", line[at + 1] == '[' ? at + 2 : at + 1);
-    const char first = at == std::string::npos ? '\0' : line[at];
-    const bool key_start = std::isalnum(static_cast<unsigned char>(first)) || first == '_' || first == '-' ||
-                           first == '"' || first == '\'';
-    if (!key_start)
-      throw ConfigFileError(path + ":" + std::to_string(number) +
-                            ": not valid TOML: a table header [...] must start with the table's name");
-  }
-}
-
-// toml++ 3.3 also reaches an "unreachable" point (undefined behaviour where NDEBUG) on a non-ASCII
-// character (e.g. U+00A1-U+0499) in a bare key, a table name or a bare value (found by
-// fuzz_options: `[x` + U+034D; `a=b'c` + U+01E4). TOML allows such characters only in strings and
-// comments, so one elsewhere is refused here first. A quote opens a string only where one may
-// start (after `=`, `[`, `,`, `{`, `.` or at a line's start), and a one-line string must close on
-// its line; the scan follows basic and literal strings (one-line and multi-line) and comments.
-void check_non_ascii(const std::string& text, const std::string& path) {
-  enum class In { toml, comment, basic, literal, multi_basic, multi_literal } in = In::toml;
-  std::int64_t line = 1;
-  char before = '\n';        // the last character outside strings and blanks
-  bool string_wide = false;  // the open one-line string holds a non-ASCII character
-  const auto refuse = [&] {
-    throw ConfigFileError(path + ":" + std::to_string(line) +
-                          ": not valid TOML: a non-ASCII character outside a string or a comment "
-                          "(keys and table names are ASCII; quote the value)");
-  };
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    const bool triple = text.compare(i, 3, std::string(3, c)) == 0;
-    if (c == '\n') {
-      if ((in == In::basic || in == In::literal) && string_wide) refuse();  // not closed on its line
-      if (in == In::comment || in == In::basic || in == In::literal) in = In::toml;
-      if (in == In::toml) before = '\n';
-      ++line;
-      continue;
-    }
-    switch (in) {
-      case In::toml:
-        if (static_cast<unsigned char>(c) >= 0x80) refuse();
-        if (c == '#') in = In::comment;
-        if ((c == '"' || c == '\'') && std::strchr("\n=[,{.", before) != nullptr) {
-          in = triple ? (c == '"' ? In::multi_basic : In::multi_literal) : (c == '"' ? In::basic : In::literal);
-          string_wide = false;
-          if (triple) i += 2;
-        } else if (c != ' ' && c != '\t') {
-          before = c;
-        }
-        break;
-      case In::basic:
-      case In::multi_basic:
-        string_wide = string_wide || static_cast<unsigned char>(c) >= 0x80;
-        if (c == '\\') {  // an escape: the next character is the string's
-          if (i + 1 < text.size() && text[++i] == '\n') ++line;
-        } else if (c == '"' && (in == In::basic || triple)) {
-          if (in == In::multi_basic) i += 2;
-          in = In::toml, before = '"';
-        }
-        break;
-      case In::literal:
-      case In::multi_literal:
-        string_wide = string_wide || static_cast<unsigned char>(c) >= 0x80;
-        if (c == '\'' && (in == In::literal || triple)) {
-          if (in == In::multi_literal) i += 2;
-          in = In::toml, before = '\'';
-        }
-        break;
-      case In::comment:
-        break;
-    }
-  }
-  if ((in == In::basic || in == In::literal || in == In::multi_basic || in == In::multi_literal) && string_wide)
-    refuse();  // a string the file never closes
 }
 
 }  // namespace
@@ -326,20 +285,31 @@ std::vector<Setting> parse_config(const std::string& text, const std::string& pa
     throw ConfigFileError(at_line(path, e.source()) + ": not valid TOML: " + std::string(e.description()));
   }
   std::vector<Setting> settings;
+  Errors errors;
   for (auto&& [name, value] : root) {
     const std::string table(name.str());
-    if (!value.is_table())
-      throw ConfigFileError(at_line(path, name.source()) + ": " + table +
-                            ": a key outside any table; put it under the table of its subcommand (" +
-                            table_list(schema) + ")");
-    if (!schema.has_table(table))
-      throw ConfigFileError(at_line(path, name.source()) + ": [" + table + "]: unknown table (the tables are " +
-                            table_list(schema) + ")");
-    for (Setting& s : check_table(path, table, *value.as_table(), schema)) settings.push_back(std::move(s));
+    if (!value.is_table()) {
+      errors.emplace_back(name.source().begin.line,
+                          at_line(path, name.source()) + ": " + table +
+                              ": a key outside any table; put it under the table of its subcommand (" +
+                              table_list(schema) + ")");
+    } else if (!schema.has_table(table)) {
+      errors.emplace_back(name.source().begin.line, at_line(path, name.source()) + ": [" + table +
+                                                        "]: unknown table (the tables are " + table_list(schema) + ")");
+    } else {
+      for (Setting& s : check_table(path, table, *value.as_table(), schema, errors)) settings.push_back(std::move(s));
+    }
   }
+  if (!errors.empty()) throw ConfigFileError(join_lines(errors));
   std::stable_sort(settings.begin(), settings.end(),
                    [&](const Setting& x, const Setting& y) { return schema.index(x.key) < schema.index(y.key); });
   return settings;
+}
+
+std::vector<std::string> config_notes() {
+  std::vector<std::string> out;
+  out.swap(notes());
+  return out;
 }
 
 void check_config_path(const std::string& path) {

@@ -49,7 +49,8 @@ class Schema {
   void add(Key key) { keys_.push_back(std::move(key)); }
   const Key* find(const std::string& table, const std::string& name) const;
   bool has_table(const std::string& table) const;
-  std::vector<std::string> tables() const;  // in order of appearance
+  std::vector<std::string> tables() const;                         // in order of appearance
+  std::vector<std::string> names(const std::string& table) const;  // the table's keys
   std::size_t index(const Key* key) const { return static_cast<std::size_t>(key - keys_.data()); }
 
  private:
@@ -66,9 +67,14 @@ struct Setting {
 };
 
 // Parses TOML `text` (named `path` in messages) and checks it against `schema`; the settings in
-// the schema's order. Throws ConfigFileError.
+// the schema's order. Throws ConfigFileError holding every error of the file, one a line, in the
+// order of its lines (a file that is not TOML: the parser's first).
 std::vector<Setting> parse_config(const std::string& text, const std::string& path, const Schema& schema);
 std::vector<Setting> read_config(const std::string& path, const Schema& schema);
+// What the files read so far said besides errors (a key spelled the other way: panel_width read as
+// panel-width), once each; emptied by the call. main prints them on rank 0.
+std::vector<std::string> config_notes();
+
 // Throws ConfigFileError when `path` exists and is not a regular file of at most 1 MiB (a fifo
 // would block the read forever, /dev/zero never end it); opens nothing. A missing file is left to
 // the reader's own message.

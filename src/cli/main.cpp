@@ -6,12 +6,14 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "cli/completion.hpp"
 #include "cli/config_toml.hpp"
 #include "cli/help_json.hpp"
 #include "cli/options.hpp"
@@ -94,6 +96,16 @@ nlohmann::json options_given(const CLI::App& app, const CLI::App* sub) {
   return given;
 }
 
+// Each line of `text` after `prefix`, on stderr.
+void print_lines(const char* prefix, const std::string& text) {
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    std::fprintf(stderr, "%s%s\n", prefix, text.substr(start, end - start).c_str());
+    start = end + 1;
+  }
+}
+
 // CLI11's message as one line: "tessera: error: ..." and exit 2, like other command-line tools.
 // --help and --version arrive here too (as exit code 0) and print what they print.
 int parse_failed(CLI::App& app, const CLI::ParseError& e, int rank) {
@@ -142,6 +154,12 @@ int run_or_plan(const CLI::App& app, Commands& c, int rank, const std::vector<st
         if (rank == 0) std::fprintf(stderr, "tessera: error: run: %s is required (FILE:/DATASET)\n", name);
         return kExitUsage;
       }
+  try {
+    tessera::job::check_run_options(c.ro);  // one option against another (a kernel of the backend named)
+  } catch (const tessera::job::OptionError& e) {
+    if (rank == 0) std::fprintf(stderr, "tessera: error: run: %s\n", e.what());
+    return kExitUsage;
+  }
   if (c.ro.dry_run)
     tessera::commands::dry_run(c.ro, world);
   else
@@ -171,15 +189,29 @@ void info(const Commands& c, int rank, const tessera::comm::Comm& world) {
 void show_config(const Commands& c, int rank) {
   const auto settings = tessera::cli::read_config(c.show_file, c.schema);
   if (rank != 0) return;
+  for (const std::string& note : tessera::cli::config_notes()) print_lines("tessera: note: ", note);
   const std::string text =
       c.show_json ? tessera::cli::show_json(settings).dump(2) + "\n" : tessera::cli::show_lines(settings);
   std::fputs(text.c_str(), stdout);
 }
 
+// `tessera config completion`: the bash completion script (cli/completion.hpp).
+void write_completion(CLI::App& app, const Commands& c) {
+  const std::string script = tessera::cli::bash_completion(app);
+  if (c.completion_out.empty())
+    std::fputs(script.c_str(), stdout);
+  else
+    tessera::io::write_file_replacing(c.completion_out, script);
+}
+
 // The parsed subcommand, on every rank; its exit status.
-int run_command(const CLI::App& app, Commands& c, int rank, const std::vector<std::string>& argv) {
+int run_command(CLI::App& app, Commands& c, int rank, const std::vector<std::string>& argv) {
   if (*c.show) {
     show_config(c, rank);
+    return 0;
+  }
+  if (*c.completion) {
+    write_completion(app, c);
     return 0;
   }
   int code = 0;
@@ -266,6 +298,8 @@ int parse_and_run(CLI::App& app, Commands& c, int rank, int argc, char** argv) {
       return parse_failed(app, e, rank);
     }
     tessera::log::configure(log_level(c.logging), rank);
+    for (const std::string& note : tessera::cli::config_notes())
+      if (rank == 0) print_lines("tessera: note: ", note);
     if (rank == 0 && mpi_started()) tessera::log::info("MPI transports: " + tessera::comm::mpi_start_choice().why);
     tessera::report::set_progress_mode(c.ro.progress, rank == 0);
     if ((*c.r && c.ro.report == "-") || (*c.b && c.bo.json_path == "-")) json_to_stdout();
@@ -275,8 +309,8 @@ int parse_and_run(CLI::App& app, Commands& c, int rank, int argc, char** argv) {
       c.ro.config = c.vo.config = c.gen.config = c.bo.config = c.to.config = config->as<std::string>();
     return run_command(app, c, rank, std::vector<std::string>(argv, argv + argc));
   } catch (const tessera::cli::ConfigFileError& e) {
-    // From --config or `config show`: the same on every rank.
-    if (rank == 0) std::fprintf(stderr, "tessera: error: %s\n", e.what());
+    // From --config or `config show`: the same on every rank; every error of the file, one a line.
+    if (rank == 0) print_lines("tessera: error: ", e.what());
     return kExitUsage;
   } catch (const tessera::job::VerificationFailed& e) {
     if (rank == 0) std::fprintf(stderr, "tessera: verification failed: %s\n", e.what());

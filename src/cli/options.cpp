@@ -5,11 +5,16 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <type_traits>
+#include <variant>
 
+#include "backend/backend.hpp"
+#include "core/dtype.hpp"
 #include "core/git_id.hpp"
 #include "core/version.hpp"
+#include "core/words.hpp"
 
 namespace tessera::cli {
 namespace {
@@ -129,97 +134,75 @@ void add_logging(Adder add, Logging& l, bool* quiet) {
   add.sub()->footer(kExitStatus);
 }
 
-void add_run_io(Adder add, job::RunOptions& o) {
-  // --a/--b/--c are required unless --dry-run (checked after parsing).
-  add("--a", o.a, "A (M x K) as FILE:/DATASET");
-  add("--b", o.b, "B (K x N) as FILE:/DATASET");
-  add("--c", o.c, "where to write C (M x N), FILE:/DATASET");
-  add("--report", o.report,
-      "write the JSON report here (schema: docs/report.md); '-': to stdout, the table then to stderr");
-  add.flag("--overwrite", o.overwrite,
-           "replace an existing dataset at --c (an existing HDF5 file keeps its other datasets)");
-  add.flag("--quiet,-q", o.quiet, "print no report table and no run lines (errors and warnings still go to stderr)");
-  add("--write", o.write,
-      "how C reaches the output: in-place (every rank writes its own rows), gather (rank 0 writes all) "
-      "or auto (in place where every rank sees the output file)")
-      ->capture_default_str();
-  add.flag("--transpose-a", o.transpose_a,
-           "--a is stored K x M: use its transpose as A (read as such, the file is not copied)");
-  add.flag("--transpose-b", o.transpose_b, "--b is stored N x K: use its transpose as B");
-  add("--alpha", o.alpha, "C = alpha op(A) op(B) + beta C_old")->check(finite_number())->capture_default_str();
-  add("--beta", o.beta,
-      "C = alpha op(A) op(B) + beta C_old; beta != 0 reads the existing C (--c, M x N) and needs "
-      "--overwrite (not with --repeat > 1 or --warmup > 0)")
-      ->check(finite_number())
-      ->capture_default_str();
-  add.flag("--verify", o.verify, "check C with Freivalds' test (O(n^2)) before writing it; fail if wrong");
-  add.flag("--allow-nonfinite", o.allow_nonfinite, "multiply inputs holding NaN/Inf instead of refusing them");
-  add.flag("--fail-on-nonfinite", o.fail_on_nonfinite,
-           "a C holding NaN/Inf (e.g. overflow) is an error and is not written (default: a warning)");
+// One of `words()` (asked when a value is checked: a registry may grow at start-up), described as
+// CLI11's IsMember describes its set ("{auto,cpu,cuda}"): --help-json reads the allowed values from
+// it, and the bash completion from --help-json. A list option checks each of its items.
+CLI::Validator one_of(std::function<std::vector<std::string>()> words) {
+  const std::string description = "{" + join_words(words(), ",") + "}";
+  return CLI::Validator(
+      [words](std::string& text) -> std::string {
+        const std::vector<std::string> allowed = words();
+        return std::find(allowed.begin(), allowed.end(), text) != allowed.end() ? "" : not_one_of(text, allowed);
+      },
+      description);
 }
 
-void add_run_compute(Adder add, job::RunOptions& o) {
-  add("--algorithm", o.algorithm,
-      "panels (C blocks from whole A rows and B columns), summa (2-D blocks, panels of K broadcast along "
-      "grid rows and columns), ksplit (K split, partials summed; NCCL on GPUs) or auto")
-      ->capture_default_str();
-  add("--comm", o.comm,
-      "summa/ksplit data path: nccl (GPU to GPU), cuda-aware (MPI on GPU memory, if the library "
-      "reports it), host (MPI on pinned host memory) or auto (the first that applies)")
-      ->capture_default_str();
-  add.integer("--panel-width", o.panel_width, "summa: K panel width (0: 1024 on GPUs, 256 on CPUs)", 0)
-      ->capture_default_str();
-  add.shape("--grid", o.grid, "process grid PRxPC (default: chosen from M, N, K and the rank count)");
-  add("--backend", o.backend, "auto (GPU when visible), cpu or cuda")->capture_default_str();
-  add("--kernel", o.kernel, "kernel of the backend; auto = the backend's default (see `tessera info`)")
-      ->capture_default_str();
-  add("--dtype", o.dtype, "compute precision: auto (f32 if A and B are float32, else f64), f32, f64")
-      ->capture_default_str();
-  add("--baseline", o.baseline, "also time this kernel on each rank's block and report the speedup");
-  add("--progress", o.progress,
-      "progress on stderr: auto (runs predicted over 5 s, and on a terminal any run past 3 s), on, off")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
-      ->capture_default_str();
-  add("--gpu-memory", o.gpu_memory,
-      "GPU memory a rank may use (512M, 8G, ...); a block that needs more is computed out of core");
-  add("--machine", o.machine,
-      "rates the model predicts with (auto's choice, --dry-run): a name in configs/machines (default, "
-      "h200-2gpu) or a JSON file (default: $TESSERA_MACHINE_FILE, else default.json)");
-  add.integer("--repeat", o.repeat,
-              "run the whole job (read, compute, write, commit) N times in this launch (N >= 1); the report "
-              "gives the median, min and max of the runs and its table the last run (--dry-run ignores it)",
-              1)
-      ->capture_default_str();
-  // Its default depends on --repeat: an option function, so that "not given" stays apart from 0.
-  add.ranged(add.sub()->add_option_function<int>(
-                 "--warmup", [&o](const int& runs) { o.warmup = runs; },
-                 "whole runs (>= 0) before the --repeat ones, in no statistic of the report (default: 1 with "
-                 "--repeat > 1, else 0)"),
-             0, INT_MAX);
-  add.ranged(add.sub()->add_option_function<int>(
-                 "--timeout", [&o](const int& seconds) { o.timeout = seconds; },
-                 "a rank that waits longer than SECONDS in MPI for the others (their node lost) ends itself, "
-                 "rolling back the output; 0: never (default: 30 s + 10 x the predicted time of the run)"),
-             0, INT_MAX);
+// The check of a run option's row (job/run_options.hpp) as CLI11's validator, on the command line
+// and (through run_checks) in the config file. A choice's description lists its words as CLI11's
+// IsMember does ("{auto,cpu,cuda}"): --help-json reads the allowed values from it, and the bash
+// completion from --help-json.
+CLI::Validator row_check(const job::RunOption& row) {
+  std::string description;
+  if (row.kind == job::OptionKind::choice) description = "{" + join_words(job::choices_of(row), ",") + "}";
+  if (row.kind == job::OptionKind::shape) description = "PRxPC";
+  if (row.kind == job::OptionKind::size) description = "SIZE";
+  return CLI::Validator([&row](std::string& text) { return job::check_value(row, text); }, description);
 }
 
-void add_dry_run(Adder add, job::RunOptions& o) {
-  add.flag("--dry-run", o.dry_run, "print grid, memory, communication and predicted time; run nothing");
-  add.integer("--m", o.m, "--dry-run: rows of A and C (instead of --a/--b)", 1);
-  add.integer("--n", o.n, "--dry-run: columns of B and C", 1);
-  add.integer("--k", o.k, "--dry-run: columns of A, rows of B", 1);
-  add.integer("--ranks", o.ranks, "--dry-run: plan for this many ranks (default: the job's)", 1);
-  add.integer("--ranks-per-node", o.ranks_per_node,
-              "--dry-run: on nodes of this many ranks each, placed in blocks (default: all on one node); "
-              "messages between nodes at the machine file's internode rate",
-              1);
+// One option of `run` from its row: bound to its member, of the config key's kind its value has.
+CLI::Option* add_run_option(Adder& add, const job::RunOption& row, job::RunOptions& o) {
+  const std::string names = "--" + row.name + (row.short_name.empty() ? "" : "," + row.short_name);
+  CLI::Option* opt = std::visit(
+      [&](auto member) -> CLI::Option* {
+        using M = decltype(member);
+        if constexpr (std::is_same_v<M, job::ExtraValue>) {
+          return add(names, o.extra[row.name], row.help);
+        } else if constexpr (std::is_same_v<M, bool job::RunOptions::*>) {
+          return add.flag(names, o.*member, row.help);
+        } else if constexpr (std::is_same_v<M, double job::RunOptions::*>) {
+          return add(names, o.*member, row.help)->check(finite_number());
+        } else if constexpr (std::is_same_v<M, std::optional<int> job::RunOptions::*>) {
+          // An option function, so that "not given" stays apart from 0 (--warmup's default depends on --repeat).
+          auto* target = &(o.*member);
+          return add.ranged(add.sub()->add_option_function<int>(
+                                names, [target](const int& value) { *target = value; }, row.help),
+                            static_cast<std::uint64_t>(row.low), static_cast<std::uint64_t>(row.high));
+        } else if constexpr (std::is_same_v<M, std::string job::RunOptions::*>) {
+          return row.kind == job::OptionKind::shape ? add.shape(names, o.*member, row.help)
+                                                    : add(names, o.*member, row.help);
+        } else {
+          return add.integer(names, o.*member, row.help, static_cast<std::uint64_t>(row.low),
+                             static_cast<std::uint64_t>(row.high));
+        }
+      },
+      row.member);
+  const bool checked =
+      row.kind == job::OptionKind::choice || row.kind == job::OptionKind::shape || row.kind == job::OptionKind::size;
+  if (checked) opt->check(row_check(row));
+  if (row.show_default) opt->capture_default_str();
+  return opt;
+}
+
+// Every row of the table, in its order; --a/--b/--c are required unless --dry-run (checked after parsing).
+void add_run(Adder add, job::RunOptions& o) {
+  for (const job::RunOption& row : job::run_options()) add_run_option(add, row, o);
 }
 
 void add_generate(Adder add, commands::GenerateOptions& gen) {
   add("--out,-o", gen.out, "FILE:/DATASET to create")->required();
   add.integer("--rows", gen.rows, "rows", 1)->required();
   add.integer("--cols", gen.cols, "columns", 1)->required();
-  add("--dtype", gen.dtype, "f32 or f64")->capture_default_str();
+  add("--dtype", gen.dtype, "f32 or f64")->check(one_of(dtype_words))->capture_default_str();
   add.integer("--seed", gen.seed, "random seed, 0 to 2^64 - 1", 0)->capture_default_str();
   add("--dist", gen.dist, "uniform [low, high), normal (0, 1) or integers [low, high]")->capture_default_str();
   add("--low", gen.low, "lower bound")->check(finite_number())->capture_default_str();
@@ -249,17 +232,18 @@ void add_verify(Adder add, commands::VerifyOptions& vo) {
   add("--safety", vo.safety, "allowed multiple of the rounding bound (default: 8 Freivalds, 2 --full)")
       ->check(above_zero);
   add("--tolerance", vo.tolerance, "--full: also require rel. Frobenius error <= this")->check(above_zero);
-  add("--dtype", vo.dtype, "precision C was computed in (default: C's stored type)");
+  add("--dtype", vo.dtype, "precision C was computed in (default: C's stored type)")->check(one_of(dtype_words));
   add.flag("--transpose-a", vo.transpose_a, "as `run --transpose-a`: --a is stored K x M");
   add.flag("--transpose-b", vo.transpose_b, "as `run --transpose-b`: --b is stored N x K");
   add("--alpha", vo.alpha, "as `run --alpha`: C = alpha op(A) op(B)")->check(finite_number())->capture_default_str();
 }
 
 void add_bench_and_tune(Adder bench, commands::BenchOptions& bo, Adder tune, commands::TuneOptions& to) {
-  bench("--backend", bo.backend, "auto, cpu or cuda")->capture_default_str();
+  bench("--backend", bo.backend, "auto, cpu or cuda")->check(one_of(backend::backend_words))->capture_default_str();
   bench.list("--sizes", bo.sizes, "sizes: N (cube) or MxNxK; default depends on the backend");
-  bench.list("--dtypes", bo.dtypes, "f32,f64 (default both)");
-  bench.list("--kernels", bo.kernels, "kernels to time (default all)");
+  bench.list("--dtypes", bo.dtypes, "f32,f64 (default both)")->check(one_of(dtype_words));
+  bench.list("--kernels", bo.kernels, "kernels to time (default all of the backend's; `tessera info` lists them)")
+      ->check(one_of(commands::bench_kernel_names));
   bench.integer("--warmup", bo.warmup, "untimed launches first (0 or more)", 0)->capture_default_str();
   bench.integer("--repeats", bo.repeats, "timed launches (1 or more); the median is reported", 1)
       ->capture_default_str();
@@ -268,7 +252,7 @@ void add_bench_and_tune(Adder bench, commands::BenchOptions& bo, Adder tune, com
   bench("--csv", bo.csv_path, "write results as CSV");
 
   tune.list("--sizes", to.sizes, "sizes: N (cube) or MxNxK (default 1024,2048,4096,8192)");
-  tune.list("--dtypes", to.dtypes, "f32,f64 (default both)");
+  tune.list("--dtypes", to.dtypes, "f32,f64 (default both)")->check(one_of(dtype_words));
   tune("--out", to.out, "tune file to write (default $TESSERA_TUNE_FILE or ~/.cache/tessera/tuned-<gpu>.json)");
   tune.integer("--warmup", to.warmup, "untimed launches first (0 or more)", 0)->capture_default_str();
   tune.integer("--repeats", to.repeats, "timed launches (1 or more); the median decides", 1)->capture_default_str();
@@ -302,9 +286,7 @@ void add_commands(CLI::App& app, Commands& c) {
   add_logging(Adder(c.g, s), c.logging, &c.logging.quiet);
 
   c.r = app.add_subcommand("run", "C = A * B over the MPI ranks; write C and report per-rank timing");
-  add_run_io(Adder(c.r, s), c.ro);
-  add_run_compute(Adder(c.r, s), c.ro);
-  add_dry_run(Adder(c.r, s), c.ro);
+  add_run(Adder(c.r, s), c.ro);
   add_logging(Adder(c.r, s), c.logging, nullptr);
   c.r->footer(std::string("Options can also come from a TOML file: --config F.toml with a [run] table, keys =\n"
                           "option names (see configs/). Options on the command line override the file.\n") +
@@ -343,7 +325,7 @@ void add_commands(CLI::App& app, Commands& c) {
   // --config belongs to the top-level app; fallthrough lets `tessera SUBCOMMAND --config F.toml` reach it.
   for (CLI::App* sub : {c.g, c.r, c.v, c.in, c.rc, c.b, c.tu}) sub->fallthrough();
 
-  c.cfg = app.add_subcommand("config", "config files: `tessera config show FILE`");
+  c.cfg = app.add_subcommand("config", "config files: `tessera config show FILE`; `tessera config completion`");
   c.cfg->require_subcommand(1);
   c.show = c.cfg->add_subcommand("show",
                                  "check FILE as --config would and print its settings, one table.key=value a line "
@@ -351,6 +333,10 @@ void add_commands(CLI::App& app, Commands& c) {
   c.show->add_option("file", c.show_file, "the TOML config file")->required();
   c.show->add_flag("--json", c.show_json, "print them as JSON instead: {\"table\": {\"key\": value}}");
   add_logging(Adder(c.show, nullptr), c.logging, &c.logging.quiet);
+  c.completion = c.cfg->add_subcommand(
+      "completion", "print the bash completion script, made from these options (the build installs it)");
+  c.completion->add_option("--out", c.completion_out, "write it to FILE instead of stdout");
+  add_logging(Adder(c.completion, nullptr), c.logging, &c.logging.quiet);
   c.cfg->footer(kExitStatus);
 }
 

@@ -40,10 +40,11 @@ struct Commands {
   bool recover_force = false;
   std::string show_file;  // tessera config show FILE [--json]
   bool show_json = false;
+  std::string completion_out;  // tessera config completion [--out FILE]
   Logging logging;
   Schema schema;  // the config keys: one table per subcommand, and [slurm]
   CLI::App *g = nullptr, *r = nullptr, *v = nullptr, *in = nullptr, *b = nullptr, *tu = nullptr, *rc = nullptr;
-  CLI::App *cfg = nullptr, *show = nullptr;
+  CLI::App *cfg = nullptr, *show = nullptr, *completion = nullptr;
 };
 
 // Builds `app`: its --config (read by TomlConfig over c.schema), --version, the subcommands.

@@ -1,6 +1,7 @@
 #include "comm/path.hpp"
 
 #include "core/error.hpp"
+#include "core/words.hpp"
 
 namespace tessera::comm {
 
@@ -24,12 +25,14 @@ bool nccl_compiled() {
 #endif
 }
 
+std::vector<std::string> path_words() { return {"auto", "host", "cuda-aware", "nccl"}; }
+
 bool int_counts(Path path) { return path != Path::nccl; }
 
 std::optional<Path> parse_path(const std::string& text) {
   for (const Path path : {Path::host, Path::cuda_aware, Path::nccl})
     if (text == path_name(path)) return path;
-  if (text != "auto") throw InputError("invalid --comm '" + text + "' (choose: auto, host, cuda-aware, nccl)");
+  if (text != "auto") throw InputError("--comm " + not_one_of(text, path_words()));
   return std::nullopt;
 }
 

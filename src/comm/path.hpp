@@ -4,6 +4,7 @@
 // built by make_transport (comm/exchange.hpp), so no algorithm asks the path again.
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tessera::comm {
 
@@ -19,6 +20,9 @@ std::string path_name(Path path);
 // --comm as given: a path's name, or "auto" (nullopt: the algorithm's choice). Throws InputError
 // for another name.
 std::optional<Path> parse_path(const std::string& text);
+
+// --comm's words: auto and every path's name.
+std::vector<std::string> path_words();
 
 // Whether this build has NCCL.
 bool nccl_compiled();

@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "commands/command_paths.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
@@ -62,13 +63,18 @@ void progress_done(const Row& row) {
 // ---- CPU ---------------------------------------------------------------------------------------
 
 DeviceInfo cpu_info() {
+  // The registry's kernels in bench order (the naive one first: the registry lists the default
+  // first), then the direct CBLAS call.
+  std::vector<std::string> names = kernels::cpu_kernel_names();
+  std::reverse(names.begin(), names.end());
+  names.emplace_back(kCpuVendorKernel);
   DeviceInfo info{"cpu",
                   fmt::format("cpu (openblas {} threads)", kernels::openblas_threads()),
                   "OpenBLAS dgemm on the inputs in float64",
                   "cpu-naive",
                   kCpuVendorKernel,
                   "OpenBLAS",
-                  {"cpu-naive", "cpu-tiled", "openblas", "openblas-direct"},
+                  names,
                   {"256", "512", "1024", "257x255x253"},
                   {}};
   info.telemetry.source = "not recorded on the CPU";
@@ -104,17 +110,11 @@ void bench_cpu(const Size& s, const Inputs& in, const std::vector<std::string>& 
   for (const std::string& kernel : names) {
     Row row(s, dtype, kernel);
     row.vendor = kernel == kCpuVendorKernel;
-    std::function<void()> launch;
-    if (kernel == "cpu-naive") {
-      if (std::max({s.m, s.n, s.k}) > kCpuNaiveMax) row.skipped = fmt::format("cpu-naive above {}", kCpuNaiveMax);
-      launch = [&] { kernels::cpu_naive_gemm<T>(s.m, s.n, s.k, a.data(), b.data(), c.data()); };
-    } else if (kernel == "cpu-tiled") {
-      launch = [&] { kernels::cpu_tiled_gemm<T>(s.m, s.n, s.k, a.data(), b.data(), c.data()); };
-    } else if (kernel == "openblas") {
-      launch = [&] { kernels::openblas_gemm<T>(s.m, s.n, s.k, a.data(), b.data(), c.data()); };
-    } else {
-      launch = [&] { cblas_direct(s, a.data(), b.data(), c.data()); };
-    }
+    std::function<void()> launch = [&] { cblas_direct(s, a.data(), b.data(), c.data()); };
+    if (const kernels::CpuKernel* found = kernels::find_cpu_kernel(kernel))
+      launch = [&, found] { found->run<T>(s.m, s.n, s.k, a.data(), b.data(), c.data()); };
+    if (kernel == "cpu-naive" && std::max({s.m, s.n, s.k}) > kCpuNaiveMax)
+      row.skipped = fmt::format("cpu-naive above {}", kCpuNaiveMax);
     if (!fits_int) row.skipped = "no float64 reference: sizes beyond the BLAS int range";
 
     announce("bench", s, dtype, kernel);
@@ -273,6 +273,13 @@ void print_header(const DeviceInfo& info, const BenchOptions& opts) {
 void write_file(const std::string& path, const std::string& text) { io::write_file_replacing(path, text); }
 
 }  // namespace
+
+std::vector<std::string> bench_kernel_names() {
+  std::vector<std::string> names;
+  for (const backend::KernelInfo& kernel : backend::kernel_catalog()) names.push_back(kernel.name);
+  names.emplace_back(kCpuVendorKernel);
+  return names;
+}
 
 int run_bench(const BenchOptions& opts) {
   const Timing timing = checked_timing(opts.warmup, opts.repeats, "bench");

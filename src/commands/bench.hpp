@@ -22,6 +22,10 @@ struct BenchOptions {
   std::string config;     // --config file, if any: never written
 };
 
+// The kernels --kernels may name: every backend's (backend::kernel_catalog) and the CPU's direct
+// CBLAS call, the baseline `bench` times beside them.
+std::vector<std::string> bench_kernel_names();
+
 // Prints the table to stdout; returns 0, or 1 if any kernel failed its accuracy check.
 int run_bench(const BenchOptions& opts);
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "core/words.hpp"
 
 #ifdef TESSERA_HAVE_CUDA
 #include "commands/bench_harness_cuda.hpp"
@@ -33,9 +34,9 @@ std::vector<double> uniform(std::size_t count, std::uint64_t key) {
 }  // namespace
 
 DType parse_dtype(const std::string& text, const std::string& who) {
-  if (text == "f32" || text == "float32") return DType::f32;
-  if (text == "f64" || text == "float64") return DType::f64;
-  throw InputError(who + ": dtype '" + text + "' is not f32 or f64");
+  DType dtype = DType::f64;
+  if (!tessera::parse_dtype(text, &dtype)) throw InputError(who + ": dtype " + not_one_of(text, dtype_words()));
+  return dtype;
 }
 
 std::vector<DType> parse_dtypes(const std::vector<std::string>& texts, const std::string& who) {

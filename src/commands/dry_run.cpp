@@ -140,7 +140,7 @@ algorithms::Problem problem_of(const job::RunOptions& o, const algorithms::Asked
   }
   if (p.m < 1 || p.n < 1 || p.k < 1) throw InputError("--dry-run needs --a and --b, or --m, --n and --k (each >= 1)");
   p.ranks = ranks;
-  p.grid = o.grid.empty() ? partition::choose_grid(p.m, p.n, p.k, ranks) : partition::parse_grid(o.grid);
+  p.grid = asked.grid.value_or(partition::choose_grid(p.m, p.n, p.k, ranks));
   if (o.ranks_per_node < 0) throw InputError("--ranks-per-node must be at least 1");
   p.ranks_per_node = o.ranks_per_node >= ranks ? 0 : o.ranks_per_node;
   return p;

@@ -16,6 +16,19 @@
 
 namespace tessera::commands {
 
+nlohmann::json kernels_json() {
+  nlohmann::json list = nlohmann::json::array();
+  for (const backend::KernelInfo& k : backend::kernel_catalog())
+    list.push_back({{"backend", backend::kind_name(k.backend)},
+                    {"name", k.name},
+                    {"dtypes", k.dtypes},
+                    {"opt_in", k.opt_in},
+                    {"vendor", k.vendor},
+                    {"needs", k.needs},
+                    {"summary", k.summary}});
+  return list;
+}
+
 nlohmann::json collect_info(const comm::Comm& comm) {
   char mpi_version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int len = 0;
@@ -37,6 +50,7 @@ nlohmann::json collect_info(const comm::Comm& comm) {
           {"git_id", kGitId},
           {"libraries", library_versions()},
           {"backends", backend::compiled_backends()},
+          {"kernels", kernels_json()},
           {"mpi",
            {{"library", mpi},
             {"standard", fmt::format("{}.{}", major, minor)},
@@ -60,6 +74,13 @@ std::string format_info(const nlohmann::json& i) {
   std::string backends;
   for (const auto& b : i["backends"]) backends += (backends.empty() ? "" : ", ") + b.get<std::string>();
   out += fmt::format("  backends : {}\n", backends);
+  for (const auto& k : i.value("kernels", nlohmann::json::array())) {
+    std::string notes = k["backend"].get<std::string>();
+    for (const auto& d : k["dtypes"]) notes += " " + d.get<std::string>();
+    if (k["opt_in"].get<bool>()) notes += ", opt-in";
+    for (const auto& n : k["needs"]) notes += ", needs " + n.get<std::string>();
+    out += fmt::format("  kernel   : {:<34} {}\n", k["name"].get<std::string>(), notes);
+  }
   out +=
       fmt::format("  MPI      : {} (MPI {}), {} rank(s); this is rank {} on {} (local {} of {})\n",
                   i["mpi"]["library"].get<std::string>(), i["mpi"]["standard"].get<std::string>(),

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace tessera {
 
@@ -23,6 +24,9 @@ inline bool parse_dtype(const std::string& text, DType* out) {
   }
   return false;
 }
+
+// The names the options offer (completion, --help-json); parse_dtype also takes float32, float64.
+inline std::vector<std::string> dtype_words() { return {"f32", "f64"}; }
 
 // Unit roundoff u = eps/2 of the type.
 inline double unit_roundoff(DType t) { return t == DType::f32 ? 0x1p-24 : 0x1p-53; }

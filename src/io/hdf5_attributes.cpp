@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/words.hpp"
 #include "io/hdf5_library.hpp"
 #include "io/hdf5_open.hpp"
 
@@ -28,15 +29,7 @@ herr_t collect_attr_name(hid_t /*loc*/, const char* name, const H5A_info_t* /*in
   return 0;
 }
 
-std::string format_real(double v) {
-  // Shortest %g form that reads back to the same double.
-  char buf[40];
-  for (int precision = 6; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
-}
+std::string format_real(double v) { return shortest_decimal(v, 6); }
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;

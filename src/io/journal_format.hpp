@@ -84,6 +84,8 @@ int take_slot(int fd, int jfd, std::uint64_t size, const std::string& journal);
 void free_slot(int slot);
 // The file's creation time where its file system keeps one (else 0): with the inode, its identity.
 void birth_of(int fd, std::int64_t& sec, std::uint32_t& nsec);
+// The journal's header, read and checked (magic, checksum); false where it is not one.
+bool read_header(int jfd, Header& h);
 std::string host_of_this_machine();
 
 // The extended attribute by which a file being written names its journal, so that a hard link

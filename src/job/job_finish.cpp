@@ -55,7 +55,7 @@ void Job::refuse_inputs() {
 
 // 5. Optional: Freivalds' check on the blocks still in memory, before anything is written.
 void Job::verify() {
-  if (!o_.verify) return;
+  if (!asked_.verify) return;
   const double t = MPI_Wtime();
   const partition::Partition part(plan_.m, plan_.n, plan_.k, comm_.size(), plan_.grid);
   verified_ = freivalds(comm_, part, plan_.dtype, plan_.dtype, run_->a.data(), run_->b.data(), run_->c.data(),

@@ -80,22 +80,23 @@ Plan Plan::make(const RunOptions& o, const algorithms::Asked& asked, int nranks)
   plan.n = s.n;
   plan.k = s.k;
   plan.dtype = pick_dtype(asked.dtype, s.a, s.b);
-  plan.grid = o.grid.empty() ? partition::choose_grid(plan.m, plan.n, plan.k, nranks) : partition::parse_grid(o.grid);
+  plan.grid = asked.grid.value_or(partition::choose_grid(plan.m, plan.n, plan.k, nranks));
   partition::Partition check(plan.m, plan.n, plan.k, nranks, plan.grid);  // validates the grid
   return plan;
 }
 
-std::string Plan::encode() const {
-  const Plan& p = *this;
-  return std::to_string(p.m) + " " + std::to_string(p.n) + " " + std::to_string(p.k) + " " +
-         std::to_string(static_cast<int>(p.dtype)) + " " + std::to_string(p.grid.rows) + " " +
-         std::to_string(p.grid.cols);
+nlohmann::json Plan::to_json() const {
+  return {
+      {"m", m}, {"n", n}, {"k", k}, {"dtype", dtype == DType::f32 ? "f32" : "f64"}, {"grid", {grid.rows, grid.cols}}};
 }
-Plan Plan::decode(const std::string& s) {
+
+Plan Plan::from_json(const nlohmann::json& j) {
   Plan p;
-  int dt = 0;
-  std::sscanf(s.c_str(), "%ld %ld %ld %d %d %d", &p.m, &p.n, &p.k, &dt, &p.grid.rows, &p.grid.cols);
-  p.dtype = static_cast<DType>(dt);
+  p.m = j.at("m").get<std::int64_t>();
+  p.n = j.at("n").get<std::int64_t>();
+  p.k = j.at("k").get<std::int64_t>();
+  if (!parse_dtype(j.at("dtype").get<std::string>(), &p.dtype)) throw Error("a plan names no dtype");
+  p.grid = {j.at("grid").at(0).get<int>(), j.at("grid").at(1).get<int>()};
   return p;
 }
 
@@ -131,33 +132,25 @@ int bands_asked() {
   return static_cast<int>(env::whole("TESSERA_BANDS").value_or(0));
 }
 
-algorithms::WriteRoute write_route(const std::string& text) {
-  if (text == "auto") return algorithms::WriteRoute::automatic;
-  if (text == "in-place") return algorithms::WriteRoute::in_place;
-  if (text == "gather") return algorithms::WriteRoute::gather;
-  throw InputError("invalid --write '" + text + "' (choose: auto, in-place, gather)");
-}
-
 }  // namespace
 
 algorithms::Asked asked_of(const RunOptions& o) {
+  check_run_options(o);  // every word, shape and size against its row (job/run_options.hpp)
   algorithms::Asked r;
-  r.algorithm = o.algorithm;
+  r.algorithm = o.algorithm;  // a name of the registry's, or auto (checked above)
   r.backend = backend::parse_kind(o.backend);
   if (o.dtype != "auto") {
-    DType dtype = DType::f64;
-    if (!parse_dtype(o.dtype, &dtype)) throw InputError("invalid --dtype '" + o.dtype + "' (choose: auto, f32, f64)");
-    r.dtype = dtype;
+    r.dtype = DType::f64;
+    (void)parse_dtype(o.dtype, &*r.dtype);  // one of dtype_words() (checked above)
   }
   r.comm = comm::parse_path(o.comm);
   r.kernel = o.kernel;
-  r.write = write_route(o.write);
-  if (o.panel_width < 0) throw InputError("--panel-width must be >= 1 (or 0: chosen)");
+  r.write = algorithms::parse_write_route(o.write);
   r.panel_width = o.panel_width;
   r.gpu_memory = static_cast<std::int64_t>(parse_bytes(o.gpu_memory, "--gpu-memory"));
   r.baseline = o.baseline;
   r.verify = o.verify;
-  r.grid = o.grid;
+  if (!o.grid.empty()) r.grid = partition::parse_grid(o.grid);
   r.bands = bands_asked();
   return r;
 }

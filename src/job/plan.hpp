@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "algorithms/choice.hpp"
 #include "algorithms/machine.hpp"
 #include "core/dtype.hpp"
@@ -24,9 +26,9 @@ struct Plan {
   // Rank 0 looks at the inputs and decides shapes, dtype and grid. Throws InputError. (The paths
   // were checked before: guard_run_paths.)
   static Plan make(const RunOptions& o, const algorithms::Asked& asked, int nranks);
-  // As one line of text, for Comm::broadcast.
-  std::string encode() const;
-  static Plan decode(const std::string& text);
+  // As JSON, for the plan's broadcast (with the machine model, job/run_job.cpp).
+  nlohmann::json to_json() const;
+  static Plan from_json(const nlohmann::json& j);
 };
 
 // A and B as the job reads them: the stored datasets, or their transposes.

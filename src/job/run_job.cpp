@@ -133,11 +133,11 @@ void Job::plan() {
                                                  series_.write_options(run_index_));
     for (const auto& note : writer_->notes()) stale.push_back(note);
     if (run_index_ == 0) series_.first_output(*writer_);
-    planned = {{"plan", plan.encode()}, {"machine", machine.to_json()}};
+    planned = {{"plan", plan.to_json()}, {"machine", machine.to_json()}};
   });
   print_notes(stale);
   planned = nlohmann::json::parse(comm_.broadcast(planned.dump(), kRoot));
-  plan_ = Plan::decode(planned["plan"].get<std::string>());
+  plan_ = Plan::from_json(planned["plan"]);
   machine_ = algorithms::MachineModel::from_json(planned["machine"], "rank 0's machine model");
   problem_ = {plan_.m, plan_.n, plan_.k, plan_.dtype, comm_.size(), plan_.grid, ranks_per_node()};
   // Where C goes (in place, or gathered): agreed before anything is settled.
@@ -253,20 +253,16 @@ void Job::start() {
   me_.phases.emplace_back("setup", seconds_since(started_));  // plan, output, backend (GPU start-up)
 }
 
-// The rank's backend (GPU selection happens here), checked against the plan's kernel. A rank left
-// idle touches no device: it takes an idle backend of the job's kind, so a second process starts
-// no GPU context beside the busy ones.
+// The rank's backend (GPU selection happens here), checked against the plan's kernel (the kernel
+// and --baseline were checked against the settled backend's kernels at the plan: common_setting).
+// A rank left idle touches no device: it takes an idle backend of the job's kind, so a second
+// process starts no GPU context beside the busy ones.
 void Job::start_backend() {
   const auto node = comm_.node();
   comm_.step([&] {
     if (!share_.active) return;
     const backend::Placement where{node.local_rank, node.local_size, static_cast<std::size_t>(asked_.gpu_memory)};
     be_ = make_rank_backend(asked_.backend, where, setting_.kernel, plan_.dtype, me_);
-    if (!o_.baseline.empty()) {
-      const auto names = be_->kernels();
-      if (std::find(names.begin(), names.end(), o_.baseline) == names.end())
-        throw InputError("unknown --baseline kernel '" + o_.baseline + "' for the " + be_->name() + " backend");
-    }
   });
   if (!share_.active) {
     be_ = backend::make_idle_backend(setting_.backend());
@@ -283,7 +279,7 @@ void Job::read() {
   const std::size_t es = dtype_size(plan_.dtype);
   int chunks = 1;
   comm_.step([&] {
-    if (rank_ != kRoot || !o_.baseline.empty() || !share_.a_may_stream) return;
+    if (rank_ != kRoot || !asked_.baseline.empty() || !share_.a_may_stream) return;
     const algorithms::Share tallest = algorithm_->share(problem_, 0);  // block-row 0 is the tallest
     const std::int64_t rows = tallest.a_rows.size();
     chunks = static_cast<int>(std::min<std::int64_t>(
@@ -334,8 +330,8 @@ void Job::read() {
 // a GEMM of this shape (a GPU with room for B). TESSERA_STAGED=0 turns it off (comparisons), =1
 // forces it (the CPU then reads the blocks whole through the same calls: tests).
 bool Job::stage_gemm() const {
-  if (!streaming_ || !share_.a_may_stream || !route_->in_place() || !route_->sink() || o_.verify ||
-      !o_.baseline.empty())
+  if (!streaming_ || !share_.a_may_stream || !route_->in_place() || !route_->sink() || asked_.verify ||
+      !asked_.baseline.empty())
     return false;
   if (const auto want = env::word("TESSERA_STAGED")) return *want == "1";  // unset: the backend decides
   return be_->stages(plan_.dtype, share_.rows.size(), share_.cols.size(), plan_.k);

@@ -7,45 +7,6 @@
 
 namespace tessera::job {
 
-nlohmann::json typed_options(const RunOptions& o) {
-  nlohmann::json t = {{"a", o.a},
-                      {"b", o.b},
-                      {"c", o.c},
-                      {"report", o.report},
-                      {"grid", o.grid},
-                      {"backend", o.backend},
-                      {"kernel", o.kernel},
-                      {"dtype", o.dtype},
-                      {"algorithm", o.algorithm},
-                      {"comm", o.comm},
-                      {"panel-width", o.panel_width},
-                      {"baseline", o.baseline},
-                      {"overwrite", o.overwrite},
-                      {"quiet", o.quiet},
-                      {"verify", o.verify},
-                      {"allow-nonfinite", o.allow_nonfinite},
-                      {"fail-on-nonfinite", o.fail_on_nonfinite},
-                      {"dry-run", o.dry_run},
-                      {"m", o.m},
-                      {"n", o.n},
-                      {"k", o.k},
-                      {"ranks", o.ranks},
-                      {"ranks-per-node", o.ranks_per_node},
-                      {"gpu-memory", o.gpu_memory},
-                      {"progress", o.progress},
-                      {"write", o.write},
-                      {"machine", o.machine},
-                      {"config", o.config},
-                      {"transpose-a", o.transpose_a},
-                      {"transpose-b", o.transpose_b},
-                      {"alpha", o.alpha},
-                      {"beta", o.beta},
-                      {"repeat", o.repeat}};
-  if (o.warmup) t["warmup"] = *o.warmup;
-  if (o.timeout) t["timeout"] = *o.timeout;
-  return t;
-}
-
 report::InputRecord input_record(const std::string& role, const std::string& text) {
   const io::DatasetRef ref = io::DatasetRef::parse(text).absolute();
   const io::DatasetInfo info = io::inspect(ref);

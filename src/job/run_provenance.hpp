@@ -13,10 +13,6 @@
 
 namespace tessera::job {
 
-// `run`'s options as the job understood them, by option name (without `--`): numbers as
-// numbers, flags as booleans, the rest as the text given. report::set_typed_options takes it.
-nlohmann::json typed_options(const RunOptions& o);
-
 // The dataset `text` (FILE:/PATH) as found now, as the provenance's input `role` ("a", "b", "c").
 report::InputRecord input_record(const std::string& role, const std::string& text);
 

@@ -68,7 +68,7 @@ TEST_CASE("auto: the rule of thumb where the model sees no clear winner", "[algo
   // (--write gather), so that no rank stages its GEMM: the rule's choice between summa and ksplit.
   alg::Asked gathered;
   gathered.write = alg::WriteRoute::gather;
-  gathered.grid = "given";  // the rule's grid
+  gathered.grid = tessera::partition::GridShape{};  // given: the problem's grid (the rule's) is used
   const auto gpus = [&gathered](const alg::Problem& p) {
     return alg::choose(gathered, p, kNvlinkGathered, slow_gpus()).algorithm;
   };
@@ -83,7 +83,7 @@ TEST_CASE("auto: the rule of thumb where the model sees no clear winner", "[algo
   // On a 1x2 grid the blocks share C's rows: their writes add no rate, and each row is a write.
   alg::Asked columns;
   columns.algorithm = "panels";
-  columns.grid = "1x2";
+  columns.grid = tessera::partition::GridShape{1, 2};
   auto side_by_side = problem(2000000, 256, 256, 2, DType::f32);
   side_by_side.grid = {1, 2};
   auto stacked = side_by_side;
@@ -107,7 +107,7 @@ TEST_CASE("auto: more busy GPUs only where clearly faster than fewer", "[algorit
   const auto p = problem(16384, 16384, 16384, 2, DType::f32);
   alg::Asked one;
   one.algorithm = "panels";
-  one.grid = "1x1";
+  one.grid = tessera::partition::GridShape{1, 1};
   auto alone = p;
   alone.grid = {1, 1};
   const double t1 = alg::choose(one, alone, kNvlink, m).footprint.predicted_seconds();
@@ -211,7 +211,7 @@ TEST_CASE("the model leaves ranks idle where extra ranks cannot help", "[algorit
   CHECK(c.footprint.busy == 1);
   CHECK(c.footprint.ranks == 4);
   // With --grid the grid is the user's.
-  r.grid = "2x2";
+  r.grid = tessera::partition::GridShape{2, 2};
   CHECK(alg::choose(r, problem(1000, 1000, 10, 4), kCpuGathered, slow_network).problem.grid.size() == 4);
 }
 

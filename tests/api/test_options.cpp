@@ -55,7 +55,7 @@ TEST_CASE("Every option can be set by its name and reads back", "[api]") {
                                                      {"backend", "cpu"},
                                                      {"kernel", "openblas"},
                                                      {"dtype", "f64"},
-                                                     {"baseline", "naive"},
+                                                     {"baseline", "cpu-naive"},
                                                      {"overwrite", "true"},
                                                      {"quiet", "false"},
                                                      {"verify", "true"},
@@ -126,4 +126,33 @@ TEST_CASE("An empty Result and Plan read as zero and empty", "[api]") {
   CHECK(p.text().empty());
   CHECK(p.grid_rows() == 0);
   CHECK(p.settings_json().empty());
+}
+
+TEST_CASE("every choice, shape and size is refused where it is set, naming the words it takes", "[api]") {
+  // Issue 41: the same table and checks as the command line (src/job/run_options.cpp).
+  tessera::Options o;
+  for (const char* name : {"backend", "kernel", "baseline", "algorithm", "dtype", "comm", "write", "progress", "grid",
+                           "gpu-memory"}) {
+    INFO("option " << name);
+    const std::string before = o.get(name);
+    CHECK_THROWS_AS(o.set(name, "bogus"), std::invalid_argument);
+    CHECK(o.get(name) == before);  // a refused value changes nothing
+  }
+  CHECK_THROWS_AS(o.backend("gpu"), std::invalid_argument);
+  CHECK_THROWS_AS(o.kernel("nope"), std::invalid_argument);
+  CHECK_THROWS_AS(o.grid("2y2"), std::invalid_argument);
+  CHECK_THROWS_AS(o.repeat(0), std::invalid_argument);
+  try {
+    o.algorithm("sumaa");
+    FAIL("algorithm sumaa was taken");
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    CHECK(what.find("'sumaa' is not one of: auto, panels, summa, ksplit (did you mean 'summa'?)") != std::string::npos);
+  }
+  // "" stands for auto (for off in progress), "auto" for no grid; the other spelling of a name is read.
+  o.backend("").kernel("cpu-tiled").grid("auto").set("panel_width", "64");
+  CHECK(o.get("backend") == "auto");
+  CHECK(o.get("kernel") == "cpu-tiled");
+  CHECK(o.get("grid") == "");
+  CHECK(o.get("panel-width") == "64");
 }

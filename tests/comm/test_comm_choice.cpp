@@ -51,7 +51,7 @@ TEST_CASE("summa: an explicit --comm is taken where it can run, refused with the
   refused("nccl", true, false, true, "two ranks share a GPU");
   refused("cuda-aware", false, false, true, "--comm cuda-aware needs the cuda backend");
   refused("cuda-aware", true, true, false, "does not report CUDA support");
-  refused("carrier-pigeon", true, true, true, "invalid --comm 'carrier-pigeon'");
+  refused("carrier-pigeon", true, true, true, "--comm 'carrier-pigeon' is not one of: auto, host, cuda-aware, nccl");
 }
 
 TEST_CASE("ksplit: the sum is on the devices where NCCL is usable and not refused", "[comm][choice]") {

@@ -7,6 +7,10 @@ endforeach()
 foreach(case help quiet-verbose range-errors help-json environment colon-hint completion)
   add_mpi_test(cli.${case} 2 cli_common.py --case ${case})
 endforeach()
+# Every choice checked where it is typed (issue 41): command line, config file, dry run; the kernels listed.
+foreach(case command-line config kernels)
+  add_mpi_test(cli.options.${case} 2 options_checked.py --case ${case})
+endforeach()
 
 # cmake --install puts the completion (and, where help2man was found, the man page) in place.
 set(_tessera_cli_expect ${CMAKE_INSTALL_DATADIR}/bash-completion/completions/tessera)

@@ -11,10 +11,11 @@ from common import Runner, check, parser, write
 
 p = parser(__doc__)
 p.add_argument("--case", required=True)
-p.add_argument("--completion", help="the completion script to source (default: src/cli/tessera.bash)")
+p.add_argument("--completion", help="the completion script to source (default: the build's completion/tessera, "
+                                    "written by `tessera config completion`)")
 args = p.parse_args()
 r = Runner(args)
-SUBCOMMANDS = ["generate", "run", "verify", "info", "recover", "bench", "tune", "config show"]
+SUBCOMMANDS = ["generate", "run", "verify", "info", "recover", "bench", "tune", "config show", "config completion"]
 
 
 def direct(argv, expect_ok=True):
@@ -202,7 +203,8 @@ elif case == "colon-hint":
             f"'{r.path('a.h5')}:/run\\:/...')")
     check(res.returncode == 1 and len(errors) == 1 and want in errors[0], f"expected {want!r}, got {errors}")
 elif case == "completion":
-    script = args.completion or os.path.join(args.source_dir, "src", "cli", "tessera.bash")
+    import json
+    script = args.completion or os.path.join(os.path.dirname(os.path.abspath(args.tessera)), "completion", "tessera")
     check(os.path.isfile(script), f"no completion script {script}")
 
     def complete(*words):
@@ -219,6 +221,14 @@ elif case == "completion":
         check(listed <= offered, f"`{sub}`: --help lists {sorted(listed - offered)} that completion does not offer")
     check(complete("run", "--algorithm", "s") == {"summa"}, "the values of --algorithm")
     check(complete("generate", "--dtype", "") == {"f32", "f64"}, "generate's --dtype")
+    # The kernels, from the registries (`tessera info --json`), for --kernel, --baseline and bench --kernels.
+    kernels = {k["name"] for k in json.loads(direct(["info", "--json"]).stdout)["kernels"]}
+    check(kernels and complete("run", "--kernel", "") == kernels | {"auto"}, f"run --kernel offers {sorted(kernels)}")
+    check(complete("run", "--baseline", "") == kernels, "run --baseline offers the kernels")
+    check(kernels <= complete("bench", "--kernels", ""), "bench --kernels offers the kernels")
+    check(complete("bench", "--kernels", "openblas,cpu-t") == {"openblas,cpu-tiled"}, "a list's next item")
+    check(complete("run", "--backend", "") == {"auto", "cpu", "cuda"}, "run --backend")
+    check(complete("--config", "x.toml", "run", "--comm", "n") == {"nccl"}, "after --config FILE")
 else:
     check(False, f"unknown case {case}")
 print("PASS")

@@ -41,7 +41,7 @@ def show(path, *extra, expect_ok=True):
 # (file text, what the one error line must say after the file's path)
 BAD = {
     "unknown-key": ('[run]\nm = 4\nbogus_key = 3\n', ":3: run.bogus_key: unknown key, not an option of `tessera run`"),
-    "misspelt-key": ('[run]\npanel_width = 3\n', ":2: run.panel_width: unknown key, not an option of `tessera run` "
+    "misspelt-key": ('[run]\npanel-widht = 3\n', ":2: run.panel-widht: unknown key, not an option of `tessera run` "
                                                  "(did you mean 'panel-width'?)"),
     "key-of-another-table": ('[run]\nrows = 3\n', ":2: run.rows: unknown key, not an option of `tessera run` "
                                                   "('rows' is a key of [generate])"),
@@ -66,7 +66,10 @@ BAD = {
     "repeat-zero": ('[run]\nrepeat = 0\n', ":2: run.repeat: must be a whole number from 1 to 2147483647, not '0'"),
     "gzip-range": ('[generate]\ngzip = 10\n', ":2: generate.gzip: must be a whole number from 0 to 9, not '10'"),
     "beta-nan": ('[run]\nbeta = nan\n', ":2: run.beta: must be a finite number, not 'nan'"),
-    "progress-word": ('[run]\nprogress = "sometimes"\n', ":2: run.progress: sometimes not in {auto,on,off}"),
+    "progress-word": ('[run]\nprogress = "sometimes"\n', ":2: run.progress: 'sometimes' is not one of: auto, on, off"),
+    "kernel-word": ('[run]\nkernel = "cpu-tiles"\n', ":2: run.kernel: 'cpu-tiles' is not one of: auto, openblas"),
+    "algorithm-word": ('[run]\nalgorithm = "sumaa"\n', ":2: run.algorithm: 'sumaa' is not one of: auto, panels, summa, "
+                                                        "ksplit (did you mean 'summa'?)"),
     "unknown-table": ('[run]\nm = 4\n[frobnicate]\nx = 1\n', ":3: [frobnicate]: unknown table (the tables are"),
     "key-outside-table": ('m = 4\n[run]\n', ":1: m: a key outside any table"),
     "slurm-launcher": ('[slurm]\nlauncher = "qsub"\n', ":2: slurm.launcher: must be one of auto, srun-pmix, "

@@ -20,7 +20,7 @@ TEST_CASE("bench and tune parse dtypes and sizes alike, naming the subcommand", 
     parse_dtype("f16", "tune");
     FAIL("f16 was taken");
   } catch (const InputError& e) {
-    CHECK(std::string(e.what()) == "tune: dtype 'f16' is not f32 or f64");
+    CHECK(std::string(e.what()) == "tune: dtype 'f16' is not one of: f32, f64");
   }
   const std::vector<Size> sizes = parse_sizes({}, {"64", "3x5x7"}, "bench");
   REQUIRE(sizes.size() == 2);

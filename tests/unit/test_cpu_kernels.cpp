@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -20,9 +21,9 @@ constexpr tessera::DType dtype_of() {
   return sizeof(T) == 4 ? tessera::DType::f32 : tessera::DType::f64;
 }
 
-template <class T>
-void check_kernel(void (*kernel)(std::int64_t, std::int64_t, std::int64_t, const T*, const T*, T*), std::int64_t m,
-                  std::int64_t n, std::int64_t k) {
+// `kernel(m, n, k, a, b, c)`: a kernel's function, or a registry entry's run<T>.
+template <class T, class Kernel>
+void check_kernel(Kernel kernel, std::int64_t m, std::int64_t n, std::int64_t k) {
   std::mt19937_64 rng(static_cast<std::uint64_t>(m * 1000003 + n * 1009 + k));
   std::uniform_real_distribution<double> u(-1.0, 1.0);
   std::vector<T> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
@@ -54,4 +55,19 @@ TEMPLATE_TEST_CASE("CPU kernels match a float64 reference", "[cpu]", float, doub
   SECTION("cpu-naive") { check_kernel<TestType>(tessera::kernels::cpu_naive_gemm<TestType>, m, n, k); }
   SECTION("cpu-tiled") { check_kernel<TestType>(tessera::kernels::cpu_tiled_gemm<TestType>, m, n, k); }
   SECTION("openblas") { check_kernel<TestType>(tessera::kernels::openblas_gemm<TestType>, m, n, k); }
+  // Each kernel of the registry, as the CPU backend and `bench` run it (by name).
+  for (const tessera::kernels::CpuKernel& kernel : tessera::kernels::cpu_kernels()) {
+    INFO("registry kernel " << kernel.name);
+    const auto run = [&kernel](std::int64_t m_, std::int64_t n_, std::int64_t k_, const TestType* a, const TestType* b,
+                               TestType* c) { kernel.run<TestType>(m_, n_, k_, a, b, c); };
+    check_kernel<TestType>(run, m, n, k);
+  }
+}
+
+TEST_CASE("the CPU kernel registry: the default first, each name once, found by name and no other", "[cpu]") {
+  const auto names = tessera::kernels::cpu_kernel_names();
+  REQUIRE(names == std::vector<std::string>{"openblas", "cpu-tiled", "cpu-naive"});
+  for (const auto& name : names) CHECK(tessera::kernels::find_cpu_kernel(name)->name == name);
+  CHECK(tessera::kernels::find_cpu_kernel("auto") == nullptr);  // resolved before a backend sees it
+  CHECK(tessera::kernels::find_cpu_kernel("tiled32") == nullptr);
 }

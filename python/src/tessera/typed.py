@@ -11,8 +11,10 @@ the range raise OptionError (a UsageError, exit_code 2) before anything is launc
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
+import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from .binary import CommandSpec, OptionSpec, command_spec, find_binary
@@ -72,6 +74,9 @@ def _scalar(opt: OptionSpec, value: Any, where: str) -> Any:
             text = _pair(opt, value, where)
         elif isinstance(value, (str, os.PathLike)):
             text = os.fspath(value)
+            if opt.name in PAIRS and text and not re.fullmatch(r"[1-9][0-9]*[xX][1-9][0-9]*", text):
+                raise OptionError(f"{where} takes 'AxB' or a pair of positive whole numbers, got {value!r}",
+                                  option=opt.py_name)
         else:
             raise OptionError(f"{where} takes {_WORDS[t]}, got {_describe(value)}", option=opt.py_name)
     elif t == "boolean":
@@ -85,7 +90,9 @@ def _scalar(opt: OptionSpec, value: Any, where: str) -> Any:
         _in_range(opt, value, where)
         text = str(value) if isinstance(value, int) else repr(float(value))
     if opt.allowed is not None and text not in opt.allowed:
-        raise OptionError(f"{where} takes one of {', '.join(opt.allowed)}; got {value!r}", option=opt.py_name)
+        near = difflib.get_close_matches(text, opt.allowed, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        raise OptionError(f"{where} takes one of {', '.join(opt.allowed)}; got {value!r}{hint}", option=opt.py_name)
     return text
 
 

@@ -1,0 +1,310 @@
+// The table of `tessera run`'s options (job/run_options.hpp), and the one check and conversion of
+// each value typed as text.
+#include "job/run_options.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/setting.hpp"
+#include "backend/backend.hpp"
+#include "comm/path.hpp"
+#include "core/dtype.hpp"
+#include "core/words.hpp"
+#include "job/plan.hpp"
+#include "partition/partition.hpp"
+
+namespace tessera::job {
+
+namespace {
+
+RunOption row(std::string name, OptionKind kind, Member member, std::string help) {
+  RunOption r;
+  r.name = std::move(name);
+  r.kind = kind;
+  r.member = member;
+  r.help = std::move(help);
+  return r;
+}
+RunOption text(std::string name, std::string RunOptions::*m, std::string help) {
+  return row(std::move(name), OptionKind::text, m, std::move(help)).may_be_empty();
+}
+RunOption flag(std::string name, bool RunOptions::*m, std::string help) {
+  return row(std::move(name), OptionKind::flag, m, std::move(help));
+}
+RunOption number(std::string name, double RunOptions::*m, std::string help) {
+  return row(std::move(name), OptionKind::number, m, std::move(help)).shown();
+}
+template <class T>
+RunOption integer(std::string name, T RunOptions::*m, std::string help, std::int64_t low,
+                  std::int64_t high = std::numeric_limits<int>::max()) {
+  RunOption r = row(std::move(name), OptionKind::integer, m, std::move(help));
+  r.low = low, r.high = high;
+  return r;
+}
+RunOption choice(std::string name, std::string RunOptions::*m, std::string help,
+                 std::function<std::vector<std::string>()> words) {
+  RunOption r = row(std::move(name), OptionKind::choice, m, std::move(help));
+  r.choices = std::move(words);
+  return r.shown().empty_is("auto");
+}
+
+// The words of each choice, from the layer that owns them.
+std::vector<std::string> with_auto(std::vector<std::string> words) {
+  words.insert(words.begin(), "auto");
+  return words;
+}
+std::vector<std::string> every_kernel() {
+  std::vector<std::string> names;
+  for (const backend::KernelInfo& k : backend::kernel_catalog()) names.push_back(k.name);
+  return names;
+}
+std::vector<std::string> kernel_words() { return with_auto(every_kernel()); }
+std::vector<std::string> algorithm_words() { return with_auto(algorithms::algorithm_names()); }
+std::vector<std::string> run_dtype_words() { return with_auto(dtype_words()); }
+std::vector<std::string> progress_words() { return {"auto", "on", "off"}; }
+
+std::vector<RunOption>& table() {
+  static std::vector<RunOption> rows = {
+      // Inputs, output, report.
+      text("a", &RunOptions::a, "A (M x K) as FILE:/DATASET"),
+      text("b", &RunOptions::b, "B (K x N) as FILE:/DATASET"),
+      text("c", &RunOptions::c, "where to write C (M x N), FILE:/DATASET"),
+      text("report", &RunOptions::report,
+           "write the JSON report here (schema: docs/report.md); '-': to stdout, the table then to stderr"),
+      flag("overwrite", &RunOptions::overwrite,
+           "replace an existing dataset at --c (an existing HDF5 file keeps its other datasets)"),
+      flag("quiet", &RunOptions::quiet,
+           "print no report table and no run lines (errors and warnings still go to stderr)")
+          .also("-q"),
+      choice("write", &RunOptions::write,
+             "how C reaches the output: in-place (every rank writes its own rows), gather (rank 0 writes all) "
+             "or auto (in place where every rank sees the output file)",
+             algorithms::write_route_words),
+      flag("transpose-a", &RunOptions::transpose_a,
+           "--a is stored K x M: use its transpose as A (read as such, the file is not copied)"),
+      flag("transpose-b", &RunOptions::transpose_b, "--b is stored N x K: use its transpose as B"),
+      number("alpha", &RunOptions::alpha, "C = alpha op(A) op(B) + beta C_old"),
+      number("beta", &RunOptions::beta,
+             "C = alpha op(A) op(B) + beta C_old; beta != 0 reads the existing C (--c, M x N) and needs "
+             "--overwrite (not with --repeat > 1 or --warmup > 0)"),
+      flag("verify", &RunOptions::verify, "check C with Freivalds' test (O(n^2)) before writing it; fail if wrong"),
+      flag("allow-nonfinite", &RunOptions::allow_nonfinite, "multiply inputs holding NaN/Inf instead of refusing them"),
+      flag("fail-on-nonfinite", &RunOptions::fail_on_nonfinite,
+           "a C holding NaN/Inf (e.g. overflow) is an error and is not written (default: a warning)"),
+      // What computes, and how.
+      choice("algorithm", &RunOptions::algorithm,
+             "panels (C blocks from whole A rows and B columns), summa (2-D blocks, panels of K broadcast along "
+             "grid rows and columns), ksplit (K split, partials summed; NCCL on GPUs) or auto",
+             algorithm_words),
+      choice("comm", &RunOptions::comm,
+             "summa/ksplit data path: nccl (GPU to GPU), cuda-aware (MPI on GPU memory, if the library reports "
+             "it), host (MPI on pinned host memory) or auto (the first that applies)",
+             comm::path_words),
+      integer("panel-width", &RunOptions::panel_width, "summa: K panel width (0: 1024 on GPUs, 256 on CPUs)", 0,
+              std::numeric_limits<std::int64_t>::max())
+          .shown(),
+      row("grid", OptionKind::shape, &RunOptions::grid,
+          "process grid PRxPC (default: chosen from M, N, K and the rank count)")
+          .may_be_empty(),
+      choice("backend", &RunOptions::backend, "auto (GPU when visible), cpu or cuda", backend::backend_words),
+      choice("kernel", &RunOptions::kernel,
+             "a kernel of the backend (`tessera info` lists them, with their dtypes); auto: the backend's choice",
+             kernel_words),
+      choice("dtype", &RunOptions::dtype, "compute precision: auto (f32 if A and B are float32, else f64), f32, f64",
+             run_dtype_words),
+      choice("baseline", &RunOptions::baseline, "also time this kernel on each rank's block and report the speedup",
+             every_kernel)
+          .empty_is("")
+          .may_be_empty(),
+      choice("progress", &RunOptions::progress,
+             "progress on stderr: auto (runs predicted over 5 s, and on a terminal any run past 3 s), on, off",
+             progress_words)
+          .empty_is("off"),
+      row("gpu-memory", OptionKind::size, &RunOptions::gpu_memory,
+          "GPU memory a rank may use (512M, 8G, ...); a block that needs more is computed out of core")
+          .may_be_empty(),
+      text("machine", &RunOptions::machine,
+           "rates the model predicts with (auto's choice, --dry-run): a name in configs/machines (default, "
+           "h200-2gpu) or a JSON file (default: $TESSERA_MACHINE_FILE, else default.json)"),
+      integer("repeat", &RunOptions::repeat,
+              "run the whole job (read, compute, write, commit) N times in this launch (N >= 1); the report "
+              "gives the median, min and max of the runs and its table the last run (--dry-run ignores it)",
+              1)
+          .shown(),
+      integer("warmup", &RunOptions::warmup,
+              "whole runs (>= 0) before the --repeat ones, in no statistic of the report (default: 1 with "
+              "--repeat > 1, else 0)",
+              0),
+      integer("timeout", &RunOptions::timeout,
+              "a rank that waits longer than SECONDS in MPI for the others (their node lost) ends itself, "
+              "rolling back the output; 0: never (default: 30 s + 10 x the predicted time of the run)",
+              0),
+      // The dry run.
+      flag("dry-run", &RunOptions::dry_run, "print grid, memory, communication and predicted time; run nothing")
+          .cli_only(),
+      integer("m", &RunOptions::m, "--dry-run: rows of A and C (instead of --a/--b)", 1, INT64_MAX),
+      integer("n", &RunOptions::n, "--dry-run: columns of B and C", 1, INT64_MAX),
+      integer("k", &RunOptions::k, "--dry-run: columns of A, rows of B", 1, INT64_MAX),
+      integer("ranks", &RunOptions::ranks, "--dry-run: plan for this many ranks (default: the job's)", 1),
+      integer("ranks-per-node", &RunOptions::ranks_per_node,
+              "--dry-run: on nodes of this many ranks each, placed in blocks (default: all on one node); "
+              "messages between nodes at the machine file's internode rate",
+              1),
+  };
+  return rows;
+}
+
+// A whole number in [low, high] written in decimal (no sign, no leading '+', no blank).
+std::optional<std::int64_t> whole_number(const std::string& text, std::int64_t low, std::int64_t high) {
+  if (text.empty() || text.find_first_not_of("0123456789-") != std::string::npos) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long x = std::strtoll(text.c_str(), &end, 10);
+  if (end != text.c_str() + text.size() || errno == ERANGE || x < low || x > high) return std::nullopt;
+  return x;
+}
+
+std::optional<double> finite_number(const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const double x = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(x) || (errno == ERANGE && x == 0))
+    return std::nullopt;
+  return x;
+}
+
+std::optional<bool> truth(const std::string& text) {
+  for (const char* yes : {"true", "1", "on", "yes"})
+    if (text == yes) return true;
+  for (const char* no : {"false", "0", "off", "no"})
+    if (text == no) return false;
+  return std::nullopt;
+}
+
+}  // namespace
+
+const std::vector<RunOption>& run_options() { return table(); }
+
+const RunOption* find_run_option(const std::string& name) {
+  std::string dashed = name;
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  for (const RunOption& r : table())
+    if (r.name == name || r.name == dashed) return &r;
+  return nullptr;
+}
+
+std::vector<std::string> choices_of(const RunOption& r) { return r.choices ? r.choices() : std::vector<std::string>{}; }
+
+std::string check_value(const RunOption& r, const std::string& value) {
+  const std::string option = "--" + r.name;
+  if (value.empty() && r.optional) return {};
+  switch (r.kind) {
+    case OptionKind::text:
+      return {};
+    case OptionKind::choice: {
+      const std::vector<std::string> words = choices_of(r);
+      if (std::find(words.begin(), words.end(), value) != words.end()) return {};
+      return not_one_of(value, words);
+    }
+    case OptionKind::shape:
+      try {
+        (void)partition::parse_grid(value, option);
+        return {};
+      } catch (const InputError& e) {
+        return e.what();
+      }
+    case OptionKind::size:
+      try {
+        (void)parse_bytes(value, option.c_str());
+        return {};
+      } catch (const InputError& e) {
+        return e.what();
+      }
+    case OptionKind::integer:
+      if (whole_number(value, r.low, r.high)) return {};
+      return "must be a whole number from " + std::to_string(r.low) + " to " + std::to_string(r.high) + ", not '" +
+             value + "'";
+    case OptionKind::number:
+      return finite_number(value) ? std::string() : "must be a finite number, not '" + value + "'";
+    case OptionKind::flag:
+      return truth(value) ? std::string() : "must be true or false, not '" + value + "'";
+  }
+  return {};
+}
+
+void set_value(RunOptions& o, const RunOption& r, const std::string& given) {
+  const std::string value = given.empty() && !r.empty_means.empty() ? r.empty_means : given;
+  if (const std::string why = check_value(r, value); !why.empty()) throw OptionError("--" + r.name + ": " + why);
+  std::visit(
+      [&](auto member) {
+        using M = decltype(member);
+        if constexpr (std::is_same_v<M, ExtraValue>) {
+          o.extra[r.name] = value;
+        } else if constexpr (std::is_same_v<M, std::string RunOptions::*>) {
+          o.*member = value;
+        } else if constexpr (std::is_same_v<M, bool RunOptions::*>) {
+          o.*member = *truth(value);
+        } else if constexpr (std::is_same_v<M, double RunOptions::*>) {
+          o.*member = *finite_number(value);
+        } else if constexpr (std::is_same_v<M, std::optional<int> RunOptions::*>) {
+          o.*member = static_cast<int>(*whole_number(value, r.low, r.high));
+        } else {
+          o.*member = static_cast<std::remove_reference_t<decltype(o.*member)>>(*whole_number(value, r.low, r.high));
+        }
+      },
+      r.member);
+}
+
+nlohmann::json get_value(const RunOptions& o, const RunOption& r) {
+  return std::visit(
+      [&](auto member) -> nlohmann::json {
+        using M = decltype(member);
+        if constexpr (std::is_same_v<M, ExtraValue>) {
+          const auto found = o.extra.find(r.name);
+          return found == o.extra.end() ? nlohmann::json(nullptr) : nlohmann::json(found->second);
+        } else if constexpr (std::is_same_v<M, std::optional<int> RunOptions::*>) {
+          return o.*member ? nlohmann::json(*(o.*member)) : nlohmann::json(nullptr);
+        } else {
+          return o.*member;
+        }
+      },
+      r.member);
+}
+
+nlohmann::json typed_options(const RunOptions& o) {
+  nlohmann::json t = nlohmann::json::object();
+  for (const RunOption& r : table())
+    if (nlohmann::json v = get_value(o, r); !v.is_null()) t[r.name] = std::move(v);
+  t["config"] = o.config;
+  return t;
+}
+
+void check_run_options(const RunOptions& o) {
+  for (const RunOption& r : table()) {
+    const nlohmann::json v = get_value(o, r);
+    if (!v.is_string()) continue;
+    if (const std::string why = check_value(r, v.get<std::string>()); !why.empty())
+      throw OptionError("--" + r.name + ": " + why);
+  }
+  // A kernel named for a backend named: one of that backend's (a build without CUDA lists none).
+  const std::optional<backend::Kind> kind = backend::parse_kind(o.backend);
+  if (!kind) return;
+  const std::vector<std::string> names = backend::kernel_names(*kind);
+  for (const auto& [option, name] : {std::pair{"--kernel", &o.kernel}, std::pair{"--baseline", &o.baseline}}) {
+    if (names.empty() || name->empty() || *name == "auto") continue;
+    if (std::find(names.begin(), names.end(), *name) == names.end())
+      throw OptionError(std::string(option) + ": " + not_one_of(*name, names) + " (the kernels of --backend " +
+                        o.backend + ")");
+  }
+}
+
+RunOptionRegistration::RunOptionRegistration(RunOption r) {
+  r.member = ExtraValue{};
+  table().push_back(std::move(r));
+}
+
+}  // namespace tessera::job
