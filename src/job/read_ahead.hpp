@@ -24,15 +24,15 @@ using RowRead = std::function<void(std::int64_t row0, std::int64_t rows, void* i
 
 class ReadAhead {
  public:
-  ReadAhead() = default;
-  ~ReadAhead();
-  ReadAhead(const ReadAhead&) = delete;
-  ReadAhead& operator=(const ReadAhead&) = delete;
-
   // Whether a read ahead is wanted now: TESSERA_READ_AHEAD, and a GPU still starting.
   static bool wanted();
   // The most it reads: 1 GiB, or a sixteenth of the machine's memory where that is less.
   static std::size_t default_bound();
+
+  ReadAhead() = default;
+  ReadAhead(const ReadAhead&) = delete;
+  ReadAhead& operator=(const ReadAhead&) = delete;
+  ~ReadAhead();  // stops the reading (joins it) and gives the memory back
   // Starts reading rows 0.. of `rows` (`row_bytes` each) through `read`, in pieces, on a thread
   // of its own, up to `max_bytes`; until stop().
   void start(RowRead read, std::int64_t rows, std::size_t row_bytes, std::size_t max_bytes);
