@@ -3,8 +3,8 @@
 //                 agree on the output route, and those the run may use on what they have (GPUs,
 //                 NCCL, CUDA-aware MPI); rank 0 settles the run (the algorithm, the ranks it uses,
 //                 its Setting) from the footprint model; all ranks learn it
-//   2. start      the backend (GPU start-up), the algorithm's check that the plan holds, host
-//                 memory refused up front
+//   2. start      the backend (GPU start-up; B's first rows read ahead meanwhile), the
+//                 algorithm's check that the plan holds, host memory refused up front
 //   3. read       each rank reads its share of A and B; NaN/Inf refused
 //   4. compute    the algorithm's compute step (C may leave the rank meanwhile)
 //   5. verify     --verify: Freivalds' check before anything is committed (panels)
