@@ -322,21 +322,21 @@ void check_config_path(const std::string& path) {
                           " bytes, more than a config file can be (" + std::to_string(kMaxConfigBytes) + ")");
 }
 
-std::vector<Setting> read_config(const std::string& path, const Schema& schema) {
+std::string read_toml_text(const std::string& path, const std::string& what) {
   // Opened without blocking (a fifo would wait for a writer forever) and checked to be a regular
   // file of sane size before a byte is read (/dev/zero never ends).
-  if (path.empty()) throw ConfigFileError("the config file's name is empty ('')");
+  if (path.empty()) throw ConfigFileError(what + "'s name is empty ('')");
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw ConfigFileError(path + ": cannot read the config file: " + std::strerror(errno));
+  if (fd < 0) throw ConfigFileError(path + ": cannot read " + what + ": " + std::strerror(errno));
   struct stat st {};
   std::string text;
   std::string refusal;
   if (::fstat(fd, &st) != 0) {
-    refusal = std::string("cannot read the config file: ") + std::strerror(errno);
+    refusal = "cannot read " + what + ": " + std::strerror(errno);
   } else if (const std::string kind = not_regular_file(st); !kind.empty()) {
-    refusal = "the config file is " + kind + ", not a regular file";
+    refusal = what + " is " + kind + ", not a regular file";
   } else if (st.st_size > kMaxConfigBytes) {
-    refusal = "the config file is " + std::to_string(st.st_size) + " bytes, more than a config file can be (" +
+    refusal = what + " is " + std::to_string(st.st_size) + " bytes, more than a config file can be (" +
               std::to_string(kMaxConfigBytes) + ")";
   } else {
     text.resize(static_cast<std::size_t>(st.st_size));
@@ -344,7 +344,7 @@ std::vector<Setting> read_config(const std::string& path, const Schema& schema) 
     while (got < text.size()) {
       const ssize_t n = ::read(fd, &text[got], text.size() - got);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) refusal = std::string("cannot read the config file: ") + std::strerror(errno);
+      if (n < 0) refusal = "cannot read " + what + ": " + std::strerror(errno);
       if (n <= 0) break;
       got += static_cast<std::size_t>(n);
     }
@@ -352,6 +352,11 @@ std::vector<Setting> read_config(const std::string& path, const Schema& schema) 
   }
   ::close(fd);
   if (!refusal.empty()) throw ConfigFileError(path + ": " + refusal);
+  return text;
+}
+
+std::vector<Setting> read_config(const std::string& path, const Schema& schema) {
+  const std::string text = read_toml_text(path, "the config file");
   return parse_config(text, path, schema);
 }
 

@@ -71,6 +71,9 @@ struct Setting {
 // order of its lines (a file that is not TOML: the parser's first).
 std::vector<Setting> parse_config(const std::string& text, const std::string& path, const Schema& schema);
 std::vector<Setting> read_config(const std::string& path, const Schema& schema);
+// A TOML file's text (`what`: "the config file", "the manifest"), read without blocking and
+// refused unless a regular file of at most 1 MiB; ConfigFileError naming the file.
+std::string read_toml_text(const std::string& path, const std::string& what);
 // What the files read so far said besides errors (a key spelled the other way: panel_width read as
 // panel-width), once each; emptied by the call. main prints them on rank 0.
 std::vector<std::string> config_notes();

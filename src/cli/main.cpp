@@ -15,6 +15,7 @@
 #include "backend/backend.hpp"
 #include "cli/completion.hpp"
 #include "cli/config_toml.hpp"
+#include "cli/manifest_toml.hpp"
 #include "cli/help_json.hpp"
 #include "cli/options.hpp"
 #include "comm/comm.hpp"
@@ -148,12 +149,24 @@ int run_or_plan(const CLI::App& app, Commands& c, int rank, const std::vector<st
   tessera::report::set_provenance(tessera::commands::collect_provenance(argv, options_given(app, c.r), false));
   if (rank == 0 && tessera::log::enabled(tessera::log::Level::debug))
     tessera::log::debug("options given: " + options_given(app, c.r).dump());
-  if (!c.ro.dry_run)
-    for (const auto& [name, value] : {std::pair{"--a", &c.ro.a}, {"--b", &c.ro.b}, {"--c", &c.ro.c}})
+  const std::initializer_list<std::pair<const char*, std::string*>> operands = {
+      {"--a", &c.ro.a}, {"--b", &c.ro.b}, {"--c", &c.ro.c}};
+  if (!c.ro.manifest.empty()) {  // the products of the manifest (job/launch.hpp), read by every rank
+    for (const auto& [name, value] : operands)
+      if (!value->empty()) {
+        if (rank == 0)
+          std::fprintf(stderr, "tessera: error: run: %s and --manifest: the manifest names every product's A, B and C\n",
+                       name);
+        return kExitUsage;
+      }
+    c.ro.listed = tessera::cli::read_manifest(c.ro.manifest);
+  } else if (!c.ro.dry_run) {
+    for (const auto& [name, value] : operands)
       if (value->empty()) {
         if (rank == 0) std::fprintf(stderr, "tessera: error: run: %s is required (FILE:/DATASET)\n", name);
         return kExitUsage;
       }
+  }
   try {
     tessera::job::check_run_options(c.ro);  // one option against another (a kernel of the backend named)
   } catch (const tessera::job::OptionError& e) {

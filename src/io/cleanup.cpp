@@ -164,10 +164,12 @@ std::vector<std::string> clean_stale_temporaries(const std::string& file,
   const fs::path target(file);
   const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
   const std::string prefix = temporary_prefix(file).filename().string();
+  // This process's own (the file or report of a launch's products, job/launch.hpp): in use.
+  const std::string own = fs::path(temporary_name(file)).filename().string();
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) != 0) continue;
+    if (name.rfind(prefix, 0) != 0 || name == own) continue;
     if (keep && keep(entry.path().string())) {
       notes.push_back("found '" + entry.path().string() +
                       "', named like a partial output of an earlier run, but this run reads it; not touched");

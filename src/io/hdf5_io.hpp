@@ -103,11 +103,41 @@ struct Attribute {
 // later run of --repeat, replacing the file the first run created: job/repeats.cpp).
 enum class ExistingFile { add_dataset, replace_file };
 
+class OutputBatch;
+
 struct WriteOptions {
   bool overwrite = false;
   ExistingFile existing_file = ExistingFile::add_dataset;
   std::vector<std::int64_t> chunk;  // empty: contiguous; else {rows, cols}
   int gzip_level = 0;               // 0: none; 1..9 needs chunk (defaulted if empty)
+  // A new file shared with other results, committed with them (OutputBatch); null: this result's own.
+  OutputBatch* batch = nullptr;
+};
+
+// Several results written into one new file and committed together (the products of one launch:
+// job/launch.hpp). The first MatrixWriter given the batch creates the file under its temporary name
+// (as a writer of a new file does), each later one adds its dataset to it; a writer's commit() only
+// closes its dataset there, and the batch's commit() flushes the file, makes it durable and renames
+// it into place: every result of the batch appears at once, or none does. A writer destroyed
+// uncommitted unlinks its dataset from the file (a failed product leaves nothing in it); a batch
+// destroyed uncommitted removes the file. Used only while the target file does not exist.
+class OutputBatch {
+ public:
+  OutputBatch(std::string file, bool overwrite);
+  ~OutputBatch();
+  OutputBatch(const OutputBatch&) = delete;
+  OutputBatch& operator=(const OutputBatch&) = delete;
+
+  const std::string& file() const;
+  int results() const;  // committed into the batch so far
+  // Flush, fsync, rename (or link) into place; with no result committed into it, nothing is made.
+  // If !overwrite and the target appeared meanwhile, fails (the results stay uncommitted).
+  void commit();
+
+ private:
+  friend class MatrixWriter;
+  struct State;
+  std::unique_ptr<State> s_;
 };
 
 // Writes a 2-D dataset block by block, so that no result appears before it is complete:

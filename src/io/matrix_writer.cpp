@@ -78,6 +78,17 @@ Handle creation_properties(const DatasetRef& target, std::int64_t rows, std::int
 
 }  // namespace
 
+Handle create_temporary_file(const std::string& temp_path, const DatasetRef& target) {
+  Handle fapl = own_plist(H5Pcreate(H5P_FILE_ACCESS));
+  // STRONG: closing the file closes every object in it, so commit's H5Fclose really flushes and
+  // releases the file (and reports a failed flush) instead of deferring until the last handle.
+  if (!fapl.valid() || H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0)
+    throw_io("cannot set up HDF5 to write " + in_quotes(target));
+  Handle file = own_file(H5Fcreate(temp_path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()));
+  if (!file.valid()) throw_io("cannot create temporary file " + in_quotes(temp_path));
+  return file;
+}
+
 MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int64_t cols, DType dtype,
                            const WriteOptions& opts)
     : impl_(std::make_unique<Impl>()) {
@@ -134,47 +145,44 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
     return;
   }
 
+  if (opts.batch != nullptr) {
+    w.join_batch(*opts.batch, dcpl.get(), dims, want_chunks);
+    return;
+  }
   w.temp_path = temporary_name(target.file);
   if (::stat(w.temp_path.c_str(), &st) == 0)
     throw IoError("cannot create temporary file " + in_quotes(w.temp_path) +
                   ": it already exists (left by an earlier run?); remove it");
-  Handle fapl = own_plist(H5Pcreate(H5P_FILE_ACCESS));
-  // STRONG: closing the file closes every object in it, so commit's H5Fclose really flushes and
-  // releases the file (and reports a failed flush) instead of deferring until the last handle.
-  if (!fapl.valid() || H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0)
-    throw_io("cannot set up HDF5 to write " + in_quotes(target));
-  w.file = own_file(H5Fcreate(w.temp_path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get()));
-  if (!w.file.valid()) throw_io("cannot create temporary file " + in_quotes(w.temp_path));
+  w.file = create_temporary_file(w.temp_path, target);
   w.created = true;
   register_temporary(w.temp_path);  // removed on SIGTERM / SIGINT too
   log::info("the result goes into the new file " + in_quotes(target.file) + ", written as " + in_quotes(w.temp_path) +
             " until complete");
+  w.create_dataset(w.file.get(), dcpl.get(), dims, want_chunks);
+}
 
+void MatrixWriter::Impl::create_dataset(hid_t in, hid_t dcpl, const hsize_t dims[2], bool want_chunks) {
   Handle lcpl = own_plist(H5Pcreate(H5P_LINK_CREATE));
   if (!lcpl.valid() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0)
     throw_io("cannot set up HDF5 to write " + in_quotes(target));
   Handle space = own_space(H5Screate_simple(2, dims, nullptr));
-  if (!space.valid()) throw_io("cannot create the dataspace of " + w.where());
+  if (!space.valid()) throw_io("cannot create the dataspace of " + where());
   const hid_t file_type = dtype == DType::f32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
   // Contiguous output whose file type is the native one: its space is allocated now and never
   // filled (every element is written), so write_block can pwrite the blocks straight into it.
-  const bool direct =
+  const bool direct_io =
       !want_chunks && rows > 0 && cols > 0 && H5Tequal(file_type, native_type(dtype)) > 0 && direct_io_enabled();
-  if (direct && (H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY) < 0 ||
-                 H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER) < 0))
+  if (direct_io && (H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0 || H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0))
     throw_io("cannot set up HDF5 to write " + in_quotes(target));
-  w.dataset = own_dataset(
-      H5Dcreate2(w.file.get(), target.path.c_str(), file_type, space.get(), lcpl.get(), dcpl.get(), H5P_DEFAULT));
-  if (!w.dataset.valid()) throw_io("cannot create dataset " + w.where());
-  if (direct) {
-    const haddr_t offset = H5Dget_offset(w.dataset.get());
-    H5Eclear2(H5E_DEFAULT);
-    if (offset != HADDR_UNDEF) {
-      // Fenced by the temporary file itself: renamed by the commit, removed by a rollback.
-      w.direct = {w.temp_path, static_cast<std::int64_t>(offset), rows, cols, dtype_size(dtype), fence_of(w.temp_path)};
-      w.direct_file = std::make_unique<BlockFile>(w.direct);
-    }
-  }
+  dataset = own_dataset(H5Dcreate2(in, target.path.c_str(), file_type, space.get(), lcpl.get(), dcpl, H5P_DEFAULT));
+  if (!dataset.valid()) throw_io("cannot create dataset " + where());
+  if (!direct_io) return;
+  const haddr_t offset = H5Dget_offset(dataset.get());
+  H5Eclear2(H5E_DEFAULT);
+  if (offset == HADDR_UNDEF) return;
+  // Fenced by the temporary file itself: renamed by the commit, removed by a rollback.
+  direct = {temp_path, static_cast<std::int64_t>(offset), rows, cols, dtype_size(dtype), fence_of(temp_path)};
+  direct_file = std::make_unique<BlockFile>(direct);
 }
 
 MatrixWriter::~MatrixWriter() = default;  // Impl's destructor removes an uncommitted file
@@ -249,6 +257,10 @@ void MatrixWriter::commit() {
     w.commit_in_file();
     return;
   }
+  if (w.batch != nullptr) {
+    w.commit_in_batch();
+    return;
+  }
   if (!w.file.valid()) throw IoError("cannot commit " + in_quotes(w.target) + ": an earlier commit failed");
 
   w.close_direct();  // the blocks written with pwrite are in the file; fsync below makes them durable
@@ -262,38 +274,41 @@ void MatrixWriter::commit() {
   if (dataset_closed < 0 || file_closed < 0)
     throw_io("writing " + in_quotes(w.temp_path) + " failed while closing it (disk full?)");
 
+  publish_file(w.temp_path, w.target.file, w.overwrite);
+  w.committed = true;
+}
+
+void publish_file(const std::string& temp_path, const std::string& target, bool overwrite) {
   // Network file systems may report write errors only on fsync; and the data must be on disk
   // before the rename makes the file look complete.
-  const int fd = ::open(w.temp_path.c_str(), O_RDONLY);
+  const int fd = ::open(temp_path.c_str(), O_RDONLY);
   if (fd < 0 || ::fsync(fd) != 0) {
     const int err = errno;
     if (fd >= 0) ::close(fd);
-    throw IoError("writing " + in_quotes(w.temp_path) + " failed: " + std::strerror(err));
+    throw IoError("writing " + in_quotes(temp_path) + " failed: " + std::strerror(err));
   }
   ::close(fd);
-  log::debug("C is on disk in " + in_quotes(w.temp_path) + "; renaming it to " + in_quotes(w.target.file));
+  log::debug("C is on disk in " + in_quotes(temp_path) + "; renaming it to " + in_quotes(target));
 
-  const std::string what = "cannot rename " + in_quotes(w.temp_path) + " to " + in_quotes(w.target.file);
+  const std::string what = "cannot rename " + in_quotes(temp_path) + " to " + in_quotes(target);
   const auto appeared = [&] {
-    return InputError("output file " + in_quotes(w.target.file) +
+    return InputError("output file " + in_quotes(target) +
                       " appeared while tessera was running; pass --overwrite to replace it");
   };
-  if (!w.overwrite) {
+  if (!overwrite) {
     // link() fails if the target exists, so no file that appeared meanwhile is clobbered; some
     // file systems have no hard links, and there the check-then-rename below has to do.
-    if (::link(w.temp_path.c_str(), w.target.file.c_str()) == 0) {
-      w.committed = true;
-      (void)::unlink(w.temp_path.c_str());
-      forget_temporary(w.temp_path);
+    if (::link(temp_path.c_str(), target.c_str()) == 0) {
+      (void)::unlink(temp_path.c_str());
+      forget_temporary(temp_path);
       return;
     }
     if (errno == EEXIST) throw appeared();
     struct stat st {};
-    if (::stat(w.target.file.c_str(), &st) == 0) throw appeared();
+    if (::stat(target.c_str(), &st) == 0) throw appeared();
   }
-  if (std::rename(w.temp_path.c_str(), w.target.file.c_str()) != 0) throw IoError(what + ": " + std::strerror(errno));
-  w.committed = true;
-  forget_temporary(w.temp_path);
+  if (std::rename(temp_path.c_str(), target.c_str()) != 0) throw IoError(what + ": " + std::strerror(errno));
+  forget_temporary(temp_path);
 }
 
 const std::string& MatrixWriter::temporary_path() const { return impl_->temp_path; }

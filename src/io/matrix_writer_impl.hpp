@@ -20,6 +20,12 @@
 
 namespace tessera::io {
 
+// A new file (`temp_path`, written under that name) with HDF5's strong close.
+Handle create_temporary_file(const std::string& temp_path, const DatasetRef& target);
+// The file complete under its temporary name made durable (fsync) and put in place: linked as
+// `target` (failing if that appeared meanwhile), or renamed over it with `overwrite`.
+void publish_file(const std::string& temp_path, const std::string& target, bool overwrite);
+
 struct MatrixWriter::Impl {
   DatasetRef target;
   std::string temp_path;
@@ -50,8 +56,12 @@ struct MatrixWriter::Impl {
   // direct_file counts its own.
   NonfiniteCount nonfinite;
   mutable std::mutex nonfinite_lock;
+  // Into a batch's file (io/hdf5_io.hpp's OutputBatch): the batch owns the file; `file` stays empty.
+  OutputBatch* batch = nullptr;
+  hid_t batch_file = H5I_INVALID_HID;
 
   std::string where() const {
+    if (batch != nullptr) return hdf5::in_quotes(temp_path + ":" + target.path);
     return in_file ? hdf5::in_quotes(target.file + ":" + temp_dataset) : hdf5::in_quotes(temp_path + ":" + target.path);
   }
   void close_direct() {
@@ -62,6 +72,12 @@ struct MatrixWriter::Impl {
   }
 
   void create_in_existing_file(hid_t dcpl, const hsize_t dims[2]);
+  // The dataset in the new file `in` (this writer's temporary file, or a batch's): its space
+  // allocated now where blocks can be written in place (direct).
+  void create_dataset(hid_t in, hid_t dcpl, const hsize_t dims[2], bool want_chunks);
+  void join_batch(OutputBatch& into, hid_t dcpl, const hsize_t dims[2], bool want_chunks);  // output_batch.cpp
+  void commit_in_batch();
+  void leave_batch();  // uncommitted: the dataset unlinked from the batch's file
   void reserve_elements(std::uint64_t offset);
   void commit_in_file();
 
@@ -79,6 +95,10 @@ struct MatrixWriter::Impl {
   ~Impl() {
     close_direct();
     if (committed) return;
+    if (batch != nullptr) {
+      leave_batch();
+      return;
+    }
     if (in_file) {
       roll_back_existing_file();
       return;

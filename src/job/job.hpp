@@ -17,6 +17,7 @@
 #include "io/atomic_file.hpp"
 #include "io/hdf5_io.hpp"
 #include "job/freivalds.hpp"
+#include "job/launch.hpp"
 #include "job/output.hpp"
 #include "job/plan.hpp"
 #include "job/progress.hpp"
@@ -43,14 +44,18 @@ void hold_for_tests(const std::string& phase, int rank);
 class Job {
  public:
   // Run `run` of `series` (the only one without --repeat / --warmup).
-  Job(const RunOptions& o, const comm::Comm& comm, RunSeries& series, int run, std::string* report_json)
+  // `launch`: one product of many (job/launch.hpp), which shares its backend and output file and
+  // reports it; null: the launch's only product.
+  Job(const RunOptions& o, const comm::Comm& comm, RunSeries& series, int run, std::string* report_json,
+      Launch* launch = nullptr)
       : o_(o),
         comm_(comm),
         rank_(comm.rank()),
         series_(series),
         run_index_(run),
         started_(MPI_Wtime()),
-        report_json_(report_json) {}
+        report_json_(report_json),
+        launch_(launch) {}
   // Each step named for the watchdog's message (comm/watchdog.hpp): the step a rank waited in.
   void run() {
     comm::set_wait_step("start");
@@ -96,6 +101,7 @@ class Job {
   const int run_index_;
   const double started_;            // MPI_Wtime() when the job (this run of it) began
   std::string* const report_json_;  // the report as a value (libtessera), or null
+  Launch* const launch_;            // many products: what they share (job/launch.hpp), or null
   report::JobReport job_;
   report::RankRecord me_;
   Plan plan_;

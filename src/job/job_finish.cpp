@@ -92,6 +92,10 @@ void Job::finish() {
                          {"max_relative_residual", verified_->max_relative},
                          {"max_bound_ratio", verified_->max_ratio}};
   gather_records(comm_, job_, std::move(me_), started_, series_.began(), be_.get());
+  if (launch_ != nullptr) {  // one product of many: the launch reports it and keeps the backend
+    launch_->finished(job_, share_.active ? std::move(be_) : nullptr);
+    return;
+  }
   series_.record(run_index_, job_);
   if (!series_.last(run_index_)) return;  // the table and the report: once, for the last run
   job_.repeats = series_.repeats();

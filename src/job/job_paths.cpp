@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "io/hdf5_io.hpp"
@@ -32,9 +34,26 @@ GuardedPaths guard_run_paths(const RunOptions& o) {
   if (!o.a.empty()) io::guard_input(g, o.a, "A");
   if (!o.b.empty()) io::guard_input(g, o.b, "B");
   io::guard_config(g.guard, o.config);
+  if (!o.manifest.empty()) g.guard.read(o.manifest, "the manifest '" + o.manifest + "'");
   if (!o.dry_run) g.guard.output(io::DatasetRef::parse(o.c).file, "--c");
   // (A report to stdout, "--report -", is a stream like /dev/stdout: PathGuard and reserve_report
   // skip it as they do pipes.)
+  if (!o.report.empty()) g.guard.written(o.report, "--report", "a tessera report", is_tessera_report);
+  g.guard.check();
+  return g;
+}
+
+GuardedPaths guard_launch_paths(const RunOptions& o, const std::vector<Product>& products) {
+  GuardedPaths g;
+  for (const Product& p : products) {
+    io::guard_input(g, p.a, "A");
+    io::guard_input(g, p.b, "B");
+  }
+  io::guard_config(g.guard, o.config);
+  if (!o.manifest.empty()) g.guard.read(o.manifest, "the manifest '" + o.manifest + "'");
+  std::set<std::string> outputs;
+  for (const Product& p : products) outputs.insert(io::DatasetRef::parse(p.c).file);
+  for (const auto& file : outputs) g.guard.output(file, "--c");
   if (!o.report.empty()) g.guard.written(o.report, "--report", "a tessera report", is_tessera_report);
   g.guard.check();
   return g;

@@ -4,6 +4,7 @@
 // throws InputError at the first conflict.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "io/atomic_file.hpp"
 #include "io/path_rule.hpp"
@@ -17,6 +18,9 @@ using io::GuardedPaths;
 // refuses inputs HDF5 would silently fill), the output C (not for a dry run), the report, the
 // config.
 GuardedPaths guard_run_paths(const RunOptions& o);
+// Many products (job/launch.hpp): every product's A, B and C, the manifest, the config and the
+// launch's report, before the first product runs (each product's plan checks its own again).
+GuardedPaths guard_launch_paths(const RunOptions& o, const std::vector<Product>& products);
 
 // The report's temporary file, created now with room for the report of `nranks` ranks, so a
 // report that cannot be written (no space, no permission) is refused before the job runs;

@@ -12,6 +12,29 @@ std::string count_text(int n) { return std::to_string(n) + (n == 1 ? " wildcard 
 
 }  // namespace
 
+nlohmann::json Product::to_json() const {
+  nlohmann::json j = {{"a", a}, {"b", b}, {"c", c}};
+  if (transpose_a) j["transpose-a"] = *transpose_a;
+  if (transpose_b) j["transpose-b"] = *transpose_b;
+  if (alpha) j["alpha"] = *alpha;
+  if (beta) j["beta"] = *beta;
+  return j;
+}
+
+Product Product::from_json(const nlohmann::json& j) {
+  Product p{j.at("a").get<std::string>(), j.at("b").get<std::string>(), j.at("c").get<std::string>()};
+  if (j.contains("transpose-a")) p.transpose_a = j["transpose-a"].get<bool>();
+  if (j.contains("transpose-b")) p.transpose_b = j["transpose-b"].get<bool>();
+  if (j.contains("alpha")) p.alpha = j["alpha"].get<double>();
+  if (j.contains("beta")) p.beta = j["beta"].get<double>();
+  return p;
+}
+
+const std::vector<std::string>& manifest_keys() {
+  static const std::vector<std::string> keys = {"a", "b", "c", "transpose-a", "transpose-b", "alpha", "beta"};
+  return keys;
+}
+
 std::vector<Product> expand_products(const std::string& a, const std::string& b, const std::string& c) {
   const io::DatasetRef ra = io::DatasetRef::parse(a), rb = io::DatasetRef::parse(b), rc = io::DatasetRef::parse(c);
   const int wa = io::wildcard_levels(ra.path), wb = io::wildcard_levels(rb.path), wc = io::wildcard_levels(rc.path);

@@ -7,8 +7,10 @@
 namespace tessera::job {
 
 std::unique_ptr<backend::Backend> make_rank_backend(std::optional<backend::Kind> kind, const backend::Placement& where,
-                                                    const std::string& kernel, DType dtype, report::RankRecord& me) {
-  auto be = backend::make_backend(kind, where);
+                                                    const std::string& kernel, DType dtype, report::RankRecord& me,
+                                                    std::unique_ptr<backend::Backend> kept) {
+  const bool reuse = kept != nullptr && (!kind || kept->kind() == *kind);
+  auto be = reuse ? std::move(kept) : backend::make_backend(kind, where);
   const auto names = be->kernels();
   if (std::find(names.begin(), names.end(), kernel) == names.end()) {
     std::string list;

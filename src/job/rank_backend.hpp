@@ -12,8 +12,11 @@ namespace tessera::job {
 // The rank's backend (of `kind`, nullopt: auto; placed by `where`), checked against the plan: it
 // has the kernel the run was settled with. Fills me.device, me.device_id, the GPU's UUID and PCI
 // bus id, and me.warnings. Throws InputError for a kernel the backend does not have (listing those
-// it has). Not collective: call it inside a Comm::step.
+// it has). Not collective: call it inside a Comm::step. `kept`: the backend of this rank's product
+// before in the same launch (job/launch.hpp), taken again where it is of the kind asked: its device,
+// context and libraries are up already.
 std::unique_ptr<backend::Backend> make_rank_backend(std::optional<backend::Kind> kind, const backend::Placement& where,
-                                                    const std::string& kernel, DType dtype, report::RankRecord& me);
+                                                    const std::string& kernel, DType dtype, report::RankRecord& me,
+                                                    std::unique_ptr<backend::Backend> kept = nullptr);
 
 }  // namespace tessera::job

@@ -50,6 +50,7 @@
 #include "job/freivalds.hpp"
 #include "job/job.hpp"
 #include "job/job_paths.hpp"
+#include "job/launch.hpp"
 #include "job/output.hpp"
 #include "job/plan.hpp"
 #include "job/progress.hpp"
@@ -127,10 +128,13 @@ void Job::plan() {
     for (const auto& file : {io::DatasetRef::parse(o_.c).file, o_.report})
       if (!file.empty())
         for (auto& note : io::clean_stale_temporaries(file, is_input)) stale.push_back(std::move(note));
-    report_file_ = reserve_report(o_.report, comm_.size());
-    // A later run replaces what the first wrote (job/repeats.hpp).
-    writer_ = std::make_unique<io::MatrixWriter>(io::DatasetRef::parse(o_.c), plan.m, plan.n, plan.dtype,
-                                                 series_.write_options(run_index_));
+    if (launch_ == nullptr) report_file_ = reserve_report(o_.report, comm_.size());  // else the launch's
+    // A later run replaces what the first wrote (job/repeats.hpp); one product of many may add its
+    // C to the new file the launch commits once (job/launch.hpp).
+    io::WriteOptions how = series_.write_options(run_index_);
+    const io::DatasetRef c = io::DatasetRef::parse(o_.c);
+    if (launch_ != nullptr) how.batch = launch_->batch_for(c.file);
+    writer_ = std::make_unique<io::MatrixWriter>(c, plan.m, plan.n, plan.dtype, how);
     for (const auto& note : writer_->notes()) stale.push_back(note);
     if (run_index_ == 0) series_.first_output(*writer_);
     planned = {{"plan", plan.to_json()}, {"machine", machine.to_json()}};
@@ -262,7 +266,8 @@ void Job::start_backend() {
   comm_.step([&] {
     if (!share_.active) return;
     const backend::Placement where{node.local_rank, node.local_size, static_cast<std::size_t>(asked_.gpu_memory)};
-    be_ = make_rank_backend(asked_.backend, where, setting_.kernel, plan_.dtype, me_);
+    be_ = make_rank_backend(asked_.backend, where, setting_.kernel, plan_.dtype, me_,
+                            launch_ != nullptr ? launch_->take_backend() : nullptr);
   });
   if (!share_.active) {
     be_ = backend::make_idle_backend(setting_.backend());
@@ -347,6 +352,10 @@ void run_job(const RunOptions& o, const comm::Comm& comm, std::string* report_js
     check_repeat_options(o);
     if (o.timeout && *o.timeout < 0) throw InputError("--timeout must be 0 (no bound) or more seconds");
   });
+  if (many_products(o)) {  // a manifest, or wildcards (job/launch.hpp)
+    run_products(o, comm, report_json);
+    return;
+  }
   RunSeries series(o, MPI_Wtime());
   for (int run = 0; run < series.size(); ++run) {
     if (series.size() > 1 && comm.rank() == kRoot && !o.quiet) {

@@ -73,6 +73,12 @@ std::vector<RunOption>& table() {
       text("a", &RunOptions::a, "A (M x K) as FILE:/DATASET"),
       text("b", &RunOptions::b, "B (K x N) as FILE:/DATASET"),
       text("c", &RunOptions::c, "where to write C (M x N), FILE:/DATASET"),
+      text("manifest", &RunOptions::manifest,
+           "many products in one launch: a TOML file of [[product]] tables (a, b, c; transpose-a, transpose-b, "
+           "alpha, beta), instead of --a/--b/--c (docs/usage.md, \"Many products\")")
+          .cli_only(),
+      flag("keep-going", &RunOptions::keep_going,
+           "many products: run the products after a failed one (the failed one is named, the others committed)"),
       text("report", &RunOptions::report,
            "write the JSON report here (schema: docs/report.md); '-': to stdout, the table then to stderr"),
       flag("overwrite", &RunOptions::overwrite,

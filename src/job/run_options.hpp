@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "job/products.hpp"
 
 namespace tessera::job {
 
@@ -63,6 +64,12 @@ struct RunOptions {
   // --timeout SECONDS: the longest a rank waits in MPI for the others before it ends itself
   // (comm/watchdog.hpp); 0: no bound. Not given: 30 s + 10 x the model's prediction of the run.
   std::optional<int> timeout;
+  // Many products in one launch (job/launch.hpp): --manifest FILE (its [[product]] tables, read by
+  // the command line into `listed`), or wildcards in --a/--b/--c; --keep-going runs the products
+  // after a failed one.
+  std::string manifest;
+  std::vector<Product> listed;
+  bool keep_going = false;
   // The values of registered rows (RunOptionRegistration), as text, by name.
   std::map<std::string, std::string> extra;
 };

@@ -369,3 +369,18 @@ add_mpi_test(slice.ta.np2 2 slices.py --ta)
 foreach(case outside step c-window)
   add_mpi_test(error.slice.${case} 2 slices.py --case ${case})
 endforeach()
+
+# Many products in one launch (issue 42, job/launch.hpp): patterns and manifests, each C against numpy;
+# a failed product in the middle with and without --keep-going; a kill in the middle of the list.
+add_mpi_test(products.many.np1 1 products.py --case many)
+add_mpi_test(products.many.np3 3 products.py --case many)
+add_mpi_test(products.shared-b.np2 2 products.py --case shared-b)
+add_mpi_test(products.one.np2 2 products.py --case one)
+add_mpi_test(products.none.np2 2 products.py --case none)
+add_mpi_test(products.manifest.np2 2 products.py --case manifest)
+add_mpi_test(products.manifest.np4 4 products.py --case manifest)
+add_mpi_test(products.bad-middle.np2 2 products.py --case bad-middle)
+add_mpi_test(products.keep-going.np3 3 products.py --case keep-going)
+add_mpi_test(products.kill-new.np2 2 products.py --case kill-new)
+add_mpi_test(products.kill-existing.np2 2 products.py --case kill-existing)
+add_mpi_test(products.manifest-errors.np2 2 products.py --case manifest-errors)
