@@ -73,6 +73,21 @@ class RunTest(TempDirTest):
         self.assertIn("-np", rep.command)
         self.assertEqual(rep.c, self.path("c.h5") + ":/C")
 
+    def test_many_products_in_one_launch(self):
+        # A pattern over groups (issue 42): one launch, a report per product in .products.
+        shapes = [(5, 7, 3), (1, 1, 1), (12, 4, 9)]
+        ops = [self.inputs(m, n, k, np.float64, seed=10 + i) for i, (m, n, k) in enumerate(shapes)]
+        for i, (a, b) in enumerate(ops):
+            self.write("in.h5", f"/runs/r{i}/A", a)
+            self.write("in.h5", f"/runs/r{i}/B", b)
+        src, out = self.path("in.h5"), self.path("out.h5")
+        rep = tessera.run(f"{src}:/runs/*/A", f"{src}:/runs/*/B", f"{out}:/runs/*/C", ranks=args.np,
+                          launcher=args.mpiexec, backend="cpu")
+        self.assertEqual(rep.raw["kind"], "products")
+        self.assertEqual([p.shape for p in rep.products], shapes)
+        for i, (a, b) in enumerate(ops):
+            product_ok(self, a, b, self.read_c(out, f"/runs/r{i}/C"), np.float64)
+
     def test_f32_pairs_one_file_with_colon_in_name(self):
         # A and B in one file whose name holds ':', given as (file, path) pairs; C into a group.
         m, n, k = 23, 41, 19

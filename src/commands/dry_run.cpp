@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "io/atomic_file.hpp"
 #include "io/hdf5_io.hpp"
+#include "job/launch.hpp"
 #include "job/job_paths.hpp"
 #include "job/plan.hpp"
 #include "job/run_provenance.hpp"
@@ -148,6 +149,65 @@ algorithms::Problem problem_of(const job::RunOptions& o, const algorithms::Asked
 
 }  // namespace
 
+namespace {
+
+// What a real run of one product would choose (algorithms/choice.hpp), assuming one GPU per rank.
+struct Planned {
+  algorithms::Problem problem;
+  algorithms::MachineModel machine;
+  algorithms::Choice choice;
+  nlohmann::json settings;
+};
+
+Planned plan_one(const job::RunOptions& o, int ranks, const comm::NodeInfo& node) {
+  const algorithms::Asked asked = job::asked_of(o);
+  Planned at;
+  at.problem = problem_of(o, asked, ranks);
+  if (o.ranks == 0 && o.ranks_per_node == 0 && node.count > 1)
+    at.problem.ranks_per_node = (ranks + node.count - 1) / node.count;
+  at.machine = job::machine_model(o, asked);
+  at.choice = algorithms::choose(asked, at.problem, job::assumed_environment(asked), at.machine);
+  at.settings = algorithms::make_algorithm(at.choice.algorithm)->describe(at.choice.setting);
+  return at;
+}
+
+// Many products (job/launch.hpp): the list as the launch would run it, each product planned, the
+// predicted times summed.
+void plan_products(const job::RunOptions& o, int ranks, const comm::NodeInfo& node, DryRunPlan& plan) {
+  const std::vector<job::Product> products = job::listed_products(o);
+  (void)job::guard_launch_paths(o, products);
+  std::string text = fmt::format("products: {} (each planned as one run; C of a new file committed once, after the last)\n",
+                                 products.size());
+  text += fmt::format("{:>4}  {:<40} {:>17} {:<7} {:<8} {:>11}\n", "#", "A · B -> C", "m x n x k", "dtype", "algorithm",
+                      "predicted s");
+  nlohmann::json rows = nlohmann::json::array();
+  double total = 0;
+  for (std::size_t i = 0; i < products.size(); ++i) {
+    const job::RunOptions po = job::product_options(o, products[i]);
+    const Planned at = plan_one(po, ranks, node);
+    // The processes start once: the start-up is the first product's alone.
+    const double seconds = at.choice.footprint.predicted_seconds() - (i > 0 ? at.choice.footprint.predicted.startup : 0);
+    total += seconds;
+    const algorithms::Problem& p = at.problem;
+    text += fmt::format("{:>4}  {:<40} {:>17} {:<7} {:<8} {:>11.3f}\n", i + 1, po.a + " · " + po.b + " -> " + po.c,
+                        fmt::format("{}x{}x{}", p.m, p.n, p.k), dtype_name(p.dtype), at.choice.algorithm, seconds);
+    nlohmann::json row = products[i].to_json();
+    row["shape"] = {{"m", p.m}, {"n", p.n}, {"k", p.k}};
+    row["dtype"] = dtype_name(p.dtype);
+    row["algorithm"] = at.choice.algorithm;
+    row["predicted_seconds"] = seconds;
+    rows.push_back(std::move(row));
+  }
+  text += fmt::format("total: predicted {:.3f} s over {} products (one start-up, then each product in turn)\n", total,
+                      products.size());
+  plan.text = text;
+  nlohmann::json j = {{"schema", report::kDryRunSchema}, {"provenance", report::provenance()}, {"kind", "products"},
+                      {"products", rows}, {"predicted_seconds", total}};
+  plan.json = j.dump();
+}
+
+}  // namespace
+
 DryRunPlan dry_run(const job::RunOptions& o, const comm::Comm& comm, bool print) {
   report::set_typed_options(job::typed_options(o));  // the report's options: typed
   // Planning for this job's own ranks across nodes: their layout, unless --ranks-per-node says.
@@ -155,19 +215,22 @@ DryRunPlan dry_run(const job::RunOptions& o, const comm::Comm& comm, bool print)
   DryRunPlan plan;
   comm.step([&] {
     if (comm.rank() != 0) return;
-    // The one rule for every path (job/job_paths.hpp), before anything else.
-    for (const auto& note : job::guard_run_paths(o).notes) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
     if (o.ranks < 0) throw InputError("--ranks must be at least 1 (got " + std::to_string(o.ranks) + ")");
     const int ranks = o.ranks > 0 ? o.ranks : comm.size();
     if (ranks > 100000) throw InputError("--ranks " + std::to_string(ranks) + " is beyond 100,000");
-    const algorithms::Asked asked = job::asked_of(o);
-    algorithms::Problem p = problem_of(o, asked, ranks);
-    if (o.ranks == 0 && o.ranks_per_node == 0 && node.count > 1)
-      p.ranks_per_node = (ranks + node.count - 1) / node.count;
-    // What a real run would choose (algorithms/choice.hpp), assuming one GPU per rank.
-    const auto machine = job::machine_model(o, asked);
-    const auto choice = algorithms::choose(asked, p, job::assumed_environment(asked), machine);
-    const nlohmann::json settings = algorithms::make_algorithm(choice.algorithm)->describe(choice.setting);
+    if (job::many_products(o)) {
+      plan_products(o, ranks, node, plan);
+      if (print) std::fputs(plan.text.c_str(), stdout);
+      if (!o.report.empty()) io::write_file_replacing(o.report, nlohmann::json::parse(plan.json).dump(2) + "\n");
+      return;
+    }
+    // The one rule for every path (job/job_paths.hpp), before anything else.
+    for (const auto& note : job::guard_run_paths(o).notes) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
+    const Planned at = plan_one(o, ranks, node);
+    const algorithms::Problem& p = at.problem;
+    const algorithms::MachineModel& machine = at.machine;
+    const algorithms::Choice& choice = at.choice;
+    const nlohmann::json& settings = at.settings;
     plan.text = to_text(choice.footprint, choice.problem, machine.name, choice.why, settings);
     if (print) std::fputs(plan.text.c_str(), stdout);
     nlohmann::json j = {{"schema", report::kDryRunSchema}, {"provenance", report::provenance()}};

@@ -51,9 +51,10 @@ bool many_products(const RunOptions& o) {
   }
 }
 
-namespace {
+std::vector<Product> listed_products(const RunOptions& o) {
+  return o.manifest.empty() ? expand_products(o.a, o.b, o.c) : o.listed;
+}
 
-// The options of one product: the launch's, with the product's operands and its manifest values.
 RunOptions product_options(const RunOptions& o, const Product& p) {
   RunOptions po = o;
   po.a = p.a, po.b = p.b, po.c = p.c;
@@ -65,6 +66,8 @@ RunOptions product_options(const RunOptions& o, const Product& p) {
   return po;
 }
 
+namespace {
+
 // Rank 0 lists the products (a pattern is matched against the file) and checks every path of the
 // list (the launch's report is written whatever the products do); every rank learns them.
 std::vector<Product> list_products(const RunOptions& o, const comm::Comm& comm,
@@ -74,7 +77,7 @@ std::vector<Product> list_products(const RunOptions& o, const comm::Comm& comm,
     if (o.repeat > 1 || o.warmup.value_or(0) > 0)
       throw InputError("--repeat and --warmup time one product; many products in one launch take neither");
     if (comm.rank() != kRoot) return;
-    const std::vector<Product> products = o.manifest.empty() ? expand_products(o.a, o.b, o.c) : o.listed;
+    const std::vector<Product> products = listed_products(o);
     if (products.empty()) throw InputError("--manifest '" + o.manifest + "' lists no [[product]]");
     (void)guard_launch_paths(o, products);
     report = reserve_report(o.report, comm.size() * static_cast<int>(products.size()));

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "comm/comm.hpp"
@@ -50,6 +51,10 @@ class Launch {
 
 // Whether `o` names many products: a manifest, or a wildcard in --a.
 bool many_products(const RunOptions& o);
+// The products `o` names (the manifest's, or the pattern's matches: reads the file), not checked.
+std::vector<Product> listed_products(const RunOptions& o);
+// The options of one product: the launch's, with the product's operands and its manifest values.
+RunOptions product_options(const RunOptions& o, const Product& p);
 
 // Collective: every product of `o`, in order (run_job's many-product form). Throws comm::JobError
 // naming the first failed product once the products before it (and with --keep-going, after it)

@@ -12,6 +12,7 @@ manifests of [[product]] tables, every product's C checked against numpy (float6
   kill-new    SIGKILL in the middle of the list into a new file: no output file appears
   kill-existing SIGKILL in the middle into an existing file: the products before are there, the
               file readable, the product being written absent (its journal rolled back)
+  dry-run     the dry run lists every product with its shape and predicted time, and their sum
   manifest-errors a manifest with three errors: all three reported, exit 2; --manifest with --a"""
 import json
 import os
@@ -185,6 +186,15 @@ elif args.case in ("kill-new", "kill-existing"):
         with h5py.File(OUT, "r") as f:
             for i in done:
                 check_product(*ops[i], f[f"/out/g{i}/C"][...], np.float64)
+elif args.case == "dry-run":
+    make_groups(SHAPES)
+    res = r.run(pattern_cmd(["--dry-run"]))
+    for i, (m, n, k) in enumerate(SHAPES):
+        check(f"/runs/g{i}/A" in res.stdout and f"{m}x{n}x{k}" in res.stdout, f"product {i + 1} listed with its shape")
+    rep = report()
+    check(rep["kind"] == "products" and len(rep["products"]) == len(SHAPES), "the plan lists every product")
+    check(abs(sum(x["predicted_seconds"] for x in rep["products"]) - rep["predicted_seconds"]) < 1e-9, "times summed")
+    check(not os.path.exists(OUT), "a dry run writes no C")
 elif args.case == "manifest-errors":
     make_groups(SHAPES[:1])
     with open(r.path("bad.toml"), "w") as f:

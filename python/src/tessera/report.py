@@ -185,6 +185,9 @@ class Report:
     warnings: List[str]  # the job's, else every rank's, each once
     ranks: List[RankRecord]
     raw: Dict[str, Any] = field(repr=False)
+    # Many products in one launch (a pattern or a manifest; the JSON's "kind": "products"): each
+    # product's own report, in the launch's order (a failed product has none: see raw["products"]).
+    products: List["Report"] = field(default_factory=list, repr=False)
     # How it ran (set by tessera.run; empty when read from a file).
     command: List[str] = field(default_factory=list, repr=False)
     stdout: str = field(default="", repr=False)
@@ -206,7 +209,8 @@ class Report:
                    mean_compute_seconds=_get(d, "totals", "mean_compute_seconds"),
                    load_imbalance=_get(d, "totals", "load_imbalance"), verification=d.get("verification"),
                    repeats=d.get("repeats") if isinstance(d.get("repeats"), dict) else None, provenance=Provenance.from_json(d.get("provenance")), warnings=list(warnings), ranks=ranks,
-                   raw=d)
+                   raw=d, products=[cls.from_json(p["report"]) for p in d.get("products") or []
+                                    if isinstance(p, dict) and isinstance(p.get("report"), dict)])
 
     @classmethod
     def load(cls, path) -> "Report":
