@@ -47,6 +47,7 @@ TEST_CASE("Every option can be set by its name and reads back", "[api]") {
   const std::map<std::string, std::string> sample = {{"a", "x.h5:/A"},
                                                      {"b", "x.h5:/B"},
                                                      {"c", "y.h5:/C"},
+                                                     {"keep-going", "true"},
                                                      {"report", "r.json"},
                                                      {"algorithm", "summa"},
                                                      {"comm", "host"},

@@ -95,7 +95,9 @@ def launcher_of(args):
 
 # `tessera run` options that are no Options setter: the CLI's own (help, --help-all, --help-json, the TOML file, -v), and
 # --dry-run (tessera::dry_run instead).
-CLI_ONLY = {"help", "help-all", "help-json", "config", "verbose", "dry-run", "version"}
+# manifest: a TOML file the CLI reads into a list of products; a C++ caller names them by pattern
+# (Options::a/b/c with *) or calls multiply() once per product.
+CLI_ONLY = {"help", "help-all", "help-json", "config", "verbose", "dry-run", "version", "manifest"}
 
 
 def check_names(args, exe, launcher):
