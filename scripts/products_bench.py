@@ -5,6 +5,7 @@ whole processes timed, alternated in one call, medians of --repeats (a warm-up r
 
   products_bench.py --tessera build/tessera --cases 50x1024,10x4096 --dtype f32 --baseline torch
   products_bench.py --tessera build/tessera --cases 50x512 --dtype f64 --baseline numpy --backend cpu
+  products_bench.py --tessera build/tessera --tessera-base build-ab/main/tessera ...   (A/B, same call)
 
 Inputs: uniform [-1, 1) random A and B per group (/runs/NNN/A, /runs/NNN/B) in DATA/in-CASE.h5,
 made once. tessera's C is durable when it exits (fsync before the rename); the baseline's is as
@@ -14,6 +15,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -75,6 +77,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--data", default="/tmp/tessera-products")
     ap.add_argument("--json", default="")
+    ap.add_argument("--tessera-base", default="",
+                    help="another tessera (e.g. the previous main's) run alternated with --tessera: an A/B")
+    ap.add_argument("--reports", default="", help="keep each contender's last report (JSON) in this folder")
     a = ap.parse_args()
     os.makedirs(a.data, exist_ok=True)
     dtype = np.float32 if a.dtype == "f32" else np.float64
@@ -86,19 +91,29 @@ def main():
         make_inputs(src, count, n, dtype)
         out_t, out_b = os.path.join(a.data, "out-tessera.h5"), os.path.join(a.data, "out-baseline.h5")
         launch = shlex.split(a.mpiexec) + ["-np", str(a.np)] if a.np > 0 else []
-        tcmd = launch + [tessera, "run", "--a", src + ":/runs/*/A", "--b", src + ":/runs/*/B", "--c",
-                         out_t + ":/runs/*/C", "--backend", a.backend, "--quiet", "--report",
-                         os.path.join(a.data, "report.json")]
+        def tessera_cmd(exe, report):
+            return launch + [exe, "run", "--a", src + ":/runs/*/A", "--b", src + ":/runs/*/B", "--c",
+                             out_t + ":/runs/*/C", "--backend", a.backend, "--quiet", "--report",
+                             os.path.join(a.data, report)]
+        contenders = [("tessera", tessera_cmd(tessera, "report.json"), out_t)]
+        if a.tessera_base:
+            contenders.append(("base", tessera_cmd(os.path.abspath(a.tessera_base), "report-base.json"), out_t))
         bcmd = [sys.executable, "-c", BASELINES[a.baseline], src, out_b, str(count)]
-        times = {"tessera": [], a.baseline: []}
+        contenders.append((a.baseline, bcmd, out_b))
+        times = {name: [] for name, _, _ in contenders}
         for rep in range(a.repeats + 1):  # the first of each is a warm-up (page cache, libraries)
-            for name, cmd, out in (("tessera", tcmd, out_t), (a.baseline, bcmd, out_b)):
+            for name, cmd, out in contenders:
                 for f in (out, out + ".tessera-journal"):
                     if os.path.exists(f):
                         os.remove(f)
                 s, _ = timed(cmd, a.data)
                 if rep > 0:
                     times[name].append(s)
+        if a.reports:
+            os.makedirs(a.reports, exist_ok=True)
+            for r in ("report.json", "report-base.json"):
+                if os.path.exists(os.path.join(a.data, r)):
+                    shutil.copy(os.path.join(a.data, r), os.path.join(a.reports, f"{case}-{a.dtype}-{r}"))
         with open(os.path.join(a.data, "report.json")) as f:
             rep = json.load(f)
         phases = {}
@@ -110,6 +125,11 @@ def main():
         results.append({"case": case, "dtype": a.dtype, "np": a.np, "tessera_seconds": times["tessera"],
                         "baseline": a.baseline, "baseline_seconds": times[a.baseline], "speedup": med_b / med_t,
                         "last_report_phase_sums": phases, "kernel": rep["products"][0]["report"]["kernel"]})
+        if a.tessera_base:
+            med_base = statistics.median(times["base"])
+            results[-1].update({"base_seconds": times["base"], "tree_over_base": med_t / med_base})
+            print(f"{case} {a.dtype}: base {med_base:.2f} s ({', '.join(f'{x:.2f}' for x in times['base'])}): "
+                  f"tree / base {med_t / med_base:.3f}", flush=True)
         print(f"{case} {a.dtype}: tessera {med_t:.2f} s ({', '.join(f'{x:.2f}' for x in times['tessera'])}), "
               f"{a.baseline} {med_b:.2f} s ({', '.join(f'{x:.2f}' for x in times[a.baseline])}): "
               f"{med_b / med_t:.2f}x; kernel {results[-1]['kernel']}; phase sums "

@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "backend/cuda_device.hpp"
@@ -64,8 +66,9 @@ class CudaBackend final : public Backend {
   // The library load and a small warm-up GEMM on this backend's GPU (kernels::gpu_warm_up; `kernel`
   // is a resolved name, "auto" warms nothing); a failure is left to the first launch, which loads
   // again and reports it.
+  // Once per kernel and type: a backend kept from product to product warms each only the first time.
   void prepare(const std::string& kernel, DType dtype) override {
-    if (library_loader_.joinable()) return;
+    if (library_loader_.joinable() || !warmed_.insert({kernel, dtype}).second) return;
     library_loader_ = std::thread([kernel, dtype, device = gpu_.device] {
       try {
         kernels::gpu_warm_up(kernel, dtype, device);
@@ -145,6 +148,7 @@ class CudaBackend final : public Backend {
   std::size_t limit_;             // --gpu-memory in bytes; 0: what the GPU has free
   std::string out_of_core_note_;  // set when a GEMM ran out of core
   std::thread library_loader_;    // prepare()'s, joined on destruction
+  std::set<std::pair<std::string, DType>> warmed_;  // what prepare() has warmed up
 };
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
 #include <thread>
 #include <vector>
@@ -47,9 +49,25 @@ void touch_in_parallel(unsigned char* p, std::size_t bytes) {
   for (auto& th : pool) th.join();
 }
 
+// cudaGetDeviceProperties asks the driver for every attribute (milliseconds); a device's do not
+// change while the process runs, and a launch of many products asks for them at every product.
+// Failures are not kept: the next call asks again. Thread-safe.
+cudaError_t cached_properties(int device, cudaDeviceProp* prop) {
+  static std::mutex mutex;
+  static std::map<int, cudaDeviceProp> known;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = known.find(device); it != known.end()) {
+    *prop = it->second;
+    return cudaSuccess;
+  }
+  const cudaError_t err = cudaGetDeviceProperties(prop, device);
+  if (err == cudaSuccess) known.emplace(device, *prop);
+  return err;
+}
+
 cudaDeviceProp properties(int device) {
   cudaDeviceProp prop{};
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  CUDA_CHECK(cached_properties(device, &prop));
   return prop;
 }
 
@@ -142,7 +160,7 @@ int cuda_device_count() {
 DeviceIdentity cuda_device_identity(int device) {
   DeviceIdentity id;
   cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+  if (cached_properties(device, &prop) != cudaSuccess) {
     (void)cudaGetLastError();
     return id;
   }
@@ -169,7 +187,7 @@ std::vector<std::string> cuda_describe_devices() {
   const int count = cuda_device_count();
   for (int device = 0; device < count; ++device) {
     cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+    if (cached_properties(device, &prop) != cudaSuccess) {
       (void)cudaGetLastError();
       lines.push_back(std::to_string(device) + ": (properties unavailable)");
       continue;

@@ -58,8 +58,20 @@ struct Gpu {
   std::int64_t peak_used = start_used;              // the most seen in use since (sampled after each GEMM)
   kernels::Stream stream;
   kernels::GpuContext context;
+  // The staged GEMM's page-locked ring, kept from one GEMM to the next: page-locking a few hundred
+  // MiB and freeing it costs tens of milliseconds, once per product of a launch of many otherwise.
+  // Destroyed first (declared last), while the context is still there.
+  HostBuffer staging;
 
   void note_peak() { peak_used = std::max(peak_used, device_bytes_in_use()); }
+  // At least `bytes` of page-locked memory, reused while it is large enough; one user at a time.
+  unsigned char* staging_of(std::size_t bytes) {
+    if (staging.size() < bytes) {
+      staging = HostBuffer();  // the old ring freed before the larger one is taken
+      staging = allocate_page_locked(bytes);
+    }
+    return staging.data();
+  }
 };
 
 }  // namespace tessera::backend

@@ -67,7 +67,7 @@ class StagedRun : CopyStreams {
     // Slots hold whole rows: a piece, or one row where a row is larger.
     const std::size_t widest = static_cast<std::size_t>(std::max(p.k, p.n)) * es_;
     slot_bytes_ = std::max(stage_piece_bytes() / widest * widest, widest);
-    staging_ = allocate_page_locked(slot_bytes_ * (kUpSlots + kDownSlots));
+    staging_ = gpu.staging_of(slot_bytes_ * (kUpSlots + kDownSlots));  // kept by the backend for the next
     for (int s = 0; s < kDownSlots; ++s) free_down_.push_back(s);
   }
   StagedRun(const StagedRun&) = delete;
@@ -92,9 +92,9 @@ class StagedRun : CopyStreams {
   }
 
  private:
-  unsigned char* up_slot(int s) const { return staging_.data() + static_cast<std::size_t>(s) * slot_bytes_; }
+  unsigned char* up_slot(int s) const { return staging_ + static_cast<std::size_t>(s) * slot_bytes_; }
   unsigned char* down_slot(int s) const {
-    return staging_.data() + static_cast<std::size_t>(kUpSlots + s) * slot_bytes_;
+    return staging_ + static_cast<std::size_t>(kUpSlots + s) * slot_bytes_;
   }
 
   // Rows [row0, row0 + rows) through the upload ring into `device` (contiguous rows of
@@ -224,7 +224,7 @@ class StagedRun : CopyStreams {
   std::int64_t mr_;
   std::size_t slot_bytes_ = 0;
   kernels::DeviceBuffer b_, a_[DoubleBuffer::kSlots], c_[DoubleBuffer::kSlots];
-  HostBuffer staging_;  // kUpSlots then kDownSlots slots of slot_bytes_, page-locked
+  unsigned char* staging_ = nullptr;  // kUpSlots then kDownSlots slots of slot_bytes_, page-locked (gpu_.staging)
   kernels::Event b_ready_, up_copied_[kUpSlots], down_copied_[kDownSlots];
   DoubleBuffer a_ring_, c_ring_;
   int next_up_ = 0;

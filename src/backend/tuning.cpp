@@ -68,14 +68,23 @@ namespace {
 // share/tessera/tuned of the installation this code runs from: beside the shared library that
 // holds it (dladdr), beside the executable (/proc/self/exe), then where `cmake --install` was
 // configured to put it (the two first survive a relocated prefix: cmake --install --prefix).
+// Code that runs from the build folder it was built in (not installed) also reads the repository's
+// configs/tuned: the same files, wherever the working directory is (a user's data folder).
 std::vector<std::string> installed_tuned_dirs() {
   std::vector<std::string> dirs;
   const auto add = [&dirs](const std::filesystem::path& dir) {
     const std::string d = dir.lexically_normal().string();
     if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.push_back(d);
   };
-  const auto add_prefix_of = [&add](const std::filesystem::path& binary) {  // <prefix>/bin/tessera
-    if (binary.is_absolute()) add(binary.parent_path().parent_path() / "share" / "tessera" / "tuned");
+  const std::filesystem::path build_dir = std::filesystem::path(kBuildDir).lexically_normal();
+  const auto in_build_dir = [&build_dir](const std::filesystem::path& binary) {
+    const std::string b = binary.lexically_normal().string(), d = build_dir.string();
+    return !d.empty() && d != "/" && b.size() > d.size() && b.compare(0, d.size(), d) == 0 && b[d.size()] == '/';
+  };
+  const auto add_prefix_of = [&](const std::filesystem::path& binary) {  // <prefix>/bin/tessera
+    if (!binary.is_absolute()) return;
+    add(binary.parent_path().parent_path() / "share" / "tessera" / "tuned");
+    if (in_build_dir(binary)) add(std::filesystem::path(kSourceDir) / "configs" / "tuned");
   };
   static const int anchor = 0;
   Dl_info info{};

@@ -81,6 +81,8 @@ class Job {
   int ranks_per_node() const;
   void plan();
   void settle();
+  // --log-level debug: how far into the job's setup this step ends (what a product's setup costs).
+  void setup_mark(const char* step) const;
   void bound_waits(double predicted_seconds) const;
   void start();
   void start_backend();

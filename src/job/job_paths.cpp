@@ -26,7 +26,7 @@ std::unique_ptr<io::FileReservation> reserve_report(const std::string& path, int
   return std::make_unique<io::FileReservation>(path, 8192 + 2048 * static_cast<std::size_t>(nranks), "--report");
 }
 
-GuardedPaths guard_run_paths(const RunOptions& o) {
+GuardedPaths guard_run_paths(const RunOptions& o, bool launch_guarded) {
   GuardedPaths g;
   // The output first: a journal of the file the run writes is applied (also where A or B live in
   // that file); one beside a file the run only reads refuses the run.
@@ -34,11 +34,12 @@ GuardedPaths guard_run_paths(const RunOptions& o) {
   if (!o.a.empty()) io::guard_input(g, o.a, "A");
   if (!o.b.empty()) io::guard_input(g, o.b, "B");
   io::guard_config(g.guard, o.config);
-  if (!o.manifest.empty()) g.guard.read(o.manifest, "the manifest '" + o.manifest + "'");
+  if (!o.manifest.empty() && !launch_guarded) g.guard.read(o.manifest, "the manifest '" + o.manifest + "'");
   if (!o.dry_run) g.guard.output(io::DatasetRef::parse(o.c).file, "--c");
   // (A report to stdout, "--report -", is a stream like /dev/stdout: PathGuard and reserve_report
   // skip it as they do pipes.)
-  if (!o.report.empty()) g.guard.written(o.report, "--report", "a tessera report", is_tessera_report);
+  if (!o.report.empty() && !launch_guarded)
+    g.guard.written(o.report, "--report", "a tessera report", is_tessera_report);
   g.guard.check();
   return g;
 }

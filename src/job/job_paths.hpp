@@ -16,8 +16,10 @@ using io::GuardedPaths;
 
 // run and --dry-run: A and B with every file their data lives in (io::locate_data, which also
 // refuses inputs HDF5 would silently fill), the output C (not for a dry run), the report, the
-// config.
-GuardedPaths guard_run_paths(const RunOptions& o);
+// config. One product of many (launch_guarded): the report and the manifest are the launch's,
+// guarded once by guard_launch_paths (checking whether an existing report is tessera's parses it:
+// a report of hundreds of products, parsed again at every product, cost each product 30 ms).
+GuardedPaths guard_run_paths(const RunOptions& o, bool launch_guarded = false);
 // Many products (job/launch.hpp): every product's A, B and C, the manifest, the config and the
 // launch's report, before the first product runs (each product's plan checks its own again).
 GuardedPaths guard_launch_paths(const RunOptions& o, const std::vector<Product>& products);

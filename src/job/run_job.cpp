@@ -119,22 +119,28 @@ void Job::plan() {
   comm_.step([&] {
     if (rank_ != kRoot) return;
     // The one rule for every path (job/job_paths.hpp), before anything is read or computed.
-    GuardedPaths paths = guard_run_paths(o_);
+    GuardedPaths paths = guard_run_paths(o_, launch_ != nullptr);  // a launch guarded its report
+    setup_mark("paths guarded");
     stale = std::move(paths.notes);
     const Plan plan = Plan::make(o_, asked_, comm_.size());
+    setup_mark("inputs inspected");
     job_.inputs = input_records(o_);  // the provenance: the files as found before reading them
+    setup_mark("inputs recorded");
     const algorithms::MachineModel machine = machine_model(o_, asked_);
+    setup_mark("machine model");
     const auto is_input = [&paths](const std::string& p) { return paths.guard.is_read(p); };
     for (const auto& file : {io::DatasetRef::parse(o_.c).file, o_.report})
       if (!file.empty())
         for (auto& note : io::clean_stale_temporaries(file, is_input)) stale.push_back(std::move(note));
     if (launch_ == nullptr) report_file_ = reserve_report(o_.report, comm_.size());  // else the launch's
+    setup_mark("stale files cleaned");
     // A later run replaces what the first wrote (job/repeats.hpp); one product of many may add its
     // C to the new file the launch commits once (job/launch.hpp).
     io::WriteOptions how = series_.write_options(run_index_);
     const io::DatasetRef c = io::DatasetRef::parse(o_.c);
     if (launch_ != nullptr) how.batch = launch_->batch_for(c.file);
     writer_ = std::make_unique<io::MatrixWriter>(c, plan.m, plan.n, plan.dtype, how);
+    setup_mark("output created");
     for (const auto& note : writer_->notes()) stale.push_back(note);
     if (run_index_ == 0) series_.first_output(*writer_);
     planned = {{"plan", plan.to_json()}, {"machine", machine.to_json()}};
@@ -146,6 +152,7 @@ void Job::plan() {
   problem_ = {plan_.m, plan_.n, plan_.k, plan_.dtype, comm_.size(), plan_.grid, ranks_per_node()};
   // Where C goes (in place, or gathered): agreed before anything is settled.
   route_ = OutputRoute::choose(comm_, writer_.get(), asked_.write, plan_.dtype);
+  setup_mark("plan broadcast, route agreed");
   settle();
 }
 
@@ -185,6 +192,7 @@ void Job::settle() {
     answering = decided["ask"].get<int>();  // more than before: at most every rank
   }
   algorithm_ = algorithms::make_algorithm(decided["algorithm"].get<std::string>());
+  setup_mark("settled");
   plan_.grid = {decided["grid"][0].get<int>(), decided["grid"][1].get<int>()};
   problem_.grid = plan_.grid;
   setting_ = algorithms::Setting::from_json(decided["setting"]);
@@ -200,6 +208,11 @@ void Job::settle() {
                     {"machine", machine_.name},
                     {"communication_seconds", decided["communication"]}};
   bound_waits(decided["predicted"].get<double>());
+}
+
+void Job::setup_mark(const char* step) const {
+  if (log::enabled(log::Level::debug))
+    log::debug(fmt::format("setup: {} at {:.2f} ms", step, 1e3 * seconds_since(started_)));
 }
 
 // How long a rank may wait in MPI for the others (comm/watchdog.hpp): --timeout, else a bound
@@ -231,6 +244,7 @@ void Job::start() {
   me_.host = comm_.node().host;
   job_.network = comm::job_network(comm_);
   job_.network["mpi_start"] = comm::mpi_start_choice().why;
+  setup_mark("network described");
   describe_share(share_, me_);
   // B's first rows read while the GPU starts (job/read_ahead.hpp): no HDF5 call of this thread's
   // until stop().
@@ -242,6 +256,7 @@ void Job::start() {
   }
   start_backend();
   read_ahead_.stop();
+  setup_mark("backend started");
   if (read_ahead_.rows_ready() > 0)
     log::info(std::to_string(read_ahead_.rows_ready()) + " rows of B read ahead while the backend started");
   const auto progress = [this](const std::string& what) { progress_->step(what); };
@@ -250,10 +265,12 @@ void Job::start() {
                                                job_, progress);
   run_->work = progress_.get();
   algorithm_->start(*run_);
+  setup_mark("algorithm started");
   // Host memory: what the ranks of each node hold against the node's memory.
   const algorithms::RankFootprint mine = algorithm_->rank_footprint(problem_, setting_, machine_, rank_);
   refuse_over_node_memory(comm_, static_cast<double>(mine.host_bytes), algorithm_->holds(problem_),
                           algorithm_->memory_advice());
+  setup_mark("host memory checked");
   me_.phases.emplace_back("setup", seconds_since(started_));  // plan, output, backend (GPU start-up)
 }
 

@@ -2,6 +2,7 @@
 // refused when it is not a tune file. Host only.
 #include <catch2/catch_test_macros.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -9,6 +10,7 @@
 
 #include "backend/tuning.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 
 using tessera::DType;
 using tessera::InputError;
@@ -139,4 +141,16 @@ TEST_CASE("tune files: candidates and library load times are read; bad ones refu
   }
   CHECK_THROWS_AS(backend::read_tune_file(path), InputError);
   std::remove(path.c_str());
+}
+
+TEST_CASE("tune files: a binary in its build folder reads the repository's configs/tuned from any directory",
+          "[tuning]") {
+  // This test runs from the build folder (not installed): the repository's file is a candidate by
+  // its absolute path, so a run from a user's data folder finds it as a run from the repository does;
+  // the configured install prefix stays the last resort.
+  const std::string repo_file = std::string(tessera::kSourceDir) + "/configs/tuned/tuned-NVIDIA_H200.json";
+  const auto paths = tessera::backend::tune_file_candidates("NVIDIA H200");
+  const auto at = std::find(paths.begin(), paths.end(), repo_file);
+  REQUIRE(at != paths.end());
+  CHECK(at + 1 != paths.end());
 }
