@@ -80,6 +80,7 @@ if [[ " $parts " == *" tests "* ]]; then
   if [ "$ctest_rc" != 0 ]; then
     status=1
     cat "$build/ctest-sanitize.log"
+    python3 "$repo/scripts/ctest_tails.py" "$build" || true
   fi
   tests_line=$(grep -E '^[0-9]+% tests passed' "$build/ctest-sanitize.log" || echo "no test summary")
   if ! python3 "$repo/tests/fuzz/triage.py" --source-dir "$repo" "$reports" > "$build/triage.txt"; then

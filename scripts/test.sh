@@ -15,7 +15,13 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_WARNINGS_AS_ERRORS=ON -DBLA_VENDOR=OpenBLAS
 fi
 cmake --build "$build" -j "$(nproc)"
-ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@"
+status=0
+ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@" || status=$?
+if [ "$status" != 0 ]; then
+  # Each failed test's verdict again, at the end where a log cut to its tail still shows it.
+  python3 "$repo/scripts/ctest_tails.py" "$build" || true
+  exit "$status"
+fi
 if [ "${TESSERA_SKIP_SANITIZE:-0}" != 1 ]; then
   bash "$repo/scripts/sanitize.sh"
 fi
