@@ -257,7 +257,9 @@ class Backend {
   virtual DeviceIdentity device_identity() const { return {}; }
   virtual std::vector<std::string> kernels() const = 0;  // selectable names, first is the default
   virtual std::string default_kernel() const { return kernels().front(); }
-  // (The kernel "auto" stands for is resolved once, for the whole job: resolve_kernel below.)
+  // Every `kernel` a backend takes is a resolved name of its own (kernels()): "auto" is resolved
+  // once, for the whole job, before a backend sees it (resolve_kernel below); a backend resolves
+  // nothing and refuses any other name (InputError) at the GEMM that would use it.
   // Starts what `kernel` needs before its first launch on a thread of its own, so that it runs
   // beside the caller's next steps (the CUDA backend loads cuBLAS, ~0.3 s, and runs one small GEMM
   // of `dtype`, which takes cuBLAS's one-time set-up, 40-80 ms, off the first timed GEMM, while the

@@ -78,8 +78,7 @@ class CudaBackend final : public Backend {
   }
 
   std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) override {
-    const std::string name = choice_.name_for(kernel, p.dtype, p.m, p.n, p.k);
-    check_kernel(Kind::cuda, name);  // the one check of a name (backend.hpp), for callers that skip the plan's
+    const std::string& name = kernel;  // resolved (backend.hpp): "auto" is refused by ready()
     ready(name, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
     if (p.m == 0 || p.n == 0) return {{"h2d", 0.0}, {"kernel", 0.0}, {"d2h", 0.0}};
     if (!p.c || (p.k > 0 && (!p.a || !p.b))) throw InputError("cuda backend: GEMM without host buffers for A, B or C");
@@ -107,20 +106,20 @@ class CudaBackend final : public Backend {
 
   std::vector<PhaseTime> gemm_staged(const std::string& kernel, const StagedProblem& p) override {
     if (!stages(p.dtype, p.m, p.n, p.k)) return Backend::gemm_staged(kernel, p);
-    const std::string name = choice_.name_for(kernel, p.dtype, p.m, p.n, p.k);
+    const std::string& name = kernel;  // resolved (backend.hpp): "auto" is refused by ready()
     ready(name, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
     return gemm_staged_on_gpu(gpu_, name, p, staged_tile_rows(p, memory_budget(limit_)));
   }
 
   std::unique_ptr<PanelProduct> panel_product(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
                                               std::int64_t max_w, void* host_c, bool host_staging) override {
-    const std::string name = choice_.name_for(kernel, dtype, m, n, max_w);
+    const std::string& name = kernel;  // resolved (backend.hpp): "auto" is refused by ready()
     ready(name, kernels::GpuGemm{dtype, m, n, max_w});
     return make_cuda_panel_product(gpu_, name, dtype, m, n, max_w, host_c, memory_budget(limit_), host_staging);
   }
 
   std::unique_ptr<DeviceProduct> gemm_on_device(const std::string& kernel, const GemmProblem& p) override {
-    const std::string name = choice_.name_for(kernel, p.dtype, p.m, p.n, std::max<std::int64_t>(p.k, 1));
+    const std::string& name = kernel;  // resolved (backend.hpp): "auto" is refused by ready()
     ready(name, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
     if (p.k > 0 && (!p.a || !p.b)) throw InputError("cuda backend: GEMM without host buffers for A or B");
     return gemm_kept_on_device(gpu_, name, p);

@@ -71,11 +71,6 @@ std::string KernelChoice::resolve(DType dtype, std::int64_t m, std::int64_t n, s
   return runs_here(chosen) ? chosen : kDefaultKernel;
 }
 
-std::string KernelChoice::name_for(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
-                                   std::int64_t k) const {
-  return kernel.empty() || kernel == "auto" ? resolve(dtype, m, n, k) : kernel;
-}
-
 std::vector<KernelInfo> cuda_kernel_catalog() {
   std::vector<KernelInfo> catalog;
   for (const std::string& name : kernels::gpu_kernel_names()) {

@@ -25,8 +25,6 @@ class KernelChoice {
   // counted against its kernel's time, unless this process has loaded it), if it can run the
   // problem; else the built-in default.
   std::string resolve(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const;
-  // `kernel` as given, or resolve() where it is "auto" or empty.
-  std::string name_for(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const;
 
  private:
   TuneTable tuned_;

@@ -276,14 +276,7 @@ std::string table_list(const Schema& schema) {
 }  // namespace
 
 std::vector<Setting> parse_config(const std::string& text, const std::string& path, const Schema& schema) {
-  check_table_headers(text, path);
-  check_non_ascii(text, path);
-  toml::table root;
-  try {
-    root = toml::parse(text, path);
-  } catch (const toml::parse_error& e) {
-    throw ConfigFileError(at_line(path, e.source()) + ": not valid TOML: " + std::string(e.description()));
-  }
+  toml::table root = parse_guarded(text, path);
   std::vector<Setting> settings;
   Errors errors;
   for (auto&& [name, value] : root) {

@@ -50,14 +50,7 @@ job::Product product_of(const toml::table& t, const std::string& path, int index
 
 std::vector<job::Product> read_manifest(const std::string& path) {
   const std::string text = read_toml_text(path, "the manifest");
-  check_table_headers(text, path);
-  check_non_ascii(text, path);
-  toml::table root;
-  try {
-    root = toml::parse(text, path);
-  } catch (const toml::parse_error& e) {
-    throw ConfigFileError(at(path, e.source()) + ": not valid TOML: " + std::string(e.description()));
-  }
+  toml::table root = parse_guarded(text, path);
   std::vector<std::string> errors;
   std::vector<job::Product> products;
   for (auto&& [key, value] : root) {

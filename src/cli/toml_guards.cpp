@@ -94,4 +94,15 @@ void check_non_ascii(const std::string& text, const std::string& path) {
     refuse();  // a string the file never closes
 }
 
+toml::table parse_guarded(const std::string& text, const std::string& path) {
+  check_table_headers(text, path);
+  check_non_ascii(text, path);
+  try {
+    return toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    throw ConfigFileError(path + ":" + std::to_string(e.source().begin.line) +
+                          ": not valid TOML: " + std::string(e.description()));
+  }
+}
+
 }  // namespace tessera::cli

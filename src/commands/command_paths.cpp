@@ -10,9 +10,9 @@ namespace tessera::commands {
 
 io::GuardedPaths guard_verify_paths(const VerifyOptions& o) {
   io::GuardedPaths g;
-  io::guard_input(g, o.a, "A");
-  io::guard_input(g, o.b, "B");
-  io::guard_input(g, o.c, "C");
+  io::guard_input(g, io::DatasetRef::parse(o.a), "A");
+  io::guard_input(g, io::DatasetRef::parse(o.b), "B");
+  io::guard_input(g, io::DatasetRef::parse(o.c), "C");
   io::guard_config(g.guard, o.config);
   g.guard.check();
   return g;

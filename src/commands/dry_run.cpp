@@ -126,14 +126,15 @@ std::string to_text(const Footprint& f, const algorithms::Problem& p, const std:
 }
 
 // M, N, K and the dtype: from the input files when given, else --m/--n/--k.
-algorithms::Problem problem_of(const job::RunOptions& o, const algorithms::Asked& asked, int ranks) {
+algorithms::Problem problem_of(const job::RunOptions& o, const job::JobOptions& jo, int ranks) {
+  const algorithms::Asked& asked = jo.asked;
   algorithms::Problem p;
   p.m = o.m;
   p.n = o.n;
   p.k = o.k;
   p.dtype = asked.dtype.value_or(DType::f32);
-  if (!o.a.empty() || !o.b.empty()) {
-    const job::Shapes s = job::inspect_shapes(o);  // op(A), op(B): --transpose-a/-b swap the stored shapes
+  if (jo.has_a() || jo.has_b()) {
+    const job::Shapes s = job::inspect_shapes(jo);  // op(A), op(B): --transpose-a/-b swap the stored shapes
     p.m = s.m;
     p.n = s.n;
     p.k = s.k;
@@ -160,12 +161,13 @@ struct Planned {
 };
 
 Planned plan_one(const job::RunOptions& o, int ranks, const comm::NodeInfo& node) {
-  const algorithms::Asked asked = job::asked_of(o);
+  const job::JobOptions jo = job::job_options(o);
+  const algorithms::Asked& asked = jo.asked;
   Planned at;
-  at.problem = problem_of(o, asked, ranks);
+  at.problem = problem_of(o, jo, ranks);
   if (o.ranks == 0 && o.ranks_per_node == 0 && node.count > 1)
     at.problem.ranks_per_node = (ranks + node.count - 1) / node.count;
-  at.machine = job::machine_model(o, asked);
+  at.machine = job::machine_model(jo);
   at.choice = algorithms::choose(asked, at.problem, job::assumed_environment(asked), at.machine);
   at.settings = algorithms::make_algorithm(at.choice.algorithm)->describe(at.choice.setting);
   return at;
@@ -225,7 +227,8 @@ DryRunPlan dry_run(const job::RunOptions& o, const comm::Comm& comm, bool print)
       return;
     }
     // The one rule for every path (job/job_paths.hpp), before anything else.
-    for (const auto& note : job::guard_run_paths(o).notes) std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
+    for (const auto& note : job::guard_run_paths(job::job_options(o), job::Guarding::dry_run).notes)
+      std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
     const Planned at = plan_one(o, ranks, node);
     const algorithms::Problem& p = at.problem;
     const algorithms::MachineModel& machine = at.machine;
@@ -237,7 +240,7 @@ DryRunPlan dry_run(const job::RunOptions& o, const comm::Comm& comm, bool print)
     j["provenance"]["inputs"] = nlohmann::json::array();
     if (!o.a.empty() && !o.b.empty())  // the files it was planned for, as found now
       for (const auto& [role, text] : {std::pair{"a", &o.a}, std::pair{"b", &o.b}})
-        j["provenance"]["inputs"].push_back(report::to_json(job::input_record(role, *text)));
+        j["provenance"]["inputs"].push_back(report::to_json(job::input_record(role, io::DatasetRef::parse(*text))));
     j.update(to_json(choice.footprint, machine, choice.why, settings));
     j["shape"] = {{"m", p.m}, {"n", p.n}, {"k", p.k}};
     j["dtype"] = dtype_name(p.dtype);

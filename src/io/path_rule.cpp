@@ -28,8 +28,7 @@ void refuse_pending_journal(const std::string& file, const std::string& what) {
                    file + "` to put it back as it was before that run");
 }
 
-void guard_input(GuardedPaths& g, const std::string& text, const std::string& role) {
-  const auto ref = DatasetRef::parse(text);
+void guard_input(GuardedPaths& g, const DatasetRef& ref, const std::string& role) {
   refuse_pending_journal(ref.file, role);
   DataSources sources = locate_data(ref, role);
   for (const auto& file : sources.files)

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io/hdf5_io.hpp"
 #include "io/path_guard.hpp"
 
 namespace tessera::io {
@@ -17,12 +18,12 @@ struct GuardedPaths {
   std::vector<std::string> notes;  // inputs read partly as a declared fill value (io::locate_data)
 };
 
-// `ref` (FILE:/DATASET) and every file its data lives in (io::locate_data, which also refuses
+// `ref` and every file its data lives in (io::locate_data, which also refuses
 // inputs HDF5 would silently fill), as files the command reads. `role` names it ("A", "C").
 // A file read with a journal beside it (a run that died while writing it, or a file planted
 // there) is refused, naming the journal and `tessera recover`: a file tessera is only asked to
 // read is never written, not even restored (issue 40). The journal is not opened.
-void guard_input(GuardedPaths& g, const std::string& ref, const std::string& role);
+void guard_input(GuardedPaths& g, const DatasetRef& ref, const std::string& role);
 // Refuses (InputError) to read `file` while it has a pending journal (io::pending_journal): a run
 // died writing it. `what` names the file's role in the message ("A", "the external link ...").
 void refuse_pending_journal(const std::string& file, const std::string& what);

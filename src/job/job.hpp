@@ -17,6 +17,7 @@
 #include "io/atomic_file.hpp"
 #include "io/hdf5_io.hpp"
 #include "job/freivalds.hpp"
+#include "job/job_options.hpp"
 #include "job/launch.hpp"
 #include "job/output.hpp"
 #include "job/plan.hpp"
@@ -43,10 +44,10 @@ void hold_for_tests(const std::string& phase, int rank);
 // The steps of one run of the job, in order (run()).
 class Job {
  public:
-  // Run `run` of `series` (the only one without --repeat / --warmup).
-  // `launch`: one product of many (job/launch.hpp), which shares its backend and output file and
-  // reports it; null: the launch's only product.
-  Job(const RunOptions& o, const comm::Comm& comm, RunSeries& series, int run, std::string* report_json,
+  // Run `run` of `series` (the only one without --repeat / --warmup) of the product `o` (parsed
+  // once, by job_options, before the runs). `launch`: one product of many (job/launch.hpp), which
+  // shares its backend and output file and reports it; null: the launch's only product.
+  Job(const JobOptions& o, const comm::Comm& comm, RunSeries& series, int run, std::string* report_json,
       Launch* launch = nullptr)
       : o_(o),
         comm_(comm),
@@ -96,7 +97,7 @@ class Job {
   void refuse_inputs();
   bool stage_gemm() const;
 
-  const RunOptions& o_;
+  const JobOptions& o_;  // every value typed: nothing here parses text
   const comm::Comm& comm_;
   const int rank_;
   RunSeries& series_;
@@ -107,7 +108,6 @@ class Job {
   report::JobReport job_;
   report::RankRecord me_;
   Plan plan_;
-  algorithms::Asked asked_;  // the options, typed (parsed once: job/plan.hpp's asked_of)
   algorithms::Problem problem_;
   algorithms::MachineModel machine_;
   algorithms::Setting setting_;  // settled by rank 0 with the plan; only read after

@@ -48,14 +48,14 @@ void Job::scan_old_c() {
 }
 
 void Job::refuse_inputs() {
-  std::vector<Scanned> scans{{"A", operand_a(o_), tally_.a, plan_.k}, {"B", operand_b(o_), tally_.b, plan_.n}};
-  if (o_.beta != 0) scans.push_back({"C_old", {io::DatasetRef::parse(o_.c), false}, scan_old_c_, plan_.n});
+  std::vector<Scanned> scans{{"A", o_.a, tally_.a, plan_.k}, {"B", o_.b, tally_.b, plan_.n}};
+  if (o_.beta != 0) scans.push_back({"C_old", {o_.c, false}, scan_old_c_, plan_.n});
   refuse_nonfinite(comm_, scans, o_.allow_nonfinite);
 }
 
 // 5. Optional: Freivalds' check on the blocks still in memory, before anything is written.
 void Job::verify() {
-  if (!asked_.verify) return;
+  if (!o_.asked.verify) return;
   const double t = MPI_Wtime();
   const partition::Partition part(plan_.m, plan_.n, plan_.k, comm_.size(), plan_.grid);
   verified_ = freivalds(comm_, part, plan_.dtype, plan_.dtype, run_->a.data(), run_->b.data(), run_->c.data(),
@@ -149,10 +149,10 @@ void Job::commit() {
   const std::string name = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP"
                            : sig == SIGXFSZ ? "SIGXFSZ" : "a fatal signal";
   const std::string what =
-      more_runs ? name + " arrived while C was being committed; the commit completed, so " + o_.c +
+      more_runs ? name + " arrived while C was being committed; the commit completed, so " + o_.c.text() +
                       " holds the result of run " + std::to_string(run_index_ + 1) +
                       " of the series, and the signal now ends the process before the next run starts"
-                : name + " arrived while C was being committed; the commit completed, so " + o_.c +
+                : name + " arrived while C was being committed; the commit completed, so " + o_.c.text() +
                       " holds this run's result and the run ends normally (exit 0)";
   std::fprintf(stderr, "tessera: note: %s\n", what.c_str());
   std::fflush(stderr);

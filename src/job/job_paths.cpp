@@ -26,16 +26,17 @@ std::unique_ptr<io::FileReservation> reserve_report(const std::string& path, int
   return std::make_unique<io::FileReservation>(path, 8192 + 2048 * static_cast<std::size_t>(nranks), "--report");
 }
 
-GuardedPaths guard_run_paths(const RunOptions& o, bool launch_guarded) {
+GuardedPaths guard_run_paths(const JobOptions& o, Guarding use) {
   GuardedPaths g;
+  const bool writes = use != Guarding::dry_run, launch_guarded = use == Guarding::product;
   // The output first: a journal of the file the run writes is applied (also where A or B live in
   // that file); one beside a file the run only reads refuses the run.
-  if (!o.dry_run) io::recover_before_use(g, io::DatasetRef::parse(o.c).file);
-  if (!o.a.empty()) io::guard_input(g, o.a, "A");
-  if (!o.b.empty()) io::guard_input(g, o.b, "B");
+  if (writes) io::recover_before_use(g, o.c.file);
+  if (o.has_a()) io::guard_input(g, o.a.ref, "A");
+  if (o.has_b()) io::guard_input(g, o.b.ref, "B");
   io::guard_config(g.guard, o.config);
   if (!o.manifest.empty() && !launch_guarded) g.guard.read(o.manifest, "the manifest '" + o.manifest + "'");
-  if (!o.dry_run) g.guard.output(io::DatasetRef::parse(o.c).file, "--c");
+  if (writes) g.guard.output(o.c.file, "--c");
   // (A report to stdout, "--report -", is a stream like /dev/stdout: PathGuard and reserve_report
   // skip it as they do pipes.)
   if (!o.report.empty() && !launch_guarded)
@@ -47,8 +48,8 @@ GuardedPaths guard_run_paths(const RunOptions& o, bool launch_guarded) {
 GuardedPaths guard_launch_paths(const RunOptions& o, const std::vector<Product>& products) {
   GuardedPaths g;
   for (const Product& p : products) {
-    io::guard_input(g, p.a, "A");
-    io::guard_input(g, p.b, "B");
+    io::guard_input(g, io::DatasetRef::parse(p.a), "A");
+    io::guard_input(g, io::DatasetRef::parse(p.b), "B");
   }
   io::guard_config(g.guard, o.config);
   if (!o.manifest.empty()) g.guard.read(o.manifest, "the manifest '" + o.manifest + "'");

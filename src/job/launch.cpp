@@ -136,8 +136,10 @@ void run_products(const RunOptions& o, const comm::Comm& comm, std::string* repo
     }
     report::ProductOutcome outcome{po.a, po.b, po.c, std::nullopt, "", false};
     try {
+      JobOptions jo;
+      comm.step([&] { jo = job_options(po); });
       RunSeries series(po, began);  // the process's start-up: up to the launch's start
-      Job(po, comm, series, 0, nullptr, &launch).run();
+      Job(jo, comm, series, 0, nullptr, &launch).run();
       outcome.report = launch.last();
       if (i > 0)  // the process started once, before the first product: not a phase of the others
         for (auto& rank : outcome.report->ranks) rank.startup_seconds = -1;

@@ -23,9 +23,6 @@ DType pick_dtype(std::optional<DType> want, const io::DatasetInfo& a, const io::
   return a.natural == DType::f32 && b.natural == DType::f32 ? DType::f32 : DType::f64;
 }
 
-io::Operand operand_a(const RunOptions& o) { return {io::DatasetRef::parse(o.a), o.transpose_a}; }
-io::Operand operand_b(const RunOptions& o) { return {io::DatasetRef::parse(o.b), o.transpose_b}; }
-
 namespace {
 // "5x3", or "5x3 (stored 3x5, --transpose-a)": what the user sees in the file is the stored shape.
 std::string shape_text(const io::DatasetInfo& info, bool transposed, const char* flag) {
@@ -35,8 +32,8 @@ std::string shape_text(const io::DatasetInfo& info, bool transposed, const char*
 }
 }  // namespace
 
-Shapes inspect_shapes(const RunOptions& o) {
-  const io::Operand aop = operand_a(o), bop = operand_b(o);
+Shapes inspect_shapes(const JobOptions& o) {
+  const io::Operand &aop = o.a, &bop = o.b;
   Shapes s;
   s.a = io::inspect_operand(aop);
   s.b = io::inspect_operand(bop);
@@ -46,18 +43,19 @@ Shapes inspect_shapes(const RunOptions& o) {
                        "x" + std::to_string(info->cols) + ")");
   if (s.a.cols != s.b.rows)
     throw InputError("inner dimensions disagree: A '" + aop.ref.str() + "' is " +
-                     shape_text(s.a, o.transpose_a, "--transpose-a") + " but B '" + bop.ref.str() + "' is " +
-                     shape_text(s.b, o.transpose_b, "--transpose-b") + " (A's columns must equal B's rows)");
+                     shape_text(s.a, aop.transposed, "--transpose-a") + " but B '" + bop.ref.str() + "' is " +
+                     shape_text(s.b, bop.transposed, "--transpose-b") + " (A's columns must equal B's rows)");
   s.m = s.a.rows;
   s.n = s.b.cols;
   s.k = s.a.cols;
   return s;
 }
 
-void check_old_c(const RunOptions& o, std::int64_t m, std::int64_t n) {
+void check_old_c(const JobOptions& o, std::int64_t m, std::int64_t n) {
   if (o.beta == 0) return;
-  const auto cref = io::DatasetRef::parse(o.c);
-  const std::string why = fmt::format("--beta {:g} adds beta times the existing C '{}' to the product", o.beta, o.c);
+  const io::DatasetRef& cref = o.c;
+  const std::string why =
+      fmt::format("--beta {:g} adds beta times the existing C '{}' to the product", o.beta, cref.text());
   if (!o.overwrite) throw InputError(why + ", which it then replaces: pass --overwrite");
   io::DatasetInfo c;
   try {
@@ -70,7 +68,7 @@ void check_old_c(const RunOptions& o, std::int64_t m, std::int64_t n) {
                      std::to_string(m) + "x" + std::to_string(n) + " (M x N of op(A) op(B))");
 }
 
-Plan Plan::make(const RunOptions& o, const algorithms::Asked& asked, int nranks) {
+Plan Plan::make(const JobOptions& o, int nranks) {
   for (const auto& [name, v] : {std::pair{"--alpha", o.alpha}, std::pair{"--beta", o.beta}})
     if (!std::isfinite(v)) throw InputError(fmt::format("{} must be a finite number (got {})", name, v));
   const Shapes s = inspect_shapes(o);
@@ -79,8 +77,8 @@ Plan Plan::make(const RunOptions& o, const algorithms::Asked& asked, int nranks)
   plan.m = s.m;
   plan.n = s.n;
   plan.k = s.k;
-  plan.dtype = pick_dtype(asked.dtype, s.a, s.b);
-  plan.grid = asked.grid.value_or(partition::choose_grid(plan.m, plan.n, plan.k, nranks));
+  plan.dtype = pick_dtype(o.asked.dtype, s.a, s.b);
+  plan.grid = o.asked.grid.value_or(partition::choose_grid(plan.m, plan.n, plan.k, nranks));
   partition::Partition check(plan.m, plan.n, plan.k, nranks, plan.grid);  // validates the grid
   return plan;
 }
@@ -164,9 +162,9 @@ algorithms::Environment assumed_environment(const algorithms::Asked& asked) {
   return env;
 }
 
-algorithms::MachineModel machine_model(const RunOptions& o, const algorithms::Asked& asked) {
+algorithms::MachineModel machine_model(const JobOptions& o) {
   algorithms::GpuNode gpus;
-  if (o.machine.empty() && asked.backend != backend::Kind::cpu) {  // a CPU run does not start the CUDA driver for it
+  if (o.machine.empty() && o.asked.backend != backend::Kind::cpu) {  // a CPU run does not start the CUDA driver for it
     const std::vector<std::string> described = backend::describe_gpus();
     gpus.count = static_cast<int>(described.size());
     if (!described.empty()) gpus.model = described.front();  // "0: NVIDIA H200 (sm_90, 139.8 GiB)"

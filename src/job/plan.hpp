@@ -13,6 +13,7 @@
 #include "core/dtype.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/operand.hpp"
+#include "job/job_options.hpp"
 #include "job/run_job.hpp"
 #include "partition/partition.hpp"
 
@@ -25,15 +26,11 @@ struct Plan {
 
   // Rank 0 looks at the inputs and decides shapes, dtype and grid. Throws InputError. (The paths
   // were checked before: guard_run_paths.)
-  static Plan make(const RunOptions& o, const algorithms::Asked& asked, int nranks);
+  static Plan make(const JobOptions& o, int nranks);
   // As JSON, for the plan's broadcast (with the machine model, job/run_job.cpp).
   nlohmann::json to_json() const;
   static Plan from_json(const nlohmann::json& j);
 };
-
-// A and B as the job reads them: the stored datasets, or their transposes.
-io::Operand operand_a(const RunOptions& o);
-io::Operand operand_b(const RunOptions& o);
 
 // The inputs' logical shapes (op(A) M x K, op(B) K x N) and the dtype auto picks; throws
 // InputError for a zero dimension or inner dimensions that disagree, naming stored shapes and
@@ -42,17 +39,17 @@ struct Shapes {
   std::int64_t m = 0, n = 0, k = 0;
   io::DatasetInfo a, b;  // op(A), op(B): rows and cols are the logical ones
 };
-Shapes inspect_shapes(const RunOptions& o);
+Shapes inspect_shapes(const JobOptions& o);
 
 // With beta != 0: C_old (--c) must exist as an m x n dataset. Throws InputError naming the cause.
-void check_old_c(const RunOptions& o, std::int64_t m, std::int64_t n);
+void check_old_c(const JobOptions& o, std::int64_t m, std::int64_t n);
 
 // --dtype `want` (nullopt: auto) for inputs described by `a` and `b`: auto is f32 when both are
 // float32, else f64.
 DType pick_dtype(std::optional<DType> want, const io::DatasetInfo& a, const io::DatasetInfo& b);
 
-// What the user asked, typed: every name of `o` parsed here, once (the edge); the algorithms and
-// the harness read only this. TESSERA_BANDS=N: the bands of C, for tests and comparisons (0:
+// What the user asked, typed: every name of `o` parsed here, once (the edge, through
+// job_options); the algorithms and the harness read only this. TESSERA_BANDS=N: the bands of C, for tests and comparisons (0:
 // unset, the model's). Throws InputError for a name or number that is not one.
 algorithms::Asked asked_of(const RunOptions& o);
 // What the ranks would have, as the process running the dry run sees it, one GPU per rank
@@ -60,7 +57,7 @@ algorithms::Asked asked_of(const RunOptions& o);
 algorithms::Environment assumed_environment(const algorithms::Asked& asked);
 // The machine model the run is predicted with: --machine, $TESSERA_MACHINE_FILE, the file in
 // configs/machines that matches the GPUs rank 0 sees (GPU runs), or the default.
-algorithms::MachineModel machine_model(const RunOptions& o, const algorithms::Asked& asked);
+algorithms::MachineModel machine_model(const JobOptions& o);
 
 // "512M", "8G", "1.5G", "4096" (bytes) -> bytes; "" -> 0. Throws InputError naming the option.
 std::size_t parse_bytes(const std::string& text, const char* option);

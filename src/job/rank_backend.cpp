@@ -1,9 +1,5 @@
 #include "job/rank_backend.hpp"
 
-#include <algorithm>
-
-#include "core/error.hpp"
-
 namespace tessera::job {
 
 std::unique_ptr<backend::Backend> make_rank_backend(std::optional<backend::Kind> kind, const backend::Placement& where,
@@ -11,12 +7,7 @@ std::unique_ptr<backend::Backend> make_rank_backend(std::optional<backend::Kind>
                                                     std::unique_ptr<backend::Backend> kept) {
   const bool reuse = kept != nullptr && (!kind || kept->kind() == *kind);
   auto be = reuse ? std::move(kept) : backend::make_backend(kind, where);
-  const auto names = be->kernels();
-  if (std::find(names.begin(), names.end(), kernel) == names.end()) {
-    std::string list;
-    for (const auto& nm : names) list += (list.empty() ? "" : ", ") + nm;
-    throw InputError("unknown kernel '" + kernel + "' for the " + be->name() + " backend (choose: auto, " + list + ")");
-  }
+  // `kernel` was resolved and checked once, as the run was settled (algorithms/setting.cpp).
   be->prepare(kernel, dtype);  // e.g. cuBLAS loading and warming up beside the reads
   me.device = be->device();
   me.device_id = be->device_id();

@@ -40,7 +40,7 @@ void gather_records(const comm::Comm& comm, report::JobReport& job, report::Rank
     for (const auto& text : records) job.ranks.push_back(report::rank_from_json(nlohmann::json::parse(text)));
 }
 
-void publish_report(const RunOptions& o, const comm::Comm& comm, const report::JobReport& job,
+void publish_report(const JobOptions& o, const comm::Comm& comm, const report::JobReport& job,
                     const std::function<void()>& after_table, std::string* json_out) {
   std::string json;  // rank 0's, for json_out
   comm.step([&] {

@@ -5,7 +5,7 @@
 #include "algorithms/algorithm.hpp"
 #include "backend/backend.hpp"
 #include "comm/comm.hpp"
-#include "job/run_job.hpp"
+#include "job/job_options.hpp"
 #include "partition/partition.hpp"
 #include "report/report.hpp"
 
@@ -25,7 +25,7 @@ void gather_records(const comm::Comm& comm, report::JobReport& job, report::Rank
 // Rank 0 prints the table (unless --quiet), then `after_table` (if any), and writes the JSON
 // report (--report). Collective: a report that cannot be written fails on every rank. With
 // `json_out` (on every rank or none), the JSON report, rank 0's, is left there on every rank.
-void publish_report(const RunOptions& o, const comm::Comm& comm, const report::JobReport& job,
+void publish_report(const JobOptions& o, const comm::Comm& comm, const report::JobReport& job,
                     const std::function<void()>& after_table = {}, std::string* json_out = nullptr);
 
 }  // namespace tessera::job

@@ -29,19 +29,19 @@ void scale(void* data, DType dtype, std::int64_t count, double factor) {
 
 }  // namespace
 
-algorithms::StagedReads rank_reads(const RunOptions& o, const algorithms::Share& share, const algorithms::Problem& p,
+algorithms::StagedReads rank_reads(const JobOptions& o, const algorithms::Share& share, const algorithms::Problem& p,
                                    ReadTally& tally) {
   const algorithms::Share* s = &share;
   const DType dtype = p.dtype;
   algorithms::StagedReads reads;
-  reads.a = [s, &tally, dtype, k = p.k, op = operand_a(o)](std::int64_t row0, std::int64_t rows, void* into) {
+  reads.a = [s, &tally, dtype, k = p.k, op = o.a](std::int64_t row0, std::int64_t rows, void* into) {
     const double t = MPI_Wtime();
     const std::int64_t cols = s->a_cols.size();
     io::read_operand_block(op, s->a_rows.begin + row0, rows, s->a_cols.begin, cols, dtype, into);
     if (s->count_a) tally.a.merge(scan_nonfinite(into, dtype, rows, cols, s->a_rows.begin + row0, s->a_cols.begin, k));
     tally.seconds += MPI_Wtime() - t;
   };
-  reads.b = [s, &tally, dtype, n = p.n, alpha = o.alpha, op = operand_b(o)](std::int64_t row0, std::int64_t rows,
+  reads.b = [s, &tally, dtype, n = p.n, alpha = o.alpha, op = o.b](std::int64_t row0, std::int64_t rows,
                                                                             void* into) {
     const double t = MPI_Wtime();
     const std::int64_t cols = s->b_cols.size();
@@ -53,13 +53,13 @@ algorithms::StagedReads rank_reads(const RunOptions& o, const algorithms::Share&
   return reads;
 }
 
-io::NonfiniteCount scan_old_c(const RunOptions& o, int rank, int ranks, const algorithms::Problem& p) {
+io::NonfiniteCount scan_old_c(const JobOptions& o, int rank, int ranks, const algorithms::Problem& p) {
   io::NonfiniteCount found;
   const partition::Range rows = partition::split(p.m, ranks, rank);
   const std::size_t row_bytes = static_cast<std::size_t>(p.n) * dtype_size(p.dtype);
   const std::int64_t step = std::max<std::int64_t>(1, static_cast<std::int64_t>((std::size_t{64} << 20) / row_bytes));
   std::vector<unsigned char> old(static_cast<std::size_t>(std::min(step, rows.size())) * row_bytes);
-  const io::DatasetRef ref = io::DatasetRef::parse(o.c);
+  const io::DatasetRef& ref = o.c;
   for (std::int64_t r = rows.begin; r < rows.end; r += step) {
     const std::int64_t count = std::min(step, rows.end - r);
     io::read_block(ref, r, count, 0, p.n, p.dtype, old.data());

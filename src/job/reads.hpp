@@ -7,7 +7,7 @@
 #include "algorithms/algorithm.hpp"
 #include "core/dtype.hpp"
 #include "io/nonfinite.hpp"
-#include "job/run_job.hpp"
+#include "job/job_options.hpp"
 
 namespace tessera::job {
 
@@ -23,11 +23,11 @@ struct ReadTally {
 // scaled by alpha (after the count: the refusal names the file's values). Called once for whole
 // blocks, or by a staged GEMM's backend piece by piece, in row order, on the calling thread.
 // `share` and `tally` must outlive them.
-algorithms::StagedReads rank_reads(const RunOptions& o, const algorithms::Share& share, const algorithms::Problem& p,
+algorithms::StagedReads rank_reads(const JobOptions& o, const algorithms::Share& share, const algorithms::Problem& p,
                                    ReadTally& tally);
 
 // With --beta: the NaN/Inf of this rank's slice of C_old's rows (`rank` of `ranks`), read once
 // more up front, in pieces of about 64 MiB. Not collective.
-io::NonfiniteCount scan_old_c(const RunOptions& o, int rank, int ranks, const algorithms::Problem& p);
+io::NonfiniteCount scan_old_c(const JobOptions& o, int rank, int ranks, const algorithms::Problem& p);
 
 }  // namespace tessera::job

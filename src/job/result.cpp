@@ -9,14 +9,14 @@
 
 namespace tessera::job {
 
-void commit_result(const RunOptions& o, io::MatrixWriter& writer, report::JobReport& job,
+void commit_result(const JobOptions& o, io::MatrixWriter& writer, report::JobReport& job,
                    const io::NonfiniteCount& written) {
   const io::NonfiniteCount& bad = written;
   if (bad.count > 0) {
     const auto first = static_cast<std::int64_t>(bad.first);
     const auto n = std::max<std::int64_t>(job.n, 1);
     const std::string message = fmt::format(
-        "C '{}' holds {} non-finite value(s) (NaN/Inf), the first at ({}, {}){}", o.c,
+        "C '{}' holds {} non-finite value(s) (NaN/Inf), the first at ({}, {}){}", o.c.text(),
         static_cast<long long>(bad.count), first / n, first % n,
         o.allow_nonfinite ? std::string(" (--allow-nonfinite)")
                           : ", although A and B are finite: the products or their sums overflow " + job.dtype);

@@ -6,22 +6,22 @@
 
 #include "core/version.hpp"
 #include "io/hdf5_io.hpp"
-#include "job/run_job.hpp"
+#include "job/job_options.hpp"
 #include "report/report.hpp"
 
 namespace tessera::job {
 
 // What the report says of the job before it runs: the version, when, the operands, the ranks.
-inline report::JobReport job_header(const RunOptions& o, int nranks) {
+inline report::JobReport job_header(const JobOptions& o, int nranks) {
   report::JobReport job;
   job.version = kVersion;
   job.started_at = report::utc_timestamp();
-  job.a = o.a;
-  job.b = o.b;
-  job.c = o.c;
+  job.a = o.a.ref.text();
+  job.b = o.b.ref.text();
+  job.c = o.c.text();
   job.nranks = nranks;
-  job.transpose_a = o.transpose_a;
-  job.transpose_b = o.transpose_b;
+  job.transpose_a = o.a.transposed;
+  job.transpose_b = o.b.transposed;
   job.alpha = o.alpha;
   job.beta = o.beta;
   return job;
@@ -54,7 +54,7 @@ inline std::vector<io::Attribute> result_attributes(const report::JobReport& job
 // naming the count and the first (row, col). job.n and job.dtype must be set.
 // `written`: NaN and Inf in all of C as written (the writer's own count, or OutputRoute's over
 // the ranks that wrote their blocks in place).
-void commit_result(const RunOptions& o, io::MatrixWriter& writer, report::JobReport& job,
+void commit_result(const JobOptions& o, io::MatrixWriter& writer, report::JobReport& job,
                    const io::NonfiniteCount& written);
 
 }  // namespace tessera::job

@@ -113,23 +113,22 @@ int Job::ranks_per_node() const {
 void Job::plan() {
   if (o_.timeout) bound_waits(0);  // --timeout holds from the start; the model's bound from settle()
   job_ = job_header(o_, comm_.size());
-  comm_.step([&] { asked_ = asked_of(o_); });  // a name that is not one: refused on every rank
   std::vector<std::string> stale;              // leftovers of earlier runs, inputs read as a fill value (rank 0)
   nlohmann::json planned;
   comm_.step([&] {
     if (rank_ != kRoot) return;
     // The one rule for every path (job/job_paths.hpp), before anything is read or computed.
-    GuardedPaths paths = guard_run_paths(o_, launch_ != nullptr);  // a launch guarded its report
+    GuardedPaths paths = guard_run_paths(o_, launch_ != nullptr ? Guarding::product : Guarding::run);
     setup_mark("paths guarded");
     stale = std::move(paths.notes);
-    const Plan plan = Plan::make(o_, asked_, comm_.size());
+    const Plan plan = Plan::make(o_, comm_.size());
     setup_mark("inputs inspected");
     job_.inputs = input_records(o_);  // the provenance: the files as found before reading them
     setup_mark("inputs recorded");
-    const algorithms::MachineModel machine = machine_model(o_, asked_);
+    const algorithms::MachineModel machine = machine_model(o_);
     setup_mark("machine model");
     const auto is_input = [&paths](const std::string& p) { return paths.guard.is_read(p); };
-    for (const auto& file : {io::DatasetRef::parse(o_.c).file, o_.report})
+    for (const auto& file : {o_.c.file, o_.report})
       if (!file.empty())
         for (auto& note : io::clean_stale_temporaries(file, is_input)) stale.push_back(std::move(note));
     if (launch_ == nullptr) report_file_ = reserve_report(o_.report, comm_.size());  // else the launch's
@@ -137,9 +136,8 @@ void Job::plan() {
     // A later run replaces what the first wrote (job/repeats.hpp); one product of many may add its
     // C to the new file the launch commits once (job/launch.hpp).
     io::WriteOptions how = series_.write_options(run_index_);
-    const io::DatasetRef c = io::DatasetRef::parse(o_.c);
-    if (launch_ != nullptr) how.batch = launch_->batch_for(c.file);
-    writer_ = std::make_unique<io::MatrixWriter>(c, plan.m, plan.n, plan.dtype, how);
+    if (launch_ != nullptr) how.batch = launch_->batch_for(o_.c.file);
+    writer_ = std::make_unique<io::MatrixWriter>(o_.c, plan.m, plan.n, plan.dtype, how);
     setup_mark("output created");
     for (const auto& note : writer_->notes()) stale.push_back(note);
     if (run_index_ == 0) series_.first_output(*writer_);
@@ -151,7 +149,7 @@ void Job::plan() {
   machine_ = algorithms::MachineModel::from_json(planned["machine"], "rank 0's machine model");
   problem_ = {plan_.m, plan_.n, plan_.k, plan_.dtype, comm_.size(), plan_.grid, ranks_per_node()};
   // Where C goes (in place, or gathered): agreed before anything is settled.
-  route_ = OutputRoute::choose(comm_, writer_.get(), asked_.write, plan_.dtype);
+  route_ = OutputRoute::choose(comm_, writer_.get(), o_.asked.write, plan_.dtype);
   setup_mark("plan broadcast, route agreed");
   settle();
 }
@@ -166,16 +164,16 @@ void Job::plan() {
 void Job::settle() {
   int answering = comm_.size();
   comm_.step([&] {
-    if (asked_.backend == backend::Kind::cpu) return;
-    answering = asked_.algorithm == "auto" ? 1 : algorithms::make_algorithm(asked_.algorithm)->busy_ranks(problem_);
+    if (o_.asked.backend == backend::Kind::cpu) return;
+    answering = o_.asked.algorithm == "auto" ? 1 : algorithms::make_algorithm(o_.asked.algorithm)->busy_ranks(problem_);
   });
   nlohmann::json decided;
   for (;;) {
-    algorithms::Environment env = agree_environment(asked_, comm_, answering);
+    algorithms::Environment env = agree_environment(o_.asked, comm_, answering);
     env.in_place_write = route_->in_place();
     comm_.step([&] {
       if (rank_ != kRoot) return;
-      const algorithms::Choice choice = algorithms::choose(asked_, problem_, env, machine_);
+      const algorithms::Choice choice = algorithms::choose(o_.asked, problem_, env, machine_);
       if (choice.footprint.busy > answering) {  // it uses ranks that have not said what they have
         decided = {{"ask", choice.footprint.busy}};
         return;
@@ -230,10 +228,10 @@ void Job::bound_waits(double predicted_seconds) const {
 
 // 2. The backend, the algorithm's check that the plan holds, host memory refused up front.
 void Job::start() {
-  if (o_.beta != 0) route_->add_old_c(io::DatasetRef::parse(o_.c), o_.beta);  // as each block of C leaves
+  if (o_.beta != 0) route_->add_old_c(o_.c, o_.beta);  // as each block of C leaves
   job_.write = route_->description();
-  bool show_progress = o_.progress == "on";
-  if (o_.progress == "auto" && rank_ == kRoot) show_progress = job_.predicted["seconds"].get<double>() > 5;
+  bool show_progress = o_.progress.value_or(false);
+  if (!o_.progress && rank_ == kRoot) show_progress = job_.predicted["seconds"].get<double>() > 5;
   progress_ = std::make_unique<Progress>(rank_ == kRoot && show_progress);
   const partition::GridShape grid = algorithm_->grid(problem_);
   progress_->step("plan: " + algorithm_->name() +
@@ -261,7 +259,7 @@ void Job::start() {
     log::info(std::to_string(read_ahead_.rows_ready()) + " rows of B read ahead while the backend started");
   const auto progress = [this](const std::string& what) { progress_->step(what); };
   route_->use(be_.get(), progress);
-  run_ = std::make_unique<algorithms::RankRun>(comm_, *be_, problem_, asked_, setting_, share_, machine_, *route_, me_,
+  run_ = std::make_unique<algorithms::RankRun>(comm_, *be_, problem_, o_.asked, setting_, share_, machine_, *route_, me_,
                                                job_, progress);
   run_->work = progress_.get();
   algorithm_->start(*run_);
@@ -282,8 +280,8 @@ void Job::start_backend() {
   const auto node = comm_.node();
   comm_.step([&] {
     if (!share_.active) return;
-    const backend::Placement where{node.local_rank, node.local_size, static_cast<std::size_t>(asked_.gpu_memory)};
-    be_ = make_rank_backend(asked_.backend, where, setting_.kernel, plan_.dtype, me_,
+    const backend::Placement where{node.local_rank, node.local_size, static_cast<std::size_t>(o_.asked.gpu_memory)};
+    be_ = make_rank_backend(o_.asked.backend, where, setting_.kernel, plan_.dtype, me_,
                             launch_ != nullptr ? launch_->take_backend() : nullptr);
   });
   if (!share_.active) {
@@ -301,7 +299,7 @@ void Job::read() {
   const std::size_t es = dtype_size(plan_.dtype);
   int chunks = 1;
   comm_.step([&] {
-    if (rank_ != kRoot || !asked_.baseline.empty() || !share_.a_may_stream) return;
+    if (rank_ != kRoot || !o_.asked.baseline.empty() || !share_.a_may_stream) return;
     const algorithms::Share tallest = algorithm_->share(problem_, 0);  // block-row 0 is the tallest
     const std::int64_t rows = tallest.a_rows.size();
     chunks = static_cast<int>(std::min<std::int64_t>(
@@ -332,7 +330,7 @@ void Job::read() {
     // Every block of A and B is read here (or by the streams).
     if (s.b_rows.size() > 0 && s.b_cols.size() > 0) reads_.b(0, s.b_rows.size(), run_->b.data());
     if (chunks > 1) {
-      streams_.start_reading(operand_a(o_), s.a_rows.begin, s.a_rows.size(), plan_.k, plan_.dtype, run_->a.data(),
+      streams_.start_reading(o_.a, s.a_rows.begin, s.a_rows.size(), plan_.k, plan_.dtype, run_->a.data(),
                              chunks, s.count_a);
       run_->streams = &streams_;
     } else if (s.a_rows.size() > 0 && s.a_cols.size() > 0) {
@@ -352,8 +350,8 @@ void Job::read() {
 // a GEMM of this shape (a GPU with room for B). TESSERA_STAGED=0 turns it off (comparisons), =1
 // forces it (the CPU then reads the blocks whole through the same calls: tests).
 bool Job::stage_gemm() const {
-  if (!streaming_ || !share_.a_may_stream || !route_->in_place() || !route_->sink() || asked_.verify ||
-      !asked_.baseline.empty())
+  if (!streaming_ || !share_.a_may_stream || !route_->in_place() || !route_->sink() || o_.asked.verify ||
+      !o_.asked.baseline.empty())
     return false;
   if (const auto want = env::word("TESSERA_STAGED")) return *want == "1";  // unset: the backend decides
   return be_->stages(plan_.dtype, share_.rows.size(), share_.cols.size(), plan_.k);
@@ -373,13 +371,15 @@ void run_job(const RunOptions& o, const comm::Comm& comm, std::string* report_js
     run_products(o, comm, report_json);
     return;
   }
+  JobOptions jo;
+  comm.step([&] { jo = job_options(o); });  // a name that is not one: refused on every rank
   RunSeries series(o, MPI_Wtime());
   for (int run = 0; run < series.size(); ++run) {
     if (series.size() > 1 && comm.rank() == kRoot && !o.quiet) {
       std::printf("tessera: %s\n", series.name(run).c_str());
       std::fflush(stdout);
     }
-    Job(o, comm, series, run, report_json).run();
+    Job(jo, comm, series, run, report_json).run();
   }
 }
 

@@ -7,8 +7,8 @@
 
 namespace tessera::job {
 
-report::InputRecord input_record(const std::string& role, const std::string& text) {
-  const io::DatasetRef ref = io::DatasetRef::parse(text).absolute();
+report::InputRecord input_record(const std::string& role, const io::DatasetRef& asked) {
+  const io::DatasetRef ref = asked.absolute();
   const io::DatasetInfo info = io::inspect(ref);
   const io::FileStamp stamp = io::file_stamp(ref.file);
   report::InputRecord r;
@@ -27,8 +27,8 @@ report::InputRecord input_record(const std::string& role, const std::string& tex
   return r;
 }
 
-std::vector<report::InputRecord> input_records(const RunOptions& o) {
-  std::vector<report::InputRecord> inputs = {input_record("a", o.a), input_record("b", o.b)};
+std::vector<report::InputRecord> input_records(const JobOptions& o) {
+  std::vector<report::InputRecord> inputs = {input_record("a", o.a.ref), input_record("b", o.b.ref)};
   if (o.beta != 0) inputs.push_back(input_record("c", o.c));
   return inputs;
 }

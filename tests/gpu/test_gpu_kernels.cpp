@@ -585,7 +585,9 @@ TEST_CASE("the cuda backend's panel product sums panels of K", "[gpu][small][sum
   auto cuda = backend::make_cuda_backend({0, 1});
   const Shape s{67, 45, 101};
   const Problem<double> p(s, 7);
-  for (const std::string kernel : {"auto", "warptile-64x64", "cublas"}) {
+  // A backend takes resolved names only: auto is resolved first (backend::resolve_kernel).
+  const std::string resolved = backend::resolve_kernel(backend::Kind::cuda, "auto", DType::f64, s.m, s.n, s.k);
+  for (const std::string& kernel : {resolved, std::string("warptile-64x64"), std::string("cublas")}) {
     for (const std::int64_t w : {std::int64_t{1}, std::int64_t{16}, std::int64_t{101}}) {
       INFO("kernel " << kernel << ", panel width " << w);
       std::vector<double> c(static_cast<std::size_t>(s.m * s.n), 0.0);
@@ -601,7 +603,7 @@ TEST_CASE("the cuda backend's panel product sums panels of K", "[gpu][small][sum
         product->multiply(slot, width);
       }
       const auto phases = product->finish();
-      CHECK(compare(c, p, kernel == std::string("auto") ? "tiled32" : kernel) == "");
+      CHECK(compare(c, p, kernel) == "");
       for (const auto& ph : phases) CHECK(ph.seconds >= 0);
     }
   }
@@ -623,7 +625,7 @@ TEST_CASE("the panel product runs device transfers in the slot's order", "[gpu][
   const Problem<double> p(s, 11);
   const std::int64_t w = 16;
   std::vector<double> c(static_cast<std::size_t>(s.m * s.n), 0.0);
-  auto product = cuda->panel_product("auto", DType::f64, s.m, s.n, w, c.data(), false);
+  auto product = cuda->panel_product("tiled32", DType::f64, s.m, s.n, w, c.data(), false);
   CHECK_THROWS(product->host(0, Panel::kB));  // no host staging asked for
   auto b_rows = cuda->allocate_host(p.b.size() * sizeof(double));
   std::copy(p.b.begin(), p.b.end(), reinterpret_cast<double*>(b_rows.data()));
@@ -661,7 +663,7 @@ TEST_CASE("the cuda backend keeps a product on the device for the comm layer", "
     const Problem<double> p({s.m, s.n, std::max<std::int64_t>(s.k, 1)}, 5);
     std::vector<double> c(static_cast<std::size_t>(s.m * s.n), std::numeric_limits<double>::quiet_NaN());
     const backend::GemmProblem prob{DType::f64, s.m, s.n, s.k, p.a.data(), p.b.data(), c.data()};
-    auto kept = cuda->gemm_on_device("auto", prob);
+    auto kept = cuda->gemm_on_device("tiled32", prob);
     const auto computed = kept->compute_phases();
     REQUIRE(computed.size() == 2);
     CHECK(computed[0].name == "h2d");
@@ -708,6 +710,13 @@ TEST_CASE("unknown kernels and unsupported sizes are refused with InputError", "
   std::vector<float> a(1, 1.0f), b(1, 2.0f), c(1);
   const backend::GemmProblem p{DType::f32, 1, 1, 1, a.data(), b.data(), c.data()};
   CHECK_THROWS_AS(cuda->gemm("no-such-kernel", p), InputError);
+  // "auto" is the job's to resolve (backend::resolve_kernel), never a backend's: refused by name.
+  try {
+    cuda->gemm("auto", p);
+    FAIL("the cuda backend took the unresolved name auto");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("'auto'") != std::string::npos);
+  }
 }
 
 TEST_CASE("the cuda backend computes through the Backend interface and times its phases", "[gpu][small]") {
@@ -727,13 +736,10 @@ TEST_CASE("the cuda backend computes through the Backend interface and times its
   const Shape s{65, 33, 47};
   const Problem<double> p64(s, 1);
   const Problem<float> p32(s, 2);
-  std::vector<std::string> all = names;
-  all.push_back("auto");
-  for (const std::string& kernel : all) {
+  for (const std::string& kernel : names) {
     INFO("kernel " << kernel);
-    // The bound of what auto resolves to is the largest of the candidates': gamma_k.
-    const std::string bound_of = kernel == "auto" ? "tiled32" : kernel;
-    if (kernel == "auto" || kernels::gpu_can_implement(kernel, GpuGemm{DType::f64, s.m, s.n, s.k})) {
+    const std::string& bound_of = kernel;
+    if (kernels::gpu_can_implement(kernel, GpuGemm{DType::f64, s.m, s.n, s.k})) {
       std::vector<double> c64(static_cast<std::size_t>(s.m * s.n), std::numeric_limits<double>::quiet_NaN());
       const auto phases = cuda->gemm(kernel, {DType::f64, s.m, s.n, s.k, p64.a.data(), p64.b.data(), c64.data()});
       REQUIRE(phases.size() == 3);
@@ -743,7 +749,7 @@ TEST_CASE("the cuda backend computes through the Backend interface and times its
       for (const auto& phase : phases) CHECK(phase.seconds >= 0);
       CHECK(compare(c64, p64, bound_of) == "");
     }
-    if (kernel == "auto" || kernels::gpu_can_implement(kernel, GpuGemm{DType::f32, s.m, s.n, s.k})) {
+    if (kernels::gpu_can_implement(kernel, GpuGemm{DType::f32, s.m, s.n, s.k})) {
       std::vector<float> c32(static_cast<std::size_t>(s.m * s.n), std::numeric_limits<float>::quiet_NaN());
       cuda->gemm(kernel, {DType::f32, s.m, s.n, s.k, p32.a.data(), p32.b.data(), c32.data()});
       CHECK(compare(c32, p32, bound_of) == "");
@@ -857,7 +863,7 @@ TEST_CASE("auto takes the tuned winner, cuBLAS included, and cuBLAS without one"
   const Shape s{33, 17, 65};
   const Problem<double> p(s, 3);
   std::vector<double> c(static_cast<std::size_t>(s.m * s.n), std::numeric_limits<double>::quiet_NaN());
-  cuda->gemm("auto", {DType::f64, s.m, s.n, s.k, p.a.data(), p.b.data(), c.data()});
+  cuda->gemm(resolve(DType::f64, s.m, s.n, s.k), {DType::f64, s.m, s.n, s.k, p.a.data(), p.b.data(), c.data()});
   CHECK(compare(c, p, "cublas") == "");
   CHECK(kernels::cublas_loaded());
 }
