@@ -244,6 +244,44 @@ class TESSERA_API VerificationFailed : public MultiplyError {
 // otherwise. With Options::report, the report is also written there.
 TESSERA_API Result multiply(const Options& options, MPI_Comm comm);
 
+// A matrix in this process's memory, row-major (as C arrays and numpy's default order are):
+// `rows` x `cols` elements of float or double, each row `ld` elements after the last (0: cols, the
+// rows packed). It describes the memory and never owns or copies it: the caller keeps it alive
+// through the call. Made from a const pointer it is read-only: it may be A or B, not C.
+class TESSERA_API Matrix {
+ public:
+  Matrix(const float* data, std::int64_t rows, std::int64_t cols, std::int64_t ld = 0);
+  Matrix(const double* data, std::int64_t rows, std::int64_t cols, std::int64_t ld = 0);
+  Matrix(float* data, std::int64_t rows, std::int64_t cols, std::int64_t ld = 0);
+  Matrix(double* data, std::int64_t rows, std::int64_t cols, std::int64_t ld = 0);
+  Matrix(const Matrix& other);
+  Matrix(Matrix&& other) noexcept;
+  Matrix& operator=(const Matrix& other);
+  Matrix& operator=(Matrix&& other) noexcept;
+  ~Matrix();
+
+  std::int64_t rows() const noexcept;
+  std::int64_t cols() const noexcept;
+  std::int64_t ld() const noexcept;
+  std::string dtype() const;  // float32 | float64
+  bool writable() const noexcept;
+
+ private:
+  friend struct Access;  // inside libtessera
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// C = alpha op(A) op(B) + beta C with the matrices in this process's memory (issue 42): no file is
+// read or written, and no MPI is needed (a program that never initializes MPI may call it). op,
+// alpha, beta and every other choice (backend, kernel, dtype, gpu_memory, allow_nonfinite) come from
+// `options`, whose a, b and c must be left empty. op(A) is M x K, op(B) K x N, C M x N (made from a
+// non-const pointer), all of one dtype. beta = 0 does not read C. The backend (a GPU's context,
+// cuBLAS) starts at the first call and is kept for the next, so a loop of products pays its start
+// once. Calls are serialized within a process. Throws MultiplyError naming the cause (a shape, a
+// dtype, NaN/Inf in A or B): C is then left as it was. The Result is a one-rank run's report.
+TESSERA_API Result multiply(const Matrix& a, const Matrix& b, const Matrix& c, const Options& options);
+
 // The plan of multiply(options, comm) without running it (collective): only the inputs' shapes
 // are read (or Options::shape is used). Writes the plan's JSON to Options::report when set, and
 // prints it on rank 0's stdout unless quiet. Throws MultiplyError.

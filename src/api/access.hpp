@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "job/memory_product.hpp"
 #include "job/run_job.hpp"
 #include "tessera/tessera.hpp"
 
@@ -35,6 +36,10 @@ struct Result::Impl {
   nlohmann::json report;  // the same, parsed
 };
 
+struct Matrix::Impl {
+  job::MemoryMatrix m;
+};
+
 struct Plan::Impl {
   std::string text, json;
   nlohmann::json plan;
@@ -43,7 +48,9 @@ struct Plan::Impl {
 struct Access {
   using ResultImpl = Result::Impl;
   using PlanImpl = Plan::Impl;
+  using MatrixImpl = Matrix::Impl;
   static const Options::Impl& of(const Options& o) { return *o.impl_; }
+  static const job::MemoryMatrix& of(const Matrix& m) { return m.impl_->m; }
   static Options::Impl& edit(Options& o) { return *o.impl_; }
   static Result result(std::shared_ptr<const Result::Impl> impl) {
     Result r;

@@ -1,0 +1,196 @@
+#include "job/memory_product.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "backend/backend.hpp"
+#include "core/error.hpp"
+#include "core/version.hpp"
+#include "io/nonfinite.hpp"
+#include "io/operand.hpp"
+
+namespace tessera::job {
+
+namespace {
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+std::mutex& call_lock() {
+  static std::mutex lock;
+  return lock;
+}
+
+std::unique_ptr<backend::Backend>& kept_backend() {
+  static std::unique_ptr<backend::Backend> kept;
+  return kept;
+}
+
+std::string shape_of(std::int64_t rows, std::int64_t cols) { return fmt::format("{}x{}", rows, cols); }
+
+void check_matrix(const MemoryMatrix& x, const char* name, bool written) {
+  if (x.rows < 0 || x.cols < 0) throw InputError(fmt::format("{} is {}: a negative dimension", name, shape_of(x.rows, x.cols)));
+  if (x.ld < x.cols)
+    throw InputError(fmt::format("{}: its rows are {} elements apart, fewer than its {} columns", name, x.ld, x.cols));
+  if (x.rows > 0 && x.cols > 0 && (written ? x.out == nullptr : x.data == nullptr))
+    throw InputError(fmt::format("{} ({}) has no memory: a null pointer{}", name, shape_of(x.rows, x.cols),
+                                 written && x.data != nullptr ? " to write to (C was described read-only)" : ""));
+}
+
+// Refuses NaN and Inf in `x` (stored coordinates), as a run refuses them in a file.
+void refuse_nonfinite(const MemoryMatrix& x, const char* name) {
+  io::NonfiniteCount found;
+  const std::size_t row_bytes = static_cast<std::size_t>(x.ld) * dtype_size(x.dtype);
+  for (std::int64_t r = 0; r < x.rows; ++r)
+    found.add(static_cast<const unsigned char*>(x.data) + static_cast<std::size_t>(r) * row_bytes, x.dtype, 1, x.cols,
+              r, 0, x.cols);
+  if (found.count == 0) return;
+  const auto first = static_cast<std::int64_t>(found.first);
+  throw InputError(fmt::format("{} holds {} non-finite value(s) (NaN/Inf), the first at ({}, {}); allow_nonfinite "
+                               "multiplies them",
+                               name, static_cast<long long>(found.count), first / std::max<std::int64_t>(x.cols, 1),
+                               first % std::max<std::int64_t>(x.cols, 1)));
+}
+
+// op(X) as one contiguous row-major block: X's own memory where it is one (no copy), else a copy
+// in `scratch` (rows packed, then transposed where op is the transpose).
+const void* contiguous_op(const MemoryMatrix& x, bool transposed, std::vector<unsigned char>& scratch) {
+  if (!transposed && x.ld == x.cols) return x.data;
+  const std::size_t es = dtype_size(x.dtype), row = static_cast<std::size_t>(x.cols) * es;
+  std::vector<unsigned char> rows(x.ld == x.cols ? 0 : static_cast<std::size_t>(x.rows) * row);
+  for (std::int64_t r = 0; r < x.rows && !rows.empty(); ++r)
+    std::memcpy(rows.data() + static_cast<std::size_t>(r) * row,
+                static_cast<const unsigned char*>(x.data) + static_cast<std::size_t>(r * x.ld) * es, row);
+  const void* from = rows.empty() ? x.data : rows.data();
+  if (!transposed) {
+    scratch = std::move(rows);
+    return scratch.data();
+  }
+  scratch.resize(static_cast<std::size_t>(x.rows) * row);
+  io::transpose(from, x.rows, x.cols, es, scratch.data());
+  return scratch.data();
+}
+
+// C = alpha T + beta C, row by row (beta = 0: C is not read).
+template <class T>
+void combine(const T* t, const MemoryMatrix& c, double alpha, double beta) {
+  for (std::int64_t i = 0; i < c.rows; ++i) {
+    T* row = static_cast<T*>(c.out) + i * c.ld;
+    const T* from = t + i * c.cols;
+    for (std::int64_t j = 0; j < c.cols; ++j)
+      row[j] = static_cast<T>(alpha * from[j] + (beta == 0 ? 0.0 : beta * static_cast<double>(row[j])));
+  }
+}
+
+std::string host_name() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof(name) - 1) == 0 ? name : "";
+}
+
+report::JobReport header(const JobOptions& o, DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
+  report::JobReport job;
+  job.version = kVersion;
+  job.started_at = report::utc_timestamp();
+  job.a = "memory: op(A) " + shape_of(m, k);
+  job.b = "memory: op(B) " + shape_of(k, n);
+  job.c = "memory: C " + shape_of(m, n);
+  job.m = m, job.n = n, job.k = k;
+  job.dtype = dtype_name(dtype);
+  job.transpose_a = o.a.transposed, job.transpose_b = o.b.transposed;
+  job.alpha = o.alpha, job.beta = o.beta;
+  job.comm = "none";
+  job.write = "into the caller's memory";
+  return job;
+}
+
+}  // namespace
+
+report::JobReport multiply_in_memory(const JobOptions& o, const MemoryMatrix& a, const MemoryMatrix& b,
+                                     const MemoryMatrix& c) {
+  const std::lock_guard<std::mutex> lock(call_lock());
+  const double began = now();
+  check_matrix(a, "A", false);
+  check_matrix(b, "B", false);
+  check_matrix(c, "C", true);
+  const DType dtype = a.dtype;
+  if (b.dtype != dtype || c.dtype != dtype)
+    throw InputError(fmt::format("A, B and C must hold one dtype; they hold {}, {} and {}", dtype_name(a.dtype),
+                                 dtype_name(b.dtype), dtype_name(c.dtype)));
+  if (o.asked.dtype && *o.asked.dtype != dtype)
+    throw InputError(fmt::format("dtype {} asked, but the matrices hold {}", dtype_name(*o.asked.dtype), dtype_name(dtype)));
+  const bool ta = o.a.transposed, tb = o.b.transposed;
+  const std::int64_t m = ta ? a.cols : a.rows, k = ta ? a.rows : a.cols;
+  const std::int64_t kb = tb ? b.cols : b.rows, n = tb ? b.rows : b.cols;
+  if (k != kb)
+    throw InputError(fmt::format("inner dimensions disagree: op(A) is {} but op(B) is {} (A's columns must equal B's rows)",
+                                 shape_of(m, k), shape_of(kb, n)));
+  if (c.rows != m || c.cols != n)
+    throw InputError(fmt::format("C is {}, but op(A) op(B) is {}", shape_of(c.rows, c.cols), shape_of(m, n)));
+  for (const double v : {o.alpha, o.beta})
+    if (!std::isfinite(v)) throw InputError(fmt::format("alpha and beta must be finite numbers (got {})", v));
+  if (!o.allow_nonfinite) {
+    refuse_nonfinite(a, "A");
+    refuse_nonfinite(b, "B");
+  }
+  std::unique_ptr<backend::Backend>& be = kept_backend();
+  if (!be || (o.asked.backend && be->kind() != *o.asked.backend))
+    be = backend::make_backend(o.asked.backend, {0, 1, static_cast<std::size_t>(o.asked.gpu_memory)});
+  const std::string kernel = backend::resolve_kernel(be->kind(), o.asked.kernel, dtype, m, n, std::max<std::int64_t>(k, 1));
+  backend::check_kernel(be->kind(), kernel);
+
+  report::JobReport job = header(o, dtype, m, n, k);
+  report::RankRecord me;
+  me.host = host_name();
+  me.device = be->device();
+  me.device_id = be->device_id();
+  me.active = true;
+  me.block_row = me.block_col = 0;
+  me.row_end = m, me.col_end = n;
+  me.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  double t = now();
+  std::vector<unsigned char> scratch_a, scratch_b, scratch_c;
+  const void* pa = contiguous_op(a, ta, scratch_a);
+  const void* pb = contiguous_op(b, tb, scratch_b);
+  me.phases.emplace_back("read", now() - t);  // op(A), op(B) made contiguous (no copy where they are)
+  const std::size_t es = dtype_size(dtype);
+  const bool direct = o.alpha == 1 && o.beta == 0 && c.ld == n;
+  if (!direct) scratch_c.resize(static_cast<std::size_t>(m * n) * es);
+  void* into = direct ? c.out : scratch_c.data();
+  if (m > 0 && n > 0 && k == 0) std::memset(into, 0, static_cast<std::size_t>(m * n) * es);
+  t = now();
+  std::vector<backend::PhaseTime> phases;
+  if (m > 0 && n > 0 && k > 0) phases = be->gemm(kernel, {dtype, m, n, k, pa, pb, into});
+  // The whole GEMM as "compute" (the CPU backend's one phase), a GPU's h2d, kernel and d2h inside it.
+  if (std::none_of(phases.begin(), phases.end(), [](const backend::PhaseTime& p) { return p.name == "compute"; }))
+    me.phases.emplace_back("compute", now() - t);
+  for (const auto& phase : phases) me.phases.emplace_back(phase.name, phase.seconds);
+  t = now();
+  if (!direct && m > 0 && n > 0) {
+    if (dtype == DType::f32)
+      combine(reinterpret_cast<const float*>(scratch_c.data()), c, o.alpha, o.beta);
+    else
+      combine(reinterpret_cast<const double*>(scratch_c.data()), c, o.alpha, o.beta);
+  }
+  me.phases.emplace_back("write", now() - t);  // alpha, beta and C's leading dimension applied
+  me.warnings = be->warnings();
+  job.backend = be->name();
+  job.kernel = kernel;
+  job.ranks = {me};
+  job.wall_seconds = now() - began;
+  return job;
+}
+
+void release_memory_backend() {
+  const std::lock_guard<std::mutex> lock(call_lock());
+  kept_backend().reset();
+}
+
+}  // namespace tessera::job

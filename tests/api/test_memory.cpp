@@ -1,0 +1,135 @@
+// libtessera's products of matrices in memory (tessera::Matrix, multiply(a, b, c, options)),
+// through the installed header only, in a process that never initializes MPI: every shape and op
+// against a float64 product computed here, and each refusal leaves C as it was.
+#include <catch2/catch_test_macros.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tessera/tessera.hpp"
+
+namespace {
+
+struct Case {
+  std::int64_t m, n, k;
+  bool ta, tb;
+  double alpha, beta;
+  std::int64_t pad;  // extra elements at the end of every row (the leading dimension's slack)
+};
+
+template <class T>
+std::vector<T> random_matrix(std::int64_t rows, std::int64_t ld, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<T> x(static_cast<std::size_t>(rows * ld));
+  for (auto& v : x) v = static_cast<T>(u(rng));
+  return x;
+}
+
+// C = alpha op(A) op(B) + beta C0 against the float64 product of the same (rounded) inputs, element
+// by element within 2 gamma_k (|alpha| |op(A)| |op(B)| + |beta C0|) in T's unit roundoff, plus
+// the reference's own rounding; the padding of C's rows is left untouched.
+template <class T>
+void check_case(const Case& c, const std::string& backend) {
+  INFO(c.m << "x" << c.n << "x" << c.k << " ta " << c.ta << " tb " << c.tb << " alpha " << c.alpha << " beta "
+            << c.beta << " pad " << c.pad << " " << sizeof(T) * 8 << "-bit, backend " << backend);
+  std::mt19937_64 rng(static_cast<std::uint64_t>(c.m * 1000003 + c.n * 1009 + c.k));
+  const std::int64_t ar = c.ta ? c.k : c.m, ac = c.ta ? c.m : c.k, br = c.tb ? c.n : c.k, bc = c.tb ? c.k : c.n;
+  const std::int64_t lda = ac + c.pad, ldb = bc + c.pad, ldc = c.n + c.pad;
+  const auto a = random_matrix<T>(ar, lda, rng);
+  const auto b = random_matrix<T>(br, ldb, rng);
+  auto cm = random_matrix<T>(c.m, ldc, rng);
+  const auto c0 = cm;
+  tessera::Options o;
+  o.backend(backend).transpose_a(c.ta).transpose_b(c.tb).alpha(c.alpha).beta(c.beta);
+  const tessera::Result r = tessera::multiply(tessera::Matrix(a.data(), ar, ac, lda),
+                                              tessera::Matrix(b.data(), br, bc, ldb),
+                                              tessera::Matrix(cm.data(), c.m, c.n, ldc), o);
+  CHECK(r.m() == c.m);
+  CHECK(r.n() == c.n);
+  CHECK(r.k() == c.k);
+  CHECK(r.dtype() == (sizeof(T) == 4 ? "float32" : "float64"));
+  CHECK(r.ranks() == 1);
+  const double u = sizeof(T) == 4 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
+  const double gamma = 2 * (static_cast<double>(c.k) + 2) * u / (1 - (static_cast<double>(c.k) + 2) * u);
+  std::int64_t bad = 0;
+  for (std::int64_t i = 0; i < c.m; ++i)
+    for (std::int64_t j = 0; j < c.n; ++j) {
+      double exact = 0, magnitude = 0;
+      for (std::int64_t p = 0; p < c.k; ++p) {
+        const double x = a[static_cast<std::size_t>(c.ta ? p * lda + i : i * lda + p)];
+        const double y = b[static_cast<std::size_t>(c.tb ? j * ldb + p : p * ldb + j)];
+        exact += x * y;
+        magnitude += std::fabs(x * y);
+      }
+      const double old = c0[static_cast<std::size_t>(i * ldc + j)];
+      const double want = c.alpha * exact + c.beta * old;
+      const double bound = gamma * (std::fabs(c.alpha) * magnitude + std::fabs(c.beta * old)) + u * std::fabs(want);
+      if (!(std::fabs(cm[static_cast<std::size_t>(i * ldc + j)] - want) <= bound)) ++bad;
+    }
+  CHECK(bad == 0);
+  for (std::int64_t i = 0; i < c.m; ++i)
+    for (std::int64_t j = c.n; j < ldc; ++j)
+      CHECK(cm[static_cast<std::size_t>(i * ldc + j)] == c0[static_cast<std::size_t>(i * ldc + j)]);
+}
+
+std::vector<Case> cases() {
+  return {{1, 1, 1, false, false, 1, 0, 0},      {37, 29, 53, false, false, 1, 0, 0}, {31, 17, 1, false, false, 1, 0, 0},
+          {23, 41, 19, true, false, 1, 0, 0},    {23, 41, 19, false, true, 1, 0, 3},  {64, 48, 96, true, true, -0.5, 2, 0},
+          {53, 7, 101, false, false, 1.5, 0.5, 5}, {97, 89, 83, true, true, 1, 1, 1}, {2, 300, 5, false, false, 1, -1, 0}};
+}
+
+}  // namespace
+
+TEST_CASE("multiply(a, b, c): matrices in memory on every shape, op, alpha, beta and leading dimension") {
+  for (const Case& c : cases()) {
+    check_case<double>(c, "auto");
+    check_case<float>(c, "auto");
+  }
+  check_case<double>({37, 29, 53, true, false, 1, 0, 2}, "cpu");
+}
+
+TEST_CASE("multiply(a, b, c): K = 0 leaves beta C; beta = 0 never reads C") {
+  std::vector<double> a, b;  // 3 x 0 and 0 x 4
+  std::vector<double> c(12, 2.0);
+  tessera::multiply(tessera::Matrix(a.data(), 3, 0), tessera::Matrix(b.data(), 0, 4), tessera::Matrix(c.data(), 3, 4),
+                    tessera::Options().beta(0.5));
+  for (const double v : c) CHECK(v == 1.0);
+  std::vector<double> a1{2.0}, b1{3.0}, c1{std::numeric_limits<double>::quiet_NaN()};
+  tessera::multiply(tessera::Matrix(a1.data(), 1, 1), tessera::Matrix(b1.data(), 1, 1), tessera::Matrix(c1.data(), 1, 1),
+                    tessera::Options());
+  CHECK(c1[0] == 6.0);
+}
+
+TEST_CASE("multiply(a, b, c): a refusal names its cause and leaves C as it was") {
+  std::vector<float> a(6, 1.0f), b(6, 1.0f), c(4, 7.0f);
+  const std::vector<float> c0 = c;
+  std::vector<double> c64(4, 7.0);
+  const auto refused = [&](const tessera::Matrix& ma, const tessera::Matrix& mb, const tessera::Matrix& mc,
+                           const tessera::Options& o, const std::string& words) {
+    INFO("expected a refusal saying: " << words);
+    try {
+      tessera::multiply(ma, mb, mc, o);
+      FAIL("accepted");
+    } catch (const tessera::MultiplyError& e) {
+      INFO("said: " << e.what());
+      CHECK(std::string(e.what()).find(words) != std::string::npos);
+    }
+    CHECK(c == c0);
+  };
+  const tessera::Matrix A(a.data(), 2, 3), B(b.data(), 3, 2), C(c.data(), 2, 2);
+  refused(A, tessera::Matrix(b.data(), 2, 3), C, tessera::Options(), "inner dimensions disagree");
+  refused(A, B, tessera::Matrix(static_cast<const float*>(c.data()), 2, 2), tessera::Options(), "read-only");
+  refused(A, B, tessera::Matrix(c64.data(), 2, 2), tessera::Options(), "one dtype");
+  refused(A, B, C, tessera::Options().dtype("f64"), "dtype float64 asked");
+  refused(A, B, C, tessera::Options().a("in.h5:/A"), "leave a, b and c empty");
+  refused(A, B, tessera::Matrix(c.data(), 3, 2), tessera::Options(), "C is 3x2");
+  refused(tessera::Matrix(a.data(), 2, 3, 2), B, C, tessera::Options(), "fewer than its 3 columns");
+  a[4] = std::numeric_limits<float>::infinity();
+  refused(A, B, C, tessera::Options(), "A holds 1 non-finite value(s) (NaN/Inf), the first at (1, 1)");
+  tessera::multiply(A, B, C, tessera::Options().allow_nonfinite());
+  CHECK(std::isinf(c[2]));
+}
