@@ -45,13 +45,29 @@ void check_matrix(const MemoryMatrix& x, const char* name, bool written) {
                                  written && x.data != nullptr ? " to write to (C was described read-only)" : ""));
 }
 
-// Refuses NaN and Inf in `x` (stored coordinates), as a run refuses them in a file.
+// NaN and Inf in rows of `x` whose rows are `ld` apart: the count and the first (row-major index).
+template <class T>
+io::NonfiniteCount strided_nonfinite(const T* x, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
+  io::NonfiniteCount found;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c)
+      if (!std::isfinite(x[r * ld + c])) {
+        if (found.count == 0) found.first = static_cast<double>(r * cols + c);
+        found.count += 1;
+      }
+  return found;
+}
+
+// Refuses NaN and Inf in `x` (stored coordinates), as a run refuses them in a file: a packed
+// matrix in one scan over the machine's threads, rows apart one by one.
 void refuse_nonfinite(const MemoryMatrix& x, const char* name) {
   io::NonfiniteCount found;
-  const std::size_t row_bytes = static_cast<std::size_t>(x.ld) * dtype_size(x.dtype);
-  for (std::int64_t r = 0; r < x.rows; ++r)
-    found.add(static_cast<const unsigned char*>(x.data) + static_cast<std::size_t>(r) * row_bytes, x.dtype, 1, x.cols,
-              r, 0, x.cols);
+  if (x.ld == x.cols)
+    found.add(x.data, x.dtype, x.rows, x.cols, 0, 0, x.cols);
+  else if (x.dtype == DType::f32)
+    found = strided_nonfinite(static_cast<const float*>(x.data), x.rows, x.cols, x.ld);
+  else
+    found = strided_nonfinite(static_cast<const double*>(x.data), x.rows, x.cols, x.ld);
   if (found.count == 0) return;
   const auto first = static_cast<std::int64_t>(found.first);
   throw InputError(fmt::format("{} holds {} non-finite value(s) (NaN/Inf), the first at ({}, {}); allow_nonfinite "

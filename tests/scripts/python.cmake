@@ -19,3 +19,4 @@ add_python_test(generate-verify.np1 1 test_generate_verify.py)  # generate + ver
 add_python_test(generate-verify.np2 2 test_generate_verify.py)
 add_python_test(report 1 test_report.py)      # older and newer reports, to_pandas()
 add_python_test(install 1 test_install.py)    # pip install --target, import, a dry run from there
+add_python_test(matmul 1 test_matmul.py)      # tessera.matmul in-process (tessera._native) against numpy

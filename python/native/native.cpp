@@ -1,0 +1,90 @@
+// tessera._native: numpy arrays into libtessera's multiply of matrices in memory
+// (tessera::multiply(Matrix, Matrix, Matrix, Options)); tessera.matmul (python/src/tessera/
+// matmul.py) is the Python face of it. An array is used where it lies when its rows are evenly
+// strided with adjacent elements (C order, or a row slice of one), or its columns are (Fortran
+// order, such as a.T of a C-ordered array: passed as the stored matrix with op = transpose);
+// anything else is copied first. The GIL is released while tessera multiplies.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "tessera/tessera.hpp"
+
+namespace py = pybind11;
+
+namespace {
+
+std::string& last_report() {  // the last call's report (JSON), for tessera.matmul's last_report()
+  static std::string text;
+  return text;
+}
+
+// How an array reaches tessera: the matrix as stored, and whether op is its transpose.
+struct Operand {
+  py::array kept;  // the array whose memory the matrix describes (the argument, or a copy)
+  std::int64_t rows = 0, cols = 0, ld = 0;
+  bool transposed = false;
+};
+
+template <class T>
+Operand operand(py::array x, const char* name) {
+  if (x.ndim() != 2) throw py::value_error(std::string(name) + " must be a 2-D array (it has " + std::to_string(x.ndim()) + " dimensions)");
+  const auto es = static_cast<py::ssize_t>(sizeof(T));
+  const py::ssize_t r = x.shape(0), c = x.shape(1), s0 = x.strides(0), s1 = x.strides(1);
+  if ((s1 == es || c <= 1) && s0 > 0 && s0 % es == 0 && s0 / es >= c) return {x, r, c, s0 / es, false};
+  if ((s0 == es || r <= 1) && s1 > 0 && s1 % es == 0 && s1 / es >= r) return {x, c, r, s1 / es, true};
+  py::array copy = py::array_t<T, py::array::c_style>(x);
+  return {copy, r, c, c, false};
+}
+
+template <class T>
+py::array matmul(py::array a, py::array b, py::object c, double alpha, double beta, bool transpose_a, bool transpose_b,
+                 const std::string& kernel, const std::string& backend) {
+  Operand oa = operand<T>(a, "a"), ob = operand<T>(b, "b");
+  // op as asked, composed with how the array is laid out.
+  const bool ta = transpose_a != oa.transposed, tb = transpose_b != ob.transposed;
+  const std::int64_t m = transpose_a ? a.shape(1) : a.shape(0), k = transpose_a ? a.shape(0) : a.shape(1);
+  const std::int64_t kb = transpose_b ? b.shape(1) : b.shape(0), n = transpose_b ? b.shape(0) : b.shape(1);
+  if (k != kb)
+    throw py::value_error("inner dimensions disagree: op(a) is " + std::to_string(m) + "x" + std::to_string(k) +
+                          " but op(b) is " + std::to_string(kb) + "x" + std::to_string(n));
+  // C: the `c` given (written in place: a C-ordered float array of the shape), or a new array.
+  py::array_t<T, py::array::c_style> out;
+  if (c.is_none()) {
+    out = py::array_t<T, py::array::c_style>({m, n});
+    beta = 0;  // a new C holds nothing to add
+  } else {
+    const py::array given = py::reinterpret_borrow<py::array>(c);
+    if (!py::isinstance<py::array_t<T>>(given) || !(given.flags() & py::array::c_style) || !given.writeable())
+      throw py::value_error(std::string("c must be a writable C-ordered array of ") + (sizeof(T) == 4 ? "float32" : "float64"));
+    if (given.ndim() != 2 || given.shape(0) != m || given.shape(1) != n)
+      throw py::value_error("c must be " + std::to_string(m) + "x" + std::to_string(n));
+    out = py::reinterpret_borrow<py::array_t<T, py::array::c_style>>(given);
+  }
+  tessera::Options o;
+  o.transpose_a(ta).transpose_b(tb).alpha(alpha).beta(beta).kernel(kernel).backend(backend);
+  const tessera::Matrix ma(static_cast<const T*>(oa.kept.data()), oa.rows, oa.cols, oa.ld);
+  const tessera::Matrix mb(static_cast<const T*>(ob.kept.data()), ob.rows, ob.cols, ob.ld);
+  const tessera::Matrix mc(out.mutable_data(), m, n);
+  {
+    py::gil_scoped_release unlocked;
+    last_report() = tessera::multiply(ma, mb, mc, o).json();
+  }
+  return std::move(out);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_native, mod) {
+  mod.doc() = "tessera's multiply of matrices in memory (libtessera); use tessera.matmul";
+  py::register_exception<tessera::MultiplyError>(mod, "MultiplyError", PyExc_RuntimeError);
+  mod.def("matmul_f32", &matmul<float>, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"),
+          py::arg("transpose_a"), py::arg("transpose_b"), py::arg("kernel"), py::arg("backend"));
+  mod.def("matmul_f64", &matmul<double>, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"),
+          py::arg("transpose_a"), py::arg("transpose_b"), py::arg("kernel"), py::arg("backend"));
+  mod.def("version", [] { return std::string(tessera::version()); });
+  mod.def("last_report", [] { return last_report(); });
+}
