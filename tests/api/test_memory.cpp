@@ -3,6 +3,7 @@
 // against a float64 product computed here, and each refusal leaves C as it was.
 #include <catch2/catch_test_macros.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -132,4 +133,21 @@ TEST_CASE("multiply(a, b, c): a refusal names its cause and leaves C as it was")
   refused(A, B, C, tessera::Options(), "A holds 1 non-finite value(s) (NaN/Inf), the first at (1, 1)");
   tessera::multiply(A, B, C, tessera::Options().allow_nonfinite());
   CHECK(std::isinf(c[2]));
+}
+
+TEST_CASE("multiply(a, b, c): NaN and Inf in a large matrix are counted over threads, the first named") {
+  const std::int64_t m = 3001, k = 1500;  // 36 MB: scanned in row blocks on several threads
+  std::vector<double> a(static_cast<std::size_t>(m * k), 0.5), b(static_cast<std::size_t>(k), 1.0), c(3001, 0.0);
+  a[static_cast<std::size_t>(2900 * k + 7)] = std::numeric_limits<double>::quiet_NaN();  // in the last block
+  a[static_cast<std::size_t>(1700 * k + 1499)] = -std::numeric_limits<double>::infinity();
+  try {
+    tessera::multiply(tessera::Matrix(a.data(), m, k), tessera::Matrix(b.data(), k, 1), tessera::Matrix(c.data(), m, 1),
+                      tessera::Options());
+    FAIL("accepted");
+  } catch (const tessera::MultiplyError& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find("A holds 2 non-finite value(s) (NaN/Inf), the first at (1700, 1499)") !=
+          std::string::npos);
+  }
+  CHECK(std::all_of(c.begin(), c.end(), [](double v) { return v == 0.0; }));
 }
