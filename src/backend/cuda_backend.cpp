@@ -78,22 +78,21 @@ class CudaBackend final : public Backend {
   }
 
   std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) override {
-    const std::string& name = kernel;  // resolved (backend.hpp): "auto" is refused by ready()
-    ready(name, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
+    ready(kernel, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
     if (p.m == 0 || p.n == 0) return {{"h2d", 0.0}, {"kernel", 0.0}, {"d2h", 0.0}};
     if (!p.c || (p.k > 0 && (!p.a || !p.b))) throw InputError("cuda backend: GEMM without host buffers for A, B or C");
 
     const std::size_t elem = dtype_size(p.dtype);
     const std::size_t bytes = static_cast<std::size_t>(p.m * p.k + p.k * p.n + p.m * p.n) * elem;
     const std::size_t budget = memory_budget(limit_);
-    if (bytes > budget) return gemm_streamed(gpu_, name, p, budget, 1, true, &out_of_core_note_);
+    if (bytes > budget) return gemm_streamed(gpu_, kernel, p, budget, 1, true, &out_of_core_note_);
     // Large enough that the copies cost time: stream C in row tiles (at least kPipelineTiles),
     // so the copies of one tile overlap the kernel of another. B goes up once, first.
     // So is a streamed GEMM (A's rows still arriving, C's rows awaited), whatever its size.
     const bool streamed = p.a_rows || p.c_rows;
     if ((bytes >= kPipelineMinBytes || streamed) && p.m >= 2 * kPipelineTiles)
-      return gemm_streamed(gpu_, name, p, budget, kPipelineTiles, false, nullptr);
-    return gemm_in_core(gpu_, name, p);
+      return gemm_streamed(gpu_, kernel, p, budget, kPipelineTiles, false, nullptr);
+    return gemm_in_core(gpu_, kernel, p);
   }
 
   bool stages(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const override {
@@ -106,23 +105,20 @@ class CudaBackend final : public Backend {
 
   std::vector<PhaseTime> gemm_staged(const std::string& kernel, const StagedProblem& p) override {
     if (!stages(p.dtype, p.m, p.n, p.k)) return Backend::gemm_staged(kernel, p);
-    const std::string& name = kernel;  // resolved (backend.hpp): "auto" is refused by ready()
-    ready(name, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
-    return gemm_staged_on_gpu(gpu_, name, p, staged_tile_rows(p, memory_budget(limit_)));
+    ready(kernel, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
+    return gemm_staged_on_gpu(gpu_, kernel, p, staged_tile_rows(p, memory_budget(limit_)));
   }
 
   std::unique_ptr<PanelProduct> panel_product(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
                                               std::int64_t max_w, void* host_c, bool host_staging) override {
-    const std::string& name = kernel;  // resolved (backend.hpp): "auto" is refused by ready()
-    ready(name, kernels::GpuGemm{dtype, m, n, max_w});
-    return make_cuda_panel_product(gpu_, name, dtype, m, n, max_w, host_c, memory_budget(limit_), host_staging);
+    ready(kernel, kernels::GpuGemm{dtype, m, n, max_w});
+    return make_cuda_panel_product(gpu_, kernel, dtype, m, n, max_w, host_c, memory_budget(limit_), host_staging);
   }
 
   std::unique_ptr<DeviceProduct> gemm_on_device(const std::string& kernel, const GemmProblem& p) override {
-    const std::string& name = kernel;  // resolved (backend.hpp): "auto" is refused by ready()
-    ready(name, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
+    ready(kernel, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
     if (p.k > 0 && (!p.a || !p.b)) throw InputError("cuda backend: GEMM without host buffers for A or B");
-    return gemm_kept_on_device(gpu_, name, p);
+    return gemm_kept_on_device(gpu_, kernel, p);
   }
 
  private:

@@ -160,8 +160,8 @@ struct Planned {
   nlohmann::json settings;
 };
 
-Planned plan_one(const job::RunOptions& o, int ranks, const comm::NodeInfo& node) {
-  const job::JobOptions jo = job::job_options(o);
+// `jo`: `o` parsed (job::job_options).
+Planned plan_one(const job::RunOptions& o, const job::JobOptions& jo, int ranks, const comm::NodeInfo& node) {
   const algorithms::Asked& asked = jo.asked;
   Planned at;
   at.problem = problem_of(o, jo, ranks);
@@ -186,7 +186,7 @@ void plan_products(const job::RunOptions& o, int ranks, const comm::NodeInfo& no
   double total = 0;
   for (std::size_t i = 0; i < products.size(); ++i) {
     const job::RunOptions po = job::product_options(o, products[i]);
-    const Planned at = plan_one(po, ranks, node);
+    const Planned at = plan_one(po, job::job_options(po), ranks, node);
     // The processes start once: the start-up is the first product's alone.
     const double seconds = at.choice.footprint.predicted_seconds() - (i > 0 ? at.choice.footprint.predicted.startup : 0);
     total += seconds;
@@ -227,9 +227,10 @@ DryRunPlan dry_run(const job::RunOptions& o, const comm::Comm& comm, bool print)
       return;
     }
     // The one rule for every path (job/job_paths.hpp), before anything else.
-    for (const auto& note : job::guard_run_paths(job::job_options(o), job::Guarding::dry_run).notes)
+    const job::JobOptions jo = job::job_options(o);
+    for (const auto& note : job::guard_run_paths(jo, job::Guarding::dry_run).notes)
       std::fprintf(stderr, "tessera: note: %s\n", note.c_str());
-    const Planned at = plan_one(o, ranks, node);
+    const Planned at = plan_one(o, jo, ranks, node);
     const algorithms::Problem& p = at.problem;
     const algorithms::MachineModel& machine = at.machine;
     const algorithms::Choice& choice = at.choice;
@@ -238,9 +239,9 @@ DryRunPlan dry_run(const job::RunOptions& o, const comm::Comm& comm, bool print)
     if (print) std::fputs(plan.text.c_str(), stdout);
     nlohmann::json j = {{"schema", report::kDryRunSchema}, {"provenance", report::provenance()}};
     j["provenance"]["inputs"] = nlohmann::json::array();
-    if (!o.a.empty() && !o.b.empty())  // the files it was planned for, as found now
-      for (const auto& [role, text] : {std::pair{"a", &o.a}, std::pair{"b", &o.b}})
-        j["provenance"]["inputs"].push_back(report::to_json(job::input_record(role, io::DatasetRef::parse(*text))));
+    if (jo.has_a() && jo.has_b())  // the files it was planned for, as found now
+      for (const auto& [role, ref] : {std::pair{"a", &jo.a.ref}, std::pair{"b", &jo.b.ref}})
+        j["provenance"]["inputs"].push_back(report::to_json(job::input_record(role, *ref)));
     j.update(to_json(choice.footprint, machine, choice.why, settings));
     j["shape"] = {{"m", p.m}, {"n", p.n}, {"k", p.k}};
     j["dtype"] = dtype_name(p.dtype);

@@ -22,9 +22,10 @@ bool all_finite(const Bits* bits, std::size_t n) {
     for (std::size_t i = begin; i < end; ++i) bad |= static_cast<unsigned>((bits[i] & kExponent) == kExponent);
     return bad == 0;
   };
+  // hardware_concurrency() reads /sys/devices/system/cpu/online at every call: asked once.
+  static const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const std::size_t bytes = n * sizeof(Bits);
-  const auto threads = static_cast<std::size_t>(
-      std::clamp<std::size_t>(bytes >> 26, 1, std::max(1u, std::thread::hardware_concurrency())));
+  const auto threads = static_cast<std::size_t>(std::clamp<std::size_t>(bytes >> 26, 1, cores));
   if (threads == 1) return part(0, n);
   std::vector<char> ok(threads, 1);
   std::vector<std::thread> pool;

@@ -17,9 +17,9 @@
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
-#include "core/version.hpp"
 #include "io/nonfinite.hpp"
 #include "io/operand.hpp"
+#include "job/result.hpp"
 
 namespace tessera::job {
 
@@ -65,19 +65,6 @@ void check_matrix(const MemoryMatrix& x, const char* name, bool written) {
                                  written && x.data != nullptr ? " to write to (C was described read-only)" : ""));
 }
 
-// NaN and Inf in rows of `x` whose rows are `ld` apart: the count and the first (row-major index).
-template <class T>
-io::NonfiniteCount strided_nonfinite(const T* x, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
-  io::NonfiniteCount found;
-  for (std::int64_t r = 0; r < rows; ++r)
-    for (std::int64_t c = 0; c < cols; ++c)
-      if (!std::isfinite(x[r * ld + c])) {
-        if (found.count == 0) found.first = static_cast<double>(r * cols + c);
-        found.count += 1;
-      }
-  return found;
-}
-
 // NaN and Inf in a packed matrix, its rows split over threads of at least 4 MiB each (a 2048^2
 // float32 matrix, 16 MiB, took 1.5 ms on one thread: as long as its copy to the GPU).
 io::NonfiniteCount packed_nonfinite(const MemoryMatrix& x) {
@@ -105,12 +92,14 @@ io::NonfiniteCount packed_nonfinite(const MemoryMatrix& x) {
 // matrix over threads, rows apart one by one.
 void refuse_nonfinite(const MemoryMatrix& x, const char* name) {
   io::NonfiniteCount found;
-  if (x.ld == x.cols)
+  if (x.ld == x.cols) {
     found = packed_nonfinite(x);
-  else if (x.dtype == DType::f32)
-    found = strided_nonfinite(static_cast<const float*>(x.data), x.rows, x.cols, x.ld);
-  else
-    found = strided_nonfinite(static_cast<const double*>(x.data), x.rows, x.cols, x.ld);
+  } else {
+    const std::size_t ld_bytes = static_cast<std::size_t>(x.ld) * dtype_size(x.dtype);
+    for (std::int64_t r = 0; r < x.rows; ++r)
+      found.add(static_cast<const unsigned char*>(x.data) + static_cast<std::size_t>(r) * ld_bytes, x.dtype, 1, x.cols,
+                r, 0, x.cols);
+  }
   if (found.count == 0) return;
   const auto first = static_cast<std::int64_t>(found.first);
   throw InputError(fmt::format("{} holds {} non-finite value(s) (NaN/Inf), the first at ({}, {}); allow_nonfinite "
@@ -154,17 +143,14 @@ std::string host_name() {
   return ::gethostname(name, sizeof(name) - 1) == 0 ? name : "";
 }
 
+// A one-rank run's header (job_header), its operands named by where they are.
 report::JobReport header(const JobOptions& o, DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
-  report::JobReport job;
-  job.version = kVersion;
-  job.started_at = report::utc_timestamp();
+  report::JobReport job = job_header(o, 1);
   job.a = "memory: op(A) " + shape_of(m, k);
   job.b = "memory: op(B) " + shape_of(k, n);
   job.c = "memory: C " + shape_of(m, n);
   job.m = m, job.n = n, job.k = k;
   job.dtype = dtype_name(dtype);
-  job.transpose_a = o.a.transposed, job.transpose_b = o.b.transposed;
-  job.alpha = o.alpha, job.beta = o.beta;
   job.comm = "none";
   job.write = "into the caller's memory";
   return job;
