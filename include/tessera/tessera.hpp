@@ -244,16 +244,26 @@ class TESSERA_API VerificationFailed : public MultiplyError {
 // otherwise. With Options::report, the report is also written there.
 TESSERA_API Result multiply(const Options& options, MPI_Comm comm);
 
+// Where a Matrix lies: host memory, or the memory of the GPU tessera computes on in this process
+// (its current CUDA device: cudaMalloc'd or managed memory, a torch or cupy tensor's), used there
+// in place without a copy to the host.
+enum class Memory { host, device };
+
 // A matrix in this process's memory, row-major (as C arrays and numpy's default order are):
 // `rows` x `cols` elements of float or double, each row `ld` elements after the last (0: cols, the
-// rows packed). It describes the memory and never owns or copies it: the caller keeps it alive
-// through the call. Made from a const pointer it is read-only: it may be A or B, not C.
+// rows packed), on the host or on the GPU (`where`). It describes the memory and never owns or
+// copies it: the caller keeps it alive through the call. Made from a const pointer it is
+// read-only: it may be A or B, not C.
 class TESSERA_API Matrix {
  public:
   Matrix(const float* data, std::int64_t rows, std::int64_t cols, std::int64_t ld = 0);
   Matrix(const double* data, std::int64_t rows, std::int64_t cols, std::int64_t ld = 0);
   Matrix(float* data, std::int64_t rows, std::int64_t cols, std::int64_t ld = 0);
   Matrix(double* data, std::int64_t rows, std::int64_t cols, std::int64_t ld = 0);
+  Matrix(const float* data, std::int64_t rows, std::int64_t cols, std::int64_t ld, Memory where);
+  Matrix(const double* data, std::int64_t rows, std::int64_t cols, std::int64_t ld, Memory where);
+  Matrix(float* data, std::int64_t rows, std::int64_t cols, std::int64_t ld, Memory where);
+  Matrix(double* data, std::int64_t rows, std::int64_t cols, std::int64_t ld, Memory where);
   Matrix(const Matrix& other);
   Matrix(Matrix&& other) noexcept;
   Matrix& operator=(const Matrix& other);
@@ -265,6 +275,7 @@ class TESSERA_API Matrix {
   std::int64_t ld() const noexcept;
   std::string dtype() const;  // float32 | float64
   bool writable() const noexcept;
+  Memory memory() const noexcept;
 
  private:
   friend struct Access;  // inside libtessera
@@ -276,11 +287,21 @@ class TESSERA_API Matrix {
 // read or written, and no MPI is needed (a program that never initializes MPI may call it). op,
 // alpha, beta and every other choice (backend, kernel, dtype, gpu_memory, allow_nonfinite) come from
 // `options`, whose a, b and c must be left empty. op(A) is M x K, op(B) K x N, C M x N (made from a
-// non-const pointer), all of one dtype. beta = 0 does not read C. The backend (a GPU's context,
-// cuBLAS) starts at the first call and is kept for the next, so a loop of products pays its start
-// once. Calls are serialized within a process. Throws MultiplyError naming the cause (a shape, a
-// dtype, NaN/Inf in A or B): C is then left as it was. The Result is a one-rank run's report.
+// non-const pointer, sharing no memory with A or B), all of one dtype. beta = 0 does not read C.
+// Matrices in GPU memory need the cuda backend and are used in place; on a GPU, host matrices are
+// copied up and C down. The backend (a GPU's context, cuBLAS, its scratch memory) starts at the
+// first call and is kept for the next, so a loop of products pays its start once. Calls are
+// serialized within a process, and return when C is complete. Throws MultiplyError naming the
+// cause (a shape, a dtype, overlapping memory, NaN/Inf in A or B): C is then left as it was. The
+// Result is a one-rank run's report.
 TESSERA_API Result multiply(const Matrix& a, const Matrix& b, const Matrix& c, const Options& options);
+
+// The same, ordered on the caller's CUDA stream (a cudaStream_t, passed as void*; nullptr: the
+// call above): the product runs after the work `cuda_stream` already holds. With A, B and C all in GPU memory it returns once the product is
+// enqueued there: C is complete when the stream gets past it, and the Result's only phase is
+// "enqueue". Otherwise it returns when C is complete. NaN/Inf in A and B are still refused unless
+// allow_nonfinite: the scan waits for the stream to reach it.
+TESSERA_API Result multiply(const Matrix& a, const Matrix& b, const Matrix& c, const Options& options, void* cuda_stream);
 
 // The plan of multiply(options, comm) without running it (collective): only the inputs' shapes
 // are read (or Options::shape is used). Writes the plan's JSON to Options::report when set, and

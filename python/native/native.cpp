@@ -3,7 +3,9 @@
 // matmul.py) is the Python face of it. An array is used where it lies when its rows are evenly
 // strided with adjacent elements (C order, or a row slice of one), or its columns are (Fortran
 // order, such as a.T of a C-ordered array: passed as the stored matrix with op = transpose);
-// anything else is copied first. The GIL is released while tessera multiplies.
+// anything else is copied first. The GIL is released while tessera multiplies. Matrices in GPU
+// memory arrive as addresses (matmul_device_*: tessera.matmul reads them from the torch or cupy
+// tensor) and are used there, ordered on the caller's stream.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -42,7 +44,7 @@ Operand operand(py::array x, const char* name) {
 
 template <class T>
 py::array matmul(py::array a, py::array b, py::object c, double alpha, double beta, bool transpose_a, bool transpose_b,
-                 const std::string& kernel, const std::string& backend) {
+                 const std::string& kernel, const std::string& backend, bool allow_nonfinite) {
   Operand oa = operand<T>(a, "a"), ob = operand<T>(b, "b");
   // op as asked, composed with how the array is laid out.
   const bool ta = transpose_a != oa.transposed, tb = transpose_b != ob.transposed;
@@ -65,7 +67,7 @@ py::array matmul(py::array a, py::array b, py::object c, double alpha, double be
     out = py::reinterpret_borrow<py::array_t<T, py::array::c_style>>(given);
   }
   tessera::Options o;
-  o.transpose_a(ta).transpose_b(tb).alpha(alpha).beta(beta).kernel(kernel).backend(backend);
+  o.transpose_a(ta).transpose_b(tb).alpha(alpha).beta(beta).kernel(kernel).backend(backend).allow_nonfinite(allow_nonfinite);
   const tessera::Matrix ma(static_cast<const T*>(oa.kept.data()), oa.rows, oa.cols, oa.ld);
   const tessera::Matrix mb(static_cast<const T*>(ob.kept.data()), ob.rows, ob.cols, ob.ld);
   const tessera::Matrix mc(out.mutable_data(), m, n);
@@ -76,15 +78,46 @@ py::array matmul(py::array a, py::array b, py::object c, double alpha, double be
   return std::move(out);
 }
 
+// A matrix in GPU memory as tessera.matmul found it (a torch or cupy tensor, __cuda_array_interface__):
+// its address, shape as stored, leading dimension, and whether op is its transpose.
+struct DeviceOperand {
+  std::uintptr_t data = 0;
+  std::int64_t rows = 0, cols = 0, ld = 0;
+  bool transposed = false;
+};
+
+template <class T>
+void matmul_device(const DeviceOperand& a, const DeviceOperand& b, std::uintptr_t c, std::int64_t m, std::int64_t n,
+                   std::int64_t ldc, double alpha, double beta, const std::string& kernel, bool allow_nonfinite,
+                   std::uintptr_t stream) {
+  tessera::Options o;
+  o.transpose_a(a.transposed).transpose_b(b.transposed).alpha(alpha).beta(beta).kernel(kernel).backend("cuda");
+  o.allow_nonfinite(allow_nonfinite);
+  using tessera::Memory;
+  const tessera::Matrix ma(reinterpret_cast<const T*>(a.data), a.rows, a.cols, a.ld, Memory::device);
+  const tessera::Matrix mb(reinterpret_cast<const T*>(b.data), b.rows, b.cols, b.ld, Memory::device);
+  const tessera::Matrix mc(reinterpret_cast<T*>(c), m, n, ldc, Memory::device);
+  py::gil_scoped_release unlocked;
+  last_report() = tessera::multiply(ma, mb, mc, o, reinterpret_cast<void*>(stream)).json();
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, mod) {
   mod.doc() = "tessera's multiply of matrices in memory (libtessera); use tessera.matmul";
   py::register_exception<tessera::MultiplyError>(mod, "MultiplyError", PyExc_RuntimeError);
   mod.def("matmul_f32", &matmul<float>, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"),
-          py::arg("transpose_a"), py::arg("transpose_b"), py::arg("kernel"), py::arg("backend"));
+          py::arg("transpose_a"), py::arg("transpose_b"), py::arg("kernel"), py::arg("backend"), py::arg("allow_nonfinite"));
   mod.def("matmul_f64", &matmul<double>, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"),
-          py::arg("transpose_a"), py::arg("transpose_b"), py::arg("kernel"), py::arg("backend"));
+          py::arg("transpose_a"), py::arg("transpose_b"), py::arg("kernel"), py::arg("backend"), py::arg("allow_nonfinite"));
+  py::class_<DeviceOperand>(mod, "DeviceOperand")
+      .def(py::init([](std::uintptr_t data, std::int64_t rows, std::int64_t cols, std::int64_t ld, bool transposed) {
+             return DeviceOperand{data, rows, cols, ld, transposed};
+           }),
+           py::arg("data"), py::arg("rows"), py::arg("cols"), py::arg("ld"), py::arg("transposed"));
+  for (const auto& [name, run] : {std::pair{"matmul_device_f32", &matmul_device<float>}, {"matmul_device_f64", &matmul_device<double>}})
+    mod.def(name, run, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("m"), py::arg("n"), py::arg("ldc"),
+            py::arg("alpha"), py::arg("beta"), py::arg("kernel"), py::arg("allow_nonfinite"), py::arg("stream"));
   mod.def("version", [] { return std::string(tessera::version()); });
   mod.def("last_report", [] { return last_report(); });
 }

@@ -108,5 +108,105 @@ class MatmulTest(unittest.TestCase):
         self.assertIn("shares memory", str(cm.exception))
 
 
+def gpu_libraries():
+    """torch and cupy, each where it is installed and sees a GPU."""
+    found = {}
+    try:
+        import torch
+        if torch.cuda.is_available():
+            found["torch"] = torch
+    except ImportError:
+        pass
+    try:
+        import cupy
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            found["cupy"] = cupy
+    except Exception:  # not installed, or no driver
+        pass
+    return found
+
+
+class GpuMatmulTest(unittest.TestCase):
+    """torch / cupy tensors in GPU memory, used in place (views too), ordered on the current stream."""
+
+    def setUp(self):
+        native_or_skip()
+        self.libraries = gpu_libraries()
+        if not self.libraries:
+            raise unittest.SkipTest("neither torch nor cupy sees a GPU here: tessera.matmul on GPU tensors not tried")
+        self.rng = np.random.default_rng(11)
+
+    def rand(self, shape, dtype):
+        return (self.rng.random(shape) * 2 - 1).astype(dtype)
+
+    def to_gpu(self, lib, x):
+        return lib.from_numpy(x).cuda() if lib.__name__ == "torch" else lib.asarray(x)
+
+    def to_host(self, lib, x):
+        return x.cpu().numpy() if lib.__name__ == "torch" else lib.asnumpy(x)
+
+    def test_shapes_ops_views_alpha_beta(self):
+        for name, lib in self.libraries.items():
+            for dtype in (np.float32, np.float64):
+                for m, n, k in ((1, 1, 1), (37, 29, 53), (31, 17, 1), (97, 89, 83), (256, 128, 512)):
+                    for ta, tb in ((False, False), (True, True), (False, True)):
+                        with self.subTest(library=name, dtype=dtype, shape=(m, n, k), ta=ta, tb=tb):
+                            a = self.rand((k, m) if ta else (m, k), dtype)
+                            b = self.rand((n, k) if tb else (k, n), dtype)
+                            c0 = self.rand((m, n), dtype)
+                            ga, gb, gc = (self.to_gpu(lib, x) for x in (a, b, c0))
+                            got = tessera.matmul(ga, gb, c=gc, alpha=-0.5, beta=2.0, transpose_a=ta, transpose_b=tb)
+                            self.assertEqual(type(got), type(ga))
+                            a64 = (a.T if ta else a).astype(np.float64)
+                            b64 = (b.T if tb else b).astype(np.float64)
+                            want = -0.5 * (a64 @ b64) + 2.0 * c0.astype(np.float64)
+                            mag = 0.5 * (np.abs(a64) @ np.abs(b64)) + 2.0 * np.abs(c0.astype(np.float64))
+                            within(self, self.to_host(lib, got), want, mag, k, dtype)
+                            np.testing.assert_array_equal(self.to_host(lib, gc), c0)  # c is not out: unchanged
+                # Views: a row slice, a transpose, a strided view (copied), into an out of its own.
+                big = self.to_gpu(lib, self.rand((120, 100), dtype))
+                gb = self.to_gpu(lib, self.rand((40, 33), dtype))
+                for view in (big[:50, :40], big[:40, :50].T, big[::2, ::2][:50, :40]):
+                    with self.subTest(library=name, dtype=dtype, view="strides"):
+                        out = self.to_gpu(lib, np.full((50, 33), 3.0, dtype=dtype))
+                        r = tessera.matmul(view, gb, out=out)
+                        self.assertIs(r, out)
+                        a64, b64 = self.to_host(lib, view).astype(np.float64), self.to_host(lib, gb).astype(np.float64)
+                        within(self, self.to_host(lib, out), a64 @ b64, np.abs(a64) @ np.abs(b64), 40, dtype)
+
+    def test_stream_order_and_refusals(self):
+        if "torch" not in self.libraries:
+            self.skipTest("torch not installed with a GPU: the stream test uses torch's streams")
+        torch = self.libraries["torch"]
+        a = torch.rand((512, 384), device="cuda", dtype=torch.float32)
+        b = torch.rand((384, 256), device="cuda", dtype=torch.float32)
+        side = torch.cuda.Stream()
+        with torch.cuda.stream(side):  # produced and multiplied on the side stream, in its order
+            a2 = a * 2
+            got = tessera.matmul(a2, b)
+        side.synchronize()
+        torch.testing.assert_close(got, (a * 2) @ b, rtol=1e-4, atol=1e-3)
+        bad = a.clone()
+        bad[3, 7] = float("inf")
+        out = torch.full((512, 256), 9.0, device="cuda")
+        with self.assertRaises(tessera.TesseraError) as cm:
+            tessera.matmul(bad, b, out=out)
+        self.assertIn("the first at (3, 7)", str(cm.exception))
+        self.assertTrue(bool((out == 9.0).all()))
+        self.assertTrue(bool(torch.isinf(tessera.matmul(bad, b, allow_nonfinite=True)[3]).any()))
+        cases = [((a, a), {}, "inner dimensions disagree"),
+                 ((a, b.double()), {}, "one dtype"),
+                 ((a, b.cpu()), {}, "some operands are in GPU memory"),
+                 ((a.half(), b.half()), {}, "float32 and float64"),
+                 ((a, b), {"out": a}, "shares memory"),
+                 ((a, b), {"out": torch.zeros((256, 512), device="cuda").T}, "rows packed"),
+                 ((a, b), {"backend": "cpu"}, "computes on the host")]
+        for (x, y), kw, words in cases:
+            with self.subTest(words=words):
+                with self.assertRaises(tessera.TesseraError) as cm:
+                    tessera.matmul(x, y, **kw)
+                self.assertIn(words, str(cm.exception))
+
+
 if __name__ == "__main__":
     support.main()

@@ -16,10 +16,30 @@ namespace tessera {
 
 namespace {
 std::unique_ptr<Access::MatrixImpl> described(DType dtype, const void* data, void* out, std::int64_t rows, std::int64_t cols,
-                                        std::int64_t ld) {
+                                              std::int64_t ld, Memory where = Memory::host) {
   auto impl = std::make_unique<Access::MatrixImpl>();
-  impl->m = {dtype, rows, cols, ld == 0 ? cols : ld, data, out};
+  impl->m = {dtype, rows, cols, ld == 0 ? cols : ld, data, out, where == Memory::device};
   return impl;
+}
+
+Result multiply_on(const Matrix& a, const Matrix& b, const Matrix& c, const Options& options, const job::MemoryCall& call) {
+  const auto began = std::chrono::steady_clock::now();
+  const job::RunOptions& o = Access::of(options).run;
+  auto impl = std::make_shared<Access::ResultImpl>();
+  try {
+    for (const auto& [name, value] : {std::pair{"a", &o.a}, {"b", &o.b}, {"c", &o.c}})
+      if (!value->empty())
+        throw InputError(std::string("Options ") + name + " names a dataset ('" + *value +
+                         "'): the matrices in memory are the operands; leave a, b and c empty");
+    const job::JobOptions jo = job::job_options(o);
+    const report::JobReport job = job::multiply_in_memory(jo, Access::of(a), Access::of(b), Access::of(c), call);
+    impl->report = report::to_json(job);
+    impl->text = impl->report.dump();
+  } catch (const std::exception& e) {
+    throw MultiplyError(e.what(), 0, true);
+  }
+  impl->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  return Access::result(std::move(impl));
 }
 }  // namespace
 
@@ -31,6 +51,14 @@ Matrix::Matrix(float* data, std::int64_t rows, std::int64_t cols, std::int64_t l
     : impl_(described(DType::f32, data, data, rows, cols, ld)) {}
 Matrix::Matrix(double* data, std::int64_t rows, std::int64_t cols, std::int64_t ld)
     : impl_(described(DType::f64, data, data, rows, cols, ld)) {}
+Matrix::Matrix(const float* data, std::int64_t rows, std::int64_t cols, std::int64_t ld, Memory where)
+    : impl_(described(DType::f32, data, nullptr, rows, cols, ld, where)) {}
+Matrix::Matrix(const double* data, std::int64_t rows, std::int64_t cols, std::int64_t ld, Memory where)
+    : impl_(described(DType::f64, data, nullptr, rows, cols, ld, where)) {}
+Matrix::Matrix(float* data, std::int64_t rows, std::int64_t cols, std::int64_t ld, Memory where)
+    : impl_(described(DType::f32, data, data, rows, cols, ld, where)) {}
+Matrix::Matrix(double* data, std::int64_t rows, std::int64_t cols, std::int64_t ld, Memory where)
+    : impl_(described(DType::f64, data, data, rows, cols, ld, where)) {}
 Matrix::Matrix(const Matrix& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
 Matrix::Matrix(Matrix&& other) noexcept = default;
 Matrix& Matrix::operator=(const Matrix& other) {
@@ -45,25 +73,14 @@ std::int64_t Matrix::cols() const noexcept { return impl_->m.cols; }
 std::int64_t Matrix::ld() const noexcept { return impl_->m.ld; }
 std::string Matrix::dtype() const { return dtype_name(impl_->m.dtype); }
 bool Matrix::writable() const noexcept { return impl_->m.out != nullptr; }
+Memory Matrix::memory() const noexcept { return impl_->m.device ? Memory::device : Memory::host; }
 
 Result multiply(const Matrix& a, const Matrix& b, const Matrix& c, const Options& options) {
-  const auto began = std::chrono::steady_clock::now();
-  const job::RunOptions& o = Access::of(options).run;
-  auto impl = std::make_shared<Access::ResultImpl>();
-  try {
-    for (const auto& [name, value] : {std::pair{"a", &o.a}, {"b", &o.b}, {"c", &o.c}})
-      if (!value->empty())
-        throw InputError(std::string("Options ") + name + " names a dataset ('" + *value +
-                         "'): the matrices in memory are the operands; leave a, b and c empty");
-    const job::JobOptions jo = job::job_options(o);
-    const report::JobReport job = job::multiply_in_memory(jo, Access::of(a), Access::of(b), Access::of(c));
-    impl->report = report::to_json(job);
-    impl->text = impl->report.dump();
-  } catch (const std::exception& e) {
-    throw MultiplyError(e.what(), 0, true);
-  }
-  impl->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
-  return Access::result(std::move(impl));
+  return multiply_on(a, b, c, options, {});
+}
+
+Result multiply(const Matrix& a, const Matrix& b, const Matrix& c, const Options& options, void* cuda_stream) {
+  return multiply_on(a, b, c, options, {cuda_stream, cuda_stream == nullptr});
 }
 
 }  // namespace tessera

@@ -112,6 +112,36 @@ std::size_t stage_piece_bytes();
 // Rows of `row_bytes` each in one piece (at least 1).
 std::int64_t stage_piece_rows(std::size_t row_bytes);
 
+// One operand of a GEMM on memory a caller holds (Backend::gemm_in_place): the matrix as stored,
+// row-major, `rows` x `cols`, rows `ld` elements apart, in host memory or in the backend's GPU's
+// memory (`device`), and whether the GEMM takes its transpose.
+struct HeldMatrix {
+  const void* data = nullptr;
+  std::int64_t rows = 0, cols = 0, ld = 0;
+  bool device = false;
+  bool transposed = false;
+};
+
+// C = alpha op(A) op(B) + beta C on the caller's memory, each matrix on the host or on the GPU
+// (issue 42: arrays used in place). op(A) is m x k, op(B) k x n, C m x n with rows `ldc` apart.
+// `stream` (an opaque cudaStream_t; nullptr: the backend's own) orders the work after the
+// caller's: with `wait` false and all three matrices on the GPU, the call returns once the work is
+// enqueued there (the caller's stream holds it); else it returns when C is complete. With
+// `refuse_nonfinite`, A and B are scanned for NaN and Inf first and the product refused (C
+// untouched) when they hold any.
+struct HeldProblem {
+  DType dtype = DType::f64;
+  std::int64_t m = 0, n = 0, k = 0;
+  HeldMatrix a, b;
+  void* c = nullptr;
+  std::int64_t ldc = 0;
+  bool c_device = false;
+  double alpha = 1, beta = 0;
+  void* stream = nullptr;
+  bool wait = true;
+  bool refuse_nonfinite = true;
+};
+
 struct PhaseTime {
   std::string name;  // "compute" on the CPU; "h2d", "kernel", "d2h" on a GPU
   double seconds = 0;
@@ -291,6 +321,18 @@ class Backend {
   // A stream of this backend's device (an opaque cudaStream_t) for another layer's device work
   // between the backend's own steps (setting NCCL groups up, sending C blocks); nullptr on the CPU.
   virtual void* device_stream() const { return nullptr; }
+
+  // --- HeldProblem: whether this backend multiplies the caller's memory where it lies (a GPU
+  // whose scratch for the packed operands and C fits `limit`-free memory); false on the CPU,
+  // whose caller packs and multiplies on the host.
+  virtual bool holds_in_place(const HeldProblem& p) const {
+    (void)p;
+    return false;
+  }
+  // The product of HeldProblem. Phases "h2d", "kernel", "d2h" when waited for, none otherwise.
+  // Throws InputError for a matrix it cannot use (a device pointer that is not this GPU's memory,
+  // NaN or Inf where refused: "A holds 3 non-finite value(s)..., the first at (i, j)").
+  virtual std::vector<PhaseTime> gemm_in_place(const std::string& kernel, const HeldProblem& p);
 
   // --- C = A * B left on the device (the GPU; the CPU throws), e.g. a partial product. p.c is
   // not written: on the root it may name the host C that DeviceProduct::finish will fill (the

@@ -115,6 +115,16 @@ class CudaBackend final : public Backend {
     return make_cuda_panel_product(gpu_, kernel, dtype, m, n, max_w, host_c, memory_budget(limit_), host_staging);
   }
 
+  bool holds_in_place(const HeldProblem& p) const override {
+    if (p.a.device || p.b.device || p.c_device) return true;  // only here can they be used
+    return held_bytes_missing(held_, p) <= memory_budget(limit_);
+  }
+
+  std::vector<PhaseTime> gemm_in_place(const std::string& kernel, const HeldProblem& p) override {
+    ready(kernel, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
+    return gemm_held(gpu_, held_, kernel, p);
+  }
+
   std::unique_ptr<DeviceProduct> gemm_on_device(const std::string& kernel, const GemmProblem& p) override {
     ready(kernel, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
     if (p.k > 0 && (!p.a || !p.b)) throw InputError("cuda backend: GEMM without host buffers for A or B");
@@ -144,6 +154,7 @@ class CudaBackend final : public Backend {
   std::string out_of_core_note_;  // set when a GEMM ran out of core
   std::thread library_loader_;    // prepare()'s, joined on destruction
   std::set<std::pair<std::string, DType>> warmed_;  // what prepare() has warmed up
+  HeldScratch held_;  // gemm_in_place's, kept from call to call; freed first, while the GPU is set up
 };
 
 }  // namespace

@@ -63,6 +63,23 @@ class CopyStreams {
   double h2d_ = 0, kernel_s_ = 0, d2h_ = 0;
 };
 
+// What gemm_held keeps from call to call (cuda_held_gemm.cpp): device scratch for the operands it
+// packs or copies up, a scratch C, a scan's count, and an event after the last call's work, which
+// the next call's stream waits for (the scratch is shared, the callers' streams may differ).
+// cudaMalloc and cudaFree cost ~0.15 ms each: as much as a 1024^2 product's kernel.
+struct HeldScratch {
+  kernels::DeviceBuffer a, b, c, stored, found;
+  kernels::Event done;
+  bool used = false;
+  std::size_t bytes() const { return a.bytes() + b.bytes() + c.bytes() + stored.bytes() + found.bytes(); }
+};
+
+// Device bytes gemm_held would add to what `scratch` holds for `p`.
+std::size_t held_bytes_missing(const HeldScratch& scratch, const HeldProblem& p);
+
+// backend.hpp's HeldProblem on the GPU (cuda_held_gemm.cpp); `kernel` is a resolved name.
+std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::string& kernel, const HeldProblem& p);
+
 // backend.hpp's PanelProduct on the GPU (cuda_panel_product.cpp); refuses one over `budget`.
 std::unique_ptr<PanelProduct> make_cuda_panel_product(Gpu& gpu, const std::string& kernel, DType dtype, std::int64_t m,
                                                       std::int64_t n, std::int64_t max_w, void* host_c,

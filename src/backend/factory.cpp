@@ -30,6 +30,10 @@ std::unique_ptr<DeviceProduct> Backend::gemm_on_device(const std::string&, const
   throw Error("the " + name() + " backend keeps no product on a device");
 }
 
+std::vector<PhaseTime> Backend::gemm_in_place(const std::string&, const HeldProblem&) {
+  throw Error("the " + name() + " backend does not multiply matrices where they lie");
+}
+
 std::vector<std::string> compiled_backends() {
 #ifdef TESSERA_HAVE_CUDA
   return {"cpu", "cuda"};

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -156,10 +157,54 @@ report::JobReport header(const JobOptions& o, DType dtype, std::int64_t m, std::
   return job;
 }
 
+// C = alpha op(A) op(B) + beta C as the backend's HeldProblem.
+backend::HeldProblem held_problem(const JobOptions& o, const MemoryMatrix& a, const MemoryMatrix& b,
+                                  const MemoryMatrix& c, const MemoryCall& call, std::int64_t m, std::int64_t n,
+                                  std::int64_t k) {
+  backend::HeldProblem p;
+  p.dtype = a.dtype;
+  p.m = m, p.n = n, p.k = k;
+  p.a = {a.data, a.rows, a.cols, a.ld, a.device, o.a.transposed};
+  p.b = {b.data, b.rows, b.cols, b.ld, b.device, o.b.transposed};
+  p.c = c.out, p.ldc = c.ld, p.c_device = c.device;
+  p.alpha = o.alpha, p.beta = o.beta;
+  p.stream = call.stream, p.wait = call.wait;
+  p.refuse_nonfinite = !o.allow_nonfinite;
+  return p;
+}
+
+// The bytes a matrix spans, from its first element to one past its last.
+std::pair<std::uintptr_t, std::uintptr_t> span_of(const MemoryMatrix& x, const void* at) {
+  const auto from = reinterpret_cast<std::uintptr_t>(at);
+  if (x.rows == 0 || x.cols == 0 || at == nullptr) return {from, from};
+  return {from, from + static_cast<std::uintptr_t>(((x.rows - 1) * x.ld + x.cols)) * dtype_size(x.dtype)};
+}
+
+// C must not share memory with an operand: the product would read what it writes (CUDA's unified
+// addressing keeps host and device addresses apart, so one comparison covers both).
+void refuse_overlap(const MemoryMatrix& c, const MemoryMatrix& x, const char* name) {
+  const auto [c0, c1] = span_of(c, c.out);
+  const auto [x0, x1] = span_of(x, x.data);
+  if (c0 < x1 && x0 < c1)
+    throw InputError(fmt::format("C shares memory with {}: the product would overwrite its own input; give C memory of its own",
+                                 name));
+}
+
+// The report completed: backend, kernel, the one rank's record and the wall time.
+report::JobReport finished(report::JobReport& job, report::RankRecord& me, const backend::Backend& be,
+                           const std::string& kernel, double began) {
+  me.warnings = be.warnings();
+  job.backend = be.name();
+  job.kernel = kernel;
+  job.ranks = {std::move(me)};
+  job.wall_seconds = now() - began;
+  return std::move(job);
+}
+
 }  // namespace
 
 report::JobReport multiply_in_memory(const JobOptions& o, const MemoryMatrix& a, const MemoryMatrix& b,
-                                     const MemoryMatrix& c) {
+                                     const MemoryMatrix& c, const MemoryCall& call) {
   const std::lock_guard<std::mutex> lock(call_lock());
   const double began = now();
   check_matrix(a, "A", false);
@@ -181,16 +226,26 @@ report::JobReport multiply_in_memory(const JobOptions& o, const MemoryMatrix& a,
     throw InputError(fmt::format("C is {}, but op(A) op(B) is {}", shape_of(c.rows, c.cols), shape_of(m, n)));
   for (const double v : {o.alpha, o.beta})
     if (!std::isfinite(v)) throw InputError(fmt::format("alpha and beta must be finite numbers (got {})", v));
-  if (!o.allow_nonfinite) {
-    refuse_nonfinite(a, "A");
-    refuse_nonfinite(b, "B");
-  }
+  refuse_overlap(c, a, "A");
+  refuse_overlap(c, b, "B");
   std::unique_ptr<backend::Backend>& be = kept_backend();
   if (!be || (o.asked.backend && be->kind() != *o.asked.backend))
     be = backend::make_backend(o.asked.backend, {0, 1, static_cast<std::size_t>(o.asked.gpu_memory)});
   const std::string kernel = kernel_for(be->kind(), o.asked.kernel, dtype, m, n, std::max<std::int64_t>(k, 1));
+  const backend::HeldProblem held = held_problem(o, a, b, c, call, m, n, k);
+  const bool in_place = be->holds_in_place(held);
+  if (!in_place && (a.device || b.device || c.device))
+    throw InputError(fmt::format("{} is in GPU memory, but the {} backend computes on the host (the GPU's memory is used "
+                                 "by the cuda backend only)",
+                                 a.device ? "A" : b.device ? "B" : "C", be->name()));
+  if (!in_place && !o.allow_nonfinite) {
+    refuse_nonfinite(a, "A");
+    refuse_nonfinite(b, "B");
+  }
 
   report::JobReport job = header(o, dtype, m, n, k);
+  for (const auto& [text, x] : {std::pair{&job.a, &a}, {&job.b, &b}, {&job.c, &c}})
+    if (x->device) text->insert(0, "GPU ");
   report::RankRecord me;
   me.host = host_name();
   me.device = be->device();
@@ -199,6 +254,13 @@ report::JobReport multiply_in_memory(const JobOptions& o, const MemoryMatrix& a,
   me.block_row = me.block_col = 0;
   me.row_end = m, me.col_end = n;
   me.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (in_place) {
+    const double t = now();
+    const std::vector<backend::PhaseTime> phases = be->gemm_in_place(kernel, held);
+    if (phases.empty()) me.phases.emplace_back("enqueue", now() - t);
+    for (const auto& phase : phases) me.phases.emplace_back(phase.name, phase.seconds);
+    return finished(job, me, *be, kernel, began);
+  }
   double t = now();
   std::vector<unsigned char> scratch_a, scratch_b, scratch_c;
   const void* pa = contiguous_op(a, ta, scratch_a);
@@ -224,12 +286,7 @@ report::JobReport multiply_in_memory(const JobOptions& o, const MemoryMatrix& a,
       combine(reinterpret_cast<const double*>(scratch_c.data()), c, o.alpha, o.beta);
   }
   me.phases.emplace_back("write", now() - t);  // alpha, beta and C's leading dimension applied
-  me.warnings = be->warnings();
-  job.backend = be->name();
-  job.kernel = kernel;
-  job.ranks = {me};
-  job.wall_seconds = now() - began;
-  return job;
+  return finished(job, me, *be, kernel, began);
 }
 
 void release_memory_backend() {

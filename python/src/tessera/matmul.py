@@ -47,23 +47,159 @@ def _native() -> Any:
                        "or TESSERA_BIN)")
 
 
-def matmul(a: Any, b: Any, *, c: Any = None, alpha: float = 1.0, beta: float = 0.0, transpose_a: bool = False,
-           transpose_b: bool = False, kernel: str = "auto", backend: str = "auto", out: Optional[Any] = None) -> Any:
-    """alpha op(a) op(b) + beta c as a new numpy array (or into `out`), op the transpose where asked.
+def _library(x: Any) -> str:
+    """'torch' or 'cupy' for a tensor of theirs, else ''."""
+    return type(x).__module__.split(".")[0] if type(x).__module__.split(".")[0] in ("torch", "cupy") else ""
 
-    a, b     2-D arrays (anything numpy.asarray takes); float32 when every operand is float32 (or
-             narrower floats), else float64. C-ordered arrays, row slices of them and their
-             transposes (a.T) are used where they lie; any other layout is copied first.
+
+def _on_gpu(x: Any) -> bool:
+    """Whether x is an array in GPU memory: a CUDA torch tensor, a cupy array, or anything with
+    __cuda_array_interface__."""
+    if _library(x) == "torch":
+        return bool(x.is_cuda)
+    return hasattr(x, "__cuda_array_interface__")
+
+
+_DTYPES = {"<f4": "float32", "<f8": "float64"}
+
+
+def _gpu_layout(x: Any, name: str) -> tuple:
+    """(address, shape, strides in elements, dtype name) of a 2-D array in GPU memory."""
+    if _library(x) == "torch":
+        dtype = str(x.dtype).replace("torch.", "")
+        if x.dim() != 2:
+            raise TesseraError(f"tessera.matmul: {name} must be a 2-D tensor (it has {x.dim()} dimensions)")
+        return x.data_ptr(), tuple(x.shape), tuple(x.stride()), dtype
+    cai = x.__cuda_array_interface__
+    shape = tuple(cai["shape"])
+    if len(shape) != 2:
+        raise TesseraError(f"tessera.matmul: {name} must be a 2-D array (it has {len(shape)} dimensions)")
+    dtype = _DTYPES.get(cai["typestr"], cai["typestr"])
+    size = 4 if dtype == "float32" else 8
+    strides = cai.get("strides")
+    strides = (shape[1], 1) if strides is None else (strides[0] // size, strides[1] // size)
+    return cai["data"][0], shape, strides, dtype
+
+
+def _stream_of(x: Any) -> int:
+    """The caller's current stream for x's library (torch's or cupy's current stream, an
+    interface's declared stream), as an integer cudaStream_t; 0: none declared."""
+    library = _library(x)
+    if library == "torch":
+        import torch
+        return int(torch.cuda.current_stream(x.device).cuda_stream)
+    if library == "cupy":
+        import cupy
+        return int(cupy.cuda.get_current_stream().ptr)
+    stream = x.__cuda_array_interface__.get("stream")
+    return int(stream) if stream else 0
+
+
+def _empty_like(x: Any, m: int, n: int, dtype: str) -> Any:
+    """A new m x n C-ordered array of dtype on x's GPU, from x's library."""
+    library = _library(x)
+    if library == "torch":
+        import torch
+        return torch.empty((m, n), dtype=getattr(torch, dtype), device=x.device)
+    if library == "cupy":
+        import cupy
+        with cupy.cuda.Device(x.device.id):
+            return cupy.empty((m, n), dtype=dtype)
+    raise TesseraError("tessera.matmul: give out= for arrays in GPU memory that are neither torch nor cupy tensors")
+
+
+def _gpu_matmul(native: Any, a: Any, b: Any, c: Any, out: Any, alpha: float, beta: float, transpose_a: bool,
+                transpose_b: bool, kernel: str, allow_nonfinite: bool) -> Any:
+    """matmul on arrays in GPU memory, used in place and ordered on the caller's current stream."""
+    operands = [x for x in (a, b, c, out) if x is not None]
+    if not all(_on_gpu(x) for x in operands):
+        raise TesseraError("tessera.matmul: some operands are in GPU memory and some are not; give all of them on one "
+                           "GPU, or all in host memory")
+    layouts = {}
+    for name, x in zip("abco", (a, b, c, out)):
+        if x is not None:
+            layouts[name] = _gpu_layout(x, {"o": "out"}.get(name, name))
+    dtypes = {layouts[n][3] for n in "ab"}
+    for name, layout in layouts.items():
+        if layout[3] not in ("float32", "float64"):
+            raise TesseraError(f"tessera.matmul: {'out' if name == 'o' else name} holds {layout[3]}; on the GPU it "
+                               "takes float32 and float64 tensors")
+    if len(dtypes) != 1:
+        raise TesseraError(f"tessera.matmul: a and b hold {layouts['a'][3]} and {layouts['b'][3]}; on the GPU they "
+                           "must hold one dtype (convert one of them)")
+    dtype = dtypes.pop()
+
+    def operand(x: Any, layout: tuple, name: str, transpose: bool) -> tuple:
+        address, (r, cols), (s0, s1), _ = layout
+        if (s1 == 1 or cols <= 1) and s0 >= max(cols, 1):
+            return native.DeviceOperand(address, r, cols, s0, transpose), x
+        if (s0 == 1 or r <= 1) and s1 >= max(r, 1):
+            return native.DeviceOperand(address, cols, r, s1, not transpose), x
+        packed = x.contiguous() if _library(x) == "torch" else __import__("cupy").ascontiguousarray(x)
+        return operand(packed, _gpu_layout(packed, name), name, transpose)
+
+    da, keep_a = operand(a, layouts["a"], "a", transpose_a)
+    db, keep_b = operand(b, layouts["b"], "b", transpose_b)
+    m = layouts["a"][1][1] if transpose_a else layouts["a"][1][0]
+    n = layouts["b"][1][0] if transpose_b else layouts["b"][1][1]
+    if out is None:
+        out = _empty_like(a, m, n, dtype)
+        if c is not None:
+            out.copy_(c) if _library(out) == "torch" else out.__setitem__(Ellipsis, c)
+        else:
+            beta = 0.0
+    else:
+        address, shape, (s0, s1), out_dtype = layouts["o"]
+        if out_dtype != dtype or tuple(shape) != (m, n) or not (s1 == 1 or n <= 1) or s0 < max(n, 1):
+            raise TesseraError(f"tessera.matmul: out must be a {m}x{n} {dtype} array on the GPU with its rows packed "
+                               f"(it is {shape[0]}x{shape[1]} {out_dtype}, strides {s0}, {s1})")
+        if c is not None and c is not out:
+            out.copy_(c) if _library(out) == "torch" else out.__setitem__(Ellipsis, c)
+        elif c is None:
+            beta = 0.0
+    address, _, (ldc, _), _ = _gpu_layout(out, "out")
+    run = native.matmul_device_f32 if dtype == "float32" else native.matmul_device_f64
+    try:
+        run(da, db, address, m, n, max(ldc, 1), float(alpha), float(beta), str(kernel), bool(allow_nonfinite),
+            _stream_of(out))
+    except native.MultiplyError as e:
+        raise TesseraError(f"tessera: error: {e}") from None
+    del keep_a, keep_b  # the packed copies, if any, stay alive until the work is enqueued on the stream
+    return out
+
+
+def matmul(a: Any, b: Any, *, c: Any = None, alpha: float = 1.0, beta: float = 0.0, transpose_a: bool = False,
+           transpose_b: bool = False, kernel: str = "auto", backend: str = "auto", out: Optional[Any] = None,
+           allow_nonfinite: bool = False) -> Any:
+    """alpha op(a) op(b) + beta c as a new array (or into `out`), op the transpose where asked.
+
+    a, b     2-D arrays in host memory (anything numpy.asarray takes): float32 when every operand is
+             float32 (or narrower floats), else float64; the result is a numpy array. C-ordered
+             arrays, row slices of them and their transposes (a.T) are used where they lie; any
+             other layout is copied first.
+             Or 2-D float32/float64 arrays in GPU memory (torch CUDA tensors, cupy arrays, anything
+             with __cuda_array_interface__), all on the GPU tessera computes on: used there without
+             a copy (transposed and sliced views too), the product enqueued on the caller's current
+             stream (torch's or cupy's) and returned once enqueued, as torch.matmul does; the result
+             is a tensor of a's library.
     c        C_old, added times beta (never modified, unless it is `out` too); without it beta is 0
-    out      a writable C-ordered array of the result's dtype and shape, written in place (c's
-             values are copied into it first when c is another array)
-    kernel, backend  as `tessera run --kernel/--backend` ("auto": tessera's choice)
+    out      a writable array of the result's dtype and shape, rows packed (C-ordered), in the same
+             memory as a and b, written in place (c's values are copied into it first when c is
+             another array)
+    kernel, backend  as `tessera run --kernel/--backend` ("auto": tessera's choice; GPU arrays
+             take the cuda backend)
+    allow_nonfinite  multiply a and b holding NaN or Inf; otherwise they are refused (on the GPU
+             the scan waits for the stream to reach it)
 
     Raises TesseraError for what tessera refuses (a shape, NaN or Inf in a or b, a kernel), with
     its message; out is then left as it was, unless c was copied into it."""
+    native = _native()
+    if any(_on_gpu(x) for x in (a, b, c, out) if x is not None):
+        if backend not in ("auto", "cuda"):
+            raise TesseraError(f"tessera.matmul: the arrays are in GPU memory; backend '{backend}' computes on the host")
+        return _gpu_matmul(native, a, b, c, out, alpha, beta, transpose_a, transpose_b, kernel, allow_nonfinite)
     import numpy as np
 
-    native = _native()
     a, b = np.asarray(a), np.asarray(b)
     operands = [a, b] + ([np.asarray(c)] if c is not None else [])
     for name, x in zip("abc", operands):
@@ -88,7 +224,7 @@ def matmul(a: Any, b: Any, *, c: Any = None, alpha: float = 1.0, beta: float = 0
     run = native.matmul_f32 if dtype == np.float32 else native.matmul_f64
     try:
         return run(a, b, target, float(alpha), float(beta) if target is not None else 0.0, bool(transpose_a),
-                   bool(transpose_b), str(kernel), str(backend))
+                   bool(transpose_b), str(kernel), str(backend), bool(allow_nonfinite))
     except native.MultiplyError as e:
         raise TesseraError(f"tessera: error: {e}") from None
     except ValueError as e:

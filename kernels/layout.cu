@@ -1,0 +1,141 @@
+// Layout steps around an in-place GEMM (gpu_layout.hpp): a tiled transpose through shared memory
+// (reads and writes both coalesced; the tile padded by one column so that a column of it spans
+// every bank), an elementwise alpha/beta update, and a NaN/Inf count. All grid-stride or tiled
+// over 64-bit sizes.
+#include "kernels/gpu_layout.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <string>
+
+#include "core/error.hpp"
+#include "kernels/cuda_check.hpp"
+
+namespace tessera::kernels {
+namespace {
+
+constexpr int kTile = 32;
+constexpr int kRowsPerPass = 8;  // a 32 x 8 block moves a 32 x 32 tile in 4 passes
+
+template <class T>
+__global__ void transpose_tiles(std::int64_t rows, std::int64_t cols, const T* __restrict__ src, std::int64_t ld,
+                                T* __restrict__ dst) {
+  __shared__ T tile[kTile][kTile + 1];
+  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * kTile, c0 = static_cast<std::int64_t>(blockIdx.x) * kTile;
+  for (int i = threadIdx.y; i < kTile; i += kRowsPerPass) {
+    const std::int64_t r = r0 + i, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) tile[i][threadIdx.x] = src[r * ld + c];
+  }
+  __syncthreads();
+  // dst row = a column of src, dst col = a row of src.
+  for (int i = threadIdx.y; i < kTile; i += kRowsPerPass) {
+    const std::int64_t c = c0 + i, r = r0 + threadIdx.x;
+    if (r < rows && c < cols) dst[c * rows + r] = tile[threadIdx.x][i];
+  }
+}
+
+template <class T>
+__global__ void scale_add(std::int64_t rows, std::int64_t cols, T alpha, const T* t, T beta, T* c,  // t may be c
+                          std::int64_t ldc) {
+  const std::int64_t count = rows * cols;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t r = i / cols, col = i - r * cols;
+    T& out = c[r * ldc + col];
+    out = beta == T(0) ? alpha * t[i] : alpha * t[i] + beta * out;
+  }
+}
+
+template <class T>
+__global__ void count_nonfinite(std::int64_t rows, std::int64_t cols, const T* __restrict__ src, std::int64_t ld,
+                                NonfiniteFound* found) {
+  const std::int64_t count = rows * cols;
+  unsigned long long mine = 0, first = ULLONG_MAX;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t r = i / cols, col = i - r * cols;
+    if (!isfinite(src[r * ld + col])) {
+      ++mine;
+      first = min(first, static_cast<unsigned long long>(i));
+    }
+  }
+  if (mine) {
+    atomicAdd(&found->count, mine);
+    atomicMin(&found->first, first);
+  }
+}
+
+unsigned grid_for(std::int64_t count, int threads) {
+  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((count + threads - 1) / threads, 65535)));
+}
+
+}  // namespace
+
+void gpu_transpose(DType dtype, std::int64_t rows, std::int64_t cols, const void* src, std::int64_t ld, void* dst,
+                   cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  const std::int64_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;
+  if (row_tiles > 65535 || col_tiles > INT_MAX)
+    throw InputError("transpose of a " + std::to_string(rows) + "x" + std::to_string(cols) + " matrix: too many rows for one launch");
+  const dim3 grid(static_cast<unsigned>(col_tiles), static_cast<unsigned>(row_tiles)), block(kTile, kRowsPerPass);
+  if (dtype == DType::f32)
+    transpose_tiles<float><<<grid, block, 0, stream>>>(rows, cols, static_cast<const float*>(src), ld, static_cast<float*>(dst));
+  else
+    transpose_tiles<double><<<grid, block, 0, stream>>>(rows, cols, static_cast<const double*>(src), ld, static_cast<double*>(dst));
+  CUDA_CHECK_LAUNCH();
+}
+
+void gpu_scale_add(DType dtype, std::int64_t rows, std::int64_t cols, double alpha, const void* t, double beta, void* c,
+                   std::int64_t ldc, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return;
+  constexpr int kThreads = 256;
+  const unsigned blocks = grid_for(rows * cols, kThreads);
+  if (dtype == DType::f32)
+    scale_add<float><<<blocks, kThreads, 0, stream>>>(rows, cols, static_cast<float>(alpha), static_cast<const float*>(t),
+                                                      static_cast<float>(beta), static_cast<float*>(c), ldc);
+  else
+    scale_add<double><<<blocks, kThreads, 0, stream>>>(rows, cols, alpha, static_cast<const double*>(t), beta,
+                                                       static_cast<double*>(c), ldc);
+  CUDA_CHECK_LAUNCH();
+}
+
+void gpu_count_nonfinite(DType dtype, std::int64_t rows, std::int64_t cols, const void* src, std::int64_t ld,
+                         NonfiniteFound* found, cudaStream_t stream) {
+  const NonfiniteFound none{0, ULLONG_MAX};
+  CUDA_CHECK(cudaMemcpyAsync(found, &none, sizeof none, cudaMemcpyHostToDevice, stream));
+  if (rows == 0 || cols == 0) return;
+  constexpr int kThreads = 256;
+  const unsigned blocks = std::min(grid_for(rows * cols, kThreads), 4096u);
+  if (dtype == DType::f32)
+    count_nonfinite<float><<<blocks, kThreads, 0, stream>>>(rows, cols, static_cast<const float*>(src), ld, found);
+  else
+    count_nonfinite<double><<<blocks, kThreads, 0, stream>>>(rows, cols, static_cast<const double*>(src), ld, found);
+  CUDA_CHECK_LAUNCH();
+}
+
+bool gpu_addressable(const void* ptr, int device, const char** why) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, ptr) != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (why) *why = "not memory CUDA knows";
+    return false;
+  }
+  switch (attributes.type) {
+    case cudaMemoryTypeDevice:
+      if (attributes.device == device) return true;
+      if (why) *why = "memory of another GPU";
+      return false;
+    case cudaMemoryTypeManaged:
+      return true;
+    case cudaMemoryTypeHost:
+      if (attributes.devicePointer == ptr) return true;
+      if (why) *why = "page-locked host memory not mapped at that address on the GPU";
+      return false;
+    default:
+      if (why) *why = "host memory";
+      return false;
+  }
+}
+
+}  // namespace tessera::kernels

@@ -1,0 +1,196 @@
+// The CUDA backend's GEMM on memory a caller holds (cuda_gemm.hpp's gemm_held, backend.hpp's
+// HeldProblem): operands on the GPU are used where they lie; those on the host, transposed or
+// strided are copied or packed into scratch kept from call to call; the kernel writes C itself
+// where it can (alpha 1, beta 0, C packed on the GPU), else a scratch C that alpha and beta then
+// fold into C. Everything runs on the caller's stream, after the previous call's work.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "backend/cuda_gemm.hpp"
+#include "backend/step_times.hpp"
+#include "core/error.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/gpu_layout.hpp"
+
+namespace tessera::backend {
+namespace {
+
+constexpr const char* kNames[] = {"A", "B"};
+
+bool used_as_is(const HeldMatrix& x) { return x.device && !x.transposed && x.ld == x.cols; }
+bool direct_c(const HeldProblem& p) { return p.c_device && p.alpha == 1 && p.beta == 0 && p.ldc == p.n; }
+
+std::size_t bytes_of(const HeldMatrix& x, DType dtype) {
+  return static_cast<std::size_t>(x.rows) * static_cast<std::size_t>(x.cols) * dtype_size(dtype);
+}
+
+// Scratch sizes: op(A), op(B) packed; the stored form of a host operand that is transposed on the
+// GPU (and of a host C_old with beta != 0); the scratch C.
+struct Needs {
+  std::size_t a = 0, b = 0, stored = 0, c = 0, found = 0;
+};
+
+Needs needs_of(const HeldProblem& p) {
+  Needs need;
+  const std::size_t es = dtype_size(p.dtype), c_bytes = static_cast<std::size_t>(p.m * p.n) * es;
+  if (!used_as_is(p.a)) need.a = bytes_of(p.a, p.dtype);
+  if (!used_as_is(p.b)) need.b = bytes_of(p.b, p.dtype);
+  for (const HeldMatrix* x : {&p.a, &p.b})
+    if (!x->device && x->transposed) need.stored = std::max(need.stored, bytes_of(*x, p.dtype));
+  if (!direct_c(p)) need.c = c_bytes;
+  if (!p.c_device && p.beta != 0) need.stored = std::max(need.stored, c_bytes);
+  if (p.refuse_nonfinite) need.found = 2 * sizeof(kernels::NonfiniteFound);
+  return need;
+}
+
+void* grown(kernels::DeviceBuffer& buffer, std::size_t bytes, const std::string& what) {
+  if (buffer.bytes() < bytes) {
+    buffer = kernels::DeviceBuffer();  // the old one freed before the larger is taken
+    buffer = kernels::DeviceBuffer(bytes, what);
+  }
+  return buffer.get();
+}
+
+// A device view of a stored matrix: where it is and its leading dimension.
+struct View {
+  const void* data = nullptr;
+  std::int64_t ld = 0;
+};
+
+// op(X) packed on the device (X itself where it already is), and X as stored on the device (for
+// the scan); host operands copied up first.
+struct Placed {
+  const void* op = nullptr;
+  View stored;
+};
+
+Placed place(const HeldMatrix& x, DType dtype, void* slot, void* stored_slot, cudaStream_t s) {
+  const std::size_t es = dtype_size(dtype);
+  if (used_as_is(x)) return {x.data, {x.data, x.ld}};
+  View stored{x.data, x.ld};
+  if (!x.device) {
+    // Up as stored, packed: into the slot itself when no transpose follows.
+    void* into = x.transposed ? stored_slot : slot;
+    if (x.rows > 0 && x.cols > 0)
+      CUDA_CHECK(cudaMemcpy2DAsync(into, static_cast<std::size_t>(x.cols) * es, x.data, static_cast<std::size_t>(x.ld) * es,
+                                   static_cast<std::size_t>(x.cols) * es, static_cast<std::size_t>(x.rows),
+                                   cudaMemcpyHostToDevice, s));
+    stored = {into, x.cols};
+    if (!x.transposed) return {into, stored};
+  }
+  if (x.transposed) {
+    kernels::gpu_transpose(dtype, x.rows, x.cols, stored.data, stored.ld, slot, s);
+  } else if (x.rows > 0 && x.cols > 0) {  // on the device, rows apart: packed
+    CUDA_CHECK(cudaMemcpy2DAsync(slot, static_cast<std::size_t>(x.cols) * es, x.data, static_cast<std::size_t>(x.ld) * es,
+                                 static_cast<std::size_t>(x.cols) * es, static_cast<std::size_t>(x.rows),
+                                 cudaMemcpyDeviceToDevice, s));
+  }
+  return {slot, stored};
+}
+
+void check_addressable(const void* ptr, bool device, int gpu, const char* name) {
+  const char* why = "";
+  if (device && ptr && !kernels::gpu_addressable(ptr, gpu, &why))
+    throw InputError(fmt::format("{} was given as memory of GPU {}, but its address is {}", name, gpu, why));
+}
+
+// The scan's verdict, read after the stream got there: InputError for NaN or Inf in A or B, by its
+// stored coordinates.
+void refuse_found(const kernels::NonfiniteFound* found, const HeldProblem& p, cudaStream_t s) {
+  kernels::NonfiniteFound host[2] = {};
+  CUDA_CHECK(cudaMemcpyAsync(host, found, sizeof host, cudaMemcpyDeviceToHost, s));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  for (int i = 0; i < 2; ++i) {
+    if (host[i].count == 0) continue;
+    const std::int64_t cols = std::max<std::int64_t>((i == 0 ? p.a : p.b).cols, 1);
+    const auto first = static_cast<std::int64_t>(host[i].first);
+    throw InputError(fmt::format("{} holds {} non-finite value(s) (NaN/Inf), the first at ({}, {}); allow_nonfinite "
+                                 "multiplies them",
+                                 kNames[i], host[i].count, first / cols, first % cols));
+  }
+}
+
+}  // namespace
+
+std::size_t held_bytes_missing(const HeldScratch& scratch, const HeldProblem& p) {
+  const Needs need = needs_of(p);
+  const auto more = [](std::size_t want, const kernels::DeviceBuffer& have) { return want > have.bytes() ? want : 0; };
+  return more(need.a, scratch.a) + more(need.b, scratch.b) + more(need.c, scratch.c) + more(need.stored, scratch.stored) +
+         more(need.found, scratch.found);
+}
+
+std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::string& kernel, const HeldProblem& p) {
+  check_addressable(p.a.data, p.a.device, gpu.device, "A");
+  check_addressable(p.b.data, p.b.device, gpu.device, "B");
+  check_addressable(p.c, p.c_device, gpu.device, "C");
+  const cudaStream_t s = p.stream ? static_cast<cudaStream_t>(p.stream) : gpu.stream.get();
+  const std::size_t es = dtype_size(p.dtype);
+  const std::string of_gemm = fmt::format(" of a {}x{}x{} {} product", p.m, p.n, p.k, dtype_name(p.dtype));
+  const Needs need = needs_of(p);
+  if (scratch.used) CUDA_CHECK(cudaStreamWaitEvent(s, scratch.done.get(), 0));
+  void* slot_a = grown(scratch.a, need.a, "op(A)" + of_gemm);
+  void* slot_b = grown(scratch.b, need.b, "op(B)" + of_gemm);
+  void* slot_c = grown(scratch.c, need.c, "a scratch C" + of_gemm);
+  void* stored = grown(scratch.stored, need.stored, "an operand as stored" + of_gemm);
+  auto* found = static_cast<kernels::NonfiniteFound*>(grown(scratch.found, need.found, "a NaN/Inf count"));
+
+  // Large host operands page-locked for their copies (as the in-core GEMM does), C for its way down.
+  const bool host_c = !p.c_device;
+  kernels::HostRegistration pin_a, pin_b, pin_c;
+  const double pin_seconds = host_seconds([&] {
+    if (!p.a.device) pin_a = kernels::HostRegistration(p.a.data, static_cast<std::size_t>(p.a.rows * p.a.ld) * es, kPinMinBytes);
+    if (!p.b.device) pin_b = kernels::HostRegistration(p.b.data, static_cast<std::size_t>(p.b.rows * p.b.ld) * es, kPinMinBytes);
+    if (host_c) pin_c = kernels::HostRegistration(p.c, static_cast<std::size_t>(p.m * p.ldc) * es, kPinMinBytes);
+  });
+  const bool waited = p.wait || host_c || !p.a.device || !p.b.device;
+  kernels::Event start, placed, computed, finished;
+  if (waited) start.record(s);
+  try {
+    const Placed a = place(p.a, p.dtype, slot_a, stored, s);
+    if (p.refuse_nonfinite) kernels::gpu_count_nonfinite(p.dtype, p.a.rows, p.a.cols, a.stored.data, a.stored.ld, found, s);
+    const Placed b = place(p.b, p.dtype, slot_b, stored, s);
+    if (p.refuse_nonfinite) {
+      kernels::gpu_count_nonfinite(p.dtype, p.b.rows, p.b.cols, b.stored.data, b.stored.ld, found + 1, s);
+      refuse_found(found, p, s);
+    }
+    if (waited) placed.record(s);
+    void* into = direct_c(p) ? p.c : slot_c;
+    kernels::gpu_gemm(kernel, {p.dtype, p.m, p.n, p.k, a.op, b.op, into, s}, gpu.context);
+    if (waited) computed.record(s);
+    if (!direct_c(p) && p.m > 0 && p.n > 0) {
+      const std::size_t row = static_cast<std::size_t>(p.n) * es, ldc_bytes = static_cast<std::size_t>(p.ldc) * es;
+      if (p.c_device) {
+        kernels::gpu_scale_add(p.dtype, p.m, p.n, p.alpha, slot_c, p.beta, p.c, p.ldc, s);
+      } else {
+        void* result = slot_c;
+        if (p.beta != 0) {  // C_old up, packed, then alpha T + beta C_old there
+          CUDA_CHECK(cudaMemcpy2DAsync(stored, row, p.c, ldc_bytes, row, static_cast<std::size_t>(p.m), cudaMemcpyHostToDevice, s));
+          kernels::gpu_scale_add(p.dtype, p.m, p.n, p.alpha, slot_c, p.beta, stored, p.n, s);
+          result = stored;
+        } else if (p.alpha != 1) {
+          kernels::gpu_scale_add(p.dtype, p.m, p.n, p.alpha, slot_c, 0, slot_c, p.n, s);
+        }
+        CUDA_CHECK(cudaMemcpy2DAsync(p.c, ldc_bytes, result, row, row, static_cast<std::size_t>(p.m), cudaMemcpyDeviceToHost, s));
+      }
+    }
+    scratch.done.record(s);
+    scratch.used = true;
+  } catch (...) {
+    synchronize_quietly({s});
+    throw;
+  }
+  if (!waited) return {};
+  finished.record(s);
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  gpu.note_peak();
+  return {{"h2d", pin_seconds + placed.seconds_since(start)},
+          {"kernel", computed.seconds_since(placed)},
+          {"d2h", finished.seconds_since(computed)}};
+}
+
+}  // namespace tessera::backend

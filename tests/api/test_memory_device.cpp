@@ -1,0 +1,144 @@
+// libtessera's products of matrices in GPU memory (tessera::Matrix with Memory::device), through
+// the installed header and the CUDA runtime only: every case of test_memory.cpp with A, B and C on
+// the GPU, and mixed with host memory, against a float64 product; the stream-ordered call; and
+// the refusals (memory that is not the GPU's, NaN/Inf, C over A, the CPU backend). Skipped, saying
+// so, where no GPU is visible.
+#include <cuda_runtime_api.h>
+
+#include <catch2/catch_test_macros.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "memory_check.hpp"
+#include "tessera/tessera.hpp"
+
+namespace {
+
+using memory_test::Case;
+using memory_test::Operands;
+
+bool have_gpu() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+#define REQUIRE_CUDA(call) REQUIRE((call) == cudaSuccess)
+
+// A copy of a host vector in device memory, freed at the end of the scope.
+template <class T>
+struct OnDevice {
+  T* p = nullptr;
+  std::size_t count = 0;
+  explicit OnDevice(const std::vector<T>& host) : count(host.size()) {
+    void* memory = nullptr;
+    REQUIRE_CUDA(cudaMalloc(&memory, std::max<std::size_t>(count, 1) * sizeof(T)));
+    p = static_cast<T*>(memory);
+    if (count) REQUIRE_CUDA(cudaMemcpy(p, host.data(), count * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  ~OnDevice() { (void)cudaFree(p); }
+  std::vector<T> host() const {
+    std::vector<T> out(count);
+    if (count) REQUIRE_CUDA(cudaMemcpy(out.data(), p, count * sizeof(T), cudaMemcpyDeviceToHost));
+    return out;
+  }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+};
+
+// Which of A, B, C lie on the GPU.
+struct Where {
+  bool a, b, c;
+};
+
+template <class T>
+void check_case(const Case& c, Where where, void* stream = nullptr) {
+  INFO(c.m << "x" << c.n << "x" << c.k << " ta " << c.ta << " tb " << c.tb << " alpha " << c.alpha << " beta "
+            << c.beta << " pad " << c.pad << " " << sizeof(T) * 8 << "-bit, on the GPU: A " << where.a << " B "
+            << where.b << " C " << where.c << (stream ? ", on a stream" : ""));
+  const Operands<T> x(c);
+  std::vector<T> host_c = x.c0;
+  const OnDevice<T> da(x.a), db(x.b), dc(x.c0);
+  using tessera::Memory;
+  const tessera::Matrix ma(where.a ? static_cast<const T*>(da.p) : x.a.data(), x.ar, x.ac, x.lda,
+                           where.a ? Memory::device : Memory::host);
+  const tessera::Matrix mb(where.b ? static_cast<const T*>(db.p) : x.b.data(), x.br, x.bc, x.ldb,
+                           where.b ? Memory::device : Memory::host);
+  const tessera::Matrix mc(where.c ? dc.p : host_c.data(), c.m, c.n, x.ldc, where.c ? Memory::device : Memory::host);
+  tessera::Options o;
+  o.backend("cuda").transpose_a(c.ta).transpose_b(c.tb).alpha(c.alpha).beta(c.beta);
+  const tessera::Result r = stream ? tessera::multiply(ma, mb, mc, o, stream) : tessera::multiply(ma, mb, mc, o);
+  CHECK(r.backend() == "cuda");
+  if (stream) REQUIRE_CUDA(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+  const bool enqueued_only = stream && where.a && where.b && where.c;
+  CHECK((r.phase_seconds(0, "kernel") == 0) == enqueued_only);
+  CHECK(memory_test::wrong_elements(c, x, where.c ? dc.host() : host_c) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("multiply(a, b, c) on the GPU: matrices in device memory, alone and mixed with host memory") {
+  if (!have_gpu()) SKIP("no GPU visible: the products of matrices in GPU memory are not tried");
+  for (const Case& c : memory_test::cases()) {
+    check_case<double>(c, {true, true, true});
+    check_case<float>(c, {true, true, true});
+  }
+  for (const Where where : {Where{true, false, false}, Where{false, true, true}, Where{false, false, true}}) {
+    check_case<float>({53, 7, 101, false, false, 1.5, 0.5, 5}, where);
+    check_case<double>({64, 48, 96, true, true, -0.5, 2, 0}, where);
+    check_case<double>({97, 89, 83, true, true, 1, 1, 1}, where);
+  }
+}
+
+TEST_CASE("multiply(a, b, c, options, stream) on the GPU: ordered on the caller's streams, the scratch shared") {
+  if (!have_gpu()) SKIP("no GPU visible: the stream-ordered products are not tried");
+  cudaStream_t s1 = nullptr, s2 = nullptr;
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+  REQUIRE_CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+  // Alternating streams and sizes: each call's scratch is another's the moment before.
+  for (int round = 0; round < 3; ++round) {
+    check_case<float>({97, 89, 83, true, true, 1, 1, 1}, {true, true, true}, round % 2 ? s1 : s2);
+    check_case<double>({64, 48, 96, true, false, 1, 0, 0}, {true, true, true}, round % 2 ? s2 : s1);
+    check_case<double>({37, 29, 53, false, false, 1, 0, 0}, {true, true, true}, s1);
+    check_case<float>({23, 41, 19, false, true, 1, 0, 3}, {false, true, true}, s2);
+  }
+  (void)cudaStreamDestroy(s1);
+  (void)cudaStreamDestroy(s2);
+}
+
+TEST_CASE("multiply(a, b, c) on the GPU: a refusal names its cause and leaves C as it was") {
+  if (!have_gpu()) SKIP("no GPU visible: the refusals of GPU memory are not tried");
+  const std::vector<float> a(6, 1.0f), b(6, 1.0f), c0(4, 7.0f);
+  OnDevice<float> da(a), db(b), dc(c0);
+  using tessera::Memory;
+  const auto refused = [&](const tessera::Matrix& ma, const tessera::Matrix& mb, const tessera::Matrix& mc,
+                           const tessera::Options& o, const std::string& words) {
+    INFO("expected a refusal saying: " << words);
+    try {
+      tessera::multiply(ma, mb, mc, o);
+      FAIL("accepted");
+    } catch (const tessera::MultiplyError& e) {
+      INFO("said: " << e.what());
+      CHECK(std::string(e.what()).find(words) != std::string::npos);
+    }
+    CHECK(dc.host() == c0);
+  };
+  const tessera::Matrix A(static_cast<const float*>(da.p), 2, 3, 0, Memory::device);
+  const tessera::Matrix B(static_cast<const float*>(db.p), 3, 2, 0, Memory::device);
+  const tessera::Matrix C(dc.p, 2, 2, 0, Memory::device);
+  refused(tessera::Matrix(a.data(), 2, 3, 0, Memory::device), B, C, tessera::Options(), "A was given as memory of GPU");
+  refused(A, B, C, tessera::Options().backend("cpu"), "A is in GPU memory, but the cpu backend computes on the host");
+  refused(A, B, tessera::Matrix(da.p + 1, 2, 2, 0, Memory::device), tessera::Options(), "C shares memory with A");
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  REQUIRE_CUDA(cudaMemcpy(db.p + 5, &inf, sizeof inf, cudaMemcpyHostToDevice));
+  REQUIRE_CUDA(cudaMemcpy(db.p + 3, &nan, sizeof nan, cudaMemcpyHostToDevice));
+  refused(A, B, C, tessera::Options(), "B holds 2 non-finite value(s) (NaN/Inf), the first at (1, 1)");
+  tessera::multiply(A, B, C, tessera::Options().allow_nonfinite());
+  const std::vector<float> got = dc.host();
+  CHECK(got[0] == 3.0f);
+  CHECK(std::isnan(got[1]));
+}
