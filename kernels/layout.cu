@@ -102,8 +102,9 @@ void gpu_scale_add(DType dtype, std::int64_t rows, std::int64_t cols, double alp
 
 void gpu_count_nonfinite(DType dtype, std::int64_t rows, std::int64_t cols, const void* src, std::int64_t ld,
                          NonfiniteFound* found, cudaStream_t stream) {
-  const NonfiniteFound none{0, ULLONG_MAX};
-  CUDA_CHECK(cudaMemcpyAsync(found, &none, sizeof none, cudaMemcpyHostToDevice, stream));
+  // count = 0, first = all ones (UINT64_MAX): set on the device, no host memory in the stream's way.
+  CUDA_CHECK(cudaMemsetAsync(&found->count, 0, sizeof found->count, stream));
+  CUDA_CHECK(cudaMemsetAsync(&found->first, 0xFF, sizeof found->first, stream));
   if (rows == 0 || cols == 0) return;
   constexpr int kThreads = 256;
   const unsigned blocks = std::min(grid_for(rows * cols, kThreads), 4096u);

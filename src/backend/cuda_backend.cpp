@@ -17,6 +17,7 @@
 #include "backend/cuda_device.hpp"
 #include "backend/cuda_gemm.hpp"
 #include "backend/cuda_kernel_choice.hpp"
+#include "core/env.hpp"
 #include "core/error.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/gpu_gemm.hpp"
@@ -115,9 +116,11 @@ class CudaBackend final : public Backend {
     return make_cuda_panel_product(gpu_, kernel, dtype, m, n, max_w, host_c, memory_budget(limit_), host_staging);
   }
 
+  // Matrices in GPU memory. Host-only products keep the in-core and streamed GEMMs (gemm()) until
+  // the held path's copies are measured against them on a GPU (TESSERA_HELD_HOST=1 tries it).
   bool holds_in_place(const HeldProblem& p) const override {
     if (p.a.device || p.b.device || p.c_device) return true;  // only here can they be used
-    return held_bytes_missing(held_, p) <= memory_budget(limit_);
+    return held_host_ && held_bytes_missing(held_, p) <= memory_budget(limit_);
   }
 
   std::vector<PhaseTime> gemm_in_place(const std::string& kernel, const HeldProblem& p) override {
@@ -155,6 +158,7 @@ class CudaBackend final : public Backend {
   std::thread library_loader_;    // prepare()'s, joined on destruction
   std::set<std::pair<std::string, DType>> warmed_;  // what prepare() has warmed up
   HeldScratch held_;  // gemm_in_place's, kept from call to call; freed first, while the GPU is set up
+  const bool held_host_ = env::flag("TESSERA_HELD_HOST", false);
 };
 
 }  // namespace

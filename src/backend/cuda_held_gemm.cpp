@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -22,8 +23,20 @@ namespace {
 
 constexpr const char* kNames[] = {"A", "B"};
 
-bool used_as_is(const HeldMatrix& x) { return x.device && !x.transposed && x.ld == x.cols; }
-bool direct_c(const HeldProblem& p) { return p.c_device && p.alpha == 1 && p.beta == 0 && p.ldc == p.n; }
+// The kernels take the addresses cudaMalloc returns (256-byte aligned): their vector loads and
+// Hopper's TMA need 16 bytes at least. A tensor view that starts elsewhere is copied.
+constexpr std::uintptr_t kAlignment = 256;
+bool aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kAlignment == 0; }
+
+bool used_as_is(const HeldMatrix& x) { return x.device && !x.transposed && x.ld == x.cols && aligned(x.data); }
+bool direct_c(const HeldProblem& p) {
+  return p.c_device && p.alpha == 1 && p.beta == 0 && p.ldc == p.n && aligned(p.c);
+}
+
+// Bytes from a matrix's first element to one past its last (rows `ld` apart).
+std::size_t span_bytes(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::size_t es) {
+  return rows == 0 || cols == 0 ? 0 : static_cast<std::size_t>((rows - 1) * ld + cols) * es;
+}
 
 std::size_t bytes_of(const HeldMatrix& x, DType dtype) {
   return static_cast<std::size_t>(x.rows) * static_cast<std::size_t>(x.cols) * dtype_size(dtype);
@@ -143,9 +156,9 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
   const bool host_c = !p.c_device;
   kernels::HostRegistration pin_a, pin_b, pin_c;
   const double pin_seconds = host_seconds([&] {
-    if (!p.a.device) pin_a = kernels::HostRegistration(p.a.data, static_cast<std::size_t>(p.a.rows * p.a.ld) * es, kPinMinBytes);
-    if (!p.b.device) pin_b = kernels::HostRegistration(p.b.data, static_cast<std::size_t>(p.b.rows * p.b.ld) * es, kPinMinBytes);
-    if (host_c) pin_c = kernels::HostRegistration(p.c, static_cast<std::size_t>(p.m * p.ldc) * es, kPinMinBytes);
+    if (!p.a.device) pin_a = kernels::HostRegistration(p.a.data, span_bytes(p.a.rows, p.a.cols, p.a.ld, es), kPinMinBytes);
+    if (!p.b.device) pin_b = kernels::HostRegistration(p.b.data, span_bytes(p.b.rows, p.b.cols, p.b.ld, es), kPinMinBytes);
+    if (host_c) pin_c = kernels::HostRegistration(p.c, span_bytes(p.m, p.n, p.ldc, es), kPinMinBytes);
   });
   const bool waited = p.wait || host_c || !p.a.device || !p.b.device;
   kernels::Event start, placed, computed, finished;

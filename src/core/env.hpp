@@ -45,6 +45,7 @@ inline const std::vector<Variable>& variables() {
       {"TESSERA_HDF5_DIRECT", {"0", "1"}},          // io/direct_io.cpp
       {"TESSERA_IO_THREADS", {}, 1, 1024},          // io/direct_io.cpp
       {"TESSERA_HOST_MEMORY", {"pinned", "pageable"}},  // backend/cuda_device.cpp
+      {"TESSERA_HELD_HOST", {"0", "1"}},            // backend/cuda_backend.cpp
   };
   return kVariables;
 }
