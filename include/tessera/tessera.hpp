@@ -28,6 +28,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #if defined(__GNUC__)
@@ -302,6 +303,50 @@ TESSERA_API Result multiply(const Matrix& a, const Matrix& b, const Matrix& c, c
 // "enqueue". Otherwise it returns when C is complete. NaN/Inf in A and B are still refused unless
 // allow_nonfinite: the scan waits for the stream to reach it.
 TESSERA_API Result multiply(const Matrix& a, const Matrix& b, const Matrix& c, const Options& options, void* cuda_stream);
+
+// A matrix distributed over the ranks of a communicator, as HPC codes hold one (issue 42): `rows`
+// x `cols` as stored, cut into a grid_rows x grid_cols grid of blocks, block (i, j) held by rank
+// i * grid_cols + j (ranks beyond the grid hold none: a 0 x 0 local block). Block row i spans the
+// rows block_span(rows, grid_rows, i), block column j the columns block_span(cols, grid_cols, j):
+// sizes differ by one at most, the first ones longer. `local` is this rank's block (host or GPU
+// memory, any leading dimension), described, never owned or copied by the description.
+class TESSERA_API DistributedMatrix {
+ public:
+  DistributedMatrix(std::int64_t rows, std::int64_t cols, int grid_rows, int grid_cols, const Matrix& local);
+  DistributedMatrix(const DistributedMatrix& other);
+  DistributedMatrix(DistributedMatrix&& other) noexcept;
+  DistributedMatrix& operator=(const DistributedMatrix& other);
+  DistributedMatrix& operator=(DistributedMatrix&& other) noexcept;
+  ~DistributedMatrix();
+
+  std::int64_t rows() const noexcept;
+  std::int64_t cols() const noexcept;
+  int grid_rows() const noexcept;
+  int grid_cols() const noexcept;
+  const Matrix& local() const noexcept;
+
+ private:
+  friend struct Access;  // inside libtessera
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// [first, last) of part `index` of `extent` cut into `parts` (a DistributedMatrix's block rows or
+// columns): the first extent % parts parts are one longer. Throws std::invalid_argument for
+// parts < 1, an index outside [0, parts) or a negative extent.
+TESSERA_API std::pair<std::int64_t, std::int64_t> block_span(std::int64_t extent, int parts, int index);
+
+// C = alpha op(A) op(B) + beta C over the ranks of `comm` (collective; `comm` borrowed), each rank
+// holding its blocks of A, B and C (each matrix with a grid of its own). The ranks exchange the
+// rows of A and the columns of B each needs for its block of C, point to point (through host
+// memory: blocks in GPU memory are copied down first), then each multiplies its block as
+// multiply(a, b, c, options) does, C written where the rank holds it. Options as there (a, b, c
+// empty). Every rank must describe the same shapes, grids, dtype, op, alpha and beta. A refusal
+// (a shape, a block that is not the rank's, NaN/Inf) is agreed on: every rank throws the same
+// MultiplyError (agreed() true), and no rank's C is written. The Result is the same on every rank
+// (but seconds()): a rank per record, its "exchange" phase first.
+TESSERA_API Result multiply(const DistributedMatrix& a, const DistributedMatrix& b, const DistributedMatrix& c,
+                            const Options& options, MPI_Comm comm);
 
 // The plan of multiply(options, comm) without running it (collective): only the inputs' shapes
 // are read (or Options::shape is used). Writes the plan's JSON to Options::report when set, and

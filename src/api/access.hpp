@@ -40,6 +40,13 @@ struct Matrix::Impl {
   job::MemoryMatrix m;
 };
 
+struct DistributedMatrix::Impl {
+  std::int64_t rows = 0, cols = 0;
+  int grid_rows = 1, grid_cols = 1;
+  Matrix local;
+  Impl(std::int64_t r, std::int64_t c, int gr, int gc, const Matrix& m) : rows(r), cols(c), grid_rows(gr), grid_cols(gc), local(m) {}
+};
+
 struct Plan::Impl {
   std::string text, json;
   nlohmann::json plan;
@@ -51,6 +58,7 @@ struct Access {
   using MatrixImpl = Matrix::Impl;
   static const Options::Impl& of(const Options& o) { return *o.impl_; }
   static const job::MemoryMatrix& of(const Matrix& m) { return m.impl_->m; }
+  static const DistributedMatrix::Impl& of(const DistributedMatrix& m) { return *m.impl_; }
   static Options::Impl& edit(Options& o) { return *o.impl_; }
   static Result result(std::shared_ptr<const Result::Impl> impl) {
     Result r;

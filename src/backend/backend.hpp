@@ -412,6 +412,11 @@ int visible_gpu_count();
 // The CPU backend's BLAS may use `threads` threads (the process's share of the node's cores).
 void use_cpu_threads(int threads);
 
+// Copies `bytes` of GPU memory (any visible device's, as CUDA's unified addressing finds it) to
+// host memory, waiting for it: a distributed product's device blocks, exchanged through the host.
+// Throws Error in a build without CUDA, DeviceError when the copy fails.
+void copy_device_to_host(void* host, const void* device, std::size_t bytes);
+
 // Description of the visible GPUs, one line each (empty when none).
 std::vector<std::string> describe_gpus();
 

@@ -148,6 +148,10 @@ std::string shape_str(std::int64_t rows, std::int64_t cols) {
   return std::to_string(rows) + " x " + std::to_string(cols);
 }
 
+void cuda_copy_to_host(void* host, const void* device, std::size_t bytes) {
+  if (bytes) CUDA_CHECK(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost));
+}
+
 int cuda_device_count() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {

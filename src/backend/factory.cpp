@@ -117,6 +117,15 @@ void finish_gpu_start() {
 
 bool gpu_start_pending() { return gpu_start_thread().joinable() && !g_gpu_ready.load(); }
 
+void copy_device_to_host(void* host, const void* device, std::size_t bytes) {
+#ifdef TESSERA_HAVE_CUDA
+  cuda_copy_to_host(host, device, bytes);
+#else
+  (void)host, (void)device, (void)bytes;
+  throw Error("GPU memory given, but this build of tessera has no CUDA");
+#endif
+}
+
 std::vector<std::string> describe_gpus() {
 #ifdef TESSERA_HAVE_CUDA
   return cuda_describe_devices();

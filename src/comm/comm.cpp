@@ -148,6 +148,26 @@ void Comm::recv_bytes(void* data, std::size_t bytes, int source, int tag) const 
   } while (bytes > 0);
 }
 
+void Comm::exchange_bytes(const std::vector<Parcel>& sends, const std::vector<Parcel>& receives, int tag) const {
+  std::vector<MPI_Request> requests;
+  const auto post = [&](const Parcel& parcel, bool send) {
+    if (parcel.peer == rank_) throw Error("exchange_bytes: a parcel to this rank itself");
+    auto* p = static_cast<char*>(parcel.data);
+    for (std::size_t done = 0; done < parcel.bytes; done += kMaxMessage) {
+      const int n = static_cast<int>(std::min(parcel.bytes - done, kMaxMessage));
+      requests.emplace_back();
+      if (send)
+        TESSERA_MPI_CHECK(MPI_Isend(p + done, n, MPI_BYTE, parcel.peer, tag, comm_, &requests.back()));
+      else
+        TESSERA_MPI_CHECK(MPI_Irecv(p + done, n, MPI_BYTE, parcel.peer, tag, comm_, &requests.back()));
+    }
+  };
+  for (const Parcel& r : receives) post(r, false);
+  for (const Parcel& s : sends) post(s, true);
+  if (!requests.empty())
+    TESSERA_MPI_CHECK(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE));
+}
+
 std::string Comm::broadcast(std::string text, int root) const {
   std::uint64_t len = text.size();
   TESSERA_MPI_CHECK(MPI_Bcast(&len, 1, MPI_UINT64_T, root, comm_));

@@ -95,6 +95,17 @@ class Comm {
   void send_bytes(const void* data, std::size_t bytes, int dest, int tag) const;
   void recv_bytes(void* data, std::size_t bytes, int source, int tag) const;
 
+  // Many transfers at once, each of any size (messages of at most 1 GiB): every `sends` parcel
+  // goes to its peer, every `receives` parcel arrives from its peer, all in flight together (so
+  // that no order of the ranks can deadlock); returns when all are done. Parcels between one pair
+  // of ranks pair up in order. A parcel to or from this rank itself is not allowed (copy it).
+  struct Parcel {
+    int peer = 0;
+    void* data = nullptr;  // const for sends
+    std::size_t bytes = 0;
+  };
+  void exchange_bytes(const std::vector<Parcel>& sends, const std::vector<Parcel>& receives, int tag) const;
+
   std::string broadcast(std::string text, int root) const;
   std::vector<std::string> gather(const std::string& text, int root) const;  // filled on root only
   double max(double v) const;

@@ -12,7 +12,7 @@ import sys
 
 # The API's symbols: these prefixes (demangled), nothing else.
 PUBLIC = ("tessera::version()", "tessera::multiply(", "tessera::dry_run(", "tessera::Options::",
-          "tessera::Result::", "tessera::Plan::", "tessera::Matrix::", "tessera::MultiplyError::", "tessera::VerificationFailed::",
+          "tessera::Result::", "tessera::Plan::", "tessera::Matrix::", "tessera::DistributedMatrix::", "tessera::block_span(", "tessera::MultiplyError::", "tessera::VerificationFailed::",
           "typeinfo for tessera::MultiplyError", "typeinfo for tessera::VerificationFailed",
           "typeinfo name for tessera::MultiplyError", "typeinfo name for tessera::VerificationFailed",
           "vtable for tessera::MultiplyError", "vtable for tessera::VerificationFailed")
@@ -21,6 +21,7 @@ INTERNAL = ("::Impl", "tessera::Access")
 # Entry points that must be there (a version script that exports nothing would pass the rest).
 REQUIRED = ("tessera::version()", "tessera::multiply(", "tessera::dry_run(", "tessera::Options::Options()",
             "tessera::Options::set(", "tessera::Result::json", "tessera::Plan::text", "tessera::Matrix::Matrix(",
+            "tessera::DistributedMatrix::DistributedMatrix(", "tessera::block_span(",
             "typeinfo for tessera::MultiplyError", "tessera::MultiplyError::MultiplyError(")
 
 
