@@ -55,6 +55,48 @@ class InstallTest(unittest.TestCase):
             self.assertTrue(lines[0].startswith(os.path.join(target, "tessera")), lines[0])
             self.assertIn("(m=64, n=48, k=32)", lines[1])
 
+    def test_pip_builds_the_native_module(self):
+        """With TESSERA_BUILD_DIR, pip builds tessera._native against that build's libtessera; the
+        installed package then multiplies in-process with nothing else set."""
+        for module in ("pip", "setuptools"):
+            if importlib.util.find_spec(module) is None:
+                self.skipTest(f"{sys.executable} has no {module}; the install is not tested")
+        build = os.path.dirname(os.path.abspath(args.tessera))
+        if not os.path.isfile(os.path.join(build, "src", "api", "libtessera.so")):
+            self.skipTest(f"{build} has no shared libtessera: the module cannot be built against it")
+        if importlib.util.find_spec("pybind11") is None and not os.path.isfile("/usr/include/pybind11/pybind11.h"):
+            self.skipTest("pybind11's headers are not installed (bash scripts/setup.sh installs pybind11-dev)")
+        with tempfile.TemporaryDirectory(prefix="tessera-pynative-") as tmp:
+            source = os.path.join(tmp, "src")
+            shutil.copytree(os.path.dirname(support.PACKAGE_SRC), source,
+                            ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+            target = os.path.join(tmp, "site")
+            env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", "TESSERA_BUILD_DIR": build}
+            pip = subprocess.run([sys.executable, "-m", "pip", "install", "-v", "--target", target,
+                                  "--no-build-isolation", "--no-index", "--no-deps", source], capture_output=True,
+                                 text=True, env=env, timeout=400)
+            print(pip.stdout[-3000:] + pip.stderr[-3000:])
+            if pip.returncode != 0 and "bdist_wheel" in pip.stdout + pip.stderr and \
+                    importlib.util.find_spec("wheel") is None:
+                self.skipTest("this setuptools needs the wheel package to build (apt-get install python3-wheel)")
+            self.assertEqual(pip.returncode, 0, "pip install failed")
+            built = [f for f in os.listdir(os.path.join(target, "tessera")) if f.startswith("_native")]
+            self.assertEqual(len(built), 1, f"no tessera._native installed: {os.listdir(os.path.join(target, 'tessera'))}")
+            script = ("import numpy as np, tessera; "
+                      "native = tessera.matmul.__globals__['_native'](); print(native.__file__); "
+                      "a = np.arange(12.0).reshape(3, 4); b = np.ones((4, 2)); "
+                      "c = tessera.matmul(a, b, alpha=2.0); print(np.array_equal(c, 2 * (a @ b)))")
+            env = {k: v for k, v in os.environ.items()
+                   if k not in ("PYTHONPATH", "TESSERA_BIN", "TESSERA_NATIVE_DIR", "TESSERA_BUILD_DIR")}
+            env.update(PYTHONPATH=target, PATH="/usr/bin:/bin")
+            run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp,
+                                 timeout=120)
+            print(run.stdout + run.stderr)
+            self.assertEqual(run.returncode, 0)
+            lines = run.stdout.splitlines()
+            self.assertTrue(lines[0].startswith(os.path.join(target, "tessera", "_native")), lines[0])
+            self.assertEqual(lines[1], "True")
+
 
 if __name__ == "__main__":
     support.main()
