@@ -101,6 +101,8 @@ python_with_h5py >/dev/null || missing+=(python3-h5py python3-numpy)
 # tessera.matmul, the in-process Python module over libtessera (python/native, pybind11).
 have_header /usr/include/pybind11/pybind11.h || missing+=(pybind11-dev)
 have_header /usr/include/python3*/Python.h || missing+=(python3-dev)
+# tessera.matmul_blocks: distributed blocks over an mpi4py communicator (ctest python.blocks.*).
+/usr/bin/python3 -c 'import mpi4py' >/dev/null 2>&1 || missing+=(python3-mpi4py)
 # The schema tests validate every JSON tessera writes against docs/schema/ (ctest -R schema).
 /usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1 || missing+=(python3-jsonschema)
 # The strong-scaling job's plot (scripts/scaling_report.py: scaling.png beside scaling.md).

@@ -8,9 +8,13 @@
 // tensor) and are used there, ordered on the caller's stream.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "tessera/tessera.hpp"
@@ -101,6 +105,45 @@ void matmul_device(const DeviceOperand& a, const DeviceOperand& b, std::uintptr_
   last_report() = tessera::multiply(ma, mb, mc, o, reinterpret_cast<void*>(stream)).json();
 }
 
+// A rank's blocks of distributed matrices (numpy arrays) over an mpi4py communicator (its MPI_Comm
+// handle, MPI._handleof(comm)): tessera::multiply(DistributedMatrix...). Each grid is (global
+// rows, global cols, grid rows, grid cols) of the matrix as stored.
+using GridOf = std::tuple<std::int64_t, std::int64_t, int, int>;
+
+template <class T>
+py::array matmul_blocks(py::array a, GridOf ga, py::array b, GridOf gb, py::array c, GridOf gc, double alpha, double beta,
+                        bool transpose_a, bool transpose_b, const std::string& kernel, const std::string& backend,
+                        bool allow_nonfinite, std::uintptr_t comm) {
+  const auto block = [](py::array x, const char* name) {
+    if (x.ndim() != 2) throw py::value_error(std::string(name) + "'s block must be a 2-D array");
+    const auto es = static_cast<py::ssize_t>(sizeof(T));
+    const py::ssize_t r = x.shape(0), cols = x.shape(1), s0 = x.strides(0), s1 = x.strides(1);
+    if (!((s1 == es || cols <= 1) && (s0 > 0 || r <= 1) && s0 % es == 0 && (r <= 1 || s0 / es >= cols)))
+      throw py::value_error(std::string(name) + "'s block must have its rows packed (C order, or a row slice of it)");
+    return std::pair<std::int64_t, std::int64_t>{r, r <= 1 ? std::max<py::ssize_t>(cols, 1) : s0 / es};
+  };
+  const auto [ar, lda] = block(a, "a");
+  const auto [br, ldb] = block(b, "b");
+  const auto [cr, ldc] = block(c, "c");
+  (void)ar, (void)br, (void)cr;
+  const auto described = [](const GridOf& g, const tessera::Matrix& local) {
+    return tessera::DistributedMatrix(std::get<0>(g), std::get<1>(g), std::get<2>(g), std::get<3>(g), local);
+  };
+  py::array_t<T> out = py::reinterpret_borrow<py::array_t<T>>(c);
+  const tessera::Matrix ma(static_cast<const T*>(a.data()), a.shape(0), a.shape(1), std::max<std::int64_t>(lda, a.shape(1)));
+  const tessera::Matrix mb(static_cast<const T*>(b.data()), b.shape(0), b.shape(1), std::max<std::int64_t>(ldb, b.shape(1)));
+  const tessera::Matrix mc(out.mutable_data(), c.shape(0), c.shape(1), std::max<std::int64_t>(ldc, c.shape(1)));
+  tessera::Options o;
+  o.transpose_a(transpose_a).transpose_b(transpose_b).alpha(alpha).beta(beta).kernel(kernel).backend(backend);
+  o.allow_nonfinite(allow_nonfinite);
+  {
+    py::gil_scoped_release unlocked;
+    last_report() = tessera::multiply(described(ga, ma), described(gb, mb), described(gc, mc), o,
+                                      reinterpret_cast<MPI_Comm>(comm)).json();
+  }
+  return c;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, mod) {
@@ -118,6 +161,17 @@ PYBIND11_MODULE(_native, mod) {
   for (const auto& [name, run] : {std::pair{"matmul_device_f32", &matmul_device<float>}, {"matmul_device_f64", &matmul_device<double>}})
     mod.def(name, run, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("m"), py::arg("n"), py::arg("ldc"),
             py::arg("alpha"), py::arg("beta"), py::arg("kernel"), py::arg("allow_nonfinite"), py::arg("stream"));
+  for (const auto& [name, run] : {std::pair{"matmul_blocks_f32", &matmul_blocks<float>}, {"matmul_blocks_f64", &matmul_blocks<double>}})
+    mod.def(name, run, py::arg("a"), py::arg("grid_a"), py::arg("b"), py::arg("grid_b"), py::arg("c"), py::arg("grid_c"),
+            py::arg("alpha"), py::arg("beta"), py::arg("transpose_a"), py::arg("transpose_b"), py::arg("kernel"),
+            py::arg("backend"), py::arg("allow_nonfinite"), py::arg("comm"));
+  mod.def("block_span", [](std::int64_t extent, int parts, int index) {
+    try {
+      return tessera::block_span(extent, parts, index);
+    } catch (const std::invalid_argument& e) {
+      throw py::value_error(e.what());
+    }
+  });
   mod.def("version", [] { return std::string(tessera::version()); });
   mod.def("last_report", [] { return last_report(); });
 }

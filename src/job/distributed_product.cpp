@@ -11,6 +11,7 @@
 
 #include "backend/backend.hpp"
 #include "core/error.hpp"
+#include "io/nonfinite.hpp"
 #include "job/rank_report.hpp"
 #include "job/result.hpp"
 #include "partition/partition.hpp"
@@ -173,6 +174,22 @@ std::vector<unsigned char> gather_needed(const DistributedMatrix& x, const Rect&
   return out;
 }
 
+// Refuses NaN and Inf in the part of X (`need`, packed in `panel`) this rank multiplies, naming
+// the first by X's own (global, stored) row and column.
+void refuse_nonfinite(const std::vector<unsigned char>& panel, const DistributedMatrix& x, const Rect& need,
+                      const char* name, int rank) {
+  if (need.elements() == 0) return;
+  io::NonfiniteCount found;
+  found.add(panel.data(), x.local.dtype, need.rows.size(), need.cols.size(), need.rows.begin, need.cols.begin,
+            std::max<std::int64_t>(x.grid.cols, 1));
+  if (found.count == 0) return;
+  const auto first = static_cast<std::int64_t>(found.first), cols = std::max<std::int64_t>(x.grid.cols, 1);
+  throw InputError(fmt::format("{} holds {} non-finite value(s) (NaN/Inf) in what rank {} multiplies ({}), the first at "
+                               "({}, {}) of {} as stored; allow_nonfinite multiplies them",
+                               name, static_cast<long long>(found.count), rank, describe(need), first / cols,
+                               first % cols, name));
+}
+
 constexpr int kTagA = 4201, kTagB = 4202;
 
 }  // namespace
@@ -198,6 +215,15 @@ report::JobReport multiply_distributed(const JobOptions& o, const DistributedMat
   });
   const double exchanged = MPI_Wtime() - exchange_began;
 
+  // Every rank's inputs checked before any rank writes its C: a refusal leaves all of C as it was.
+  JobOptions local_o = o;
+  if (!o.allow_nonfinite) {
+    comm.step([&] {
+      refuse_nonfinite(panel_a, a, mine.a, "A", comm.rank());
+      refuse_nonfinite(panel_b, b, mine.b, "B", comm.rank());
+    });
+    local_o.allow_nonfinite = true;  // scanned above
+  }
   const Rect c_block = owned(c.grid, comm.rank());
   report::JobReport local;  // this rank's product, when it has a block of C
   comm.step([&] {
@@ -206,7 +232,7 @@ report::JobReport multiply_distributed(const JobOptions& o, const DistributedMat
     const MemoryMatrix pa{dtype, mine.a.rows.size(), mine.a.cols.size(), mine.a.cols.size(), panel_a.data(), nullptr, false};
     const MemoryMatrix pb{dtype, mine.b.rows.size(), mine.b.cols.size(), mine.b.cols.size(), panel_b.data(), nullptr, false};
     try {
-      local = multiply_in_memory(o, pa, pb, c.local);
+      local = multiply_in_memory(local_o, pa, pb, c.local);
     } catch (const InputError& e) {
       throw InputError(fmt::format("{} (in what rank {} multiplies: A's {}, B's {})", e.what(), comm.rank(),
                                    describe(mine.a), describe(mine.b)));

@@ -162,4 +162,9 @@ TEST_CASE("multiply(distributed a, b, c, comm): a refusal is every rank's, and n
   Global<double> nan_b(6, 9, col, 2, 0);
   if (me == np - 1 && !nan_b.block.empty()) nan_b.block[0] = std::numeric_limits<double>::quiet_NaN();
   refused(a.readonly(), nan_b.readonly(), c, "B holds");
+  // Inf in the last rank's rows of A: only that rank multiplies them, yet no rank writes its C.
+  Global<double> inf_a(10, 6, col, 1, 0);
+  if (me == np - 1 && !inf_a.block.empty()) inf_a.block[1] = std::numeric_limits<double>::infinity();
+  refused(inf_a.readonly(), b.readonly(), c,
+          "A holds 1 non-finite value(s) (NaN/Inf) in what rank " + std::to_string(np - 1) + " multiplies");
 }

@@ -372,6 +372,10 @@ endforeach()
 
 # Many products in one launch (issue 42, job/launch.hpp): patterns and manifests, each C against numpy;
 # a failed product in the middle with and without --keep-going; a kill in the middle of the list.
+# tessera.matmul_blocks: distributed numpy blocks over mpi4py (issue 42 item 4), 1-4 ranks.
+foreach(_np 1 2 3 4)
+  add_mpi_test(python.blocks.np${_np} ${_np} matmul_blocks.py)
+endforeach()
 add_mpi_test(products.many.np1 1 products.py --case many)
 add_mpi_test(products.many.np3 3 products.py --case many)
 add_mpi_test(products.shared-b.np2 2 products.py --case shared-b)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import glob
 import importlib.util
 import os
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 from .binary import find_binary
 from .errors import TesseraError
@@ -229,3 +229,78 @@ def matmul(a: Any, b: Any, *, c: Any = None, alpha: float = 1.0, beta: float = 0
         raise TesseraError(f"tessera: error: {e}") from None
     except ValueError as e:
         raise TesseraError(f"tessera.matmul: {e}") from None
+
+
+def block_span(extent: int, parts: int, index: int) -> Tuple[int, int]:
+    """[first, last) of part `index` of `extent` cut into `parts`, as tessera cuts a distributed
+    matrix's block rows and columns (the first extent % parts parts one longer)."""
+    if extent < 0 or parts < 1 or not 0 <= index < parts:
+        raise TesseraError(f"block_span({extent}, {parts}, {index}): the extent must be >= 0, parts >= 1 and "
+                           "0 <= index < parts")
+    base, extra = divmod(extent, parts)
+    first = index * base + min(index, extra)
+    return first, first + base + (1 if index < extra else 0)
+
+
+def _block_of(rows: int, cols: int, grid: Tuple[int, int], rank: int) -> Tuple[int, int, int, int]:
+    """(r0, r1, c0, c1) of rank's block of a rows x cols matrix on `grid` ((0, 0, 0, 0) beyond it)."""
+    gr, gc = grid
+    if rank >= gr * gc:
+        return 0, 0, 0, 0
+    r0, r1 = block_span(rows, gr, rank // gc)
+    c0, c1 = block_span(cols, gc, rank % gc)
+    return r0, r1, c0, c1
+
+
+def matmul_blocks(a: Any, b: Any, *, comm: Any, a_shape: Tuple[int, int], a_grid: Tuple[int, int],
+                  b_shape: Tuple[int, int], b_grid: Tuple[int, int], c_grid: Tuple[int, int], c: Any = None,
+                  out: Optional[Any] = None, alpha: float = 1.0, beta: float = 0.0, transpose_a: bool = False,
+                  transpose_b: bool = False, kernel: str = "auto", backend: str = "auto",
+                  allow_nonfinite: bool = False) -> Any:
+    """This rank's block of C = alpha op(A) op(B) + beta C, A, B and C distributed over the ranks of
+    the mpi4py communicator `comm` (collective: every rank calls it, describing the same shapes and
+    grids). a and b are this rank's blocks (numpy arrays) of A (a_shape as stored, cut on a_grid =
+    (grid rows, grid cols): block (i, j) on rank i * grid_cols + j, its rows block_span(rows,
+    grid_rows, i) and columns block_span(cols, grid_cols, j); ranks beyond the grid hold 0 x 0
+    blocks) and of B; C (op(A) op(B)'s shape) is cut on c_grid. c: this rank's block of C_old
+    (read times beta); out: where the block goes (a writable C-ordered array of its shape),
+    else a new array. The ranks exchange what each needs (docs/cpp-api.md, "Distributed matrices").
+    Raises TesseraError, on every rank alike, for what tessera refuses."""
+    import numpy as np
+
+    native = _native()
+    from mpi4py import MPI
+    comm_handle = MPI._handleof(comm)
+    rank = comm.Get_rank()
+    a, b = np.asarray(a), np.asarray(b)
+    operands = [a, b] + ([np.asarray(c)] if c is not None else [])
+    wide = any(x.dtype.kind != "f" or x.dtype.itemsize > 4 for x in operands)
+    dtype = np.dtype(np.float64 if wide else np.float32)
+    a = np.ascontiguousarray(a, dtype=dtype)
+    b = np.ascontiguousarray(b, dtype=dtype)
+    m = a_shape[1] if transpose_a else a_shape[0]
+    n = b_shape[0] if transpose_b else b_shape[1]
+    r0, r1, c0, c1 = _block_of(m, n, tuple(c_grid), rank)
+    if out is not None:
+        if not isinstance(out, np.ndarray) or out.dtype != dtype or not out.flags.c_contiguous or \
+                not out.flags.writeable or out.shape != (r1 - r0, c1 - c0):
+            raise TesseraError(f"tessera.matmul_blocks: out must be a writable C-ordered {r1 - r0}x{c1 - c0} numpy "
+                               f"array of {dtype} (this rank's block of C)")
+        if c is not None and c is not out:
+            np.copyto(out, c, casting="same_kind")
+        target = out
+    elif c is not None:
+        target = np.array(c, dtype=dtype, order="C", copy=True)
+    else:
+        target = np.zeros((r1 - r0, c1 - c0), dtype=dtype)
+        beta = 0.0
+    run = native.matmul_blocks_f32 if dtype == np.float32 else native.matmul_blocks_f64
+    grid = lambda shape, g: (int(shape[0]), int(shape[1]), int(g[0]), int(g[1]))  # noqa: E731
+    try:
+        return run(a, grid(a_shape, a_grid), b, grid(b_shape, b_grid), target, grid((m, n), c_grid), float(alpha),
+                   float(beta), bool(transpose_a), bool(transpose_b), str(kernel), str(backend),
+                   bool(allow_nonfinite), int(comm_handle))
+    except native.MultiplyError as e:
+        raise TesseraError(f"tessera: error: {e}") from None
+    except ValueError as e:
+        raise TesseraError(f"tessera.matmul_blocks: {e}") from None
