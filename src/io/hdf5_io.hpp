@@ -28,11 +28,14 @@ namespace tessera::io {
 //
 // A window of the dataset may follow the path, as numpy writes one: "f.h5:/A[0:1000, 200:]"
 // (rows, then columns; a bound left out is the start or the end, a negative one counts from the
-// end). Steps and single indices are refused. A bracket that does not read as a window is part of
-// the name.
+// end). Steps and single indices of a row or column are refused. One matrix of a 3-D dataset (a
+// batch, b x rows x cols, as torch and h5py users store them) is named by its index first, as
+// numpy indexes it: "f.h5:/A[3]" (the fourth matrix; negative counts from the end), with a window
+// of it after: "f.h5:/A[3, 0:100, :]". A bracket that reads as neither is part of the name.
 struct Slice {
+  std::optional<std::int64_t> index;  // the matrix of a 3-D dataset
   std::optional<std::int64_t> row_begin, row_end, col_begin, col_end;
-  std::string text;  // as parse() writes it back, e.g. "[0:1000, 200:]"
+  std::string text;  // as parse() writes it back, e.g. "[0:1000, 200:]", "[3]", "[3, 0:10, :]"
 };
 // A window's place in a rows x cols dataset.
 struct Window {
@@ -40,9 +43,13 @@ struct Window {
 };
 // Throws InputError (naming `what`) for bounds outside the dataset or an empty window.
 Window resolve(const Slice& slice, std::int64_t rows, std::int64_t cols, const std::string& what);
-// "r0:r1, c0:c1" (between the brackets) read; InputError for steps, single indices, or not two
-// axes. looks_like_slice: whether the text between brackets is meant as a window at all.
+// "r0:r1, c0:c1", "i" or "i, r0:r1, c0:c1" (between the brackets) read; InputError for steps,
+// single indices of a row or column, or other axes. looks_like_slice: whether the text between
+// brackets is meant as a window (or index) at all.
 Slice parse_slice(const std::string& inner);
+// The matrix a slice's index names in a 3-D dataset of `matrices` (negative counts from the end);
+// InputError (naming `what`) outside it.
+std::int64_t resolve_index(const Slice& slice, std::int64_t matrices, const std::string& what);
 bool looks_like_slice(const std::string& inner);
 
 struct DatasetRef {
@@ -65,7 +72,9 @@ struct DatasetInfo {
   std::int64_t rows = 0;  // the window's, where the reference names one
   std::int64_t cols = 0;
   std::int64_t row0 = 0, col0 = 0;                // the window's first row and column in the dataset
-  std::int64_t stored_rows = 0, stored_cols = 0;  // the dataset's own shape
+  std::int64_t stored_rows = 0, stored_cols = 0;  // the dataset's own shape (of each matrix, when 3-D)
+  std::int64_t index = -1;                        // the matrix read of a 3-D dataset; -1: a 2-D one
+  std::int64_t stored_matrices = 0;               // a 3-D dataset's first dimension; 0: 2-D
   std::string stored_type;  // "float32", "float64", "int32", "uint8", ...
   bool is_integer = false;
   DType natural = DType::f64;        // float32 -> f32; float64 and integers -> f64

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "io/hdf5_library.hpp"
 
 #include <hdf5.h>
@@ -87,11 +88,16 @@ std::string shape_text(std::int64_t rows, std::int64_t cols) {
 }
 
 std::pair<Handle, Handle> block_spaces(hid_t dset, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
-                                       std::int64_t ncols) {
+                                       std::int64_t ncols, std::int64_t index) {
   Handle file_space = own_space(H5Dget_space(dset));
-  const hsize_t start[2] = {static_cast<hsize_t>(row0), static_cast<hsize_t>(col0)};
   const hsize_t count[2] = {static_cast<hsize_t>(nrows), static_cast<hsize_t>(ncols)};
-  if (!file_space.valid() || H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) < 0)
+  // A matrix of a 3-D dataset: its index first, one deep.
+  const hsize_t start3[3] = {static_cast<hsize_t>(std::max<std::int64_t>(index, 0)), static_cast<hsize_t>(row0),
+                             static_cast<hsize_t>(col0)};
+  const hsize_t count3[3] = {1, count[0], count[1]};
+  const hsize_t* start = index >= 0 ? start3 : start3 + 1;
+  const hsize_t* counts = index >= 0 ? count3 : count;
+  if (!file_space.valid() || H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, counts, nullptr) < 0)
     return {};
   Handle mem_space = own_space(H5Screate_simple(2, count, nullptr));
   if (!mem_space.valid()) return {};

@@ -260,8 +260,8 @@ std::string filter_name(H5Z_filter_t id, const char* given) {
 bool reads_first_element(hid_t dset, const DatasetInfo& info) {
   if (info.rows == 0 || info.cols == 0) return true;
   Handle file_space = own_space(H5Dget_space(dset));
-  const hsize_t start[2] = {0, 0}, count[2] = {1, 1};
-  Handle mem_space = own_space(H5Screate_simple(2, count, nullptr));
+  const hsize_t start[3] = {0, 0, 0}, count[3] = {1, 1, 1};
+  Handle mem_space = own_space(H5Screate_simple(1, count, nullptr));
   double value = 0;
   const bool ok = file_space.valid() && mem_space.valid() &&
                   H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) >= 0 &&
@@ -293,15 +293,31 @@ OpenDataset open_matrix(const DatasetRef& ref) {
   std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
   if (rank > 0 && H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0)
     throw_io("cannot read the shape of " + in_quotes(ref));
-  if (rank != 2) {
-    std::string shape;
-    for (std::size_t i = 0; i < dims.size(); ++i) shape += (i ? "x" : "") + std::to_string(dims[i]);
-    throw InputError(in_quotes(ref) + " is " + std::to_string(rank) + "-D (" + shape + "); tessera needs a 2-D matrix");
+  std::string shape;
+  for (std::size_t i = 0; i < dims.size(); ++i) shape += (i ? "x" : "") + std::to_string(dims[i]);
+  const bool indexed = ref.slice && ref.slice->index;
+  const std::string named = in_quotes(ref.file + ":" + ref.path);
+  if (rank == 3 && !indexed)
+    throw InputError(named + " is 3-D (" + shape + ", a batch of " + std::to_string(dims[0]) +
+                     " matrices); name one of them as numpy indexes it, e.g. " + ref.file + ":" + ref.path +
+                     "[0], or list them in a manifest (docs/usage.md, \"Many products\")");
+  if (rank == 2 && indexed)
+    throw InputError(named + " is 2-D (" + shape + "): the matrix index " + ref.slice->text +
+                     " names a matrix of a 3-D dataset; write a window as [r0:r1, c0:c1]");
+  if (rank != 2 && rank != 3)
+    throw InputError(in_quotes(ref) + " is " + std::to_string(rank) + "-D (" + shape + "); tessera needs a 2-D matrix "
+                     "(or one matrix of a 3-D dataset)");
+  const std::size_t first = rank == 3 ? 1 : 0;
+  if (rank == 3) {
+    od.info.stored_matrices = static_cast<std::int64_t>(dims[0]);
+    od.info.index = resolve_index(*ref.slice, od.info.stored_matrices, named + " (" + shape + ")");
   }
-  od.info.rows = od.info.stored_rows = static_cast<std::int64_t>(dims[0]);
-  od.info.cols = od.info.stored_cols = static_cast<std::int64_t>(dims[1]);
-  if (ref.slice) {
-    const Window w = resolve(*ref.slice, od.info.rows, od.info.cols, in_quotes(ref.file + ":" + ref.path));
+  od.info.rows = od.info.stored_rows = static_cast<std::int64_t>(dims[first]);
+  od.info.cols = od.info.stored_cols = static_cast<std::int64_t>(dims[first + 1]);
+  const bool windowed = ref.slice && (ref.slice->row_begin || ref.slice->row_end || ref.slice->col_begin ||
+                                      ref.slice->col_end || !indexed);
+  if (windowed) {
+    const Window w = resolve(*ref.slice, od.info.rows, od.info.cols, named);
     od.info.row0 = w.row0, od.info.col0 = w.col0, od.info.rows = w.rows, od.info.cols = w.cols;
   }
 
@@ -321,9 +337,9 @@ OpenDataset open_matrix(const DatasetRef& ref) {
     if (value == layout) od.info.layout = name;
   if (od.info.layout.empty()) throw_io("cannot read the storage layout of " + in_quotes(ref));
   if (od.info.layout == "chunked") {
-    hsize_t chunk[2] = {0, 0};
-    if (H5Pget_chunk(dcpl.get(), 2, chunk) != 2) throw_io("cannot read the chunk shape of " + in_quotes(ref));
-    od.info.chunk = {static_cast<std::int64_t>(chunk[0]), static_cast<std::int64_t>(chunk[1])};
+    hsize_t chunk[3] = {0, 0, 0};
+    if (H5Pget_chunk(dcpl.get(), rank, chunk) != rank) throw_io("cannot read the chunk shape of " + in_quotes(ref));
+    od.info.chunk = {static_cast<std::int64_t>(chunk[first]), static_cast<std::int64_t>(chunk[first + 1])};
   }
   const int nfilters = H5Pget_nfilters(dcpl.get());
   if (nfilters < 0) throw_io("cannot read the filters of " + in_quotes(ref));

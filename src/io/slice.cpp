@@ -68,7 +68,10 @@ std::int64_t place(const std::optional<std::int64_t>& v, std::int64_t size, std:
 // Whether `inner` (between the brackets) is written as a window at all: digits, signs, colons,
 // commas and spaces. Anything else leaves the bracket to the dataset's name.
 bool looks_like_slice(const std::string& inner) {
-  if (inner.find(':') == std::string::npos && inner.find(',') == std::string::npos) return false;
+  const std::string t = trimmed(inner);
+  const bool one_number = !t.empty() && t.find_first_not_of("+-0123456789") == std::string::npos &&
+                          t.find_first_of("0123456789") != std::string::npos;
+  if (!one_number && inner.find(':') == std::string::npos && inner.find(',') == std::string::npos) return false;
   for (const char c : inner)
     if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == ':' || c == ',' || c == ' '))
       return false;
@@ -77,15 +80,33 @@ bool looks_like_slice(const std::string& inner) {
 
 Slice parse_slice(const std::string& inner) {
   const std::string whole = "[" + inner + "]";
-  const auto parts = split(inner, ',');
-  if (parts.size() != 2)
-    throw InputError("the window '" + whole + "' needs rows and columns, e.g. [0:100, :] (the datasets are 2-D)");
+  auto parts = split(inner, ',');
   Slice s;
-  axis(parts[0], whole, s.row_begin, s.row_end);
-  axis(parts[1], whole, s.col_begin, s.col_end);
-  s.text = "[" + bound_text(s.row_begin) + ":" + bound_text(s.row_end) + ", " + bound_text(s.col_begin) + ":" +
-           bound_text(s.col_end) + "]";
+  // A leading single index names one matrix of a 3-D dataset.
+  if ((parts.size() == 1 || parts.size() == 3) && parts[0].find(':') == std::string::npos) {
+    s.index = bound(parts[0], whole);
+    if (!s.index) throw InputError("the window '" + whole + "': the matrix index is empty");
+    parts.erase(parts.begin());
+  }
+  if (parts.size() != 2 && !(s.index && parts.empty()))
+    throw InputError("the window '" + whole + "' needs rows and columns, e.g. [0:100, :], or one matrix of a 3-D "
+                     "dataset and optionally its rows and columns, e.g. [3] or [3, 0:100, :]");
+  if (!parts.empty()) {
+    axis(parts[0], whole, s.row_begin, s.row_end);
+    axis(parts[1], whole, s.col_begin, s.col_end);
+  }
+  const std::string window = parts.empty() ? "" : bound_text(s.row_begin) + ":" + bound_text(s.row_end) + ", " +
+                                                      bound_text(s.col_begin) + ":" + bound_text(s.col_end);
+  s.text = "[" + (s.index ? std::to_string(*s.index) + (window.empty() ? "" : ", ") : "") + window + "]";
   return s;
+}
+
+std::int64_t resolve_index(const Slice& slice, std::int64_t matrices, const std::string& what) {
+  const std::int64_t i = slice.index ? (*slice.index < 0 ? matrices + *slice.index : *slice.index) : 0;
+  if (i < 0 || i >= matrices)
+    throw InputError("the matrix " + std::to_string(slice.index.value_or(0)) + " of " + what + ": it holds " +
+                     std::to_string(matrices) + " matrices (0 to " + std::to_string(matrices - 1) + ")");
+  return i;
 }
 
 Window resolve(const Slice& slice, std::int64_t rows, std::int64_t cols, const std::string& what) {

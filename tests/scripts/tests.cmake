@@ -363,6 +363,13 @@ endforeach()
 
 # Windows of the inputs, FILE:/A[r0:r1, c0:c1] (issue 43 item 3; slices.py): contiguous and gzip,
 # transposed windows, 1-3 ranks; a window outside the dataset, a step and a window on C refused.
+# One matrix of a 3-D dataset, FILE:/A[i] (issue 42 item 2's reading side; batch_inputs.py).
+add_mpi_test(batch.contiguous.np1 1 batch_inputs.py)
+add_mpi_test(batch.gzip.ta.np3 3 batch_inputs.py --layout gzip --ta)
+add_mpi_test(batch.manifest.np2 2 batch_inputs.py --case manifest --layout gzip)
+foreach(case no-index outside 2d-index)
+  add_mpi_test(error.batch.${case} 2 batch_inputs.py --case ${case})
+endforeach()
 add_mpi_test(slice.contiguous.np1 1 slices.py)
 add_mpi_test(slice.gzip.tab.np3 3 slices.py --layout gzip --ta --tb)
 add_mpi_test(slice.ta.np2 2 slices.py --ta)

@@ -38,8 +38,26 @@ TEST_CASE("a window after the dataset path is read, written back and placed", "[
 
 TEST_CASE("a bracket that is no window is part of the name", "[slice]") {
   CHECK(DatasetRef::parse("f.h5:/run[a]").path == "/run[a]");
-  CHECK_FALSE(DatasetRef::parse("f.h5:/run[3]").slice);  // no ':' nor ',': a name
+  CHECK(DatasetRef::parse("f.h5:/run[3x]").path == "/run[3x]");  // neither a window nor an index: a name
   CHECK(DatasetRef::parse("f.h5:/x[1:2]/A").path == "/x[1:2]/A");  // not at the end
+}
+
+TEST_CASE("one matrix of a 3-D dataset is named by its index, with or without a window", "[slice]") {
+  const DatasetRef r = DatasetRef::parse("in.h5:/batch/A[3]");
+  CHECK(r.path == "/batch/A");
+  REQUIRE(r.slice);
+  CHECK(r.slice->index == 3);
+  CHECK_FALSE(r.slice->row_begin);
+  CHECK(r.str() == "in.h5:/batch/A[3]");
+  const DatasetRef w = DatasetRef::parse("in.h5:/A[-1, 0:10, 2:]");
+  CHECK(w.slice->index == -1);
+  CHECK(w.slice->text == "[-1, 0:10, 2:]");
+  CHECK(DatasetRef::parse(w.text()).str() == w.str());
+  CHECK(tessera::io::resolve_index(*w.slice, 5, "A") == 4);
+  CHECK(tessera::io::resolve_index(*r.slice, 5, "A") == 3);
+  CHECK_THROWS_WITH(tessera::io::resolve_index(*r.slice, 3, "A"), ContainsSubstring("holds 3 matrices (0 to 2)"));
+  CHECK_THROWS_WITH(DatasetRef::parse("f.h5:/A[1, 2, 3]"), ContainsSubstring("single index"));
+  CHECK_THROWS_WITH(DatasetRef::parse("f.h5:/A[1, 0:2]"), ContainsSubstring("single index"));
 }
 
 TEST_CASE("steps, single indices, one axis and bounds outside the dataset are refused", "[slice]") {
