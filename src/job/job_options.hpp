@@ -34,6 +34,12 @@ struct JobOptions {
   bool has_c() const { return !c.file.empty(); }
 };
 
+// What the user asked, typed: every name of `o` parsed here, once (the edge, through
+// job_options); the algorithms and the harness read only this. TESSERA_BANDS=N: the bands of C,
+// for tests and comparisons (0: unset, the model's). Throws InputError for a name or number that
+// is not one.
+algorithms::Asked asked_of(const RunOptions& o);
+
 // `o` parsed: every value checked against its row (asked_of) and every dataset reference parsed
 // (left empty where `o` names none: a dry run of --m/--n/--k). Throws OptionError / InputError.
 JobOptions job_options(const RunOptions& o);

@@ -98,61 +98,6 @@ Plan Plan::from_json(const nlohmann::json& j) {
   return p;
 }
 
-std::size_t parse_bytes(const std::string& text, const char* option) {
-  if (text.empty()) return 0;
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  const std::string unit = text.substr(used);
-  double scale = 0;
-  if (unit.empty() || unit == "B")
-    scale = 1;
-  else if (unit == "K" || unit == "KiB")
-    scale = 1024.0;
-  else if (unit == "M" || unit == "MiB")
-    scale = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GiB")
-    scale = kGiB;
-  else if (unit == "T" || unit == "TiB")
-    scale = kGiB * 1024;
-  if (used == 0 || scale == 0 || !(value > 0))
-    throw InputError(std::string("invalid ") + option + " '" + text + "': expected a size like 512M, 8G or 1.5G");
-  return static_cast<std::size_t>(value * scale);
-}
-
-namespace {
-
-int bands_asked() {
-  return static_cast<int>(env::whole("TESSERA_BANDS").value_or(0));
-}
-
-}  // namespace
-
-algorithms::Asked asked_of(const RunOptions& o) {
-  check_run_options(o);  // every word, shape and size against its row (job/run_options.hpp)
-  algorithms::Asked r;
-  r.algorithm = o.algorithm;  // a name of the registry's, or auto (checked above)
-  r.backend = backend::parse_kind(o.backend);
-  if (o.dtype != "auto") {
-    r.dtype = DType::f64;
-    (void)parse_dtype(o.dtype, &*r.dtype);  // one of dtype_words() (checked above)
-  }
-  r.comm = comm::parse_path(o.comm);
-  r.kernel = o.kernel;
-  r.write = algorithms::parse_write_route(o.write);
-  r.panel_width = o.panel_width;
-  r.gpu_memory = static_cast<std::int64_t>(parse_bytes(o.gpu_memory, "--gpu-memory"));
-  r.baseline = o.baseline;
-  r.verify = o.verify;
-  if (!o.grid.empty()) r.grid = partition::parse_grid(o.grid);
-  r.bands = bands_asked();
-  return r;
-}
-
 algorithms::Environment assumed_environment(const algorithms::Asked& asked) {
   algorithms::Environment env;
   env.gpu = asked.backend == backend::Kind::cuda || (!asked.backend && backend::visible_gpu_count() > 0);

@@ -48,18 +48,11 @@ void check_old_c(const JobOptions& o, std::int64_t m, std::int64_t n);
 // float32, else f64.
 DType pick_dtype(std::optional<DType> want, const io::DatasetInfo& a, const io::DatasetInfo& b);
 
-// What the user asked, typed: every name of `o` parsed here, once (the edge, through
-// job_options); the algorithms and the harness read only this. TESSERA_BANDS=N: the bands of C, for tests and comparisons (0:
-// unset, the model's). Throws InputError for a name or number that is not one.
-algorithms::Asked asked_of(const RunOptions& o);
 // What the ranks would have, as the process running the dry run sees it, one GPU per rank
 // (a run agrees on its own: job/environment.hpp).
 algorithms::Environment assumed_environment(const algorithms::Asked& asked);
 // The machine model the run is predicted with: --machine, $TESSERA_MACHINE_FILE, the file in
 // configs/machines that matches the GPUs rank 0 sees (GPU runs), or the default.
 algorithms::MachineModel machine_model(const JobOptions& o);
-
-// "512M", "8G", "1.5G", "4096" (bytes) -> bytes; "" -> 0. Throws InputError naming the option.
-std::size_t parse_bytes(const std::string& text, const char* option);
 
 }  // namespace tessera::job

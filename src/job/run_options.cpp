@@ -7,6 +7,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <exception>
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/setting.hpp"
@@ -14,7 +15,6 @@
 #include "comm/path.hpp"
 #include "core/dtype.hpp"
 #include "core/words.hpp"
-#include "job/plan.hpp"
 #include "partition/partition.hpp"
 
 namespace tessera::job {
@@ -311,6 +311,36 @@ void check_run_options(const RunOptions& o) {
 RunOptionRegistration::RunOptionRegistration(RunOption r) {
   r.member = ExtraValue{};
   table().push_back(std::move(r));
+}
+
+namespace {
+constexpr double kBytesPerGiB = 1024.0 * 1024 * 1024;
+}  // namespace
+
+std::size_t parse_bytes(const std::string& text, const char* option) {
+  if (text.empty()) return 0;
+  std::size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  const std::string unit = text.substr(used);
+  double scale = 0;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "K" || unit == "KiB")
+    scale = 1024.0;
+  else if (unit == "M" || unit == "MiB")
+    scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB")
+    scale = kBytesPerGiB;
+  else if (unit == "T" || unit == "TiB")
+    scale = kBytesPerGiB * 1024;
+  if (used == 0 || scale == 0 || !(value > 0))
+    throw InputError(std::string("invalid ") + option + " '" + text + "': expected a size like 512M, 8G or 1.5G");
+  return static_cast<std::size_t>(value * scale);
 }
 
 }  // namespace tessera::job

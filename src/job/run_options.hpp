@@ -10,7 +10,7 @@
 // its own (RunOptionRegistration: the tests' option, tests/unit/test_run_options.cpp).
 //
 // Every value is checked where it is typed (check_value: the words, the shape, the range), with the
-// allowed words in the message; asked_of (job/plan.hpp) is the one place the text becomes values.
+// allowed words in the message; asked_of (job/job_options.hpp) is the one place the text becomes values.
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -144,6 +144,9 @@ nlohmann::json typed_options(const RunOptions& o);
 // The checks of one option against another, before anything is launched (the command line, the
 // dry run, libtessera): a kernel or baseline of a backend asked by name. OptionError.
 void check_run_options(const RunOptions& o);
+
+// "512M", "8G", "1.5G", "4096" (bytes) -> bytes; "" -> 0. Throws InputError naming the option.
+std::size_t parse_bytes(const std::string& text, const char* option);
 
 // Registers a row of a program's own (the tests'), after the table's; its value is kept in
 // RunOptions::extra. At static initialisation, before any parse.

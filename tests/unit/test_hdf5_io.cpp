@@ -602,7 +602,8 @@ TEST_CASE("wrong rank and unsupported types are refused", "[io][errors]") {
   }
   CHECK(message_of<InputError>([&] {
           tessera::io::inspect({name, "/cube"});
-        }) == "'" + name + ":/cube' is 3-D (4x5x6); tessera needs a 2-D matrix");
+        }) == "'" + name + ":/cube' is 3-D (4x5x6, a batch of 4 matrices); name one of them as numpy indexes it, e.g. " +
+                  name + ":/cube[0], or list them in a manifest (docs/usage.md, \"Many products\")");
   CHECK_THROWS_AS(tessera::io::inspect({name, "/cube"}), InputError);
   CHECK_THROWS_WITH(tessera::io::inspect({name, "/vec"}), ContainsSubstring("is 1-D (5); tessera needs a 2-D matrix"));
   CHECK_THROWS_AS(tessera::io::inspect({name, "/scalar"}), InputError);
