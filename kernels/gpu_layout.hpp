@@ -16,8 +16,8 @@ namespace tessera::kernels {
 void gpu_transpose(DType dtype, std::int64_t rows, std::int64_t cols, const void* src, std::int64_t ld, void* dst,
                    cudaStream_t stream);
 
-// c (rows x cols, rows `ldc` apart) = alpha t + beta c, t packed (rows x cols), t may be c; beta = 0
-// does not read c (it may hold NaN).
+// c (rows x cols, rows `ldc` apart) = alpha t + beta c, t packed (rows x cols); t may be c where
+// ldc == cols. beta = 0 does not read c (it may hold NaN).
 void gpu_scale_add(DType dtype, std::int64_t rows, std::int64_t cols, double alpha, const void* t, double beta, void* c,
                    std::int64_t ldc, cudaStream_t stream);
 

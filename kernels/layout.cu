@@ -18,32 +18,37 @@ namespace {
 constexpr int kTile = 32;
 constexpr int kRowsPerPass = 8;  // a 32 x 8 block moves a 32 x 32 tile in 4 passes
 
+// Tiles of columns along x, tiles of rows along y in steps of gridDim.y (so any number of rows).
 template <class T>
 __global__ void transpose_tiles(std::int64_t rows, std::int64_t cols, const T* __restrict__ src, std::int64_t ld,
                                 T* __restrict__ dst) {
   __shared__ T tile[kTile][kTile + 1];
-  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * kTile, c0 = static_cast<std::int64_t>(blockIdx.x) * kTile;
-  for (int i = threadIdx.y; i < kTile; i += kRowsPerPass) {
-    const std::int64_t r = r0 + i, c = c0 + threadIdx.x;
-    if (r < rows && c < cols) tile[i][threadIdx.x] = src[r * ld + c];
-  }
-  __syncthreads();
-  // dst row = a column of src, dst col = a row of src.
-  for (int i = threadIdx.y; i < kTile; i += kRowsPerPass) {
-    const std::int64_t c = c0 + i, r = r0 + threadIdx.x;
-    if (r < rows && c < cols) dst[c * rows + r] = tile[threadIdx.x][i];
+  const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.x) * kTile;
+  for (std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * kTile; r0 < rows;
+       r0 += static_cast<std::int64_t>(gridDim.y) * kTile) {
+    for (int i = threadIdx.y; i < kTile; i += kRowsPerPass) {
+      const std::int64_t r = r0 + i, c = c0 + threadIdx.x;
+      if (r < rows && c < cols) tile[i][threadIdx.x] = src[r * ld + c];
+    }
+    __syncthreads();
+    // dst row = a column of src, dst col = a row of src.
+    for (int i = threadIdx.y; i < kTile; i += kRowsPerPass) {
+      const std::int64_t c = c0 + i, r = r0 + threadIdx.x;
+      if (r < rows && c < cols) dst[c * rows + r] = tile[threadIdx.x][i];
+    }
+    __syncthreads();  // the tile is refilled next
   }
 }
 
 template <class T>
-__global__ void scale_add(std::int64_t rows, std::int64_t cols, T alpha, const T* t, T beta, T* c,  // t may be c
-                          std::int64_t ldc) {
+__global__ void scale_add(std::int64_t rows, std::int64_t cols, T alpha, const T* t, T beta, bool read_c, T* c,
+                          std::int64_t ldc) {  // t may be c (ldc == cols)
   const std::int64_t count = rows * cols;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::int64_t r = i / cols, col = i - r * cols;
     T& out = c[r * ldc + col];
-    out = beta == T(0) ? alpha * t[i] : alpha * t[i] + beta * out;
+    out = read_c ? alpha * t[i] + beta * out : alpha * t[i];
   }
 }
 
@@ -76,9 +81,10 @@ void gpu_transpose(DType dtype, std::int64_t rows, std::int64_t cols, const void
                    cudaStream_t stream) {
   if (rows == 0 || cols == 0) return;
   const std::int64_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;
-  if (row_tiles > 65535 || col_tiles > INT_MAX)
-    throw InputError("transpose of a " + std::to_string(rows) + "x" + std::to_string(cols) + " matrix: too many rows for one launch");
-  const dim3 grid(static_cast<unsigned>(col_tiles), static_cast<unsigned>(row_tiles)), block(kTile, kRowsPerPass);
+  if (col_tiles > INT_MAX)
+    throw InputError("transpose of a " + std::to_string(rows) + "x" + std::to_string(cols) + " matrix: too many columns for one launch");
+  const dim3 grid(static_cast<unsigned>(col_tiles), static_cast<unsigned>(std::min<std::int64_t>(row_tiles, 65535))),
+      block(kTile, kRowsPerPass);
   if (dtype == DType::f32)
     transpose_tiles<float><<<grid, block, 0, stream>>>(rows, cols, static_cast<const float*>(src), ld, static_cast<float*>(dst));
   else
@@ -93,9 +99,9 @@ void gpu_scale_add(DType dtype, std::int64_t rows, std::int64_t cols, double alp
   const unsigned blocks = grid_for(rows * cols, kThreads);
   if (dtype == DType::f32)
     scale_add<float><<<blocks, kThreads, 0, stream>>>(rows, cols, static_cast<float>(alpha), static_cast<const float*>(t),
-                                                      static_cast<float>(beta), static_cast<float*>(c), ldc);
+                                                      static_cast<float>(beta), beta != 0, static_cast<float*>(c), ldc);
   else
-    scale_add<double><<<blocks, kThreads, 0, stream>>>(rows, cols, alpha, static_cast<const double*>(t), beta,
+    scale_add<double><<<blocks, kThreads, 0, stream>>>(rows, cols, alpha, static_cast<const double*>(t), beta, beta != 0,
                                                        static_cast<double*>(c), ldc);
   CUDA_CHECK_LAUNCH();
 }

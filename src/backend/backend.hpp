@@ -412,6 +412,10 @@ int visible_gpu_count();
 // The CPU backend's BLAS may use `threads` threads (the process's share of the node's cores).
 void use_cpu_threads(int threads);
 
+// The calling thread's current CUDA device (cudaGetDevice): the GPU a caller's arrays in GPU
+// memory are on, as its library set it (0 where CUDA cannot say, or without CUDA).
+int current_gpu();
+
 // Copies `bytes` of GPU memory (any visible device's, as CUDA's unified addressing finds it) to
 // host memory, waiting for it: a distributed product's device blocks, exchanged through the host.
 // Throws Error in a build without CUDA, DeviceError when the copy fails.

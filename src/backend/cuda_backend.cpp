@@ -124,7 +124,7 @@ class CudaBackend final : public Backend {
   }
 
   std::vector<PhaseTime> gemm_in_place(const std::string& kernel, const HeldProblem& p) override {
-    ready(kernel, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
+    ready(kernel, kernels::GpuGemm{p.dtype, p.m, p.n, p.k}, true);
     return gemm_held(gpu_, held_, kernel, p);
   }
 
@@ -138,12 +138,15 @@ class CudaBackend final : public Backend {
   // Before a GEMM is enqueued: refuses one the kernel cannot run, then makes this GPU current and
   // does the kernel's one-time work (cuBLAS: the library, waited for if prepare() started it, and
   // the handle), so that none of it lands inside the timed steps.
-  void ready(const std::string& kernel, const kernels::GpuGemm& g) {
+  // A path other than gemm_in_place (`held` false) first waits for the held products' work, which
+  // may still run on a caller's stream with the context's scratch this path's kernels share.
+  void ready(const std::string& kernel, const kernels::GpuGemm& g, bool held = false) {
     std::string why;
     if (!kernels::gpu_can_implement(kernel, g, &why))
       throw InputError("kernel '" + kernel + "' cannot run this GEMM: " + why);
     if (library_loader_.joinable()) library_loader_.join();  // prepare()'s warm-up, outside the timed steps
     CUDA_CHECK(cudaSetDevice(gpu_.device));
+    if (!held && held_.used) CUDA_CHECK(cudaEventSynchronize(held_.done.get()));
     kernels::gpu_prepare(kernel, gpu_.context);
   }
 

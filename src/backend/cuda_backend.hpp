@@ -25,7 +25,8 @@ std::vector<KernelInfo> cuda_kernel_catalog();
 
 // Visible GPUs; 0 when none (or the driver cannot be reached). Never throws.
 int cuda_device_count();
-// backend.hpp's copy_device_to_host (cuda_device.cpp).
+// backend.hpp's current_gpu and copy_device_to_host (cuda_device.cpp).
+int cuda_current_device();
 void cuda_copy_to_host(void* host, const void* device, std::size_t bytes);
 
 // backend.hpp's gpu_identity: visible GPU `device`'s UUID and PCI bus id. Never throws.

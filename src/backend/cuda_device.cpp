@@ -148,6 +148,15 @@ std::string shape_str(std::int64_t rows, std::int64_t cols) {
   return std::to_string(rows) + " x " + std::to_string(cols);
 }
 
+int cuda_current_device() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return device;
+}
+
 void cuda_copy_to_host(void* host, const void* device, std::size_t bytes) {
   if (bytes) CUDA_CHECK(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost));
 }

@@ -101,7 +101,7 @@ Placed place(const HeldMatrix& x, DType dtype, void* slot, void* stored_slot, cu
   } else if (x.rows > 0 && x.cols > 0) {  // on the device, rows apart: packed
     CUDA_CHECK(cudaMemcpy2DAsync(slot, static_cast<std::size_t>(x.cols) * es, x.data, static_cast<std::size_t>(x.ld) * es,
                                  static_cast<std::size_t>(x.cols) * es, static_cast<std::size_t>(x.rows),
-                                 cudaMemcpyDeviceToDevice, s));
+                                 cudaMemcpyDefault, s));  // device, managed or mapped host memory alike
   }
   return {slot, stored};
 }

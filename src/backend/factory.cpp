@@ -117,6 +117,14 @@ void finish_gpu_start() {
 
 bool gpu_start_pending() { return gpu_start_thread().joinable() && !g_gpu_ready.load(); }
 
+int current_gpu() {
+#ifdef TESSERA_HAVE_CUDA
+  return cuda_current_device();
+#else
+  return 0;
+#endif
+}
+
 void copy_device_to_host(void* host, const void* device, std::size_t bytes) {
 #ifdef TESSERA_HAVE_CUDA
   cuda_copy_to_host(host, device, bytes);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -229,8 +230,15 @@ report::JobReport multiply_in_memory(const JobOptions& o, const MemoryMatrix& a,
   refuse_overlap(c, a, "A");
   refuse_overlap(c, b, "B");
   std::unique_ptr<backend::Backend>& be = kept_backend();
-  if (!be || (o.asked.backend && be->kind() != *o.asked.backend))
-    be = backend::make_backend(o.asked.backend, {0, 1, static_cast<std::size_t>(o.asked.gpu_memory)});
+  // Matrices in GPU memory take the cuda backend, on the caller's current device (as a GPU
+  // backend kept from earlier calls is, or it is made again on the device the caller moved to).
+  const bool on_gpu = a.device || b.device || c.device;
+  std::optional<backend::Kind> kind = o.asked.backend;
+  if (!kind && on_gpu) kind = backend::Kind::cuda;
+  const bool gpu_kept = be && be->kind() == backend::Kind::cuda;
+  const int device = on_gpu || gpu_kept ? backend::current_gpu() : 0;
+  if (!be || (kind && be->kind() != *kind) || (gpu_kept && be->device_id() != device))
+    be = backend::make_backend(kind, {device, 1, static_cast<std::size_t>(o.asked.gpu_memory)});
   const std::string kernel = kernel_for(be->kind(), o.asked.kernel, dtype, m, n, std::max<std::int64_t>(k, 1));
   const backend::HeldProblem held = held_problem(o, a, b, c, call, m, n, k);
   const bool in_place = be->holds_in_place(held);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "memory_check.hpp"
@@ -94,18 +95,71 @@ TEST_CASE("multiply(a, b, c) on the GPU: matrices in device memory, alone and mi
   }
 }
 
+// A case's operands put on the GPU by async copies on `stream` (from page-locked host memory, so
+// the copies really are in flight when the product is enqueued behind them).
+template <class T>
+struct Enqueued {
+  const Case& c;
+  const Operands<T> x;
+  T *a = nullptr, *b = nullptr, *cm = nullptr, *pinned = nullptr;
+  Enqueued(const Case& which, cudaStream_t stream) : c(which), x(which) {
+    const std::size_t na = x.a.size(), nb = x.b.size(), nc = x.c0.size();
+    void* p = nullptr;
+    REQUIRE_CUDA(cudaMallocHost(&p, (na + nb + nc) * sizeof(T)));
+    pinned = static_cast<T*>(p);
+    std::copy(x.a.begin(), x.a.end(), pinned);
+    std::copy(x.b.begin(), x.b.end(), pinned + na);
+    std::copy(x.c0.begin(), x.c0.end(), pinned + na + nb);
+    for (auto [to, from, n] : {std::tuple{&a, pinned, na}, {&b, pinned + na, nb}, {&cm, pinned + na + nb, nc}}) {
+      REQUIRE_CUDA(cudaMalloc(&p, n * sizeof(T)));
+      *to = static_cast<T*>(p);
+      REQUIRE_CUDA(cudaMemcpyAsync(*to, from, n * sizeof(T), cudaMemcpyHostToDevice, stream));
+    }
+  }
+  ~Enqueued() {
+    for (T* p : {a, b, cm}) (void)cudaFree(p);
+    (void)cudaFreeHost(pinned);
+  }
+  // The product enqueued on `stream` behind the copies, without a NaN scan (nothing waits).
+  void multiply(cudaStream_t stream) {
+    using tessera::Memory;
+    tessera::Options o;
+    o.backend("cuda").transpose_a(c.ta).transpose_b(c.tb).alpha(c.alpha).beta(c.beta).allow_nonfinite();
+    const tessera::Result r = tessera::multiply(tessera::Matrix(static_cast<const T*>(a), x.ar, x.ac, x.lda, Memory::device),
+                                                tessera::Matrix(static_cast<const T*>(b), x.br, x.bc, x.ldb, Memory::device),
+                                                tessera::Matrix(cm, c.m, c.n, x.ldc, Memory::device), o, stream);
+    CHECK(r.phase_seconds(0, "enqueue") > 0);
+    CHECK(r.phase_seconds(0, "kernel") == 0);
+  }
+  std::int64_t wrong() const {
+    std::vector<T> got(x.c0.size());
+    REQUIRE_CUDA(cudaMemcpy(got.data(), cm, got.size() * sizeof(T), cudaMemcpyDeviceToHost));
+    return memory_test::wrong_elements(c, x, got);
+  }
+};
+
 TEST_CASE("multiply(a, b, c, options, stream) on the GPU: ordered on the caller's streams, the scratch shared") {
   if (!have_gpu()) SKIP("no GPU visible: the stream-ordered products are not tried");
   cudaStream_t s1 = nullptr, s2 = nullptr;
   REQUIRE_CUDA(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
   REQUIRE_CUDA(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
-  // Alternating streams and sizes: each call's scratch is another's the moment before.
+  // Two products in flight at once on two streams, each behind its own inputs' copies, both using
+  // the shared scratch (a transposed operand, alpha and beta folded into C): the second call's
+  // scratch is the first's while the first may still be multiplying.
+  const Case one{97, 89, 83, true, true, 1.5, 0.5, 1}, two{64, 48, 96, true, false, -1, 2, 0};
   for (int round = 0; round < 3; ++round) {
-    check_case<float>({97, 89, 83, true, true, 1, 1, 1}, {true, true, true}, round % 2 ? s1 : s2);
-    check_case<double>({64, 48, 96, true, false, 1, 0, 0}, {true, true, true}, round % 2 ? s2 : s1);
-    check_case<double>({37, 29, 53, false, false, 1, 0, 0}, {true, true, true}, s1);
-    check_case<float>({23, 41, 19, false, true, 1, 0, 3}, {false, true, true}, s2);
+    INFO("round " << round);
+    Enqueued<float> first(one, round % 2 ? s1 : s2);
+    first.multiply(round % 2 ? s1 : s2);
+    Enqueued<double> second(two, round % 2 ? s2 : s1);
+    second.multiply(round % 2 ? s2 : s1);
+    REQUIRE_CUDA(cudaStreamSynchronize(s1));
+    REQUIRE_CUDA(cudaStreamSynchronize(s2));
+    CHECK(first.wrong() == 0);
+    CHECK(second.wrong() == 0);
   }
+  // A host-memory product right after (the backend's own stream): it waits for the held work.
+  check_case<double>({37, 29, 53, false, false, 1, 0, 0}, {false, false, false});
   (void)cudaStreamDestroy(s1);
   (void)cudaStreamDestroy(s2);
 }

@@ -77,7 +77,7 @@ def _gpu_layout(x: Any, name: str) -> tuple:
     dtype = _DTYPES.get(cai["typestr"], cai["typestr"])
     size = 4 if dtype == "float32" else 8
     strides = cai.get("strides")
-    strides = (shape[1], 1) if strides is None else (strides[0] // size, strides[1] // size)
+    strides = (max(shape[1], 1), 1) if strides is None else (strides[0] // size, strides[1] // size)
     return cai["data"][0], shape, strides, dtype
 
 
@@ -131,6 +131,8 @@ def _gpu_matmul(native: Any, a: Any, b: Any, c: Any, out: Any, alpha: float, bet
 
     def operand(x: Any, layout: tuple, name: str, transpose: bool) -> tuple:
         address, (r, cols), (s0, s1), _ = layout
+        if r == 0 or cols == 0:  # nothing to read: any layout is packed
+            return native.DeviceOperand(address, r, cols, max(cols, 1), transpose), x
         if (s1 == 1 or cols <= 1) and s0 >= max(cols, 1):
             return native.DeviceOperand(address, r, cols, s0, transpose), x
         if (s0 == 1 or r <= 1) and s1 >= max(r, 1):
@@ -142,6 +144,9 @@ def _gpu_matmul(native: Any, a: Any, b: Any, c: Any, out: Any, alpha: float, bet
     db, keep_b = operand(b, layouts["b"], "b", transpose_b)
     m = layouts["a"][1][1] if transpose_a else layouts["a"][1][0]
     n = layouts["b"][1][0] if transpose_b else layouts["b"][1][1]
+    if c is not None and (tuple(layouts["c"][1]) != (m, n) or layouts["c"][3] != dtype):
+        raise TesseraError(f"tessera.matmul: c must be a {m}x{n} {dtype} array (it is "
+                           f"{layouts['c'][1][0]}x{layouts['c'][1][1]} {layouts['c'][3]})")
     if out is None:
         out = _empty_like(a, m, n, dtype)
         if c is not None:
@@ -150,7 +155,8 @@ def _gpu_matmul(native: Any, a: Any, b: Any, c: Any, out: Any, alpha: float, bet
             beta = 0.0
     else:
         address, shape, (s0, s1), out_dtype = layouts["o"]
-        if out_dtype != dtype or tuple(shape) != (m, n) or not (s1 == 1 or n <= 1) or s0 < max(n, 1):
+        packed = m == 0 or n == 0 or ((s1 == 1 or n <= 1) and s0 >= max(n, 1))
+        if out_dtype != dtype or tuple(shape) != (m, n) or not packed:
             raise TesseraError(f"tessera.matmul: out must be a {m}x{n} {dtype} array on the GPU with its rows packed "
                                f"(it is {shape[0]}x{shape[1]} {out_dtype}, strides {s0}, {s1})")
         if c is not None and c is not out:
@@ -158,9 +164,10 @@ def _gpu_matmul(native: Any, a: Any, b: Any, c: Any, out: Any, alpha: float, bet
         elif c is None:
             beta = 0.0
     address, _, (ldc, _), _ = _gpu_layout(out, "out")
+    ldc = max(ldc, n, 1)
     run = native.matmul_device_f32 if dtype == "float32" else native.matmul_device_f64
     try:
-        run(da, db, address, m, n, max(ldc, 1), float(alpha), float(beta), str(kernel), bool(allow_nonfinite),
+        run(da, db, address, m, n, ldc, float(alpha), float(beta), str(kernel), bool(allow_nonfinite),
             _stream_of(out))
     except native.MultiplyError as e:
         raise TesseraError(f"tessera: error: {e}") from None
