@@ -171,11 +171,24 @@ TypeDesc describe_type(hid_t type) {
   TypeDesc d;
   const std::size_t bits = H5Tget_size(type) * 8;
   switch (H5Tget_class(type)) {
-    case H5T_FLOAT:
+    case H5T_FLOAT: {
       d.name = "float" + std::to_string(bits);
       d.supported = bits == 32 || bits == 64;
       d.natural = bits == 32 ? DType::f32 : DType::f64;
+      // Half precision, as h5py stores numpy's float16 (IEEE binary16: 5 exponent bits, 10 of
+      // mantissa) or as bfloat16 is declared (8 and 7): read widened to float32 by HDF5's own
+      // conversion, which is exact (every half value is a float32 value).
+      std::size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+      if (bits == 16 && H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) >= 0) {
+        d.supported = (esize == 5 && msize == 10) || (esize == 8 && msize == 7);
+        d.name = esize == 5 && msize == 10 ? "float16"
+                 : esize == 8 && msize == 7 ? "bfloat16"
+                                            : "a 16-bit float of " + std::to_string(esize) + " exponent and " +
+                                                  std::to_string(msize) + " mantissa bits";
+        d.natural = DType::f32;
+      }
       break;
+    }
     case H5T_INTEGER:
       d.name = (H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(bits);
       d.supported = true;
@@ -325,7 +338,7 @@ OpenDataset open_matrix(const DatasetRef& ref) {
   if (!type.valid()) throw_io("cannot read the type of " + in_quotes(ref));
   const TypeDesc td = describe_type(type.get());
   if (!td.supported)
-    throw InputError(in_quotes(ref) + " has unsupported type " + td.name + "; use float32, float64 or an integer type");
+    throw InputError(in_quotes(ref) + " has unsupported type " + td.name + "; use float16, bfloat16, float32, float64 or an integer type");
   od.info.stored_type = td.name;
   od.info.is_integer = td.is_integer;
   od.info.natural = td.natural;

@@ -77,7 +77,7 @@ add_mpi_test(mpi.cuda.np2 2 e2e_run.py --m 517 --n 1031 --k 259 --dtype f64 --ba
 add_mpi_test(mpi.cuda.idle.np2 2 e2e_run.py --m 1023 --n 1025 --k 1027 --dtype f32 --backend cuda --need-gpus 2 --grid 1x1)
 add_mpi_test(summa.cuda.idle.np3 3 e2e_run.py --m 517 --n 259 --k 1031 --dtype f32 --backend cuda --need-gpus 2 --algorithm summa --grid 2x1 --expect-comm nccl)
 
-foreach(case missing-file missing-dataset group-not-dataset not-2d unsupported-dtype float16 inner-dims zero-dim
+foreach(case missing-file missing-dataset group-not-dataset not-2d unsupported-dtype odd-float16 inner-dims zero-dim
         output-exists output-dir-missing output-dir-not-writable corrupt-file truncated-file bad-grid-syntax
         grid-too-big unknown-config-key output-is-input bad-dataset-ref unknown-kernel unknown-backend
         report-dir-missing bad-dtype too-large-for-memory bad-gpu-memory bad-algorithm bad-comm summa-verify
@@ -363,6 +363,11 @@ endforeach()
 
 # Windows of the inputs, FILE:/A[r0:r1, c0:c1] (issue 43 item 3; slices.py): contiguous and gzip,
 # transposed windows, 1-3 ranks; a window outside the dataset, a step and a window on C refused.
+# Half-precision inputs read widened to float32 (issue 43 item 1's reading side; half_inputs.py).
+add_mpi_test(half.float16.np1 1 half_inputs.py)
+add_mpi_test(half.float16.gzip.f64.np2 2 half_inputs.py --layout gzip --dtype f64)
+add_mpi_test(half.bfloat16.np2 2 half_inputs.py --store bfloat16)
+add_mpi_test(half.bfloat16.gzip.np3 3 half_inputs.py --store bfloat16 --layout gzip)
 # One matrix of a 3-D dataset, FILE:/A[i] (issue 42 item 2's reading side; batch_inputs.py).
 add_mpi_test(batch.contiguous.np1 1 batch_inputs.py)
 add_mpi_test(batch.gzip.ta.np3 3 batch_inputs.py --layout gzip --ta)

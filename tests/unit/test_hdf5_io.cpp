@@ -588,6 +588,12 @@ TEST_CASE("wrong rank and unsupported types are refused", "[io][errors]") {
     REQUIRE(H5Tset_ebias(half, 15) >= 0);
     raw_dataset(f.id, "/half", {2, 2}, half);
     H5Tclose(half);
+    const hid_t odd16 = H5Tcopy(H5T_IEEE_F32LE);  // 1 + 6 + 9 bits: neither float16 nor bfloat16
+    REQUIRE(H5Tset_fields(odd16, 15, 9, 6, 0, 9) >= 0);
+    REQUIRE(H5Tset_size(odd16, 2) >= 0);
+    REQUIRE(H5Tset_ebias(odd16, 31) >= 0);
+    raw_dataset(f.id, "/odd16", {2, 2}, odd16);
+    H5Tclose(odd16);
     // complex, as h5py stores it.
     const hid_t complex = H5Tcreate(H5T_COMPOUND, 16);
     H5Tinsert(complex, "r", 0, H5T_IEEE_F64LE);
@@ -610,9 +616,12 @@ TEST_CASE("wrong rank and unsupported types are refused", "[io][errors]") {
 
   CHECK(message_of<InputError>([&] {
           tessera::io::inspect({name, "/strings"});
-        }) == "'" + name + ":/strings' has unsupported type string; use float32, float64 or an integer type");
+        }) == "'" + name + ":/strings' has unsupported type string; use float16, bfloat16, float32, float64 or an integer type");
   CHECK_THROWS_AS(tessera::io::inspect({name, "/strings"}), InputError);
-  CHECK_THROWS_WITH(tessera::io::inspect({name, "/half"}), ContainsSubstring("unsupported type float16"));
+  const auto half_info = tessera::io::inspect({name, "/half"});  // read widened to float32
+  CHECK(half_info.stored_type == "float16");
+  CHECK(half_info.natural == tessera::DType::f32);
+  CHECK_THROWS_WITH(tessera::io::inspect({name, "/odd16"}), ContainsSubstring("unsupported type a 16-bit float of 6 exponent and 9 mantissa bits"));
   CHECK_THROWS_WITH(tessera::io::inspect({name, "/complex"}), ContainsSubstring("unsupported type compound"));
   double x = 0;
   CHECK_THROWS_AS(tessera::io::read_block({name, "/strings"}, 0, 1, 0, 1, DType::f64, &x), InputError);

@@ -1,0 +1,56 @@
+"""Half-precision inputs (issue 43 item 1, the reading side): A and B stored as float16 (h5py's
+numpy float16, IEEE binary16) or bfloat16 (an HDF5 float of 1 + 8 + 7 bits, as ml_dtypes users
+declare it), contiguous or gzip-chunked, are read widened to float32 (exactly: every half value is
+a float32 value) and multiplied in float32 (C float32) or, with --dtype f64, in float64; numpy
+checks C against the float64 product of the stored values (read back through h5py)."""
+import h5py
+import numpy as np
+
+from common import check, check_product, parser, Runner
+
+p = parser(__doc__)
+p.add_argument("--store", default="float16", choices=["float16", "bfloat16"])
+p.add_argument("--layout", default="contiguous", choices=["contiguous", "gzip"])
+p.add_argument("--dtype", default="auto", choices=["auto", "f64"])
+args = p.parse_args()
+
+r = Runner(args)
+rng = np.random.default_rng(16)
+a32 = (rng.random((45, 37)) * 2 - 1).astype(np.float32)
+b32 = (rng.random((37, 29)) * 2 - 1).astype(np.float32)
+kw = dict(chunks=(8, 16), compression="gzip") if args.layout == "gzip" else {}
+
+
+def bfloat16():
+    t = h5py.h5t.IEEE_F32LE.copy()  # sign 15, exponent 7..14, mantissa 0..6, bias 127
+    t.set_fields(15, 7, 8, 0, 7)
+    t.set_size(2)
+    t.set_ebias(127)
+    return t
+
+
+with h5py.File(r.path("in.h5"), "w") as f:
+    for name, x in (("A", a32), ("B", b32)):
+        if args.store == "float16":
+            f.create_dataset(name, data=x.astype(np.float16), **kw)
+        else:  # HDF5 rounds the float32 values to the declared bfloat16 type as it writes them
+            dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+            if kw:
+                dcpl.set_chunk(kw["chunks"])
+                dcpl.set_deflate(4)
+            d = h5py.h5d.create(f.id, name.encode(), bfloat16(), h5py.h5s.create_simple(x.shape), dcpl=dcpl)
+            d.write(h5py.h5s.ALL, h5py.h5s.ALL, x)
+with h5py.File(r.path("in.h5"), "r") as f:  # the stored values, widened (exactly) by HDF5
+    a = f["A"].astype(np.float64)[...]
+    b = f["B"].astype(np.float64)[...]
+check(not np.array_equal(a, a32.astype(np.float64)), "the inputs were stored in half precision (rounded)")
+
+res = r.run(["run", "--a", r.path("in.h5") + ":/A", "--b", r.path("in.h5") + ":/B", "--c", r.path("c.h5") + ":/C",
+             "--backend", "cpu", "--dtype", args.dtype, "--report", r.path("report.json")])
+with h5py.File(r.path("c.h5"), "r") as f:
+    c = f["C"][...]
+want_dtype = np.float64 if args.dtype == "f64" else np.float32
+check(c.dtype == want_dtype, f"C is {c.dtype}, expected {want_dtype}")
+rel = check_product(a, b, c, want_dtype)
+print(f"ok: C {c.shape} {c.dtype} from {args.store} inputs, relative error {rel:.3e}")
+print("PASS")
