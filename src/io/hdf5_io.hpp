@@ -73,8 +73,11 @@ struct DatasetInfo {
   std::int64_t cols = 0;
   std::int64_t row0 = 0, col0 = 0;                // the window's first row and column in the dataset
   std::int64_t stored_rows = 0, stored_cols = 0;  // the dataset's own shape (of each matrix, when 3-D)
-  std::int64_t index = -1;                        // the matrix read of a 3-D dataset; -1: a 2-D one
+  std::int64_t index = -1;                        // the matrix read of a 3-D dataset; -1: a 2-D one, or all
   std::int64_t stored_matrices = 0;               // a 3-D dataset's first dimension; 0: 2-D
+  // A 3-D dataset named without an index: its matrices stacked, one (b * rows) x cols matrix
+  // (rows is then b times stored_rows), as a batch with a shared B multiplies in one GEMM.
+  bool stacked() const { return stored_matrices > 0 && index < 0; }
   std::string stored_type;  // "float32", "float64", "int32", "uint8", ...
   bool is_integer = false;
   DType natural = DType::f64;        // float32 -> f32; float64 and integers -> f64
@@ -118,6 +121,9 @@ struct WriteOptions {
   bool overwrite = false;
   ExistingFile existing_file = ExistingFile::add_dataset;
   std::vector<std::int64_t> chunk;  // empty: contiguous; else {rows, cols}
+  // > 0: a 3-D dataset of that many matrices (a batch), rows / matrices rows each, written through
+  // the same (rows x cols) blocks as a 2-D one: the matrices stacked. Contiguous only.
+  std::int64_t matrices = 0;
   int gzip_level = 0;               // 0: none; 1..9 needs chunk (defaulted if empty)
   // A new file shared with other results, committed with them (OutputBatch); null: this result's own.
   OutputBatch* batch = nullptr;
@@ -149,7 +155,8 @@ class OutputBatch {
   std::unique_ptr<State> s_;
 };
 
-// Writes a 2-D dataset block by block, so that no result appears before it is complete:
+// Writes a 2-D dataset (or a 3-D batch of matrices, WriteOptions::matrices, written as their
+// stack) block by block, so that no result appears before it is complete:
 //  - a new file (or, with ExistingFile::replace_file and overwrite, one replacing the file):
 //    written under a temporary name (io::temporary_name: "<file>.tessera-partial-<host>-<pid>")
 //    in the target's directory; commit() closes and renames it into place.

@@ -88,9 +88,26 @@ std::string shape_text(std::int64_t rows, std::int64_t cols) {
 }
 
 std::pair<Handle, Handle> block_spaces(hid_t dset, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
-                                       std::int64_t ncols, std::int64_t index) {
+                                       std::int64_t ncols, std::int64_t index, std::int64_t stacked_rows) {
   Handle file_space = own_space(H5Dget_space(dset));
   const hsize_t count[2] = {static_cast<hsize_t>(nrows), static_cast<hsize_t>(ncols)};
+  if (stacked_rows > 0 && nrows > 0) {  // the stack's rows: a piece of each matrix they cross, in order
+    bool first = true;
+    for (std::int64_t r = row0; r < row0 + nrows;) {
+      const std::int64_t matrix = r / stacked_rows, in = r - matrix * stacked_rows;
+      const std::int64_t take = std::min(row0 + nrows - r, stacked_rows - in);
+      const hsize_t start3[3] = {static_cast<hsize_t>(matrix), static_cast<hsize_t>(in), static_cast<hsize_t>(col0)};
+      const hsize_t piece[3] = {1, static_cast<hsize_t>(take), static_cast<hsize_t>(ncols)};
+      if (!file_space.valid() || H5Sselect_hyperslab(file_space.get(), first ? H5S_SELECT_SET : H5S_SELECT_OR, start3,
+                                                     nullptr, piece, nullptr) < 0)
+        return {};
+      first = false;
+      r += take;
+    }
+    Handle mem_space = own_space(H5Screate_simple(2, count, nullptr));
+    if (!mem_space.valid()) return {};
+    return {std::move(file_space), std::move(mem_space)};
+  }
   // A matrix of a 3-D dataset: its index first, one deep.
   const hsize_t start3[3] = {static_cast<hsize_t>(std::max<std::int64_t>(index, 0)), static_cast<hsize_t>(row0),
                              static_cast<hsize_t>(col0)};

@@ -46,8 +46,9 @@ bool in_range(std::int64_t first, std::int64_t count, std::int64_t extent);
 std::string block_text(std::int64_t row0, std::int64_t nrows, std::int64_t col0, std::int64_t ncols);
 std::string shape_text(std::int64_t rows, std::int64_t cols);
 // Selects the block in a fresh copy of the dataset's file space (of matrix `index` of a 3-D
-// dataset when >= 0); returns it with a matching contiguous memory space (both invalid on failure).
+// dataset when >= 0; rows of the stack of a 3-D dataset's matrices of `stacked_rows` rows each
+// when > 0); returns it with a matching contiguous memory space (both invalid on failure).
 std::pair<Handle, Handle> block_spaces(hid_t dset, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
-                                       std::int64_t ncols, std::int64_t index = -1);
+                                       std::int64_t ncols, std::int64_t index = -1, std::int64_t stacked_rows = 0);
 
 }  // namespace tessera::io::hdf5

@@ -310,10 +310,10 @@ OpenDataset open_matrix(const DatasetRef& ref) {
   for (std::size_t i = 0; i < dims.size(); ++i) shape += (i ? "x" : "") + std::to_string(dims[i]);
   const bool indexed = ref.slice && ref.slice->index;
   const std::string named = in_quotes(ref.file + ":" + ref.path);
-  if (rank == 3 && !indexed)
-    throw InputError(named + " is 3-D (" + shape + ", a batch of " + std::to_string(dims[0]) +
-                     " matrices); name one of them as numpy indexes it, e.g. " + ref.file + ":" + ref.path +
-                     "[0], or list them in a manifest (docs/usage.md, \"Many products\")");
+  if (rank == 3 && !indexed && ref.slice)
+    throw InputError(named + " is 3-D (" + shape + ", a batch of " + std::to_string(dims[0]) + " matrices): a window " +
+                     ref.slice->text + " of the whole batch is not read; name one matrix and its window, e.g. " +
+                     ref.file + ":" + ref.path + "[0, r0:r1, c0:c1]");
   if (rank == 2 && indexed)
     throw InputError(named + " is 2-D (" + shape + "): the matrix index " + ref.slice->text +
                      " names a matrix of a 3-D dataset; write a window as [r0:r1, c0:c1]");
@@ -323,10 +323,11 @@ OpenDataset open_matrix(const DatasetRef& ref) {
   const std::size_t first = rank == 3 ? 1 : 0;
   if (rank == 3) {
     od.info.stored_matrices = static_cast<std::int64_t>(dims[0]);
-    od.info.index = resolve_index(*ref.slice, od.info.stored_matrices, named + " (" + shape + ")");
+    if (indexed) od.info.index = resolve_index(*ref.slice, od.info.stored_matrices, named + " (" + shape + ")");
   }
   od.info.rows = od.info.stored_rows = static_cast<std::int64_t>(dims[first]);
   od.info.cols = od.info.stored_cols = static_cast<std::int64_t>(dims[first + 1]);
+  if (od.info.stacked()) od.info.rows = od.info.stored_matrices * od.info.stored_rows;  // the matrices' stack
   const bool windowed = ref.slice && (ref.slice->row_begin || ref.slice->row_end || ref.slice->col_begin ||
                                       ref.slice->col_end || !indexed);
   if (windowed) {

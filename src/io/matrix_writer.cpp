@@ -128,9 +128,17 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
       throw InputError("output directory " + in_quotes(dir) + " is not writable");
   }
 
-  // Storage: contiguous unless chunking or compression was asked for.
-  const hsize_t dims[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
+  // Storage: contiguous unless chunking or compression was asked for. A batch (opts.matrices): 3-D,
+  // the stack of its matrices written as the rows x cols matrix it is.
   const bool want_chunks = !opts.chunk.empty() || opts.gzip_level > 0;
+  std::vector<hsize_t> dims{static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
+  if (opts.matrices > 0) {
+    if (rows % opts.matrices != 0 || want_chunks)
+      throw std::invalid_argument("MatrixWriter: a batch of " + std::to_string(opts.matrices) + " matrices needs rows (" +
+                                  std::to_string(rows) + ") in whole matrices and contiguous storage");
+    w.stacked_rows = rows / opts.matrices;
+    dims = {static_cast<hsize_t>(opts.matrices), static_cast<hsize_t>(w.stacked_rows), static_cast<hsize_t>(cols)};
+  }
   Handle dcpl = creation_properties(target, rows, cols, dtype, opts);
 
   if (w.in_file) {
@@ -161,11 +169,11 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
   w.create_dataset(w.file.get(), dcpl.get(), dims, want_chunks);
 }
 
-void MatrixWriter::Impl::create_dataset(hid_t in, hid_t dcpl, const hsize_t dims[2], bool want_chunks) {
+void MatrixWriter::Impl::create_dataset(hid_t in, hid_t dcpl, const std::vector<hsize_t>& dims, bool want_chunks) {
   Handle lcpl = own_plist(H5Pcreate(H5P_LINK_CREATE));
   if (!lcpl.valid() || H5Pset_create_intermediate_group(lcpl.get(), 1) < 0)
     throw_io("cannot set up HDF5 to write " + in_quotes(target));
-  Handle space = own_space(H5Screate_simple(2, dims, nullptr));
+  Handle space = own_space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
   if (!space.valid()) throw_io("cannot create the dataspace of " + where());
   const hid_t file_type = dtype == DType::f32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
   // Contiguous output whose file type is the native one: its space is allocated now and never
@@ -221,7 +229,7 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
     if (!opened.valid()) throw_io("cannot open " + w.where() + " to write C");
   }
   const hid_t dataset = w.in_file ? opened.get() : w.dataset.get();
-  auto [file_space, mem_space] = block_spaces(dataset, row0, nrows, col0, ncols);
+  auto [file_space, mem_space] = block_spaces(dataset, row0, nrows, col0, ncols, -1, w.stacked_rows);
   if (!file_space.valid()) throw_io("cannot select " + block_text(row0, nrows, col0, ncols) + " of " + w.where());
   if (H5Dwrite(dataset, native_type(w.dtype), mem_space.get(), file_space.get(), H5P_DEFAULT, data) < 0)
     throw_io(failed);

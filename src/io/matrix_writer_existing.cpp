@@ -1,6 +1,7 @@
 // A result written as a new dataset of an existing HDF5 file (MatrixWriter with
 // ExistingFile::add_dataset): the temporary dataset made and its space taken, then the commit,
 // every change through the file's rollback journal (io/journal.hpp), signals held meanwhile.
+#include <algorithm>
 #include <fcntl.h>
 #include <sys/statvfs.h>
 
@@ -25,7 +26,7 @@ using namespace hdf5;
 // The temporary dataset in the existing output file, contiguous with its space allocated now (so
 // the ranks can pwrite their rows at its offset), then the file closed again: while the job
 // computes, HDF5 holds nothing of it open, so a run that dies leaves a valid file.
-void MatrixWriter::Impl::create_in_existing_file(hid_t dcpl, const hsize_t dims[2]) {
+void MatrixWriter::Impl::create_in_existing_file(hid_t dcpl, const std::vector<hsize_t>& dims) {
   Impl& w = *this;
   const std::lock_guard<std::mutex> hold(hdf5::lock());
   // Refused before anything is written: the file is only read until every check has passed.
@@ -41,8 +42,8 @@ void MatrixWriter::Impl::create_in_existing_file(hid_t dcpl, const hsize_t dims[
     throw IoError(what + ": it already exists (left by an earlier run?); remove it");
   if (H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0 || H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0)
     throw_io(what);
-  const bool empty = dims[0] == 0 || dims[1] == 0;
-  Handle space = own_space(H5Screate_simple(2, dims, nullptr));
+  const bool empty = std::find(dims.begin(), dims.end(), hsize_t{0}) != dims.end();
+  Handle space = own_space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
   if (!space.valid()) throw_io(what);
   const hid_t file_type = w.dtype == DType::f32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
   Handle made = own_dataset(

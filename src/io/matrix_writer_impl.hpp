@@ -31,6 +31,7 @@ struct MatrixWriter::Impl {
   std::string temp_path;
   std::int64_t rows = 0;
   std::int64_t cols = 0;
+  std::int64_t stacked_rows = 0;  // a batch (WriteOptions::matrices): each matrix's rows; 0: 2-D
   DType dtype = DType::f64;
   bool overwrite = false;
   bool created = false;  // the temporary file is ours: remove it unless committed
@@ -71,11 +72,11 @@ struct MatrixWriter::Impl {
     direct_file.reset();
   }
 
-  void create_in_existing_file(hid_t dcpl, const hsize_t dims[2]);
+  void create_in_existing_file(hid_t dcpl, const std::vector<hsize_t>& dims);
   // The dataset in the new file `in` (this writer's temporary file, or a batch's): its space
   // allocated now where blocks can be written in place (direct).
-  void create_dataset(hid_t in, hid_t dcpl, const hsize_t dims[2], bool want_chunks);
-  void join_batch(OutputBatch& into, hid_t dcpl, const hsize_t dims[2], bool want_chunks);  // output_batch.cpp
+  void create_dataset(hid_t in, hid_t dcpl, const std::vector<hsize_t>& dims, bool want_chunks);
+  void join_batch(OutputBatch& into, hid_t dcpl, const std::vector<hsize_t>& dims, bool want_chunks);  // output_batch.cpp
   void commit_in_batch();
   void leave_batch();  // uncommitted: the dataset unlinked from the batch's file
   void reserve_elements(std::uint64_t offset);

@@ -59,7 +59,7 @@ void OutputBatch::commit() {
   log::info(std::to_string(s.results) + " result(s) committed together in " + in_quotes(s.file));
 }
 
-void MatrixWriter::Impl::join_batch(OutputBatch& into, hid_t dcpl, const hsize_t dims[2], bool want_chunks) {
+void MatrixWriter::Impl::join_batch(OutputBatch& into, hid_t dcpl, const std::vector<hsize_t>& dims, bool want_chunks) {
   OutputBatch::State& s = *into.s_;
   if (s.file != target.file)
     throw std::logic_error("a result for " + in_quotes(target.file) + " given the batch of " + in_quotes(s.file));

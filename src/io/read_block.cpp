@@ -153,18 +153,21 @@ void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, st
     if (out == nullptr) throw std::invalid_argument("read_block: null output buffer");
     base = direct_offset(od, as);
     file_cols = od.info.stored_cols;
-    const std::int64_t index = od.info.index;  // a matrix of a 3-D dataset: its own rows, after those before it
+    // A matrix of a 3-D dataset: its own rows, after those of the matrices before it (a stack of
+    // them is read as the one matrix it is in a contiguous file).
+    const std::int64_t index = od.info.index;
     if (log::enabled(log::Level::info))
       log::info("reading " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref) + " (" +
                 (base >= 0 ? "pread" : od.info.layout + ", through HDF5") + ")");
     // Chunked (and compressed) storage: decompressed by many threads (2-D datasets; a matrix of a
     // 3-D one goes through HDF5).
-    if (base < 0 && index < 0 && direct_io_enabled() &&
+    if (base < 0 && od.info.stored_matrices == 0 && direct_io_enabled() &&
         read_chunked(od.dataset.get(), ref.str(), row0, nrows, col0, ncols, as, out))
       return;
     if (base >= 0 && index >= 0) row0 += index * od.info.stored_rows;  // contiguous: the matrices one after another
     if (base < 0) {
-      auto [file_space, mem_space] = block_spaces(od.dataset.get(), row0, nrows, col0, ncols, index);
+      auto [file_space, mem_space] =
+          block_spaces(od.dataset.get(), row0, nrows, col0, ncols, index, od.info.stacked() ? od.info.stored_rows : 0);
       if (!file_space.valid())
         throw_io("cannot select " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref));
       if (H5Dread(od.dataset.get(), native_type(as), mem_space.get(), file_space.get(), H5P_DEFAULT, out) < 0)

@@ -41,6 +41,18 @@ Shapes inspect_shapes(const JobOptions& o) {
     if (info->rows < 1 || info->cols < 1)
       throw InputError(std::string(name) + " '" + ref->str() + "' has a zero dimension (" + std::to_string(info->rows) +
                        "x" + std::to_string(info->cols) + ")");
+  // A batch, b x M x K named without an index: the stack of its matrices times a B they share
+  // (one (b M) x K GEMM), C the b x M x N batch of their products.
+  if (s.b.stacked())
+    throw InputError("B '" + bop.ref.str() + "' is a batch of " + std::to_string(s.b.stored_matrices) + " matrices (" +
+                     std::to_string(s.b.stored_matrices) + "x" + std::to_string(s.b.stored_rows) + "x" +
+                     std::to_string(s.b.stored_cols) + "): a batch of A multiplies one B they share; for a B per "
+                     "matrix, list the products in a manifest with A[i] and B[i] (docs/usage.md, \"One matrix of a "
+                     "batch\")");
+  if (s.a.stacked() && aop.transposed)
+    throw InputError("A '" + aop.ref.str() + "' is a batch of " + std::to_string(s.a.stored_matrices) +
+                     " matrices: --transpose-a of a batch (each matrix transposed) is not done yet; list the products "
+                     "in a manifest with A[i] and transpose-a");
   if (s.a.cols != s.b.rows)
     throw InputError("inner dimensions disagree: A '" + aop.ref.str() + "' is " +
                      shape_text(s.a, aop.transposed, "--transpose-a") + " but B '" + bop.ref.str() + "' is " +
@@ -48,6 +60,7 @@ Shapes inspect_shapes(const JobOptions& o) {
   s.m = s.a.rows;
   s.n = s.b.cols;
   s.k = s.a.cols;
+  s.matrices = s.a.stacked() ? s.a.stored_matrices : 0;
   return s;
 }
 
@@ -77,6 +90,7 @@ Plan Plan::make(const JobOptions& o, int nranks) {
   plan.m = s.m;
   plan.n = s.n;
   plan.k = s.k;
+  plan.matrices = s.matrices;
   plan.dtype = pick_dtype(o.asked.dtype, s.a, s.b);
   plan.grid = o.asked.grid.value_or(partition::choose_grid(plan.m, plan.n, plan.k, nranks));
   partition::Partition check(plan.m, plan.n, plan.k, nranks, plan.grid);  // validates the grid

@@ -21,6 +21,9 @@ namespace tessera::job {
 
 struct Plan {
   std::int64_t m = 0, n = 0, k = 0;
+  // A batch of A (b x M x K) times a shared B: b, and m = b M (the stack); C is written b x M x N.
+  // 0: no batch. Rank 0's, for the writer (not broadcast).
+  std::int64_t matrices = 0;
   DType dtype = DType::f64;
   partition::GridShape grid;
 
@@ -37,6 +40,7 @@ struct Plan {
 // transposes. Used by the run's plan and the dry run.
 struct Shapes {
   std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t matrices = 0;  // A a batch (stacked, shared B): its matrices; C b x (m / b) x n
   io::DatasetInfo a, b;  // op(A), op(B): rows and cols are the logical ones
 };
 Shapes inspect_shapes(const JobOptions& o);

@@ -2,8 +2,11 @@
 names matrix i of a batch stored b x M x K (as torch and h5py users store batches; negative counts
 from the end), `FILE:/A[i, r0:r1, c0:c1]` a window of it; from contiguous (read with pread) and
 gzip-chunked storage (through HDF5), with --transpose-a/-b, on any rank count, and in a manifest
-of many products, one per matrix; numpy checks every C in float64. With --case, the refusals: a
-3-D dataset without an index, an index outside the batch, an index on a 2-D dataset."""
+of many products, one per matrix; a whole batch of A (named without an index) times a shared B,
+C written as the batch of the products (b x M x N, also into an existing file with --beta);
+numpy checks every C in float64. With --case, the refusals: a batch of B (a B per matrix), an
+index outside the batch, an index on a 2-D dataset, --transpose-a of a batch, a window of a whole
+batch."""
 import h5py
 import numpy as np
 
@@ -12,7 +15,8 @@ from common import check, check_product, parser, Runner, write
 p = parser(__doc__)
 p.add_argument("--layout", default="contiguous", choices=["contiguous", "gzip"])
 p.add_argument("--ta", action="store_true")
-p.add_argument("--case", default="", choices=["", "manifest", "no-index", "outside", "2d-index"])
+p.add_argument("--case", default="", choices=["", "manifest", "stacked", "stacked-beta", "no-index", "outside", "2d-index",
+                                             "transposed-batch", "batch-window"])
 args = p.parse_args()
 
 r = Runner(args)
@@ -33,17 +37,51 @@ def op_a(i):
     return batch_a[i].T if args.ta else batch_a[i]
 
 
-if args.case in ("no-index", "outside", "2d-index"):
-    a_ref, words = {"no-index": (":/A", ["is 3-D (4x", "A[0]"]),
-                    "outside": (":/A[4]", ["the matrix 4 of", "holds 4 matrices (0 to 3)"]),
-                    "2d-index": (":/flat[1]", ["is 2-D", "matrix index [1]"])}[args.case]
-    res = r.run(["run", "--a", r.path("in.h5") + a_ref, "--b", r.path("in.h5") + ":/B[0]", "--c",
-                 r.path("c.h5") + ":/C", "--backend", "cpu"] + ta, expect_ok=False)
+if args.case in ("no-index", "outside", "2d-index", "transposed-batch", "batch-window"):
+    a_ref, b_ref, words = {
+        "no-index": (":/A[0]", ":/B", ["B '", "is a batch of 3 matrices (3x29x23)", "A[i] and B[i]"]),
+        "outside": (":/A[4]", ":/B[0]", ["the matrix 4 of", "holds 4 matrices (0 to 3)"]),
+        "2d-index": (":/flat[1]", ":/B[0]", ["is 2-D", "matrix index [1]"]),
+        "transposed-batch": (":/A", ":/B[0]", ["is a batch of 4 matrices: --transpose-a of a batch"]),
+        "batch-window": (":/A[0:10, :]", ":/B[0]", ["a window [0:10, :] of the whole batch"])}[args.case]
+    extra = ["--transpose-a"] if args.case == "transposed-batch" else ta
+    res = r.run(["run", "--a", r.path("in.h5") + a_ref, "--b", r.path("in.h5") + b_ref, "--c",
+                 r.path("c.h5") + ":/C", "--backend", "cpu"] + extra, expect_ok=False)
     err = res.stderr + res.stdout
     check(res.returncode != 0, "the run must fail")
     for w in words:
         check(w in err, f"the message must name {w!r}: {err}")
     check("Abort" not in err and "MPI_ABORT" not in err, "a clean failure on every rank")
+    print("PASS")
+    raise SystemExit(0)
+
+if args.case in ("stacked", "stacked-beta"):
+    # The whole batch of A (4 x 37 x 29) times B[1] (29 x 23): C the batch of the 4 products, 4 x 37 x 23, in
+    # one GEMM of the stacked matrices; with --beta, into an existing file whose C (a batch) it updates.
+    check(not args.ta, "the batch case runs without --ta")
+    b = batch_b[1].astype(np.float64)
+    want = np.einsum("imk,kn->imn", batch_a, b)
+    cmd = ["run", "--a", r.path("in.h5") + ":/A", "--b", r.path("in.h5") + ":/B[1]", "--c", r.path("c.h5") + ":/C",
+           "--backend", "cpu"]
+    if args.case == "stacked-beta":
+        c_old = rng.random((4, 37, 23)) * 2 - 1
+        with h5py.File(r.path("c.h5"), "w") as f:
+            f.create_dataset("C", data=c_old)
+            f.create_dataset("other", data=np.arange(6.0))
+        cmd += ["--beta", "0.5", "--alpha", "2", "--overwrite"]
+        want = 2 * want + 0.5 * c_old
+    r.run(cmd)
+    with h5py.File(r.path("c.h5"), "r") as f:
+        c = f["/C"][...]
+        if args.case == "stacked-beta":
+            check(np.array_equal(f["other"][...], np.arange(6.0)), "the file's other dataset untouched")
+    check(c.shape == (4, 37, 23), f"C has shape {c.shape}, expected the batch (4, 37, 23)")
+    for i in range(4):
+        mag = np.abs(batch_a[i]) @ np.abs(b) * (2 if args.case == "stacked-beta" else 1) + (
+            0.5 * np.abs(c_old[i]) if args.case == "stacked-beta" else 0)
+        bad = np.abs(c[i] - want[i]) > 4 * 29 * np.finfo(np.float64).eps * mag + 1e-300
+        check(not bad.any(), f"C[{i}]: {int(bad.sum())} elements beyond rounding")
+    print(f"ok: C {c.shape}, the batch of 4 products")
     print("PASS")
     raise SystemExit(0)
 
