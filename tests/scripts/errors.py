@@ -44,8 +44,8 @@ elif case == "group-not-dataset":
         f.create_group("grp")
     cmd, expect = base(a=f"{A}:/grp"), "/grp"
 elif case == "not-2d":
-    write(A, "/cube", rng.random((2, 3, 4)))
-    cmd, expect = base(a=f"{A}:/cube"), "3-D"
+    write(A, "/cube", rng.random((2, 3, 4, 5)))  # (3-D is a batch of matrices: batch_inputs.py)
+    cmd, expect = base(a=f"{A}:/cube"), "is 4-D (2x3x4x5); tessera needs a 2-D matrix"
 elif case == "unsupported-dtype":
     with h5py.File(A, "a") as f:
         f.create_dataset("strings", data=np.array([[b"x", b"y"], [b"z", b"w"]]))
