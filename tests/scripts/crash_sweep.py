@@ -14,7 +14,8 @@ write fails; one clear error line, exit 1, no crash, the file as it was.
 
 Cases: new (a dataset in a new nested group), overwrite, beta (--beta 0.5 --overwrite: C = AB +
 0.5 C_old), leftover (the file holds a dead run's temporary dataset, removed by the run), latest
-(a file h5py wrote with libver='latest', whose superblock records a writer)."""
+(a file h5py wrote with libver='latest', whose superblock records a writer), batch (a batch of A,
+3 x 12 x 29, times a shared B, --beta 0.5 --overwrite over a 3 x 12 x 31 batch C: a 3-D C)."""
 import hashlib
 import os
 import shlex
@@ -28,7 +29,7 @@ import numpy as np
 from common import Runner, check, check_product, fail, leftovers, parser, random_matrix, write
 
 p = parser(__doc__)
-p.add_argument("--case", required=True, choices=["new", "overwrite", "beta", "leftover", "latest"])
+p.add_argument("--case", required=True, choices=["new", "overwrite", "beta", "leftover", "latest", "batch"])
 p.add_argument("--stop", default="kill", choices=["kill", "TERM", "INT", "enospc"])
 args = p.parse_args()
 r = Runner(args)
@@ -40,7 +41,13 @@ DEAD = f"C.tessera-partial-{socket.gethostname().replace('-', '_')[:64]}-9999999
 m, k, n = 37, 29, 31
 a, b = random_matrix(rng, m, k, np.float64), random_matrix(rng, k, n, np.float64)
 old_c = random_matrix(rng, m, n, np.float64)
-write(r.path("a.h5"), "/A", a)
+if args.case == "batch":  # A a batch of 3 matrices of 12 rows; C_old the batch of 3 x 12 x 31
+    a = rng.random((3, 12, k)) * 2 - 1
+    old_c = rng.random((3, 12, n)) * 2 - 1
+    with h5py.File(r.path("a.h5"), "w") as f:
+        f.create_dataset("A", data=a)
+else:
+    write(r.path("a.h5"), "/A", a)
 write(r.path("b.h5"), "/B", b)
 
 
@@ -54,7 +61,7 @@ def make_existing():
         g.create_dataset("old", data=rng.integers(0, 100, size=(5, 7), dtype=np.int32), chunks=(2, 3),
                          compression="gzip")
         f.create_dataset("deep/er/vec", data=np.linspace(0, 1, 9, dtype=np.float32))
-        if args.case in ("overwrite", "beta"):
+        if args.case in ("overwrite", "beta", "batch"):
             g.create_dataset("C", data=old_c).attrs["made_by"] = "an earlier step"
         if args.case == "leftover":
             f.create_dataset(DEAD, data=np.zeros((2, 2)))
@@ -87,12 +94,12 @@ make_existing()
 BEFORE_BYTES = digest(pristine)
 # Objects a complete run leaves as they were (the leftover goes; C, and the group made for it, change).
 KEPT = snapshot(pristine, exclude=(C_PATH, "/results/run1", "/" + DEAD))
-expected = a @ b + (0.5 * old_c if args.case == "beta" else 0)
+expected = a @ b + (0.5 * old_c if args.case in ("beta", "batch") else 0)  # (a batch: each matrix times b)
 run_args = ["run", "--a", r.path("a.h5") + ":/A", "--b", r.path("b.h5") + ":/B", "--c", data + ":" + C_PATH,
             "--backend", "cpu", "-q"]
-if args.case in ("overwrite", "beta"):
+if args.case in ("overwrite", "beta", "batch"):
     run_args.append("--overwrite")
-if args.case == "beta":
+if args.case in ("beta", "batch"):
     run_args += ["--beta", "0.5"]
 
 
@@ -124,7 +131,7 @@ def consistent(where):
           f"{where}: C is not alpha*A*B + beta*C_old")
     for key in ("tessera_version", "created", "input_a", "input_b", "wall_seconds", "beta"):
         check(key in attrs, f"{where}: C lacks its attribute {key}")
-    check(float(attrs["beta"]) == (0.5 if args.case == "beta" else 0.0), f"{where}: beta attribute {attrs['beta']}")
+    check(float(attrs["beta"]) == (0.5 if args.case in ("beta", "batch") else 0.0), f"{where}: beta attribute {attrs['beta']}")
     return "complete"
 
 

@@ -236,7 +236,7 @@ set_tests_properties(existing.killed.np1 existing.killed.np2 existing.killed.gat
 # before each of its writes in turn (SIGKILL, then `tessera recover` or the next run; SIGTERM /
 # SIGINT; a simulated full disk), 1 and 3 ranks; after each the file holds every earlier object
 # unchanged and either no new C (byte-identical) or the complete C with its attributes.
-foreach(_case new overwrite beta leftover latest)
+foreach(_case new overwrite beta leftover latest batch)
   add_mpi_test(crash.kill.${_case}.np1 1 crash_sweep.py --case ${_case} --stop kill)
   add_mpi_test(crash.enospc.${_case}.np1 1 crash_sweep.py --case ${_case} --stop enospc)
   set_tests_properties(crash.kill.${_case}.np1 crash.enospc.${_case}.np1 PROPERTIES LABELS "mpi;fault;crash")
