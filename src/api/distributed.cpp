@@ -21,12 +21,15 @@ namespace tessera {
 DistributedMatrix::DistributedMatrix(std::int64_t rows, std::int64_t cols, int grid_rows, int grid_cols,
                                      const Matrix& local)
     : impl_(std::make_unique<Impl>(rows, cols, grid_rows, grid_cols, local)) {}
-DistributedMatrix::DistributedMatrix(const DistributedMatrix& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
-DistributedMatrix::DistributedMatrix(DistributedMatrix&& other) noexcept = default;
+// Copies describe the same memory (the description is copied, never the matrix).
+DistributedMatrix::DistributedMatrix(const DistributedMatrix& other)
+    : DistributedMatrix(other.rows(), other.cols(), other.grid_rows(), other.grid_cols(), other.local()) {}
 DistributedMatrix& DistributedMatrix::operator=(const DistributedMatrix& other) {
-  if (this != &other) impl_ = std::make_unique<Impl>(*other.impl_);
+  DistributedMatrix copy(other);
+  std::swap(impl_, copy.impl_);
   return *this;
 }
+DistributedMatrix::DistributedMatrix(DistributedMatrix&& other) noexcept = default;
 DistributedMatrix& DistributedMatrix::operator=(DistributedMatrix&& other) noexcept = default;
 DistributedMatrix::~DistributedMatrix() = default;
 
