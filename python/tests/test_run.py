@@ -88,6 +88,32 @@ class RunTest(TempDirTest):
         for i, (a, b) in enumerate(ops):
             product_ok(self, a, b, self.read_c(out, f"/runs/r{i}/C"), np.float64)
 
+    def test_products_list_in_one_launch(self):
+        # products=[...] (issue 42 item 4): a manifest written for the caller, one launch; op and
+        # alpha per product, a (file, path) pair, a dict.
+        shapes = [(5, 7, 3), (9, 4, 6), (1, 1, 1)]
+        ops = [self.inputs(m, n, k, np.float64, seed=20 + i) for i, (m, n, k) in enumerate(shapes)]
+        src, out = self.path("in.h5"), self.path("out.h5")
+        for i, (a, b) in enumerate(ops):
+            self.write("in.h5", f"/p{i}/A", a.T.copy() if i == 1 else a)
+            self.write("in.h5", f"/p{i}/B", b)
+        rep = tessera.run(products=[(f"{src}:/p0/A", f"{src}:/p0/B", (out, "/C0")),
+                                    (f"{src}:/p1/A", f"{src}:/p1/B", f"{out}:/C1", {"transpose_a": True, "alpha": 2.0}),
+                                    {"a": f"{src}:/p2/A", "b": f"{src}:/p2/B", "c": f"{out}:/C2"}],
+                          ranks=args.np, launcher=args.mpiexec, backend="cpu")
+        self.assertEqual(rep.raw["kind"], "products")
+        self.assertEqual([p.shape for p in rep.products], shapes)
+        for i, (a, b) in enumerate(ops):
+            want_a = 2.0 * a if i == 1 else a  # alpha folded into A for the check
+            product_ok(self, want_a, b, self.read_c(out, f"/C{i}"), np.float64)
+        for bad, words in (([], "non-empty list"), ([(f"{src}:/p0/A", f"{src}:/p0/B")], "lacks c"),
+                           ([{"a": "x.h5:/A", "b": "x.h5:/B", "c": "y.h5:/C", "gamma": 1}], "unknown keys gamma")):
+            with self.assertRaises(tessera.UsageError) as cm:
+                tessera.run(products=bad, backend="cpu")
+            self.assertIn(words, str(cm.exception))
+        with self.assertRaises(tessera.UsageError):
+            tessera.run(f"{src}:/p0/A", products=[(f"{src}:/p0/A", f"{src}:/p0/B", f"{out}:/D")])
+
     def test_f32_pairs_one_file_with_colon_in_name(self):
         # A and B in one file whose name holds ':', given as (file, path) pairs; C into a group.
         m, n, k = 23, 41, 19

@@ -2,11 +2,13 @@
 binary's --help-json), launch the binary, read what it wrote."""
 from __future__ import annotations
 
+import json
+import math
 import numbers
 import os
 import shutil
 import tempfile
-from typing import Any, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from .binary import command_spec, find_binary
 from .errors import EXIT_USAGE, TesseraError, UsageError, tessera_message
@@ -142,13 +144,56 @@ def _launch(kind, command_tail: List[str], *, binary: str, prefix: List[str], ar
     return result
 
 
-def run(a: Dataset, b: Dataset, c: Dataset, ranks: int = 1, *, binary: Optional[os.PathLike] = None,
+_PRODUCT_KEYS = {"transpose_a": "transpose-a", "transpose_b": "transpose-b", "alpha": "alpha", "beta": "beta"}
+
+
+def _manifest(products: Sequence[Any]) -> str:
+    """products as a manifest's [[product]] tables (TOML; its strings written as JSON writes them,
+    which TOML's basic strings read alike)."""
+    if isinstance(products, (str, bytes)) or not products:
+        raise UsageError("run: products must be a non-empty list of (a, b, c) or dicts with a, b and c",
+                         exit_code=EXIT_USAGE)
+    tables = []
+    for i, item in enumerate(products):
+        given = dict(item) if isinstance(item, Mapping) else dict(zip("abc", item))
+        if isinstance(item, (tuple, list)) and len(item) == 4 and isinstance(item[3], Mapping):
+            given = {**dict(zip("abc", item[:3])), **item[3]}
+        missing = [key for key in "abc" if given.get(key) is None]
+        unknown = sorted(set(given) - set("abc") - set(_PRODUCT_KEYS))
+        if missing or unknown:
+            raise UsageError(f"run: product {i + 1} " + (f"lacks {', '.join(missing)}" if missing else
+                             f"has unknown keys {', '.join(unknown)} (it takes a, b, c, "
+                             f"{', '.join(_PRODUCT_KEYS)})"), exit_code=EXIT_USAGE)
+        lines = ["[[product]]"] + [f"{key} = {json.dumps(dataset_ref(given[key], key), ensure_ascii=False)}"
+                                   for key in "abc"]
+        for key, word in _PRODUCT_KEYS.items():
+            if key in given:
+                value = given[key]
+                if key.startswith("transpose"):
+                    if not isinstance(value, bool):
+                        raise UsageError(f"run: product {i + 1}'s {key} must be True or False", exit_code=EXIT_USAGE)
+                    lines.append(f"{word} = {'true' if value else 'false'}")
+                else:
+                    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                        raise UsageError(f"run: product {i + 1}'s {key} must be a finite number", exit_code=EXIT_USAGE)
+                    lines.append(f"{word} = {float(value)!r}")
+        tables.append("\n".join(lines))
+    return "\n\n".join(tables) + "\n"
+
+
+def run(a: Optional[Dataset] = None, b: Optional[Dataset] = None, c: Optional[Dataset] = None, ranks: int = 1, *,
+        products: Optional[Sequence[Any]] = None, binary: Optional[os.PathLike] = None,
         launcher: Launcher = None, env: Optional[Mapping[str, str]] = None, cwd: Optional[os.PathLike] = None,
         timeout: Optional[float] = None, echo: bool = False, extra_args: Iterable[str] = (),
         check_options: bool = True, **options: Any) -> Report:
     """C = A·B on `ranks` MPI ranks with the tessera binary; returns its report.
 
-    a, b, c   datasets: "file.h5:/path" as tessera reads it, or a (file, path) pair
+    a, b, c   datasets: "file.h5:/path" as tessera reads it, or a (file, path) pair; wildcards
+              over groups run many products in one launch (`--a in.h5:/runs/*/A`)
+    products  instead of a, b, c: many products in one launch (one MPI start, one backend), a
+              list of (a, b, c), (a, b, c, {...}) or dicts with a, b, c and optionally
+              transpose_a, transpose_b, alpha, beta; passed as a manifest (--manifest). The
+              report's .products holds each product's report.
     ranks     MPI ranks to start
     options   `tessera run` options by name, underscores for dashes: backend="cpu", grid="2x2"
               or (2, 2), algorithm="summa", overwrite=True (a flag), report="r.json" (also keep
@@ -167,6 +212,25 @@ def run(a: Dataset, b: Dataset, c: Dataset, ranks: int = 1, *, binary: Optional[
     Raises TesseraError (exit_code 1), UsageError (2) or VerificationError (3) with tessera's
     message; the report's .stdout holds the table tessera printed."""
     binary = find_binary(binary)
+    if products is not None:
+        if a is not None or b is not None or c is not None:
+            raise UsageError("run: give a, b and c, or products (not both)", exit_code=EXIT_USAGE)
+        text = _manifest(products)
+        first_c = dataset_ref(products[0]["c"] if isinstance(products[0], Mapping) else products[0][2], "c")
+        args, keep = _run_args(binary, options, check_options)
+        near = dataset_file(first_c)
+        folder = _report_dir(os.path.join(os.fspath(cwd), near) if cwd else near)
+        try:
+            manifest = os.path.join(folder, "products.toml")
+            with open(manifest, "w", encoding="utf-8") as f:
+                f.write(text)
+            return _launch(Report, ["--manifest", manifest], binary=binary, prefix=launcher_prefix(ranks, launcher),
+                           args=args, keep=keep, near=near, env=env, cwd=os.fspath(cwd) if cwd else None,
+                           timeout=timeout, echo=echo, extra_args=extra_args, output=None)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    if a is None or b is None or c is None:
+        raise UsageError("run: give a, b and c (or products=[...])", exit_code=EXIT_USAGE)
     refs = {name: dataset_ref(value, name) for name, value in (("a", a), ("b", b), ("c", c))}
     args, keep = _run_args(binary, options, check_options)
     prefix = launcher_prefix(ranks, launcher)
