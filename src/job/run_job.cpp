@@ -141,6 +141,11 @@ void Job::plan() {
     writer_ = std::make_unique<io::MatrixWriter>(o_.c, plan.m, plan.n, plan.dtype, how);
     setup_mark("output created");
     for (const auto& note : writer_->notes()) stale.push_back(note);
+    if (plan.matrices > 0)
+      stale.push_back(fmt::format("A is a batch of {} matrices of {}x{}: multiplied as their {}x{} stack by the B they "
+                                  "share, C written as the batch of the products ({}x{}x{})",
+                                  plan.matrices, plan.m / plan.matrices, plan.k, plan.m, plan.k, plan.matrices,
+                                  plan.m / plan.matrices, plan.n));
     if (run_index_ == 0) series_.first_output(*writer_);
     planned = {{"plan", plan.to_json()}, {"machine", machine.to_json()}};
   });
