@@ -390,8 +390,12 @@ endforeach()
 # Many products in one launch (issue 42, job/launch.hpp): patterns and manifests, each C against numpy;
 # a failed product in the middle with and without --keep-going; a kill in the middle of the list.
 # tessera.matmul_blocks: distributed numpy blocks over mpi4py (issue 42 item 4), 1-4 ranks.
+# Labelled python alone, as python.matmul: the module is a Python extension, which the sanitizer
+# build (scripts/sanitize.sh runs the unit and mpi labels) builds instrumented and a plain Python
+# cannot load.
 foreach(_np 1 2 3 4)
   add_mpi_test(python.blocks.np${_np} ${_np} matmul_blocks.py)
+  set_tests_properties(python.blocks.np${_np} PROPERTIES LABELS python)
 endforeach()
 add_mpi_test(products.many.np1 1 products.py --case many)
 add_mpi_test(products.many.np3 3 products.py --case many)
