@@ -97,7 +97,9 @@ class Adder {
   }
   CLI::Option* ranged(CLI::Option* opt, std::uint64_t low, std::uint64_t high) {
     opt->transform(whole_number(low, high));
-    const auto key_bound = [](std::uint64_t v) { return static_cast<std::int64_t>(std::min<std::uint64_t>(v, INT64_MAX)); };
+    const auto key_bound = [](std::uint64_t v) {
+      return static_cast<std::int64_t>(std::min<std::uint64_t>(v, INT64_MAX));
+    };
     return key(opt, Kind::integer, key_bound(low), key_bound(high));
   }
   CLI::Option* flag(const std::string& names, bool& target, const std::string& help) {
@@ -217,7 +219,7 @@ void add_generate(Adder add, commands::GenerateOptions& gen) {
 void add_verify(Adder add, commands::VerifyOptions& vo) {
   add("--a", vo.a, "A as FILE:/DATASET")->required();
   add("--b", vo.b, "B as FILE:/DATASET")->required();
-  add("--c", vo.c, "C as FILE:/DATASET")->required();
+  add("--c", vo.c, "C as FILE:/DATASET, or a window of an existing one: FILE:/C[r0:r1, c0:c1], FILE:/C[i]")->required();
   add.flag("--full", vo.full, "recompute A*B in float64 and compare every element (O(n^3): small sizes)");
   // Values that would check nothing (0 vectors, a bound of 0 or below) are refused, not replaced.
   const CLI::Validator above_zero(

@@ -102,10 +102,6 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
 
   if (target.file.empty() || target.path.size() < 2 || target.path.front() != '/' || target.path.back() == '/')
     throw InputError("invalid output dataset " + in_quotes(target) + ": expected FILE:/PATH, e.g. c.h5:/C");
-  if (target.slice)
-    throw InputError("output " + in_quotes(target) +
-                     ": C is written as a whole dataset; a window of an existing one is not written yet "
-                     "(name the dataset without [rows, cols])");
   if (rows < 0 || cols < 0)
     throw InputError("invalid output shape " + shape_text(rows, cols) + " for " + in_quotes(target));
   if (opts.gzip_level < 0 || opts.gzip_level > 9)
@@ -117,6 +113,25 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
   if (const std::string kind = exists ? not_regular_file(st) : ""; !kind.empty())
     throw InputError("output file " + in_quotes(target.file) + " is " + kind + ", not a regular file");
   w.in_file = exists && opts.existing_file == ExistingFile::add_dataset;
+  if (target.slice) {  // a window (or one matrix) of an existing dataset, written in place
+    const std::string named = in_quotes(target);
+    if (!exists)
+      throw InputError("output " + named + " names a window of a dataset, but " + in_quotes(target.file) +
+                       " does not exist: a window of C goes into an existing dataset");
+    if (!w.in_file) throw InputError("output " + named + ": a window of C cannot go into a file this run replaces");
+    if (opts.matrices > 0)
+      throw InputError("output " + named + ": a batch's C is written as a whole 3-D dataset, not into a window");
+    if (!opts.chunk.empty() || opts.gzip_level > 0)
+      throw InputError("output " + named +
+                       ": chunks and compression are the existing dataset's own; a window of "
+                       "it takes no --chunk or --gzip");
+    if (rows < 0 || cols < 0) throw InputError("invalid output shape " + shape_text(rows, cols) + " for " + named);
+    w.open_window_in_existing_file();
+    if (w.direct.valid()) w.direct_file = std::make_unique<BlockFile>(w.direct);
+    log::info("the result goes into " + named + ", in place, its old values kept in the journal until the commit" +
+              (w.direct.valid() ? " (written with pwrite)" : " (written by HDF5)"));
+    return;
+  }
   if (exists && !w.in_file && !opts.overwrite)
     throw InputError("output file " + in_quotes(target.file) + " exists; pass --overwrite to replace it");
   if (!w.in_file) {
@@ -134,8 +149,9 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
   std::vector<hsize_t> dims{static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
   if (opts.matrices > 0) {
     if (rows % opts.matrices != 0 || want_chunks)
-      throw std::invalid_argument("MatrixWriter: a batch of " + std::to_string(opts.matrices) + " matrices needs rows (" +
-                                  std::to_string(rows) + ") in whole matrices and contiguous storage");
+      throw std::invalid_argument("MatrixWriter: a batch of " + std::to_string(opts.matrices) +
+                                  " matrices needs rows (" + std::to_string(rows) +
+                                  ") in whole matrices and contiguous storage");
     w.stacked_rows = rows / opts.matrices;
     dims = {static_cast<hsize_t>(opts.matrices), static_cast<hsize_t>(w.stacked_rows), static_cast<hsize_t>(cols)};
   }
@@ -180,7 +196,8 @@ void MatrixWriter::Impl::create_dataset(hid_t in, hid_t dcpl, const std::vector<
   // filled (every element is written), so write_block can pwrite the blocks straight into it.
   const bool direct_io =
       !want_chunks && rows > 0 && cols > 0 && H5Tequal(file_type, native_type(dtype)) > 0 && direct_io_enabled();
-  if (direct_io && (H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0 || H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0))
+  if (direct_io &&
+      (H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0 || H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0))
     throw_io("cannot set up HDF5 to write " + in_quotes(target));
   dataset = own_dataset(H5Dcreate2(in, target.path.c_str(), file_type, space.get(), lcpl.get(), dcpl, H5P_DEFAULT));
   if (!dataset.valid()) throw_io("cannot create dataset " + where());
@@ -225,11 +242,12 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
   if (w.in_file) {
     held.emplace();
     file.emplace(w.target.file, *w.journal);
-    opened = own_dataset(H5Dopen2(file->get(), w.temp_dataset.c_str(), H5P_DEFAULT));
+    opened = own_dataset(H5Dopen2(file->get(), w.dataset_in_file().c_str(), H5P_DEFAULT));
     if (!opened.valid()) throw_io("cannot open " + w.where() + " to write C");
   }
   const hid_t dataset = w.in_file ? opened.get() : w.dataset.get();
-  auto [file_space, mem_space] = block_spaces(dataset, row0, nrows, col0, ncols, -1, w.stacked_rows);
+  auto [file_space, mem_space] =
+      block_spaces(dataset, row0 + w.window_row0, nrows, col0 + w.window_col0, ncols, w.window_index, w.stacked_rows);
   if (!file_space.valid()) throw_io("cannot select " + block_text(row0, nrows, col0, ncols) + " of " + w.where());
   if (H5Dwrite(dataset, native_type(w.dtype), mem_space.get(), file_space.get(), H5P_DEFAULT, data) < 0)
     throw_io(failed);
@@ -243,7 +261,8 @@ void MatrixWriter::set_attributes(const std::vector<Attribute>& attrs) {
   Impl& w = *impl_;
   if (w.committed || (!w.dataset.valid() && !w.in_file))
     throw IoError("cannot write attributes to " + in_quotes(w.target) + ": the writer is already committed or closed");
-  if (w.in_file) {  // written at the commit, when the file is open again
+  if (w.window) return;  // the dataset's attributes are its own: a window of it leaves them as they are
+  if (w.in_file) {       // written at the commit, when the file is open again
     for (const auto& a : attrs) {
       if (a.name.empty()) throw InputError("attribute names must not be empty (writing " + w.where() + ")");
       // Replaced as HDF5 replaces one: deleted, then written last.

@@ -1,9 +1,9 @@
 // A result written as a new dataset of an existing HDF5 file (MatrixWriter with
 // ExistingFile::add_dataset): the temporary dataset made and its space taken, then the commit,
 // every change through the file's rollback journal (io/journal.hpp), signals held meanwhile.
-#include <algorithm>
 #include <fcntl.h>
 #include <sys/statvfs.h>
+#include <algorithm>
 
 #include <cerrno>
 #include <cstring>
@@ -13,9 +13,9 @@
 #include "core/log.hpp"
 #include "io/dataset_in_file.hpp"
 #include "io/direct_io.hpp"
+#include "io/hdf5_attributes.hpp"
 #include "io/journal.hpp"
 #include "io/journal_format.hpp"
-#include "io/hdf5_attributes.hpp"
 #include "io/matrix_writer_impl.hpp"
 #include "io/test_hooks.hpp"
 
@@ -59,20 +59,94 @@ void MatrixWriter::Impl::create_in_existing_file(hid_t dcpl, const std::vector<h
   H5Eclear2(H5E_DEFAULT);
   if (plain && !empty && offset != HADDR_UNDEF && direct_io_enabled() && H5Tequal(file_type, native_type(w.dtype)) > 0)
     // Fenced by the journal: made before anything was written, removed by the commit or the rollback.
-    w.direct = {w.target.file, static_cast<std::int64_t>(offset), w.rows,
-                w.cols,        dtype_size(w.dtype),                  fence_of(w.journal->journal(), journal_format::kStampAt)};
+    w.direct = {w.target.file,
+                static_cast<std::int64_t>(offset),
+                w.rows,
+                w.cols,
+                dtype_size(w.dtype),
+                fence_of(w.journal->journal(), journal_format::kStampAt)};
   const std::string failed = "writing " + in_quotes(w.target.file) + " failed";
   out.close(made, failed);
   out.close(failed);
-  if (offset != HADDR_UNDEF && !empty) reserve_elements(static_cast<std::uint64_t>(offset));
+  if (offset != HADDR_UNDEF && !empty)
+    reserve_elements(static_cast<std::uint64_t>(offset),
+                     static_cast<std::uint64_t>(w.rows) * static_cast<std::uint64_t>(w.cols) * dtype_size(w.dtype));
+}
+
+// A window of an existing dataset (the target names one): its place found and its bytes saved
+// in the journal before anything is written, so that an error, a signal or a kill puts back the
+// values the window held. Contiguous datasets of the result's type are written with pwrite where
+// the window lies (by every rank); others (chunked, compressed, another float type) by HDF5.
+void MatrixWriter::Impl::open_window_in_existing_file() {
+  Impl& w = *this;
+  const std::string named = in_quotes(w.target);
+  if (!w.overwrite)
+    throw InputError("output " + named +
+                     " is a window of an existing dataset: the result replaces the values there; "
+                     "pass --overwrite");
+  // Read-only first (no lock held: inspect takes HDF5's own): the window resolved in the dataset.
+  DatasetInfo info;
+  try {
+    info = inspect(w.target);
+  } catch (const InputError& e) {
+    throw InputError("output " + named + " (a window of an existing dataset): " + e.what());
+  }
+  if (info.is_integer || (info.stored_type != "float32" && info.stored_type != "float64"))
+    throw InputError("output " + named + " is a window of a dataset of " + info.stored_type +
+                     ": tessera writes C into float32 or float64 datasets only");
+  if (info.stacked())
+    throw InputError("output " + named + " is a whole 3-D dataset with a window: name one matrix of it, e.g. [0, ...]");
+  if (info.rows != w.rows || info.cols != w.cols)
+    throw InputError("output " + named + " is a " + shape_text(info.rows, info.cols) + " window, but C is " +
+                     shape_text(w.rows, w.cols) + " (M x N of op(A) op(B))");
+  w.window = true;
+  w.window_row0 = info.row0;
+  w.window_col0 = info.col0;
+  w.window_index = info.index;
+  const std::lock_guard<std::mutex> hold(hdf5::lock());
+  check_existing_output(w.target, w.overwrite);  // links on the way, external and soft ones refused
+  w.journal = std::make_unique<RollbackJournal>(w.target.file);
+  const RollbackJournal::HoldSignals held;
+  JournaledWrite out(w.target.file, *w.journal);
+  w.notes = remove_dead_leftovers(out.get(), w.target.file);
+  Handle opened = own_dataset(H5Dopen2(out.get(), w.target.path.c_str(), H5P_DEFAULT));
+  if (!opened.valid()) throw_io("cannot open " + named + " to write C into it");
+  Handle type = own_type(H5Dget_type(opened.get()));
+  Handle dcpl = own_plist(H5Dget_create_plist(opened.get()));
+  hsize_t userblock = 1;
+  Handle fcpl = own_plist(H5Fget_create_plist(out.get()));
+  const bool plain = fcpl.valid() && H5Pget_userblock(fcpl.get(), &userblock) >= 0 && userblock == 0;
+  const bool contiguous = dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS;
+  const haddr_t offset = H5Dget_offset(opened.get());  // undefined until the space is allocated
+  H5Eclear2(H5E_DEFAULT);
+  const auto es = static_cast<std::int64_t>(dtype_size(w.dtype));
+  if (plain && contiguous && offset != HADDR_UNDEF && direct_io_enabled() && type.valid() &&
+      H5Tequal(type.get(), native_type(w.dtype)) > 0) {
+    const std::int64_t first_row = std::max<std::int64_t>(info.index, 0) * info.stored_rows + info.row0;
+    const std::int64_t base = static_cast<std::int64_t>(offset) + (first_row * info.stored_cols + info.col0) * es;
+    w.direct = {w.target.file,
+                base,
+                w.rows,
+                w.cols,
+                static_cast<std::size_t>(es),
+                fence_of(w.journal->journal(), journal_format::kStampAt),
+                info.stored_cols,
+                false};
+  }
+  const std::string failed = "writing " + in_quotes(w.target.file) + " failed";
+  out.close(opened, failed);
+  out.close(failed);
+  w.dataset_created = true;  // (the window's: what the commit and the rollback look for)
+  if (w.direct.valid())
+    reserve_elements(static_cast<std::uint64_t>(w.direct.base),
+                     static_cast<std::uint64_t>(((w.rows - 1) * info.stored_cols + w.cols) * es));
 }
 
 // The elements' space taken on the disk now (the ranks write there without HDF5 and the journal),
 // so a disk without room for C is found before the compute, not in the middle of the write. Where
 // HDF5 placed them over bytes the file already held (it may reuse freed space), those bytes are
 // saved in the journal first.
-void MatrixWriter::Impl::reserve_elements(std::uint64_t offset) {
-  const std::uint64_t bytes = static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) * dtype_size(dtype);
+void MatrixWriter::Impl::reserve_elements(std::uint64_t offset, std::uint64_t bytes) {
   journal->reserve(offset, bytes);
   struct statvfs vfs {};
   if (::fstatvfs(journal->fd(), &vfs) == 0) {
@@ -103,6 +177,12 @@ void MatrixWriter::Impl::commit_in_file() {
   if (!w.dataset_created) throw IoError("cannot commit " + in_quotes(w.target) + ": an earlier commit failed");
   w.close_direct();
   const RollbackJournal::HoldSignals held;
+  if (w.window) {  // written where it lies: the journal's commit makes it durable and final
+    w.journal->commit();
+    w.dataset_created = false;
+    w.committed = true;
+    return;
+  }
   {
     const std::lock_guard<std::mutex> hold(hdf5::lock());
     test_wait_in_commit();

@@ -43,6 +43,11 @@ struct MatrixWriter::Impl {
   // byte as it was, whatever stopped the run (an error, a signal, a kill, a full disk).
   bool in_file = false;
   std::string temp_dataset;
+  // Into a window of an existing dataset (the target names one: "c.h5:/C[0:100, :]", "c.h5:/C[3]"):
+  // written in place, where it lies, through the same journal; nothing else of the file changes,
+  // the dataset's attributes included. Its place in the dataset's own coordinates.
+  bool window = false;
+  std::int64_t window_row0 = 0, window_col0 = 0, window_index = -1;
   bool dataset_created = false;
   std::vector<Attribute> attributes;
   std::unique_ptr<RollbackJournal> journal;  // declared before the handles: outlives them
@@ -63,6 +68,7 @@ struct MatrixWriter::Impl {
 
   std::string where() const {
     if (batch != nullptr) return hdf5::in_quotes(temp_path + ":" + target.path);
+    if (window) return hdf5::in_quotes(target);
     return in_file ? hdf5::in_quotes(target.file + ":" + temp_dataset) : hdf5::in_quotes(temp_path + ":" + target.path);
   }
   void close_direct() {
@@ -76,10 +82,14 @@ struct MatrixWriter::Impl {
   // The dataset in the new file `in` (this writer's temporary file, or a batch's): its space
   // allocated now where blocks can be written in place (direct).
   void create_dataset(hid_t in, hid_t dcpl, const std::vector<hsize_t>& dims, bool want_chunks);
-  void join_batch(OutputBatch& into, hid_t dcpl, const std::vector<hsize_t>& dims, bool want_chunks);  // output_batch.cpp
+  void join_batch(OutputBatch& into, hid_t dcpl, const std::vector<hsize_t>& dims,
+                  bool want_chunks);  // output_batch.cpp
   void commit_in_batch();
-  void leave_batch();  // uncommitted: the dataset unlinked from the batch's file
-  void reserve_elements(std::uint64_t offset);
+  void leave_batch();                   // uncommitted: the dataset unlinked from the batch's file
+  void open_window_in_existing_file();  // matrix_writer_existing.cpp
+  // The dataset the blocks go to: the temporary one, or the window's own.
+  const std::string& dataset_in_file() const { return window ? target.path : temp_dataset; }
+  void reserve_elements(std::uint64_t offset, std::uint64_t bytes);
   void commit_in_file();
 
   // The existing file as it was before the run (an error, or an exception): the journal puts

@@ -46,8 +46,10 @@ Shapes inspect_shapes(const JobOptions& o) {
   if (s.b.stacked())
     throw InputError("B '" + bop.ref.str() + "' is a batch of " + std::to_string(s.b.stored_matrices) + " matrices (" +
                      std::to_string(s.b.stored_matrices) + "x" + std::to_string(s.b.stored_rows) + "x" +
-                     std::to_string(s.b.stored_cols) + "): a batch of A multiplies one B they share; for a B per "
-                     "matrix, list the products in a manifest with A[i] and B[i] (docs/usage.md, \"One matrix of a "
+                     std::to_string(s.b.stored_cols) +
+                     "): a batch of A multiplies one B they share; for a B per "
+                     "matrix, list the products in a manifest with A[i], B[i] and C[i] of an existing b x M x N C "
+                     "(docs/usage.md, \"One matrix of a "
                      "batch\")");
   if (s.a.stacked() && aop.transposed)
     throw InputError("A '" + aop.ref.str() + "' is a batch of " + std::to_string(s.a.stored_matrices) +
@@ -81,10 +83,20 @@ void check_old_c(const JobOptions& o, std::int64_t m, std::int64_t n) {
                      std::to_string(m) + "x" + std::to_string(n) + " (M x N of op(A) op(B))");
 }
 
+void check_c_window(const JobOptions& o, const Shapes& s) {
+  if (!o.c.slice) return;
+  if (s.matrices > 0)
+    throw InputError("C '" + o.c.str() + "' is a window, but A is a batch of " + std::to_string(s.matrices) +
+                     " matrices, whose C is written as a whole 3-D dataset");
+  // (A and B are never in C's file: job_paths.cpp's guard refuses that before, so the window
+  // cannot overlap what the run reads.)
+}
+
 Plan Plan::make(const JobOptions& o, int nranks) {
   for (const auto& [name, v] : {std::pair{"--alpha", o.alpha}, std::pair{"--beta", o.beta}})
     if (!std::isfinite(v)) throw InputError(fmt::format("{} must be a finite number (got {})", name, v));
   const Shapes s = inspect_shapes(o);
+  check_c_window(o, s);
   check_old_c(o, s.m, s.n);
   Plan plan;
   plan.m = s.m;

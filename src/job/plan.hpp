@@ -41,9 +41,13 @@ struct Plan {
 struct Shapes {
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t matrices = 0;  // A a batch (stacked, shared B): its matrices; C b x (m / b) x n
-  io::DatasetInfo a, b;  // op(A), op(B): rows and cols are the logical ones
+  io::DatasetInfo a, b;       // op(A), op(B): rows and cols are the logical ones
 };
 Shapes inspect_shapes(const JobOptions& o);
+
+// C named with a window (written in place into an existing dataset): not with a batch of A.
+// Throws InputError.
+void check_c_window(const JobOptions& o, const Shapes& s);
 
 // With beta != 0: C_old (--c) must exist as an m x n dataset. Throws InputError naming the cause.
 void check_old_c(const JobOptions& o, std::int64_t m, std::int64_t n);

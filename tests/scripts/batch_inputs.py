@@ -2,7 +2,8 @@
 names matrix i of a batch stored b x M x K (as torch and h5py users store batches; negative counts
 from the end), `FILE:/A[i, r0:r1, c0:c1]` a window of it; from contiguous (read with pread) and
 gzip-chunked storage (through HDF5), with --transpose-a/-b, on any rank count, and in a manifest
-of many products, one per matrix; a whole batch of A (named without an index) times a shared B,
+of many products, one per matrix (manifest-3d: a B per matrix, each C[i] written into its matrix
+of an existing 3-D C); a whole batch of A (named without an index) times a shared B,
 C written as the batch of the products (b x M x N, also into an existing file with --beta);
 numpy checks every C in float64. With --case, the refusals: a batch of B (a B per matrix), an
 index outside the batch, an index on a 2-D dataset, --transpose-a of a batch, a window of a whole
@@ -15,7 +16,7 @@ from common import check, check_product, parser, Runner, write
 p = parser(__doc__)
 p.add_argument("--layout", default="contiguous", choices=["contiguous", "gzip"])
 p.add_argument("--ta", action="store_true")
-p.add_argument("--case", default="", choices=["", "manifest", "stacked", "stacked-beta", "no-index", "outside", "2d-index",
+p.add_argument("--case", default="", choices=["", "manifest", "manifest-3d", "stacked", "stacked-beta", "no-index", "outside", "2d-index",
                                              "transposed-batch", "batch-window"])
 args = p.parse_args()
 
@@ -39,7 +40,7 @@ def op_a(i):
 
 if args.case in ("no-index", "outside", "2d-index", "transposed-batch", "batch-window"):
     a_ref, b_ref, words = {
-        "no-index": (":/A[0]", ":/B", ["B '", "is a batch of 3 matrices (3x29x23)", "A[i] and B[i]"]),
+        "no-index": (":/A[0]", ":/B", ["B '", "is a batch of 3 matrices (3x29x23)", "A[i], B[i] and C[i]"]),
         "outside": (":/A[4]", ":/B[0]", ["the matrix 4 of", "holds 4 matrices (0 to 3)"]),
         "2d-index": (":/flat[1]", ":/B[0]", ["is 2-D", "matrix index [1]"]),
         "transposed-batch": (":/A", ":/B[0]", ["is a batch of 4 matrices: --transpose-a of a batch"]),
@@ -85,18 +86,25 @@ if args.case in ("stacked", "stacked-beta"):
     print("PASS")
     raise SystemExit(0)
 
-if args.case == "manifest":
-    # One product per matrix of A, B's matrix i % 3, C's as datasets of one output file.
+if args.case in ("manifest", "manifest-3d"):
+    # One product per matrix of A, B's matrix i % 3, C's as datasets of one output file, or (3-D)
+    # as the matrices of an existing 4 x 37 x 23 C.
+    into = args.case == "manifest-3d"
+    if into:
+        with h5py.File(r.path("c.h5"), "w") as f:
+            f.create_dataset("C", data=np.full((4, 37, 23), np.nan), **kw)
     lines = []
     for i in range(4):
         lines += ["[[product]]", f'a = "{r.path("in.h5")}:/A[{i}]"', f'b = "{r.path("in.h5")}:/B[{i % 3 - 3}]"',
-                  f'c = "{r.path("c.h5")}:/C{i}"'] + (["transpose-a = true"] if args.ta else []) + [""]
+                  f'c = "{r.path("c.h5")}:/C' + (f'[{i}]"' if into else f'{i}"')] + \
+            (["transpose-a = true"] if args.ta else []) + [""]
     with open(r.path("products.toml"), "w") as f:
         f.write("\n".join(lines))
-    r.run(["run", "--manifest", r.path("products.toml"), "--backend", "cpu"])
+    r.run(["run", "--manifest", r.path("products.toml"), "--backend", "cpu"] + (["--overwrite"] if into else []))
     with h5py.File(r.path("c.h5"), "r") as f:
         for i in range(4):
-            rel = check_product(op_a(i), batch_b[i % 3].astype(np.float64), f[f"/C{i}"][...], np.float64)
+            c = f["/C"][i] if into else f[f"/C{i}"][...]
+            rel = check_product(op_a(i), batch_b[i % 3].astype(np.float64), c, np.float64)
             print(f"ok: C{i} relative error {rel:.3e}")
     print("PASS")
     raise SystemExit(0)

@@ -15,7 +15,10 @@ write fails; one clear error line, exit 1, no crash, the file as it was.
 Cases: new (a dataset in a new nested group), overwrite, beta (--beta 0.5 --overwrite: C = AB +
 0.5 C_old), leftover (the file holds a dead run's temporary dataset, removed by the run), latest
 (a file h5py wrote with libver='latest', whose superblock records a writer), batch (a batch of A,
-3 x 12 x 29, times a shared B, --beta 0.5 --overwrite over a 3 x 12 x 31 batch C: a 3-D C)."""
+3 x 12 x 29, times a shared B, --beta 0.5 --overwrite over a 3 x 12 x 31 batch C: a 3-D C),
+window (C into the window [5:42, 4:35] of an existing 50 x 40 dataset, --beta 0.5 --overwrite:
+written in place; the rest of the dataset and its attributes stay), window-gzip (the same into a
+chunked, gzip-compressed dataset: every write through HDF5 and the journal)."""
 import hashlib
 import os
 import shlex
@@ -29,7 +32,8 @@ import numpy as np
 from common import Runner, check, check_product, fail, leftovers, parser, random_matrix, write
 
 p = parser(__doc__)
-p.add_argument("--case", required=True, choices=["new", "overwrite", "beta", "leftover", "latest", "batch"])
+p.add_argument("--case", required=True, choices=["new", "overwrite", "beta", "leftover", "latest", "batch", "window",
+                                                    "window-gzip"])
 p.add_argument("--stop", default="kill", choices=["kill", "TERM", "INT", "enospc"])
 args = p.parse_args()
 r = Runner(args)
@@ -49,6 +53,10 @@ if args.case == "batch":  # A a batch of 3 matrices of 12 rows; C_old the batch 
 else:
     write(r.path("a.h5"), "/A", a)
 write(r.path("b.h5"), "/B", b)
+WINDOW = args.case.startswith("window")
+if WINDOW:  # C goes into rows 5:42 and columns 4:35 of a 50 x 40 dataset
+    whole_old = rng.random((50, 40)) * 2 - 1
+    old_c = whole_old[5:42, 4:35]
 
 
 def make_existing():
@@ -63,6 +71,9 @@ def make_existing():
         f.create_dataset("deep/er/vec", data=np.linspace(0, 1, 9, dtype=np.float32))
         if args.case in ("overwrite", "beta", "batch"):
             g.create_dataset("C", data=old_c).attrs["made_by"] = "an earlier step"
+        if WINDOW:
+            layout = {"chunks": (8, 16), "compression": "gzip"} if args.case == "window-gzip" else {}
+            g.create_dataset("C", data=whole_old, **layout).attrs["made_by"] = "an earlier step"
         if args.case == "leftover":
             f.create_dataset(DEAD, data=np.zeros((2, 2)))
 
@@ -94,12 +105,16 @@ make_existing()
 BEFORE_BYTES = digest(pristine)
 # Objects a complete run leaves as they were (the leftover goes; C, and the group made for it, change).
 KEPT = snapshot(pristine, exclude=(C_PATH, "/results/run1", "/" + DEAD))
-expected = a @ b + (0.5 * old_c if args.case in ("beta", "batch") else 0)  # (a batch: each matrix times b)
-run_args = ["run", "--a", r.path("a.h5") + ":/A", "--b", r.path("b.h5") + ":/B", "--c", data + ":" + C_PATH,
-            "--backend", "cpu", "-q"]
-if args.case in ("overwrite", "beta", "batch"):
+BETA = args.case in ("beta", "batch") or WINDOW
+expected = a @ b + (0.5 * old_c if BETA else 0)  # (a batch: each matrix times b)
+if WINDOW:  # the whole dataset: the window replaced, the rest as it was
+    expected, product = whole_old.copy(), expected
+    expected[5:42, 4:35] = product
+run_args = ["run", "--a", r.path("a.h5") + ":/A", "--b", r.path("b.h5") + ":/B",
+            "--c", data + ":" + C_PATH + ("[5:42, 4:35]" if WINDOW else ""), "--backend", "cpu", "-q"]
+if args.case in ("overwrite", "beta", "batch") or WINDOW:
     run_args.append("--overwrite")
-if args.case in ("beta", "batch"):
+if BETA:
     run_args += ["--beta", "0.5"]
 
 
@@ -129,9 +144,12 @@ def consistent(where):
         check(not any(".tessera-partial-" in name for name in f), f"{where}: a temporary dataset is left")
     check(c.shape == expected.shape and np.allclose(c, expected, rtol=1e-12, atol=1e-12),
           f"{where}: C is not alpha*A*B + beta*C_old")
+    if WINDOW:  # a window leaves the dataset's attributes as they were
+        check(attrs == {"made_by": "an earlier step"}, f"{where}: the dataset's attributes changed: {attrs}")
+        return "complete"
     for key in ("tessera_version", "created", "input_a", "input_b", "wall_seconds", "beta"):
         check(key in attrs, f"{where}: C lacks its attribute {key}")
-    check(float(attrs["beta"]) == (0.5 if args.case in ("beta", "batch") else 0.0), f"{where}: beta attribute {attrs['beta']}")
+    check(float(attrs["beta"]) == (0.5 if BETA else 0.0), f"{where}: beta attribute {attrs['beta']}")
     return "complete"
 
 

@@ -236,14 +236,14 @@ set_tests_properties(existing.killed.np1 existing.killed.np2 existing.killed.gat
 # before each of its writes in turn (SIGKILL, then `tessera recover` or the next run; SIGTERM /
 # SIGINT; a simulated full disk), 1 and 3 ranks; after each the file holds every earlier object
 # unchanged and either no new C (byte-identical) or the complete C with its attributes.
-foreach(_case new overwrite beta leftover latest batch)
+foreach(_case new overwrite beta leftover latest batch window window-gzip)
   add_mpi_test(crash.kill.${_case}.np1 1 crash_sweep.py --case ${_case} --stop kill)
   add_mpi_test(crash.enospc.${_case}.np1 1 crash_sweep.py --case ${_case} --stop enospc)
   set_tests_properties(crash.kill.${_case}.np1 crash.enospc.${_case}.np1 PROPERTIES LABELS "mpi;fault;crash")
 endforeach()
 # On 3 ranks (~40 s each on 2 cores: rank 0 stopped while the others write their rows in place):
-# a new dataset and --beta killed, a new dataset signalled, --beta on a full disk.
-foreach(_case new beta)
+# a new dataset, --beta and a window of C killed, a new dataset signalled, --beta on a full disk.
+foreach(_case new beta window)
   add_mpi_test(crash.kill.${_case}.np3 3 crash_sweep.py --case ${_case} --stop kill)
   set_tests_properties(crash.kill.${_case}.np3 PROPERTIES LABELS "mpi;fault;crash")
 endforeach()
@@ -362,7 +362,7 @@ foreach(case fenced-new fenced-existing watchdog watchdog-existing)
 endforeach()
 
 # Windows of the inputs, FILE:/A[r0:r1, c0:c1] (issue 43 item 3; slices.py): contiguous and gzip,
-# transposed windows, 1-3 ranks; a window outside the dataset, a step and a window on C refused.
+# transposed windows, 1-3 ranks; a window outside the dataset and a step refused.
 # Half-precision inputs read widened to float32 (issue 43 item 1's reading side; half_inputs.py).
 add_mpi_test(half.float16.np1 1 half_inputs.py)
 add_mpi_test(half.float16.gzip.f64.np2 2 half_inputs.py --layout gzip --dtype f64)
@@ -372,6 +372,8 @@ add_mpi_test(half.bfloat16.gzip.np3 3 half_inputs.py --store bfloat16 --layout g
 add_mpi_test(batch.contiguous.np1 1 batch_inputs.py)
 add_mpi_test(batch.gzip.ta.np3 3 batch_inputs.py --layout gzip --ta)
 add_mpi_test(batch.manifest.np2 2 batch_inputs.py --case manifest --layout gzip)
+add_mpi_test(batch.manifest-3d.np3 3 batch_inputs.py --case manifest-3d)
+add_mpi_test(batch.manifest-3d.gzip.np1 1 batch_inputs.py --case manifest-3d --layout gzip)
 add_mpi_test(batch.stacked.np1 1 batch_inputs.py --case stacked)
 add_mpi_test(batch.stacked.gzip.np3 3 batch_inputs.py --case stacked --layout gzip)
 add_mpi_test(batch.stacked-beta.np2 2 batch_inputs.py --case stacked-beta)
@@ -383,9 +385,19 @@ endforeach()
 add_mpi_test(slice.contiguous.np1 1 slices.py)
 add_mpi_test(slice.gzip.tab.np3 3 slices.py --layout gzip --ta --tb)
 add_mpi_test(slice.ta.np2 2 slices.py --ta)
-foreach(case outside step c-window)
+foreach(case outside step)
   add_mpi_test(error.slice.${case} 2 slices.py --case ${case})
 endforeach()
+# C into a window of an existing dataset, or one matrix of a 3-D one, in place (issue 43 item 3;
+# c_windows.py): contiguous (pwrite by every rank), gzip-chunked and float32 (HDF5 writes), gathered,
+# 1-4 ranks, alpha and beta; the refusals leave the file byte for byte as it was.
+add_mpi_test(cwindow.contiguous.np1 1 c_windows.py)
+add_mpi_test(cwindow.contiguous.np4 4 c_windows.py --write in-place)
+add_mpi_test(cwindow.gzip.np3 3 c_windows.py --layout gzip)
+add_mpi_test(cwindow.f32.gather.np2 2 c_windows.py --layout f32 --write gather)
+add_mpi_test(cwindow.matrix.np2 2 c_windows.py --case matrix)
+add_mpi_test(cwindow.matrix.gzip.np1 1 c_windows.py --case matrix --layout gzip)
+add_mpi_test(error.cwindow.np2 2 c_windows.py --case refusals)
 
 # Many products in one launch (issue 42, job/launch.hpp): patterns and manifests, each C against numpy;
 # a failed product in the middle with and without --keep-going; a kill in the middle of the list.
