@@ -219,7 +219,7 @@ void add_generate(Adder add, commands::GenerateOptions& gen) {
 void add_verify(Adder add, commands::VerifyOptions& vo) {
   add("--a", vo.a, "A as FILE:/DATASET")->required();
   add("--b", vo.b, "B as FILE:/DATASET")->required();
-  add("--c", vo.c, "C as FILE:/DATASET, or a window of an existing one: FILE:/C[r0:r1, c0:c1], FILE:/C[i]")->required();
+  add("--c", vo.c, "C as FILE:/DATASET (or a window of it, FILE:/C[r0:r1, c0:c1], FILE:/C[i])")->required();
   add.flag("--full", vo.full, "recompute A*B in float64 and compare every element (O(n^3): small sizes)");
   // Values that would check nothing (0 vectors, a bound of 0 or below) are refused, not replaced.
   const CLI::Validator above_zero(

@@ -72,7 +72,9 @@ std::vector<RunOption>& table() {
       // Inputs, output, report.
       text("a", &RunOptions::a, "A (M x K) as FILE:/DATASET"),
       text("b", &RunOptions::b, "B (K x N) as FILE:/DATASET"),
-      text("c", &RunOptions::c, "where to write C (M x N), FILE:/DATASET"),
+      text("c", &RunOptions::c,
+           "where to write C (M x N), FILE:/DATASET; or, with --overwrite, into a window of an existing dataset: "
+           "FILE:/C[r0:r1, c0:c1], one matrix of a 3-D one FILE:/C[i] (docs/usage.md)"),
       text("manifest", &RunOptions::manifest,
            "many products in one launch: a TOML file of [[product]] tables (a, b, c; transpose-a, transpose-b, "
            "alpha, beta), instead of --a/--b/--c (docs/usage.md, \"Many products\")")
