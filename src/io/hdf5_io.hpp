@@ -58,7 +58,7 @@ struct DatasetRef {
       : file(std::move(file_)), path(std::move(path_)), slice(std::move(slice_)) {}
   std::string file;
   std::string path;
-  std::optional<Slice> slice;  // a window of the dataset: read only that (inputs)
+  std::optional<Slice> slice;                        // a window of the dataset: read only that (inputs)
   static DatasetRef parse(const std::string& text);  // throws InputError
   std::string str() const { return file + ":" + path + (slice ? slice->text : ""); }
   // As parse() reads it back (escapes where the names need them): str() unless a name holds
@@ -124,10 +124,18 @@ struct WriteOptions {
   // > 0: a 3-D dataset of that many matrices (a batch), rows / matrices rows each, written through
   // the same (rows x cols) blocks as a 2-D one: the matrices stacked. Contiguous only.
   std::int64_t matrices = 0;
-  int gzip_level = 0;               // 0: none; 1..9 needs chunk (defaulted if empty)
+  int gzip_level = 0;  // 0: none; 1..9 needs chunk (defaulted if empty)
+  // Another compression, by the HDF5 filter plugin of this id instead of gzip (lz4 32004, bzip2
+  // 307: filter_plugin_id); 0: none. Needs chunks (defaulted if empty).
+  int plugin_filter = 0;
+  bool shuffle = false;  // HDF5's shuffle filter before the compression (needs chunks)
   // A new file shared with other results, committed with them (OutputBatch); null: this result's own.
   OutputBatch* batch = nullptr;
 };
+
+// The HDF5 filter id of a compression written through its plugin ("lz4", "bzip2"), or 0
+// for a name that is none of them.
+int filter_plugin_id(const std::string& name);
 
 // Several results written into one new file and committed together (the products of one launch:
 // job/launch.hpp). The first MatrixWriter given the batch creates the file under its temporary name

@@ -21,6 +21,7 @@
 #include "core/error.hpp"
 #include "core/file_kind.hpp"
 #include "core/log.hpp"
+#include "io/chunked_write.hpp"
 #include "io/cleanup.hpp"
 #include "io/dataset_in_file.hpp"
 #include "io/direct_io.hpp"
@@ -39,6 +40,10 @@ using namespace hdf5;
 
 namespace {
 
+bool wants_chunks(const WriteOptions& opts) {
+  return !opts.chunk.empty() || opts.gzip_level > 0 || opts.plugin_filter > 0 || opts.shuffle;
+}
+
 // The new dataset's creation properties: attributes in creation order; chunks (--chunk, else up
 // to 256 x 256) and gzip where asked for and the matrix has elements.
 Handle creation_properties(const DatasetRef& target, std::int64_t rows, std::int64_t cols, DType dtype,
@@ -48,7 +53,7 @@ Handle creation_properties(const DatasetRef& target, std::int64_t rows, std::int
   // Lets read_attributes list attributes in the order they were written.
   if (H5Pset_attr_creation_order(dcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0)
     throw_io("cannot set up HDF5 to write " + in_quotes(target));
-  const bool want_chunks = !opts.chunk.empty() || opts.gzip_level > 0;
+  const bool want_chunks = wants_chunks(opts);
   // A dataset with a zero dimension has nothing to chunk or compress.
   if (!want_chunks || rows == 0 || cols == 0) return dcpl;
   std::int64_t chunk_rows = std::min<std::int64_t>(rows, 256);
@@ -67,13 +72,50 @@ Handle creation_properties(const DatasetRef& target, std::int64_t rows, std::int
                      " is too large: HDF5 limits a chunk to 4 GiB");
   const hsize_t chunk[2] = {static_cast<hsize_t>(chunk_rows), static_cast<hsize_t>(chunk_cols)};
   if (H5Pset_chunk(dcpl.get(), 2, chunk) < 0) throw_io("cannot set the chunk shape of " + in_quotes(target));
+  // The pipeline in h5py's order: shuffle, then the compression.
+  if (opts.shuffle && H5Pset_shuffle(dcpl.get()) < 0) throw_io("cannot set up shuffle for " + in_quotes(target));
   if (opts.gzip_level > 0) {
     if (H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0)
       throw InputError("gzip compression is not available in this HDF5 library; use --gzip 0");
     if (H5Pset_deflate(dcpl.get(), static_cast<unsigned>(opts.gzip_level)) < 0)
       throw_io("cannot set up gzip compression for " + in_quotes(target));
   }
+  if (opts.plugin_filter > 0) {
+    if (H5Zfilter_avail(static_cast<H5Z_filter_t>(opts.plugin_filter)) <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      throw InputError("the compression filter " + std::to_string(opts.plugin_filter) + " for " + in_quotes(target) +
+                       " is not available: HDF5 found no plugin for it (scripts/setup.sh installs Debian's "
+                       "hdf5-filter-plugin; or set HDF5_PLUGIN_PATH)");
+    }
+    if (H5Pset_filter(dcpl.get(), static_cast<H5Z_filter_t>(opts.plugin_filter), H5Z_FLAG_MANDATORY, 0, nullptr) < 0)
+      throw_io("cannot set up the compression filter " + std::to_string(opts.plugin_filter) + " for " +
+               in_quotes(target));
+  }
   return dcpl;
+}
+
+}  // namespace
+
+int filter_plugin_id(const std::string& name) {
+  if (name == "lz4") return 32004;
+  if (name == "bzip2") return 307;
+  return 0;
+}
+
+namespace {
+
+// C's chunks compressed by tessera's threads (io/chunked_write.hpp): a new 2-D dataset whose
+// pipeline is [shuffle,] gzip, unless TESSERA_HDF5_DIRECT=0 leaves every byte to HDF5.
+std::unique_ptr<ChunkedWriter> chunked_writer(hid_t dcpl, std::int64_t rows, std::int64_t cols, DType dtype,
+                                              const WriteOptions& opts) {
+  if (opts.gzip_level <= 0 || opts.plugin_filter > 0 || opts.matrices > 0 || rows < 1 || cols < 1 ||
+      !direct_io_enabled())
+    return nullptr;
+  hsize_t chunk[2] = {0, 0};
+  if (H5Pget_chunk(dcpl, 2, chunk) != 2) return nullptr;
+  return std::make_unique<ChunkedWriter>(rows, cols, static_cast<std::int64_t>(chunk[0]),
+                                         static_cast<std::int64_t>(chunk[1]), dtype_size(dtype), opts.shuffle,
+                                         opts.gzip_level);
 }
 
 }  // namespace
@@ -124,7 +166,7 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
     if (!opts.chunk.empty() || opts.gzip_level > 0)
       throw InputError("output " + named +
                        ": chunks and compression are the existing dataset's own; a window of "
-                       "it takes no --chunk or --gzip");
+                       "it takes no --chunk or --compression");
     if (rows < 0 || cols < 0) throw InputError("invalid output shape " + shape_text(rows, cols) + " for " + named);
     w.open_window_in_existing_file();
     if (w.direct.valid()) w.direct_file = std::make_unique<BlockFile>(w.direct);
@@ -145,22 +187,23 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
 
   // Storage: contiguous unless chunking or compression was asked for. A batch (opts.matrices): 3-D,
   // the stack of its matrices written as the rows x cols matrix it is.
-  const bool want_chunks = !opts.chunk.empty() || opts.gzip_level > 0;
+  const bool want_chunks = wants_chunks(opts);
   std::vector<hsize_t> dims{static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
   if (opts.matrices > 0) {
-    if (rows % opts.matrices != 0 || want_chunks)
+    if (want_chunks)
+      throw InputError("output " + in_quotes(target) +
+                       ": a batch's C (a 3-D dataset) is written contiguous; "
+                       "--chunk and --compression are for a 2-D C");
+    if (rows % opts.matrices != 0)
       throw std::invalid_argument("MatrixWriter: a batch of " + std::to_string(opts.matrices) +
-                                  " matrices needs rows (" + std::to_string(rows) +
-                                  ") in whole matrices and contiguous storage");
+                                  " matrices needs rows (" + std::to_string(rows) + ") in whole matrices");
     w.stacked_rows = rows / opts.matrices;
     dims = {static_cast<hsize_t>(opts.matrices), static_cast<hsize_t>(w.stacked_rows), static_cast<hsize_t>(cols)};
   }
   Handle dcpl = creation_properties(target, rows, cols, dtype, opts);
 
+  w.chunked = chunked_writer(dcpl.get(), rows, cols, dtype, opts);
   if (w.in_file) {
-    if (want_chunks)
-      throw InputError("chunked or compressed output into the existing file " + in_quotes(target.file) +
-                       " is not supported: write it into a new file");
     w.create_in_existing_file(dcpl.get(), dims);
     if (w.direct.valid()) w.direct_file = std::make_unique<BlockFile>(w.direct);
     log::info("the result goes into the existing file " + in_quotes(target.file) + " as " + target.path +
@@ -246,6 +289,19 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
     if (!opened.valid()) throw_io("cannot open " + w.where() + " to write C");
   }
   const hid_t dataset = w.in_file ? opened.get() : w.dataset.get();
+  if (w.chunked) {  // compressed by tessera's threads, stored by HDF5 as they are
+    w.chunked->add(row0, col0, nrows, ncols, data, io_threads(),
+                   [&](std::int64_t r0, std::int64_t c0, const std::vector<unsigned char>& bytes) {
+                     const hsize_t offset[2] = {static_cast<hsize_t>(r0), static_cast<hsize_t>(c0)};
+                     if (H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, offset, bytes.size(), bytes.data()) < 0)
+                       throw_io(failed);
+                   });
+    if (w.in_file) {
+      file->close(opened, failed);
+      file->close(failed);
+    }
+    return;
+  }
   auto [file_space, mem_space] =
       block_spaces(dataset, row0 + w.window_row0, nrows, col0 + w.window_col0, ncols, w.window_index, w.stacked_rows);
   if (!file_space.valid()) throw_io("cannot select " + block_text(row0, nrows, col0, ncols) + " of " + w.where());
@@ -279,6 +335,9 @@ void MatrixWriter::set_attributes(const std::vector<Attribute>& attrs) {
 void MatrixWriter::commit() {
   Impl& w = *impl_;
   if (w.committed) return;
+  if (w.chunked && w.chunked->unfinished() > 0)
+    throw IoError("cannot commit " + in_quotes(w.target) + ": " + std::to_string(w.chunked->unfinished()) +
+                  " of its chunks were not written whole");
   test_pause_before_commit();
   if (w.in_file) {
     w.commit_in_file();

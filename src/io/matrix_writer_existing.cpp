@@ -40,7 +40,10 @@ void MatrixWriter::Impl::create_in_existing_file(hid_t dcpl, const std::vector<h
   const std::string what = "cannot create the temporary dataset " + in_quotes(w.target.file + ":" + w.temp_dataset);
   if (H5Lexists(out.get(), w.temp_dataset.c_str(), H5P_DEFAULT) != 0)
     throw IoError(what + ": it already exists (left by an earlier run?); remove it");
-  if (H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0 || H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0)
+  // Contiguous: the space allocated now, for the ranks' pwrite (chunks are placed by HDF5 as written).
+  const bool contiguous = H5Pget_layout(dcpl) == H5D_CONTIGUOUS;
+  if (contiguous &&
+      (H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0 || H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0))
     throw_io(what);
   const bool empty = std::find(dims.begin(), dims.end(), hsize_t{0}) != dims.end();
   Handle space = own_space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
@@ -57,7 +60,8 @@ void MatrixWriter::Impl::create_in_existing_file(hid_t dcpl, const std::vector<h
   const bool plain = fcpl.valid() && H5Pget_userblock(fcpl.get(), &userblock) >= 0 && userblock == 0;
   const haddr_t offset = H5Dget_offset(made.get());
   H5Eclear2(H5E_DEFAULT);
-  if (plain && !empty && offset != HADDR_UNDEF && direct_io_enabled() && H5Tequal(file_type, native_type(w.dtype)) > 0)
+  if (plain && contiguous && !empty && offset != HADDR_UNDEF && direct_io_enabled() &&
+      H5Tequal(file_type, native_type(w.dtype)) > 0)
     // Fenced by the journal: made before anything was written, removed by the commit or the rollback.
     w.direct = {w.target.file,
                 static_cast<std::int64_t>(offset),
@@ -68,7 +72,7 @@ void MatrixWriter::Impl::create_in_existing_file(hid_t dcpl, const std::vector<h
   const std::string failed = "writing " + in_quotes(w.target.file) + " failed";
   out.close(made, failed);
   out.close(failed);
-  if (offset != HADDR_UNDEF && !empty)
+  if (contiguous && offset != HADDR_UNDEF && !empty)
     reserve_elements(static_cast<std::uint64_t>(offset),
                      static_cast<std::uint64_t>(w.rows) * static_cast<std::uint64_t>(w.cols) * dtype_size(w.dtype));
 }

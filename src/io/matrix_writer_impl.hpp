@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "io/chunked_write.hpp"
 #include "io/cleanup.hpp"
 #include "io/direct_io.hpp"
 #include "io/hdf5_handle.hpp"
@@ -58,6 +59,8 @@ struct MatrixWriter::Impl {
   // invalid where HDF5 writes (chunked or compressed output).
   DirectTarget direct;
   std::unique_ptr<BlockFile> direct_file;
+  // A gzip-compressed C: its chunks compressed by tessera's threads, stored with H5Dwrite_chunk.
+  std::unique_ptr<ChunkedWriter> chunked;
   // NaN and Inf among the elements HDF5 wrote so far (write_block may run on another thread);
   // direct_file counts its own.
   NonfiniteCount nonfinite;

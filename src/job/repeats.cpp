@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "partition/partition.hpp"
 
 namespace tessera::job {
 
@@ -11,6 +12,7 @@ int warmup_of(const RunOptions& o) { return o.warmup.value_or(o.repeat > 1 ? 1 :
 }  // namespace
 
 void check_repeat_options(const RunOptions& o) {
+  (void)output_layout(o);  // its refusals, before anything is read
   if (o.repeat < 1) throw InputError(fmt::format("--repeat {} is not a run count: it must be at least 1", o.repeat));
   if (o.warmup && *o.warmup < 0)
     throw InputError(fmt::format("--warmup {} is not a run count: it must be 0 or more", *o.warmup));
@@ -27,8 +29,30 @@ void check_repeat_options(const RunOptions& o) {
         warmup_of(o), o.beta));
 }
 
+io::WriteOptions output_layout(const RunOptions& o) {
+  io::WriteOptions wo;
+  const std::string& z = o.compression;
+  if (o.compression_level != 0 && z != "gzip")
+    throw InputError(fmt::format("--compression-level {} is gzip's (--compression gzip); {} takes none",
+                                 o.compression_level, z.empty() || z == "none" ? "no compression" : z));
+  if (z == "gzip") {
+    wo.gzip_level = o.compression_level > 0 ? static_cast<int>(o.compression_level) : 1;
+  } else if (!z.empty() && z != "none") {
+    wo.plugin_filter = io::filter_plugin_id(z);
+    if (wo.plugin_filter == 0) throw InputError("--compression " + z + " is not one of none, gzip, lz4, bzip2");
+  }
+  if (o.shuffle && wo.gzip_level == 0 && wo.plugin_filter == 0)
+    throw InputError("--shuffle rearranges C's bytes for a compression: give --compression too");
+  wo.shuffle = o.shuffle;
+  if (!o.chunk.empty()) {
+    const partition::GridShape g = partition::parse_grid(o.chunk, "--chunk");  // the same "RxC" syntax
+    wo.chunk = {g.rows, g.cols};
+  }
+  return wo;
+}
+
 RunSeries::RunSeries(const RunOptions& o, double began)
-    : overwrite_(o.overwrite), repeat_(o.repeat), warmup_(warmup_of(o)), began_(began) {
+    : overwrite_(o.overwrite), layout_(output_layout(o)), repeat_(o.repeat), warmup_(warmup_of(o)), began_(began) {
   repeats_.warmup = warmup_;
 }
 
@@ -38,7 +62,7 @@ std::string RunSeries::name(int run) const {
 }
 
 io::WriteOptions RunSeries::write_options(int run) const {
-  io::WriteOptions wo;
+  io::WriteOptions wo = layout_;
   wo.overwrite = overwrite_ || run > 0;
   if (run > 0 && new_file_) wo.existing_file = io::ExistingFile::replace_file;
   return wo;

@@ -17,6 +17,11 @@ namespace tessera::job {
 // wrote).
 void check_repeat_options(const RunOptions& o);
 
+// C's storage as the options ask (--chunk, --compression, --compression-level, --shuffle): the
+// WriteOptions fields of a new dataset's layout. Throws InputError (the same on every rank) for a
+// level without gzip, a shuffle without compression, or a chunk shape that is not RxC.
+io::WriteOptions output_layout(const RunOptions& o);
+
 class RunSeries {
  public:
   // `began`: MPI_Wtime() before the first run (a rank's process start-up is measured up to it).
@@ -43,6 +48,7 @@ class RunSeries {
 
  private:
   bool overwrite_;
+  io::WriteOptions layout_;  // output_layout's
   int repeat_, warmup_;
   double began_;
   bool new_file_ = false;  // rank 0: the first run created the output file

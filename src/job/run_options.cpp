@@ -66,6 +66,7 @@ std::vector<std::string> kernel_words() { return with_auto(every_kernel()); }
 std::vector<std::string> algorithm_words() { return with_auto(algorithms::algorithm_names()); }
 std::vector<std::string> run_dtype_words() { return with_auto(dtype_words()); }
 std::vector<std::string> progress_words() { return {"auto", "on", "off"}; }
+std::vector<std::string> compression_words() { return {"none", "gzip", "lz4", "bzip2"}; }
 
 std::vector<RunOption>& table() {
   static std::vector<RunOption> rows = {
@@ -92,6 +93,18 @@ std::vector<RunOption>& table() {
              "how C reaches the output: in-place (every rank writes its own rows), gather (rank 0 writes all) "
              "or auto (in place where every rank sees the output file)",
              algorithms::write_route_words),
+      row("chunk", OptionKind::shape, &RunOptions::chunk,
+          "C stored in chunks of RxC (a new dataset; default contiguous, or 256x256 where compressed)")
+          .may_be_empty(),
+      choice("compression", &RunOptions::compression,
+             "C compressed (chunked): gzip (by tessera's threads on every core), lz4 or bzip2 (HDF5's filter "
+             "plugins, by rank 0), or none",
+             compression_words)
+          .empty_is("none"),
+      integer("compression-level", &RunOptions::compression_level, "gzip's level, 1 (fastest) to 9; 0: 1", 0, 9)
+          .shown(),
+      flag("shuffle", &RunOptions::shuffle,
+           "HDF5's shuffle filter before the compression (groups the floats' bytes: smaller files)"),
       flag("transpose-a", &RunOptions::transpose_a,
            "--a is stored K x M: use its transpose as A (read as such, the file is not copied)"),
       flag("transpose-b", &RunOptions::transpose_b, "--b is stored N x K: use its transpose as B"),

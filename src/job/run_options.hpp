@@ -50,8 +50,15 @@ struct RunOptions {
   std::string gpu_memory;            // --gpu-memory: "" (what the GPU has free) or e.g. 512M, 8G, bytes
   std::string progress = "auto";     // on | off | auto (on when the predicted time exceeds 5 s)
   std::string write = "auto";        // how C reaches the file: auto | in-place | gather (job/output.hpp)
-  std::string machine;               // --machine: the rates the model predicts with (algorithms/machine.hpp)
-  std::string config;                // the TOML file the options came from ("" = none): read, never written
+  // C's storage (a new dataset; job/repeats.hpp's output_layout): chunks "RxC" ("" contiguous, or
+  // 256x256 where compressed), a compression (none | gzip | lz4 | bzip2), gzip's level
+  // (0: 1), HDF5's shuffle before it.
+  std::string chunk;
+  std::string compression = "none";
+  std::int64_t compression_level = 0;
+  bool shuffle = false;
+  std::string machine;  // --machine: the rates the model predicts with (algorithms/machine.hpp)
+  std::string config;   // the TOML file the options came from ("" = none): read, never written
   // C = alpha op(A) op(B) + beta C_old. op: the stored matrix, or its transpose (--transpose-a:
   // A's dataset is K x M), read block by block as such (io/operand.hpp), never copied. C_old is
   // the output dataset as it is before the run; read only when beta != 0.

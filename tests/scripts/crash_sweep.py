@@ -18,7 +18,9 @@ Cases: new (a dataset in a new nested group), overwrite, beta (--beta 0.5 --over
 3 x 12 x 29, times a shared B, --beta 0.5 --overwrite over a 3 x 12 x 31 batch C: a 3-D C),
 window (C into the window [5:42, 4:35] of an existing 50 x 40 dataset, --beta 0.5 --overwrite:
 written in place; the rest of the dataset and its attributes stay), window-gzip (the same into a
-chunked, gzip-compressed dataset: every write through HDF5 and the journal)."""
+chunked, gzip-compressed dataset: every write through HDF5 and the journal), compressed (a new C
+stored --chunk 8x16 --compression gzip --shuffle: its chunks compressed by tessera's threads and
+stored by H5Dwrite_chunk through the journal)."""
 import hashlib
 import os
 import shlex
@@ -33,7 +35,7 @@ from common import Runner, check, check_product, fail, leftovers, parser, random
 
 p = parser(__doc__)
 p.add_argument("--case", required=True, choices=["new", "overwrite", "beta", "leftover", "latest", "batch", "window",
-                                                    "window-gzip"])
+                                                    "window-gzip", "compressed"])
 p.add_argument("--stop", default="kill", choices=["kill", "TERM", "INT", "enospc"])
 args = p.parse_args()
 r = Runner(args)
@@ -116,6 +118,8 @@ if args.case in ("overwrite", "beta", "batch") or WINDOW:
     run_args.append("--overwrite")
 if BETA:
     run_args += ["--beta", "0.5"]
+if args.case == "compressed":
+    run_args += ["--chunk", "8x16", "--compression", "gzip", "--shuffle"]
 
 
 def command(extra_env):

@@ -236,7 +236,7 @@ set_tests_properties(existing.killed.np1 existing.killed.np2 existing.killed.gat
 # before each of its writes in turn (SIGKILL, then `tessera recover` or the next run; SIGTERM /
 # SIGINT; a simulated full disk), 1 and 3 ranks; after each the file holds every earlier object
 # unchanged and either no new C (byte-identical) or the complete C with its attributes.
-foreach(_case new overwrite beta leftover latest batch window window-gzip)
+foreach(_case new overwrite beta leftover latest batch window window-gzip compressed)
   add_mpi_test(crash.kill.${_case}.np1 1 crash_sweep.py --case ${_case} --stop kill)
   add_mpi_test(crash.enospc.${_case}.np1 1 crash_sweep.py --case ${_case} --stop enospc)
   set_tests_properties(crash.kill.${_case}.np1 crash.enospc.${_case}.np1 PROPERTIES LABELS "mpi;fault;crash")
@@ -398,6 +398,17 @@ add_mpi_test(cwindow.f32.gather.np2 2 c_windows.py --layout f32 --write gather)
 add_mpi_test(cwindow.matrix.np2 2 c_windows.py --case matrix)
 add_mpi_test(cwindow.matrix.gzip.np1 1 c_windows.py --case matrix --layout gzip)
 add_mpi_test(error.cwindow.np2 2 c_windows.py --case refusals)
+
+# Chunked and compressed C (issue 43 item 4; compressed_c.py): gzip by tessera's threads (and by
+# HDF5, TESSERA_HDF5_DIRECT=0), lz4 and bzip2 through HDF5's plugins, with shuffle, chunks that cut
+# the ranks' blocks, into a new and an existing file, 1-3 ranks; the refusals.
+add_mpi_test(cz.gzip.np1 1 compressed_c.py)
+add_mpi_test(cz.gzip.np3 3 compressed_c.py)
+add_mpi_test(cz.gzip.existing.np2 2 compressed_c.py --case existing)
+add_mpi_test(cz.gzip.hdf5.np2 2 compressed_c.py --hdf5)
+add_mpi_test(cz.lz4.np2 2 compressed_c.py --compression lz4)
+add_mpi_test(cz.bzip2.existing.np1 1 compressed_c.py --compression bzip2 --case existing)
+add_mpi_test(error.cz.np2 2 compressed_c.py --case refusals)
 
 # Many products in one launch (issue 42, job/launch.hpp): patterns and manifests, each C against numpy;
 # a failed product in the middle with and without --keep-going; a kill in the middle of the list.

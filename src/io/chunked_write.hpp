@@ -1,0 +1,56 @@
+#pragma once
+// Parallel writing of a chunked, gzip-compressed C (issue 43 item 4): `run --compression gzip`.
+//
+// HDF5 compresses the chunks of one H5Dwrite on the calling thread, one after the other: a
+// compressed C would be written at the speed of one core's deflate. Here the blocks of C are cut
+// into their chunks, each chunk shuffled (where asked) and deflated by a pool of threads that never
+// enter HDF5, and the calling thread hands the finished chunks to HDF5 with H5Dwrite_chunk (the
+// "direct chunk write": HDF5 only stores them and indexes them). The bytes are what HDF5's own
+// pipeline [shuffle,] deflate would write, so h5py and every HDF5 reader read them as usual.
+//
+// A chunk is finished when every one of its elements inside the dataset has arrived: blocks may
+// come in any order and cut chunks anywhere (the blocks of several ranks, gathered); the pieces
+// of unfinished chunks wait here. Taken only for the new 2-D datasets tessera creates with that
+// pipeline (io/matrix_writer.cpp); everything else is left to HDF5.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <vector>
+
+namespace tessera::io {
+
+class ChunkedWriter {
+ public:
+  // A rows x cols dataset of `esize`-byte elements in chunks of chunk_rows x chunk_cols, filtered
+  // by shuffle (if `shuffle`) then deflate at `level` (1-9).
+  ChunkedWriter(std::int64_t rows, std::int64_t cols, std::int64_t chunk_rows, std::int64_t chunk_cols,
+                std::size_t esize, bool shuffle, int level);
+
+  // One finished chunk: its first element's place in the dataset, and its filtered bytes.
+  using Store = std::function<void(std::int64_t row0, std::int64_t col0, const std::vector<unsigned char>& bytes)>;
+  // A block of C (nrows x ncols at (row0, col0), row-major) added: the chunks it finishes are
+  // compressed by `threads` threads (this one among them), one row of chunks at a time, and handed
+  // to `store` on this thread, in order. Throws what `store` throws.
+  void add(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols, const void* data, int threads,
+           const Store& store);
+  // Chunks still waiting for elements (0 once every element of the dataset has arrived).
+  std::size_t unfinished() const { return waiting_.size(); }
+
+  // The filtered bytes of one chunk's buffer (chunk_rows x chunk_cols elements): the pipeline's
+  // output, for tests.
+  std::vector<unsigned char> filter(const std::vector<unsigned char>& raw) const;
+
+ private:
+  struct Waiting {
+    std::vector<unsigned char> raw;  // chunk_rows x chunk_cols elements, zeros beyond the dataset
+    std::int64_t filled = 0;         // elements arrived
+  };
+  std::int64_t rows_, cols_, chunk_rows_, chunk_cols_;
+  std::size_t esize_;
+  bool shuffle_;
+  int level_;
+  std::map<std::pair<std::int64_t, std::int64_t>, Waiting> waiting_;  // by chunk (row, col) index
+};
+
+}  // namespace tessera::io
