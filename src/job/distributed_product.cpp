@@ -19,28 +19,17 @@
 namespace tessera::job {
 namespace {
 
+using partition::intersect;
 using partition::Range;
-
-// A rectangle of a matrix as stored: rows x columns.
-struct Rect {
-  Range rows, cols;
-  std::int64_t elements() const { return rows.size() * cols.size(); }
-};
-
-Rect intersect(const Rect& x, const Rect& y) {
-  const auto meet = [](const Range& p, const Range& q) {
-    const std::int64_t b = std::max(p.begin, q.begin);
-    return Range{b, std::max(b, std::min(p.end, q.end))};
-  };
-  return {meet(x.rows, y.rows), meet(x.cols, y.cols)};
-}
+using partition::Rect;
 
 int grid_size(const BlockGrid& g) { return g.grid_rows * g.grid_cols; }
 
 // Rank `rank`'s block of `g` (empty beyond the grid).
 Rect owned(const BlockGrid& g, int rank) {
   if (rank >= grid_size(g)) return {};
-  return {partition::split(g.rows, g.grid_rows, rank / g.grid_cols), partition::split(g.cols, g.grid_cols, rank % g.grid_cols)};
+  return {partition::split(g.rows, g.grid_rows, rank / g.grid_cols),
+          partition::split(g.cols, g.grid_cols, rank % g.grid_cols)};
 }
 
 std::string describe(const Rect& r) {
@@ -75,9 +64,10 @@ void check_descriptors(const JobOptions& o, const DistributedMatrix& a, const Di
                        const DistributedMatrix& c, const comm::Comm& comm, const std::string& rank0) {
   const std::string mine = agreed_text(o, a, b, c);
   if (mine != rank0)
-    throw InputError(fmt::format("rank {} describes the product as '{}', rank 0 as '{}': every rank must give the same "
-                                 "shapes, grids, dtype, op, alpha and beta",
-                                 comm.rank(), mine, rank0));
+    throw InputError(
+        fmt::format("rank {} describes the product as '{}', rank 0 as '{}': every rank must give the same "
+                    "shapes, grids, dtype, op, alpha and beta",
+                    comm.rank(), mine, rank0));
   const bool ta = o.a.transposed, tb = o.b.transposed;
   const std::int64_t m = ta ? a.grid.cols : a.grid.rows, k = ta ? a.grid.rows : a.grid.cols;
   const std::int64_t kb = tb ? b.grid.cols : b.grid.rows, n = tb ? b.grid.rows : b.grid.cols;
@@ -90,8 +80,8 @@ void check_descriptors(const JobOptions& o, const DistributedMatrix& a, const Di
   for (const auto& [name, x] : {std::pair{"A", &a}, {"B", &b}, {"C", &c}}) {
     const BlockGrid& g = x->grid;
     if (g.rows < 0 || g.cols < 0 || g.grid_rows < 1 || g.grid_cols < 1)
-      throw InputError(fmt::format("{} is {}x{} over a {}x{} grid: shapes are >= 0 and grids at least 1x1", name, g.rows,
-                                   g.cols, g.grid_rows, g.grid_cols));
+      throw InputError(fmt::format("{} is {}x{} over a {}x{} grid: shapes are >= 0 and grids at least 1x1", name,
+                                   g.rows, g.cols, g.grid_rows, g.grid_cols));
     if (grid_size(g) > comm.size())
       throw InputError(fmt::format("{}'s {}x{} grid needs {} ranks; the communicator has {}", name, g.grid_rows,
                                    g.grid_cols, grid_size(g), comm.size()));
@@ -184,10 +174,10 @@ void refuse_nonfinite(const std::vector<unsigned char>& panel, const Distributed
             std::max<std::int64_t>(x.grid.cols, 1));
   if (found.count == 0) return;
   const auto first = static_cast<std::int64_t>(found.first), cols = std::max<std::int64_t>(x.grid.cols, 1);
-  throw InputError(fmt::format("{} holds {} non-finite value(s) (NaN/Inf) in what rank {} multiplies ({}), the first at "
-                               "({}, {}) of {} as stored; allow_nonfinite multiplies them",
-                               name, static_cast<long long>(found.count), rank, describe(need), first / cols,
-                               first % cols, name));
+  throw InputError(
+      fmt::format("{} holds {} non-finite value(s) (NaN/Inf) in what rank {} multiplies ({}), the first at "
+                  "({}, {}) of {} as stored; allow_nonfinite multiplies them",
+                  name, static_cast<long long>(found.count), rank, describe(need), first / cols, first % cols, name));
 }
 
 constexpr int kTagA = 4201, kTagB = 4202;
@@ -229,8 +219,10 @@ report::JobReport multiply_distributed(const JobOptions& o, const DistributedMat
   comm.step([&] {
     if (c_block.elements() == 0) return;
     const DType dtype = a.local.dtype;
-    const MemoryMatrix pa{dtype, mine.a.rows.size(), mine.a.cols.size(), mine.a.cols.size(), panel_a.data(), nullptr, false};
-    const MemoryMatrix pb{dtype, mine.b.rows.size(), mine.b.cols.size(), mine.b.cols.size(), panel_b.data(), nullptr, false};
+    const MemoryMatrix pa{dtype, mine.a.rows.size(), mine.a.cols.size(), mine.a.cols.size(), panel_a.data(), nullptr,
+                          false};
+    const MemoryMatrix pb{dtype, mine.b.rows.size(), mine.b.cols.size(), mine.b.cols.size(), panel_b.data(), nullptr,
+                          false};
     try {
       local = multiply_in_memory(local_o, pa, pb, c.local);
     } catch (const InputError& e) {

@@ -10,6 +10,13 @@
 
 namespace tessera::partition {
 
+Range intersect(const Range& p, const Range& q) {
+  const std::int64_t b = std::max(p.begin, q.begin);
+  return Range{b, std::max(b, std::min(p.end, q.end))};
+}
+
+Rect intersect(const Rect& x, const Rect& y) { return {intersect(x.rows, y.rows), intersect(x.cols, y.cols)}; }
+
 Range split(std::int64_t extent, int parts, int index) {
   const std::int64_t base = extent / parts;
   const std::int64_t extra = extent % parts;

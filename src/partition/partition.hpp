@@ -19,6 +19,15 @@ struct Range {
   bool operator==(const Range& o) const { return begin == o.begin && end == o.end; }
 };
 
+// A rectangle of a matrix: rows x columns.
+struct Rect {
+  Range rows, cols;
+  std::int64_t elements() const { return rows.size() * cols.size(); }
+};
+// The common part of two ranges (empty, at the later begin, where they do not meet).
+Range intersect(const Range& p, const Range& q);
+Rect intersect(const Rect& x, const Rect& y);
+
 struct GridShape {
   int rows = 1;  // pr
   int cols = 1;  // pc

@@ -209,3 +209,17 @@ TEST_CASE("scatter bands give every rank equal pieces and cover C's rows once", 
       }
   CHECK_THROWS_AS(tessera::partition::ScatterBands(0, 2, 1), tessera::InputError);
 }
+
+TEST_CASE("intersect keeps the common part of two rectangles, empty where they do not meet", "[partition]") {
+  using tessera::partition::Range;
+  using tessera::partition::Rect;
+  const Rect x{{2, 10}, {0, 5}}, y{{7, 20}, {3, 9}};
+  const Rect both = tessera::partition::intersect(x, y);
+  CHECK(both.rows == Range{7, 10});
+  CHECK(both.cols == Range{3, 5});
+  CHECK(both.elements() == 6);
+  const Rect apart = tessera::partition::intersect(Rect{{0, 3}, {0, 3}}, Rect{{5, 8}, {1, 2}});
+  CHECK(apart.elements() == 0);
+  CHECK(apart.rows.size() == 0);  // at the later begin, not negative
+  CHECK(tessera::partition::intersect(Range{4, 4}, Range{0, 9}).size() == 0);
+}
