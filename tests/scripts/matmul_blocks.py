@@ -2,7 +2,7 @@
 rank generates the same A, B and C_old, keeps its blocks (A, B and C each on a grid of its own:
 1 x 1, P x 1, 1 x P, 2 x 2 where they fit, so some ranks hold nothing), multiplies, and checks its
 block of C against numpy in float64 (odd and prime shapes, K = 1, op, alpha, beta, f32 and f64);
-block_span agrees with libtessera's; a refusal is raised on every rank with C unchanged. Skipped
+block_span tiles each extent as the blocks are cut (and refuses an index beyond the parts); a refusal is raised on every rank with C unchanged. Skipped
 (exit 77) where mpi4py or the compiled module is missing."""
 import os
 import re
@@ -24,12 +24,19 @@ def worker(tessera_bin, source_dir):
 
     comm = MPI.COMM_WORLD
     rank, np_ = comm.Get_rank(), comm.Get_size()
-    native = tessera.matmul.__globals__["_native"]()
-    for extent in (0, 1, 7, 10, 97):
+    for extent in (0, 1, 7, 10, 97):  # the parts tile [0, extent) in order, the first extent % parts one longer
         for parts in (1, 2, 3, 4):
-            for index in range(parts):
-                common.check(tessera.block_span(extent, parts, index) == tuple(native.block_span(extent, parts, index)),
-                             f"block_span({extent}, {parts}, {index}) differs from libtessera's")
+            spans = [tessera.block_span(extent, parts, index) for index in range(parts)]
+            sizes = [b - a for a, b in spans]
+            common.check(spans[0][0] == 0 and spans[-1][1] == extent and
+                         all(spans[i][1] == spans[i + 1][0] for i in range(parts - 1)) and
+                         sizes == [extent // parts + (1 if i < extent % parts else 0) for i in range(parts)],
+                         f"block_span({extent}, {parts}, i): {spans}")
+    try:
+        tessera.block_span(5, 2, 2)
+        common.fail("block_span(5, 2, 2) (an index beyond the parts) was not refused")
+    except tessera.TesseraError:
+        pass
     one, row, col = (1, 1), (1, np_), (np_, 1)
     sq = (2, 2) if np_ >= 4 else (2, 1) if np_ >= 2 else one
     cases = [(1, 1, 1, False, False, 1.0, 0.0, one, one, one), (37, 29, 53, False, False, 1.0, 0.0, col, row, sq),

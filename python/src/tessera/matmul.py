@@ -241,12 +241,11 @@ def matmul(a: Any, b: Any, *, c: Any = None, alpha: float = 1.0, beta: float = 0
 def block_span(extent: int, parts: int, index: int) -> Tuple[int, int]:
     """[first, last) of part `index` of `extent` cut into `parts`, as tessera cuts a distributed
     matrix's block rows and columns (the first extent % parts parts one longer)."""
-    if extent < 0 or parts < 1 or not 0 <= index < parts:
-        raise TesseraError(f"block_span({extent}, {parts}, {index}): the extent must be >= 0, parts >= 1 and "
-                           "0 <= index < parts")
-    base, extra = divmod(extent, parts)
-    first = index * base + min(index, extra)
-    return first, first + base + (1 if index < extra else 0)
+    try:  # libtessera's own split, the one the distributed product uses
+        first, last = _native().block_span(extent, parts, index)
+    except ValueError as e:
+        raise TesseraError(f"block_span({extent}, {parts}, {index}): {e}") from None
+    return int(first), int(last)
 
 
 def _block_of(rows: int, cols: int, grid: Tuple[int, int], rank: int) -> Tuple[int, int, int, int]:
