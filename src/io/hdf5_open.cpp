@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -181,7 +182,7 @@ TypeDesc describe_type(hid_t type) {
       std::size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
       if (bits == 16 && H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) >= 0) {
         d.supported = (esize == 5 && msize == 10) || (esize == 8 && msize == 7);
-        d.name = esize == 5 && msize == 10 ? "float16"
+        d.name = esize == 5 && msize == 10  ? "float16"
                  : esize == 8 && msize == 7 ? "bfloat16"
                                             : "a 16-bit float of " + std::to_string(esize) + " exponent and " +
                                                   std::to_string(msize) + " mantissa bits";
@@ -318,9 +319,17 @@ OpenDataset open_matrix(const DatasetRef& ref) {
     throw InputError(named + " is 2-D (" + shape + "): the matrix index " + ref.slice->text +
                      " names a matrix of a 3-D dataset; write a window as [r0:r1, c0:c1]");
   if (rank != 2 && rank != 3)
-    throw InputError(in_quotes(ref) + " is " + std::to_string(rank) + "-D (" + shape + "); tessera needs a 2-D matrix "
+    throw InputError(in_quotes(ref) + " is " + std::to_string(rank) + "-D (" + shape +
+                     "); tessera needs a 2-D matrix "
                      "(or one matrix of a 3-D dataset)");
   const std::size_t first = rank == 3 ? 1 : 0;
+  // Shapes a corrupt or hostile file may claim: no dimension, nor a batch's stack of rows, past what
+  // a signed 64-bit count holds (HDF5's own limit is 2^64 - 1).
+  constexpr auto kMost = static_cast<hsize_t>(std::numeric_limits<std::int64_t>::max());
+  const bool too_large = std::any_of(dims.begin(), dims.end(), [&](hsize_t d) { return d > kMost; }) ||
+                         (rank == 3 && !indexed && dims[1] > 0 && dims[0] > kMost / dims[1]);
+  if (too_large)
+    throw InputError(named + " claims a shape too large for any file (" + shape + "): the file is corrupt?");
   if (rank == 3) {
     od.info.stored_matrices = static_cast<std::int64_t>(dims[0]);
     if (indexed) od.info.index = resolve_index(*ref.slice, od.info.stored_matrices, named + " (" + shape + ")");
@@ -339,7 +348,8 @@ OpenDataset open_matrix(const DatasetRef& ref) {
   if (!type.valid()) throw_io("cannot read the type of " + in_quotes(ref));
   const TypeDesc td = describe_type(type.get());
   if (!td.supported)
-    throw InputError(in_quotes(ref) + " has unsupported type " + td.name + "; use float16, bfloat16, float32, float64 or an integer type");
+    throw InputError(in_quotes(ref) + " has unsupported type " + td.name +
+                     "; use float16, bfloat16, float32, float64 or an integer type");
   od.info.stored_type = td.name;
   od.info.is_integer = td.is_integer;
   od.info.natural = td.natural;
