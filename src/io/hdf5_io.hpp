@@ -203,6 +203,9 @@ class MatrixWriter : public BlockSink {
   // blocks there (io/direct_io.hpp); invalid for chunked or compressed output, or with
   // TESSERA_HDF5_DIRECT=0. Their writes must be durable (BlockFile::sync) before commit().
   DirectTarget direct_target() const;
+  // Why direct_target() is invalid, for the report: "C is chunked and compressed ...", "HDF5 writes
+  // the output (TESSERA_HDF5_DIRECT=0)", ...; "" where it is valid.
+  std::string why_not_direct() const;
   // NaN and Inf among the elements this writer wrote so far (counted by write_block), for the
   // caller to decide before commit() whether such a C may be committed. Blocks that other
   // processes wrote in place are counted by their BlockFile.

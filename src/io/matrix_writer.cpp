@@ -403,6 +403,15 @@ const std::vector<std::string>& MatrixWriter::notes() const { return impl_->note
 
 DirectTarget MatrixWriter::direct_target() const { return impl_->direct; }
 
+std::string MatrixWriter::why_not_direct() const {
+  const Impl& w = *impl_;
+  if (w.direct.valid()) return "";
+  if (w.chunked) return "C is compressed by rank 0's threads, chunk by chunk";
+  if (!direct_io_enabled()) return "HDF5 writes the output (TESSERA_HDF5_DIRECT=0)";
+  return w.window ? "HDF5 writes the window (its dataset is chunked, compressed or of another type)"
+                  : "HDF5 writes the output (chunked, compressed or in a file with a user block)";
+}
+
 NonfiniteCount MatrixWriter::nonfinite_written() const {
   const std::lock_guard<std::mutex> hold(impl_->nonfinite_lock);
   NonfiniteCount all = impl_->nonfinite;

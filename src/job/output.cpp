@@ -42,7 +42,7 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
     if (want == WriteRoute::gather) {
       plan = {{"why", "--write gather"}};
     } else if (!t.valid()) {
-      plan = {{"why", "HDF5 writes the output (TESSERA_HDF5_DIRECT=0)"}};
+      plan = {{"why", writer->why_not_direct()}};
     } else {
       const std::uint64_t token = t.own_elements ? random_token() : 0;  // 0: none (the fence shows it)
       if (comm.size() > 1 && t.own_elements) io::write_token(t, token);
