@@ -87,7 +87,9 @@ int io_threads() {
 
 void set_io_threads(int threads) { g_io_threads.store(std::max(0, threads)); }
 
-bool direct_io_enabled() { return env::flag("TESSERA_HDF5_DIRECT", true); }
+bool direct_io_enabled() {
+  return env::flag("TESSERA_HDF5_DIRECT", true);
+}
 
 // A block between memory and a contiguous dataset at byte `base` of the file open as `fd`, with
 // pread or pwrite split over a few threads: a large transfer from or to the page cache or a
@@ -110,9 +112,9 @@ int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, st
     Pieces pieces{write ? live : nullptr};
     if (whole_rows) {
       const std::size_t row_bytes = static_cast<std::size_t>(cols) * esize;
-      failed[static_cast<std::size_t>(t)] = io_all(
-          fd, write, dst + static_cast<std::size_t>(r0) * row_bytes, static_cast<std::size_t>(r1 - r0) * row_bytes,
-          base + (row0 + r0) * cols * static_cast<std::int64_t>(esize), &pieces);
+      failed[static_cast<std::size_t>(t)] = io_all(fd, write, dst + static_cast<std::size_t>(r0) * row_bytes,
+                                                   static_cast<std::size_t>(r1 - r0) * row_bytes,
+                                                   base + (row0 + r0) * cols * static_cast<std::int64_t>(esize), &pieces);
       return;
     }
     const std::size_t piece = static_cast<std::size_t>(ncols) * esize;
@@ -191,12 +193,11 @@ void BlockFile::write_block(std::int64_t row0, std::int64_t col0, std::int64_t n
               std::to_string(col0) + ".." + std::to_string(col0 + ncols - 1) + " into '" + t_.file + "' (pwrite)");
   int rc = test_write_point();
   if (rc == 0)
-    rc = transfer_direct(fd_, true, t_.base, t_.row_pitch(), row0, nrows, col0, ncols, t_.esize,
-                         const_cast<void*>(data), fence_.get());
+    rc = transfer_direct(fd_, true, t_.base, t_.cols, row0, nrows, col0, ncols, t_.esize, const_cast<void*>(data),
+                         fence_.get());
   if (rc == kFenced) {
     const std::string why = "stopped writing C into '" + t_.file + "': this run is no longer live (its token '" +
-                            fence_->path() +
-                            "' is gone or another run's: the run failed, or was rolled back, elsewhere)";
+                            fence_->path() + "' is gone or another run's: the run failed, or was rolled back, elsewhere)";
     log::warn("(rank " + std::to_string(log::rank()) + ") " + why);  // said here too: the other ranks may be gone
     throw IoError(why);
   }
@@ -207,8 +208,8 @@ void BlockFile::write_block(std::int64_t row0, std::int64_t col0, std::int64_t n
   // Start writing these bytes back now, while later blocks are still computed, so that the final
   // fsync has less left to wait for. Advisory: errors surface in sync().
   const auto es = static_cast<std::int64_t>(t_.esize);
-  const std::int64_t first = t_.base + (row0 * t_.row_pitch() + col0) * es;
-  const std::int64_t last = t_.base + ((row0 + nrows - 1) * t_.row_pitch() + col0 + ncols) * es;
+  const std::int64_t first = t_.base + (row0 * t_.cols + col0) * es;
+  const std::int64_t last = t_.base + ((row0 + nrows - 1) * t_.cols + col0 + ncols) * es;
   (void)::sync_file_range(fd_, first, last - first, SYNC_FILE_RANGE_WRITE);
 #endif
 }

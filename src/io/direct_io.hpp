@@ -29,7 +29,7 @@ void set_io_threads(int threads);
 // that failed (its node cut off while the others were ended and the file rolled back) finds it
 // gone, or another run's (another inode), and writes nothing more.
 struct Fence {
-  std::string path;         // "": none (nothing to fence: tests, a single process)
+  std::string path;        // "": none (nothing to fence: tests, a single process)
   std::uint64_t inode = 0;  // as the writer of the output saw it (the same from every node)
   // Where the token holds a number of its own run (the journal: a random one), since a file system
   // may give the next run's token the inode number this one's just freed; -1: none (a temporary,
@@ -52,15 +52,7 @@ struct DirectTarget {
   std::int64_t rows = 0, cols = 0;
   std::size_t esize = 0;
   Fence fence;  // the run's token: every piece written only while it is there
-  // Elements from one row's start to the next in the file; 0: cols. More for a window of a wider
-  // dataset (C written into a block of an existing one): base is then the window's first element.
-  std::int64_t pitch = 0;
-  // The elements are the run's alone (a new dataset): the token that shows a rank sees the file
-  // (write_token) may be written over the first of them. Not so in a window of an existing
-  // dataset, whose old values --beta reads: there the fence alone shows it (BlockFile's check).
-  bool own_elements = true;
   bool valid() const { return base >= 0; }
-  std::int64_t row_pitch() const { return pitch > 0 ? pitch : cols; }
 };
 
 // A block of a row-major matrix between memory and a contiguous dataset whose element (0, 0) is

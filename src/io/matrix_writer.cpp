@@ -169,9 +169,7 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
                        "it takes no --chunk or --compression");
     if (rows < 0 || cols < 0) throw InputError("invalid output shape " + shape_text(rows, cols) + " for " + named);
     w.open_window_in_existing_file();
-    if (w.direct.valid()) w.direct_file = std::make_unique<BlockFile>(w.direct);
-    log::info("the result goes into " + named + ", in place, its old values kept in the journal until the commit" +
-              (w.direct.valid() ? " (written with pwrite)" : " (written by HDF5)"));
+    log::info("the result goes into " + named + ", in place, its old values kept in the journal until the commit");
     return;
   }
   if (exists && !w.in_file && !opts.overwrite)
@@ -408,7 +406,7 @@ std::string MatrixWriter::why_not_direct() const {
   if (w.direct.valid()) return "";
   if (w.chunked) return "C is compressed by rank 0's threads, chunk by chunk";
   if (!direct_io_enabled()) return "HDF5 writes the output (TESSERA_HDF5_DIRECT=0)";
-  return w.window ? "HDF5 writes the window (its dataset is chunked, compressed or of another type)"
+  return w.window ? "C goes into a window of an existing dataset: HDF5 writes it through the journal"
                   : "HDF5 writes the output (chunked, compressed or in a file with a user block)";
 }
 

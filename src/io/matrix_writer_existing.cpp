@@ -77,10 +77,9 @@ void MatrixWriter::Impl::create_in_existing_file(hid_t dcpl, const std::vector<h
                      static_cast<std::uint64_t>(w.rows) * static_cast<std::uint64_t>(w.cols) * dtype_size(w.dtype));
 }
 
-// A window of an existing dataset (the target names one): its place found and its bytes saved
-// in the journal before anything is written, so that an error, a signal or a kill puts back the
-// values the window held. Contiguous datasets of the result's type are written with pwrite where
-// the window lies (by every rank); others (chunked, compressed, another float type) by HDF5.
+// A window of an existing dataset (the target names one): its place found and the dataset checked
+// before anything is written; every write then goes through the journal, so that an error, a
+// signal or a kill puts back the values the window held.
 void MatrixWriter::Impl::open_window_in_existing_file() {
   Impl& w = *this;
   const std::string named = in_quotes(w.target);
@@ -113,37 +112,16 @@ void MatrixWriter::Impl::open_window_in_existing_file() {
   const RollbackJournal::HoldSignals held;
   JournaledWrite out(w.target.file, *w.journal);
   w.notes = remove_dead_leftovers(out.get(), w.target.file);
+  // Written by HDF5 on rank 0, through the journal's driver, which records what the run wrote
+  // beside the old bytes: the window shares its pages with elements the run does not write, and a
+  // recovery after a crash must tell an edit of those from the run's own writes (no pwrite range
+  // is reserved here, whose restore would paste the old bytes over such an edit).
   Handle opened = own_dataset(H5Dopen2(out.get(), w.target.path.c_str(), H5P_DEFAULT));
   if (!opened.valid()) throw_io("cannot open " + named + " to write C into it");
-  Handle type = own_type(H5Dget_type(opened.get()));
-  Handle dcpl = own_plist(H5Dget_create_plist(opened.get()));
-  hsize_t userblock = 1;
-  Handle fcpl = own_plist(H5Fget_create_plist(out.get()));
-  const bool plain = fcpl.valid() && H5Pget_userblock(fcpl.get(), &userblock) >= 0 && userblock == 0;
-  const bool contiguous = dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS;
-  const haddr_t offset = H5Dget_offset(opened.get());  // undefined until the space is allocated
-  H5Eclear2(H5E_DEFAULT);
-  const auto es = static_cast<std::int64_t>(dtype_size(w.dtype));
-  if (plain && contiguous && offset != HADDR_UNDEF && direct_io_enabled() && type.valid() &&
-      H5Tequal(type.get(), native_type(w.dtype)) > 0) {
-    const std::int64_t first_row = std::max<std::int64_t>(info.index, 0) * info.stored_rows + info.row0;
-    const std::int64_t base = static_cast<std::int64_t>(offset) + (first_row * info.stored_cols + info.col0) * es;
-    w.direct = {w.target.file,
-                base,
-                w.rows,
-                w.cols,
-                static_cast<std::size_t>(es),
-                fence_of(w.journal->journal(), journal_format::kStampAt),
-                info.stored_cols,
-                false};
-  }
   const std::string failed = "writing " + in_quotes(w.target.file) + " failed";
   out.close(opened, failed);
   out.close(failed);
   w.dataset_created = true;  // (the window's: what the commit and the rollback look for)
-  if (w.direct.valid())
-    reserve_elements(static_cast<std::uint64_t>(w.direct.base),
-                     static_cast<std::uint64_t>(((w.rows - 1) * info.stored_cols + w.cols) * es));
 }
 
 // The elements' space taken on the disk now (the ranks write there without HDF5 and the journal),

@@ -44,20 +44,11 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
     } else if (!t.valid()) {
       plan = {{"why", writer->why_not_direct()}};
     } else {
-      const std::uint64_t token = t.own_elements ? random_token() : 0;  // 0: none (the fence shows it)
-      if (comm.size() > 1 && t.own_elements) io::write_token(t, token);
-      plan = {{"file", t.file},
-              {"base", t.base},
-              {"rows", t.rows},
-              {"cols", t.cols},
-              {"esize", t.esize},
-              {"token", token},
-              {"fence", t.fence.path},
-              {"fence_inode", t.fence.inode},
-              {"fence_stamp_at", t.fence.stamp_at},
-              {"fence_stamp", t.fence.stamp},
-              {"pitch", t.pitch},
-              {"own_elements", t.own_elements}};
+      const std::uint64_t token = random_token();
+      if (comm.size() > 1) io::write_token(t, token);
+      plan = {{"file", t.file},   {"base", t.base},   {"rows", t.rows},         {"cols", t.cols},
+              {"esize", t.esize}, {"token", token},   {"fence", t.fence.path}, {"fence_inode", t.fence.inode},
+                              {"fence_stamp_at", t.fence.stamp_at}, {"fence_stamp", t.fence.stamp}};
     }
   });
   plan = nlohmann::json::parse(comm.broadcast(plan.dump(), kRoot));
@@ -73,19 +64,13 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
   }
   // Every rank must see the file rank 0 made (the same file system).
   // With the run's liveness token (io::Fence): every rank writes only while it is there.
-  const io::DirectTarget t{
-      plan["file"],
-      plan["base"],
-      plan["rows"],
-      plan["cols"],
-      plan["esize"],
-      io::Fence{plan["fence"].get<std::string>(), plan["fence_inode"].get<std::uint64_t>(),
-                plan["fence_stamp_at"].get<std::int64_t>(), plan["fence_stamp"].get<std::uint64_t>()},
-      plan["pitch"].get<std::int64_t>(),
-      plan["own_elements"].get<bool>()};
+  const io::DirectTarget t{plan["file"],  plan["base"], plan["rows"],
+                           plan["cols"],  plan["esize"],
+                           io::Fence{plan["fence"].get<std::string>(), plan["fence_inode"].get<std::uint64_t>(),
+                                     plan["fence_stamp_at"].get<std::int64_t>(), plan["fence_stamp"].get<std::uint64_t>()}};
   bool sees = true;
   if (rank != kRoot) {
-    sees = !t.own_elements || io::sees_token(t, plan["token"].get<std::uint64_t>());
+    sees = io::sees_token(t, plan["token"].get<std::uint64_t>());
     if (sees) {
       try {
         route.own_ = std::make_unique<io::BlockFile>(t);

@@ -4,8 +4,8 @@ written in place: the window holds alpha op(A) op(B) + beta C_old (C_old the win
 every other element of the file and the dataset's attributes stay as they were. numpy checks the
 whole dataset against float64.
 
---layout: contiguous (every rank pwrites its block), gzip (chunked and compressed: HDF5 writes),
-f32 (a float32 dataset, float64 compute: HDF5 converts). --case refusals: each refused run leaves
+--layout: contiguous, gzip (chunked and compressed), f32 (a float32 dataset, float64 compute: HDF5
+converts); rank 0's HDF5 writes each through the file's journal. --case refusals: each refused run leaves
 the file byte for byte as it was, no journal, and names its cause."""
 import hashlib
 import os

@@ -252,6 +252,8 @@ foreach(_sig TERM INT)
   set_tests_properties(crash.${_sig}.overwrite.np1 PROPERTIES LABELS "mpi;fault;crash")
 endforeach()
 add_mpi_test(crash.TERM.new.np3 3 crash_sweep.py --case new --stop TERM)
+add_mpi_test(crash.TERM.window.np1 1 crash_sweep.py --case window --stop TERM)
+set_tests_properties(crash.TERM.window.np1 PROPERTIES LABELS "mpi;fault;crash")
 set_tests_properties(crash.TERM.new.np3 PROPERTIES LABELS "mpi;fault;crash")
 add_mpi_test(crash.enospc.beta.np3 3 crash_sweep.py --case beta --stop enospc)
 set_tests_properties(crash.enospc.beta.np3 PROPERTIES LABELS "mpi;fault;crash")
@@ -389,10 +391,10 @@ foreach(case outside step)
   add_mpi_test(error.slice.${case} 2 slices.py --case ${case})
 endforeach()
 # C into a window of an existing dataset, or one matrix of a 3-D one, in place (issue 43 item 3;
-# c_windows.py): contiguous (pwrite by every rank), gzip-chunked and float32 (HDF5 writes), gathered,
+# c_windows.py): contiguous, gzip-chunked and float32 (rank 0's HDF5 writes through the journal),
 # 1-4 ranks, alpha and beta; the refusals leave the file byte for byte as it was.
 add_mpi_test(cwindow.contiguous.np1 1 c_windows.py)
-add_mpi_test(cwindow.contiguous.np4 4 c_windows.py --write in-place)
+add_mpi_test(cwindow.contiguous.np4 4 c_windows.py)
 add_mpi_test(cwindow.gzip.np3 3 c_windows.py --layout gzip)
 add_mpi_test(cwindow.f32.gather.np2 2 c_windows.py --layout f32 --write gather)
 add_mpi_test(cwindow.matrix.np2 2 c_windows.py --case matrix)
