@@ -95,6 +95,9 @@ have_header /usr/lib/*/libopenblas.so /usr/lib/*/openblas*/libopenblas.so /usr/l
   || missing+=(libopenblas-dev)
 # The reference BLAS (with its CBLAS): ctest blas.generic builds against it with -DBLA_VENDOR=Generic
 have_header /usr/lib/*/blas/libblas.so || missing+=(libblas-dev)
+# ScaLAPACK (with its BLACS) for Open MPI: libtessera_scalapack's BLACS calls and hand-back, and
+# ctest scalapack.* (the same pdgemm_ program built against it and against tessera's drop-in)
+have_header /usr/lib/*/libscalapack-openmpi.so || missing+=(libscalapack-openmpi-dev)
 # pkg-config: ctest install.consumer.pkgconfig builds a program with the installed tessera.pc
 command -v pkg-config >/dev/null || missing+=(pkgconf)
 python_with_h5py >/dev/null || missing+=(python3-h5py python3-numpy)

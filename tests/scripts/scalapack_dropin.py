@@ -1,0 +1,215 @@
+"""libtessera_scalapack against the system's ScaLAPACK (issue 44): the same pdgemm_/psgemm_
+program (tests/scalapack/pgemm_check.c), built against Debian's ScaLAPACK and with
+libtessera_scalapack linked first, runs the same cases on one BLACS grid; each C (margins
+included) is checked against numpy in float64 with a bound from precision and K, and the two
+builds against each other.
+
+  --grid RxC         the BLACS grid; --np may exceed R*C (the rest call p?gemm_ outside the grid)
+  --mode cases       random and edge cases (block sizes 1, 7, 64; offsets; N/T/C; alpha/beta)
+  --mode handback    the same cases with TESSERA_SCALAPACK_MIN_FLOPS splitting them: the small
+                     ones are handed to ScaLAPACK, the others are not (TESSERA_SCALAPACK_VERBOSE)
+  --mode invalid     an invalid argument: both builds stop with PBLAS's own message, nonzero
+  --mode preload     the ScaLAPACK build run with LD_PRELOAD=libtessera_scalapack.so takes tessera
+"""
+import os
+import random
+import re
+import shlex
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Runner, check, fail, parser  # noqa: E402
+
+
+def value(c, which, i, j):
+    """pgemm_check.c's value(): element (i, j) of matrix `which` of case c (int64 arithmetic)."""
+    h = (i * 7919 + j * 104729 + which * 1299709 + c * 15485863) % 2000003
+    return h / 1000001.5 - 1.0
+
+
+def global_matrix(c, which, rows, cols, single):
+    i = np.arange(rows, dtype=np.int64)[:, None]
+    j = np.arange(cols, dtype=np.int64)[None, :]
+    v = value(c, which, i, j)
+    return v.astype(np.float32).astype(np.float64) if single else v
+
+
+def make_cases(grid, seed):
+    rng = random.Random(seed)
+    pr, pc = grid
+    cases = []
+    # Edge cases first: 1x1x1, K = 1, an empty product, K = 0, alpha = 0, beta = 0 over any C.
+    base = dict(prec="d", ta="N", tb="N", alpha=1.0, beta=0.0, mb=7, nb=7, ia=1, ja=1, ib=1, jb=1, ic=1, jc=1,
+                rsrc=0, csrc=0)
+    for m, n, k, extra in [(1, 1, 1, {}), (13, 11, 1, {}), (5, 7, 0, {"beta": 2.0}), (0, 9, 4, {}),
+                           (9, 8, 7, {"alpha": 0.0, "beta": -1.5}), (9, 8, 7, {"alpha": 0.0, "beta": 0.0}),
+                           (64, 1, 70, {"mb": 64, "nb": 64}), (1, 37, 70, {"ta": "T", "mb": 1, "nb": 1})]:
+        cases.append(dict(base, m=m, n=n, k=k, **extra))
+    for _ in range(34):
+        mb = rng.choice([1, 7, 64, 3])
+        nb = rng.choice([1, 7, 64, 5])
+        cases.append(dict(
+            prec=rng.choice("sd"), ta=rng.choice("NTC"), tb=rng.choice("NTC"),
+            m=rng.choice([1, 2, 13, 37, 70, 101]), n=rng.choice([1, 3, 17, 41, 70, 97]),
+            k=rng.choice([1, 5, 19, 64, 83, 130]),
+            alpha=rng.choice([1.0, -0.5, 2.25]), beta=rng.choice([0.0, 1.0, -1.75]),
+            mb=mb, nb=nb, ia=rng.choice([1, 1, 3, 9]), ja=rng.choice([1, 2, 8]), ib=rng.choice([1, 4, 11]),
+            jb=rng.choice([1, 6]), ic=rng.choice([1, 2, 65]), jc=rng.choice([1, 7]),
+            rsrc=rng.randrange(pr), csrc=rng.randrange(pc)))
+    return cases
+
+
+def case_line(x):
+    return ("{prec} {ta} {tb} {m} {n} {k} {alpha!r} {beta!r} {mb} {nb} {ia} {ja} {ib} {jb} {ic} {jc} {rsrc} {csrc}"
+            .format(**x))
+
+
+def read_output(path):
+    out = {}
+    with open(path) as f:
+        lines = f.read().split("\n")
+    i = 0
+    while i < len(lines) and lines[i]:
+        _, c, rows, cols = lines[i].split()
+        c, rows, cols = int(c), int(rows), int(cols)
+        out[c] = np.array([[float(v) for v in lines[i + 1 + r].split()] for r in range(rows)]).reshape(rows, cols)
+        i += 1 + rows
+    return out
+
+
+def reference(c, x):
+    """The expected global C of case c (float64), and the elementwise error bound."""
+    single = x["prec"] == "s"
+    na, nb = x["ta"] == "N", x["tb"] == "N"
+    m, n, k = x["m"], x["n"], x["k"]
+    a_rows, a_cols = (m, k) if na else (k, m)
+    b_rows, b_cols = (k, n) if nb else (n, k)
+    A = global_matrix(c, 0, x["ia"] - 1 + a_rows + 2, x["ja"] - 1 + a_cols + 3, single)
+    B = global_matrix(c, 1, x["ib"] - 1 + b_rows + 2, x["jb"] - 1 + b_cols + 3, single)
+    C = global_matrix(c, 2, x["ic"] - 1 + m + 2, x["jc"] - 1 + n + 3, single)
+    a = A[x["ia"] - 1:x["ia"] - 1 + a_rows, x["ja"] - 1:x["ja"] - 1 + a_cols]
+    b = B[x["ib"] - 1:x["ib"] - 1 + b_rows, x["jb"] - 1:x["jb"] - 1 + b_cols]
+    opa, opb = (a if na else a.T), (b if nb else b.T)
+    alpha, beta = x["alpha"], x["beta"]
+    if single:
+        alpha, beta = float(np.float32(alpha)), float(np.float32(beta))
+    expect = C.copy()
+    bound = np.zeros_like(C)
+    sub = (slice(x["ic"] - 1, x["ic"] - 1 + m), slice(x["jc"] - 1, x["jc"] - 1 + n))
+    if m and n:
+        old = C[sub]
+        prod = opa @ opb if k else np.zeros((m, n))
+        expect[sub] = alpha * prod + (beta * old if beta != 0 else 0.0)
+        eps = np.finfo(np.float32 if single else np.float64).eps
+        mag = abs(alpha) * (np.abs(opa) @ np.abs(opb) if k else np.zeros((m, n))) + abs(beta) * np.abs(old)
+        bound[sub] = 2.0 * (k + 3) * eps * mag + 1e-300
+    return expect, bound
+
+
+def launch(runner, args, binary, cases_path, out_path, env=None, expect_ok=True):
+    cmd = shlex.split(args.mpiexec) + ["-np", str(args.np), binary, str(args.grid[0]), str(args.grid[1]),
+                                       cases_path, out_path]
+    print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+    full = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    full.update(env or {})
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=240, env=full, cwd=runner.dir)
+    sys.stdout.write(p.stdout[-4000:])
+    sys.stdout.write(p.stderr[-6000:])
+    if expect_ok and p.returncode != 0:
+        fail(f"{os.path.basename(binary)} exited with {p.returncode}")
+    return p
+
+
+def compare(cases, results, label):
+    for c, x in enumerate(cases):
+        check(c in results, f"{label}: no C for case {c} ({case_line(x)})")
+        expect, bound = reference(c, x)
+        got = results[c]
+        check(got.shape == expect.shape, f"{label}: case {c}: C is {got.shape}, expected {expect.shape}")
+        err = np.abs(got - expect)
+        bad = err > bound
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            fail(f"{label}: case {c} ({case_line(x)}): C[{i},{j}] = {got[i, j]!r}, numpy {expect[i, j]!r} "
+                 f"(error {err[i, j]:.3g} > bound {bound[i, j]:.3g}; {int(bad.sum())} elements off)")
+    print(f"{label}: {len(cases)} cases agree with numpy")
+
+
+def main():
+    p = parser(__doc__)
+    p.add_argument("--grid", required=True, type=lambda s: tuple(int(v) for v in s.split("x")))
+    p.add_argument("--check-scalapack", required=True)
+    p.add_argument("--check-tessera", required=True)
+    p.add_argument("--library", required=True)
+    p.add_argument("--mode", default="cases", choices=["cases", "handback", "invalid", "preload"])
+    args = p.parse_args()
+    check(args.np >= args.grid[0] * args.grid[1], "--np is below the grid's size")
+    r = Runner(args)
+    cases = make_cases(args.grid, seed=1000 + 10 * args.grid[0] + args.grid[1])
+    cases_path = r.path("cases.txt")
+
+    if args.mode == "invalid":
+        # M = -1: ScaLAPACK's own check stops the program, with or without tessera in front.
+        bad = dict(cases[0], m=-1)
+        with open(cases_path, "w") as f:
+            f.write(case_line(bad) + "\n")
+        outs = []
+        for binary in (args.check_scalapack, args.check_tessera):
+            res = launch(r, args, binary, cases_path, r.path("bad.txt"), expect_ok=False,
+                         env={"TESSERA_SCALAPACK_VERBOSE": "1"})
+            check(res.returncode != 0, f"{os.path.basename(binary)}: an invalid M ran to exit status 0")
+            check(re.search(r"PDGEMM", res.stdout + res.stderr, re.I) is not None,
+                  f"{os.path.basename(binary)}: ScaLAPACK's message naming PDGEMM is missing")
+            outs.append(res.stdout + res.stderr)
+        check("handed to ScaLAPACK: M, N or K is negative" in outs[1],
+              "the drop-in did not say it handed the invalid call to ScaLAPACK")
+        print("an invalid M: both builds stop with ScaLAPACK's message")
+        return
+
+    with open(cases_path, "w") as f:
+        for x in cases:
+            f.write(case_line(x) + "\n")
+    in_grid = args.grid[0] * args.grid[1]
+    env = {"TESSERA_SCALAPACK_VERBOSE": "1", "TESSERA_SCALAPACK": "tessera"}
+    if args.mode == "handback":
+        env.update(TESSERA_SCALAPACK="auto", TESSERA_SCALAPACK_MIN_FLOPS="100000")
+    ref = launch(r, args, args.check_scalapack, cases_path, r.path("scalapack.txt"))
+    check("tessera" not in ref.stderr, "the ScaLAPACK build printed tessera's lines")
+    compare(cases, read_output(r.path("scalapack.txt")), "ScaLAPACK")
+
+    if args.mode == "preload":
+        res = launch(r, args, args.check_scalapack, cases_path, r.path("preloaded.txt"),
+                     env=dict(env, LD_PRELOAD=args.library))
+        check(re.search(r"tessera p[sd]gemm_: .* tessera \(cpu|cuda\)", res.stderr) is not None,
+              "LD_PRELOAD=libtessera_scalapack.so did not bring tessera's p?gemm_")
+        compare(cases, read_output(r.path("preloaded.txt")), "ScaLAPACK build with LD_PRELOAD")
+        return
+
+    res = launch(r, args, args.check_tessera, cases_path, r.path("tessera.txt"), env=env)
+    got = read_output(r.path("tessera.txt"))
+    compare(cases, got, "tessera drop-in")
+    # Each call is reported once, by the grid's process 0: tessera's or ScaLAPACK's.
+    ran = re.findall(r"tessera (p[sd]gemm_): (\d+)x(\d+)x(\d+) (.*)", res.stderr)
+    check(len(ran) == len(cases), f"{len(ran)} calls reported, {len(cases)} made")
+    for (routine, m, n, k, how), x in zip(ran, cases):
+        flops = 2 * int(m) * int(n) * int(k)
+        handed = how.startswith("handed to ScaLAPACK")
+        if args.mode == "handback":
+            check(handed == (flops < 100000), f"{routine} {m}x{n}x{k} ({flops} flops): '{how}'")
+        else:
+            check(not handed, f"{routine} {m}x{n}x{k} handed to ScaLAPACK: '{how}'")
+    sc = read_output(r.path("scalapack.txt"))
+    for c, x in enumerate(cases):
+        scale = np.maximum(np.abs(sc[c]), 1.0)
+        tol = 1e-4 if x["prec"] == "s" else 1e-11
+        check(np.all(np.abs(got[c] - sc[c]) <= tol * scale * max(1, x["k"])),
+              f"case {c}: tessera's C and ScaLAPACK's differ beyond {tol} x K")
+    print(f"tessera and ScaLAPACK agree on {len(cases)} cases, grid {args.grid[0]}x{args.grid[1]}, "
+          f"{args.np - in_grid} process(es) outside it")
+
+
+if __name__ == "__main__":
+    main()
