@@ -20,6 +20,16 @@ void cpu_tiled_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, 
 template <class T>
 void openblas_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c);
 
+// The BLAS's general GEMM on row-major operands where they lie: C = alpha op(A) op(B) + beta C,
+// op(A) m x k, op(B) k x n, each stored with its own leading dimension (beta = 0: C not read).
+// Throws std::length_error for a dimension or leading dimension beyond the BLAS integer range.
+template <class T>
+void blas_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+               std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc);
+// Whether blas_gemm takes these sizes (all within the BLAS integer range).
+bool blas_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, std::int64_t ldb,
+                    std::int64_t ldc);
+
 // A CPU kernel of the registry (kernels/cpu_registry.cpp): its name (--kernel), what it does, and
 // its float32 and float64 entry points. The first is the CPU backend's default.
 struct CpuKernel {

@@ -34,6 +34,29 @@ void openblas_gemm<double>(std::int64_t m, std::int64_t n, std::int64_t k, const
               checked(n), 0.0, c, checked(n));
 }
 
+bool blas_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, std::int64_t ldb,
+                    std::int64_t ldc) {
+  for (const std::int64_t v : {m, n, k, lda, ldb, ldc})
+    if (v < 0 || v > static_cast<std::int64_t>(INT_MAX)) return false;
+  return true;
+}
+
+template <>
+void blas_gemm<float>(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+                      const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+                      std::int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, checked(m),
+              checked(n), checked(k), alpha, a, checked(lda), b, checked(ldb), beta, c, checked(ldc));
+}
+
+template <>
+void blas_gemm<double>(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
+                       const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c,
+                       std::int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, checked(m),
+              checked(n), checked(k), alpha, a, checked(lda), b, checked(ldb), beta, c, checked(ldc));
+}
+
 #ifdef TESSERA_BLAS_OPENBLAS
 int openblas_threads() { return openblas_get_num_threads(); }
 void set_blas_threads(int threads) {

@@ -322,10 +322,13 @@ class Backend {
   // between the backend's own steps (setting NCCL groups up, sending C blocks); nullptr on the CPU.
   virtual void* device_stream() const { return nullptr; }
 
-  // --- HeldProblem: whether this backend multiplies the caller's memory where it lies (a GPU
-  // whose scratch for the packed operands and C fits `limit`-free memory); false on the CPU,
-  // whose caller packs and multiplies on the host.
-  virtual bool holds_in_place(const HeldProblem& p) const {
+  // --- HeldProblem: whether this backend multiplies the caller's memory where it lies with
+  // `kernel` (a GPU whose scratch for the packed operands and C fits `limit`-free memory; the CPU
+  // with its BLAS's own GEMM, which takes leading dimensions, op, alpha and beta); false: the
+  // caller packs the operands and multiplies them on the host. The CPU never scans for NaN/Inf
+  // here (p.refuse_nonfinite is the caller's to do first).
+  virtual bool holds_in_place(const std::string& kernel, const HeldProblem& p) const {
+    (void)kernel;
     (void)p;
     return false;
   }

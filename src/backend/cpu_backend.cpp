@@ -60,6 +60,31 @@ class CpuBackend final : public Backend {
   std::unique_ptr<PanelProduct> panel_product(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
                                               std::int64_t max_w, void* host_c, bool host_staging) override;
 
+  // Matrices in host memory with the BLAS's kernel: its GEMM reads them where they lie (leading
+  // dimensions, op, alpha, beta), with no packed copy of A or B and no scratch C.
+  bool holds_in_place(const std::string& kernel, const HeldProblem& p) const override {
+    const kernels::CpuKernel* k = kernels::find_cpu_kernel(kernel);
+    return k && k->vendor && !p.a.device && !p.b.device && !p.c_device &&
+           kernels::blas_gemm_fits(p.m, p.n, p.k, std::max<std::int64_t>(1, p.a.ld), std::max<std::int64_t>(1, p.b.ld),
+                                   std::max<std::int64_t>(1, p.ldc));
+  }
+
+  std::vector<PhaseTime> gemm_in_place(const std::string&, const HeldProblem& p) override {
+    const auto start = std::chrono::steady_clock::now();
+    const std::int64_t lda = std::max<std::int64_t>(1, p.a.ld), ldb = std::max<std::int64_t>(1, p.b.ld),
+                       ldc = std::max<std::int64_t>(1, p.ldc);
+    if (p.dtype == DType::f32)
+      kernels::blas_gemm<float>(p.a.transposed, p.b.transposed, p.m, p.n, p.k, static_cast<float>(p.alpha),
+                                static_cast<const float*>(p.a.data), lda, static_cast<const float*>(p.b.data), ldb,
+                                static_cast<float>(p.beta), static_cast<float*>(p.c), ldc);
+    else
+      kernels::blas_gemm<double>(p.a.transposed, p.b.transposed, p.m, p.n, p.k, p.alpha,
+                                 static_cast<const double*>(p.a.data), lda, static_cast<const double*>(p.b.data), ldb,
+                                 p.beta, static_cast<double*>(p.c), ldc);
+    const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - start;
+    return {{"compute", dt.count()}};
+  }
+
   // `kernel` is a resolved name (backend::resolve_kernel): the registry's, never "auto".
   template <class T>
   static void run(const std::string& kernel, const GemmProblem& p) {

@@ -118,7 +118,7 @@ class CudaBackend final : public Backend {
 
   // Matrices in GPU memory. Host-only products keep the in-core and streamed GEMMs (gemm()) until
   // the held path's copies are measured against them on a GPU (TESSERA_HELD_HOST=1 tries it).
-  bool holds_in_place(const HeldProblem& p) const override {
+  bool holds_in_place(const std::string&, const HeldProblem& p) const override {
     if (p.a.device || p.b.device || p.c_device) return true;  // only here can they be used
     return held_host_ && held_bytes_missing(held_, p) <= memory_budget(limit_);
   }
@@ -156,9 +156,9 @@ class CudaBackend final : public Backend {
   std::string device_name_;
   DeviceIdentity identity_;
   KernelChoice choice_;
-  std::size_t limit_;             // --gpu-memory in bytes; 0: what the GPU has free
-  std::string out_of_core_note_;  // set when a GEMM ran out of core
-  std::thread library_loader_;    // prepare()'s, joined on destruction
+  std::size_t limit_;                               // --gpu-memory in bytes; 0: what the GPU has free
+  std::string out_of_core_note_;                    // set when a GEMM ran out of core
+  std::thread library_loader_;                      // prepare()'s, joined on destruction
   std::set<std::pair<std::string, DType>> warmed_;  // what prepare() has warmed up
   HeldScratch held_;  // gemm_in_place's, kept from call to call; freed first, while the GPU is set up
   const bool held_host_ = env::flag("TESSERA_HELD_HOST", false);

@@ -59,7 +59,8 @@ std::string kernel_for(backend::Kind kind, const std::string& asked, DType dtype
 std::string shape_of(std::int64_t rows, std::int64_t cols) { return fmt::format("{}x{}", rows, cols); }
 
 void check_matrix(const MemoryMatrix& x, const char* name, bool written) {
-  if (x.rows < 0 || x.cols < 0) throw InputError(fmt::format("{} is {}: a negative dimension", name, shape_of(x.rows, x.cols)));
+  if (x.rows < 0 || x.cols < 0)
+    throw InputError(fmt::format("{} is {}: a negative dimension", name, shape_of(x.rows, x.cols)));
   if (x.ld < x.cols)
     throw InputError(fmt::format("{}: its rows are {} elements apart, fewer than its {} columns", name, x.ld, x.cols));
   if (x.rows > 0 && x.cols > 0 && (written ? x.out == nullptr : x.data == nullptr))
@@ -72,14 +73,15 @@ void check_matrix(const MemoryMatrix& x, const char* name, bool written) {
 io::NonfiniteCount packed_nonfinite(const MemoryMatrix& x) {
   const std::size_t row_bytes = static_cast<std::size_t>(x.cols) * dtype_size(x.dtype);
   const std::size_t bytes = static_cast<std::size_t>(x.rows) * row_bytes;
-  const auto threads = static_cast<std::int64_t>(std::min<std::size_t>(
-      {std::max<std::size_t>(bytes >> 22, 1), std::max(1u, std::thread::hardware_concurrency()),
-       static_cast<std::size_t>(std::max<std::int64_t>(x.rows, 1))}));
+  const auto threads = static_cast<std::int64_t>(
+      std::min<std::size_t>({std::max<std::size_t>(bytes >> 22, 1), std::max(1u, std::thread::hardware_concurrency()),
+                             static_cast<std::size_t>(std::max<std::int64_t>(x.rows, 1))}));
   std::vector<io::NonfiniteCount> parts(static_cast<std::size_t>(threads));
   const auto scan = [&](std::int64_t t) {
     const std::int64_t r0 = x.rows * t / threads, r1 = x.rows * (t + 1) / threads;
-    parts[static_cast<std::size_t>(t)].add(static_cast<const unsigned char*>(x.data) + static_cast<std::size_t>(r0) * row_bytes,
-                                           x.dtype, r1 - r0, x.cols, r0, 0, x.cols);
+    parts[static_cast<std::size_t>(t)].add(
+        static_cast<const unsigned char*>(x.data) + static_cast<std::size_t>(r0) * row_bytes, x.dtype, r1 - r0, x.cols,
+        r0, 0, x.cols);
   };
   std::vector<std::thread> pool;
   for (std::int64_t t = 1; t < threads; ++t) pool.emplace_back(scan, t);
@@ -104,10 +106,11 @@ void refuse_nonfinite(const MemoryMatrix& x, const char* name) {
   }
   if (found.count == 0) return;
   const auto first = static_cast<std::int64_t>(found.first);
-  throw InputError(fmt::format("{} holds {} non-finite value(s) (NaN/Inf), the first at ({}, {}); allow_nonfinite "
-                               "multiplies them",
-                               name, static_cast<long long>(found.count), first / std::max<std::int64_t>(x.cols, 1),
-                               first % std::max<std::int64_t>(x.cols, 1)));
+  throw InputError(
+      fmt::format("{} holds {} non-finite value(s) (NaN/Inf), the first at ({}, {}); allow_nonfinite "
+                  "multiplies them",
+                  name, static_cast<long long>(found.count), first / std::max<std::int64_t>(x.cols, 1),
+                  first % std::max<std::int64_t>(x.cols, 1)));
 }
 
 // op(X) as one contiguous row-major block: X's own memory where it is one (no copy), else a copy
@@ -187,8 +190,8 @@ void refuse_overlap(const MemoryMatrix& c, const MemoryMatrix& x, const char* na
   const auto [c0, c1] = span_of(c, c.out);
   const auto [x0, x1] = span_of(x, x.data);
   if (c0 < x1 && x0 < c1)
-    throw InputError(fmt::format("C shares memory with {}: the product would overwrite its own input; give C memory of its own",
-                                 name));
+    throw InputError(fmt::format(
+        "C shares memory with {}: the product would overwrite its own input; give C memory of its own", name));
 }
 
 // The report completed: backend, kernel, the one rank's record and the wall time.
@@ -216,13 +219,15 @@ report::JobReport multiply_in_memory(const JobOptions& o, const MemoryMatrix& a,
     throw InputError(fmt::format("A, B and C must hold one dtype; they hold {}, {} and {}", dtype_name(a.dtype),
                                  dtype_name(b.dtype), dtype_name(c.dtype)));
   if (o.asked.dtype && *o.asked.dtype != dtype)
-    throw InputError(fmt::format("dtype {} asked, but the matrices hold {}", dtype_name(*o.asked.dtype), dtype_name(dtype)));
+    throw InputError(
+        fmt::format("dtype {} asked, but the matrices hold {}", dtype_name(*o.asked.dtype), dtype_name(dtype)));
   const bool ta = o.a.transposed, tb = o.b.transposed;
   const std::int64_t m = ta ? a.cols : a.rows, k = ta ? a.rows : a.cols;
   const std::int64_t kb = tb ? b.cols : b.rows, n = tb ? b.rows : b.cols;
   if (k != kb)
-    throw InputError(fmt::format("inner dimensions disagree: op(A) is {} but op(B) is {} (A's columns must equal B's rows)",
-                                 shape_of(m, k), shape_of(kb, n)));
+    throw InputError(
+        fmt::format("inner dimensions disagree: op(A) is {} but op(B) is {} (A's columns must equal B's rows)",
+                    shape_of(m, k), shape_of(kb, n)));
   if (c.rows != m || c.cols != n)
     throw InputError(fmt::format("C is {}, but op(A) op(B) is {}", shape_of(c.rows, c.cols), shape_of(m, n)));
   for (const double v : {o.alpha, o.beta})
@@ -241,12 +246,17 @@ report::JobReport multiply_in_memory(const JobOptions& o, const MemoryMatrix& a,
     be = backend::make_backend(kind, {device, 1, static_cast<std::size_t>(o.asked.gpu_memory)});
   const std::string kernel = kernel_for(be->kind(), o.asked.kernel, dtype, m, n, std::max<std::int64_t>(k, 1));
   const backend::HeldProblem held = held_problem(o, a, b, c, call, m, n, k);
-  const bool in_place = be->holds_in_place(held);
+  const bool in_place = be->holds_in_place(kernel, held);
   if (!in_place && (a.device || b.device || c.device))
-    throw InputError(fmt::format("{} is in GPU memory, but the {} backend computes on the host (the GPU's memory is used "
-                                 "by the cuda backend only)",
-                                 a.device ? "A" : b.device ? "B" : "C", be->name()));
-  if (!in_place && !o.allow_nonfinite) {
+    throw InputError(
+        fmt::format("{} is in GPU memory, but the {} backend computes on the host (the GPU's memory is used "
+                    "by the cuda backend only)",
+                    a.device   ? "A"
+                    : b.device ? "B"
+                               : "C",
+                    be->name()));
+  // The CPU's BLAS multiplies in place but scans nothing: A and B are scanned here, as packed.
+  if ((!in_place || be->kind() == backend::Kind::cpu) && !o.allow_nonfinite) {
     refuse_nonfinite(a, "A");
     refuse_nonfinite(b, "B");
   }

@@ -28,6 +28,7 @@
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -187,11 +188,54 @@ std::int64_t memory_available() {
 }
 
 // ---- moving the panels ------------------------------------------------------------------------
+// Buffers kept from call to call (an application calls p?gemm_ in loops: new pages cost a fault
+// each, ~10% of a 1024^3 product's exchange on two processes), left uninitialized; one above
+// kKeepBytes is freed when the call ends, so that a large product leaves no memory behind.
+constexpr std::size_t kKeepBytes = std::size_t{256} << 20;
+
+class Buffer {
+ public:
+  ~Buffer() { std::free(data_); }
+  void* get(std::size_t bytes) {
+    if (bytes > size_) {
+      std::free(data_);
+      data_ = std::malloc(bytes);
+      size_ = data_ ? bytes : 0;
+      if (!data_) throw std::bad_alloc();
+    }
+    return data_;
+  }
+  void trim() {
+    if (size_ > kKeepBytes) {
+      std::free(data_);
+      data_ = nullptr;
+      size_ = 0;
+    }
+  }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// The panels of A and B, and what one exchange sends and receives.
+struct Buffers {
+  Buffer panel[2], send, recv;
+  void trim() {
+    for (Buffer* b : {&panel[0], &panel[1], &send, &recv}) b->trim();
+  }
+};
+
+Buffers& buffers() {
+  static Buffers b;  // p?gemm_ is called by one thread of a process at a time, as ScaLAPACK is
+  return b;
+}
+
 // A panel: the parts of one stored operand this process needs, column-major (`ld` apart), either
-// in `own` or, where this process already holds all of it in one piece, in its local storage.
+// in a buffer of its own or, where this process already holds all of it in one piece, in its
+// local storage.
 template <class T>
 struct Panel {
-  std::vector<T> own;
   const T* data = nullptr;
   std::int64_t rows = 0, cols = 0, ld = 1;
 };
@@ -249,7 +293,7 @@ void post(std::vector<MPI_Request>& reqs, bool send, T* data, std::int64_t count
 
 // The panel this process needs of one operand, after the exchange with every other process.
 template <class T>
-Panel<T> exchange(const Exchange<T>& x, MPI_Comm comm) {
+Panel<T> exchange(const Exchange<T>& x, Buffer& own, MPI_Comm comm) {
   const Grid& g = x.g;
   const int size = g.nprow * g.npcol;
   const int me = x.rank_of(g.myrow, g.mycol);
@@ -269,6 +313,7 @@ Panel<T> exchange(const Exchange<T>& x, MPI_Comm comm) {
         return false;
     return true;
   };
+  T* panel = nullptr;
   const bool in_place =
       !need_rows.empty() && !need_cols.empty() && in_one_piece(need_rows, g.myrow) && in_one_piece(need_cols, g.mycol);
   if (in_place) {
@@ -276,11 +321,10 @@ Panel<T> exchange(const Exchange<T>& x, MPI_Comm comm) {
              (need_cols.front()->src_local - need_cols.front()->target_pos) * x.lld;
     p.ld = x.lld;
   } else {
-    p.own.resize(static_cast<std::size_t>(p.rows * p.cols));
-    p.data = p.own.data();
+    panel = static_cast<T*>(own.get(static_cast<std::size_t>(p.rows * p.cols) * sizeof(T)));
+    p.data = panel;
     p.ld = std::max<std::int64_t>(1, p.rows);
   }
-  T* panel = p.own.data();
 
   // The pieces this process holds, and where each goes: counted, then packed.
   std::vector<const Run*> my_rows, my_cols;
@@ -295,7 +339,7 @@ Panel<T> exchange(const Exchange<T>& x, MPI_Comm comm) {
         if (q != me) send_count[q] += r->len * c->len;
       });
   for (int q = 0; q < size; ++q) send_off[q + 1] = send_off[q] + send_count[q];
-  std::vector<T> sendbuf(static_cast<std::size_t>(send_off[size]));
+  T* sendbuf = static_cast<T*>(buffers().send.get(static_cast<std::size_t>(send_off[size]) * sizeof(T)));
   std::vector<std::int64_t> fill(send_off.begin(), send_off.end() - 1);
   for (const Run* r : my_rows)
     for (const Run* c : my_cols)
@@ -305,7 +349,7 @@ Panel<T> exchange(const Exchange<T>& x, MPI_Comm comm) {
           if (q == me) {
             if (!in_place) std::copy(src, src + r->len, panel + r->target_pos + (c->target_pos + j) * p.ld);
           } else {
-            std::copy(src, src + r->len, sendbuf.data() + fill[q]);
+            std::copy(src, src + r->len, sendbuf + fill[q]);
             fill[q] += r->len;
           }
         }
@@ -319,14 +363,13 @@ Panel<T> exchange(const Exchange<T>& x, MPI_Comm comm) {
       if (s != me) recv_count[s] += r->len * c->len;
     }
   for (int q = 0; q < size; ++q) recv_off[q + 1] = recv_off[q] + recv_count[q];
-  std::vector<T> recvbuf(static_cast<std::size_t>(recv_off[size]));
+  T* recvbuf = static_cast<T*>(buffers().recv.get(static_cast<std::size_t>(recv_off[size]) * sizeof(T)));
   std::vector<MPI_Request> reqs;
   for (int q = 0; q < size; ++q)
-    if (recv_count[q] > 0) post(reqs, false, recvbuf.data() + recv_off[q], recv_count[q], q, comm);
+    if (recv_count[q] > 0) post(reqs, false, recvbuf + recv_off[q], recv_count[q], q, comm);
   for (int q = 0; q < size; ++q)
-    if (send_count[q] > 0) post(reqs, true, sendbuf.data() + send_off[q], send_count[q], q, comm);
+    if (send_count[q] > 0) post(reqs, true, sendbuf + send_off[q], send_count[q], q, comm);
   MPI_Waitall(static_cast<int>(reqs.size()), reqs.data(), MPI_STATUSES_IGNORE);
-  sendbuf = {};
 
   std::vector<std::int64_t> take(recv_off.begin(), recv_off.end() - 1);
   for (const Run* r : need_rows)
@@ -334,7 +377,7 @@ Panel<T> exchange(const Exchange<T>& x, MPI_Comm comm) {
       const int s = x.rank_of(r->src, c->src);
       if (s == me) continue;
       for (std::int64_t j = 0; j < c->len; ++j) {
-        const T* src = recvbuf.data() + take[s];
+        const T* src = recvbuf + take[s];
         std::copy(src, src + r->len, panel + r->target_pos + (c->target_pos + j) * p.ld);
         take[s] += r->len;
       }
@@ -443,8 +486,11 @@ void pgemm(const char* transa, const char* transb, const int* m, const int* n, c
                  false,
                  my_c_cols.count,
                  g};
-  Panel<T> pa = exchange(xa, comm);
-  Panel<T> pb = exchange(xb, comm);
+  struct Trim {
+    ~Trim() { buffers().trim(); }
+  } trim_at_return;
+  Panel<T> pa = exchange(xa, buffers().panel[0], comm);
+  Panel<T> pb = exchange(xb, buffers().panel[1], comm);
   const auto t1 = std::chrono::steady_clock::now();
 
   // This process's C is column-major my_c_rows x my_c_cols at (local0, local0): as tessera's
