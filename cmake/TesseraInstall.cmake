@@ -151,6 +151,18 @@ foreach(_v PREFIX LIBDIR INCLUDEDIR RPATH)
 endforeach()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/tessera.pc.in ${PROJECT_BINARY_DIR}/package/tessera.pc.configured @ONLY)
 file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/package/tessera.pc.in INPUT ${PROJECT_BINARY_DIR}/package/tessera.pc.configured)
+set(_tessera_pc_templates ${PROJECT_BINARY_DIR}/package/tessera.pc.in)
+
+# ---- libtessera_scalapack (tessera::scalapack, tessera-scalapack.pc) ----------------------------
+# Beside libtessera, which it finds through its run path ($ORIGIN); the system ScaLAPACK it hands
+# calls to is named by the application's own link line (-ltessera_scalapack before -lscalapack).
+if(TARGET tessera_scalapack)
+  set_property(TARGET tessera_scalapack APPEND PROPERTY INSTALL_RPATH "$ORIGIN")
+  install(TARGETS tessera_scalapack EXPORT tesseraTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/tessera-scalapack.pc.in
+    ${PROJECT_BINARY_DIR}/package/tessera-scalapack.pc.in @ONLY)
+  list(APPEND _tessera_pc_templates ${PROJECT_BINARY_DIR}/package/tessera-scalapack.pc.in)
+endif()
 
 # ---- share/tessera ----------------------------------------------------------------------------
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${TESSERA_INSTALL_DATADIR}/configs
@@ -170,7 +182,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(CODE "
   set(TESSERA_SOURCE_DIR \"${PROJECT_SOURCE_DIR}\")
   set(TESSERA_STAGE_DIR \"${PROJECT_BINARY_DIR}/package/stage\")
-  set(TESSERA_PC_TEMPLATE \"${PROJECT_BINARY_DIR}/package/tessera.pc.in\")
+  set(TESSERA_PC_TEMPLATE \"${_tessera_pc_templates}\")
   set(TESSERA_BINDIR \"${CMAKE_INSTALL_BINDIR}\")
   set(TESSERA_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
   set(TESSERA_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")

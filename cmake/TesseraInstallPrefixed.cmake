@@ -53,8 +53,11 @@ file(WRITE "${TESSERA_STAGE_DIR}/slurm/common.sh" "${_text}")
 file(INSTALL ${_staged} "${TESSERA_SOURCE_DIR}/slurm/README.md" "${TESSERA_STAGE_DIR}/slurm/common.sh"
      DESTINATION "${_home}/slurm")
 
-# ---- tessera.pc -------------------------------------------------------------------------------
-file(READ "${TESSERA_PC_TEMPLATE}" _text)
+# ---- tessera.pc (and tessera-scalapack.pc where libtessera_scalapack is built) -----------------
+foreach(_pc_template IN LISTS TESSERA_PC_TEMPLATE)
+get_filename_component(_pc_name "${_pc_template}" NAME)
+string(REGEX REPLACE "\\.in$" "" _pc_name "${_pc_name}")
+file(READ "${_pc_template}" _text)
 string(REPLACE "@TESSERA_PC_PREFIX@" "${CMAKE_INSTALL_PREFIX}" _text "${_text}")
 foreach(_d LIBDIR INCLUDEDIR)  # ${prefix}/lib where it is under the prefix (pkg-config --define-prefix)
   if(IS_ABSOLUTE "${TESSERA_${_d}}")
@@ -70,5 +73,6 @@ if(NOT _system EQUAL -1)
 else()
   string(REPLACE "@TESSERA_PC_RPATH@" "-Wl,-rpath,\${libdir} " _text "${_text}")
 endif()
-file(WRITE "${TESSERA_STAGE_DIR}/pkgconfig/tessera.pc" "${_text}")
-file(INSTALL "${TESSERA_STAGE_DIR}/pkgconfig/tessera.pc" DESTINATION "${_libdir}/pkgconfig")
+file(WRITE "${TESSERA_STAGE_DIR}/pkgconfig/${_pc_name}" "${_text}")
+file(INSTALL "${TESSERA_STAGE_DIR}/pkgconfig/${_pc_name}" DESTINATION "${_libdir}/pkgconfig")
+endforeach()

@@ -34,3 +34,12 @@ tessera_scalapack_test(scalapack.grid2x2.np5 5 2x2 cases)  # a process outside t
 tessera_scalapack_test(scalapack.handback.grid2x3.np6 6 2x3 handback)
 tessera_scalapack_test(scalapack.invalid.grid1x2.np2 2 1x2 invalid)
 tessera_scalapack_test(scalapack.preload.grid2x1.np2 2 2x1 preload)
+
+# The installed library: pgemm_check.c built with $(pkg-config --libs tessera-scalapack) of the
+# test prefix (install.prefix's fixture), run without LD_LIBRARY_PATH.
+tessera_script_test(scalapack.installed.pkgconfig scalapack_dropin.py --np 2 --grid 1x2 --mode installed
+  --check-scalapack $<TARGET_FILE:pgemm_check_scalapack> --check-tessera none --library none
+  --prefix ${PROJECT_BINARY_DIR}/test-prefix --libdir ${CMAKE_INSTALL_LIBDIR} --cc ${MPI_C_COMPILER}
+  --system-scalapack ${TESSERA_SCALAPACK_LIBRARY})
+set_tests_properties(scalapack.installed.pkgconfig PROPERTIES FIXTURES_REQUIRED tessera_prefix PROCESSORS 2
+  LABELS "install;scalapack")

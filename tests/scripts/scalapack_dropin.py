@@ -10,6 +10,8 @@ builds against each other.
                      ones are handed to ScaLAPACK, the others are not (TESSERA_SCALAPACK_VERBOSE)
   --mode invalid     an invalid argument: both builds stop with PBLAS's own message, nonzero
   --mode preload     the ScaLAPACK build run with LD_PRELOAD=libtessera_scalapack.so takes tessera
+  --mode installed   pgemm_check.c compiled here with the MPI C compiler and
+                     $(pkg-config --libs tessera-scalapack) of an installed prefix, then the cases
 """
 import os
 import random
@@ -144,7 +146,11 @@ def main():
     p.add_argument("--check-scalapack", required=True)
     p.add_argument("--check-tessera", required=True)
     p.add_argument("--library", required=True)
-    p.add_argument("--mode", default="cases", choices=["cases", "handback", "invalid", "preload"])
+    p.add_argument("--mode", default="cases", choices=["cases", "handback", "invalid", "preload", "installed"])
+    p.add_argument("--prefix", help="--mode installed: the installed prefix")
+    p.add_argument("--libdir", default="lib", help="--mode installed: its library directory, relative")
+    p.add_argument("--cc", help="--mode installed: the MPI C compiler")
+    p.add_argument("--system-scalapack", help="--mode installed: the system ScaLAPACK library to link after")
     args = p.parse_args()
     check(args.np >= args.grid[0] * args.grid[1], "--np is below the grid's size")
     r = Runner(args)
@@ -173,6 +179,19 @@ def main():
         for x in cases:
             f.write(case_line(x) + "\n")
     in_grid = args.grid[0] * args.grid[1]
+    if args.mode == "installed":
+        # As a user builds against the install: pkg-config's flags, tessera's library first.
+        env_pc = dict(os.environ, PKG_CONFIG_PATH=os.path.join(args.prefix, args.libdir, "pkgconfig"))
+        q = subprocess.run(["pkg-config", "--libs", "tessera-scalapack"], capture_output=True, text=True, env=env_pc)
+        check(q.returncode == 0, f"pkg-config does not find tessera-scalapack in {args.prefix}: {q.stderr}")
+        exe = r.path("pgemm_check_installed")
+        src = os.path.join(args.source_dir, "tests", "scalapack", "pgemm_check.c")
+        cmd = [args.cc, src, "-o", exe] + q.stdout.split() + [args.system_scalapack, "-lm"]
+        print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+        q = subprocess.run(cmd, capture_output=True, text=True)
+        sys.stdout.write(q.stdout + q.stderr)
+        check(q.returncode == 0, "pgemm_check.c does not build with pkg-config's flags")
+        args.check_tessera = exe
     env = {"TESSERA_SCALAPACK_VERBOSE": "1", "TESSERA_SCALAPACK": "tessera"}
     if args.mode == "handback":
         env.update(TESSERA_SCALAPACK="auto", TESSERA_SCALAPACK_MIN_FLOPS="100000")
