@@ -395,12 +395,16 @@ void scale_local(T* c, std::int64_t lld, const Span& rows, const Span& cols, T b
   }
 }
 
-// TESSERA_SCALAPACK=auto's rule: tessera takes a product once it is large enough that its one
-// exchange and a tessera::multiply per process pay (docs/scalapack.md has the measurements).
+// TESSERA_SCALAPACK=auto's rule: tessera takes a product of at least TESSERA_SCALAPACK_MIN_FLOPS
+// (2 M N K; default 1.5e8, about 420^3). Below it a tessera::multiply's ~70 us of its own (options,
+// the report) outweigh one GEMM instead of ScaLAPACK's panels: on 2 cores (docs/scalapack.md)
+// 1x1 grids broke even at 512^3 (384^3: 6% slower, 256^3: 19%), 1x2 grids at 256^3.
+constexpr double kDefaultMinFlops = 1.5e8;
+
 bool worth_it(std::int64_t m, std::int64_t n, std::int64_t k) {
   static const double min_flops = [] {
     const char* v = std::getenv("TESSERA_SCALAPACK_MIN_FLOPS");
-    return v && *v ? std::atof(v) : 0.0;
+    return v && *v ? std::atof(v) : kDefaultMinFlops;
   }();
   return 2.0 * double(m) * double(n) * double(k) >= min_flops;
 }
@@ -444,8 +448,10 @@ void pgemm(const char* transa, const char* transb, const int* m, const int* n, c
     code |= 1;
   } else {
     const double elems = double(my_c_rows.count) * double(K) * 2 + double(K) * double(my_c_cols.count) * 2;
-    const std::int64_t avail = memory_available();
-    if (avail > 0 && elems * sizeof(T) > 0.5 * double(avail)) code |= 2;
+    // (/proc/meminfo costs ~20 us a read: only for panels large enough to matter)
+    const double bytes = elems * sizeof(T);
+    const std::int64_t avail = bytes > double(kKeepBytes) ? memory_available() : 0;
+    if (avail > 0 && bytes > 0.5 * double(avail)) code |= 2;
     if (mode() == Mode::automatic && !worth_it(M, N, K)) code |= 4;
   }
   int agreed = 0;
