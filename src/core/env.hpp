@@ -32,20 +32,26 @@ struct Variable {
 
 inline const std::vector<Variable>& variables() {
   static const std::vector<Variable> kVariables = {
-      {"TESSERA_MACHINE_FILE", {}},                  // algorithms/machine.cpp: a machine name or file
-      {"TESSERA_TUNE_FILE", {}},                     // backend/tuning.cpp: a path
+      {"TESSERA_MACHINE_FILE", {}},                      // algorithms/machine.cpp: a machine name or file
+      {"TESSERA_TUNE_FILE", {}},                         // backend/tuning.cpp: a path
       {"TESSERA_MPI_TRANSPORTS", {"auto", "open-mpi"}},  // comm/mpi_start.cpp
-      {"TESSERA_GPU_EARLY", {"0", "1"}},            // cli/main.cpp
-      {"TESSERA_KEEP_BINDING", {"0", "1"}},         // comm/cpu_share.cpp
-      {"TESSERA_STAGED", {"0", "1"}},               // job/run_job.cpp
-      {"TESSERA_READ_AHEAD", {"0", "1", "force"}},  // job/read_ahead.cpp
-      {"TESSERA_STAGE_BYTES", {}, 1, INT64_MAX},    // backend/staged.cpp
-      {"TESSERA_STREAM_CHUNKS", {}, 1, 1 << 20},    // algorithms/row_streams.cpp
-      {"TESSERA_BANDS", {}, 1, 1 << 20},            // job/plan.cpp
-      {"TESSERA_HDF5_DIRECT", {"0", "1"}},          // io/direct_io.cpp
-      {"TESSERA_IO_THREADS", {}, 1, 1024},          // io/direct_io.cpp
-      {"TESSERA_HOST_MEMORY", {"pinned", "pageable"}},  // backend/cuda_device.cpp
-      {"TESSERA_HELD_HOST", {"0", "1"}},            // backend/cuda_backend.cpp
+      {"TESSERA_GPU_EARLY", {"0", "1"}},                 // cli/main.cpp
+      {"TESSERA_KEEP_BINDING", {"0", "1"}},              // comm/cpu_share.cpp
+      {"TESSERA_STAGED", {"0", "1"}},                    // job/run_job.cpp
+      {"TESSERA_READ_AHEAD", {"0", "1", "force"}},       // job/read_ahead.cpp
+      {"TESSERA_STAGE_BYTES", {}, 1, INT64_MAX},         // backend/staged.cpp
+      {"TESSERA_STREAM_CHUNKS", {}, 1, 1 << 20},         // algorithms/row_streams.cpp
+      {"TESSERA_BANDS", {}, 1, 1 << 20},                 // job/plan.cpp
+      {"TESSERA_HDF5_DIRECT", {"0", "1"}},               // io/direct_io.cpp
+      {"TESSERA_IO_THREADS", {}, 1, 1024},               // io/direct_io.cpp
+      {"TESSERA_HOST_MEMORY", {"pinned", "pageable"}},   // backend/cuda_device.cpp
+      {"TESSERA_HELD_HOST", {"0", "1"}},                 // backend/cuda_backend.cpp
+      // libtessera_scalapack (src/scalapack/pgemm.cpp, which parses them by the same rules): the
+      // binary reads none of them, but a job that sets them for its ScaLAPACK program is no typo
+      {"TESSERA_SCALAPACK", {"auto", "tessera", "scalapack"}},
+      {"TESSERA_SCALAPACK_BACKEND", {"auto", "cpu", "cuda"}},
+      {"TESSERA_SCALAPACK_MIN_FLOPS", {}, 0, INT64_MAX},
+      {"TESSERA_SCALAPACK_VERBOSE", {"0", "1"}},
   };
   return kVariables;
 }
@@ -53,11 +59,24 @@ inline const std::vector<Variable>& variables() {
 // Read by the scripts, the Slurm jobs and the Python package, never by the binary: set in a
 // job's environment as a matter of course, so not warned about.
 inline const std::vector<const char*>& script_variables() {
-  static const std::vector<const char*> kNames = {
-      "TESSERA", "TESSERA_BIN", "TESSERA_LAUNCHER", "TESSERA_CONFIG", "TESSERA_OUT", "TESSERA_HOME",
-      "TESSERA_MODULES", "TESSERA_ARRAY_LIST", "TESSERA_SCALING_COUNTS", "TESSERA_SCALING_NODES", "TESSERA_PYTHON",
-      "TESSERA_BUILD_DIR", "TESSERA_DEMO_DIR", "TESSERA_DEMO_SIZE", "TESSERA_SKIP_SANITIZE", "TESSERA_FUZZ_SECONDS",
-      "TESSERA_SANITIZE_PARTS", "TESSERA_SCALING_DATA"};
+  static const std::vector<const char*> kNames = {"TESSERA",
+                                                  "TESSERA_BIN",
+                                                  "TESSERA_LAUNCHER",
+                                                  "TESSERA_CONFIG",
+                                                  "TESSERA_OUT",
+                                                  "TESSERA_HOME",
+                                                  "TESSERA_MODULES",
+                                                  "TESSERA_ARRAY_LIST",
+                                                  "TESSERA_SCALING_COUNTS",
+                                                  "TESSERA_SCALING_NODES",
+                                                  "TESSERA_PYTHON",
+                                                  "TESSERA_BUILD_DIR",
+                                                  "TESSERA_DEMO_DIR",
+                                                  "TESSERA_DEMO_SIZE",
+                                                  "TESSERA_SKIP_SANITIZE",
+                                                  "TESSERA_FUZZ_SECONDS",
+                                                  "TESSERA_SANITIZE_PARTS",
+                                                  "TESSERA_SCALING_DATA"};
   return kNames;
 }
 

@@ -77,7 +77,7 @@ Mode mode() {
 
 bool verbose() {
   static const bool on = [] {
-    const char* v = std::getenv("TESSERA_SCALAPACK_VERBOSE");
+    const char* v = std::getenv("TESSERA_SCALAPACK_VERBOSE");  // 0 or 1
     return v && *v && std::strcmp(v, "0") != 0;
   }();
   return on;
@@ -396,7 +396,7 @@ void scale_local(T* c, std::int64_t lld, const Span& rows, const Span& cols, T b
 }
 
 // TESSERA_SCALAPACK=auto's rule: tessera takes a product of at least TESSERA_SCALAPACK_MIN_FLOPS
-// (2 M N K; default 1.5e8, about 420^3). Below it a tessera::multiply's ~70 us of its own (options,
+// (2 M N K, a whole number; default 150000000, about 420^3). Below it a tessera::multiply's ~70 us of its own (options,
 // the report) outweigh one GEMM instead of ScaLAPACK's panels: on 2 cores (docs/scalapack.md)
 // 1x1 grids broke even at 512^3 (384^3: 6% slower, 256^3: 19%), 1x2 grids at 256^3.
 constexpr double kDefaultMinFlops = 1.5e8;
@@ -404,14 +404,29 @@ constexpr double kDefaultMinFlops = 1.5e8;
 bool worth_it(std::int64_t m, std::int64_t n, std::int64_t k) {
   static const double min_flops = [] {
     const char* v = std::getenv("TESSERA_SCALAPACK_MIN_FLOPS");
-    return v && *v ? std::atof(v) : kDefaultMinFlops;
+    if (!v || !*v) return kDefaultMinFlops;
+    char* end = nullptr;
+    const long long flops = std::strtoll(v, &end, 10);
+    if (*end != '\0' || flops < 0 || std::strchr(v, '-')) {
+      std::fprintf(stderr, "tessera: TESSERA_SCALAPACK_MIN_FLOPS=%s is not a whole number of flops; using %.0f\n", v,
+                   kDefaultMinFlops);
+      return kDefaultMinFlops;
+    }
+    return static_cast<double>(flops);
   }();
   return 2.0 * double(m) * double(n) * double(k) >= min_flops;
 }
 
 std::string backend_choice() {
-  const char* v = std::getenv("TESSERA_SCALAPACK_BACKEND");
-  return v && *v ? v : "auto";
+  static const std::string choice = [] {
+    const char* v = std::getenv("TESSERA_SCALAPACK_BACKEND");
+    if (!v || !*v) return std::string("auto");
+    for (const char* ok : {"auto", "cpu", "cuda"})
+      if (std::strcmp(v, ok) == 0) return std::string(v);
+    std::fprintf(stderr, "tessera: TESSERA_SCALAPACK_BACKEND=%s is not one of auto, cpu, cuda; using auto\n", v);
+    return std::string("auto");
+  }();
+  return choice;
 }
 
 template <class T>
