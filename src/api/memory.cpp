@@ -15,14 +15,15 @@
 namespace tessera {
 
 namespace {
-std::unique_ptr<Access::MatrixImpl> described(DType dtype, const void* data, void* out, std::int64_t rows, std::int64_t cols,
-                                              std::int64_t ld, Memory where = Memory::host) {
+std::unique_ptr<Access::MatrixImpl> described(DType dtype, const void* data, void* out, std::int64_t rows,
+                                              std::int64_t cols, std::int64_t ld, Memory where = Memory::host) {
   auto impl = std::make_unique<Access::MatrixImpl>();
   impl->m = {dtype, rows, cols, ld == 0 ? cols : ld, data, out, where == Memory::device};
   return impl;
 }
 
-Result multiply_on(const Matrix& a, const Matrix& b, const Matrix& c, const Options& options, const job::MemoryCall& call) {
+Result multiply_on(const Matrix& a, const Matrix& b, const Matrix& c, const Options& options,
+                   const job::MemoryCall& call) {
   const auto began = std::chrono::steady_clock::now();
   const job::RunOptions& o = Access::of(options).run;
   auto impl = std::make_shared<Access::ResultImpl>();
@@ -32,9 +33,8 @@ Result multiply_on(const Matrix& a, const Matrix& b, const Matrix& c, const Opti
         throw InputError(std::string("Options ") + name + " names a dataset ('" + *value +
                          "'): the matrices in memory are the operands; leave a, b and c empty");
     const job::JobOptions jo = job::job_options(o);
-    const report::JobReport job = job::multiply_in_memory(jo, Access::of(a), Access::of(b), Access::of(c), call);
-    impl->report = report::to_json(job);
-    impl->text = impl->report.dump();
+    impl->job = std::make_unique<report::JobReport>(
+        job::multiply_in_memory(jo, Access::of(a), Access::of(b), Access::of(c), call));
   } catch (const std::exception& e) {
     throw MultiplyError(e.what(), 0, true);
   }

@@ -59,50 +59,50 @@ const nlohmann::json& rank_record(const nlohmann::json& report, int rank) {
 TESSERA_SHARED_VALUE(Result)
 
 double Result::seconds() const noexcept { return impl_->seconds; }
-const std::string& Result::json() const noexcept { return impl_->text; }
-std::int64_t Result::m() const { return whole(at(impl_->report, {"shape", "m"})); }
-std::int64_t Result::n() const { return whole(at(impl_->report, {"shape", "n"})); }
-std::int64_t Result::k() const { return whole(at(impl_->report, {"shape", "k"})); }
-std::string Result::dtype() const { return text(at(impl_->report, {"dtype"})); }
-std::string Result::algorithm() const { return text(at(impl_->report, {"algorithm"})); }
-std::string Result::backend() const { return text(at(impl_->report, {"backend"})); }
-std::string Result::kernel() const { return text(at(impl_->report, {"kernel"})); }
-std::string Result::comm() const { return text(at(impl_->report, {"comm"})); }
-std::string Result::write() const { return text(at(impl_->report, {"write"})); }
-int Result::grid_rows() const { return static_cast<int>(whole(at(impl_->report, {"grid", "rows"}))); }
-int Result::grid_cols() const { return static_cast<int>(whole(at(impl_->report, {"grid", "cols"}))); }
-int Result::ranks() const { return static_cast<int>(whole(at(impl_->report, {"nranks"}))); }
-double Result::wall_seconds() const { return number(at(impl_->report, {"totals", "wall_seconds"})); }
-double Result::gflops() const { return number(at(impl_->report, {"totals", "aggregate_gflops"})); }
-double Result::load_imbalance() const { return number(at(impl_->report, {"totals", "load_imbalance"})); }
-std::string Result::bound() const { return text(at(impl_->report, {"bound"})); }
-double Result::predicted_seconds() const { return number(at(impl_->report, {"predicted", "seconds"})); }
-std::string Result::settings_json() const { return dump(at(impl_->report, {"settings"})); }
-std::string Result::provenance_json() const { return dump(at(impl_->report, {"provenance"})); }
+const std::string& Result::json() const noexcept { return impl_->dumped(); }
+std::int64_t Result::m() const { return whole(at(impl_->parsed(), {"shape", "m"})); }
+std::int64_t Result::n() const { return whole(at(impl_->parsed(), {"shape", "n"})); }
+std::int64_t Result::k() const { return whole(at(impl_->parsed(), {"shape", "k"})); }
+std::string Result::dtype() const { return text(at(impl_->parsed(), {"dtype"})); }
+std::string Result::algorithm() const { return text(at(impl_->parsed(), {"algorithm"})); }
+std::string Result::backend() const { return text(at(impl_->parsed(), {"backend"})); }
+std::string Result::kernel() const { return text(at(impl_->parsed(), {"kernel"})); }
+std::string Result::comm() const { return text(at(impl_->parsed(), {"comm"})); }
+std::string Result::write() const { return text(at(impl_->parsed(), {"write"})); }
+int Result::grid_rows() const { return static_cast<int>(whole(at(impl_->parsed(), {"grid", "rows"}))); }
+int Result::grid_cols() const { return static_cast<int>(whole(at(impl_->parsed(), {"grid", "cols"}))); }
+int Result::ranks() const { return static_cast<int>(whole(at(impl_->parsed(), {"nranks"}))); }
+double Result::wall_seconds() const { return number(at(impl_->parsed(), {"totals", "wall_seconds"})); }
+double Result::gflops() const { return number(at(impl_->parsed(), {"totals", "aggregate_gflops"})); }
+double Result::load_imbalance() const { return number(at(impl_->parsed(), {"totals", "load_imbalance"})); }
+std::string Result::bound() const { return text(at(impl_->parsed(), {"bound"})); }
+double Result::predicted_seconds() const { return number(at(impl_->parsed(), {"predicted", "seconds"})); }
+std::string Result::settings_json() const { return dump(at(impl_->parsed(), {"settings"})); }
+std::string Result::provenance_json() const { return dump(at(impl_->parsed(), {"provenance"})); }
 
 std::vector<std::string> Result::warnings() const {
   std::vector<std::string> out;
-  const nlohmann::json& w = at(impl_->report, {"warnings"});
+  const nlohmann::json& w = at(impl_->parsed(), {"warnings"});
   if (w.is_array())
     for (const auto& line : w) out.push_back(text(line));
   return out;
 }
 
-std::string Result::rank_host(int rank) const { return text(at(rank_record(impl_->report, rank), {"host"})); }
-std::string Result::rank_device(int rank) const { return text(at(rank_record(impl_->report, rank), {"device"})); }
-bool Result::rank_active(int rank) const { return rank_record(impl_->report, rank).value("active", false); }
-double Result::rank_gflops(int rank) const { return number(at(rank_record(impl_->report, rank), {"gflops"})); }
+std::string Result::rank_host(int rank) const { return text(at(rank_record(impl_->parsed(), rank), {"host"})); }
+std::string Result::rank_device(int rank) const { return text(at(rank_record(impl_->parsed(), rank), {"device"})); }
+bool Result::rank_active(int rank) const { return rank_record(impl_->parsed(), rank).value("active", false); }
+double Result::rank_gflops(int rank) const { return number(at(rank_record(impl_->parsed(), rank), {"gflops"})); }
 
 std::vector<std::string> Result::phase_names(int rank) const {
   std::vector<std::string> out;
-  const nlohmann::json& order = at(rank_record(impl_->report, rank), {"phase_order"});
+  const nlohmann::json& order = at(rank_record(impl_->parsed(), rank), {"phase_order"});
   if (order.is_array())
     for (const auto& name : order) out.push_back(text(name));
   return out;
 }
 
 double Result::phase_seconds(int rank, const std::string& phase) const {
-  const nlohmann::json& phases = at(rank_record(impl_->report, rank), {"phases"});
+  const nlohmann::json& phases = at(rank_record(impl_->parsed(), rank), {"phases"});
   if (!phases.is_object()) return 0;
   const auto it = phases.find(phase);
   return it == phases.end() ? 0 : number(*it);

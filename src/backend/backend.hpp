@@ -377,7 +377,7 @@ struct KernelInfo {
 };
 // Every kernel this build has, the CPU's first (its default first), then the GPU's in bench order.
 // A build without CUDA knows no GPU kernel: --kernel takes only the CPU's there.
-std::vector<KernelInfo> kernel_catalog();
+const std::vector<KernelInfo>& kernel_catalog();  // made once (every call of `run` names it)
 // The names of `kind`'s kernels in this build (the CPU's default first); none for cuda without CUDA.
 std::vector<std::string> kernel_names(Kind kind);
 // InputError unless `kernel` is a resolved kernel name of `kind` (not "auto"), naming the ones it

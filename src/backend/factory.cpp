@@ -44,14 +44,17 @@ std::vector<std::string> compiled_backends() {
 
 std::vector<std::string> backend_words() { return {"auto", "cpu", "cuda"}; }
 
-std::vector<KernelInfo> kernel_catalog() {
-  std::vector<KernelInfo> catalog;
-  for (const kernels::CpuKernel& k : kernels::cpu_kernels())
-    catalog.push_back({Kind::cpu, k.name, k.summary, dtype_words(), false, k.vendor, {}});
+const std::vector<KernelInfo>& kernel_catalog() {
+  static const std::vector<KernelInfo> kCatalog = [] {
+    std::vector<KernelInfo> catalog;
+    for (const kernels::CpuKernel& k : kernels::cpu_kernels())
+      catalog.push_back({Kind::cpu, k.name, k.summary, dtype_words(), false, k.vendor, {}});
 #ifdef TESSERA_HAVE_CUDA
-  for (KernelInfo& info : cuda_kernel_catalog()) catalog.push_back(std::move(info));
+    for (KernelInfo& info : cuda_kernel_catalog()) catalog.push_back(std::move(info));
 #endif
-  return catalog;
+    return catalog;
+  }();
+  return kCatalog;
 }
 
 std::vector<std::string> kernel_names(Kind kind) {

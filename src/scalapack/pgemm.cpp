@@ -396,10 +396,11 @@ void scale_local(T* c, std::int64_t lld, const Span& rows, const Span& cols, T b
 }
 
 // TESSERA_SCALAPACK=auto's rule: tessera takes a product of at least TESSERA_SCALAPACK_MIN_FLOPS
-// (2 M N K, a whole number; default 150000000, about 420^3). Below it a tessera::multiply's ~70 us of its own (options,
-// the report) outweigh one GEMM instead of ScaLAPACK's panels: on 2 cores (docs/scalapack.md)
-// 1x1 grids broke even at 512^3 (384^3: 6% slower, 256^3: 19%), 1x2 grids at 256^3.
-constexpr double kDefaultMinFlops = 1.5e8;
+// (2 M N K, a whole number; default 10000000, about 170^3). Below it the ~8 us a call costs of its
+// own (the plan, the options, a tessera::multiply) outweigh one GEMM instead of ScaLAPACK's
+// panels: on 2 cores (docs/scalapack.md) 1x1 grids broke even at 192^3-256^3 (128^3: 9% slower,
+// 64^3: 17 us against 9 us), 1x2 grids at about 110^3.
+constexpr double kDefaultMinFlops = 1e7;
 
 bool worth_it(std::int64_t m, std::int64_t n, std::int64_t k) {
   static const double min_flops = [] {
@@ -530,7 +531,7 @@ void pgemm(const char* transa, const char* transb, const int* m, const int* n, c
       try {
         o.backend(backend);
         tessera::Result r = tessera::multiply(ea, eb, ec, o);
-        ran = r.backend();
+        if (verbose()) ran = r.backend();  // (reading the report makes it: ~20 us)
         break;
       } catch (const std::exception& e) {
         // tessera leaves C as it was: the CPU takes this process's block, else nothing can.
