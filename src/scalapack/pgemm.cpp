@@ -457,8 +457,10 @@ void pgemm(const char* transa, const char* transb, const int* m, const int* n, c
   if (why.empty() && rank != g.myrow * g.npcol + g.mycol) why = "the grid's communicator does not number it row-major";
 
   // Both panels and what this process sends must fit the memory free on its machine.
+  // (C's layout is looked at only once the arguments are valid: a block size of 0 divides by it)
   const Axis c_rows = sc.row_axis(), c_cols = sc.col_axis();
-  const Span my_c_rows = held_span(M, sc.i0, c_rows, g.myrow), my_c_cols = held_span(N, sc.j0, c_cols, g.mycol);
+  const Span my_c_rows = why.empty() ? held_span(M, sc.i0, c_rows, g.myrow) : Span{};
+  const Span my_c_cols = why.empty() ? held_span(N, sc.j0, c_cols, g.mycol) : Span{};
   int code = 0;  // 1: invalid here, 2: does not fit here, 4: too small for tessera
   if (!why.empty()) {
     code |= 1;

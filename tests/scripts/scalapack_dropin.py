@@ -158,21 +158,23 @@ def main():
     cases_path = r.path("cases.txt")
 
     if args.mode == "invalid":
-        # M = -1: ScaLAPACK's own check stops the program, with or without tessera in front.
-        bad = dict(cases[0], m=-1)
-        with open(cases_path, "w") as f:
-            f.write(case_line(bad) + "\n")
-        outs = []
-        for binary in (args.check_scalapack, args.check_tessera):
-            res = launch(r, args, binary, cases_path, r.path("bad.txt"), expect_ok=False,
-                         env={"TESSERA_SCALAPACK_VERBOSE": "1"})
-            check(res.returncode != 0, f"{os.path.basename(binary)}: an invalid M ran to exit status 0")
-            check(re.search(r"PDGEMM", res.stdout + res.stderr, re.I) is not None,
-                  f"{os.path.basename(binary)}: ScaLAPACK's message naming PDGEMM is missing")
-            outs.append(res.stdout + res.stderr)
-        check("handed to ScaLAPACK: M, N or K is negative" in outs[1],
-              "the drop-in did not say it handed the invalid call to ScaLAPACK")
-        print("an invalid M: both builds stop with ScaLAPACK's message")
+        # M = -1, then IA = 0: ScaLAPACK's own check stops the program, with or without tessera
+        # in front, and the drop-in says why it handed the call over.
+        for bad, said in [(dict(cases[0], m=-1), "M, N or K is negative"),
+                          (dict(cases[0], ia=0), "a sub-matrix index is below 1")]:
+            with open(cases_path, "w") as f:
+                f.write(case_line(bad) + "\n")
+            outs = []
+            for binary in (args.check_scalapack, args.check_tessera):
+                res = launch(r, args, binary, cases_path, r.path("bad.txt"), expect_ok=False,
+                             env={"TESSERA_SCALAPACK_VERBOSE": "1", "TESSERA_SCALAPACK": "tessera"})
+                check(res.returncode != 0, f"{os.path.basename(binary)}: '{case_line(bad)}' ran to exit status 0")
+                check(re.search(r"PDGEMM", res.stdout + res.stderr, re.I) is not None,
+                      f"{os.path.basename(binary)}: ScaLAPACK's message naming PDGEMM is missing")
+                outs.append(res.stdout + res.stderr)
+            check(f"handed to ScaLAPACK: {said}" in outs[1],
+                  f"the drop-in did not say it handed the call over because '{said}'")
+            print(f"{said}: both builds stop with ScaLAPACK's message")
         return
 
     with open(cases_path, "w") as f:
