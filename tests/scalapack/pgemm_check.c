@@ -45,8 +45,10 @@ typedef struct {
   double* d; /* the local array, as doubles or floats */
 } Dist;
 
+/* `nan` (r0, r1, c0, c1), when r1 > r0: NaN there instead (C's sub-matrix under beta = 0, which
+ * ScaLAPACK does not read). */
 static void make(Dist* x, int rows, int cols, int mb, int nb, int rsrc, int csrc, int context, int nprow, int npcol,
-                 int myrow, int mycol, int single, int c, int which) {
+                 int myrow, int mycol, int single, int c, int which, const long nan[4]) {
   int lr = myrow >= 0 ? numroc_(&rows, &mb, &myrow, &rsrc, &nprow) : 0;
   int lc = mycol >= 0 ? numroc_(&cols, &nb, &mycol, &csrc, &npcol) : 0;
   x->rows = rows;
@@ -62,6 +64,7 @@ static void make(Dist* x, int rows, int cols, int mb, int nb, int rsrc, int csrc
     for (int li = 0; li < lr; ++li) {
       long gi = ((long)(li / mb) * nprow + (myrow - rsrc + nprow) % nprow) * mb + li % mb;
       double v = value(c, which, gi, gj);
+      if (nan && gi >= nan[0] && gi < nan[1] && gj >= nan[2] && gj < nan[3]) v = NAN;
       if (single)
         ((float*)x->d)[li + (size_t)lj * x->lld] = (float)v;
       else
@@ -94,17 +97,22 @@ int main(int argc, char** argv) {
   double alpha, beta;
   while (fscanf(cases, " %c %c %c %d %d %d %lf %lf %d %d %d %d %d %d %d %d %d %d", &prec, &ta, &tb, &m, &n, &k, &alpha,
                 &beta, &mb, &nb, &ia, &ja, &ib, &jb, &ic, &jc, &rsrc, &csrc) == 18) {
-    int single = prec == 's';
+    /* s, d: float, double; S, D: the same with B the very array A (X^T X, X X^T) */
+    int single = prec == 's' || prec == 'S', alias = prec == 'S' || prec == 'D';
     int na = ta == 'N' || ta == 'n', nbn = tb == 'N' || tb == 'n';
     Dist A, B, C;
     make(&A, ia - 1 + (na ? m : k) + 2, ja - 1 + (na ? k : m) + 3, mb, nb, rsrc, csrc, context, nprow, npcol, myrow,
-         mycol, single, c, 0);
+         mycol, single, c, 0, NULL);
     /* A: MB x NB blocks from (RSRC, CSRC); B: NB x MB from the next process row and column; C: NB x NB
      * from (RSRC, the next column): three layouts that line up nowhere. */
-    make(&B, ib - 1 + (nbn ? k : n) + 2, jb - 1 + (nbn ? n : k) + 3, nb, mb, (rsrc + 1) % nprow, (csrc + 1) % npcol,
-         context, nprow, npcol, myrow, mycol, single, c, 1);
+    if (alias)
+      B = A;
+    else
+      make(&B, ib - 1 + (nbn ? k : n) + 2, jb - 1 + (nbn ? n : k) + 3, nb, mb, (rsrc + 1) % nprow, (csrc + 1) % npcol,
+           context, nprow, npcol, myrow, mycol, single, c, 1, NULL);
+    const long nan[4] = {ic - 1, beta == 0.0 ? ic - 1 + m : ic - 1, jc - 1, jc - 1 + n};
     make(&C, ic - 1 + m + 2, jc - 1 + n + 3, nb, nb, rsrc, (csrc + 1) % npcol, context, nprow, npcol, myrow, mycol,
-         single, c, 2);
+         single, c, 2, nan);
     if (!in_grid) {
       /* outside the grid: no call (its context is -1 here) */
     } else if (single) {
@@ -137,7 +145,7 @@ int main(int argc, char** argv) {
     free(mine);
     free(all);
     free(A.d);
-    free(B.d);
+    if (!alias) free(B.d);
     free(C.d);
     ++c;
   }
