@@ -1,7 +1,7 @@
 #pragma once
 // The index math of ScaLAPACK's 2-D block-cyclic layout, and the plan that moves the parts of a
 // stored operand each process needs for its block of C (libtessera_scalapack, issue 44). Pure:
-// no MPI, no BLACS; tests/unit/test_block_cyclic.cpp checks it against a brute-force walk.
+// no MPI, no BLACS; tests/scalapack/test_block_cyclic.cpp checks it against a brute-force walk.
 //
 // Everything is 0-based here (ScaLAPACK's ia, ja are 1-based: callers subtract one).
 #include <cstdint>

@@ -5,8 +5,8 @@
 // How a call runs: every process of the BLACS grid works out, from the descriptors alone, which
 // parts of op(A)'s rows and op(B)'s columns its block of C needs (block_cyclic.hpp), sends the
 // parts it holds to the processes that need them (one exchange, point to point on a communicator
-// of its own), and multiplies its block of C in place with tessera::multiply on its own GPU (or
-// the CPU): its local C is one dense column-major block of its local storage, whatever the
+// of its own), and multiplies its block of C in place with tessera::multiply on its current
+// CUDA device (or the CPU): its local C is one dense column-major block of its local storage, whatever the
 // offsets. Nothing else is synchronized: a process returns when its block of C is complete.
 //
 // What it does not take it hands to the system's ScaLAPACK (the next pdgemm_ in the link order,
@@ -254,6 +254,11 @@ struct Exchange {
   bool target_is_row;       // targets are process rows of the grid (A), else process columns (B)
   std::int64_t need_count;  // how many of the targeted dimension this process needs
   Grid g;
+  // The addresses this process's block of C spans ([begin, end); empty when it holds none): a
+  // panel is read in place only where it shares none of them. ScaLAPACK lets A, B and C be
+  // disjoint sub-matrices of one local array (PDGETRF's update calls PDGEMM so), whose address
+  // ranges interleave: tessera::multiply refuses a C that shares its span with an operand.
+  std::uintptr_t c_begin = 0, c_end = 0;
 
   int rank_of(int r, int c) const { return r * g.npcol + c; }
 
@@ -272,7 +277,7 @@ struct Exchange {
   }
 };
 
-constexpr std::int64_t kChunk = std::int64_t{1} << 28;  // elements per MPI message at most
+constexpr std::int64_t kChunkBytes = std::int64_t{1} << 30;  // an MPI message at most (1 GiB)
 
 template <class T>
 MPI_Datatype mpi_type() {
@@ -281,8 +286,9 @@ MPI_Datatype mpi_type() {
 
 template <class T>
 void post(std::vector<MPI_Request>& reqs, bool send, T* data, std::int64_t count, int peer, MPI_Comm comm) {
-  for (std::int64_t off = 0; off < count; off += kChunk) {
-    const int n = static_cast<int>(std::min(kChunk, count - off));
+  const std::int64_t chunk = kChunkBytes / static_cast<std::int64_t>(sizeof(T));
+  for (std::int64_t off = 0; off < count; off += chunk) {
+    const int n = static_cast<int>(std::min(chunk, count - off));
     reqs.emplace_back();
     if (send)
       MPI_Isend(data + off, n, mpi_type<T>(), peer, 0, comm, &reqs.back());
@@ -314,13 +320,17 @@ Panel<T> exchange(const Exchange<T>& x, Buffer& own, MPI_Comm comm) {
     return true;
   };
   T* panel = nullptr;
-  const bool in_place =
+  bool in_place =
       !need_rows.empty() && !need_cols.empty() && in_one_piece(need_rows, g.myrow) && in_one_piece(need_cols, g.mycol);
   if (in_place) {
     p.data = x.local + (need_rows.front()->src_local - need_rows.front()->target_pos) +
              (need_cols.front()->src_local - need_cols.front()->target_pos) * x.lld;
     p.ld = x.lld;
-  } else {
+    const auto begin = reinterpret_cast<std::uintptr_t>(p.data);
+    const auto end = begin + static_cast<std::uintptr_t>((p.cols - 1) * p.ld + p.rows) * sizeof(T);
+    in_place = !(begin < x.c_end && x.c_begin < end);
+  }
+  if (!in_place) {
     panel = static_cast<T*>(own.get(static_cast<std::size_t>(p.rows * p.cols) * sizeof(T)));
     p.data = panel;
     p.ld = std::max<std::int64_t>(1, p.rows);
@@ -440,15 +450,15 @@ void pgemm(const char* transa, const char* transb, const int* m, const int* n, c
   Grid g;
   Cblacs_gridinfo(descc[CTXT_], &g.nprow, &g.npcol, &g.myrow, &g.mycol);
   // Outside the grid (or an invalid context): ScaLAPACK's own answer.
-  if (g.nprow < 1 || g.npcol < 1 || g.myrow < 0 || g.mycol < 0 || mode() == Mode::scalapack) return hand_back();
+  if (g.nprow < 1 || g.npcol < 1 || g.myrow < 0 || g.mycol < 0) return hand_back();
 
   const auto t0 = std::chrono::steady_clock::now();
   const char ta = *transa, tb = *transb;
   const std::int64_t M = *m, N = *n, K = *k;
   const bool na = is_n(ta), nb = is_n(tb);
-  Sub sa{desca, *ia - 1, *ja - 1, na ? M : K, na ? K : M, g.nprow, g.npcol};
-  Sub sb{descb, *ib - 1, *jb - 1, nb ? K : N, nb ? N : K, g.nprow, g.npcol};
-  Sub sc{descc, *ic - 1, *jc - 1, M, N, g.nprow, g.npcol};
+  Sub sa{desca, std::int64_t{*ia} - 1, std::int64_t{*ja} - 1, na ? M : K, na ? K : M, g.nprow, g.npcol};
+  Sub sb{descb, std::int64_t{*ib} - 1, std::int64_t{*jb} - 1, nb ? K : N, nb ? N : K, g.nprow, g.npcol};
+  Sub sc{descc, std::int64_t{*ic} - 1, std::int64_t{*jc} - 1, M, N, g.nprow, g.npcol};
   std::string why = invalid(ta, tb, *m, *n, *k, sa, sb, sc, g, *ia, *ja, *ib, *jb, *ic, *jc);
 
   MPI_Comm comm = grid_comm(descc[CTXT_]);
@@ -461,7 +471,11 @@ void pgemm(const char* transa, const char* transb, const int* m, const int* n, c
   const Axis c_rows = sc.row_axis(), c_cols = sc.col_axis();
   const Span my_c_rows = why.empty() ? held_span(M, sc.i0, c_rows, g.myrow) : Span{};
   const Span my_c_cols = why.empty() ? held_span(N, sc.j0, c_cols, g.mycol) : Span{};
-  int code = 0;  // 1: invalid here, 2: does not fit here, 4: too small for tessera
+  // Every reason to hand the call over is agreed on, even those every process should see alike
+  // (an environment variable a launcher set on some ranks only must not leave the others waiting).
+  int code = 0;  // 1: invalid here, 2: does not fit here, 4: too small, 8: switched off, 16: alpha/beta
+  if (mode() == Mode::scalapack) code |= 8;
+  if (!std::isfinite(static_cast<double>(*alpha)) || !std::isfinite(static_cast<double>(*beta))) code |= 16;
   if (!why.empty()) {
     code |= 1;
   } else {
@@ -478,84 +492,103 @@ void pgemm(const char* transa, const char* transb, const int* m, const int* n, c
     if (verbose() && rank == 0)
       std::fprintf(stderr, "tessera %s: %lldx%lldx%lld handed to ScaLAPACK: %s\n", routine_name<T>(), (long long)M,
                    (long long)N, (long long)K,
-                   (agreed & 1)   ? (why.empty() ? "an argument is invalid on another process" : why.c_str())
-                   : (agreed & 2) ? "its panels would not fit the memory free"
-                                  : "too small to gain (TESSERA_SCALAPACK_MIN_FLOPS)");
+                   (agreed & 1)    ? (why.empty() ? "an argument is invalid on another process" : why.c_str())
+                   : (agreed & 8)  ? "TESSERA_SCALAPACK=scalapack"
+                   : (agreed & 16) ? "alpha or beta is NaN or Inf"
+                   : (agreed & 2)  ? "its panels would not fit the memory free"
+                                   : "too small to gain (TESSERA_SCALAPACK_MIN_FLOPS)");
     return hand_back();
   }
 
-  // ScaLAPACK's quick returns.
-  if (M == 0 || N == 0 || *alpha == T(0) || K == 0) {
-    if (M > 0 && N > 0 && *beta != T(1)) scale_local(c, descc[LLD_], my_c_rows, my_c_cols, *beta);
-    if (verbose() && rank == 0)
-      std::fprintf(stderr, "tessera %s: %lldx%lldx%lld %c%c on a %dx%d grid: tessera (nothing to multiply)\n",
-                   routine_name<T>(), (long long)M, (long long)N, (long long)K, ta, tb, g.nprow, g.npcol);
-    return;
-  }
+  // From here on every process works on its own: a failure it cannot recover from (memory for a
+  // panel, its block of C that no backend can multiply) ends the job rather than leave the others
+  // waiting for its messages.
+  try {
+    // ScaLAPACK's quick returns.
+    if (M == 0 || N == 0 || *alpha == T(0) || K == 0) {
+      if (M > 0 && N > 0 && *beta != T(1)) scale_local(c, descc[LLD_], my_c_rows, my_c_cols, *beta);
+      if (verbose() && rank == 0)
+        std::fprintf(stderr, "tessera %s: %lldx%lldx%lld %c%c on a %dx%d grid: tessera (nothing to multiply)\n",
+                     routine_name<T>(), (long long)M, (long long)N, (long long)K, ta, tb, g.nprow, g.npcol);
+      return;
+    }
 
-  // A's panel: op(A)'s rows this process's C rows need, all K; B's: op(B)'s columns, all K.
-  Exchange<T> xa{a,
-                 desca[LLD_],
-                 na ? runs(sa.rows, sa.i0, sa.row_axis(), sc.i0, c_rows) : runs(sa.rows, sa.i0, sa.row_axis()),
-                 na ? runs(sa.cols, sa.j0, sa.col_axis()) : runs(sa.cols, sa.j0, sa.col_axis(), sc.i0, c_rows),
-                 na,
-                 true,
-                 my_c_rows.count,
-                 g};
-  Exchange<T> xb{b,
-                 descb[LLD_],
-                 nb ? runs(sb.rows, sb.i0, sb.row_axis()) : runs(sb.rows, sb.i0, sb.row_axis(), sc.j0, c_cols),
-                 nb ? runs(sb.cols, sb.j0, sb.col_axis(), sc.j0, c_cols) : runs(sb.cols, sb.j0, sb.col_axis()),
-                 !nb,
-                 false,
-                 my_c_cols.count,
-                 g};
-  struct Trim {
-    ~Trim() { buffers().trim(); }
-  } trim_at_return;
-  Panel<T> pa = exchange(xa, buffers().panel[0], comm);
-  Panel<T> pb = exchange(xb, buffers().panel[1], comm);
-  const auto t1 = std::chrono::steady_clock::now();
+    T* const cblock = c + my_c_rows.local0 + my_c_cols.local0 * std::int64_t{descc[LLD_]};
+    const auto c_begin = reinterpret_cast<std::uintptr_t>(cblock);
+    const auto c_end =
+        my_c_rows.count > 0 && my_c_cols.count > 0
+            ? c_begin + static_cast<std::uintptr_t>((my_c_cols.count - 1) * descc[LLD_] + my_c_rows.count) * sizeof(T)
+            : c_begin;
+    // A's panel: op(A)'s rows this process's C rows need, all K; B's: op(B)'s columns, all K.
+    Exchange<T> xa{a,
+                   desca[LLD_],
+                   na ? runs(sa.rows, sa.i0, sa.row_axis(), sc.i0, c_rows) : runs(sa.rows, sa.i0, sa.row_axis()),
+                   na ? runs(sa.cols, sa.j0, sa.col_axis()) : runs(sa.cols, sa.j0, sa.col_axis(), sc.i0, c_rows),
+                   na,
+                   true,
+                   my_c_rows.count,
+                   g,
+                   c_begin,
+                   c_end};
+    Exchange<T> xb{b,
+                   descb[LLD_],
+                   nb ? runs(sb.rows, sb.i0, sb.row_axis()) : runs(sb.rows, sb.i0, sb.row_axis(), sc.j0, c_cols),
+                   nb ? runs(sb.cols, sb.j0, sb.col_axis(), sc.j0, c_cols) : runs(sb.cols, sb.j0, sb.col_axis()),
+                   !nb,
+                   false,
+                   my_c_cols.count,
+                   g,
+                   c_begin,
+                   c_end};
+    struct Trim {
+      ~Trim() { buffers().trim(); }
+    } trim_at_return;
+    Panel<T> pa = exchange(xa, buffers().panel[0], comm);
+    Panel<T> pb = exchange(xb, buffers().panel[1], comm);
+    const auto t1 = std::chrono::steady_clock::now();
 
-  // This process's C is column-major my_c_rows x my_c_cols at (local0, local0): as tessera's
-  // row-major matrices, C^T = op(B)^T op(A)^T with the panels read as their transposes.
-  std::string ran = "nothing (no block of C here)";
-  if (my_c_rows.count > 0 && my_c_cols.count > 0) {
-    T* cblock = c + my_c_rows.local0 + my_c_cols.local0 * std::int64_t{descc[LLD_]};
-    tessera::Matrix ea(pb.data, pb.cols, pb.rows, pb.ld);
-    tessera::Matrix eb(pa.data, pa.cols, pa.rows, pa.ld);
-    tessera::Matrix ec(cblock, my_c_cols.count, my_c_rows.count, descc[LLD_]);
-    tessera::Options o;
-    o.alpha(static_cast<double>(*alpha)).beta(static_cast<double>(*beta)).transpose_a(!nb).transpose_b(!na);
-    o.allow_nonfinite(true);
-    std::string backend = backend_choice();
-    for (int attempt = 0;; ++attempt) {
-      try {
-        o.backend(backend);
-        tessera::Result r = tessera::multiply(ea, eb, ec, o);
-        if (verbose()) ran = r.backend();  // (reading the report makes it: ~20 us)
-        break;
-      } catch (const std::exception& e) {
-        // tessera leaves C as it was: the CPU takes this process's block, else nothing can.
-        if (attempt == 0 && backend != "cpu") {
-          std::fprintf(stderr,
-                       "tessera %s: the %s backend failed on grid process (%d,%d) (%s); the CPU takes its block\n",
-                       routine_name<T>(), backend.c_str(), g.myrow, g.mycol, e.what());
-          backend = "cpu";
-          continue;
+    // This process's C is column-major my_c_rows x my_c_cols at (local0, local0): as tessera's
+    // row-major matrices, C^T = op(B)^T op(A)^T with the panels read as their transposes.
+    std::string ran = "nothing (no block of C here)";
+    if (my_c_rows.count > 0 && my_c_cols.count > 0) {
+      tessera::Matrix ea(pb.data, pb.cols, pb.rows, pb.ld);
+      tessera::Matrix eb(pa.data, pa.cols, pa.rows, pa.ld);
+      tessera::Matrix ec(cblock, my_c_cols.count, my_c_rows.count, descc[LLD_]);
+      std::string backend = backend_choice();
+      for (int attempt = 0;; ++attempt) {
+        try {
+          tessera::Options o;
+          o.alpha(static_cast<double>(*alpha)).beta(static_cast<double>(*beta)).transpose_a(!nb).transpose_b(!na);
+          o.allow_nonfinite(true).backend(backend);
+          tessera::Result r = tessera::multiply(ea, eb, ec, o);
+          if (verbose()) ran = r.backend();  // (reading the report makes it: ~20 us)
+          break;
+        } catch (const std::exception& e) {
+          // tessera leaves C as it was: the CPU takes this process's block, else nothing can.
+          if (attempt == 0 && backend != "cpu") {
+            std::fprintf(stderr,
+                         "tessera %s: the %s backend failed on grid process (%d,%d) (%s); the CPU takes its block\n",
+                         routine_name<T>(), backend.c_str(), g.myrow, g.mycol, e.what());
+            backend = "cpu";
+            continue;
+          }
+          std::fprintf(stderr, "tessera %s: grid process (%d,%d) cannot multiply its block of C: %s\n",
+                       routine_name<T>(), g.myrow, g.mycol, e.what());
+          MPI_Abort(comm, 1);
         }
-        std::fprintf(stderr, "tessera %s: grid process (%d,%d) cannot multiply its block of C: %s\n", routine_name<T>(),
-                     g.myrow, g.mycol, e.what());
-        MPI_Abort(comm, 1);
       }
     }
-  }
-  if (verbose() && rank == 0) {
-    const auto t2 = std::chrono::steady_clock::now();
-    std::fprintf(stderr,
-                 "tessera %s: %lldx%lldx%lld %c%c on a %dx%d grid: tessera (%s), exchange %.4f s, multiply %.4f s\n",
-                 routine_name<T>(), (long long)M, (long long)N, (long long)K, ta, tb, g.nprow, g.npcol, ran.c_str(),
-                 std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());
+    if (verbose() && rank == 0) {
+      const auto t2 = std::chrono::steady_clock::now();
+      std::fprintf(stderr,
+                   "tessera %s: %lldx%lldx%lld %c%c on a %dx%d grid: tessera (%s), exchange %.4f s, multiply %.4f s\n",
+                   routine_name<T>(), (long long)M, (long long)N, (long long)K, ta, tb, g.nprow, g.npcol, ran.c_str(),
+                   std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count());
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tessera %s: grid process (%d,%d) failed: %s\n", routine_name<T>(), g.myrow, g.mycol,
+                 e.what());
+    MPI_Abort(comm, 1);
   }
 }
 

@@ -97,22 +97,36 @@ int main(int argc, char** argv) {
   double alpha, beta;
   while (fscanf(cases, " %c %c %c %d %d %d %lf %lf %d %d %d %d %d %d %d %d %d %d", &prec, &ta, &tb, &m, &n, &k, &alpha,
                 &beta, &mb, &nb, &ia, &ja, &ib, &jb, &ic, &jc, &rsrc, &csrc) == 18) {
-    /* s, d: float, double; S, D: the same with B the very array A (X^T X, X X^T) */
-    int single = prec == 's' || prec == 'S', alias = prec == 'S' || prec == 'D';
+    /* s, d: float, double; S, D: the same with B the very array A (X^T X, X X^T); X: double, A, B
+     * and C three disjoint sub-matrices of one array (as PDGETRF's update calls PDGEMM) */
+    int single = prec == 's' || prec == 'S', alias = prec == 'S' || prec == 'D', one = prec == 'X';
     int na = ta == 'N' || ta == 'n', nbn = tb == 'N' || tb == 'n';
     Dist A, B, C;
-    make(&A, ia - 1 + (na ? m : k) + 2, ja - 1 + (na ? k : m) + 3, mb, nb, rsrc, csrc, context, nprow, npcol, myrow,
-         mycol, single, c, 0, NULL);
+    if (one) {
+      int ar = na ? m : k, ac = na ? k : m, br = nbn ? k : n, bc = nbn ? n : k;
+      int rows = ia - 1 + ar, cols = ja - 1 + ac;
+      if (ib - 1 + br > rows) rows = ib - 1 + br;
+      if (ic - 1 + m > rows) rows = ic - 1 + m;
+      if (jb - 1 + bc > cols) cols = jb - 1 + bc;
+      if (jc - 1 + n > cols) cols = jc - 1 + n;
+      make(&A, rows + 2, cols + 3, mb, nb, rsrc, csrc, context, nprow, npcol, myrow, mycol, 0, c, 0, NULL);
+      B = C = A;
+    } else
+      make(&A, ia - 1 + (na ? m : k) + 2, ja - 1 + (na ? k : m) + 3, mb, nb, rsrc, csrc, context, nprow, npcol, myrow,
+           mycol, single, c, 0, NULL);
     /* A: MB x NB blocks from (RSRC, CSRC); B: NB x MB from the next process row and column; C: NB x NB
      * from (RSRC, the next column): three layouts that line up nowhere. */
-    if (alias)
+    if (one) {
+      /* A, B and C made above */
+    } else if (alias)
       B = A;
     else
       make(&B, ib - 1 + (nbn ? k : n) + 2, jb - 1 + (nbn ? n : k) + 3, nb, mb, (rsrc + 1) % nprow, (csrc + 1) % npcol,
            context, nprow, npcol, myrow, mycol, single, c, 1, NULL);
     const long nan[4] = {ic - 1, beta == 0.0 ? ic - 1 + m : ic - 1, jc - 1, jc - 1 + n};
-    make(&C, ic - 1 + m + 2, jc - 1 + n + 3, nb, nb, rsrc, (csrc + 1) % npcol, context, nprow, npcol, myrow, mycol,
-         single, c, 2, nan);
+    if (!one)
+      make(&C, ic - 1 + m + 2, jc - 1 + n + 3, nb, nb, rsrc, (csrc + 1) % npcol, context, nprow, npcol, myrow, mycol,
+           single, c, 2, nan);
     if (!in_grid) {
       /* outside the grid: no call (its context is -1 here) */
     } else if (single) {
@@ -145,8 +159,8 @@ int main(int argc, char** argv) {
     free(mine);
     free(all);
     free(A.d);
-    if (!alias) free(B.d);
-    free(C.d);
+    if (!alias && !one) free(B.d);
+    if (!one) free(C.d);
     ++c;
   }
   if (out) fclose(out);

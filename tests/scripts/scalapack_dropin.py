@@ -43,6 +43,15 @@ def single_of(x):
     return x["prec"] in "sS"
 
 
+def one_array(x):
+    """X: A, B and C are disjoint sub-matrices of one array (matrix 0 of the case)."""
+    return x["prec"] == "X"
+
+
+def finite(x):
+    return np.isfinite(x["alpha"]) and np.isfinite(x["beta"])
+
+
 def aliased(x):
     """S, D: B is the very array A (and descriptor), as X^T X is called."""
     return x["prec"] in "SD"
@@ -59,6 +68,16 @@ def make_cases(grid, seed):
     # Edge cases first: 1x1x1, K = 1, an empty product, K = 0, alpha = 0, beta = 0 over any C.
     base = dict(prec="d", ta="N", tb="N", alpha=1.0, beta=0.0, mb=7, nb=7, ia=1, ja=1, ib=1, jb=1, ic=1, jc=1,
                 rsrc=0, csrc=0)
+    # A, B and C three disjoint sub-matrices of one array (PDGETRF's update: C below A and B),
+    # large enough that the drop-in takes it and would read A and B in place where it can.
+    m, k, n = 31, 17, 29
+    cases.append(dict(prec="X", ta="N", tb="N", m=m, n=n, k=k, alpha=-1.0, beta=1.0, mb=8, nb=8, ia=1, ja=1,
+                      ib=m + 1, jb=1, ic=m + k + 1, jc=1, rsrc=0, csrc=0))
+    cases.append(dict(prec="X", ta="T", tb="N", m=m, n=n, k=k, alpha=0.5, beta=-2.0, mb=64, nb=64, ia=1, ja=1,
+                      ib=k + 1, jb=1, ic=2 * k + 1, jc=2, rsrc=0, csrc=0))
+    # alpha or beta NaN / Inf: handed to ScaLAPACK, whose C holds NaN (or Inf) as BLAS's would.
+    cases.append(dict(base, m=9, n=8, k=7, alpha=float("nan"), beta=1.0))
+    cases.append(dict(base, m=9, n=8, k=7, alpha=1.0, beta=float("inf")))
     for m, n, k, extra in [(1, 1, 1, {}), (13, 11, 1, {}), (5, 7, 0, {"beta": 2.0}), (0, 9, 4, {}),
                            (9, 8, 7, {"alpha": 0.0, "beta": -1.5}), (9, 8, 7, {"alpha": 0.0, "beta": 0.0}),
                            (64, 1, 70, {"mb": 64, "nb": 64}), (1, 37, 70, {"ta": "T", "mb": 1, "nb": 1})]:
@@ -102,15 +121,21 @@ def reference(c, x):
     m, n, k = x["m"], x["n"], x["k"]
     a_rows, a_cols = (m, k) if na else (k, m)
     b_rows, b_cols = (k, n) if nb else (n, k)
-    A = global_matrix(c, 0, x["ia"] - 1 + a_rows + 2, x["ja"] - 1 + a_cols + 3, single)
-    B = A if aliased(x) else global_matrix(c, 1, x["ib"] - 1 + b_rows + 2, x["jb"] - 1 + b_cols + 3, single)
-    C = global_matrix(c, 2, x["ic"] - 1 + m + 2, x["jc"] - 1 + n + 3, single)
+    if one_array(x):
+        rows = max(x["ia"] - 1 + a_rows, x["ib"] - 1 + b_rows, x["ic"] - 1 + m) + 2
+        cols = max(x["ja"] - 1 + a_cols, x["jb"] - 1 + b_cols, x["jc"] - 1 + n) + 3
+        A = B = C = global_matrix(c, 0, rows, cols, single)
+    else:
+        A = global_matrix(c, 0, x["ia"] - 1 + a_rows + 2, x["ja"] - 1 + a_cols + 3, single)
+        B = A if aliased(x) else global_matrix(c, 1, x["ib"] - 1 + b_rows + 2, x["jb"] - 1 + b_cols + 3, single)
+        C = global_matrix(c, 2, x["ic"] - 1 + m + 2, x["jc"] - 1 + n + 3, single)
     a = A[x["ia"] - 1:x["ia"] - 1 + a_rows, x["ja"] - 1:x["ja"] - 1 + a_cols]
     b = B[x["ib"] - 1:x["ib"] - 1 + b_rows, x["jb"] - 1:x["jb"] - 1 + b_cols]
     opa, opb = (a if na else a.T), (b if nb else b.T)
     alpha, beta = x["alpha"], x["beta"]
     if single:
         alpha, beta = float(np.float32(alpha)), float(np.float32(beta))
+    C = C.copy()
     expect = C.copy()
     bound = np.zeros_like(C)
     sub = (slice(x["ic"] - 1, x["ic"] - 1 + m), slice(x["jc"] - 1, x["jc"] - 1 + n))
@@ -120,11 +145,13 @@ def reference(c, x):
     if m and n:
         old = C[sub]
         prod = opa @ opb if k else np.zeros((m, n))
-        expect[sub] = alpha * prod + (beta * old if beta != 0 else 0.0)
+        with np.errstate(invalid="ignore"):
+            expect[sub] = alpha * prod + (beta * old if beta != 0 else 0.0)
         eps = np.finfo(np.float32 if single else np.float64).eps
-        mag = abs(alpha) * (np.abs(opa) @ np.abs(opb) if k else np.zeros((m, n)))
-        if beta != 0:
-            mag += abs(beta) * np.abs(old)
+        with np.errstate(invalid="ignore"):
+            mag = abs(alpha) * (np.abs(opa) @ np.abs(opb) if k else np.zeros((m, n)))
+            if beta != 0:
+                mag += abs(beta) * np.abs(old)
         bound[sub] = 2.0 * (k + 3) * eps * mag + 1e-300
     return expect, bound
 
@@ -150,7 +177,10 @@ def compare(cases, results, label):
         got = results[c]
         check(got.shape == expect.shape, f"{label}: case {c}: C is {got.shape}, expected {expect.shape}")
         err = np.abs(got - expect)
-        bad = ~(err <= bound)  # NaN anywhere fails
+        with np.errstate(invalid="ignore"):
+            bad = ~(err <= bound)  # NaN where a number is expected fails
+        nonfinite = ~np.isfinite(expect)  # alpha or beta NaN / Inf: C as BLAS leaves it
+        bad[nonfinite] = np.isfinite(got[nonfinite]) | (np.isnan(got[nonfinite]) != np.isnan(expect[nonfinite]))
         if bad.any():
             i, j = np.argwhere(bad)[0]
             fail(f"{label}: case {c} ({case_line(x)}): C[{i},{j}] = {got[i, j]!r}, numpy {expect[i, j]!r} "
@@ -178,8 +208,9 @@ def main():
     if args.mode == "invalid":
         # M = -1, then IA = 0: ScaLAPACK's own check stops the program, with or without tessera
         # in front, and the drop-in says why it handed the call over.
-        for bad, said in [(dict(cases[0], m=-1), "M, N or K is negative"),
-                          (dict(cases[0], ia=0), "a sub-matrix index is below 1")]:
+        plain = next(x for x in cases if x["prec"] == "d" and finite(x))
+        for bad, said in [(dict(plain, m=-1), "M, N or K is negative"),
+                          (dict(plain, ia=0), "a sub-matrix index is below 1")]:
             with open(cases_path, "w") as f:
                 f.write(case_line(bad) + "\n")
             outs = []
@@ -236,12 +267,17 @@ def main():
     for (routine, m, n, k, how), x in zip(ran, cases):
         flops = 2 * int(m) * int(n) * int(k)
         handed = how.startswith("handed to ScaLAPACK")
-        if args.mode == "handback":
+        if not finite(x):
+            check(how == "handed to ScaLAPACK: alpha or beta is NaN or Inf", f"{routine} alpha/beta not finite: '{how}'")
+        elif args.mode == "handback":
             check(handed == (flops < 100000), f"{routine} {m}x{n}x{k} ({flops} flops): '{how}'")
         else:
             check(not handed, f"{routine} {m}x{n}x{k} handed to ScaLAPACK: '{how}'")
     sc = read_output(r.path("scalapack.txt"))
     for c, x in enumerate(cases):
+        if not finite(x):
+            check(np.array_equal(got[c], sc[c], equal_nan=True), f"case {c}: a handed-back C differs from ScaLAPACK's")
+            continue
         scale = np.maximum(np.abs(sc[c]), 1.0)
         tol = 1e-4 if single_of(x) else 1e-11
         check(np.all(np.abs(got[c] - sc[c]) <= tol * scale * max(1, x["k"])),
