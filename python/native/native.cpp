@@ -23,9 +23,11 @@ namespace py = pybind11;
 
 namespace {
 
-std::string& last_report() {  // the last call's report (JSON), for tessera.matmul's last_report()
-  static std::string text;
-  return text;
+// The last call's report, for tessera.matmul's last_report(): kept as the Result, whose JSON is
+// made only when asked for (a loop of small products never pays for it).
+tessera::Result& last_report() {
+  static tessera::Result result;
+  return result;
 }
 
 // How an array reaches tessera: the matrix as stored, and whether op is its transpose.
@@ -37,7 +39,9 @@ struct Operand {
 
 template <class T>
 Operand operand(py::array x, const char* name) {
-  if (x.ndim() != 2) throw py::value_error(std::string(name) + " must be a 2-D array (it has " + std::to_string(x.ndim()) + " dimensions)");
+  if (x.ndim() != 2)
+    throw py::value_error(std::string(name) + " must be a 2-D array (it has " + std::to_string(x.ndim()) +
+                          " dimensions)");
   const auto es = static_cast<py::ssize_t>(sizeof(T));
   const py::ssize_t r = x.shape(0), c = x.shape(1), s0 = x.strides(0), s1 = x.strides(1);
   if ((s1 == es || c <= 1) && s0 > 0 && s0 % es == 0 && s0 / es >= c) return {x, r, c, s0 / es, false};
@@ -65,19 +69,21 @@ py::array matmul(py::array a, py::array b, py::object c, double alpha, double be
   } else {
     const py::array given = py::reinterpret_borrow<py::array>(c);
     if (!py::isinstance<py::array_t<T>>(given) || !(given.flags() & py::array::c_style) || !given.writeable())
-      throw py::value_error(std::string("c must be a writable C-ordered array of ") + (sizeof(T) == 4 ? "float32" : "float64"));
+      throw py::value_error(std::string("c must be a writable C-ordered array of ") +
+                            (sizeof(T) == 4 ? "float32" : "float64"));
     if (given.ndim() != 2 || given.shape(0) != m || given.shape(1) != n)
       throw py::value_error("c must be " + std::to_string(m) + "x" + std::to_string(n));
     out = py::reinterpret_borrow<py::array_t<T, py::array::c_style>>(given);
   }
   tessera::Options o;
-  o.transpose_a(ta).transpose_b(tb).alpha(alpha).beta(beta).kernel(kernel).backend(backend).allow_nonfinite(allow_nonfinite);
+  o.transpose_a(ta).transpose_b(tb).alpha(alpha).beta(beta).kernel(kernel).backend(backend).allow_nonfinite(
+      allow_nonfinite);
   const tessera::Matrix ma(static_cast<const T*>(oa.kept.data()), oa.rows, oa.cols, oa.ld);
   const tessera::Matrix mb(static_cast<const T*>(ob.kept.data()), ob.rows, ob.cols, ob.ld);
   const tessera::Matrix mc(out.mutable_data(), m, n);
   {
     py::gil_scoped_release unlocked;
-    last_report() = tessera::multiply(ma, mb, mc, o).json();
+    last_report() = tessera::multiply(ma, mb, mc, o);
   }
   return std::move(out);
 }
@@ -102,7 +108,7 @@ void matmul_device(const DeviceOperand& a, const DeviceOperand& b, std::uintptr_
   const tessera::Matrix mb(reinterpret_cast<const T*>(b.data), b.rows, b.cols, b.ld, Memory::device);
   const tessera::Matrix mc(reinterpret_cast<T*>(c), m, n, ldc, Memory::device);
   py::gil_scoped_release unlocked;
-  last_report() = tessera::multiply(ma, mb, mc, o, reinterpret_cast<void*>(stream)).json();
+  last_report() = tessera::multiply(ma, mb, mc, o, reinterpret_cast<void*>(stream));
 }
 
 // A rank's blocks of distributed matrices (numpy arrays) over an mpi4py communicator (its MPI_Comm
@@ -111,9 +117,9 @@ void matmul_device(const DeviceOperand& a, const DeviceOperand& b, std::uintptr_
 using GridOf = std::tuple<std::int64_t, std::int64_t, int, int>;
 
 template <class T>
-py::array matmul_blocks(py::array a, GridOf ga, py::array b, GridOf gb, py::array c, GridOf gc, double alpha, double beta,
-                        bool transpose_a, bool transpose_b, const std::string& kernel, const std::string& backend,
-                        bool allow_nonfinite, std::uintptr_t comm) {
+py::array matmul_blocks(py::array a, GridOf ga, py::array b, GridOf gb, py::array c, GridOf gc, double alpha,
+                        double beta, bool transpose_a, bool transpose_b, const std::string& kernel,
+                        const std::string& backend, bool allow_nonfinite, std::uintptr_t comm) {
   const auto block = [](py::array x, const char* name) {
     if (x.ndim() != 2) throw py::value_error(std::string(name) + "'s block must be a 2-D array");
     const auto es = static_cast<py::ssize_t>(sizeof(T));
@@ -130,16 +136,18 @@ py::array matmul_blocks(py::array a, GridOf ga, py::array b, GridOf gb, py::arra
     return tessera::DistributedMatrix(std::get<0>(g), std::get<1>(g), std::get<2>(g), std::get<3>(g), local);
   };
   py::array_t<T> out = py::reinterpret_borrow<py::array_t<T>>(c);
-  const tessera::Matrix ma(static_cast<const T*>(a.data()), a.shape(0), a.shape(1), std::max<std::int64_t>(lda, a.shape(1)));
-  const tessera::Matrix mb(static_cast<const T*>(b.data()), b.shape(0), b.shape(1), std::max<std::int64_t>(ldb, b.shape(1)));
+  const tessera::Matrix ma(static_cast<const T*>(a.data()), a.shape(0), a.shape(1),
+                           std::max<std::int64_t>(lda, a.shape(1)));
+  const tessera::Matrix mb(static_cast<const T*>(b.data()), b.shape(0), b.shape(1),
+                           std::max<std::int64_t>(ldb, b.shape(1)));
   const tessera::Matrix mc(out.mutable_data(), c.shape(0), c.shape(1), std::max<std::int64_t>(ldc, c.shape(1)));
   tessera::Options o;
   o.transpose_a(transpose_a).transpose_b(transpose_b).alpha(alpha).beta(beta).kernel(kernel).backend(backend);
   o.allow_nonfinite(allow_nonfinite);
   {
     py::gil_scoped_release unlocked;
-    last_report() = tessera::multiply(described(ga, ma), described(gb, mb), described(gc, mc), o,
-                                      reinterpret_cast<MPI_Comm>(comm)).json();
+    last_report() =
+        tessera::multiply(described(ga, ma), described(gb, mb), described(gc, mc), o, reinterpret_cast<MPI_Comm>(comm));
   }
   return c;
 }
@@ -150,21 +158,25 @@ PYBIND11_MODULE(_native, mod) {
   mod.doc() = "tessera's multiply of matrices in memory (libtessera); use tessera.matmul";
   py::register_exception<tessera::MultiplyError>(mod, "MultiplyError", PyExc_RuntimeError);
   mod.def("matmul_f32", &matmul<float>, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"),
-          py::arg("transpose_a"), py::arg("transpose_b"), py::arg("kernel"), py::arg("backend"), py::arg("allow_nonfinite"));
+          py::arg("transpose_a"), py::arg("transpose_b"), py::arg("kernel"), py::arg("backend"),
+          py::arg("allow_nonfinite"));
   mod.def("matmul_f64", &matmul<double>, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"),
-          py::arg("transpose_a"), py::arg("transpose_b"), py::arg("kernel"), py::arg("backend"), py::arg("allow_nonfinite"));
+          py::arg("transpose_a"), py::arg("transpose_b"), py::arg("kernel"), py::arg("backend"),
+          py::arg("allow_nonfinite"));
   py::class_<DeviceOperand>(mod, "DeviceOperand")
       .def(py::init([](std::uintptr_t data, std::int64_t rows, std::int64_t cols, std::int64_t ld, bool transposed) {
              return DeviceOperand{data, rows, cols, ld, transposed};
            }),
            py::arg("data"), py::arg("rows"), py::arg("cols"), py::arg("ld"), py::arg("transposed"));
-  for (const auto& [name, run] : {std::pair{"matmul_device_f32", &matmul_device<float>}, {"matmul_device_f64", &matmul_device<double>}})
+  for (const auto& [name, run] :
+       {std::pair{"matmul_device_f32", &matmul_device<float>}, {"matmul_device_f64", &matmul_device<double>}})
     mod.def(name, run, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("m"), py::arg("n"), py::arg("ldc"),
             py::arg("alpha"), py::arg("beta"), py::arg("kernel"), py::arg("allow_nonfinite"), py::arg("stream"));
-  for (const auto& [name, run] : {std::pair{"matmul_blocks_f32", &matmul_blocks<float>}, {"matmul_blocks_f64", &matmul_blocks<double>}})
-    mod.def(name, run, py::arg("a"), py::arg("grid_a"), py::arg("b"), py::arg("grid_b"), py::arg("c"), py::arg("grid_c"),
-            py::arg("alpha"), py::arg("beta"), py::arg("transpose_a"), py::arg("transpose_b"), py::arg("kernel"),
-            py::arg("backend"), py::arg("allow_nonfinite"), py::arg("comm"));
+  for (const auto& [name, run] :
+       {std::pair{"matmul_blocks_f32", &matmul_blocks<float>}, {"matmul_blocks_f64", &matmul_blocks<double>}})
+    mod.def(name, run, py::arg("a"), py::arg("grid_a"), py::arg("b"), py::arg("grid_b"), py::arg("c"),
+            py::arg("grid_c"), py::arg("alpha"), py::arg("beta"), py::arg("transpose_a"), py::arg("transpose_b"),
+            py::arg("kernel"), py::arg("backend"), py::arg("allow_nonfinite"), py::arg("comm"));
   mod.def("block_span", [](std::int64_t extent, int parts, int index) {
     try {
       return tessera::block_span(extent, parts, index);
@@ -173,5 +185,5 @@ PYBIND11_MODULE(_native, mod) {
     }
   });
   mod.def("version", [] { return std::string(tessera::version()); });
-  mod.def("last_report", [] { return last_report(); });
+  mod.def("last_report", [] { return last_report().json(); });
 }
