@@ -16,6 +16,9 @@ add_executable(pgemm_check_tessera ${CMAKE_CURRENT_LIST_DIR}/pgemm_check.c)
 target_link_libraries(pgemm_check_tessera PRIVATE tessera::scalapack MPI::MPI_C ${TESSERA_SCALAPACK_LIBRARY} m)
 # The link order is the point: -ltessera_scalapack before -lscalapack, kept even where unneeded.
 target_link_options(pgemm_check_tessera PRIVATE "LINKER:--no-as-needed")
+# Linked by the C++ driver: under the sanitizers the executable must carry their C++ runtime
+# (UBSan's vptr checks), which libtessera_scalapack's C++ code needs and clang's C driver leaves out.
+set_target_properties(pgemm_check_scalapack pgemm_check_tessera PROPERTIES LINKER_LANGUAGE CXX)
 
 function(tessera_scalapack_test name np grid mode)
   tessera_script_test(${name} scalapack_dropin.py --np ${np} --grid ${grid} --mode ${mode}
