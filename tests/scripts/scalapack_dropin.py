@@ -156,9 +156,12 @@ def reference(c, x):
     return expect, bound
 
 
-def launch(runner, args, binary, cases_path, out_path, env=None, expect_ok=True):
-    cmd = shlex.split(args.mpiexec) + ["-np", str(args.np), binary, str(args.grid[0]), str(args.grid[1]),
-                                       cases_path, out_path]
+def launch(runner, args, binary, cases_path, out_path, env=None, expect_ok=True, rank_env=None):
+    """mpiexec -np NP binary ...; `rank_env` is set for the ranks only (Open MPI's -x), not for
+    mpiexec itself (a preloaded library built with the sanitizers cannot load into mpiexec)."""
+    x = [a for k, v in (rank_env or {}).items() for a in ("-x", f"{k}={v}")]
+    cmd = shlex.split(args.mpiexec) + x + ["-np", str(args.np), binary, str(args.grid[0]), str(args.grid[1]),
+                                           cases_path, out_path]
     print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
     full = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     full.update(env or {})
@@ -252,7 +255,7 @@ def main():
 
     if args.mode == "preload":
         res = launch(r, args, args.check_scalapack, cases_path, r.path("preloaded.txt"),
-                     env=dict(env, LD_PRELOAD=args.library))
+                     env=env, rank_env={"LD_PRELOAD": args.library})
         check(re.search(r"tessera p[sd]gemm_: .* tessera \(cpu|cuda\)", res.stderr) is not None,
               "LD_PRELOAD=libtessera_scalapack.so did not bring tessera's p?gemm_")
         compare(cases, read_output(r.path("preloaded.txt")), "ScaLAPACK build with LD_PRELOAD")
