@@ -21,19 +21,6 @@ int checked(std::int64_t v) {
 }
 }  // namespace
 
-template <>
-void openblas_gemm<float>(std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b, float* c) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, checked(m), checked(n), checked(k), 1.0f, a, checked(k), b,
-              checked(n), 0.0f, c, checked(n));
-}
-
-template <>
-void openblas_gemm<double>(std::int64_t m, std::int64_t n, std::int64_t k, const double* a, const double* b,
-                           double* c) {
-  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, checked(m), checked(n), checked(k), 1.0, a, checked(k), b,
-              checked(n), 0.0, c, checked(n));
-}
-
 bool blas_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, std::int64_t ldb,
                     std::int64_t ldc) {
   for (const std::int64_t v : {m, n, k, lda, ldb, ldc})
@@ -41,21 +28,29 @@ bool blas_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t
   return true;
 }
 
-template <>
-void blas_gemm<float>(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
-                      const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
-                      std::int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, checked(m),
-              checked(n), checked(k), alpha, a, checked(lda), b, checked(ldb), beta, c, checked(ldc));
+template <class T>
+void blas_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+               std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
+  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+  if constexpr (sizeof(T) == 4)
+    cblas_sgemm(CblasRowMajor, ta, tb, checked(m), checked(n), checked(k), alpha, a, checked(lda), b, checked(ldb),
+                beta, c, checked(ldc));
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, checked(m), checked(n), checked(k), alpha, a, checked(lda), b, checked(ldb),
+                beta, c, checked(ldc));
 }
+template void blas_gemm<float>(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*, std::int64_t,
+                               const float*, std::int64_t, float, float*, std::int64_t);
+template void blas_gemm<double>(bool, bool, std::int64_t, std::int64_t, std::int64_t, double, const double*,
+                                std::int64_t, const double*, std::int64_t, double, double*, std::int64_t);
 
-template <>
-void blas_gemm<double>(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, double alpha,
-                       const double* a, std::int64_t lda, const double* b, std::int64_t ldb, double beta, double* c,
-                       std::int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, checked(m),
-              checked(n), checked(k), alpha, a, checked(lda), b, checked(ldb), beta, c, checked(ldc));
+// The registry's kernel: C = A * B, all three packed.
+template <class T>
+void openblas_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c) {
+  blas_gemm<T>(false, false, m, n, k, T(1), a, k, b, n, T(0), c, n);
 }
+template void openblas_gemm<float>(std::int64_t, std::int64_t, std::int64_t, const float*, const float*, float*);
+template void openblas_gemm<double>(std::int64_t, std::int64_t, std::int64_t, const double*, const double*, double*);
 
 #ifdef TESSERA_BLAS_OPENBLAS
 int openblas_threads() { return openblas_get_num_threads(); }

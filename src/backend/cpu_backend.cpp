@@ -23,6 +23,9 @@ const kernels::CpuKernel& cpu_kernel(const std::string& name) {
 }
 
 class CpuBackend final : public Backend {
+  // A leading dimension as the BLAS takes it: at least 1 (an empty matrix's may be 0).
+  static std::int64_t ld(std::int64_t v) { return std::max<std::int64_t>(1, v); }
+
  public:
   Kind kind() const override { return Kind::cpu; }
   std::string device() const override {
@@ -65,14 +68,12 @@ class CpuBackend final : public Backend {
   bool holds_in_place(const std::string& kernel, const HeldProblem& p) const override {
     const kernels::CpuKernel* k = kernels::find_cpu_kernel(kernel);
     return k && k->vendor && !p.a.device && !p.b.device && !p.c_device &&
-           kernels::blas_gemm_fits(p.m, p.n, p.k, std::max<std::int64_t>(1, p.a.ld), std::max<std::int64_t>(1, p.b.ld),
-                                   std::max<std::int64_t>(1, p.ldc));
+           kernels::blas_gemm_fits(p.m, p.n, p.k, ld(p.a.ld), ld(p.b.ld), ld(p.ldc));
   }
 
   std::vector<PhaseTime> gemm_in_place(const std::string&, const HeldProblem& p) override {
     const auto start = std::chrono::steady_clock::now();
-    const std::int64_t lda = std::max<std::int64_t>(1, p.a.ld), ldb = std::max<std::int64_t>(1, p.b.ld),
-                       ldc = std::max<std::int64_t>(1, p.ldc);
+    const std::int64_t lda = ld(p.a.ld), ldb = ld(p.b.ld), ldc = ld(p.ldc);
     if (p.dtype == DType::f32)
       kernels::blas_gemm<float>(p.a.transposed, p.b.transposed, p.m, p.n, p.k, static_cast<float>(p.alpha),
                                 static_cast<const float*>(p.a.data), lda, static_cast<const float*>(p.b.data), ldb,
