@@ -26,6 +26,12 @@ void openblas_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, c
 template <class T>
 void blas_gemm(bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
                std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc);
+// The same for complex elements (cblas_cgemm, cblas_zgemm): `complex_double` false for complex64
+// (pairs of float), true for complex128 (pairs of double); op 'N', 'T' or 'C' (the conjugate
+// transpose) per operand; alpha and beta as {real, imaginary}.
+void blas_complex_gemm(bool complex_double, char op_a, char op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                       const double alpha[2], const void* a, std::int64_t lda, const void* b, std::int64_t ldb,
+                       const double beta[2], void* c, std::int64_t ldc);
 // Whether blas_gemm takes these sizes (all within the BLAS integer range).
 bool blas_gemm_fits(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, std::int64_t ldb,
                     std::int64_t ldc);

@@ -44,6 +44,21 @@ template void blas_gemm<float>(bool, bool, std::int64_t, std::int64_t, std::int6
 template void blas_gemm<double>(bool, bool, std::int64_t, std::int64_t, std::int64_t, double, const double*,
                                 std::int64_t, const double*, std::int64_t, double, double*, std::int64_t);
 
+void blas_complex_gemm(bool complex_double, char op_a, char op_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                       const double alpha[2], const void* a, std::int64_t lda, const void* b, std::int64_t ldb,
+                       const double beta[2], void* c, std::int64_t ldc) {
+  const auto op = [](char o) { return o == 'C' ? CblasConjTrans : o == 'T' ? CblasTrans : CblasNoTrans; };
+  if (complex_double) {
+    cblas_zgemm(CblasRowMajor, op(op_a), op(op_b), checked(m), checked(n), checked(k), alpha, a, checked(lda), b,
+                checked(ldb), beta, c, checked(ldc));
+  } else {
+    const float alpha32[2] = {static_cast<float>(alpha[0]), static_cast<float>(alpha[1])};
+    const float beta32[2] = {static_cast<float>(beta[0]), static_cast<float>(beta[1])};
+    cblas_cgemm(CblasRowMajor, op(op_a), op(op_b), checked(m), checked(n), checked(k), alpha32, a, checked(lda), b,
+                checked(ldb), beta32, c, checked(ldc));
+  }
+}
+
 // The registry's kernel: C = A * B, all three packed.
 template <class T>
 void openblas_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, const T* b, T* c) {

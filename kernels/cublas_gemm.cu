@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,34 @@ void gemm_ex(const GpuGemm& g, GpuContext& ctx, const void* a, const void* b, co
   CUBLAS_CHECK(api.gemm_ex(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, b, call.inputs, n, a, call.inputs, k, beta,
                            g.c, call.output, n, call.compute, CUBLAS_GEMM_DEFAULT));
 }
+
+}  // namespace
+
+// Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B's role first, each operand's
+// op unchanged (a row-major X read column-major is X^T, and (X^H)^T is conj(X) = (X^T)^H).
+void gpu_complex_gemm(const GpuComplexGemm& g, GpuContext& ctx) {
+  for (const std::int64_t v : {g.m, g.n, g.k, g.lda, g.ldb, g.ldc})
+    if (v < 0 || v > static_cast<std::int64_t>(INT_MAX))
+      throw std::length_error("cublas takes sizes and leading dimensions below 2^31; got " + std::to_string(v));
+  if (g.m == 0 || g.n == 0) return;
+  const CublasApi& api = cublas_api();
+  cublasHandle_t handle = ctx.cublas();
+  CUBLAS_CHECK(api.set_stream(handle, g.stream));
+  const auto op = [](char o) { return o == 'C' ? CUBLAS_OP_C : o == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N; };
+  const bool wide = g.dtype == DType::c128;
+  const cudaDataType type = wide ? CUDA_C_64F : CUDA_C_32F;
+  const cublasComputeType_t compute = wide ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+  const float alpha32[2] = {static_cast<float>(g.alpha[0]), static_cast<float>(g.alpha[1])};
+  const float beta32[2] = {static_cast<float>(g.beta[0]), static_cast<float>(g.beta[1])};
+  const void* alpha = wide ? static_cast<const void*>(g.alpha) : static_cast<const void*>(alpha32);
+  const void* beta = wide ? static_cast<const void*>(g.beta) : static_cast<const void*>(beta32);
+  const auto i = [](std::int64_t v) { return static_cast<int>(std::max<std::int64_t>(v, 1)); };
+  CUBLAS_CHECK(api.gemm_ex(handle, op(g.op_b), op(g.op_a), static_cast<int>(g.n), static_cast<int>(g.m),
+                           static_cast<int>(g.k), alpha, g.b, type, i(g.ldb), g.a, type, i(g.lda), beta, g.c, type,
+                           i(g.ldc), compute, CUBLAS_GEMM_DEFAULT));
+}
+
+namespace {
 
 // cublasGemmEx takes int sizes and leading dimensions.
 bool cublas_can_implement(const GpuGemm& g, std::string* why) {

@@ -108,6 +108,26 @@ bool gpu_can_implement(const std::string& kernel, const GpuGemm& g, std::string*
 // a CUDA or cuBLAS call fails.
 void gpu_gemm(const std::string& kernel, const GpuGemm& g, GpuContext& ctx);
 
+// C = alpha op(A) op(B) + beta C of complex elements (DType c64 or c128) through cuBLAS (GemmEx on
+// CUDA_C_32F / CUDA_C_64F, no kernel of tessera's own): A, B and C row-major in GPU memory with
+// their own leading dimensions, op 'N', 'T' or 'C' (the conjugate transpose) per operand, alpha
+// and beta as {real, imaginary} (beta 0: C not read). Enqueued on `stream`. Throws
+// std::length_error for a size or leading dimension of 2^31 or more (cuBLAS takes int).
+struct GpuComplexGemm {
+  DType dtype = DType::c128;
+  char op_a = 'N', op_b = 'N';
+  std::int64_t m = 0, n = 0, k = 0;
+  const void* a = nullptr;
+  std::int64_t lda = 0;
+  const void* b = nullptr;
+  std::int64_t ldb = 0;
+  void* c = nullptr;
+  std::int64_t ldc = 0;
+  double alpha[2] = {1, 0}, beta[2] = {0, 0};
+  cudaStream_t stream = nullptr;
+};
+void gpu_complex_gemm(const GpuComplexGemm& g, GpuContext& ctx);
+
 // What a kernel needs once before its first launch, kept out of any timed region. The cuBLAS
 // calls load the library (~0.3 s: kernels/cublas_library.hpp) and create the context's handle;
 // tessera's own kernels need nothing. gpu_load_library does the first part only: it touches no

@@ -24,6 +24,7 @@
 #endif
 #include <mpi.h>
 
+#include <complex>
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
@@ -66,6 +67,13 @@ class TESSERA_API Options {
   Options& transpose_b(bool on = true);  // B's dataset is stored N x K
   Options& alpha(double value);          // C = alpha op(A) op(B) + beta C_old (default 1)
   Options& beta(double value);           // default 0; != 0 reads the existing C (needs overwrite)
+  // Complex products (complex64/complex128 Matrix objects in memory; HDF5 datasets are real): a
+  // complex alpha and beta, and op(X) = X^H, the conjugate transpose (for a real matrix, its
+  // transpose; conjugate_a(false) leaves transpose_a as it was set).
+  Options& alpha(std::complex<double> value);
+  Options& beta(std::complex<double> value);
+  Options& conjugate_a(bool on = true);
+  Options& conjugate_b(bool on = true);
 
   // How the work is done ("auto" or "": chosen, as the command line chooses).
   Options& backend(const std::string& name);     // auto | cpu | cuda
@@ -251,12 +259,21 @@ TESSERA_API Result multiply(const Options& options, MPI_Comm comm);
 enum class Memory { host, device };
 
 // A matrix in this process's memory, row-major (as C arrays and numpy's default order are):
-// `rows` x `cols` elements of float or double, each row `ld` elements after the last (0: cols, the
-// rows packed), on the host or on the GPU (`where`). It describes the memory and never owns or
-// copies it: the caller keeps it alive through the call. Made from a const pointer it is
-// read-only: it may be A or B, not C.
+// `rows` x `cols` elements of float, double, std::complex<float> or std::complex<double>
+// (complex64, complex128: a real and an imaginary part side by side, as numpy and C99's complex
+// store them), each row `ld` elements after the last (0: cols, the rows packed), on the host or
+// on the GPU (`where`). It describes the memory and never owns or copies it: the caller keeps it
+// alive through the call. Made from a const pointer it is read-only: it may be A or B, not C.
 class TESSERA_API Matrix {
  public:
+  Matrix(const std::complex<float>* data, std::int64_t rows, std::int64_t cols, std::int64_t ld = 0,
+         Memory where = Memory::host);
+  Matrix(const std::complex<double>* data, std::int64_t rows, std::int64_t cols, std::int64_t ld = 0,
+         Memory where = Memory::host);
+  Matrix(std::complex<float>* data, std::int64_t rows, std::int64_t cols, std::int64_t ld = 0,
+         Memory where = Memory::host);
+  Matrix(std::complex<double>* data, std::int64_t rows, std::int64_t cols, std::int64_t ld = 0,
+         Memory where = Memory::host);
   Matrix(const float* data, std::int64_t rows, std::int64_t cols, std::int64_t ld = 0);
   Matrix(const double* data, std::int64_t rows, std::int64_t cols, std::int64_t ld = 0);
   Matrix(float* data, std::int64_t rows, std::int64_t cols, std::int64_t ld = 0);
@@ -274,7 +291,7 @@ class TESSERA_API Matrix {
   std::int64_t rows() const noexcept;
   std::int64_t cols() const noexcept;
   std::int64_t ld() const noexcept;
-  std::string dtype() const;  // float32 | float64
+  std::string dtype() const;  // float32 | float64 | complex64 | complex128
   bool writable() const noexcept;
   Memory memory() const noexcept;
 
@@ -298,11 +315,12 @@ class TESSERA_API Matrix {
 TESSERA_API Result multiply(const Matrix& a, const Matrix& b, const Matrix& c, const Options& options);
 
 // The same, ordered on the caller's CUDA stream (a cudaStream_t, passed as void*; nullptr: the
-// call above): the product runs after the work `cuda_stream` already holds. With A, B and C all in GPU memory it returns once the product is
-// enqueued there: C is complete when the stream gets past it, and the Result's only phase is
-// "enqueue". Otherwise it returns when C is complete. NaN/Inf in A and B are still refused unless
-// allow_nonfinite: the scan waits for the stream to reach it.
-TESSERA_API Result multiply(const Matrix& a, const Matrix& b, const Matrix& c, const Options& options, void* cuda_stream);
+// call above): the product runs after the work `cuda_stream` already holds. With A, B and C all in GPU memory it
+// returns once the product is enqueued there: C is complete when the stream gets past it, and the Result's only phase
+// is "enqueue". Otherwise it returns when C is complete. NaN/Inf in A and B are still refused unless allow_nonfinite:
+// the scan waits for the stream to reach it.
+TESSERA_API Result multiply(const Matrix& a, const Matrix& b, const Matrix& c, const Options& options,
+                            void* cuda_stream);
 
 // A matrix distributed over the ranks of a communicator, as HPC codes hold one (issue 42): `rows`
 // x `cols` as stored, cut into a grid_rows x grid_cols grid of blocks, block (i, j) held by rank

@@ -6,15 +6,18 @@
 // anything else is copied first. The GIL is released while tessera multiplies. Matrices in GPU
 // memory arrive as addresses (matmul_device_*: tessera.matmul reads them from the torch or cupy
 // tensor) and are used there, ordered on the caller's stream.
+#include <pybind11/complex.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <complex>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "tessera/tessera.hpp"
@@ -51,9 +54,31 @@ Operand operand(py::array x, const char* name) {
 }
 
 template <class T>
-py::array matmul(py::array a, py::array b, py::object c, double alpha, double beta, bool transpose_a, bool transpose_b,
-                 const std::string& kernel, const std::string& backend, bool allow_nonfinite) {
+const char* type_name() {
+  if constexpr (std::is_same_v<T, float>) return "float32";
+  if constexpr (std::is_same_v<T, double>) return "float64";
+  if constexpr (std::is_same_v<T, std::complex<float>>) return "complex64";
+  return "complex128";
+}
+
+// op 'N', 'T' or 'C' (the conjugate transpose) of an operand.
+bool transposes(char op) { return op == 'T' || op == 'C'; }
+
+template <class T>
+py::array matmul(py::array a, py::array b, py::object c, std::complex<double> alpha, std::complex<double> beta,
+                 char op_a, char op_b, const std::string& kernel, const std::string& backend, bool allow_nonfinite) {
+  for (const char op : {op_a, op_b})
+    if (op != 'N' && op != 'T' && op != 'C') throw py::value_error(std::string("op must be N, T or C, not ") + op);
   Operand oa = operand<T>(a, "a"), ob = operand<T>(b, "b");
+  // A conjugate that is no transpose of the stored matrix (a.T asked conjugated) is no BLAS op:
+  // the array copied in C order, so that op(X) is X^H.
+  const auto stored_as_is = [](Operand& x, const py::array& given, char op) {
+    if (op == 'C' && x.transposed)
+      x = {py::array_t<T, py::array::c_style>(given), given.shape(0), given.shape(1), given.shape(1), false};
+  };
+  stored_as_is(oa, a, op_a);
+  stored_as_is(ob, b, op_b);
+  const bool transpose_a = transposes(op_a), transpose_b = transposes(op_b);
   // op as asked, composed with how the array is laid out.
   const bool ta = transpose_a != oa.transposed, tb = transpose_b != ob.transposed;
   const std::int64_t m = transpose_a ? a.shape(1) : a.shape(0), k = transpose_a ? a.shape(0) : a.shape(1);
@@ -69,15 +94,18 @@ py::array matmul(py::array a, py::array b, py::object c, double alpha, double be
   } else {
     const py::array given = py::reinterpret_borrow<py::array>(c);
     if (!py::isinstance<py::array_t<T>>(given) || !(given.flags() & py::array::c_style) || !given.writeable())
-      throw py::value_error(std::string("c must be a writable C-ordered array of ") +
-                            (sizeof(T) == 4 ? "float32" : "float64"));
+      throw py::value_error(std::string("c must be a writable C-ordered array of ") + type_name<T>());
     if (given.ndim() != 2 || given.shape(0) != m || given.shape(1) != n)
       throw py::value_error("c must be " + std::to_string(m) + "x" + std::to_string(n));
     out = py::reinterpret_borrow<py::array_t<T, py::array::c_style>>(given);
   }
   tessera::Options o;
-  o.transpose_a(ta).transpose_b(tb).alpha(alpha).beta(beta).kernel(kernel).backend(backend).allow_nonfinite(
-      allow_nonfinite);
+  o.transpose_a(ta).transpose_b(tb).kernel(kernel).backend(backend).allow_nonfinite(allow_nonfinite);
+  o.conjugate_a(op_a == 'C').conjugate_b(op_b == 'C');
+  if (alpha.imag() == 0 && beta.imag() == 0)
+    o.alpha(alpha.real()).beta(beta.real());
+  else
+    o.alpha(alpha).beta(beta);
   const tessera::Matrix ma(static_cast<const T*>(oa.kept.data()), oa.rows, oa.cols, oa.ld);
   const tessera::Matrix mb(static_cast<const T*>(ob.kept.data()), ob.rows, ob.cols, ob.ld);
   const tessera::Matrix mc(out.mutable_data(), m, n);
@@ -157,12 +185,12 @@ py::array matmul_blocks(py::array a, GridOf ga, py::array b, GridOf gb, py::arra
 PYBIND11_MODULE(_native, mod) {
   mod.doc() = "tessera's multiply of matrices in memory (libtessera); use tessera.matmul";
   py::register_exception<tessera::MultiplyError>(mod, "MultiplyError", PyExc_RuntimeError);
-  mod.def("matmul_f32", &matmul<float>, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"),
-          py::arg("transpose_a"), py::arg("transpose_b"), py::arg("kernel"), py::arg("backend"),
-          py::arg("allow_nonfinite"));
-  mod.def("matmul_f64", &matmul<double>, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"),
-          py::arg("transpose_a"), py::arg("transpose_b"), py::arg("kernel"), py::arg("backend"),
-          py::arg("allow_nonfinite"));
+  for (const auto& [name, run] : {std::pair{"matmul_f32", &matmul<float>},
+                                  {"matmul_f64", &matmul<double>},
+                                  {"matmul_c64", &matmul<std::complex<float>>},
+                                  {"matmul_c128", &matmul<std::complex<double>>}})
+    mod.def(name, run, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"), py::arg("op_a"),
+            py::arg("op_b"), py::arg("kernel"), py::arg("backend"), py::arg("allow_nonfinite"));
   py::class_<DeviceOperand>(mod, "DeviceOperand")
       .def(py::init([](std::uintptr_t data, std::int64_t rows, std::int64_t cols, std::int64_t ld, bool transposed) {
              return DeviceOperand{data, rows, cols, ld, transposed};

@@ -21,6 +21,12 @@ def native_or_skip():
 
 
 def within(testcase, got, want64, mag64, k, dtype):
+    if np.dtype(dtype).kind == "c":  # each part: sums of 2k real products, each |.| <= |a_i| |b_i|
+        testcase.assertEqual(got.dtype, np.dtype(dtype))
+        real = np.float32 if np.dtype(dtype) == np.complex64 else np.float64
+        within(testcase, got.real, want64.real, mag64, 2 * k, real)
+        within(testcase, got.imag, want64.imag, mag64, 2 * k, real)
+        return
     u = 2.0**-24 if np.dtype(dtype) == np.float32 else 2.0**-53
     gamma = (k + 2) * u / (1 - (k + 2) * u)
     bound = 2 * gamma * mag64 + u * np.abs(want64) + 1e-300
@@ -52,6 +58,82 @@ class MatmulTest(unittest.TestCase):
                         mag = 0.5 * (np.abs(a64) @ np.abs(b64)) + 2.0 * np.abs(c0.astype(np.float64))
                         within(self, got, want, mag, k, dtype)
                         self.assertEqual(got.dtype, np.dtype(dtype))
+
+    def crand(self, shape, dtype):
+        return (self.rand(shape, np.float64) + 1j * self.rand(shape, np.float64)).astype(dtype)
+
+    def test_complex_shapes_ops_alpha_beta(self):
+        """complex64/complex128 through the BLAS's cgemm/zgemm: every op (N, T, C) of each operand,
+        complex alpha and beta, odd shapes, K = 1, 1x1x1, against numpy in complex128."""
+        op = {"N": lambda x: x, "T": lambda x: x.T, "C": lambda x: x.conj().T}
+        for dtype in (np.complex64, np.complex128):
+            for m, n, k in ((1, 1, 1), (37, 29, 53), (31, 17, 1), (97, 89, 83)):
+                for ta in "NTC":
+                    for tb in "NTC":
+                        with self.subTest(dtype=dtype, shape=(m, n, k), ta=ta, tb=tb):
+                            a = self.crand((m, k) if ta == "N" else (k, m), dtype)
+                            b = self.crand((k, n) if tb == "N" else (n, k), dtype)
+                            c0 = self.crand((m, n), dtype)
+                            alpha, beta = 0.5 - 1.25j, -1 + 2j
+                            got = tessera.matmul(a, b, c=c0, alpha=alpha, beta=beta, transpose_a=ta, transpose_b=tb)
+                            a64, b64 = op[ta](a.astype(np.complex128)), op[tb](b.astype(np.complex128))
+                            want = alpha * (a64 @ b64) + beta * c0.astype(np.complex128)
+                            mag = abs(alpha) * (np.abs(a64) @ np.abs(b64)) + abs(beta) * np.abs(c0)
+                            within(self, got, want, mag, k, dtype)
+        # Promotion: complex64 with float32 stays complex64; with float64 (or complex128) widens.
+        a, b = self.crand((6, 5), np.complex64), self.rand((5, 4), np.float32)
+        self.assertEqual(tessera.matmul(a, b).dtype, np.complex64)
+        self.assertEqual(tessera.matmul(a, b.astype(np.float64)).dtype, np.complex128)
+        within(self, tessera.matmul(a, b), a.astype(np.complex128) @ b, np.abs(a) @ np.abs(b), 5, np.complex64)
+        # Layouts: a.T (Fortran order) with and without the conjugate, a row slice, a strided view.
+        big = self.crand((60, 50), np.complex128)
+        b = self.crand((20, 7), np.complex128)
+        for a in (big[:20, :20], big[:20, :20].T, big[::2, ::2][:20, :20], np.asfortranarray(big[:20, :20])):
+            for ta in "NTC":
+                with self.subTest(strides=a.strides, ta=ta):
+                    want = op[ta](a) @ b
+                    within(self, tessera.matmul(a, b, transpose_a=ta), want, np.abs(a) @ np.abs(b), 20,
+                           np.complex128)
+        # C += A^H B in place, and K = 0 (C = beta C).
+        a = self.crand((9, 4), np.complex128)
+        acc = self.crand((4, 3), np.complex128)
+        b = self.crand((9, 3), np.complex128)
+        want = a.conj().T @ b + acc
+        tessera.matmul(a, b, c=acc, beta=1, out=acc, transpose_a="C")
+        within(self, acc, want, np.abs(a).T @ np.abs(b) + np.abs(want), 9, np.complex128)
+        c0 = self.crand((3, 4), np.complex64)
+        z = tessera.matmul(np.zeros((3, 0), np.complex64), np.zeros((0, 4), np.complex64), c=c0, beta=2j)
+        np.testing.assert_allclose(z, 2j * c0, rtol=1e-6)
+
+    def test_complex_refusals(self):
+        a, b = self.crand((4, 5), np.complex128), self.crand((5, 6), np.complex128)
+        cases = [((a.real, b.real), {"alpha": 1j}, "alpha = 1j is complex"),
+                 ((a.real, b.real), {"c": np.zeros((4, 6)), "beta": 2 + 1j}, "beta = (2+1j) is complex"),
+                 ((a, b), {"kernel": "cpu-tiled"}, "kernel 'cpu-tiled' multiplies float32 and float64"),
+                 ((a, b), {"transpose_a": "H"}, "transpose_a must be"),
+                 ((a, b), {"out": np.zeros((4, 6), dtype=np.complex64)}, "out must be")]
+        for (x, y), kw, words in cases:
+            with self.subTest(words=words):
+                with self.assertRaises(tessera.TesseraError) as cm:
+                    tessera.matmul(x, y, **kw)
+                self.assertIn(words, str(cm.exception))
+        for part in (np.nan, 1j * np.inf):
+            bad = a.copy()
+            bad[2, 3] += part
+            out = np.full((4, 6), 9.0 + 1j)
+            with self.subTest(part=part), self.assertRaises(tessera.TesseraError) as cm:
+                tessera.matmul(bad, b, out=out)
+            self.assertRegex(str(cm.exception), r"A holds [12] non-finite value\(s\) \(NaN/Inf\) in its elements' real and "
+                             r"imaginary parts, the first at \(2, 3\)")
+            np.testing.assert_array_equal(out, np.full((4, 6), 9.0 + 1j))  # left as it was
+        bad = b.copy()
+        bad[4, 5] = complex(1, np.nan)
+        with self.assertRaises(tessera.TesseraError) as cm:
+            tessera.matmul(a, bad)
+        self.assertIn("B holds 1 non-finite value(s) (NaN/Inf) in its elements' real and imaginary parts, the first at "
+                      "(4, 5)", str(cm.exception))
+        got = tessera.matmul(a, bad, allow_nonfinite=True)
+        self.assertTrue(np.isnan(got[:, 5]).any() and np.isfinite(got[:, :5]).all())
 
     def test_layouts_used_in_place_or_copied(self):
         big = self.rand((120, 100), np.float64)
@@ -90,7 +172,7 @@ class MatmulTest(unittest.TestCase):
                  ((a, b), {"c": np.zeros((3, 6)), "beta": 1.0}, "c must be 4x6"),
                  ((a, b), {"kernel": "nope"}, "nope"),
                  ((np.zeros(3), b), {}, "2-D"),
-                 ((a.astype(np.complex128), b), {}, "real numbers")]
+                 ((np.array([["x"]]), b), {}, "it takes numbers")]
         for (x, y), kw, words in cases:
             with self.subTest(words=words):
                 with self.assertRaises(tessera.TesseraError) as cm:

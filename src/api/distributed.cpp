@@ -42,7 +42,8 @@ const Matrix& DistributedMatrix::local() const noexcept { return impl_->local; }
 std::pair<std::int64_t, std::int64_t> block_span(std::int64_t extent, int parts, int index) {
   if (extent < 0 || parts < 1 || index < 0 || index >= parts)
     throw std::invalid_argument("block_span(" + std::to_string(extent) + ", " + std::to_string(parts) + ", " +
-                                std::to_string(index) + "): the extent must be >= 0, parts >= 1 and 0 <= index < parts");
+                                std::to_string(index) +
+                                "): the extent must be >= 0, parts >= 1 and 0 <= index < parts");
   const partition::Range r = partition::split(extent, parts, index);
   return {r.begin, r.end};
 }

@@ -59,6 +59,14 @@ Matrix::Matrix(float* data, std::int64_t rows, std::int64_t cols, std::int64_t l
     : impl_(described(DType::f32, data, data, rows, cols, ld, where)) {}
 Matrix::Matrix(double* data, std::int64_t rows, std::int64_t cols, std::int64_t ld, Memory where)
     : impl_(described(DType::f64, data, data, rows, cols, ld, where)) {}
+Matrix::Matrix(const std::complex<float>* data, std::int64_t rows, std::int64_t cols, std::int64_t ld, Memory where)
+    : impl_(described(DType::c64, data, nullptr, rows, cols, ld, where)) {}
+Matrix::Matrix(const std::complex<double>* data, std::int64_t rows, std::int64_t cols, std::int64_t ld, Memory where)
+    : impl_(described(DType::c128, data, nullptr, rows, cols, ld, where)) {}
+Matrix::Matrix(std::complex<float>* data, std::int64_t rows, std::int64_t cols, std::int64_t ld, Memory where)
+    : impl_(described(DType::c64, data, data, rows, cols, ld, where)) {}
+Matrix::Matrix(std::complex<double>* data, std::int64_t rows, std::int64_t cols, std::int64_t ld, Memory where)
+    : impl_(described(DType::c128, data, data, rows, cols, ld, where)) {}
 Matrix::Matrix(const Matrix& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
 Matrix::Matrix(Matrix&& other) noexcept = default;
 Matrix& Matrix::operator=(const Matrix& other) {

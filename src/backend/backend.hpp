@@ -120,6 +120,7 @@ struct HeldMatrix {
   std::int64_t rows = 0, cols = 0, ld = 0;
   bool device = false;
   bool transposed = false;
+  bool conjugated = false;  // with transposed: op(X) = X^H (complex dtypes; a real X's transpose)
 };
 
 // C = alpha op(A) op(B) + beta C on the caller's memory, each matrix on the host or on the GPU
@@ -137,6 +138,7 @@ struct HeldProblem {
   std::int64_t ldc = 0;
   bool c_device = false;
   double alpha = 1, beta = 0;
+  double alpha_imag = 0, beta_imag = 0;  // complex dtypes only (0 for real ones)
   void* stream = nullptr;
   bool wait = true;
   bool refuse_nonfinite = true;

@@ -74,7 +74,12 @@ class CpuBackend final : public Backend {
   std::vector<PhaseTime> gemm_in_place(const std::string&, const HeldProblem& p) override {
     const auto start = std::chrono::steady_clock::now();
     const std::int64_t lda = ld(p.a.ld), ldb = ld(p.b.ld), ldc = ld(p.ldc);
-    if (p.dtype == DType::f32)
+    const auto op = [](const HeldMatrix& x) { return x.conjugated ? 'C' : x.transposed ? 'T' : 'N'; };
+    const double alpha[2] = {p.alpha, p.alpha_imag}, beta[2] = {p.beta, p.beta_imag};
+    if (is_complex(p.dtype))
+      kernels::blas_complex_gemm(p.dtype == DType::c128, op(p.a), op(p.b), p.m, p.n, p.k, alpha, p.a.data, lda,
+                                 p.b.data, ldb, beta, p.c, ldc);
+    else if (p.dtype == DType::f32)
       kernels::blas_gemm<float>(p.a.transposed, p.b.transposed, p.m, p.n, p.k, static_cast<float>(p.alpha),
                                 static_cast<const float*>(p.a.data), lda, static_cast<const float*>(p.b.data), ldb,
                                 static_cast<float>(p.beta), static_cast<float*>(p.c), ldc);

@@ -120,11 +120,12 @@ class CudaBackend final : public Backend {
   // the held path's copies are measured against them on a GPU (TESSERA_HELD_HOST=1 tries it).
   bool holds_in_place(const std::string&, const HeldProblem& p) const override {
     if (p.a.device || p.b.device || p.c_device) return true;  // only here can they be used
+    if (is_complex(p.dtype)) return true;                     // cuBLAS's, the only complex GEMM here
     return held_host_ && held_bytes_missing(held_, p) <= memory_budget(limit_);
   }
 
   std::vector<PhaseTime> gemm_in_place(const std::string& kernel, const HeldProblem& p) override {
-    ready(kernel, kernels::GpuGemm{p.dtype, p.m, p.n, p.k}, true);
+    ready(kernel, kernels::GpuGemm{real_of(p.dtype), p.m, p.n, p.k}, true);
     return gemm_held(gpu_, held_, kernel, p);
   }
 

@@ -90,18 +90,19 @@ Placed place(const HeldMatrix& x, DType dtype, void* slot, void* stored_slot, cu
     // Up as stored, packed: into the slot itself when no transpose follows.
     void* into = x.transposed ? stored_slot : slot;
     if (x.rows > 0 && x.cols > 0)
-      CUDA_CHECK(cudaMemcpy2DAsync(into, static_cast<std::size_t>(x.cols) * es, x.data, static_cast<std::size_t>(x.ld) * es,
-                                   static_cast<std::size_t>(x.cols) * es, static_cast<std::size_t>(x.rows),
-                                   cudaMemcpyHostToDevice, s));
+      CUDA_CHECK(cudaMemcpy2DAsync(into, static_cast<std::size_t>(x.cols) * es, x.data,
+                                   static_cast<std::size_t>(x.ld) * es, static_cast<std::size_t>(x.cols) * es,
+                                   static_cast<std::size_t>(x.rows), cudaMemcpyHostToDevice, s));
     stored = {into, x.cols};
     if (!x.transposed) return {into, stored};
   }
   if (x.transposed) {
     kernels::gpu_transpose(dtype, x.rows, x.cols, stored.data, stored.ld, slot, s);
   } else if (x.rows > 0 && x.cols > 0) {  // on the device, rows apart: packed
-    CUDA_CHECK(cudaMemcpy2DAsync(slot, static_cast<std::size_t>(x.cols) * es, x.data, static_cast<std::size_t>(x.ld) * es,
-                                 static_cast<std::size_t>(x.cols) * es, static_cast<std::size_t>(x.rows),
-                                 cudaMemcpyDefault, s));  // device, managed or mapped host memory alike
+    CUDA_CHECK(cudaMemcpy2DAsync(slot, static_cast<std::size_t>(x.cols) * es, x.data,
+                                 static_cast<std::size_t>(x.ld) * es, static_cast<std::size_t>(x.cols) * es,
+                                 static_cast<std::size_t>(x.rows), cudaMemcpyDefault,
+                                 s));  // device, managed or mapped host memory alike
   }
   return {slot, stored};
 }
@@ -114,7 +115,8 @@ void check_addressable(const void* ptr, bool device, int gpu, const char* name) 
 
 // The scan's verdict, read after the stream got there: InputError for NaN or Inf in A or B, by its
 // stored coordinates.
-void refuse_found(const kernels::NonfiniteFound* found, const HeldProblem& p, cudaStream_t s) {
+// `per_element`: values the scan counted per element (2 for a complex matrix scanned as its parts).
+void refuse_found(const kernels::NonfiniteFound* found, const HeldProblem& p, cudaStream_t s, int per_element = 1) {
   kernels::NonfiniteFound host[2] = {};
   CUDA_CHECK(cudaMemcpyAsync(host, found, sizeof host, cudaMemcpyDeviceToHost, s));
   CUDA_CHECK(cudaStreamSynchronize(s));
@@ -122,10 +124,98 @@ void refuse_found(const kernels::NonfiniteFound* found, const HeldProblem& p, cu
     if (host[i].count == 0) continue;
     const std::int64_t cols = std::max<std::int64_t>((i == 0 ? p.a : p.b).cols, 1);
     const auto first = static_cast<std::int64_t>(host[i].first);
-    throw InputError(fmt::format("{} holds {} non-finite value(s) (NaN/Inf), the first at ({}, {}); allow_nonfinite "
-                                 "multiplies them",
-                                 kNames[i], host[i].count, first / cols, first % cols));
+    throw InputError(
+        fmt::format("{} holds {} non-finite value(s) (NaN/Inf){}, the first at ({}, {}); allow_nonfinite "
+                    "multiplies them",
+                    kNames[i], host[i].count, per_element == 2 ? " in its elements' real and imaginary parts" : "",
+                    first / cols, first % cols / per_element));
   }
+}
+
+// A complex product (DType c64, c128) through cuBLAS: GPU operands and C used where they lie with
+// their leading dimensions and op (no packing, no transpose pass: cuBLAS takes both), host ones
+// copied up packed into the scratch (a host C_old only where beta != 0) and C copied down. The NaN
+// and Inf scan reads a complex matrix as the real one of twice its columns.
+std::vector<PhaseTime> gemm_held_complex(Gpu& gpu, HeldScratch& scratch, const HeldProblem& p) {
+  const cudaStream_t s = p.stream ? static_cast<cudaStream_t>(p.stream) : gpu.stream.get();
+  const std::size_t es = dtype_size(p.dtype);
+  const std::string of_gemm = fmt::format(" of a {}x{}x{} {} product", p.m, p.n, p.k, dtype_name(p.dtype));
+  if (scratch.used) CUDA_CHECK(cudaStreamWaitEvent(s, scratch.done.get(), 0));
+  const auto slot = [&](kernels::DeviceBuffer& buffer, bool needed, std::size_t bytes, const std::string& what) {
+    return needed ? grown(buffer, bytes, what) : nullptr;
+  };
+  void* slot_a = slot(scratch.a, !p.a.device, bytes_of(p.a, p.dtype), "A" + of_gemm);
+  void* slot_b = slot(scratch.b, !p.b.device, bytes_of(p.b, p.dtype), "B" + of_gemm);
+  void* slot_c = slot(scratch.c, !p.c_device, static_cast<std::size_t>(p.m * p.n) * es, "a scratch C" + of_gemm);
+  auto* found = static_cast<kernels::NonfiniteFound*>(
+      slot(scratch.found, p.refuse_nonfinite, 2 * sizeof(kernels::NonfiniteFound), "a NaN/Inf count"));
+  kernels::HostRegistration pin_a, pin_b, pin_c;
+  const double pin_seconds = host_seconds([&] {
+    if (!p.a.device)
+      pin_a = kernels::HostRegistration(p.a.data, span_bytes(p.a.rows, p.a.cols, p.a.ld, es), kPinMinBytes);
+    if (!p.b.device)
+      pin_b = kernels::HostRegistration(p.b.data, span_bytes(p.b.rows, p.b.cols, p.b.ld, es), kPinMinBytes);
+    if (!p.c_device) pin_c = kernels::HostRegistration(p.c, span_bytes(p.m, p.n, p.ldc, es), kPinMinBytes);
+  });
+  const bool waited = p.wait || !p.c_device || !p.a.device || !p.b.device;
+  const std::size_t c_row = static_cast<std::size_t>(p.n) * es, ldc_bytes = static_cast<std::size_t>(p.ldc) * es;
+  kernels::Event start, placed, computed, finished;
+  if (waited) start.record(s);
+  try {
+    // Up, packed, as stored: {data, ld} on the device.
+    const auto up = [&](const HeldMatrix& x, void* into) -> View {
+      if (x.device) return {x.data, x.ld};
+      if (x.rows > 0 && x.cols > 0)
+        CUDA_CHECK(cudaMemcpy2DAsync(into, static_cast<std::size_t>(x.cols) * es, x.data,
+                                     static_cast<std::size_t>(x.ld) * es, static_cast<std::size_t>(x.cols) * es,
+                                     static_cast<std::size_t>(x.rows), cudaMemcpyHostToDevice, s));
+      return {into, x.cols};
+    };
+    const View a = up(p.a, slot_a), b = up(p.b, slot_b);
+    if (p.refuse_nonfinite) {
+      const DType part = real_of(p.dtype);
+      kernels::gpu_count_nonfinite(part, p.a.rows, 2 * p.a.cols, a.data, 2 * a.ld, found, s);
+      kernels::gpu_count_nonfinite(part, p.b.rows, 2 * p.b.cols, b.data, 2 * b.ld, found + 1, s);
+      HeldProblem parts = p;  // the scan's columns are the parts: its coordinates halved back
+      parts.a.cols *= 2, parts.b.cols *= 2;
+      refuse_found(found, parts, s, 2);
+    }
+    void* c = p.c_device ? p.c : slot_c;
+    const std::int64_t ldc = p.c_device ? p.ldc : p.n;
+    const bool reads_c = p.beta != 0 || p.beta_imag != 0;
+    if (!p.c_device && reads_c && p.m > 0 && p.n > 0)
+      CUDA_CHECK(cudaMemcpy2DAsync(slot_c, c_row, p.c, ldc_bytes, c_row, static_cast<std::size_t>(p.m),
+                                   cudaMemcpyHostToDevice, s));
+    if (waited) placed.record(s);
+    const auto op = [](const HeldMatrix& x) { return x.conjugated ? 'C' : x.transposed ? 'T' : 'N'; };
+    kernels::GpuComplexGemm g;
+    g.dtype = p.dtype, g.op_a = op(p.a), g.op_b = op(p.b);
+    g.m = p.m, g.n = p.n, g.k = p.k;
+    g.a = a.data, g.lda = a.ld, g.b = b.data, g.ldb = b.ld, g.c = c, g.ldc = ldc;
+    g.alpha[0] = p.alpha, g.alpha[1] = p.alpha_imag, g.beta[0] = p.beta, g.beta[1] = p.beta_imag;
+    g.stream = s;
+    try {
+      kernels::gpu_complex_gemm(g, gpu.context);
+    } catch (const std::length_error& e) {
+      throw InputError(std::string(e.what()) + of_gemm);
+    }
+    if (waited) computed.record(s);
+    if (!p.c_device && p.m > 0 && p.n > 0)
+      CUDA_CHECK(cudaMemcpy2DAsync(p.c, ldc_bytes, slot_c, c_row, c_row, static_cast<std::size_t>(p.m),
+                                   cudaMemcpyDeviceToHost, s));
+    scratch.done.record(s);
+    scratch.used = true;
+  } catch (...) {
+    synchronize_quietly({s});
+    throw;
+  }
+  if (!waited) return {};
+  finished.record(s);
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  gpu.note_peak();
+  return {{"h2d", pin_seconds + placed.seconds_since(start)},
+          {"kernel", computed.seconds_since(placed)},
+          {"d2h", finished.seconds_since(computed)}};
 }
 
 }  // namespace
@@ -133,14 +223,15 @@ void refuse_found(const kernels::NonfiniteFound* found, const HeldProblem& p, cu
 std::size_t held_bytes_missing(const HeldScratch& scratch, const HeldProblem& p) {
   const Needs need = needs_of(p);
   const auto more = [](std::size_t want, const kernels::DeviceBuffer& have) { return want > have.bytes() ? want : 0; };
-  return more(need.a, scratch.a) + more(need.b, scratch.b) + more(need.c, scratch.c) + more(need.stored, scratch.stored) +
-         more(need.found, scratch.found);
+  return more(need.a, scratch.a) + more(need.b, scratch.b) + more(need.c, scratch.c) +
+         more(need.stored, scratch.stored) + more(need.found, scratch.found);
 }
 
 std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::string& kernel, const HeldProblem& p) {
   check_addressable(p.a.data, p.a.device, gpu.device, "A");
   check_addressable(p.b.data, p.b.device, gpu.device, "B");
   check_addressable(p.c, p.c_device, gpu.device, "C");
+  if (is_complex(p.dtype)) return gemm_held_complex(gpu, scratch, p);
   const cudaStream_t s = p.stream ? static_cast<cudaStream_t>(p.stream) : gpu.stream.get();
   const std::size_t es = dtype_size(p.dtype);
   const std::string of_gemm = fmt::format(" of a {}x{}x{} {} product", p.m, p.n, p.k, dtype_name(p.dtype));
@@ -156,8 +247,10 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
   const bool host_c = !p.c_device;
   kernels::HostRegistration pin_a, pin_b, pin_c;
   const double pin_seconds = host_seconds([&] {
-    if (!p.a.device) pin_a = kernels::HostRegistration(p.a.data, span_bytes(p.a.rows, p.a.cols, p.a.ld, es), kPinMinBytes);
-    if (!p.b.device) pin_b = kernels::HostRegistration(p.b.data, span_bytes(p.b.rows, p.b.cols, p.b.ld, es), kPinMinBytes);
+    if (!p.a.device)
+      pin_a = kernels::HostRegistration(p.a.data, span_bytes(p.a.rows, p.a.cols, p.a.ld, es), kPinMinBytes);
+    if (!p.b.device)
+      pin_b = kernels::HostRegistration(p.b.data, span_bytes(p.b.rows, p.b.cols, p.b.ld, es), kPinMinBytes);
     if (host_c) pin_c = kernels::HostRegistration(p.c, span_bytes(p.m, p.n, p.ldc, es), kPinMinBytes);
   });
   const bool waited = p.wait || host_c || !p.a.device || !p.b.device;
@@ -165,7 +258,8 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
   if (waited) start.record(s);
   try {
     const Placed a = place(p.a, p.dtype, slot_a, stored, s);
-    if (p.refuse_nonfinite) kernels::gpu_count_nonfinite(p.dtype, p.a.rows, p.a.cols, a.stored.data, a.stored.ld, found, s);
+    if (p.refuse_nonfinite)
+      kernels::gpu_count_nonfinite(p.dtype, p.a.rows, p.a.cols, a.stored.data, a.stored.ld, found, s);
     const Placed b = place(p.b, p.dtype, slot_b, stored, s);
     if (p.refuse_nonfinite) {
       kernels::gpu_count_nonfinite(p.dtype, p.b.rows, p.b.cols, b.stored.data, b.stored.ld, found + 1, s);
@@ -182,13 +276,15 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
       } else {
         void* result = slot_c;
         if (p.beta != 0) {  // C_old up, packed, then alpha T + beta C_old there
-          CUDA_CHECK(cudaMemcpy2DAsync(stored, row, p.c, ldc_bytes, row, static_cast<std::size_t>(p.m), cudaMemcpyHostToDevice, s));
+          CUDA_CHECK(cudaMemcpy2DAsync(stored, row, p.c, ldc_bytes, row, static_cast<std::size_t>(p.m),
+                                       cudaMemcpyHostToDevice, s));
           kernels::gpu_scale_add(p.dtype, p.m, p.n, p.alpha, slot_c, p.beta, stored, p.n, s);
           result = stored;
         } else if (p.alpha != 1) {
           kernels::gpu_scale_add(p.dtype, p.m, p.n, p.alpha, slot_c, 0, slot_c, p.n, s);
         }
-        CUDA_CHECK(cudaMemcpy2DAsync(p.c, ldc_bytes, result, row, row, static_cast<std::size_t>(p.m), cudaMemcpyDeviceToHost, s));
+        CUDA_CHECK(cudaMemcpy2DAsync(p.c, ldc_bytes, result, row, row, static_cast<std::size_t>(p.m),
+                                     cudaMemcpyDeviceToHost, s));
       }
     }
     scratch.done.record(s);

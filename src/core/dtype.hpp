@@ -6,10 +6,42 @@
 namespace tessera {
 
 // Element type of a computation. Inputs of other types are converted on read (see io/).
-enum class DType { f32, f64 };
+// c64 and c128 (complex64, complex128: a real and an imaginary part of float, of double, side by
+// side as std::complex and numpy store them) are the element types of matrices in memory only
+// (job/memory_product.hpp); files, the CLI's --dtype, the kernels' registries and the
+// distributed algorithms take f32 and f64.
+enum class DType { f32, f64, c64, c128 };
 
-inline const char* dtype_name(DType t) { return t == DType::f32 ? "float32" : "float64"; }
-inline std::size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 8; }
+inline bool is_complex(DType t) { return t == DType::c64 || t == DType::c128; }
+// The type of one part: f32 for c64, f64 for c128, the type itself for a real one.
+inline DType real_of(DType t) { return t == DType::c64 ? DType::f32 : t == DType::c128 ? DType::f64 : t; }
+
+inline const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::f32:
+      return "float32";
+    case DType::f64:
+      return "float64";
+    case DType::c64:
+      return "complex64";
+    case DType::c128:
+      return "complex128";
+  }
+  return "?";
+}
+inline std::size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::f32:
+      return 4;
+    case DType::f64:
+      return 8;
+    case DType::c64:
+      return 8;
+    case DType::c128:
+      return 16;
+  }
+  return 0;
+}
 
 // The names a user gives a dtype (--dtype, the tune files): "f32" or "float32", "f64" or
 // "float64". False for another name (the caller refuses it, naming its option and choices).
@@ -28,8 +60,8 @@ inline bool parse_dtype(const std::string& text, DType* out) {
 // The names the options offer (completion, --help-json); parse_dtype also takes float32, float64.
 inline std::vector<std::string> dtype_words() { return {"f32", "f64"}; }
 
-// Unit roundoff u = eps/2 of the type.
-inline double unit_roundoff(DType t) { return t == DType::f32 ? 0x1p-24 : 0x1p-53; }
+// Unit roundoff u = eps/2 of the type (of its parts for a complex one).
+inline double unit_roundoff(DType t) { return real_of(t) == DType::f32 ? 0x1p-24 : 0x1p-53; }
 
 // Componentwise forward-error bound of a length-k dot product, gamma_k = k*u / (1 - k*u)
 // (Higham, Accuracy and Stability of Numerical Algorithms, sec. 3.1):

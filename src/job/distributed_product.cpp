@@ -56,8 +56,11 @@ std::string agreed_text(const JobOptions& o, const DistributedMatrix& a, const D
   for (const auto& [name, x] : {std::pair{"A", &a}, {"B", &b}, {"C", &c}})
     text += fmt::format("{} {}x{} over a {}x{} grid of {}; ", name, x->grid.rows, x->grid.cols, x->grid.grid_rows,
                         x->grid.grid_cols, dtype_name(x->local.dtype));
-  return text + fmt::format("op(A) {}, op(B) {}, alpha {}, beta {}", o.a.transposed ? "A^T" : "A",
-                            o.b.transposed ? "B^T" : "B", o.alpha, o.beta);
+  const auto op = [](const char* name, bool transposed, bool conjugated) {
+    return fmt::format("{}{}", name, conjugated ? "^H" : transposed ? "^T" : "");
+  };
+  return text + fmt::format("op(A) {}, op(B) {}, alpha {}{:+}i, beta {}{:+}i", op("A", o.a.transposed, o.conjugate_a),
+                            op("B", o.b.transposed, o.conjugate_b), o.alpha, o.alpha_imag, o.beta, o.beta_imag);
 }
 
 void check_descriptors(const JobOptions& o, const DistributedMatrix& a, const DistributedMatrix& b,
@@ -169,15 +172,18 @@ std::vector<unsigned char> gather_needed(const DistributedMatrix& x, const Rect&
 void refuse_nonfinite(const std::vector<unsigned char>& panel, const DistributedMatrix& x, const Rect& need,
                       const char* name, int rank) {
   if (need.elements() == 0) return;
+  // A complex matrix is scanned as the real one of twice its columns that its parts make.
+  const int parts = is_complex(x.local.dtype) ? 2 : 1;
   io::NonfiniteCount found;
-  found.add(panel.data(), x.local.dtype, need.rows.size(), need.cols.size(), need.rows.begin, need.cols.begin,
-            std::max<std::int64_t>(x.grid.cols, 1));
+  found.add(panel.data(), real_of(x.local.dtype), need.rows.size(), parts * need.cols.size(), need.rows.begin,
+            parts * need.cols.begin, parts * std::max<std::int64_t>(x.grid.cols, 1));
   if (found.count == 0) return;
-  const auto first = static_cast<std::int64_t>(found.first), cols = std::max<std::int64_t>(x.grid.cols, 1);
+  const auto first = static_cast<std::int64_t>(found.first), cols = parts * std::max<std::int64_t>(x.grid.cols, 1);
   throw InputError(
-      fmt::format("{} holds {} non-finite value(s) (NaN/Inf) in what rank {} multiplies ({}), the first at "
+      fmt::format("{} holds {} non-finite value(s) (NaN/Inf){} in what rank {} multiplies ({}), the first at "
                   "({}, {}) of {} as stored; allow_nonfinite multiplies them",
-                  name, static_cast<long long>(found.count), rank, describe(need), first / cols, first % cols, name));
+                  name, static_cast<long long>(found.count), parts == 2 ? " in its elements' parts" : "", rank,
+                  describe(need), first / cols, first % cols / parts, name));
 }
 
 constexpr int kTagA = 4201, kTagB = 4202;

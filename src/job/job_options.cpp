@@ -10,9 +10,7 @@ namespace tessera::job {
 
 namespace {
 
-int bands_asked() {
-  return static_cast<int>(env::whole("TESSERA_BANDS").value_or(0));
-}
+int bands_asked() { return static_cast<int>(env::whole("TESSERA_BANDS").value_or(0)); }
 
 }  // namespace
 
@@ -38,16 +36,20 @@ algorithms::Asked asked_of(const RunOptions& o) {
 }
 
 namespace {
-io::DatasetRef reference(const std::string& text) { return text.empty() ? io::DatasetRef{} : io::DatasetRef::parse(text); }
+io::DatasetRef reference(const std::string& text) {
+  return text.empty() ? io::DatasetRef{} : io::DatasetRef::parse(text);
+}
 }  // namespace
 
 JobOptions job_options(const RunOptions& o) {
   JobOptions j;
   j.asked = asked_of(o);  // every word, shape and size checked against its row first
-  j.a = {reference(o.a), o.transpose_a};
-  j.b = {reference(o.b), o.transpose_b};
+  j.a = {reference(o.a), o.transpose_a || o.conjugate_a};
+  j.b = {reference(o.b), o.transpose_b || o.conjugate_b};
   j.c = reference(o.c);
   j.alpha = o.alpha, j.beta = o.beta;
+  j.alpha_imag = o.alpha_imag, j.beta_imag = o.beta_imag;
+  j.conjugate_a = o.conjugate_a, j.conjugate_b = o.conjugate_b;
   j.overwrite = o.overwrite, j.quiet = o.quiet;
   j.allow_nonfinite = o.allow_nonfinite, j.fail_on_nonfinite = o.fail_on_nonfinite;
   if (o.progress != "auto") j.progress = o.progress == "on";  // one of progress_words() (checked)

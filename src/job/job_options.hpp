@@ -17,18 +17,20 @@ namespace tessera::job {
 
 struct JobOptions {
   algorithms::Asked asked;  // backend, kernel, dtype, algorithm, grid, sizes: typed (asked_of)
-  io::Operand a, b;   // op(A), op(B): the datasets (and windows) and whether each is transposed
-  io::DatasetRef c;   // where C goes; C_old, read when beta != 0
+  io::Operand a, b;         // op(A), op(B): the datasets (and windows) and whether each is transposed
+  io::DatasetRef c;         // where C goes; C_old, read when beta != 0
   double alpha = 1, beta = 0;
+  double alpha_imag = 0, beta_imag = 0;           // complex products in memory (RunOptions)
+  bool conjugate_a = false, conjugate_b = false;  // op(X) = X^H: a transposed and conjugated
   bool overwrite = false;
-  bool quiet = false;                // no table on stdout
-  bool allow_nonfinite = false;      // multiply NaN / Inf inputs instead of refusing them
-  bool fail_on_nonfinite = false;    // a C holding NaN / Inf is an error, not a warning
-  std::optional<bool> progress;      // --progress on / off; nullopt: auto (on past 5 s predicted)
-  std::optional<int> timeout;        // --timeout SECONDS (0: none); nullopt: the model's bound
-  std::string report;                // the report's path ("" none, "-" stdout)
-  std::string machine;               // --machine ("" : found, algorithms/machine.hpp)
-  std::string config, manifest;      // files the options came from (read, never written; guarded)
+  bool quiet = false;              // no table on stdout
+  bool allow_nonfinite = false;    // multiply NaN / Inf inputs instead of refusing them
+  bool fail_on_nonfinite = false;  // a C holding NaN / Inf is an error, not a warning
+  std::optional<bool> progress;    // --progress on / off; nullopt: auto (on past 5 s predicted)
+  std::optional<int> timeout;      // --timeout SECONDS (0: none); nullopt: the model's bound
+  std::string report;              // the report's path ("" none, "-" stdout)
+  std::string machine;             // --machine ("" : found, algorithms/machine.hpp)
+  std::string config, manifest;    // files the options came from (read, never written; guarded)
   bool has_a() const { return !a.ref.file.empty(); }
   bool has_b() const { return !b.ref.file.empty(); }
   bool has_c() const { return !c.file.empty(); }

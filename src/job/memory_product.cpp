@@ -93,8 +93,12 @@ io::NonfiniteCount packed_nonfinite(const MemoryMatrix& x) {
 }
 
 // Refuses NaN and Inf in `x` (stored coordinates), as a run refuses them in a file: a packed
-// matrix over threads, rows apart one by one.
-void refuse_nonfinite(const MemoryMatrix& x, const char* name) {
+// matrix over threads, rows apart one by one. A complex matrix is scanned as the real matrix of
+// twice its columns that its parts make.
+void refuse_nonfinite(const MemoryMatrix& complex_or_real, const char* name) {
+  const int parts = is_complex(complex_or_real.dtype) ? 2 : 1;
+  MemoryMatrix x = complex_or_real;
+  x.dtype = real_of(x.dtype), x.cols *= parts, x.ld *= parts;
   io::NonfiniteCount found;
   if (x.ld == x.cols) {
     found = packed_nonfinite(x);
@@ -106,11 +110,11 @@ void refuse_nonfinite(const MemoryMatrix& x, const char* name) {
   }
   if (found.count == 0) return;
   const auto first = static_cast<std::int64_t>(found.first);
-  throw InputError(
-      fmt::format("{} holds {} non-finite value(s) (NaN/Inf), the first at ({}, {}); allow_nonfinite "
-                  "multiplies them",
-                  name, static_cast<long long>(found.count), first / std::max<std::int64_t>(x.cols, 1),
-                  first % std::max<std::int64_t>(x.cols, 1)));
+  throw InputError(fmt::format(
+      "{} holds {} non-finite value(s) (NaN/Inf){}, the first at ({}, {}); allow_nonfinite "
+      "multiplies them",
+      name, static_cast<long long>(found.count), parts == 2 ? " in its elements' real and imaginary parts" : "",
+      first / std::max<std::int64_t>(x.cols, 1), first % std::max<std::int64_t>(x.cols, 1) / parts));
 }
 
 // op(X) as one contiguous row-major block: X's own memory where it is one (no copy), else a copy
@@ -168,10 +172,11 @@ backend::HeldProblem held_problem(const JobOptions& o, const MemoryMatrix& a, co
   backend::HeldProblem p;
   p.dtype = a.dtype;
   p.m = m, p.n = n, p.k = k;
-  p.a = {a.data, a.rows, a.cols, a.ld, a.device, o.a.transposed};
-  p.b = {b.data, b.rows, b.cols, b.ld, b.device, o.b.transposed};
+  p.a = {a.data, a.rows, a.cols, a.ld, a.device, o.a.transposed, o.conjugate_a};
+  p.b = {b.data, b.rows, b.cols, b.ld, b.device, o.b.transposed, o.conjugate_b};
   p.c = c.out, p.ldc = c.ld, p.c_device = c.device;
   p.alpha = o.alpha, p.beta = o.beta;
+  p.alpha_imag = o.alpha_imag, p.beta_imag = o.beta_imag;
   p.stream = call.stream, p.wait = call.wait;
   p.refuse_nonfinite = !o.allow_nonfinite;
   return p;
@@ -230,8 +235,13 @@ report::JobReport multiply_in_memory(const JobOptions& o, const MemoryMatrix& a,
                     shape_of(m, k), shape_of(kb, n)));
   if (c.rows != m || c.cols != n)
     throw InputError(fmt::format("C is {}, but op(A) op(B) is {}", shape_of(c.rows, c.cols), shape_of(m, n)));
-  for (const double v : {o.alpha, o.beta})
+  for (const double v : {o.alpha, o.beta, o.alpha_imag, o.beta_imag})
     if (!std::isfinite(v)) throw InputError(fmt::format("alpha and beta must be finite numbers (got {})", v));
+  if (!is_complex(dtype) && (o.alpha_imag != 0 || o.beta_imag != 0))
+    throw InputError(
+        fmt::format("alpha and beta have imaginary parts ({}, {}), but the matrices hold {}: a "
+                    "complex alpha or beta takes complex64 or complex128 matrices",
+                    o.alpha_imag, o.beta_imag, dtype_name(dtype)));
   refuse_overlap(c, a, "A");
   refuse_overlap(c, b, "B");
   std::unique_ptr<backend::Backend>& be = kept_backend();
@@ -244,9 +254,22 @@ report::JobReport multiply_in_memory(const JobOptions& o, const MemoryMatrix& a,
   const int device = on_gpu || gpu_kept ? backend::current_gpu() : 0;
   if (!be || (kind && be->kind() != *kind) || (gpu_kept && be->device_id() != device))
     be = backend::make_backend(kind, {device, 1, static_cast<std::size_t>(o.asked.gpu_memory)});
-  const std::string kernel = kernel_for(be->kind(), o.asked.kernel, dtype, m, n, std::max<std::int64_t>(k, 1));
+  // Complex products run on the BLAS's own GEMM (cblas_cgemm/zgemm, cuBLAS's), where the matrices lie.
+  const std::string blas = be->kind() == backend::Kind::cpu ? "openblas" : "cublas";
+  if (is_complex(dtype) && o.asked.kernel != "auto" && o.asked.kernel != blas)
+    throw InputError(
+        fmt::format("kernel '{}' multiplies float32 and float64; {} products run on the {} backend's "
+                    "BLAS ('{}', or 'auto')",
+                    o.asked.kernel, dtype_name(dtype), be->name(), blas));
+  const std::string kernel =
+      is_complex(dtype) ? blas : kernel_for(be->kind(), o.asked.kernel, dtype, m, n, std::max<std::int64_t>(k, 1));
   const backend::HeldProblem held = held_problem(o, a, b, c, call, m, n, k);
   const bool in_place = be->holds_in_place(kernel, held);
+  if (is_complex(dtype) && !in_place)
+    throw InputError(
+        fmt::format("a {}x{}x{} {} product is beyond the {} backend's BLAS (sizes and leading "
+                    "dimensions below 2^31)",
+                    m, n, k, dtype_name(dtype), be->name()));
   if (!in_place && (a.device || b.device || c.device))
     throw InputError(
         fmt::format("{} is in GPU memory, but the {} backend computes on the host (the GPU's memory is used "

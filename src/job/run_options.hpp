@@ -64,6 +64,11 @@ struct RunOptions {
   // the output dataset as it is before the run; read only when beta != 0.
   bool transpose_a = false, transpose_b = false;
   double alpha = 1, beta = 0;
+  // Complex products (matrices in memory only, set through the C++ API's Options, not options of
+  // `tessera run`): the imaginary parts of alpha and beta, and op(X) = X^H, the conjugate
+  // transpose (a real matrix's transpose).
+  double alpha_imag = 0, beta_imag = 0;
+  bool conjugate_a = false, conjugate_b = false;
   // --repeat N --warmup W: the whole job runs W + N times in this launch, the report holds the
   // spread of the N counted runs (job/repeats.hpp). No warmup: 1 when repeat > 1, else 0.
   int repeat = 1;

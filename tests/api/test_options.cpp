@@ -136,8 +136,8 @@ TEST_CASE("An empty Result and Plan read as zero and empty", "[api]") {
 TEST_CASE("every choice, shape and size is refused where it is set, naming the words it takes", "[api]") {
   // Issue 41: the same table and checks as the command line (src/job/run_options.cpp).
   tessera::Options o;
-  for (const char* name : {"backend", "kernel", "baseline", "algorithm", "dtype", "comm", "write", "progress", "grid",
-                           "gpu-memory"}) {
+  for (const char* name :
+       {"backend", "kernel", "baseline", "algorithm", "dtype", "comm", "write", "progress", "grid", "gpu-memory"}) {
     INFO("option " << name);
     const std::string before = o.get(name);
     CHECK_THROWS_AS(o.set(name, "bogus"), std::invalid_argument);

@@ -175,15 +175,29 @@ def _gpu_matmul(native: Any, a: Any, b: Any, c: Any, out: Any, alpha: float, bet
     return out
 
 
-def matmul(a: Any, b: Any, *, c: Any = None, alpha: float = 1.0, beta: float = 0.0, transpose_a: bool = False,
-           transpose_b: bool = False, kernel: str = "auto", backend: str = "auto", out: Optional[Any] = None,
+def _op(transpose: Any, name: str) -> str:
+    """'N', 'T' or 'C' from a transpose_a/transpose_b argument (a bool, or BLAS's letter)."""
+    if isinstance(transpose, str):
+        if transpose.upper() in ("N", "T", "C"):
+            return transpose.upper()
+        raise TesseraError(f"tessera.matmul: {name} must be True, False, 'N', 'T' or 'C' (the conjugate transpose), "
+                           f"not {transpose!r}")
+    return "T" if transpose else "N"
+
+
+def matmul(a: Any, b: Any, *, c: Any = None, alpha: complex = 1.0, beta: complex = 0.0, transpose_a: Any = False,
+           transpose_b: Any = False, kernel: str = "auto", backend: str = "auto", out: Optional[Any] = None,
            allow_nonfinite: bool = False) -> Any:
     """alpha op(a) op(b) + beta c as a new array (or into `out`), op the transpose where asked.
 
     a, b     2-D arrays in host memory (anything numpy.asarray takes): float32 when every operand is
-             float32 (or narrower floats), else float64; the result is a numpy array. C-ordered
-             arrays, row slices of them and their transposes (a.T) are used where they lie; any
-             other layout is copied first.
+             float32 (or narrower floats), else float64; complex64 when every operand is complex64
+             or narrower (float32 ones), else complex128 when any is complex; the result is a numpy
+             array. C-ordered arrays, row slices of them and their transposes (a.T) are used where
+             they lie; any other layout is copied first.
+    transpose_a, transpose_b  False / 'N', True / 'T', or 'C': op(a) = a^H, the conjugate
+             transpose (a^T for real arrays), as BLAS's TRANSA
+    alpha, beta  complex numbers with complex arrays; real ones otherwise
              Or 2-D float32/float64 arrays in GPU memory (torch CUDA tensors, cupy arrays, anything
              with __cuda_array_interface__), all on the GPU tessera computes on: used there without
              a copy (transposed and sliced views too), the product enqueued on the caller's current
@@ -204,17 +218,29 @@ def matmul(a: Any, b: Any, *, c: Any = None, alpha: float = 1.0, beta: float = 0
     if any(_on_gpu(x) for x in (a, b, c, out) if x is not None):
         if backend not in ("auto", "cuda"):
             raise TesseraError(f"tessera.matmul: the arrays are in GPU memory; backend '{backend}' computes on the host")
-        return _gpu_matmul(native, a, b, c, out, alpha, beta, transpose_a, transpose_b, kernel, allow_nonfinite)
+        if _op(transpose_a, "transpose_a") == "C" or _op(transpose_b, "transpose_b") == "C":
+            raise TesseraError("tessera.matmul: the conjugate transpose ('C') takes complex arrays in host memory; on "
+                               "the GPU give True for the transpose of real tensors")
+        return _gpu_matmul(native, a, b, c, out, alpha, beta, bool(transpose_a), bool(transpose_b), kernel,
+                           allow_nonfinite)
     import numpy as np
 
+    op_a, op_b = _op(transpose_a, "transpose_a"), _op(transpose_b, "transpose_b")
     a, b = np.asarray(a), np.asarray(b)
     operands = [a, b] + ([np.asarray(c)] if c is not None else [])
     for name, x in zip("abc", operands):
-        if x.dtype.kind not in "fiub":
-            raise TesseraError(f"tessera.matmul: {name} holds {x.dtype}; it takes real numbers (float32, float64, "
-                               "integers)")
-    wide = any(x.dtype.kind != "f" or x.dtype.itemsize > 4 for x in operands)
-    dtype = np.dtype(np.float64 if wide else np.float32)
+        if x.dtype.kind not in "fiubc":
+            raise TesseraError(f"tessera.matmul: {name} holds {x.dtype}; it takes numbers (float32, float64, "
+                               "complex64, complex128, integers)")
+    wide = any(x.dtype.kind not in "fc" or x.dtype.itemsize > (8 if x.dtype.kind == "c" else 4) for x in operands)
+    if any(x.dtype.kind == "c" for x in operands):
+        dtype = np.dtype(np.complex128 if wide else np.complex64)
+    else:
+        dtype = np.dtype(np.float64 if wide else np.float32)
+        for name, value in (("alpha", alpha), ("beta", beta)):
+            if complex(value).imag != 0:
+                raise TesseraError(f"tessera.matmul: {name} = {value} is complex, but the arrays hold real numbers; "
+                                   "a complex alpha or beta takes complex arrays")
     a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
     target = None
     if out is not None and any(np.shares_memory(out, x) for x in (a, b)):
@@ -228,10 +254,11 @@ def matmul(a: Any, b: Any, *, c: Any = None, alpha: float = 1.0, beta: float = 0
         target = out
     elif c is not None:
         target = np.array(c, dtype=dtype, order="C", copy=True)
-    run = native.matmul_f32 if dtype == np.float32 else native.matmul_f64
+    run = {np.float32: native.matmul_f32, np.float64: native.matmul_f64, np.complex64: native.matmul_c64,
+           np.complex128: native.matmul_c128}[dtype.type]
     try:
-        return run(a, b, target, float(alpha), float(beta) if target is not None else 0.0, bool(transpose_a),
-                   bool(transpose_b), str(kernel), str(backend), bool(allow_nonfinite))
+        return run(a, b, target, complex(alpha), complex(beta) if target is not None else 0j, op_a, op_b, str(kernel),
+                   str(backend), bool(allow_nonfinite))
     except native.MultiplyError as e:
         raise TesseraError(f"tessera: error: {e}") from None
     except ValueError as e:
