@@ -70,5 +70,7 @@ Pgemm<T> system_pgemm() {
 
 template Pgemm<float> system_pgemm<float>();
 template Pgemm<double> system_pgemm<double>();
+template Pgemm<std::complex<float>> system_pgemm<std::complex<float>>();
+template Pgemm<std::complex<double>> system_pgemm<std::complex<double>>();
 
 }  // namespace tessera::scalapack

@@ -3,6 +3,9 @@
 // communicator, and the system's p?gemm_ that a call is handed to (docs/scalapack.md).
 #include <mpi.h>
 
+#include <complex>
+#include <type_traits>
+
 namespace tessera::scalapack {
 
 // ScaLAPACK's array descriptor (DESC_ of length 9; block-cyclic only).
@@ -24,7 +27,8 @@ Grid grid_info(int context);
 // grid is exited, so a context number BLACS reuses later never finds a stale one.
 MPI_Comm grid_comm(int context);
 
-// psgemm_ / pdgemm_ as ScaLAPACK declares them.
+// psgemm_ / pdgemm_ / pcgemm_ / pzgemm_ as ScaLAPACK declares them (its COMPLEX and COMPLEX*16 are
+// laid out as std::complex<float> and std::complex<double>).
 template <class T>
 using Pgemm = void (*)(const char*, const char*, const int*, const int*, const int*, const T*, const T*, const int*,
                        const int*, const int*, const T*, const int*, const int*, const int*, const T*, T*, const int*,
@@ -32,7 +36,10 @@ using Pgemm = void (*)(const char*, const char*, const int*, const int*, const i
 
 template <class T>
 const char* routine_name() {
-  return sizeof(T) == 4 ? "psgemm_" : "pdgemm_";
+  if constexpr (std::is_same_v<T, float>) return "psgemm_";
+  if constexpr (std::is_same_v<T, double>) return "pdgemm_";
+  if constexpr (std::is_same_v<T, std::complex<float>>) return "pcgemm_";
+  return "pzgemm_";
 }
 
 // The system's p?gemm_: the next definition after this library in the process's lookup order

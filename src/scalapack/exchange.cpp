@@ -1,8 +1,10 @@
 #include "exchange.hpp"
 
 #include <algorithm>
+#include <complex>
 #include <cstdlib>
 #include <new>
+#include <type_traits>
 
 namespace tessera::scalapack {
 
@@ -41,7 +43,10 @@ constexpr std::int64_t kChunkBytes = std::int64_t{1} << 30;  // an MPI message a
 
 template <class T>
 MPI_Datatype mpi_type() {
-  return sizeof(T) == 4 ? MPI_FLOAT : MPI_DOUBLE;
+  if constexpr (std::is_same_v<T, float>) return MPI_FLOAT;
+  if constexpr (std::is_same_v<T, double>) return MPI_DOUBLE;
+  if constexpr (std::is_same_v<T, std::complex<float>>) return MPI_C_FLOAT_COMPLEX;
+  return MPI_C_DOUBLE_COMPLEX;
 }
 
 // Messages of `count` elements to or from `peer`, in pieces of at most kChunkBytes.
@@ -175,5 +180,7 @@ Panel<T> exchange(const Exchange<T>& x, Buffer& own, MPI_Comm comm) {
 
 template Panel<float> exchange(const Exchange<float>&, Buffer&, MPI_Comm);
 template Panel<double> exchange(const Exchange<double>&, Buffer&, MPI_Comm);
+template Panel<std::complex<float>> exchange(const Exchange<std::complex<float>>&, Buffer&, MPI_Comm);
+template Panel<std::complex<double>> exchange(const Exchange<std::complex<double>>&, Buffer&, MPI_Comm);
 
 }  // namespace tessera::scalapack

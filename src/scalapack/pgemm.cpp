@@ -1,4 +1,4 @@
-// libtessera_scalapack: ScaLAPACK's psgemm_ and pdgemm_, with their exact signatures, over
+// libtessera_scalapack: ScaLAPACK's psgemm_, pdgemm_, pcgemm_ and pzgemm_, with their exact signatures, over
 // tessera's engine (issue 44; docs/scalapack.md). A program linked with -ltessera_scalapack before
 // -lscalapack, or run with LD_PRELOAD=libtessera_scalapack.so, gets these instead of PBLAS's.
 //
@@ -17,11 +17,13 @@
 
 #include <chrono>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <fstream>
 #include <string>
+#include <type_traits>
 
 #include "blacs.hpp"
 #include "block_cyclic.hpp"
@@ -44,8 +46,17 @@ struct Sub {
   Axis col_axis() const { return {desc[NB_], desc[CSRC_], npcol}; }
 };
 
+// Whether a scalar is finite (both parts of a complex one).
+bool finite(float v) { return std::isfinite(v); }
+bool finite(double v) { return std::isfinite(v); }
+template <class R>
+bool finite(std::complex<R> v) {
+  return std::isfinite(v.real()) && std::isfinite(v.imag());
+}
+
 bool trans_ok(char t) { return t == 'N' || t == 'n' || t == 'T' || t == 't' || t == 'C' || t == 'c'; }
 bool is_n(char t) { return t == 'N' || t == 'n'; }
+bool is_c(char t) { return t == 'C' || t == 'c'; }
 
 // Why this process cannot take the call as ScaLAPACK would ("": it can): the checks of PBLAS's
 // argument checking that decide whether the call is valid.
@@ -109,15 +120,21 @@ void scale_local(T* c, std::int64_t lld, const Span& rows, const Span& cols, T b
 // the block to the CPU; one the CPU cannot do either ends the job. Returns the backend that ran.
 template <class T>
 std::string multiply_block(const Panel<T>& pa, const Panel<T>& pb, T* cblock, std::int64_t rows, std::int64_t cols,
-                           std::int64_t ldc, bool ta, bool tb, T alpha, T beta, const Grid& g, MPI_Comm comm) {
+                           std::int64_t ldc, char ta, char tb, T alpha, T beta, const Grid& g, MPI_Comm comm) {
   const tessera::Matrix ea(pb.data, pb.cols, pb.rows, pb.ld);
   const tessera::Matrix eb(pa.data, pa.cols, pa.rows, pa.ld);
   const tessera::Matrix ec(cblock, cols, rows, ldc);
   std::string backend = backend_choice();
   for (;;) {
     try {
+      // op(B)^T is the panel's row-major view (N), its transpose (T) or its conjugate transpose
+      // (C: (B^H)^T = conj(B)); likewise op(A)^T.
       tessera::Options o;
-      o.alpha(static_cast<double>(alpha)).beta(static_cast<double>(beta)).transpose_a(tb).transpose_b(ta);
+      if constexpr (std::is_floating_point_v<T>)
+        o.alpha(static_cast<double>(alpha)).beta(static_cast<double>(beta));
+      else
+        o.alpha(std::complex<double>(alpha)).beta(std::complex<double>(beta));
+      o.transpose_a(!is_n(tb)).transpose_b(!is_n(ta)).conjugate_a(is_c(tb)).conjugate_b(is_c(ta));
       o.allow_nonfinite(true).backend(backend);
       const tessera::Result r = tessera::multiply(ea, eb, ec, o);
       return verbose() ? r.backend() : backend;  // (reading the report makes it: ~20 us)
@@ -171,7 +188,7 @@ void pgemm(const char* transa, const char* transb, const int* m, const int* n, c
   // variable a launcher set on some ranks only must not leave the others waiting.
   int code = 0;
   if (mode() == Mode::scalapack) code |= kSwitchedOff;
-  if (!std::isfinite(static_cast<double>(*alpha)) || !std::isfinite(static_cast<double>(*beta))) code |= kNonfinite;
+  if (!finite(*alpha) || !finite(*beta)) code |= kNonfinite;
   if (!why.empty()) {
     code |= kInvalid;
   } else {
@@ -243,7 +260,7 @@ void pgemm(const char* transa, const char* transb, const int* m, const int* n, c
 
     // ---- 3. this process's block of C ------------------------------------------------------------
     const std::string ran =
-        has_block ? multiply_block(pa, pb, cblock, my_rows.count, my_cols.count, ldc, !na, !nb, *alpha, *beta, g, comm)
+        has_block ? multiply_block(pa, pb, cblock, my_rows.count, my_cols.count, ldc, ta, tb, *alpha, *beta, g, comm)
                   : "nothing (no block of C here)";
     if (say) {
       const auto t2 = std::chrono::steady_clock::now();
@@ -276,4 +293,22 @@ TESSERA_SCALAPACK_EXPORT void pdgemm_(const char* transa, const char* transb, co
                                       const double* beta, double* c, const int* ic, const int* jc, const int* descc) {
   tessera::scalapack::pgemm<double>(transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb, beta, c, ic, jc,
                                     descc);
+}
+
+TESSERA_SCALAPACK_EXPORT void pcgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+                                      const std::complex<float>* alpha, const std::complex<float>* a, const int* ia,
+                                      const int* ja, const int* desca, const std::complex<float>* b, const int* ib,
+                                      const int* jb, const int* descb, const std::complex<float>* beta,
+                                      std::complex<float>* c, const int* ic, const int* jc, const int* descc) {
+  tessera::scalapack::pgemm<std::complex<float>>(transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb,
+                                                 beta, c, ic, jc, descc);
+}
+
+TESSERA_SCALAPACK_EXPORT void pzgemm_(const char* transa, const char* transb, const int* m, const int* n, const int* k,
+                                      const std::complex<double>* alpha, const std::complex<double>* a, const int* ia,
+                                      const int* ja, const int* desca, const std::complex<double>* b, const int* ib,
+                                      const int* jb, const int* descb, const std::complex<double>* beta,
+                                      std::complex<double>* c, const int* ic, const int* jc, const int* descc) {
+  tessera::scalapack::pgemm<std::complex<double>>(transa, transb, m, n, k, alpha, a, ia, ja, desca, b, ib, jb, descb,
+                                                  beta, c, ic, jc, descc);
 }

@@ -32,15 +32,27 @@ def value(c, which, i, j):
     return h / 1000001.5 - 1.0
 
 
-def global_matrix(c, which, rows, cols, single):
+def global_matrix(c, which, rows, cols, single, complex_=False):
+    """Matrix `which` of case c as pgemm_check.c fills it; a complex one's imaginary parts are
+    value() of matrix which + 3."""
     i = np.arange(rows, dtype=np.int64)[:, None]
     j = np.arange(cols, dtype=np.int64)[None, :]
     v = value(c, which, i, j)
-    return v.astype(np.float32).astype(np.float64) if single else v
+    v = v.astype(np.float32).astype(np.float64) if single else v
+    return v + 1j * global_matrix(c, which + 3, rows, cols, single) if complex_ else v
 
 
 def single_of(x):
-    return x["prec"] in "sS"
+    return x["prec"] in "sSc"
+
+
+def complex_of(x):
+    return x["prec"] in "cz"
+
+
+def as_case(x, values):
+    """C as read (a complex element's parts side by side) in the case's type."""
+    return values.view(np.complex128) if complex_of(x) else values
 
 
 def one_array(x):
@@ -49,7 +61,7 @@ def one_array(x):
 
 
 def finite(x):
-    return np.isfinite(x["alpha"]) and np.isfinite(x["beta"])
+    return all(np.isfinite(x.get(key, 0.0)) for key in ("alpha", "beta", "alpha_im", "beta_im"))
 
 
 def aliased(x):
@@ -82,23 +94,32 @@ def make_cases(grid, seed):
                            (9, 8, 7, {"alpha": 0.0, "beta": -1.5}), (9, 8, 7, {"alpha": 0.0, "beta": 0.0}),
                            (64, 1, 70, {"mb": 64, "nb": 64}), (1, 37, 70, {"ta": "T", "mb": 1, "nb": 1})]:
         cases.append(dict(base, m=m, n=n, k=k, **extra))
+    # Complex: every op pair once (C the conjugate transpose), complex alpha and beta, on odd layouts.
+    for i, (ta, tb) in enumerate((a, b) for a in "NTC" for b in "NTC"):
+        cases.append(dict(base, prec="cz"[i % 2], ta=ta, tb=tb, m=37, n=29, k=53, alpha=0.5, alpha_im=-1.25,
+                          beta=[0.0, -1.0][i % 2], beta_im=[0.0, 2.0][i % 2], mb=[7, 3, 64][i % 3], nb=[5, 7][i % 2],
+                          ia=1 + i % 3, ja=2, ib=3, jb=1 + i % 2, ic=2, jc=1, rsrc=i % pr, csrc=(i + 1) % pc))
+    cases.append(dict(base, prec="z", m=1, n=1, k=1, alpha=0.0, alpha_im=1.0))
+    cases.append(dict(base, prec="c", m=13, n=11, k=1, ta="C", alpha=2.0, alpha_im=0.0, beta=0.0, beta_im=1.0))
     for _ in range(34):
         mb = rng.choice([1, 7, 64, 3])
         nb = rng.choice([1, 7, 64, 5])
         cases.append(dict(
-            prec=rng.choice("sd"), ta=rng.choice("NTC"), tb=rng.choice("NTC"),
+            prec=rng.choice("sdcz"), ta=rng.choice("NTC"), tb=rng.choice("NTC"),
             m=rng.choice([1, 2, 13, 37, 70, 101]), n=rng.choice([1, 3, 17, 41, 70, 97]),
             k=rng.choice([1, 5, 19, 64, 83, 130]),
             alpha=rng.choice([1.0, -0.5, 2.25]), beta=rng.choice([0.0, 1.0, -1.75]),
             mb=mb, nb=nb, ia=rng.choice([1, 1, 3, 9]), ja=rng.choice([1, 2, 8]), ib=rng.choice([1, 4, 11]),
             jb=rng.choice([1, 6]), ic=rng.choice([1, 2, 65]), jc=rng.choice([1, 7]),
             rsrc=rng.randrange(pr), csrc=rng.randrange(pc)))
+        if complex_of(cases[-1]):
+            cases[-1].update(alpha_im=rng.choice([0.0, 0.75]), beta_im=rng.choice([0.0, -0.5]))
     return cases
 
 
 def case_line(x):
-    return ("{prec} {ta} {tb} {m} {n} {k} {alpha!r} {beta!r} {mb} {nb} {ia} {ja} {ib} {jb} {ic} {jc} {rsrc} {csrc}"
-            .format(**x))
+    return ("{prec} {ta} {tb} {m} {n} {k} {alpha!r} {beta!r} {mb} {nb} {ia} {ja} {ib} {jb} {ic} {jc} {rsrc} {csrc} "
+            "{alpha_im!r} {beta_im!r}".format(**dict(dict(alpha_im=0.0, beta_im=0.0), **x)))
 
 
 def read_output(path):
@@ -116,7 +137,7 @@ def read_output(path):
 
 def reference(c, x):
     """The expected global C of case c (float64), and the elementwise error bound."""
-    single = single_of(x)
+    single, cplx = single_of(x), complex_of(x)
     na, nb = x["ta"] == "N", x["tb"] == "N"
     m, n, k = x["m"], x["n"], x["k"]
     a_rows, a_cols = (m, k) if na else (k, m)
@@ -126,25 +147,30 @@ def reference(c, x):
         cols = max(x["ja"] - 1 + a_cols, x["jb"] - 1 + b_cols, x["jc"] - 1 + n) + 3
         A = B = C = global_matrix(c, 0, rows, cols, single)
     else:
-        A = global_matrix(c, 0, x["ia"] - 1 + a_rows + 2, x["ja"] - 1 + a_cols + 3, single)
-        B = A if aliased(x) else global_matrix(c, 1, x["ib"] - 1 + b_rows + 2, x["jb"] - 1 + b_cols + 3, single)
-        C = global_matrix(c, 2, x["ic"] - 1 + m + 2, x["jc"] - 1 + n + 3, single)
+        A = global_matrix(c, 0, x["ia"] - 1 + a_rows + 2, x["ja"] - 1 + a_cols + 3, single, cplx)
+        B = A if aliased(x) else global_matrix(c, 1, x["ib"] - 1 + b_rows + 2, x["jb"] - 1 + b_cols + 3, single, cplx)
+        C = global_matrix(c, 2, x["ic"] - 1 + m + 2, x["jc"] - 1 + n + 3, single, cplx)
     a = A[x["ia"] - 1:x["ia"] - 1 + a_rows, x["ja"] - 1:x["ja"] - 1 + a_cols]
     b = B[x["ib"] - 1:x["ib"] - 1 + b_rows, x["jb"] - 1:x["jb"] - 1 + b_cols]
-    opa, opb = (a if na else a.T), (b if nb else b.T)
+    op = {"N": lambda v: v, "T": lambda v: v.T, "C": lambda v: v.conj().T}
+    opa, opb = op[x["ta"]](a), op[x["tb"]](b)
     alpha, beta = x["alpha"], x["beta"]
     if single:
         alpha, beta = float(np.float32(alpha)), float(np.float32(beta))
+    if cplx:
+        part = np.float32 if single else np.float64
+        alpha = complex(alpha, float(part(x.get("alpha_im", 0.0))))
+        beta = complex(beta, float(part(x.get("beta_im", 0.0))))
     C = C.copy()
     expect = C.copy()
-    bound = np.zeros_like(C)
+    bound = np.zeros(C.shape)
     sub = (slice(x["ic"] - 1, x["ic"] - 1 + m), slice(x["jc"] - 1, x["jc"] - 1 + n))
     if beta == 0:
         C[sub] = np.nan  # what pgemm_check.c puts there: beta = 0 must not read it
         expect[sub] = np.nan
     if m and n:
         old = C[sub]
-        prod = opa @ opb if k else np.zeros((m, n))
+        prod = opa @ opb if k else np.zeros((m, n), C.dtype)
         with np.errstate(invalid="ignore"):
             expect[sub] = alpha * prod + (beta * old if beta != 0 else 0.0)
         eps = np.finfo(np.float32 if single else np.float64).eps
@@ -152,7 +178,9 @@ def reference(c, x):
             mag = abs(alpha) * (np.abs(opa) @ np.abs(opb) if k else np.zeros((m, n)))
             if beta != 0:
                 mag += abs(beta) * np.abs(old)
-        bound[sub] = 2.0 * (k + 3) * eps * mag + 1e-300
+        # A complex element's parts are sums of 2K real products: twice the terms, and |got - want|
+        # (complex) is up to sqrt(2) times its parts' largest error.
+        bound[sub] = (2.0 * (2 * k + 3) * 1.5 if cplx else 2.0 * (k + 3)) * eps * mag + 1e-300
     return expect, bound
 
 
@@ -177,7 +205,7 @@ def compare(cases, results, label):
     for c, x in enumerate(cases):
         check(c in results, f"{label}: no C for case {c} ({case_line(x)})")
         expect, bound = reference(c, x)
-        got = results[c]
+        got = as_case(x, results[c])
         check(got.shape == expect.shape, f"{label}: case {c}: C is {got.shape}, expected {expect.shape}")
         err = np.abs(got - expect)
         with np.errstate(invalid="ignore"):
@@ -256,7 +284,7 @@ def main():
     if args.mode == "preload":
         res = launch(r, args, args.check_scalapack, cases_path, r.path("preloaded.txt"),
                      env=env, rank_env={"LD_PRELOAD": args.library})
-        check(re.search(r"tessera p[sd]gemm_: .* tessera \(cpu|cuda\)", res.stderr) is not None,
+        check(re.search(r"tessera p[sdcz]gemm_: .* tessera \(cpu|cuda\)", res.stderr) is not None,
               "LD_PRELOAD=libtessera_scalapack.so did not bring tessera's p?gemm_")
         compare(cases, read_output(r.path("preloaded.txt")), "ScaLAPACK build with LD_PRELOAD")
         return
@@ -265,7 +293,7 @@ def main():
     got = read_output(r.path("tessera.txt"))
     compare(cases, got, "tessera drop-in")
     # Each call is reported once, by the grid's process 0: tessera's or ScaLAPACK's.
-    ran = re.findall(r"tessera (p[sd]gemm_): (\d+)x(\d+)x(\d+) (.*)", res.stderr)
+    ran = re.findall(r"tessera (p[sdcz]gemm_): (\d+)x(\d+)x(\d+) (.*)", res.stderr)
     check(len(ran) == len(cases), f"{len(ran)} calls reported, {len(cases)} made")
     for (routine, m, n, k, how), x in zip(ran, cases):
         flops = 2 * int(m) * int(n) * int(k)
@@ -281,6 +309,7 @@ def main():
         if not finite(x):
             check(np.array_equal(got[c], sc[c], equal_nan=True), f"case {c}: a handed-back C differs from ScaLAPACK's")
             continue
+        sc[c], got[c] = as_case(x, sc[c]), as_case(x, got[c])
         scale = np.maximum(np.abs(sc[c]), 1.0)
         tol = 1e-4 if single_of(x) else 1e-11
         check(np.all(np.abs(got[c] - sc[c]) <= tol * scale * max(1, x["k"])),
