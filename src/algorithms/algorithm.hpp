@@ -74,7 +74,7 @@ class COut {
 // Rows of the rank's A block and B block (all their columns), read from the inputs on request, for
 // a staged GEMM (backend.hpp's StagedProblem): the harness's own reads, checked and scaled.
 struct StagedReads {
-  std::function<void(std::int64_t row0, std::int64_t rows, void* into)> a, b;
+  std::function<void(std::int64_t row0, std::int64_t rows, void*into)> a, b;
 };
 
 // One rank's run of an algorithm: what the harness hands it, and what it leaves for the report.
@@ -106,9 +106,9 @@ struct RankRun {
   report::RankRecord& me;
   report::JobReport& job;
   std::function<void(const std::string&)> progress;
-  report::Progress* work = nullptr;       // rank 0's progress display: the work of the compute step (or null)
-  backend::HostBuffer a, b, c;            // read (A possibly still arriving: streams) and allocated by the harness
-  RowStreams* streams = nullptr;          // A's rows arriving while the GEMM runs; null: A was read before
+  report::Progress* work = nullptr;  // rank 0's progress display: the work of the compute step (or null)
+  backend::HostBuffer a, b, c;       // read (A possibly still arriving: streams) and allocated by the harness
+  RowStreams* streams = nullptr;     // A's rows arriving while the GEMM runs; null: A was read before
   // Staged (panels): A and B are read piece by piece into the backend's own buffers and C written
   // as it comes back, so a, b and c stay empty. Set by the harness where the backend stages.
   const StagedReads* staged = nullptr;

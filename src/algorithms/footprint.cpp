@@ -64,6 +64,10 @@ Prediction predict(const Footprint& f, const Problem& p, const MachineModel& m, 
   const double durable_rate = std::min(m.durable_write_bytes_per_s, writers * m.durable_write_bytes_per_s_one_rank);
   const double durable = static_cast<double>(p.c_bytes()) / durable_rate;
   at.write = std::max(at.write, durable - at.compute);
+  // A compressed C is compressed on rank 0 as its blocks arrive, and stored chunk by chunk: the
+  // write takes at least that long (random data barely shrinks, so the bytes stored are taken as C's).
+  at.compress = m.compress_seconds(p.compression, static_cast<double>(p.c_bytes()), p.compress_threads);
+  at.write = std::max(at.write, at.compress);
   return at;
 }
 

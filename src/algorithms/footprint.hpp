@@ -36,10 +36,11 @@ struct RankFootprint {
 
 // The phases of a predicted run, end to end (from launch to exit).
 struct Prediction {
-  double startup = 0;  // processes, and the NCCL groups
-  double read = 0;     // the slowest rank's exposed read
-  double compute = 0;  // the slowest rank's compute and communication
-  double write = 0;    // exposed writes, rank 0's gather, and the durable flush before the commit
+  double startup = 0;   // processes, and the NCCL groups
+  double read = 0;      // the slowest rank's exposed read
+  double compute = 0;   // the slowest rank's compute and communication
+  double write = 0;     // exposed writes, rank 0's gather, and the durable flush before the commit
+  double compress = 0;  // rank 0 compressing C (--compression), part of write
   // The slowest rank's communication with other ranks, part of compute (summa's panels, ksplit's
   // sums) or of write (rank 0 receiving gathered C): not a phase of its own.
   double communication = 0;

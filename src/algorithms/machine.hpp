@@ -5,6 +5,7 @@
 // sees (e.g. {"gpu": "H200", "gpus": 2}), else default.json, else the built-in defaults below
 // (the same numbers as default.json). The footprint model (algorithms/footprint.hpp) turns them
 // into predicted read, compute, write and start-up times.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -63,6 +64,13 @@ struct MachineModel {
   double gpu_flops_f64 = 40e12;
   double cpu_flops_f32 = 50e9;
   double cpu_flops_f64 = 50e9;
+  // Compressing C (--compression), bytes of C per second: gzip per thread of rank 0's pool
+  // (libdeflate, level 1 with shuffle: 80 MB/s a core on the 2-core development machine,
+  // 2026-12-04), lz4 and bzip2 through HDF5's pipeline on one thread (h5py with hdf5plugin's
+  // filters on the same machine, 2026-12-05: lz4 700-950 MB/s, bzip2 10 MB/s).
+  double gzip_bytes_per_s_per_thread = 80e6;
+  double lz4_bytes_per_s = 700e6;
+  double bzip2_bytes_per_s = 10e6;
   // Resident memory of a rank before its data (peak RSS of a 1x1x1 run, CPU backend: 23-28 MiB),
   // what a GPU rank adds (CUDA runtime: 115 MiB on the H200 machine), and each NCCL communicator
   // (~800 MiB of device and ~190 MiB of host memory with 2 GPUs over NVLink); rank 0 of summa
@@ -72,6 +80,15 @@ struct MachineModel {
   std::int64_t nccl_gpu_bytes_per_comm = 800ll << 20;
   std::int64_t nccl_host_bytes_per_comm = 190ll << 20;
   std::int64_t nccl_p2p_receive_gpu_bytes = 512ll << 20;
+
+  // Seconds rank 0 spends compressing `bytes` of C with `compression` on `threads` threads (0 for
+  // none or an unknown name).
+  double compress_seconds(const std::string& compression, double bytes, int threads) const {
+    if (compression == "gzip") return bytes / (gzip_bytes_per_s_per_thread * std::max(1, threads));
+    if (compression == "lz4") return bytes / lz4_bytes_per_s;
+    if (compression == "bzip2") return bytes / bzip2_bytes_per_s;
+    return 0;
+  }
 
   double flops(bool gpu, DType dtype) const {
     if (gpu) return dtype == DType::f32 ? gpu_flops_f32 : gpu_flops_f64;

@@ -34,12 +34,12 @@ struct Asked {
   std::optional<comm::Path> comm;        // --comm (nullopt: auto)
   std::string kernel = "auto";           // --kernel: auto, or a kernel (of the settled backend: common_setting)
   WriteRoute write = WriteRoute::automatic;
-  std::int64_t panel_width = 0;  // --panel-width (0: the algorithm's)
-  std::int64_t gpu_memory = 0;   // --gpu-memory in bytes (0: none; out of core within it)
-  std::string baseline;          // --baseline: a kernel compared against on each block ("": none)
-  bool verify = false;           // --verify: C checked before any of it is written
+  std::int64_t panel_width = 0;              // --panel-width (0: the algorithm's)
+  std::int64_t gpu_memory = 0;               // --gpu-memory in bytes (0: none; out of core within it)
+  std::string baseline;                      // --baseline: a kernel compared against on each block ("": none)
+  bool verify = false;                       // --verify: C checked before any of it is written
   std::optional<partition::GridShape> grid;  // --grid (nullopt: the model's)
-  int bands = 0;                 // TESSERA_BANDS: row bands of C (0: the model's)
+  int bands = 0;                             // TESSERA_BANDS: row bands of C (0: the model's)
   // Asked of each rank's whole block (a check or a comparison on it, or its GEMM out of core):
   // `auto` takes the rule of thumb on every rank, without the model's search.
   bool needs_whole_blocks() const { return verify || !baseline.empty() || gpu_memory > 0; }
@@ -69,6 +69,10 @@ struct Problem {
   // them by default); 0: every rank on one node. Messages between nodes go at the machine's
   // internode rate, through each node's one link.
   int ranks_per_node = 0;
+  // C's compression (--compression: none, gzip, lz4, bzip2), done on rank 0: gzip by its pool of
+  // `compress_threads` (io::io_threads()), the others by HDF5's filter pipeline on one thread.
+  std::string compression = "none";
+  int compress_threads = 1;
   std::int64_t c_bytes() const { return m * n * static_cast<std::int64_t>(dtype_size(dtype)); }
   bool multi_node() const { return ranks_per_node > 0 && ranks > ranks_per_node; }
   int node_of(int rank) const { return ranks_per_node > 0 ? rank / ranks_per_node : 0; }

@@ -16,9 +16,10 @@
 #include "algorithms/machine.hpp"
 #include "core/error.hpp"
 #include "io/atomic_file.hpp"
+#include "io/direct_io.hpp"
 #include "io/hdf5_io.hpp"
-#include "job/launch.hpp"
 #include "job/job_paths.hpp"
+#include "job/launch.hpp"
 #include "job/plan.hpp"
 #include "job/run_provenance.hpp"
 #include "partition/partition.hpp"
@@ -68,6 +69,7 @@ nlohmann::json to_json(const Footprint& f, const algorithms::MachineModel& machi
             {"read", f.predicted.read},
             {"compute", f.predicted.compute},
             {"write", f.predicted.write},
+            {"compress", f.predicted.compress},
             {"communication", f.predicted.communication},
             {"bound", f.predicted.bound()}}},
           {"machine", machine.name},
@@ -122,6 +124,12 @@ std::string to_text(const Footprint& f, const algorithms::Problem& p, const std:
     out += fmt::format("  communication {:.2f} s (the slowest rank's, part of compute or write){}\n", at.communication,
                        p.multi_node() ? fmt::format(", {} nodes of {} ranks", p.nodes(), p.ranks_per_node) : "");
   out += fmt::format("  C written     {}\n", to_root ? "by rank 0" : "in place, every rank its own rows");
+  if (at.compress > 0)
+    out += fmt::format("  compressed    {} on rank 0{}: {:.2f} s, part of the write\n", p.compression,
+                       p.compression == "gzip"
+                           ? fmt::format(" by {} thread{}", p.compress_threads, p.compress_threads == 1 ? "" : "s")
+                           : " (HDF5's filter, one thread)",
+                       at.compress);
   return out;
 }
 
@@ -145,6 +153,10 @@ algorithms::Problem problem_of(const job::RunOptions& o, const job::JobOptions& 
   p.grid = asked.grid.value_or(partition::choose_grid(p.m, p.n, p.k, ranks));
   if (o.ranks_per_node < 0) throw InputError("--ranks-per-node must be at least 1");
   p.ranks_per_node = o.ranks_per_node >= ranks ? 0 : o.ranks_per_node;
+  p.compression = o.compression.empty() ? "none" : o.compression;
+  // Rank 0's share of this machine's cores, as a run here would give its pool.
+  const int per_node = p.ranks_per_node > 0 ? p.ranks_per_node : ranks;
+  p.compress_threads = std::max(1, io::io_threads() / std::max(1, per_node));
   return p;
 }
 
@@ -168,7 +180,9 @@ Planned plan_one(const job::RunOptions& o, const job::JobOptions& jo, int ranks,
   if (o.ranks == 0 && o.ranks_per_node == 0 && node.count > 1)
     at.problem.ranks_per_node = (ranks + node.count - 1) / node.count;
   at.machine = job::machine_model(jo);
-  at.choice = algorithms::choose(asked, at.problem, job::assumed_environment(asked), at.machine);
+  algorithms::Environment env = job::assumed_environment(asked);
+  if (at.problem.compression != "none") env.in_place_write = false;  // rank 0 compresses and writes C
+  at.choice = algorithms::choose(asked, at.problem, env, at.machine);
   at.settings = algorithms::make_algorithm(at.choice.algorithm)->describe(at.choice.setting);
   return at;
 }
@@ -178,8 +192,8 @@ Planned plan_one(const job::RunOptions& o, const job::JobOptions& jo, int ranks,
 void plan_products(const job::RunOptions& o, int ranks, const comm::NodeInfo& node, DryRunPlan& plan) {
   const std::vector<job::Product> products = job::listed_products(o);
   (void)job::guard_launch_paths(o, products);
-  std::string text = fmt::format("products: {} (each planned as one run; C of a new file committed once, after the last)\n",
-                                 products.size());
+  std::string text = fmt::format(
+      "products: {} (each planned as one run; C of a new file committed once, after the last)\n", products.size());
   text += fmt::format("{:>4}  {:<40} {:>17} {:<7} {:<8} {:>11}\n", "#", "A · B -> C", "m x n x k", "dtype", "algorithm",
                       "predicted s");
   nlohmann::json rows = nlohmann::json::array();
@@ -188,7 +202,8 @@ void plan_products(const job::RunOptions& o, int ranks, const comm::NodeInfo& no
     const job::RunOptions po = job::product_options(o, products[i]);
     const Planned at = plan_one(po, job::job_options(po), ranks, node);
     // The processes start once: the start-up is the first product's alone.
-    const double seconds = at.choice.footprint.predicted_seconds() - (i > 0 ? at.choice.footprint.predicted.startup : 0);
+    const double seconds =
+        at.choice.footprint.predicted_seconds() - (i > 0 ? at.choice.footprint.predicted.startup : 0);
     total += seconds;
     const algorithms::Problem& p = at.problem;
     text += fmt::format("{:>4}  {:<40} {:>17} {:<7} {:<8} {:>11.3f}\n", i + 1, po.a + " · " + po.b + " -> " + po.c,
@@ -203,8 +218,11 @@ void plan_products(const job::RunOptions& o, int ranks, const comm::NodeInfo& no
   text += fmt::format("total: predicted {:.3f} s over {} products (one start-up, then each product in turn)\n", total,
                       products.size());
   plan.text = text;
-  nlohmann::json j = {{"schema", report::kDryRunSchema}, {"provenance", report::provenance()}, {"kind", "products"},
-                      {"products", rows}, {"predicted_seconds", total}};
+  nlohmann::json j = {{"schema", report::kDryRunSchema},
+                      {"provenance", report::provenance()},
+                      {"kind", "products"},
+                      {"products", rows},
+                      {"predicted_seconds", total}};
   plan.json = j.dump();
 }
 

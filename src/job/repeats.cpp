@@ -52,7 +52,12 @@ io::WriteOptions output_layout(const RunOptions& o) {
 }
 
 RunSeries::RunSeries(const RunOptions& o, double began)
-    : overwrite_(o.overwrite), layout_(output_layout(o)), repeat_(o.repeat), warmup_(warmup_of(o)), began_(began) {
+    : overwrite_(o.overwrite),
+      layout_(output_layout(o)),
+      compression_(o.compression.empty() ? "none" : o.compression),
+      repeat_(o.repeat),
+      warmup_(warmup_of(o)),
+      began_(began) {
   repeats_.warmup = warmup_;
 }
 

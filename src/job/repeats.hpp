@@ -37,6 +37,8 @@ class RunSeries {
   // How rank 0 writes C in run `run`: the first as the options say, a later one replacing the
   // first run's output (the file, when the first created it; else the dataset).
   io::WriteOptions write_options(int run) const;
+  // --compression as given (none, gzip, lz4, bzip2): what the model charges rank 0 for.
+  const std::string& compression() const { return compression_; }
   // Rank 0, once the first run's writer exists: whether it writes a new file (renamed into place).
   void first_output(const io::MatrixWriter& writer);
 
@@ -49,6 +51,7 @@ class RunSeries {
  private:
   bool overwrite_;
   io::WriteOptions layout_;  // output_layout's
+  std::string compression_;
   int repeat_, warmup_;
   double began_;
   bool new_file_ = false;  // rank 0: the first run created the output file

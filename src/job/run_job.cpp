@@ -113,7 +113,7 @@ int Job::ranks_per_node() const {
 void Job::plan() {
   if (o_.timeout) bound_waits(0);  // --timeout holds from the start; the model's bound from settle()
   job_ = job_header(o_, comm_.size());
-  std::vector<std::string> stale;              // leftovers of earlier runs, inputs read as a fill value (rank 0)
+  std::vector<std::string> stale;  // leftovers of earlier runs, inputs read as a fill value (rank 0)
   nlohmann::json planned;
   comm_.step([&] {
     if (rank_ != kRoot) return;
@@ -142,10 +142,11 @@ void Job::plan() {
     setup_mark("output created");
     for (const auto& note : writer_->notes()) stale.push_back(note);
     if (plan.matrices > 0)
-      stale.push_back(fmt::format("A is a batch of {} matrices of {}x{}: multiplied as their {}x{} stack by the B they "
-                                  "share, C written as the batch of the products ({}x{}x{})",
-                                  plan.matrices, plan.m / plan.matrices, plan.k, plan.m, plan.k, plan.matrices,
-                                  plan.m / plan.matrices, plan.n));
+      stale.push_back(
+          fmt::format("A is a batch of {} matrices of {}x{}: multiplied as their {}x{} stack by the B they "
+                      "share, C written as the batch of the products ({}x{}x{})",
+                      plan.matrices, plan.m / plan.matrices, plan.k, plan.m, plan.k, plan.matrices,
+                      plan.m / plan.matrices, plan.n));
     if (run_index_ == 0) series_.first_output(*writer_);
     planned = {{"plan", plan.to_json()}, {"machine", machine.to_json()}};
   });
@@ -154,6 +155,8 @@ void Job::plan() {
   plan_ = Plan::from_json(planned["plan"]);
   machine_ = algorithms::MachineModel::from_json(planned["machine"], "rank 0's machine model");
   problem_ = {plan_.m, plan_.n, plan_.k, plan_.dtype, comm_.size(), plan_.grid, ranks_per_node()};
+  problem_.compression = series_.compression();
+  problem_.compress_threads = io::io_threads();  // rank 0's, where the model runs
   // Where C goes (in place, or gathered): agreed before anything is settled.
   route_ = OutputRoute::choose(comm_, writer_.get(), o_.asked.write, plan_.dtype);
   setup_mark("plan broadcast, route agreed");
@@ -228,8 +231,9 @@ void Job::bound_waits(double predicted_seconds) const {
                  : fmt::format("{:.0f} s + {:.0f} x the predicted {:.1f} s of the run; --timeout SECONDS sets it",
                                comm::kWaitFloorSeconds, comm::kWaitModelFactor, predicted_seconds);
   comm::set_wait_bound(bound, why, rank_, comm_.node().host);
-  if (bound > 0) log::debug("a wait in MPI longer than " + std::to_string(static_cast<long long>(bound)) +
-                            " s ends this rank (" + why + ")");
+  if (bound > 0)
+    log::debug("a wait in MPI longer than " + std::to_string(static_cast<long long>(bound)) + " s ends this rank (" +
+               why + ")");
 }
 
 // 2. The backend, the algorithm's check that the plan holds, host memory refused up front.
@@ -265,8 +269,8 @@ void Job::start() {
     log::info(std::to_string(read_ahead_.rows_ready()) + " rows of B read ahead while the backend started");
   const auto progress = [this](const std::string& what) { progress_->step(what); };
   route_->use(be_.get(), progress);
-  run_ = std::make_unique<algorithms::RankRun>(comm_, *be_, problem_, o_.asked, setting_, share_, machine_, *route_, me_,
-                                               job_, progress);
+  run_ = std::make_unique<algorithms::RankRun>(comm_, *be_, problem_, o_.asked, setting_, share_, machine_, *route_,
+                                               me_, job_, progress);
   run_->work = progress_.get();
   algorithm_->start(*run_);
   setup_mark("algorithm started");
@@ -336,8 +340,8 @@ void Job::read() {
     // Every block of A and B is read here (or by the streams).
     if (s.b_rows.size() > 0 && s.b_cols.size() > 0) reads_.b(0, s.b_rows.size(), run_->b.data());
     if (chunks > 1) {
-      streams_.start_reading(o_.a, s.a_rows.begin, s.a_rows.size(), plan_.k, plan_.dtype, run_->a.data(),
-                             chunks, s.count_a);
+      streams_.start_reading(o_.a, s.a_rows.begin, s.a_rows.size(), plan_.k, plan_.dtype, run_->a.data(), chunks,
+                             s.count_a);
       run_->streams = &streams_;
     } else if (s.a_rows.size() > 0 && s.a_cols.size() > 0) {
       reads_.a(0, s.a_rows.size(), run_->a.data());
@@ -369,7 +373,7 @@ void run_job(const RunOptions& o, const comm::Comm& comm, std::string* report_js
     ~Unbound() { comm::set_wait_bound(0, "", 0, ""); }
   } const unbound;
   report::set_typed_options(typed_options(o));  // the report's options: typed
-  comm.step([&] {  // before anything is read
+  comm.step([&] {                               // before anything is read
     check_repeat_options(o);
     if (o.timeout && *o.timeout < 0) throw InputError("--timeout must be 0 (no bound) or more seconds");
   });

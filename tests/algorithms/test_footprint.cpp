@@ -124,6 +124,34 @@ TEST_CASE("the prediction names the phase that bounds the run", "[algorithms][fo
   CHECK(f.predicted_seconds() == f.predicted.startup + f.predicted.read + f.predicted.compute + f.predicted.write);
 }
 
+TEST_CASE("a compressed C costs rank 0 its compression: gzip over its threads, lz4 and bzip2 on one",
+          "[algorithms][footprint]") {
+  alg::MachineModel m;
+  m.gzip_bytes_per_s_per_thread = 50e6, m.lz4_bytes_per_s = 500e6, m.bzip2_bytes_per_s = 5e6;
+  alg::Problem p = problem(4000, 5000, 100, 2, DType::f32);  // C: 80 MB
+  const auto plain = of("panels", p, environment(false, false, false), m);
+  CHECK(plain.predicted.compress == 0);
+  p.compression = "gzip", p.compress_threads = 4;
+  const auto gzip = of("panels", p, environment(false, false, false), m);
+  CHECK(gzip.predicted.compress == 80e6 / (4 * 50e6));
+  CHECK(gzip.predicted.write >= gzip.predicted.compress);
+  CHECK(gzip.predicted.write >= plain.predicted.write);
+  p.compress_threads = 1;
+  CHECK(of("panels", p, environment(false, false, false), m).predicted.compress == 80e6 / 50e6);
+  p.compression = "lz4", p.compress_threads = 8;  // HDF5's pipeline: one thread whatever the pool
+  CHECK(of("panels", p, environment(false, false, false), m).predicted.compress == 80e6 / 500e6);
+  p.compression = "bzip2";
+  const auto bzip2 = of("panels", p, environment(false, false, false), m);
+  CHECK(bzip2.predicted.compress == 80e6 / 5e6);
+  CHECK(bzip2.predicted.bound() == "write");
+  // The rates are machine-file keys.
+  const auto read =
+      alg::MachineModel::from_json({{"gzip_bytes_per_s_per_thread", 1e8}, {"bzip2_bytes_per_s", 2e7}}, "test");
+  CHECK(read.gzip_bytes_per_s_per_thread == 1e8);
+  CHECK(read.bzip2_bytes_per_s == 2e7);
+  CHECK(read.to_json().at("lz4_bytes_per_s").get<double>() == alg::MachineModel{}.lz4_bytes_per_s);
+}
+
 TEST_CASE("the machine model is data: defaults, a file's fields, refusals", "[algorithms][machine]") {
   const alg::MachineModel built_in;
   const auto same = alg::MachineModel::from_json(built_in.to_json(), "round trip");
