@@ -1,10 +1,12 @@
 #include "comm/comm.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <utility>
 
 #if __has_include(<mpi-ext.h>)
@@ -146,6 +148,14 @@ void Comm::recv_bytes(void* data, std::size_t bytes, int source, int tag) const 
     p += n;
     bytes -= n;
   } while (bytes > 0);
+}
+
+void Comm::await_message(int source, int tag) const {
+  for (int arrived = 0;;) {
+    TESSERA_MPI_CHECK(MPI_Iprobe(source, tag, comm_, &arrived, MPI_STATUS_IGNORE));
+    if (arrived) return;
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
 }
 
 void Comm::exchange_bytes(const std::vector<Parcel>& sends, const std::vector<Parcel>& receives, int tag) const {

@@ -94,6 +94,10 @@ class Comm {
   // Blocking transfers of any size (split into messages of at most 1 GiB, as MPI counts are int).
   void send_bytes(const void* data, std::size_t bytes, int dest, int tag) const;
   void recv_bytes(void* data, std::size_t bytes, int source, int tag) const;
+  // Returns once a message from `source` with `tag` has begun to arrive, asking every half
+  // millisecond in between: a long wait that leaves this rank's core to its other threads (a
+  // blocking receive spins on it).
+  void await_message(int source, int tag) const;
 
   // Many transfers at once, each of any size (messages of at most 1 GiB): every `sends` parcel
   // goes to its peer, every `receives` parcel arrives from its peer, all in flight together (so

@@ -66,7 +66,80 @@ std::vector<unsigned char> deflated(const std::vector<unsigned char>& in, int le
   return out;
 }
 
+// Each chunk's raw bytes replaced by its filtered bytes, by `threads` threads (this one among
+// them; each takes the next chunk, the first failure stops them all and is rethrown here).
+template <class Chunk, class Filter>
+void filter_all(std::vector<Chunk>& chunks, int threads, const Filter& filter) {
+  std::atomic<std::size_t> next{0};
+  std::mutex failing;
+  std::exception_ptr failed;
+  const auto work = [&] {
+    try {
+      for (std::size_t t; (t = next.fetch_add(1)) < chunks.size();) chunks[t].bytes = filter(chunks[t].bytes);
+    } catch (...) {
+      const std::lock_guard<std::mutex> hold(failing);
+      if (!failed) failed = std::current_exception();
+      next = chunks.size();
+    }
+  };
+  std::vector<std::thread> pool;
+  const int helpers = std::min<int>(threads, static_cast<int>(chunks.size())) - 1;
+  for (int t = 0; t < helpers; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // those that started (or this thread alone) share the chunks
+    }
+  }
+  work();
+  for (auto& th : pool) th.join();
+  if (failed) std::rethrow_exception(failed);
+}
+
+template <class T>
+void put(std::vector<unsigned char>& out, T v) {
+  const auto* p = reinterpret_cast<const unsigned char*>(&v);
+  out.insert(out.end(), p, p + sizeof v);
+}
+
 }  // namespace
+
+std::vector<unsigned char> pack(const std::vector<CompressedChunk>& chunks) {
+  std::vector<unsigned char> out;
+  put<std::uint64_t>(out, chunks.size());
+  for (const CompressedChunk& c : chunks) {
+    put<std::int64_t>(out, c.row0);
+    put<std::int64_t>(out, c.col0);
+    put<std::uint64_t>(out, c.bytes.size());
+    out.insert(out.end(), c.bytes.begin(), c.bytes.end());
+  }
+  return out;
+}
+
+std::vector<CompressedChunk> unpack(const std::vector<unsigned char>& message) {
+  std::size_t at = 0;
+  const auto take = [&](void* into, std::size_t n) {
+    if (n > message.size() - at) throw IoError("a message of compressed chunks of C ends early");
+    std::memcpy(into, message.data() + at, n);
+    at += n;
+  };
+  std::uint64_t count = 0;
+  take(&count, sizeof count);
+  if (count > message.size()) throw IoError("a message of compressed chunks of C is malformed");
+  std::vector<CompressedChunk> chunks(static_cast<std::size_t>(count));
+  for (CompressedChunk& c : chunks) {
+    std::uint64_t bytes = 0;
+    take(&c.row0, sizeof c.row0);
+    take(&c.col0, sizeof c.col0);
+    take(&bytes, sizeof bytes);
+    if (bytes > message.size() - at) throw IoError("a message of compressed chunks of C ends early");
+    c.bytes.assign(message.begin() + static_cast<std::ptrdiff_t>(at),
+                   message.begin() + static_cast<std::ptrdiff_t>(at + bytes));
+    at += static_cast<std::size_t>(bytes);
+  }
+  if (at != message.size()) throw IoError("a message of compressed chunks of C has bytes past its end");
+  return chunks;
+}
 
 ChunkedWriter::ChunkedWriter(std::int64_t rows, std::int64_t cols, std::int64_t chunk_rows, std::int64_t chunk_cols,
                              std::size_t esize, bool shuffle, int level)
@@ -96,33 +169,9 @@ void ChunkedWriter::add(std::int64_t row0, std::int64_t col0, std::int64_t nrows
     std::vector<unsigned char> bytes;  // raw, then filtered
   };
   std::vector<Done> done;
-  // The finished chunks so far compressed by the pool (each worker takes the next; the first
-  // failure stops them all), then stored in order on this thread.
+  // The finished chunks so far compressed by the pool, then stored in order on this thread.
   const auto flush = [&] {
-    std::atomic<std::size_t> next{0};
-    std::mutex failing;
-    std::exception_ptr failed;
-    const auto work = [&] {
-      try {
-        for (std::size_t t; (t = next.fetch_add(1)) < done.size();) done[t].bytes = filter(done[t].bytes);
-      } catch (...) {
-        const std::lock_guard<std::mutex> hold(failing);
-        if (!failed) failed = std::current_exception();
-        next = done.size();
-      }
-    };
-    std::vector<std::thread> pool;
-    const int helpers = std::min<int>(threads, static_cast<int>(done.size())) - 1;
-    for (int t = 0; t < helpers; ++t) {
-      try {
-        pool.emplace_back(work);
-      } catch (const std::system_error&) {
-        break;  // those that started (or this thread alone) share the chunks
-      }
-    }
-    work();
-    for (auto& th : pool) th.join();
-    if (failed) std::rethrow_exception(failed);
+    filter_all(done, threads, [this](const std::vector<unsigned char>& raw) { return filter(raw); });
     for (const Done& d : done) store(d.row0, d.col0, d.bytes);
     done.clear();
   };
@@ -135,6 +184,7 @@ void ChunkedWriter::add(std::int64_t row0, std::int64_t col0, std::int64_t nrows
     for (std::int64_t j = j0; j <= j1; ++j) {
       // The block's part of chunk (i, j) copied in; a chunk it finishes goes to the pool.
       const std::int64_t c0 = std::max(col0, j * chunk_cols_), c1 = std::min(col0 + ncols, (j + 1) * chunk_cols_);
+      if (stored_.count({i, j})) continue;  // compressed and stored as another rank sent it
       Waiting& w = waiting_[{i, j}];
       if (w.raw.empty()) w.raw.assign(static_cast<std::size_t>(chunk_rows_ * chunk_cols_) * esize_, 0);
       for (std::int64_t r = r0; r < r1; ++r)
@@ -154,6 +204,42 @@ void ChunkedWriter::add(std::int64_t row0, std::int64_t col0, std::int64_t nrows
     }
   }
   if (!done.empty()) flush();
+}
+
+void ChunkedWriter::mark_stored(std::int64_t row0, std::int64_t col0) {
+  if (row0 < 0 || col0 < 0 || row0 >= rows_ || col0 >= cols_ || row0 % chunk_rows_ != 0 || col0 % chunk_cols_ != 0)
+    throw std::invalid_argument("ChunkedWriter::mark_stored: no chunk starts there");
+  const std::pair<std::int64_t, std::int64_t> index{row0 / chunk_rows_, col0 / chunk_cols_};
+  if (waiting_.count(index) || !stored_.insert(index).second)
+    throw std::logic_error("ChunkedWriter::mark_stored: the chunk was written already");
+}
+
+std::vector<CompressedChunk> ChunkedWriter::compress_inside(std::int64_t row0, std::int64_t col0, std::int64_t nrows,
+                                                            std::int64_t ncols, const void* data, int threads) const {
+  std::vector<CompressedChunk> chunks;
+  if (nrows <= 0 || ncols <= 0) return chunks;
+  if (row0 < 0 || col0 < 0 || row0 + nrows > rows_ || col0 + ncols > cols_)
+    throw std::invalid_argument("ChunkedWriter::compress_inside: the block lies outside the dataset");
+  const auto* src = static_cast<const unsigned char*>(data);
+  // Chunk i's rows within the dataset: [i * chunk_rows_, min(rows_, (i + 1) * chunk_rows_)).
+  const std::int64_t i0 = (row0 + chunk_rows_ - 1) / chunk_rows_, j0 = (col0 + chunk_cols_ - 1) / chunk_cols_;
+  for (std::int64_t i = i0; i * chunk_rows_ < row0 + nrows; ++i) {
+    const std::int64_t r1 = std::min(rows_, (i + 1) * chunk_rows_);
+    if (r1 > row0 + nrows) break;
+    for (std::int64_t j = j0; j * chunk_cols_ < col0 + ncols; ++j) {
+      const std::int64_t c1 = std::min(cols_, (j + 1) * chunk_cols_);
+      if (c1 > col0 + ncols) break;
+      CompressedChunk c{i * chunk_rows_, j * chunk_cols_, {}};
+      c.bytes.assign(static_cast<std::size_t>(chunk_rows_ * chunk_cols_) * esize_, 0);
+      for (std::int64_t r = c.row0; r < r1; ++r)
+        std::memcpy(c.bytes.data() + static_cast<std::size_t>((r - c.row0) * chunk_cols_) * esize_,
+                    src + static_cast<std::size_t>((r - row0) * ncols + (c.col0 - col0)) * esize_,
+                    static_cast<std::size_t>(c1 - c.col0) * esize_);
+      chunks.push_back(std::move(c));
+    }
+  }
+  filter_all(chunks, threads, [this](const std::vector<unsigned char>& raw) { return filter(raw); });
+  return chunks;
 }
 
 }  // namespace tessera::io

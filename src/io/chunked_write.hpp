@@ -12,13 +12,37 @@
 // come in any order and cut chunks anywhere (the blocks of several ranks, gathered); the pieces
 // of unfinished chunks wait here. Taken only for the new 2-D datasets tessera creates with that
 // pipeline (io/matrix_writer.cpp); everything else is left to HDF5.
+//
+// Every rank may compress its own part (job/gather.hpp): the chunks that lie wholly inside its
+// block of C (compress_inside), sent to rank 0 beside the block, which stores them as they came
+// (mark_stored) and compresses only the chunks that straddle blocks. The bytes are the same
+// whoever compresses them.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
+#include <utility>
 #include <vector>
 
 namespace tessera::io {
+
+// The dataset and pipeline a ChunkedWriter writes: what another rank needs to compress its part.
+struct ChunkLayout {
+  std::int64_t rows = 0, cols = 0, chunk_rows = 0, chunk_cols = 0;
+  std::size_t esize = 0;
+  bool shuffle = false;
+  int level = 1;
+};
+
+// One chunk, filtered: its first element's place in the dataset, and its bytes.
+struct CompressedChunk {
+  std::int64_t row0 = 0, col0 = 0;
+  std::vector<unsigned char> bytes;
+};
+// Chunks as one message, and back. unpack throws IoError for bytes that are no such message.
+std::vector<unsigned char> pack(const std::vector<CompressedChunk>& chunks);
+std::vector<CompressedChunk> unpack(const std::vector<unsigned char>& message);
 
 class ChunkedWriter {
  public:
@@ -26,6 +50,18 @@ class ChunkedWriter {
   // by shuffle (if `shuffle`) then deflate at `level` (1-9).
   ChunkedWriter(std::int64_t rows, std::int64_t cols, std::int64_t chunk_rows, std::int64_t chunk_cols,
                 std::size_t esize, bool shuffle, int level);
+  explicit ChunkedWriter(const ChunkLayout& layout)
+      : ChunkedWriter(layout.rows, layout.cols, layout.chunk_rows, layout.chunk_cols, layout.esize, layout.shuffle,
+                      layout.level) {}
+  ChunkLayout layout() const { return {rows_, cols_, chunk_rows_, chunk_cols_, esize_, shuffle_, level_}; }
+
+  // The chunks wholly inside a block (nrows x ncols at (row0, col0), row-major; a chunk at the
+  // dataset's edge counts by its part inside the dataset), filtered by `threads` threads: what
+  // add() would make of them. Keeps nothing.
+  std::vector<CompressedChunk> compress_inside(std::int64_t row0, std::int64_t col0, std::int64_t nrows,
+                                               std::int64_t ncols, const void* data, int threads) const;
+  // The chunk at (row0, col0) is stored already (another rank compressed it): add() skips it.
+  void mark_stored(std::int64_t row0, std::int64_t col0);
 
   // One finished chunk: its first element's place in the dataset, and its filtered bytes.
   using Store = std::function<void(std::int64_t row0, std::int64_t col0, const std::vector<unsigned char>& bytes)>;
@@ -51,6 +87,7 @@ class ChunkedWriter {
   bool shuffle_;
   int level_;
   std::map<std::pair<std::int64_t, std::int64_t>, Waiting> waiting_;  // by chunk (row, col) index
+  std::set<std::pair<std::int64_t, std::int64_t>> stored_;            // mark_stored's, by index
 };
 
 }  // namespace tessera::io

@@ -8,7 +8,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
+#include "io/chunked_write.hpp"
 #include "io/nonfinite.hpp"
 
 namespace tessera::io {
@@ -29,7 +31,7 @@ void set_io_threads(int threads);
 // that failed (its node cut off while the others were ended and the file rolled back) finds it
 // gone, or another run's (another inode), and writes nothing more.
 struct Fence {
-  std::string path;        // "": none (nothing to fence: tests, a single process)
+  std::string path;         // "": none (nothing to fence: tests, a single process)
   std::uint64_t inode = 0;  // as the writer of the output saw it (the same from every node)
   // Where the token holds a number of its own run (the journal: a random one), since a file system
   // may give the next run's token the inode number this one's just freed; -1: none (a temporary,
@@ -92,6 +94,14 @@ class BlockSink {
   // data: nrows x ncols row-major, placed at (row0, col0). Throws IoError / InputError.
   virtual void write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
                            const void* data) = 0;
+  // The same block, with those of its chunks that its rank compressed already (`ready`, in the
+  // layout of chunk_layout()): a sink that compresses C stores them as they are and compresses the
+  // rest; any other writes the block (the default).
+  virtual void write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
+                           const void* data, const std::vector<CompressedChunk>& ready) {
+    (void)ready;
+    write_block(row0, col0, nrows, ncols, data);
+  }
   // NaN and Inf among the elements written through this sink so far (a product of finite inputs
   // can overflow: the run warns or refuses before it commits C).
   virtual NonfiniteCount nonfinite_written() const = 0;

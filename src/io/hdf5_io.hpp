@@ -191,6 +191,11 @@ class MatrixWriter : public BlockSink {
   // data: nrows x ncols row-major of `dtype`, placed at (row0, col0).
   void write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
                    const void* data) override;
+  void write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols, const void* data,
+                   const std::vector<CompressedChunk>& ready) override;
+  // The chunks and pipeline of a C whose chunks tessera compresses (gzip into a new dataset),
+  // for the other ranks to compress theirs (ChunkedWriter::compress_inside); nullopt otherwise.
+  std::optional<ChunkLayout> chunk_layout() const;
   void set_attributes(const std::vector<Attribute>& attrs);
   // Flush, close, rename (or move the dataset's link) into place. If !overwrite and the target
   // appeared meanwhile, fails.

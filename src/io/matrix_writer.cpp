@@ -255,6 +255,16 @@ MatrixWriter::~MatrixWriter() = default;  // Impl's destructor removes an uncomm
 
 void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
                                const void* data) {
+  write_block(row0, col0, nrows, ncols, data, {});
+}
+
+std::optional<ChunkLayout> MatrixWriter::chunk_layout() const {
+  if (!impl_->chunked) return std::nullopt;
+  return impl_->chunked->layout();
+}
+
+void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
+                               const void* data, const std::vector<CompressedChunk>& ready) {
   Impl& w = *impl_;
   if (w.committed || (!w.dataset.valid() && !w.in_file))
     throw IoError("cannot write to " + in_quotes(w.target) + ": the writer is already committed or closed");
@@ -287,13 +297,18 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
     if (!opened.valid()) throw_io("cannot open " + w.where() + " to write C");
   }
   const hid_t dataset = w.in_file ? opened.get() : w.dataset.get();
-  if (w.chunked) {  // compressed by tessera's threads, stored by HDF5 as they are
-    w.chunked->add(row0, col0, nrows, ncols, data, io_threads(),
-                   [&](std::int64_t r0, std::int64_t c0, const std::vector<unsigned char>& bytes) {
-                     const hsize_t offset[2] = {static_cast<hsize_t>(r0), static_cast<hsize_t>(c0)};
-                     if (H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, offset, bytes.size(), bytes.data()) < 0)
-                       throw_io(failed);
-                   });
+  if (w.chunked) {  // compressed by tessera's threads (or the block's rank), stored by HDF5 as they are
+    const auto store = [&](std::int64_t r0, std::int64_t c0, const std::vector<unsigned char>& bytes) {
+      const hsize_t offset[2] = {static_cast<hsize_t>(r0), static_cast<hsize_t>(c0)};
+      if (H5Dwrite_chunk(dataset, H5P_DEFAULT, 0, offset, bytes.size(), bytes.data()) < 0) throw_io(failed);
+    };
+    for (const CompressedChunk& c : ready) {
+      if (c.row0 < row0 || c.col0 < col0 || c.row0 >= row0 + nrows || c.col0 >= col0 + ncols)
+        throw std::invalid_argument("write_block: a compressed chunk lies outside its block");
+      w.chunked->mark_stored(c.row0, c.col0);
+      store(c.row0, c.col0, c.bytes);
+    }
+    w.chunked->add(row0, col0, nrows, ncols, data, io_threads(), store);
     if (w.in_file) {
       file->close(opened, failed);
       file->close(failed);

@@ -23,9 +23,14 @@ namespace tessera::job {
 // (receiving) and, on rank 0, "write" phases to `phases`; with a spare buffer the two overlap. The blocks travel by
 // host MPI unless `send` (senders) and `receive` (rank 0: rank r's block of `bytes` into `into`) say otherwise, e.g.
 // GPU to GPU. `progress` hears of each block rank 0 writes.
+// With `chunks` (C compressed chunk by chunk, its layout on every rank; host MPI only), each rank
+// but 0 first compresses the chunks wholly inside its block with its own threads and sends them
+// after the block; rank 0 stores them as they are and compresses only its own block's and the
+// chunks that straddle blocks. A rank whose compression fails sends none (rank 0 compresses them).
 using BlockTransport = algorithms::COut::Transport;
 void gather_and_write(const comm::Comm& comm, const partition::Partition& part, DType dtype, void* c_block, void* spare,
                       io::BlockSink* writer, const std::function<void(const std::string&)>& progress,
-                      report::Phases& phases, const BlockTransport& transport = {}, bool root_written = false);
+                      report::Phases& phases, const BlockTransport& transport = {}, bool root_written = false,
+                      const io::ChunkLayout* chunks = nullptr);
 
 }  // namespace tessera::job

@@ -39,35 +39,57 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
   comm.step([&] {
     if (rank != kRoot) return;
     const io::DirectTarget t = writer->direct_target();
+    if (const std::optional<io::ChunkLayout> l = writer->chunk_layout()) {
+      plan["chunks"] = {l->rows, l->cols, l->chunk_rows, l->chunk_cols, l->esize, l->shuffle, l->level};
+    }
     if (want == WriteRoute::gather) {
-      plan = {{"why", "--write gather"}};
+      plan["why"] = "--write gather";
     } else if (!t.valid()) {
-      plan = {{"why", writer->why_not_direct()}};
+      plan["why"] = writer->why_not_direct();
     } else {
       const std::uint64_t token = random_token();
       if (comm.size() > 1) io::write_token(t, token);
-      plan = {{"file", t.file},   {"base", t.base},   {"rows", t.rows},         {"cols", t.cols},
-              {"esize", t.esize}, {"token", token},   {"fence", t.fence.path}, {"fence_inode", t.fence.inode},
-                              {"fence_stamp_at", t.fence.stamp_at}, {"fence_stamp", t.fence.stamp}};
+      plan = {{"file", t.file},
+              {"base", t.base},
+              {"rows", t.rows},
+              {"cols", t.cols},
+              {"esize", t.esize},
+              {"token", token},
+              {"fence", t.fence.path},
+              {"fence_inode", t.fence.inode},
+              {"fence_stamp_at", t.fence.stamp_at},
+              {"fence_stamp", t.fence.stamp}};
     }
   });
   plan = nlohmann::json::parse(comm.broadcast(plan.dump(), kRoot));
+  if (plan.contains("chunks") && comm.size() > 1) {
+    const nlohmann::json& l = plan["chunks"];
+    route.chunks_ = io::ChunkLayout{l[0], l[1], l[2], l[3], l[4], l[5], l[6]};
+  }
   if (plan.contains("why")) {
     comm.step([&] {  // the same refusal on every rank
       if (want == WriteRoute::in_place)
         throw InputError("--write in-place is not possible: " + plan["why"].get<std::string>());
     });
     route.description_ = "gather (" + plan["why"].get<std::string>() + ")";
+    if (route.chunks_)  // said by rank 0's writer as "C is compressed by rank 0's threads, ..."
+      route.description_ =
+          "gather (C is compressed chunk by chunk by every rank's threads, each its own block's "
+          "chunks; rank 0 stores them)";
     route.sink_ = rank == kRoot ? writer : nullptr;
     route.counted_.inner = route.sink_;
     return made;
   }
   // Every rank must see the file rank 0 made (the same file system).
   // With the run's liveness token (io::Fence): every rank writes only while it is there.
-  const io::DirectTarget t{plan["file"],  plan["base"], plan["rows"],
-                           plan["cols"],  plan["esize"],
-                           io::Fence{plan["fence"].get<std::string>(), plan["fence_inode"].get<std::uint64_t>(),
-                                     plan["fence_stamp_at"].get<std::int64_t>(), plan["fence_stamp"].get<std::uint64_t>()}};
+  const io::DirectTarget t{
+      plan["file"],
+      plan["base"],
+      plan["rows"],
+      plan["cols"],
+      plan["esize"],
+      io::Fence{plan["fence"].get<std::string>(), plan["fence_inode"].get<std::uint64_t>(),
+                plan["fence_stamp_at"].get<std::int64_t>(), plan["fence_stamp"].get<std::uint64_t>()}};
   bool sees = true;
   if (rank != kRoot) {
     sees = io::sees_token(t, plan["token"].get<std::uint64_t>());
@@ -132,8 +154,11 @@ void OutputRoute::gather(const comm::Comm& comm, const partition::Partition& par
       spare = be_->allocate_host(static_cast<std::size_t>(partition::gather_spare_elements(part)) * dtype_size(dtype_));
   });
   const auto progress = progress_ ? progress_ : [](const std::string&) {};
+  // Each rank compresses its own chunks where its block travels by host MPI and is C's own (no
+  // beta C_old is added on rank 0).
+  const bool compressed_here = chunks_ && !transport.send && counted_.beta == 0;
   gather_and_write(comm, part, dtype_, c, spare.empty() ? nullptr : spare.data(), sink(), progress, phases, transport,
-                   root_written);
+                   root_written, compressed_here ? &*chunks_ : nullptr);
 }
 
 void OutputRoute::add_old_c(const io::DatasetRef& old, double beta) {

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "algorithms/algorithm.hpp"
@@ -74,11 +75,19 @@ class OutputRoute final : public algorithms::COut {
     io::DatasetRef old;  // with beta != 0
     void write_block(std::int64_t row0, std::int64_t col0, std::int64_t rows, std::int64_t cols,
                      const void* data) override;
+    // Chunks compressed by the block's rank are C's own only where no beta C_old is added here.
+    void write_block(std::int64_t row0, std::int64_t col0, std::int64_t rows, std::int64_t cols, const void* data,
+                     const std::vector<io::CompressedChunk>& ready) override {
+      if (beta != 0 || ready.empty()) return write_block(row0, col0, rows, cols, data);
+      inner->write_block(row0, col0, rows, cols, data, ready);
+      bytes += rows * cols * static_cast<std::int64_t>(esize);
+    }
     io::NonfiniteCount nonfinite_written() const override { return inner->nonfinite_written(); }
   };
 
   bool in_place_ = false;
   std::string description_;
+  std::optional<io::ChunkLayout> chunks_;  // C compressed chunk by chunk: every rank compresses its own
   DType dtype_ = DType::f64;
   std::unique_ptr<io::BlockFile> own_;  // in place, ranks other than 0
   io::BlockSink* sink_ = nullptr;

@@ -5,6 +5,7 @@ that cut the ranks' blocks anywhere (a chunk finished by pieces from several ran
 file and as a new dataset of an existing one (through its journal). gzip is compressed by
 tessera's threads (io/chunked_write.hpp) unless TESSERA_HDF5_DIRECT=0 leaves it to HDF5; lz4 and
 bzip2 go through HDF5's filter plugins. --case refusals: each is one clear error, nothing written."""
+import json
 import os
 
 import h5py
@@ -70,7 +71,13 @@ if args.case == "existing":
 extra = ["--chunk", "10x13", "--compression", args.compression, "--shuffle"]
 if args.compression == "gzip":
     extra += ["--compression-level", "6"]
-r.run(base + ["--c", out + ":/results/C"] + extra, env=env)
+r.run(base + ["--c", out + ":/results/C", "--report", r.path("report.json")] + extra, env=env)
+route = json.load(open(r.path("report.json")))["write"]
+if args.compression == "gzip" and not args.hdf5:
+    # More than one rank: each compresses the chunks inside its own block (rank 0 the rest).
+    said = "every rank's threads" if args.np > 1 else "rank 0's threads"
+    check(said in route, f"C's route '{route}' does not say {said!r}")
+print(f"ok: route {route}")
 with h5py.File(out, "r") as f:
     d = f["/results/C"]
     c = d[...]
