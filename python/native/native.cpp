@@ -145,9 +145,12 @@ void matmul_device(const DeviceOperand& a, const DeviceOperand& b, std::uintptr_
 using GridOf = std::tuple<std::int64_t, std::int64_t, int, int>;
 
 template <class T>
-py::array matmul_blocks(py::array a, GridOf ga, py::array b, GridOf gb, py::array c, GridOf gc, double alpha,
-                        double beta, bool transpose_a, bool transpose_b, const std::string& kernel,
-                        const std::string& backend, bool allow_nonfinite, std::uintptr_t comm) {
+py::array matmul_blocks(py::array a, GridOf ga, py::array b, GridOf gb, py::array c, GridOf gc,
+                        std::complex<double> alpha, std::complex<double> beta, char op_a, char op_b,
+                        const std::string& kernel, const std::string& backend, bool allow_nonfinite,
+                        std::uintptr_t comm) {
+  for (const char op : {op_a, op_b})
+    if (op != 'N' && op != 'T' && op != 'C') throw py::value_error(std::string("op must be N, T or C, not ") + op);
   const auto block = [](py::array x, const char* name) {
     if (x.ndim() != 2) throw py::value_error(std::string(name) + "'s block must be a 2-D array");
     const auto es = static_cast<py::ssize_t>(sizeof(T));
@@ -170,8 +173,12 @@ py::array matmul_blocks(py::array a, GridOf ga, py::array b, GridOf gb, py::arra
                            std::max<std::int64_t>(ldb, b.shape(1)));
   const tessera::Matrix mc(out.mutable_data(), c.shape(0), c.shape(1), std::max<std::int64_t>(ldc, c.shape(1)));
   tessera::Options o;
-  o.transpose_a(transpose_a).transpose_b(transpose_b).alpha(alpha).beta(beta).kernel(kernel).backend(backend);
-  o.allow_nonfinite(allow_nonfinite);
+  o.transpose_a(op_a == 'T').transpose_b(op_b == 'T').conjugate_a(op_a == 'C').conjugate_b(op_b == 'C');
+  o.kernel(kernel).backend(backend).allow_nonfinite(allow_nonfinite);
+  if (alpha.imag() == 0 && beta.imag() == 0)
+    o.alpha(alpha.real()).beta(beta.real());
+  else
+    o.alpha(alpha).beta(beta);
   {
     py::gil_scoped_release unlocked;
     last_report() =
@@ -201,7 +208,9 @@ PYBIND11_MODULE(_native, mod) {
     mod.def(name, run, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("m"), py::arg("n"), py::arg("ldc"),
             py::arg("alpha"), py::arg("beta"), py::arg("kernel"), py::arg("allow_nonfinite"), py::arg("stream"));
   for (const auto& [name, run] :
-       {std::pair{"matmul_blocks_f32", &matmul_blocks<float>}, {"matmul_blocks_f64", &matmul_blocks<double>}})
+       {std::pair{"matmul_blocks_f32", &matmul_blocks<float>}, {"matmul_blocks_f64", &matmul_blocks<double>},
+        {"matmul_blocks_c64", &matmul_blocks<std::complex<float>>},
+        {"matmul_blocks_c128", &matmul_blocks<std::complex<double>>}})
     mod.def(name, run, py::arg("a"), py::arg("grid_a"), py::arg("b"), py::arg("grid_b"), py::arg("c"),
             py::arg("grid_c"), py::arg("alpha"), py::arg("beta"), py::arg("transpose_a"), py::arg("transpose_b"),
             py::arg("kernel"), py::arg("backend"), py::arg("allow_nonfinite"), py::arg("comm"));

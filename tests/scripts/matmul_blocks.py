@@ -69,6 +69,38 @@ def worker(tessera_bin, source_dir):
             bad = int((np.abs(got.astype(np.float64) - want) > bound).sum())
             common.check(bad == 0, f"rank {rank}: {bad} elements of its block beyond rounding ({m}x{n}x{k} {dtype.__name__} "
                                    f"ta {ta} tb {tb} grids {ga} {gb} {gc})")
+    # Complex blocks: complex64 and complex128 with the conjugate transpose and complex alpha, beta
+    # (each part within the bound of a 2K-term real sum).
+    op = {"N": lambda x: x, "T": lambda x: x.T, "C": lambda x: x.conj().T}
+    for dtype, (m, n, k, ta, tb, ga, gb, gc) in ((np.complex64, (37, 29, 53, "C", "N", col, row, sq)),
+                                                 (np.complex128, (23, 41, 19, "T", "C", sq, sq, row)),
+                                                 (np.complex128, (31, 17, 1, "C", "C", row, col, col))):
+        rng = np.random.default_rng(m + n + k)
+        a_shape, b_shape = ((m, k) if ta == "N" else (k, m)), ((k, n) if tb == "N" else (n, k))
+        cplx = lambda shape: (rng.random(shape) - 0.5 + 1j * (rng.random(shape) - 0.5)).astype(dtype)  # noqa: E731
+        a, b, c_old = cplx(a_shape), cplx(b_shape), cplx((m, n))
+        alpha, beta = 0.5 - 1.25j, -1 + 2j
+        blk = lambda x, grid: tessera.matmul.__globals__["_block_of"](x.shape[0], x.shape[1], grid, rank)  # noqa: E731
+        (ar0, ar1, ac0, ac1), (br0, br1, bc0, bc1), (r0, r1, c0, c1) = blk(a, ga), blk(b, gb), blk(c_old, gc)
+        got = tessera.matmul_blocks(a[ar0:ar1, ac0:ac1], b[br0:br1, bc0:bc1], comm=comm, a_shape=a_shape, a_grid=ga,
+                                    b_shape=b_shape, b_grid=gb, c_grid=gc, c=c_old[r0:r1, c0:c1], alpha=alpha,
+                                    beta=beta, transpose_a=ta, transpose_b=tb, backend="cpu")
+        a128, b128 = op[ta](a.astype(np.complex128)), op[tb](b.astype(np.complex128))
+        want = (alpha * (a128 @ b128) + beta * c_old)[r0:r1, c0:c1]
+        mag = (abs(alpha) * (np.abs(a128) @ np.abs(b128)) + abs(beta) * np.abs(c_old))[r0:r1, c0:c1]
+        real = np.float32 if dtype == np.complex64 else np.float64
+        bound = 2 * common.gamma(real, 2 * k) * mag + 2 * np.finfo(real).eps * np.abs(want)
+        common.check(got.dtype == dtype, f"rank {rank}: complex block of {got.dtype}")
+        bad = int(((np.abs(got.real - want.real) > bound) | (np.abs(got.imag - want.imag) > bound)).sum())
+        common.check(bad == 0, f"rank {rank}: {bad} elements beyond rounding ({m}x{n}x{k} {dtype.__name__} {ta}{tb})")
+    # Complex alpha with real blocks: refused on every rank (before any exchange).
+    try:
+        tessera.matmul_blocks(np.ones((0, 0)) if rank else np.ones((2, 2)), np.ones((0, 0)) if rank else np.ones((2, 2)),
+                              comm=comm, a_shape=(2, 2), a_grid=one, b_shape=(2, 2), b_grid=one, c_grid=one, alpha=1j,
+                              backend="cpu")
+        common.fail(f"rank {rank}: a complex alpha with real blocks was accepted")
+    except tessera.TesseraError as e:
+        common.check("alpha = 1j is complex" in str(e), f"rank {rank}: said {e}")
     # A refusal: NaN in the last rank's block of A, raised on every rank, out left as it was.
     a = np.ones((6, 4))
     r0, r1, c0, c1 = tessera.matmul.__globals__["_block_of"](6, 4, col, rank)

@@ -185,6 +185,26 @@ def _op(transpose: Any, name: str) -> str:
     return "T" if transpose else "N"
 
 
+def _dtype_of(operands: list, alpha: Any, beta: Any, who: str) -> Any:
+    """The dtype a product of `operands` runs in: float32 when all are float32 (or narrower floats),
+    else float64; complex64 / complex128 likewise when any is complex. Refuses what holds no numbers,
+    and a complex alpha or beta with real arrays."""
+    import numpy as np
+
+    for name, x in zip("abc", operands):
+        if x.dtype.kind not in "fiubc":
+            raise TesseraError(f"{who}: {name} holds {x.dtype}; it takes numbers (float32, float64, complex64, "
+                               "complex128, integers)")
+    wide = any(x.dtype.kind not in "fc" or x.dtype.itemsize > (8 if x.dtype.kind == "c" else 4) for x in operands)
+    if any(x.dtype.kind == "c" for x in operands):
+        return np.dtype(np.complex128 if wide else np.complex64)
+    for name, value in (("alpha", alpha), ("beta", beta)):
+        if complex(value).imag != 0:
+            raise TesseraError(f"{who}: {name} = {value} is complex, but the arrays hold real numbers; a complex "
+                               "alpha or beta takes complex arrays")
+    return np.dtype(np.float64 if wide else np.float32)
+
+
 def matmul(a: Any, b: Any, *, c: Any = None, alpha: complex = 1.0, beta: complex = 0.0, transpose_a: Any = False,
            transpose_b: Any = False, kernel: str = "auto", backend: str = "auto", out: Optional[Any] = None,
            allow_nonfinite: bool = False) -> Any:
@@ -227,20 +247,8 @@ def matmul(a: Any, b: Any, *, c: Any = None, alpha: complex = 1.0, beta: complex
 
     op_a, op_b = _op(transpose_a, "transpose_a"), _op(transpose_b, "transpose_b")
     a, b = np.asarray(a), np.asarray(b)
-    operands = [a, b] + ([np.asarray(c)] if c is not None else [])
-    for name, x in zip("abc", operands):
-        if x.dtype.kind not in "fiubc":
-            raise TesseraError(f"tessera.matmul: {name} holds {x.dtype}; it takes numbers (float32, float64, "
-                               "complex64, complex128, integers)")
-    wide = any(x.dtype.kind not in "fc" or x.dtype.itemsize > (8 if x.dtype.kind == "c" else 4) for x in operands)
-    if any(x.dtype.kind == "c" for x in operands):
-        dtype = np.dtype(np.complex128 if wide else np.complex64)
-    else:
-        dtype = np.dtype(np.float64 if wide else np.float32)
-        for name, value in (("alpha", alpha), ("beta", beta)):
-            if complex(value).imag != 0:
-                raise TesseraError(f"tessera.matmul: {name} = {value} is complex, but the arrays hold real numbers; "
-                                   "a complex alpha or beta takes complex arrays")
+    dtype = _dtype_of([a, b] + ([np.asarray(c)] if c is not None else []), alpha, beta if c is not None else 0,
+                      "tessera.matmul")
     a, b = a.astype(dtype, copy=False), b.astype(dtype, copy=False)
     target = None
     if out is not None and any(np.shares_memory(out, x) for x in (a, b)):
@@ -306,13 +314,13 @@ def matmul_blocks(a: Any, b: Any, *, comm: Any, a_shape: Tuple[int, int], a_grid
     comm_handle = MPI._handleof(comm)
     rank = comm.Get_rank()
     a, b = np.asarray(a), np.asarray(b)
-    operands = [a, b] + ([np.asarray(c)] if c is not None else [])
-    wide = any(x.dtype.kind != "f" or x.dtype.itemsize > 4 for x in operands)
-    dtype = np.dtype(np.float64 if wide else np.float32)
+    op_a, op_b = _op(transpose_a, "transpose_a"), _op(transpose_b, "transpose_b")
+    dtype = _dtype_of([a, b] + ([np.asarray(c)] if c is not None else []), alpha, beta if c is not None else 0,
+                      "tessera.matmul_blocks")
     a = np.ascontiguousarray(a, dtype=dtype)
     b = np.ascontiguousarray(b, dtype=dtype)
-    m = a_shape[1] if transpose_a else a_shape[0]
-    n = b_shape[0] if transpose_b else b_shape[1]
+    m = a_shape[1] if op_a != "N" else a_shape[0]
+    n = b_shape[0] if op_b != "N" else b_shape[1]
     r0, r1, c0, c1 = _block_of(m, n, tuple(c_grid), rank)
     if out is not None:
         if not isinstance(out, np.ndarray) or out.dtype != dtype or not out.flags.c_contiguous or \
@@ -327,12 +335,12 @@ def matmul_blocks(a: Any, b: Any, *, comm: Any, a_shape: Tuple[int, int], a_grid
     else:
         target = np.zeros((r1 - r0, c1 - c0), dtype=dtype)
         beta = 0.0
-    run = native.matmul_blocks_f32 if dtype == np.float32 else native.matmul_blocks_f64
+    run = {np.float32: native.matmul_blocks_f32, np.float64: native.matmul_blocks_f64,
+           np.complex64: native.matmul_blocks_c64, np.complex128: native.matmul_blocks_c128}[dtype.type]
     grid = lambda shape, g: (int(shape[0]), int(shape[1]), int(g[0]), int(g[1]))  # noqa: E731
     try:
-        return run(a, grid(a_shape, a_grid), b, grid(b_shape, b_grid), target, grid((m, n), c_grid), float(alpha),
-                   float(beta), bool(transpose_a), bool(transpose_b), str(kernel), str(backend),
-                   bool(allow_nonfinite), int(comm_handle))
+        return run(a, grid(a_shape, a_grid), b, grid(b_shape, b_grid), target, grid((m, n), c_grid), complex(alpha),
+                   complex(beta), op_a, op_b, str(kernel), str(backend), bool(allow_nonfinite), int(comm_handle))
     except native.MultiplyError as e:
         raise TesseraError(f"tessera: error: {e}") from None
     except ValueError as e:
