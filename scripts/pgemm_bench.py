@@ -35,7 +35,7 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--grids", default="1x1,1x2,2x1")
     ap.add_argument("--sizes", default="512,1024,2048")
-    ap.add_argument("--dtype", default="d", choices=["s", "d"])
+    ap.add_argument("--dtype", default="d", choices=["s", "d", "c", "z"])
     ap.add_argument("--nb", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
@@ -60,7 +60,7 @@ def main():
                 for w in order:
                     t[w].append(run(bins[w], grid, a.dtype, n, a.nb, a.warmup, a.repeats, a.mpiexec, env))
             s, x = statistics.median(t["scalapack"]), statistics.median(t["tessera"])
-            flops = 2.0 * n ** 3
+            flops = (8.0 if a.dtype in "cz" else 2.0) * n ** 3
             rows.append((g, n, s, x, flops / s * 1e-9, flops / x * 1e-9, x / s))
             print(f"{g:>4} {n:>6}  ScaLAPACK {s:.4f} s ({flops / s * 1e-9:6.1f} GFLOP/s)  "
                   f"tessera {x:.4f} s ({flops / x * 1e-9:6.1f} GFLOP/s)  ratio {x / s:.3f}", flush=True)
