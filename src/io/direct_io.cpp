@@ -87,9 +87,7 @@ int io_threads() {
 
 void set_io_threads(int threads) { g_io_threads.store(std::max(0, threads)); }
 
-bool direct_io_enabled() {
-  return env::flag("TESSERA_HDF5_DIRECT", true);
-}
+bool direct_io_enabled() { return env::flag("TESSERA_HDF5_DIRECT", true); }
 
 // A block between memory and a contiguous dataset at byte `base` of the file open as `fd`, with
 // pread or pwrite split over a few threads: a large transfer from or to the page cache or a
@@ -112,9 +110,9 @@ int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, st
     Pieces pieces{write ? live : nullptr};
     if (whole_rows) {
       const std::size_t row_bytes = static_cast<std::size_t>(cols) * esize;
-      failed[static_cast<std::size_t>(t)] = io_all(fd, write, dst + static_cast<std::size_t>(r0) * row_bytes,
-                                                   static_cast<std::size_t>(r1 - r0) * row_bytes,
-                                                   base + (row0 + r0) * cols * static_cast<std::int64_t>(esize), &pieces);
+      failed[static_cast<std::size_t>(t)] = io_all(
+          fd, write, dst + static_cast<std::size_t>(r0) * row_bytes, static_cast<std::size_t>(r1 - r0) * row_bytes,
+          base + (row0 + r0) * cols * static_cast<std::int64_t>(esize), &pieces);
       return;
     }
     const std::size_t piece = static_cast<std::size_t>(ncols) * esize;
@@ -182,9 +180,14 @@ void BlockFile::write_block(std::int64_t row0, std::int64_t col0, std::int64_t n
   if (row0 < 0 || col0 < 0 || row0 + nrows > t_.rows || col0 + ncols > t_.cols)
     throw InputError("block " + std::to_string(nrows) + "x" + std::to_string(ncols) + " at (" + std::to_string(row0) +
                      ", " + std::to_string(col0) + ") is outside the output '" + t_.file + "'");
+  std::vector<unsigned char> stored;  // the block as stored, where that is not as computed
   {
-    const NonfiniteCount seen =
-        count_nonfinite(data, t_.esize == 4 ? DType::f32 : DType::f64, nrows, ncols, row0, col0, t_.cols);
+    NonfiniteCount seen = count_nonfinite(data, t_.computed, nrows, ncols, row0, col0, t_.cols);
+    if (converts(t_.stored, t_.computed)) {
+      stored.resize(static_cast<std::size_t>(nrows * ncols) * t_.esize);
+      convert_block(data, t_.computed, nrows, ncols, t_.stored, stored.data(), &seen, row0, col0, t_.cols);
+      data = stored.data();
+    }
     const std::lock_guard<std::mutex> hold(counted_lock_);
     counted_.merge(seen);
   }
@@ -197,7 +200,8 @@ void BlockFile::write_block(std::int64_t row0, std::int64_t col0, std::int64_t n
                          fence_.get());
   if (rc == kFenced) {
     const std::string why = "stopped writing C into '" + t_.file + "': this run is no longer live (its token '" +
-                            fence_->path() + "' is gone or another run's: the run failed, or was rolled back, elsewhere)";
+                            fence_->path() +
+                            "' is gone or another run's: the run failed, or was rolled back, elsewhere)";
     log::warn("(rank " + std::to_string(log::rank()) + ") " + why);  // said here too: the other ranks may be gone
     throw IoError(why);
   }

@@ -10,8 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.hpp"
 #include "io/chunked_write.hpp"
 #include "io/nonfinite.hpp"
+#include "io/stored_type.hpp"
 
 namespace tessera::io {
 
@@ -52,8 +54,11 @@ struct DirectTarget {
   std::string file;
   std::int64_t base = -1;
   std::int64_t rows = 0, cols = 0;
-  std::size_t esize = 0;
-  Fence fence;  // the run's token: every piece written only while it is there
+  std::size_t esize = 0;  // of a stored element
+  Fence fence;            // the run's token: every piece written only while it is there
+  // The blocks given to BlockFile (C as computed), and what they are stored as (io/stored_type.hpp).
+  DType computed = DType::f64;
+  Stored stored = Stored::same;
   bool valid() const { return base >= 0; }
 };
 

@@ -17,6 +17,7 @@
 #include "core/dtype.hpp"
 #include "io/direct_io.hpp"
 #include "io/nonfinite.hpp"
+#include "io/stored_type.hpp"
 
 namespace tessera::io {
 
@@ -129,6 +130,9 @@ struct WriteOptions {
   // 307: filter_plugin_id); 0: none. Needs chunks (defaulted if empty).
   int plugin_filter = 0;
   bool shuffle = false;  // HDF5's shuffle filter before the compression (needs chunks)
+  // What C's elements are stored as when not as computed (--c-dtype: io/stored_type.hpp): the
+  // blocks given to write_block are converted first. A new dataset only (not a window).
+  Stored stored = Stored::same;
   // A new file shared with other results, committed with them (OutputBatch); null: this result's own.
   OutputBatch* batch = nullptr;
 };

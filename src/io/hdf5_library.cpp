@@ -1,5 +1,5 @@
-#include <algorithm>
 #include "io/hdf5_library.hpp"
+#include <algorithm>
 
 #include <hdf5.h>
 

@@ -11,14 +11,14 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
-#include <random>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <string>
 
 #include "core/error.hpp"
@@ -218,7 +218,8 @@ void RollbackJournal::before_write(std::uint64_t offset, const void* data, std::
   const auto flush = [&] {
     if (hashes.empty()) return;
     const std::uint64_t length = std::min(original_size_, (first + hashes.size()) * kSector) - first * kSector;
-    append(kWrote, first * kSector, length, hashes.data(), static_cast<std::uint32_t>(hashes.size() * sizeof(std::uint64_t)));
+    append(kWrote, first * kSector, length, hashes.data(),
+           static_cast<std::uint32_t>(hashes.size() * sizeof(std::uint64_t)));
     hashes.clear();
   };
   for (std::uint64_t s = offset / kSector; s * kSector < end; ++s) {

@@ -116,7 +116,7 @@ class RollbackJournal {
   int jfd_ = -1;  // the journal
   std::uint64_t original_size_ = 0;
   std::uint64_t journal_end_ = 0;
-  std::vector<bool> saved_;  // per page of the original file
+  std::vector<bool> saved_;                                              // per page of the original file
   std::unordered_map<std::uint64_t, std::vector<unsigned char>> pages_;  // page -> what it holds now
   bool committed_ = false;
   bool abandoned_ = false;

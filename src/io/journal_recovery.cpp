@@ -233,8 +233,8 @@ Scan scan_records(const std::string& file, const std::string& jpath, int jfd, st
 
 // The ranges of the saved pages that hold neither their original bytes nor what the run wrote.
 std::vector<std::pair<std::uint64_t, std::uint64_t>> changed_since(int fd, int jfd, const Scan& scan,
-                                                                    std::uint64_t original_size,
-                                                                    std::uint64_t size_now) {
+                                                                   std::uint64_t original_size,
+                                                                   std::uint64_t size_now) {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> changed;
   const auto add = [&](std::uint64_t from, std::uint64_t to) {
     if (!changed.empty() && changed.back().second == from)
@@ -251,7 +251,7 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> changed_since(int fd, int j
     for (std::uint64_t s = h.offset; s < h.offset + h.length; s += kSector) {
       const std::uint64_t n = std::min(kSector, std::min(original_size, h.offset + h.length) - s);
       if (scan.is_reserved(s, s + n)) continue;  // C's elements: the ranks wrote there unrecorded
-      if (scan.lowest_cut < s + n) continue;  // the run cut the file below this sector's end
+      if (scan.lowest_cut < s + n) continue;     // the run cut the file below this sector's end
       if (s + n > size_now) {
         add(s, s + n);
         continue;
@@ -335,14 +335,15 @@ std::string recover_locked(const std::string& file, int fd, const std::string& j
                        "untouched; remove the journal if it is not yours");
     case JournalClaim::kIncomplete:
       remove_journal(jpath, fd);
-      return "removed " + quote_path(jpath) +
-             ", an incomplete journal of a tessera run that died before it wrote to " + quote_path(file) +
-             " (the file was not changed)";
+      return "removed " + quote_path(jpath) + ", an incomplete journal of a tessera run that died before it wrote to " +
+             quote_path(file) + " (the file was not changed)";
     case JournalClaim::kDamaged: {
       char magic[sizeof kMagic] = {};
       if (read_all(oc.jfd, magic, sizeof magic, 0) && std::memcmp(magic, "TESSERA-JRNL-01", sizeof magic) == 0)
-        throw InputError(quote_path(jpath) + " is the journal of a run of an older tessera (format 01) that died "
-                         "while writing " + quote_path(file) +
+        throw InputError(quote_path(jpath) +
+                         " is the journal of a run of an older tessera (format 01) that died "
+                         "while writing " +
+                         quote_path(file) +
                          ": restore the file with that version's `tessera recover`; this one leaves it as it is");
     }
       throw InputError(quote_path(jpath) + " (the journal of a tessera run that died while writing " +
@@ -365,10 +366,9 @@ std::string recover_locked(const std::string& file, int fd, const std::string& j
     for (std::uint64_t page = size_now / kPage; covered && page * kPage < h.original_size; ++page)
       covered = scan.saved_page(page);
     if (!covered)
-      throw InputError(quote_path(file) + " was changed after " + run +
-                       " died while writing it, or the journal " + quote_path(jpath) +
-                       " is not its own: the file holds " + std::to_string(size_now) + " bytes, fewer than the " +
-                       std::to_string(h.original_size) +
+      throw InputError(quote_path(file) + " was changed after " + run + " died while writing it, or the journal " +
+                       quote_path(jpath) + " is not its own: the file holds " + std::to_string(size_now) +
+                       " bytes, fewer than the " + std::to_string(h.original_size) +
                        " the journal says it held before that run, and no run leaves a file shorter than it found it "
                        "without saving what it cut. Nothing was restored and the journal is kept; remove it if the "
                        "file is as you want it");
@@ -376,8 +376,8 @@ std::string recover_locked(const std::string& file, int fd, const std::string& j
   if (!force) {
     const auto changed = changed_since(fd, oc.jfd, scan, h.original_size, size_now);
     if (!changed.empty())
-      throw InputError(quote_path(file) + " was changed after " + run +
-                       " died while writing it: byte(s) " + ranges_text(changed) +
+      throw InputError(quote_path(file) + " was changed after " + run + " died while writing it: byte(s) " +
+                       ranges_text(changed) +
                        " hold neither what they held before that run nor what it wrote. Nothing was restored and "
                        "its journal " +
                        quote_path(jpath) +
@@ -390,9 +390,9 @@ std::string recover_locked(const std::string& file, int fd, const std::string& j
     throw IoError("cannot restore " + quote_path(file) + " from its journal " + quote_path(jpath) + ": " +
                   std::strerror(errno) + " (the journal is kept: run `tessera recover " + file + "` again)");
   remove_journal(jpath, fd);
-  return "restored " + quote_path(file) + " as it was before " + run + " that died while writing it: " +
-         std::to_string(restored) + " byte(s) put back and its size set to " + std::to_string(h.original_size) +
-         " from " + quote_path(jpath);
+  return "restored " + quote_path(file) + " as it was before " + run +
+         " that died while writing it: " + std::to_string(restored) + " byte(s) put back and its size set to " +
+         std::to_string(h.original_size) + " from " + quote_path(jpath);
 }
 
 [[noreturn]] void throw_locked(const std::string& file) {
@@ -427,7 +427,8 @@ std::string recover_interrupted_write(const std::string& file, bool force) {
     std::string note;
     // A journal found through the file's attribute that is not this file's (a copy that carried
     // the attribute along) is none of its business: the file is left as it is.
-    if (!by_attribute || claim_of(fd, jpath).kind == JournalClaim::kPending) note = recover_locked(file, fd, jpath, force);
+    if (!by_attribute || claim_of(fd, jpath).kind == JournalClaim::kPending)
+      note = recover_locked(file, fd, jpath, force);
     ::close(fd);
     return note;
   } catch (...) {

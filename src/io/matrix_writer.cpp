@@ -114,8 +114,8 @@ std::unique_ptr<ChunkedWriter> chunked_writer(hid_t dcpl, std::int64_t rows, std
   hsize_t chunk[2] = {0, 0};
   if (H5Pget_chunk(dcpl, 2, chunk) != 2) return nullptr;
   return std::make_unique<ChunkedWriter>(rows, cols, static_cast<std::int64_t>(chunk[0]),
-                                         static_cast<std::int64_t>(chunk[1]), dtype_size(dtype), opts.shuffle,
-                                         opts.gzip_level);
+                                         static_cast<std::int64_t>(chunk[1]), stored_size(opts.stored, dtype),
+                                         opts.shuffle, opts.gzip_level);
 }
 
 }  // namespace
@@ -140,6 +140,7 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
   w.rows = rows;
   w.cols = cols;
   w.dtype = dtype;
+  w.stored = opts.stored;
   w.overwrite = opts.overwrite;
 
   if (target.file.empty() || target.path.size() < 2 || target.path.front() != '/' || target.path.back() == '/')
@@ -167,6 +168,9 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
       throw InputError("output " + named +
                        ": chunks and compression are the existing dataset's own; a window of "
                        "it takes no --chunk or --compression");
+    if (opts.stored != Stored::same)
+      throw InputError("output " + named + ": a window of C is stored in its dataset's own type; it takes no " +
+                       "--c-dtype (" + stored_word(opts.stored) + ")");
     if (rows < 0 || cols < 0) throw InputError("invalid output shape " + shape_text(rows, cols) + " for " + named);
     w.open_window_in_existing_file();
     log::info("the result goes into " + named + ", in place, its old values kept in the journal until the commit");
@@ -232,11 +236,14 @@ void MatrixWriter::Impl::create_dataset(hid_t in, hid_t dcpl, const std::vector<
     throw_io("cannot set up HDF5 to write " + in_quotes(target));
   Handle space = own_space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
   if (!space.valid()) throw_io("cannot create the dataspace of " + where());
-  const hid_t file_type = dtype == DType::f32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
-  // Contiguous output whose file type is the native one: its space is allocated now and never
-  // filled (every element is written), so write_block can pwrite the blocks straight into it.
-  const bool direct_io =
-      !want_chunks && rows > 0 && cols > 0 && H5Tequal(file_type, native_type(dtype)) > 0 && direct_io_enabled();
+  const Handle type = own_type(stored_file_type(stored, dtype));
+  if (!type.valid()) throw_io("cannot describe C's stored type " + stored_name(stored, dtype));
+  const hid_t file_type = type.get();
+  // Contiguous output whose file type is the native one (or the little-endian 16-bit float the
+  // blocks are converted to): its space is allocated now and never filled (every element is
+  // written), so write_block can pwrite the blocks straight into it.
+  const bool native = converts(stored, dtype) || H5Tequal(file_type, native_type(dtype)) > 0;
+  const bool direct_io = !want_chunks && rows > 0 && cols > 0 && native && direct_io_enabled();
   if (direct_io &&
       (H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY) < 0 || H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER) < 0))
     throw_io("cannot set up HDF5 to write " + in_quotes(target));
@@ -247,7 +254,7 @@ void MatrixWriter::Impl::create_dataset(hid_t in, hid_t dcpl, const std::vector<
   H5Eclear2(H5E_DEFAULT);
   if (offset == HADDR_UNDEF) return;
   // Fenced by the temporary file itself: renamed by the commit, removed by a rollback.
-  direct = {temp_path, static_cast<std::int64_t>(offset), rows, cols, dtype_size(dtype), fence_of(temp_path)};
+  direct = {temp_path, static_cast<std::int64_t>(offset), rows, cols, esize(), fence_of(temp_path), dtype, stored};
   direct_file = std::make_unique<BlockFile>(direct);
 }
 
@@ -259,7 +266,8 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
 }
 
 std::optional<ChunkLayout> MatrixWriter::chunk_layout() const {
-  if (!impl_->chunked) return std::nullopt;
+  // The other ranks' blocks are compressed as they are computed: not where C is stored otherwise.
+  if (!impl_->chunked || converts(impl_->stored, impl_->dtype)) return std::nullopt;
   return impl_->chunked->layout();
 }
 
@@ -277,8 +285,16 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
     w.direct_file->write_block(row0, col0, nrows, ncols, data);
     return;
   }
+  // The block as stored (--c-dtype), converted here where that is not as computed; the values the
+  // conversion made Inf counted with the product's own NaN and Inf.
+  std::vector<unsigned char> stored;
   {
-    const NonfiniteCount seen = count_nonfinite(data, w.dtype, nrows, ncols, row0, col0, w.cols);
+    NonfiniteCount seen = count_nonfinite(data, w.dtype, nrows, ncols, row0, col0, w.cols);
+    if (converts(w.stored, w.dtype)) {
+      stored.resize(static_cast<std::size_t>(nrows * ncols) * w.esize());
+      convert_block(data, w.dtype, nrows, ncols, w.stored, stored.data(), &seen, row0, col0, w.cols);
+      data = stored.data();
+    }
     const std::lock_guard<std::mutex> hold(w.nonfinite_lock);
     w.nonfinite.merge(seen);
   }
@@ -318,8 +334,10 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
   auto [file_space, mem_space] =
       block_spaces(dataset, row0 + w.window_row0, nrows, col0 + w.window_col0, ncols, w.window_index, w.stacked_rows);
   if (!file_space.valid()) throw_io("cannot select " + block_text(row0, nrows, col0, ncols) + " of " + w.where());
-  if (H5Dwrite(dataset, native_type(w.dtype), mem_space.get(), file_space.get(), H5P_DEFAULT, data) < 0)
-    throw_io(failed);
+  // Converted blocks are in the file's own type: HDF5 copies them as they are.
+  const Handle stored_type = own_type(converts(w.stored, w.dtype) ? stored_file_type(w.stored, w.dtype) : -1);
+  const hid_t memory_type = stored_type.valid() ? stored_type.get() : native_type(w.dtype);
+  if (H5Dwrite(dataset, memory_type, mem_space.get(), file_space.get(), H5P_DEFAULT, data) < 0) throw_io(failed);
   if (w.in_file) {
     file->close(opened, failed);
     file->close(failed);

@@ -48,7 +48,9 @@ void MatrixWriter::Impl::create_in_existing_file(hid_t dcpl, const std::vector<h
   const bool empty = std::find(dims.begin(), dims.end(), hsize_t{0}) != dims.end();
   Handle space = own_space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr));
   if (!space.valid()) throw_io(what);
-  const hid_t file_type = w.dtype == DType::f32 ? H5T_IEEE_F32LE : H5T_IEEE_F64LE;
+  const Handle type = own_type(stored_file_type(w.stored, w.dtype));
+  if (!type.valid()) throw_io(what);
+  const hid_t file_type = type.get();
   Handle made = own_dataset(
       H5Dcreate2(out.get(), w.temp_dataset.c_str(), file_type, space.get(), H5P_DEFAULT, dcpl, H5P_DEFAULT));
   if (!made.valid()) throw_io(what);
@@ -61,20 +63,18 @@ void MatrixWriter::Impl::create_in_existing_file(hid_t dcpl, const std::vector<h
   const haddr_t offset = H5Dget_offset(made.get());
   H5Eclear2(H5E_DEFAULT);
   if (plain && contiguous && !empty && offset != HADDR_UNDEF && direct_io_enabled() &&
-      H5Tequal(file_type, native_type(w.dtype)) > 0)
+      (converts(w.stored, w.dtype) || H5Tequal(file_type, native_type(w.dtype)) > 0))
     // Fenced by the journal: made before anything was written, removed by the commit or the rollback.
-    w.direct = {w.target.file,
-                static_cast<std::int64_t>(offset),
-                w.rows,
-                w.cols,
-                dtype_size(w.dtype),
-                fence_of(w.journal->journal(), journal_format::kStampAt)};
+    w.direct = {w.target.file, static_cast<std::int64_t>(offset),
+                w.rows,        w.cols,
+                w.esize(),     fence_of(w.journal->journal(), journal_format::kStampAt),
+                w.dtype,       w.stored};
   const std::string failed = "writing " + in_quotes(w.target.file) + " failed";
   out.close(made, failed);
   out.close(failed);
   if (contiguous && offset != HADDR_UNDEF && !empty)
     reserve_elements(static_cast<std::uint64_t>(offset),
-                     static_cast<std::uint64_t>(w.rows) * static_cast<std::uint64_t>(w.cols) * dtype_size(w.dtype));
+                     static_cast<std::uint64_t>(w.rows) * static_cast<std::uint64_t>(w.cols) * w.esize());
 }
 
 // A window of an existing dataset (the target names one): its place found and the dataset checked

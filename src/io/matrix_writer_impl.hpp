@@ -33,7 +33,9 @@ struct MatrixWriter::Impl {
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   std::int64_t stacked_rows = 0;  // a batch (WriteOptions::matrices): each matrix's rows; 0: 2-D
-  DType dtype = DType::f64;
+  DType dtype = DType::f64;       // of the blocks given (C as computed)
+  Stored stored = Stored::same;   // what they are stored as (converted in write_block where it differs)
+  std::size_t esize() const { return stored_size(stored, dtype); }
   bool overwrite = false;
   bool created = false;  // the temporary file is ours: remove it unless committed
   bool committed = false;

@@ -89,14 +89,16 @@ Slice parse_slice(const std::string& inner) {
     parts.erase(parts.begin());
   }
   if (parts.size() != 2 && !(s.index && parts.empty()))
-    throw InputError("the window '" + whole + "' needs rows and columns, e.g. [0:100, :], or one matrix of a 3-D "
+    throw InputError("the window '" + whole +
+                     "' needs rows and columns, e.g. [0:100, :], or one matrix of a 3-D "
                      "dataset and optionally its rows and columns, e.g. [3] or [3, 0:100, :]");
   if (!parts.empty()) {
     axis(parts[0], whole, s.row_begin, s.row_end);
     axis(parts[1], whole, s.col_begin, s.col_end);
   }
-  const std::string window = parts.empty() ? "" : bound_text(s.row_begin) + ":" + bound_text(s.row_end) + ", " +
-                                                      bound_text(s.col_begin) + ":" + bound_text(s.col_end);
+  const std::string window = parts.empty() ? ""
+                                           : bound_text(s.row_begin) + ":" + bound_text(s.row_end) + ", " +
+                                                 bound_text(s.col_begin) + ":" + bound_text(s.col_end);
   s.text = "[" + (s.index ? std::to_string(*s.index) + (window.empty() ? "" : ", ") : "") + window + "]";
   return s;
 }

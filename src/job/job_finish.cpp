@@ -111,6 +111,7 @@ void Job::commit() {
   job_.n = plan_.n;
   job_.k = plan_.k;
   job_.dtype = dtype_name(plan_.dtype);
+  job_.c_dtype = io::stored_name(plan_.stored, plan_.dtype);
   const partition::GridShape grid = algorithm_->grid(problem_);
   job_.grid_rows = grid.rows;
   job_.grid_cols = grid.cols;
@@ -146,14 +147,17 @@ void Job::commit() {
   // With more --repeat runs to come the signal stays pending: released below, it ends the series.
   const int sig = more_runs ? io::pending_fatal_signal() : io::take_pending_signal();
   if (rank_ != kRoot) return;
-  const std::string name = sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP"
-                           : sig == SIGXFSZ ? "SIGXFSZ" : "a fatal signal";
-  const std::string what =
-      more_runs ? name + " arrived while C was being committed; the commit completed, so " + o_.c.text() +
-                      " holds the result of run " + std::to_string(run_index_ + 1) +
-                      " of the series, and the signal now ends the process before the next run starts"
-                : name + " arrived while C was being committed; the commit completed, so " + o_.c.text() +
-                      " holds this run's result and the run ends normally (exit 0)";
+  const std::string name = sig == SIGTERM   ? "SIGTERM"
+                           : sig == SIGINT  ? "SIGINT"
+                           : sig == SIGHUP  ? "SIGHUP"
+                           : sig == SIGXFSZ ? "SIGXFSZ"
+                                            : "a fatal signal";
+  const std::string what = more_runs
+                               ? name + " arrived while C was being committed; the commit completed, so " +
+                                     o_.c.text() + " holds the result of run " + std::to_string(run_index_ + 1) +
+                                     " of the series, and the signal now ends the process before the next run starts"
+                               : name + " arrived while C was being committed; the commit completed, so " +
+                                     o_.c.text() + " holds this run's result and the run ends normally (exit 0)";
   std::fprintf(stderr, "tessera: note: %s\n", what.c_str());
   std::fflush(stderr);
   job_.warnings.push_back(what);

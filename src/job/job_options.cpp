@@ -51,6 +51,7 @@ JobOptions job_options(const RunOptions& o) {
   j.alpha_imag = o.alpha_imag, j.beta_imag = o.beta_imag;
   j.conjugate_a = o.conjugate_a, j.conjugate_b = o.conjugate_b;
   j.overwrite = o.overwrite, j.quiet = o.quiet;
+  j.c_dtype = o.c_dtype;
   j.allow_nonfinite = o.allow_nonfinite, j.fail_on_nonfinite = o.fail_on_nonfinite;
   if (o.progress != "auto") j.progress = o.progress == "on";  // one of progress_words() (checked)
   j.timeout = o.timeout;

@@ -22,6 +22,7 @@ struct JobOptions {
   double alpha = 1, beta = 0;
   double alpha_imag = 0, beta_imag = 0;           // complex products in memory (RunOptions)
   bool conjugate_a = false, conjugate_b = false;  // op(X) = X^H: a transposed and conjugated
+  std::string c_dtype = "auto";                   // --c-dtype (job/plan.hpp's stored_for)
   bool overwrite = false;
   bool quiet = false;              // no table on stdout
   bool allow_nonfinite = false;    // multiply NaN / Inf inputs instead of refusing them

@@ -17,6 +17,12 @@ namespace {
 
 constexpr int kRoot = 0;
 
+io::Stored stored_of(const std::string& word) {
+  io::Stored s = io::Stored::same;
+  if (!io::parse_stored(word, &s)) throw Error("rank 0's plan of C's route names no stored type");
+  return s;
+}
+
 std::uint64_t random_token() {
   std::random_device rd;
   return (std::uint64_t{rd()} << 32) ^ rd() ^
@@ -58,7 +64,9 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
               {"fence", t.fence.path},
               {"fence_inode", t.fence.inode},
               {"fence_stamp_at", t.fence.stamp_at},
-              {"fence_stamp", t.fence.stamp}};
+              {"fence_stamp", t.fence.stamp},
+              {"computed", t.computed == DType::f32 ? "f32" : "f64"},
+              {"stored", io::stored_word(t.stored)}};
     }
   });
   plan = nlohmann::json::parse(comm.broadcast(plan.dump(), kRoot));
@@ -89,7 +97,9 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
       plan["cols"],
       plan["esize"],
       io::Fence{plan["fence"].get<std::string>(), plan["fence_inode"].get<std::uint64_t>(),
-                plan["fence_stamp_at"].get<std::int64_t>(), plan["fence_stamp"].get<std::uint64_t>()}};
+                plan["fence_stamp_at"].get<std::int64_t>(), plan["fence_stamp"].get<std::uint64_t>()},
+      plan["computed"].get<std::string>() == "f32" ? DType::f32 : DType::f64,
+      stored_of(plan["stored"].get<std::string>())};
   bool sees = true;
   if (rank != kRoot) {
     sees = io::sees_token(t, plan["token"].get<std::uint64_t>());

@@ -23,6 +23,18 @@ DType pick_dtype(std::optional<DType> want, const io::DatasetInfo& a, const io::
   return a.natural == DType::f32 && b.natural == DType::f32 ? DType::f32 : DType::f64;
 }
 
+io::Stored stored_for(const std::string& c_dtype, const Shapes& s, DType computed) {
+  io::Stored stored = io::Stored::same;
+  if (c_dtype.empty() || c_dtype == "auto") {
+    // Half-precision inputs give a half-precision C (half the bytes written), as numpy would.
+    if (s.a.stored_type == s.b.stored_type && s.a.stored_type == "float16") stored = io::Stored::f16;
+    if (s.a.stored_type == s.b.stored_type && s.a.stored_type == "bfloat16") stored = io::Stored::bf16;
+  } else if (!io::parse_stored(c_dtype, &stored) || stored == io::Stored::same) {
+    throw InputError("--c-dtype " + c_dtype + " is not one of auto, f16, bf16, f32, f64");
+  }
+  return io::converts(stored, computed) ? stored : io::Stored::same;
+}
+
 namespace {
 // "5x3", or "5x3 (stored 3x5, --transpose-a)": what the user sees in the file is the stored shape.
 std::string shape_text(const io::DatasetInfo& info, bool transposed, const char* flag) {
@@ -104,14 +116,19 @@ Plan Plan::make(const JobOptions& o, int nranks) {
   plan.k = s.k;
   plan.matrices = s.matrices;
   plan.dtype = pick_dtype(o.asked.dtype, s.a, s.b);
+  plan.stored = stored_for(o.c_dtype, s, plan.dtype);
   plan.grid = o.asked.grid.value_or(partition::choose_grid(plan.m, plan.n, plan.k, nranks));
   partition::Partition check(plan.m, plan.n, plan.k, nranks, plan.grid);  // validates the grid
   return plan;
 }
 
 nlohmann::json Plan::to_json() const {
-  return {
-      {"m", m}, {"n", n}, {"k", k}, {"dtype", dtype == DType::f32 ? "f32" : "f64"}, {"grid", {grid.rows, grid.cols}}};
+  return {{"m", m},
+          {"n", n},
+          {"k", k},
+          {"dtype", dtype == DType::f32 ? "f32" : "f64"},
+          {"stored", io::stored_word(stored)},
+          {"grid", {grid.rows, grid.cols}}};
 }
 
 Plan Plan::from_json(const nlohmann::json& j) {
@@ -120,6 +137,7 @@ Plan Plan::from_json(const nlohmann::json& j) {
   p.n = j.at("n").get<std::int64_t>();
   p.k = j.at("k").get<std::int64_t>();
   if (!parse_dtype(j.at("dtype").get<std::string>(), &p.dtype)) throw Error("a plan names no dtype");
+  if (!io::parse_stored(j.at("stored").get<std::string>(), &p.stored)) throw Error("a plan names no stored type");
   p.grid = {j.at("grid").at(0).get<int>(), j.at("grid").at(1).get<int>()};
   return p;
 }

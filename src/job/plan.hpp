@@ -25,6 +25,8 @@ struct Plan {
   // 0: no batch. Rank 0's, for the writer (not broadcast).
   std::int64_t matrices = 0;
   DType dtype = DType::f64;
+  // What C is stored as (--c-dtype; auto: float16 / bfloat16 when A and B both are, else as computed).
+  io::Stored stored = io::Stored::same;
   partition::GridShape grid;
 
   // Rank 0 looks at the inputs and decides shapes, dtype and grid. Throws InputError. (The paths
@@ -44,6 +46,10 @@ struct Shapes {
   io::DatasetInfo a, b;       // op(A), op(B): rows and cols are the logical ones
 };
 Shapes inspect_shapes(const JobOptions& o);
+
+// What C is stored as for --c-dtype `c_dtype` (auto: float16 / bfloat16 where A and B both are,
+// else as computed), `same` where that is the computed type. Throws InputError for another word.
+io::Stored stored_for(const std::string& c_dtype, const Shapes& s, DType computed);
 
 // C named with a window (written in place into an existing dataset): not with a batch of A.
 // Throws InputError.

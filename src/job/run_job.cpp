@@ -138,6 +138,7 @@ void Job::plan() {
     io::WriteOptions how = series_.write_options(run_index_);
     if (launch_ != nullptr) how.batch = launch_->batch_for(o_.c.file);
     how.matrices = plan.matrices;  // a batch of A: C the batch of their products
+    how.stored = plan.stored;
     writer_ = std::make_unique<io::MatrixWriter>(o_.c, plan.m, plan.n, plan.dtype, how);
     setup_mark("output created");
     for (const auto& note : writer_->notes()) stale.push_back(note);

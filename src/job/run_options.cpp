@@ -67,6 +67,7 @@ std::vector<std::string> algorithm_words() { return with_auto(algorithms::algori
 std::vector<std::string> run_dtype_words() { return with_auto(dtype_words()); }
 std::vector<std::string> progress_words() { return {"auto", "on", "off"}; }
 std::vector<std::string> compression_words() { return {"none", "gzip", "lz4", "bzip2"}; }
+std::vector<std::string> c_dtype_words() { return {"auto", "f16", "bf16", "f32", "f64"}; }
 
 std::vector<RunOption>& table() {
   static std::vector<RunOption> rows = {
@@ -96,6 +97,11 @@ std::vector<RunOption>& table() {
       row("chunk", OptionKind::shape, &RunOptions::chunk,
           "C stored in chunks of RxC (a new dataset; default contiguous, or 256x256 where compressed)")
           .may_be_empty(),
+      choice("c-dtype", &RunOptions::c_dtype,
+             "what C is stored as: auto (float16 or bfloat16 when A and B both are, else the compute "
+             "precision), f16, bf16, f32 or f64 (a new dataset; rounded to nearest)",
+             c_dtype_words)
+          .empty_is("auto"),
       choice("compression", &RunOptions::compression,
              "C compressed (chunked): gzip (by tessera's threads on every core), lz4 or bzip2 (HDF5's filter "
              "plugins, by rank 0), or none",

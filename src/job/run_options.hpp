@@ -55,6 +55,8 @@ struct RunOptions {
   // (0: 1), HDF5's shuffle before it.
   std::string chunk;
   std::string compression = "none";
+  // --c-dtype: C stored as auto | f16 | bf16 | f32 | f64 (job/plan.hpp decides auto).
+  std::string c_dtype = "auto";
   std::int64_t compression_level = 0;
   bool shuffle = false;
   std::string machine;  // --machine: the rates the model predicts with (algorithms/machine.hpp)

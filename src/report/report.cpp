@@ -194,6 +194,7 @@ nlohmann::json to_json(const JobReport& r) {
                       {"output", r.c},
                       {"shape", {{"m", r.m}, {"n", r.n}, {"k", r.k}}},
                       {"dtype", r.dtype},
+                      {"c_dtype", r.c_dtype.empty() ? r.dtype : r.c_dtype},
                       {"grid", {{"rows", r.grid_rows}, {"cols", r.grid_cols}}},
                       {"nranks", r.nranks},
                       {"algorithm", r.algorithm},

@@ -56,6 +56,7 @@ struct JobReport {
   std::string a, b, c;     // dataset references
   std::int64_t m = 0, n = 0, k = 0;
   std::string dtype;
+  std::string c_dtype;  // what C is stored as (--c-dtype); "" or dtype: as computed
   int grid_rows = 1, grid_cols = 1;
   int nranks = 1;
   std::string algorithm = "panels";

@@ -1,0 +1,208 @@
+#include "io/stored_type.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+namespace tessera::io {
+
+namespace {
+
+std::uint32_t bits_of(float v) {
+  std::uint32_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+float float_of(std::uint32_t b) {
+  float v;
+  std::memcpy(&v, &b, sizeof v);
+  return v;
+}
+
+// x rounded to float by truncation, with the last bit set where that lost anything ("round to
+// odd"): rounding this to a format of at most 22 significant bits gives x correctly rounded.
+float to_odd_float(double x) {
+  float f = static_cast<float>(x);
+  if (!std::isfinite(x) || !std::isfinite(f) || static_cast<double>(f) == x) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);
+  return float_of(bits_of(f) | 1u);
+}
+
+bool is_inf16(std::uint16_t h, Stored s) {
+  return s == Stored::f16 ? (h & 0x7fffu) == 0x7c00u : (h & 0x7fffu) == 0x7f80u;
+}
+
+template <class From, class To, class Convert>
+void convert_rows(const From* src, std::int64_t rows, std::int64_t cols, To* dst, const Convert& convert,
+                  NonfiniteCount* overflow, std::int64_t row0, std::int64_t col0, std::int64_t ld_total) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const From* in = src + r * cols;
+    To* out = dst + r * cols;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      bool overflowed = false;
+      out[c] = convert(in[c], &overflowed);
+      if (overflowed && overflow) {
+        overflow->count += 1;
+        const double at = static_cast<double>((row0 + r) * ld_total + col0 + c);
+        if (at < overflow->first) overflow->first = at;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::uint16_t to_f16(float v) {
+  const std::uint32_t x = bits_of(v);
+  const std::uint32_t sign = (x >> 16) & 0x8000u;
+  std::uint32_t a = x & 0x7fffffffu;
+  if (a >= 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u));
+  if (a >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // 65520 and above: Inf
+  if (a < 0x38800000u) {
+    // Below float16's smallest normal (2^-14): adding 0.5 puts the subnormal's bits at the
+    // bottom of the float's mantissa, the hardware rounding them to nearest, ties to even.
+    const float shifted = float_of(a) + 0.5f;
+    return static_cast<std::uint16_t>(sign | (bits_of(shifted) - 0x3f000000u));
+  }
+  // Normal: rebias the exponent (127 -> 15) and round the 13 dropped bits to nearest, ties to even.
+  a += (static_cast<std::uint32_t>(15 - 127) << 23) + 0xfffu + ((a >> 13) & 1u);
+  return static_cast<std::uint16_t>(sign | (a >> 13));
+}
+
+std::uint16_t to_bf16(float v) {
+  std::uint32_t x = bits_of(v);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);  // NaN stays NaN
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<std::uint16_t>(x >> 16);
+}
+
+std::uint16_t to_f16(double v) { return to_f16(to_odd_float(v)); }
+std::uint16_t to_bf16(double v) { return to_bf16(to_odd_float(v)); }
+
+float from_f16(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1f) return float_of(sign | 0x7f800000u | (m << 13));
+  if (e == 0) {  // zero or subnormal: m 2^-24
+    const float v = static_cast<float>(m) * 0x1p-24f;
+    return sign ? -v : v;
+  }
+  return float_of(sign | ((e + 127 - 15) << 23) | (m << 13));
+}
+
+float from_bf16(std::uint16_t h) { return float_of(static_cast<std::uint32_t>(h) << 16); }
+
+const char* stored_word(Stored s) {
+  switch (s) {
+    case Stored::same:
+      return "same";
+    case Stored::f16:
+      return "f16";
+    case Stored::bf16:
+      return "bf16";
+    case Stored::f32:
+      return "f32";
+    case Stored::f64:
+      return "f64";
+  }
+  return "?";
+}
+
+bool parse_stored(const std::string& word, Stored* out) {
+  for (const Stored s : {Stored::same, Stored::f16, Stored::bf16, Stored::f32, Stored::f64})
+    if (word == stored_word(s)) {
+      *out = s;
+      return true;
+    }
+  return false;
+}
+
+std::string stored_name(Stored s, DType computed) {
+  switch (s) {
+    case Stored::f16:
+      return "float16";
+    case Stored::bf16:
+      return "bfloat16";
+    case Stored::f32:
+      return "float32";
+    case Stored::f64:
+      return "float64";
+    case Stored::same:
+      break;
+  }
+  return dtype_name(computed);
+}
+
+std::size_t stored_size(Stored s, DType computed) {
+  switch (s) {
+    case Stored::f16:
+    case Stored::bf16:
+      return 2;
+    case Stored::f32:
+      return 4;
+    case Stored::f64:
+      return 8;
+    case Stored::same:
+      break;
+  }
+  return dtype_size(computed);
+}
+
+bool converts(Stored s, DType computed) {
+  return s != Stored::same && stored_size(s, computed) != dtype_size(computed);
+}
+
+hid_t stored_file_type(Stored s, DType computed) {
+  if (s == Stored::same) s = computed == DType::f32 ? Stored::f32 : Stored::f64;
+  if (s == Stored::f32) return H5Tcopy(H5T_IEEE_F32LE);
+  if (s == Stored::f64) return H5Tcopy(H5T_IEEE_F64LE);
+  // A 16-bit float from float32's description: sign at 15, then exponent and mantissa.
+  const hid_t t = H5Tcopy(H5T_IEEE_F32LE);
+  if (t < 0) return t;
+  const bool half = s == Stored::f16;
+  const std::size_t exponent = half ? 5 : 8, mantissa = half ? 10 : 7;
+  if (H5Tset_fields(t, 15, mantissa, exponent, 0, mantissa) < 0 || H5Tset_precision(t, 16) < 0 ||
+      H5Tset_size(t, 2) < 0 || H5Tset_ebias(t, half ? 15 : 127) < 0) {
+    H5Tclose(t);
+    return -1;
+  }
+  return t;
+}
+
+void convert_block(const void* src, DType from, std::int64_t rows, std::int64_t cols, Stored to, void* dst,
+                   NonfiniteCount* overflow, std::int64_t row0, std::int64_t col0, std::int64_t ld_total) {
+  if (!converts(to, from)) {
+    std::memcpy(dst, src, static_cast<std::size_t>(rows * cols) * dtype_size(from));
+    return;
+  }
+  const auto half = [to](auto v, bool* overflowed) {
+    const std::uint16_t h = to == Stored::f16 ? to_f16(v) : to_bf16(v);
+    *overflowed = std::isfinite(v) && is_inf16(h, to);
+    return h;
+  };
+  auto* out16 = static_cast<std::uint16_t*>(dst);
+  if (from == DType::f32) {
+    if (to == Stored::f64)
+      convert_rows(
+          static_cast<const float*>(src), rows, cols, static_cast<double*>(dst),
+          [](float v, bool*) { return static_cast<double>(v); }, overflow, row0, col0, ld_total);
+    else
+      convert_rows(static_cast<const float*>(src), rows, cols, out16, half, overflow, row0, col0, ld_total);
+    return;
+  }
+  if (from != DType::f64) throw std::invalid_argument("convert_block: C is computed in float32 or float64");
+  if (to == Stored::f32)
+    convert_rows(
+        static_cast<const double*>(src), rows, cols, static_cast<float*>(dst),
+        [](double v, bool* overflowed) {
+          const auto f = static_cast<float>(v);
+          *overflowed = std::isfinite(v) && !std::isfinite(f);
+          return f;
+        },
+        overflow, row0, col0, ld_total);
+  else
+    convert_rows(static_cast<const double*>(src), rows, cols, out16, half, overflow, row0, col0, ld_total);
+}
+
+}  // namespace tessera::io
