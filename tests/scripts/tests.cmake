@@ -370,6 +370,12 @@ add_mpi_test(half.float16.np1 1 half_inputs.py)
 add_mpi_test(half.float16.gzip.f64.np2 2 half_inputs.py --layout gzip --dtype f64)
 add_mpi_test(half.bfloat16.np2 2 half_inputs.py --store bfloat16)
 add_mpi_test(half.bfloat16.gzip.np3 3 half_inputs.py --store bfloat16 --layout gzip)
+# C stored as float16 / bfloat16 (--c-dtype; half_output.py): bit-exact against numpy's rounding of
+# the float32 C on every route (in place, gathered, gzip, into an existing file), 1-3 ranks; overflow.
+add_mpi_test(half.out.float16.np1 1 half_output.py)
+add_mpi_test(half.out.float16.np3 3 half_output.py)
+add_mpi_test(half.out.bfloat16.np2 2 half_output.py --store bfloat16)
+add_mpi_test(half.out.overflow.np2 2 half_output.py --case overflow)
 # One matrix of a 3-D dataset, FILE:/A[i] (issue 42 item 2's reading side; batch_inputs.py).
 add_mpi_test(batch.contiguous.np1 1 batch_inputs.py)
 add_mpi_test(batch.gzip.ta.np3 3 batch_inputs.py --layout gzip --ta)
