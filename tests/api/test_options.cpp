@@ -67,6 +67,7 @@ TEST_CASE("Every option can be set by its name and reads back", "[api]") {
                                                      {"write", "in-place"},
                                                      {"chunk", "64x128"},
                                                      {"compression", "gzip"},
+                                                     {"c-dtype", "f16"},
                                                      {"compression-level", "6"},
                                                      {"shuffle", "true"},
                                                      {"machine", "h200-2gpu"},
