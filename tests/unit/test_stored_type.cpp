@@ -113,3 +113,33 @@ TEST_CASE("the stored types' HDF5 descriptions are those the reader takes", "[io
     H5Tclose(t);
   }
 }
+
+TEST_CASE("a block converted to float16 is to_f16 of each element, whatever path converts it", "[io][stored]") {
+  // Every magnitude float16 has (subnormals, normals, the edge of its range), midpoints included,
+  // in rows of 1003 (the vector path's eight at a time and its tail).
+  std::vector<float> block;
+  std::uint32_t state = 12345;
+  for (int i = 0; i < 3 * 1003; ++i) {
+    state = state * 1664525u + 1013904223u;
+    const float unit = static_cast<float>(state >> 8) / 16777216.0f;          // [0, 1)
+    const float scale = std::ldexp(1.0f, static_cast<int>(state % 44) - 26);  // 2^-26 .. 2^17
+    block.push_back((state & 1u ? -1.0f : 1.0f) * unit * scale);
+  }
+  block[5] = io::from_f16(0x3c00) + (io::from_f16(0x3c01) - io::from_f16(0x3c00)) / 2;  // a midpoint
+  block[17] = std::numeric_limits<float>::quiet_NaN();
+  block[1002] = 65520.0f;
+  std::vector<std::uint16_t> out(block.size());
+  io::NonfiniteCount overflow;
+  io::convert_block(block.data(), DType::f32, 3, 1003, Stored::f16, out.data(), &overflow, 0, 0, 1003);
+  std::int64_t expected_overflow = 0;
+  for (std::size_t i = 0; i < block.size(); ++i) {
+    if (std::isnan(block[i])) {
+      CHECK(std::isnan(io::from_f16(out[i])));
+      continue;
+    }
+    REQUIRE(out[i] == io::to_f16(block[i]));
+    if (std::isinf(io::from_f16(out[i]))) ++expected_overflow;
+  }
+  CHECK(expected_overflow > 1);  // 2^17-scaled values overflow too
+  CHECK(overflow.count == static_cast<double>(expected_overflow));
+}
