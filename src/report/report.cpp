@@ -266,7 +266,9 @@ std::string format_table(const JobReport& r) {
 
   std::string out = fmt::format(
       "tessera {}: C({}x{}) = A({}x{}) * B({}x{}), {}, {} on a {}x{} grid of {} rank{} (comm {}), {} / {}\n", r.version,
-      r.m, r.n, r.m, r.k, r.k, r.n, r.dtype, r.algorithm, r.grid_rows, r.grid_cols, r.nranks, r.nranks == 1 ? "" : "s",
+      r.m, r.n, r.m, r.k, r.k, r.n,
+      r.c_dtype.empty() || r.c_dtype == r.dtype ? r.dtype : r.dtype + ", C stored as " + r.c_dtype, r.algorithm,
+      r.grid_rows, r.grid_cols, r.nranks, r.nranks == 1 ? "" : "s",
       r.comm + (r.nccl_transport.empty() ? "" : ", " + r.nccl_transport), r.backend, r.kernel);
   if (r.stream_chunks > 1) out += fmt::format("streaming: A read in {} pieces while the GEMM ran\n", r.stream_chunks);
   out += fmt::format("C written: {}\n", r.write);
