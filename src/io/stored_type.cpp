@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 #include <cmath>
@@ -52,8 +53,13 @@ __attribute__((target("avx,f16c"))) void f16c_row(const float* in, std::int64_t 
   }
   for (; i < n; ++i) out[i] = to_f16(in[i]);
 }
+// F16C is CPUID leaf 1's ECX bit 29 (clang's __builtin_cpu_supports does not name it); the AVX
+// registers it uses must be enabled by the OS, which __builtin_cpu_supports("avx") checks.
 bool have_f16c() {
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
+  }();
   return has;
 }
 #else
