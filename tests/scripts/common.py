@@ -110,6 +110,16 @@ def gamma(dtype, k):
     return k * u / (1 - k * u)
 
 
+def bfloat16_type():
+    """An HDF5 bfloat16 type (sign 15, exponent 7..14, mantissa 0..6, bias 127), as ml_dtypes users
+    declare it and tessera reads and writes it."""
+    t = h5py.h5t.IEEE_F32LE.copy()
+    t.set_fields(15, 7, 8, 0, 7)
+    t.set_size(2)
+    t.set_ebias(127)
+    return t
+
+
 def check_product(a, b, c, dtype, safety=2.0):
     """C must satisfy |C - AB| <= safety * gamma_K * |A||B| elementwise (float64 reference).
     Returns the relative Frobenius error."""

@@ -6,7 +6,7 @@ checks C against the float64 product of the stored values (read back through h5p
 import h5py
 import numpy as np
 
-from common import check, check_product, parser, Runner
+from common import bfloat16_type, check, check_product, parser, Runner
 
 p = parser(__doc__)
 p.add_argument("--store", default="float16", choices=["float16", "bfloat16"])
@@ -21,14 +21,6 @@ b32 = (rng.random((37, 29)) * 2 - 1).astype(np.float32)
 kw = dict(chunks=(8, 16), compression="gzip") if args.layout == "gzip" else {}
 
 
-def bfloat16():
-    t = h5py.h5t.IEEE_F32LE.copy()  # sign 15, exponent 7..14, mantissa 0..6, bias 127
-    t.set_fields(15, 7, 8, 0, 7)
-    t.set_size(2)
-    t.set_ebias(127)
-    return t
-
-
 with h5py.File(r.path("in.h5"), "w") as f:
     for name, x in (("A", a32), ("B", b32)):
         if args.store == "float16":
@@ -38,7 +30,7 @@ with h5py.File(r.path("in.h5"), "w") as f:
             if kw:
                 dcpl.set_chunk(kw["chunks"])
                 dcpl.set_deflate(4)
-            d = h5py.h5d.create(f.id, name.encode(), bfloat16(), h5py.h5s.create_simple(x.shape), dcpl=dcpl)
+            d = h5py.h5d.create(f.id, name.encode(), bfloat16_type(), h5py.h5s.create_simple(x.shape), dcpl=dcpl)
             d.write(h5py.h5s.ALL, h5py.h5s.ALL, x)
 with h5py.File(r.path("in.h5"), "r") as f:  # the stored values, widened (exactly) by HDF5
     a = f["A"].astype(np.float64)[...]

@@ -10,7 +10,7 @@ a C's NaN/Inf are, and refused with --fail-on-nonfinite; a window of an existing
 import h5py
 import numpy as np
 
-from common import check, parser, Runner
+from common import bfloat16_type, check, parser, Runner
 
 p = parser(__doc__)
 p.add_argument("--store", default="float16", choices=["float16", "bfloat16"])
@@ -22,20 +22,12 @@ rng = np.random.default_rng(61)
 m, k, n = 45, 37, 29
 
 
-def bfloat16():
-    t = h5py.h5t.IEEE_F32LE.copy()  # sign 15, exponent 7..14, mantissa 0..6, bias 127
-    t.set_fields(15, 7, 8, 0, 7)
-    t.set_size(2)
-    t.set_ebias(127)
-    return t
-
-
 def write(path, name, x, half):
     with h5py.File(path, "a") as f:
         if half == "float16":
             f.create_dataset(name, data=x.astype(np.float16))
         elif half == "bfloat16":
-            d = h5py.h5d.create(f.id, name.encode(), bfloat16(), h5py.h5s.create_simple(x.shape))
+            d = h5py.h5d.create(f.id, name.encode(), bfloat16_type(), h5py.h5s.create_simple(x.shape))
             d.write(h5py.h5s.ALL, h5py.h5s.ALL, x.astype(np.float32))
         else:
             f.create_dataset(name, data=x)
