@@ -20,7 +20,8 @@ window (C into the window [5:42, 4:35] of an existing 50 x 40 dataset, --beta 0.
 written in place; the rest of the dataset and its attributes stay), window-gzip (the same into a
 chunked, gzip-compressed dataset: every write through HDF5 and the journal), compressed (a new C
 stored --chunk 8x16 --compression gzip --shuffle: its chunks compressed by tessera's threads and
-stored by H5Dwrite_chunk through the journal)."""
+stored by H5Dwrite_chunk through the journal), half (a new C stored --c-dtype f16: converted from the
+float64 product by tessera's threads as it is written)."""
 import hashlib
 import os
 import shlex
@@ -35,7 +36,7 @@ from common import Runner, check, check_product, fail, leftovers, parser, random
 
 p = parser(__doc__)
 p.add_argument("--case", required=True, choices=["new", "overwrite", "beta", "leftover", "latest", "batch", "window",
-                                                    "window-gzip", "compressed"])
+                                                    "window-gzip", "compressed", "half"])
 p.add_argument("--stop", default="kill", choices=["kill", "TERM", "INT", "enospc"])
 args = p.parse_args()
 r = Runner(args)
@@ -120,6 +121,8 @@ if BETA:
     run_args += ["--beta", "0.5"]
 if args.case == "compressed":
     run_args += ["--chunk", "8x16", "--compression", "gzip", "--shuffle"]
+if args.case == "half":
+    run_args += ["--c-dtype", "f16"]
 
 
 def command(extra_env):
@@ -146,8 +149,13 @@ def consistent(where):
         c = f[C_PATH][...]
         attrs = dict(f[C_PATH].attrs)
         check(not any(".tessera-partial-" in name for name in f), f"{where}: a temporary dataset is left")
-    check(c.shape == expected.shape and np.allclose(c, expected, rtol=1e-12, atol=1e-12),
-          f"{where}: C is not alpha*A*B + beta*C_old")
+    if args.case == "half":  # rounded once to float16 (unit roundoff 2^-11) from the float64 product
+        check(c.dtype == np.float16, f"{where}: C stored as {c.dtype}, not float16")
+        check(c.shape == expected.shape and np.allclose(c.astype(np.float64), expected, rtol=2.0**-10, atol=2.0**-24),
+              f"{where}: C is not A*B rounded to float16")
+    else:
+        check(c.shape == expected.shape and np.allclose(c, expected, rtol=1e-12, atol=1e-12),
+              f"{where}: C is not alpha*A*B + beta*C_old")
     if WINDOW:  # a window leaves the dataset's attributes as they were
         check(attrs == {"made_by": "an earlier step"}, f"{where}: the dataset's attributes changed: {attrs}")
         return "complete"

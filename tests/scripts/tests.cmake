@@ -236,14 +236,15 @@ set_tests_properties(existing.killed.np1 existing.killed.np2 existing.killed.gat
 # before each of its writes in turn (SIGKILL, then `tessera recover` or the next run; SIGTERM /
 # SIGINT; a simulated full disk), 1 and 3 ranks; after each the file holds every earlier object
 # unchanged and either no new C (byte-identical) or the complete C with its attributes.
-foreach(_case new overwrite beta leftover latest batch window window-gzip compressed)
+foreach(_case new overwrite beta leftover latest batch window window-gzip compressed half)
   add_mpi_test(crash.kill.${_case}.np1 1 crash_sweep.py --case ${_case} --stop kill)
   add_mpi_test(crash.enospc.${_case}.np1 1 crash_sweep.py --case ${_case} --stop enospc)
   set_tests_properties(crash.kill.${_case}.np1 crash.enospc.${_case}.np1 PROPERTIES LABELS "mpi;fault;crash")
 endforeach()
 # On 3 ranks (~40 s each on 2 cores: rank 0 stopped while the others write their rows in place):
-# a new dataset, --beta and a window of C killed, a new dataset signalled, --beta on a full disk.
-foreach(_case new beta window)
+# a new dataset, --beta, a window of C and a compressed C (every rank compresses its own chunks)
+# killed, a new dataset signalled, --beta on a full disk.
+foreach(_case new beta window compressed)
   add_mpi_test(crash.kill.${_case}.np3 3 crash_sweep.py --case ${_case} --stop kill)
   set_tests_properties(crash.kill.${_case}.np3 PROPERTIES LABELS "mpi;fault;crash")
 endforeach()
