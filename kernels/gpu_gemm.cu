@@ -257,6 +257,27 @@ struct WarmUpResources {
 void gpu_warm_up(const std::string& kernel, DType dtype, int device) {
   gpu_load_library(kernel);
   constexpr std::int64_t kSide = 64;
+  if (is_complex(dtype)) {  // cuBLAS's complex GEMM (the only one): one small product of that dtype
+    const GpuKernel* found = find_kernel(kernel);
+    if (!found || !found->vendor) return;
+    CUDA_CHECK(cudaSetDevice(device));
+    WarmUpResources r;
+    const std::size_t bytes = static_cast<std::size_t>(kSide * kSide) * dtype_size(dtype);
+    for (void*& b : r.buffers) {
+      CUDA_CHECK(cudaMalloc(&b, bytes));
+      CUDA_CHECK(cudaMemset(b, 0, bytes));
+    }
+    CUDA_CHECK(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+    GpuComplexGemm g;
+    g.dtype = dtype, g.m = g.n = g.k = kSide;
+    g.a = r.buffers[0], g.b = r.buffers[1], g.c = r.buffers[2];
+    g.lda = g.ldb = g.ldc = kSide;
+    g.stream = r.stream;
+    GpuContext ctx;
+    gpu_complex_gemm(g, ctx);
+    CUDA_CHECK(cudaStreamSynchronize(r.stream));
+    return;
+  }
   GpuGemm g{dtype, kSide, kSide, kSide};
   const GpuKernel* found = find_kernel(kernel);
   if (!found) return;

@@ -67,9 +67,10 @@ class TESSERA_API Options {
   Options& transpose_b(bool on = true);  // B's dataset is stored N x K
   Options& alpha(double value);          // C = alpha op(A) op(B) + beta C_old (default 1)
   Options& beta(double value);           // default 0; != 0 reads the existing C (needs overwrite)
-  // Complex products (complex64/complex128 Matrix objects in memory; HDF5 datasets are real): a
-  // complex alpha and beta, and op(X) = X^H, the conjugate transpose (for a real matrix, its
-  // transpose; conjugate_a(false) leaves transpose_a as it was set).
+  // Complex products (complex64/complex128 Matrix objects in memory, or complex HDF5 datasets as
+  // h5py stores them): a complex alpha and beta (`alpha-imag`, `beta-imag`), and op(X) = X^H, the
+  // conjugate transpose (`conjugate-a`; for a real matrix, its transpose; conjugate_a(false)
+  // leaves transpose_a as it was set). A complex alpha or beta on real datasets is refused.
   Options& alpha(std::complex<double> value);
   Options& beta(std::complex<double> value);
   Options& conjugate_a(bool on = true);

@@ -26,7 +26,7 @@ Share block_share(const Problem& p, int rank, std::int64_t gemm_k) {
   s.block_col = part.block_col(rank);
   s.rows = part.rows_of(rank);
   s.cols = part.cols_of(rank);
-  s.flops = part.flops(rank);
+  s.flops = part.flops(rank) * real_work(p.dtype);
   s.c_elements = part.c_elements(rank);
   return s;
 }

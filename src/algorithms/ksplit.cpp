@@ -176,7 +176,7 @@ class KSplitAlgorithm final : public Algorithm {
     s.block_row = s.block_col = 0;
     s.rows = {0, p.m};
     s.cols = {0, p.n};
-    s.flops = ks.flops(rank);
+    s.flops = ks.flops(rank) * real_work(p.dtype);
     s.gemm_m = p.m;  // `auto`: the backend's choice for the largest partial product
     s.gemm_n = p.n;
     s.gemm_k = ks.k_range(0).size();

@@ -90,9 +90,11 @@ struct MachineModel {
     return 0;
   }
 
+  // The rate of 2mnk-flop products: a complex one takes 4 times the real work of its part's type.
   double flops(bool gpu, DType dtype) const {
-    if (gpu) return dtype == DType::f32 ? gpu_flops_f32 : gpu_flops_f64;
-    return dtype == DType::f32 ? cpu_flops_f32 : cpu_flops_f64;
+    const bool single = real_of(dtype) == DType::f32;
+    const double real = gpu ? (single ? gpu_flops_f32 : gpu_flops_f64) : (single ? cpu_flops_f32 : cpu_flops_f64);
+    return real / real_work(dtype);
   }
 
   // Fields present in `j` replace the defaults; an unknown key or a value that is not a positive

@@ -51,25 +51,14 @@ Options& Options::transpose_a(bool on) { return set("transpose-a", on ? "true" :
 Options& Options::transpose_b(bool on) { return set("transpose-b", on ? "true" : "false"); }
 Options& Options::alpha(double v) { return set("alpha", number_text(v)); }
 Options& Options::beta(double v) { return set("beta", number_text(v)); }
-// The imaginary parts and the conjugation are not `tessera run` options (its files are real).
 Options& Options::alpha(std::complex<double> v) {
-  set("alpha", number_text(v.real()));
-  impl_->run.alpha_imag = v.imag();
-  return *this;
+  return set("alpha", number_text(v.real())).set("alpha-imag", number_text(v.imag()));
 }
 Options& Options::beta(std::complex<double> v) {
-  set("beta", number_text(v.real()));
-  impl_->run.beta_imag = v.imag();
-  return *this;
+  return set("beta", number_text(v.real())).set("beta-imag", number_text(v.imag()));
 }
-Options& Options::conjugate_a(bool on) {
-  impl_->run.conjugate_a = on;
-  return *this;
-}
-Options& Options::conjugate_b(bool on) {
-  impl_->run.conjugate_b = on;
-  return *this;
-}
+Options& Options::conjugate_a(bool on) { return set("conjugate-a", on ? "true" : "false"); }
+Options& Options::conjugate_b(bool on) { return set("conjugate-b", on ? "true" : "false"); }
 Options& Options::backend(const std::string& v) { return set("backend", v); }
 Options& Options::kernel(const std::string& v) { return set("kernel", v); }
 Options& Options::dtype(const std::string& v) { return set("dtype", v); }

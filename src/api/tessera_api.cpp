@@ -125,15 +125,6 @@ template <typename Failure>
   throw Failure(failure, recovery, restored);
 }
 
-// A complex alpha or beta asks for complex data, which HDF5 datasets do not hold for tessera yet.
-void refuse_complex_scalars(const job::RunOptions& o, int rank) {
-  if (o.alpha_imag != 0 || o.beta_imag != 0)
-    throw MultiplyError(
-        "alpha or beta has an imaginary part: complex products take complex64/complex128 matrices in memory "
-        "(tessera::Matrix); HDF5 datasets are multiplied as real numbers",
-        rank, true);
-}
-
 int rank_in(MPI_Comm comm) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
@@ -153,7 +144,6 @@ Result multiply(const Options& options, MPI_Comm comm) {
       for (const auto& [name, value] : {std::pair{"a", &o.a}, {"b", &o.b}, {"c", &o.c}})
         if (value->empty())
           throw MultiplyError(std::string("Options ") + name + " is empty (FILE:/DATASET)", rank, true);
-      refuse_complex_scalars(o, rank);
       const CallScope scope(options, rank);
       const comm::Comm job_comm(comm);
       job::run_job(o, job_comm, &impl->text);
@@ -173,7 +163,6 @@ Plan dry_run(const Options& options, MPI_Comm comm) {
   auto impl = std::make_shared<Access::PlanImpl>();
   const job::RunOptions& o = Access::of(options).run;
   translated(rank, [&] {
-    refuse_complex_scalars(o, rank);
     const CallScope scope(options, rank);
     const comm::Comm job_comm(comm);
     commands::DryRunPlan plan = commands::dry_run(o, job_comm, !o.quiet);

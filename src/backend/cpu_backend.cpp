@@ -50,7 +50,9 @@ class CpuBackend final : public Backend {
       part.m = rows;
       part.a = static_cast<const unsigned char*>(p.a) + static_cast<std::size_t>(i0 * p.k) * esize;
       part.c = static_cast<unsigned char*>(p.c) + static_cast<std::size_t>(i0 * p.n) * esize;
-      if (p.dtype == DType::f32)
+      if (is_complex(p.dtype))
+        run_complex(part, 0.0);
+      else if (p.dtype == DType::f32)
         run<float>(kernel, part);
       else
         run<double>(kernel, part);
@@ -91,6 +93,13 @@ class CpuBackend final : public Backend {
     return {{"compute", dt.count()}};
   }
 
+  // A complex product, C = A * B + beta C, through the BLAS's complex GEMM (the only complex
+  // kernel on the CPU: the job takes no other for a complex dtype).
+  static void run_complex(const GemmProblem& p, double beta) {
+    const double one[2] = {1, 0}, b[2] = {beta, 0};
+    kernels::blas_complex_gemm(p.dtype == DType::c128, 'N', 'N', p.m, p.n, p.k, one, p.a, p.k, p.b, p.n, b, p.c, p.n);
+  }
+
   // `kernel` is a resolved name (backend::resolve_kernel): the registry's, never "auto".
   template <class T>
   static void run(const std::string& kernel, const GemmProblem& p) {
@@ -113,7 +122,7 @@ class CpuPanelProduct final : public PanelProduct {
       slot[kA].resize(static_cast<std::size_t>(m * max_w) * esize_);
       slot[kB].resize(static_cast<std::size_t>(max_w * n) * esize_);
     }
-    scratch_.resize(static_cast<std::size_t>(m * n) * esize_);
+    if (!is_complex(dtype)) scratch_.resize(static_cast<std::size_t>(m * n) * esize_);
   }
   void* host(int slot, Panel which) override { return slots_[slot][which].data(); }
   void* device(int slot, Panel which) override { return slots_[slot][which].data(); }
@@ -131,8 +140,11 @@ class CpuPanelProduct final : public PanelProduct {
   void transfer(int, const DeviceWork&) override { throw Error("the cpu backend has no device transfers"); }
   void multiply(int slot, std::int64_t w) override {
     const auto start = std::chrono::steady_clock::now();
-    const GemmProblem p{dtype_, m_, n_, w, slots_[slot][kA].data(), slots_[slot][kB].data(), scratch_.data()};
-    if (dtype_ == DType::f32) {
+    const GemmProblem p{
+        dtype_, m_, n_, w, slots_[slot][kA].data(), slots_[slot][kB].data(), is_complex(dtype_) ? c_ : scratch_.data()};
+    if (is_complex(dtype_)) {  // the BLAS adds to C itself
+      CpuBackend::run_complex(p, 1.0);
+    } else if (dtype_ == DType::f32) {
       CpuBackend::run<float>(kernel_, p);
       add<float>();
     } else {

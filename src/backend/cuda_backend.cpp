@@ -79,6 +79,7 @@ class CudaBackend final : public Backend {
   }
 
   std::vector<PhaseTime> gemm(const std::string& kernel, const GemmProblem& p) override {
+    if (is_complex(p.dtype)) return gemm_complex(kernel, p);
     ready(kernel, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
     if (p.m == 0 || p.n == 0) return {{"h2d", 0.0}, {"kernel", 0.0}, {"d2h", 0.0}};
     if (!p.c || (p.k > 0 && (!p.a || !p.b))) throw InputError("cuda backend: GEMM without host buffers for A, B or C");
@@ -97,7 +98,7 @@ class CudaBackend final : public Backend {
   }
 
   bool stages(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const override {
-    if (m <= 0 || n <= 0 || k <= 0) return false;
+    if (m <= 0 || n <= 0 || k <= 0 || is_complex(dtype)) return false;  // complex: gemm() through cuBLAS
     StagedProblem shape;
     shape.dtype = dtype;
     shape.m = m, shape.n = n, shape.k = k;
@@ -112,6 +113,10 @@ class CudaBackend final : public Backend {
 
   std::unique_ptr<PanelProduct> panel_product(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
                                               std::int64_t max_w, void* host_c, bool host_staging) override {
+    if (is_complex(dtype))
+      throw InputError(std::string("summa's panels of a ") + dtype_name(dtype) +
+                       " product on a GPU are not done yet: use --algorithm panels or ksplit with --comm host, or "
+                       "--backend cpu");
     ready(kernel, kernels::GpuGemm{dtype, m, n, max_w});
     return make_cuda_panel_product(gpu_, kernel, dtype, m, n, max_w, host_c, memory_budget(limit_), host_staging);
   }
@@ -130,6 +135,10 @@ class CudaBackend final : public Backend {
   }
 
   std::unique_ptr<DeviceProduct> gemm_on_device(const std::string& kernel, const GemmProblem& p) override {
+    if (is_complex(p.dtype))
+      throw InputError(std::string("a ") + dtype_name(p.dtype) +
+                       " product kept on the GPU (ksplit over NCCL) is not done yet: use --comm host or "
+                       "--algorithm panels");
     ready(kernel, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
     if (p.k > 0 && (!p.a || !p.b)) throw InputError("cuda backend: GEMM without host buffers for A or B");
     return gemm_kept_on_device(gpu_, kernel, p);
@@ -141,6 +150,22 @@ class CudaBackend final : public Backend {
   // the handle), so that none of it lands inside the timed steps.
   // A path other than gemm_in_place (`held` false) first waits for the held products' work, which
   // may still run on a caller's stream with the context's scratch this path's kernels share.
+  // A complex block, C = A B, through cuBLAS's complex GEMM on the held path: A and B up packed,
+  // C down (the whole block on the GPU: a complex product is not streamed or computed out of core).
+  // A streamed A is waited for whole, C's rows published at the end.
+  std::vector<PhaseTime> gemm_complex(const std::string& kernel, const GemmProblem& p) {
+    if (p.a_rows) p.a_rows->wait_for(p.m);
+    HeldProblem h;
+    h.dtype = p.dtype, h.m = p.m, h.n = p.n, h.k = p.k;
+    h.a = {p.a, p.m, p.k, std::max<std::int64_t>(p.k, 1)};
+    h.b = {p.b, p.k, p.n, std::max<std::int64_t>(p.n, 1)};
+    h.c = p.c, h.ldc = std::max<std::int64_t>(p.n, 1);
+    h.refuse_nonfinite = false;  // the job scanned A and B as it read them
+    std::vector<PhaseTime> phases = gemm_in_place(kernel, h);
+    if (p.c_rows) p.c_rows->publish(p.m);
+    return phases;
+  }
+
   void ready(const std::string& kernel, const kernels::GpuGemm& g, bool held = false) {
     std::string why;
     if (!kernels::gpu_can_implement(kernel, g, &why))

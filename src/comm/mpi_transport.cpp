@@ -12,7 +12,19 @@ namespace {
 
 constexpr int kTagBlock = 102;
 
-MPI_Datatype mpi_type(DType dtype) { return dtype == DType::f32 ? MPI_FLOAT : MPI_DOUBLE; }
+MPI_Datatype mpi_type(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return MPI_FLOAT;
+    case DType::f64:
+      return MPI_DOUBLE;
+    case DType::c64:
+      return MPI_C_FLOAT_COMPLEX;  // MPI_SUM adds complex numbers part by part
+    case DType::c128:
+      return MPI_C_DOUBLE_COMPLEX;
+  }
+  return MPI_DOUBLE;
+}
 
 // A committed MPI datatype, freed with the object.
 class Datatype {

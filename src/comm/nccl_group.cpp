@@ -19,7 +19,9 @@
 namespace tessera::comm {
 namespace {
 
-ncclDataType_t nccl_type(DType dtype) { return dtype == DType::f32 ? ncclFloat32 : ncclFloat64; }
+// NCCL has no complex type: a complex element travels (and sums, part by part) as two of its part.
+ncclDataType_t nccl_type(DType dtype) { return real_of(dtype) == DType::f32 ? ncclFloat32 : ncclFloat64; }
+std::size_t parts(DType dtype) { return is_complex(dtype) ? 2 : 1; }
 cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream); }
 
 // The bytes of a fresh ncclUniqueId, made on `device`.
@@ -142,25 +144,27 @@ void NcclGroup::warm_up(Use use, void* stream) {
 }
 
 void NcclGroup::reduce_sum(void* buffer, std::size_t count, DType dtype, int root, void* stream) {
-  NCCL_CHECK(ncclReduce(buffer, buffer, count, nccl_type(dtype), ncclSum, root, comm_, as_stream(stream)));
+  NCCL_CHECK(
+      ncclReduce(buffer, buffer, count * parts(dtype), nccl_type(dtype), ncclSum, root, comm_, as_stream(stream)));
 }
 
 void NcclGroup::reduce_scatter_sum(void* buffer, std::size_t count, DType dtype, void* stream) {
   // In place: this member's piece of the result is its own piece of the input.
   auto* recv = static_cast<unsigned char*>(buffer) + static_cast<std::size_t>(rank_) * count * dtype_size(dtype);
-  NCCL_CHECK(ncclReduceScatter(buffer, recv, count, nccl_type(dtype), ncclSum, comm_, as_stream(stream)));
+  NCCL_CHECK(
+      ncclReduceScatter(buffer, recv, count * parts(dtype), nccl_type(dtype), ncclSum, comm_, as_stream(stream)));
 }
 
 void NcclGroup::broadcast(void* buffer, std::size_t count, DType dtype, int root, void* stream) {
-  NCCL_CHECK(ncclBroadcast(buffer, buffer, count, nccl_type(dtype), root, comm_, as_stream(stream)));
+  NCCL_CHECK(ncclBroadcast(buffer, buffer, count * parts(dtype), nccl_type(dtype), root, comm_, as_stream(stream)));
 }
 
 void NcclGroup::send(const void* buffer, std::size_t count, DType dtype, int peer, void* stream) {
-  NCCL_CHECK(ncclSend(buffer, count, nccl_type(dtype), peer, comm_, as_stream(stream)));
+  NCCL_CHECK(ncclSend(buffer, count * parts(dtype), nccl_type(dtype), peer, comm_, as_stream(stream)));
 }
 
 void NcclGroup::receive(void* buffer, std::size_t count, DType dtype, int peer, void* stream) {
-  NCCL_CHECK(ncclRecv(buffer, count, nccl_type(dtype), peer, comm_, as_stream(stream)));
+  NCCL_CHECK(ncclRecv(buffer, count * parts(dtype), nccl_type(dtype), peer, comm_, as_stream(stream)));
 }
 
 }  // namespace tessera::comm

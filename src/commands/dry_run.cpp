@@ -147,6 +147,9 @@ algorithms::Problem problem_of(const job::RunOptions& o, const job::JobOptions& 
     p.n = s.n;
     p.k = s.k;
     p.dtype = job::pick_dtype(asked.dtype, s.a, s.b);
+    job::refuse_complex_options(jo, p.dtype, "A is " + s.a.stored_type + ", B " + s.b.stored_type);
+  } else {
+    job::refuse_complex_options(jo, p.dtype, "--m/--n/--k plan a real product");
   }
   if (p.m < 1 || p.n < 1 || p.k < 1) throw InputError("--dry-run needs --a and --b, or --m, --n and --k (each >= 1)");
   p.ranks = ranks;

@@ -38,6 +38,11 @@ Shapes inspect(const VerifyOptions& o, const io::Operand& aop, const io::Operand
   if (c.rows != a.rows || c.cols != b.cols)
     throw InputError(fmt::format("C '{}' is {}x{} but A*B is {}x{}", cref.str(), c.rows, c.cols, a.rows, b.cols));
   if (a.rows < 1 || a.cols < 1 || b.cols < 1) throw InputError("A or B has a zero dimension");
+  for (const auto& [name, info] : {std::pair{"A", &a}, std::pair{"B", &b}, std::pair{"C", &c}})
+    if (is_complex(info->natural))
+      throw InputError(std::string(name) + " is " + info->stored_type +
+                       ": `tessera verify` checks real products only; check a complex product as it is made, "
+                       "with `tessera run --verify`");
   // A C that tessera made with beta != 0 holds beta C_old too, and C_old is gone: nothing to
   // check it against (docs/output.md, "beta and the old C"), so it is refused rather than called wrong.
   const auto attrs = io::read_attributes(cref);

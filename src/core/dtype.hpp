@@ -7,9 +7,10 @@ namespace tessera {
 
 // Element type of a computation. Inputs of other types are converted on read (see io/).
 // c64 and c128 (complex64, complex128: a real and an imaginary part of float, of double, side by
-// side as std::complex and numpy store them) are the element types of matrices in memory only
-// (job/memory_product.hpp); files, the CLI's --dtype, the kernels' registries and the
-// distributed algorithms take f32 and f64.
+// side as std::complex and numpy store them) are the element types of complex matrices in memory
+// (job/memory_product.hpp) and in files (h5py's compound of r and i); the CLI's --dtype names the
+// precision (f32: complex64 for complex inputs), and the kernels' registries take f32 and f64
+// (a complex product runs through the BLAS's or cuBLAS's complex GEMM).
 enum class DType { f32, f64, c64, c128 };
 
 inline bool is_complex(DType t) { return t == DType::c64 || t == DType::c128; }
@@ -57,8 +58,36 @@ inline bool parse_dtype(const std::string& text, DType* out) {
   return false;
 }
 
+// The short name of every dtype ("f32", "f64", "c64", "c128"), as plans and journals carry it
+// between ranks; parse_any_dtype reads it back (false for another word).
+inline const char* dtype_word(DType t) {
+  switch (t) {
+    case DType::f32:
+      return "f32";
+    case DType::f64:
+      return "f64";
+    case DType::c64:
+      return "c64";
+    case DType::c128:
+      return "c128";
+  }
+  return "?";
+}
+inline bool parse_any_dtype(const std::string& text, DType* out) {
+  for (const DType t : {DType::f32, DType::f64, DType::c64, DType::c128})
+    if (text == dtype_word(t)) {
+      *out = t;
+      return true;
+    }
+  return false;
+}
+
 // The names the options offer (completion, --help-json); parse_dtype also takes float32, float64.
 inline std::vector<std::string> dtype_words() { return {"f32", "f64"}; }
+
+// Real multiply-adds per multiply-add of `t`: 4 for a complex one (a GEMM of m x n x k complex
+// numbers does 8mnk floating-point operations, 2mnk for real ones).
+inline double real_work(DType t) { return is_complex(t) ? 4.0 : 1.0; }
 
 // Unit roundoff u = eps/2 of the type (of its parts for a complex one).
 inline double unit_roundoff(DType t) { return real_of(t) == DType::f32 ? 0x1p-24 : 0x1p-53; }

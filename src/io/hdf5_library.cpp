@@ -72,7 +72,39 @@ void throw_io(const std::string& message) {
   throw IoError(text);
 }
 
-hid_t native_type(DType t) { return t == DType::f32 ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE; }
+namespace {
+// A complex number as h5py stores it: a compound of two floats named r and i, side by side as
+// std::complex lays them out; `part` is the type of each.
+hid_t complex_type(hid_t part, std::size_t part_size) {
+  const hid_t t = H5Tcreate(H5T_COMPOUND, 2 * part_size);
+  if (t >= 0 && (H5Tinsert(t, "r", 0, part) < 0 || H5Tinsert(t, "i", part_size, part) < 0)) {
+    H5Tclose(t);
+    return -1;
+  }
+  return t;
+}
+}  // namespace
+
+hid_t native_type(DType t) {
+  // The compound types are made once and kept for the process (HDF5 closes them at its exit).
+  static const hid_t c64 = complex_type(H5T_NATIVE_FLOAT, sizeof(float));
+  static const hid_t c128 = complex_type(H5T_NATIVE_DOUBLE, sizeof(double));
+  switch (t) {
+    case DType::f32:
+      return H5T_NATIVE_FLOAT;
+    case DType::f64:
+      return H5T_NATIVE_DOUBLE;
+    case DType::c64:
+      return c64;
+    case DType::c128:
+      return c128;
+  }
+  return H5T_NATIVE_DOUBLE;
+}
+
+hid_t complex_file_type(DType t) {
+  return real_of(t) == DType::f32 ? complex_type(H5T_IEEE_F32LE, 4) : complex_type(H5T_IEEE_F64LE, 8);
+}
 
 bool in_range(std::int64_t first, std::int64_t count, std::int64_t extent) {
   return first >= 0 && count >= 0 && first <= extent && count <= extent - first;

@@ -39,7 +39,13 @@ std::string summarize(const std::vector<std::string>& descs);
 // IoError(message + " (HDF5: <the stack's most useful line>)").
 [[noreturn]] void throw_io(const std::string& message);
 
+// The memory type of an element of `t` (not to be closed): float, double, or for a complex dtype
+// the compound h5py stores a complex number as (fields r and i, of float or double, side by side as
+// std::complex lays them out; HDF5 converts another byte order or layout of those fields).
 hid_t native_type(DType t);
+// A new type (the caller closes it): the compound of r and i, little-endian IEEE floats of
+// complex `t`'s part, as h5py writes complex64 and complex128 datasets.
+hid_t complex_file_type(DType t);
 // Checks that [first, first+count) lies inside [0, extent) without overflowing.
 bool in_range(std::int64_t first, std::int64_t count, std::int64_t extent);
 // "block 5x3 at (4, 0)": shape and origin, so absurd (overflowing) requests print as given.

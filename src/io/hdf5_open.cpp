@@ -199,9 +199,32 @@ TypeDesc describe_type(hid_t type) {
     case H5T_STRING:
       d.name = "string";
       break;
-    case H5T_COMPOUND:
+    case H5T_COMPOUND: {
+      // A complex number as h5py stores it: two floats of one size named r and i (any byte order;
+      // HDF5 converts it to std::complex's layout on read).
       d.name = "compound";
-      break;  // also how h5py stores complex numbers
+      if (H5Tget_nmembers(type) != 2) break;
+      char* first = H5Tget_member_name(type, 0);
+      char* second = H5Tget_member_name(type, 1);
+      const bool named =
+          first != nullptr && second != nullptr && std::string(first) == "r" && std::string(second) == "i";
+      H5free_memory(first);
+      H5free_memory(second);
+      const Handle r = own_type(H5Tget_member_type(type, 0));
+      const Handle i = own_type(H5Tget_member_type(type, 1));
+      if (!named || !r.valid() || !i.valid() || H5Tget_class(r.get()) != H5T_FLOAT ||
+          H5Tget_class(i.get()) != H5T_FLOAT || H5Tget_size(r.get()) != H5Tget_size(i.get()))
+        break;
+      const std::size_t part = H5Tget_size(r.get());
+      if (part != 4 && part != 8) {
+        d.name = "complex of " + std::to_string(8 * part) + "-bit parts";
+        break;
+      }
+      d.name = part == 4 ? "complex64" : "complex128";
+      d.supported = true;
+      d.natural = part == 4 ? DType::c64 : DType::c128;
+      break;
+    }
     case H5T_ENUM:
       d.name = "enum";
       break;  // also how h5py stores bool
@@ -276,10 +299,10 @@ bool reads_first_element(hid_t dset, const DatasetInfo& info) {
   Handle file_space = own_space(H5Dget_space(dset));
   const hsize_t start[3] = {0, 0, 0}, count[3] = {1, 1, 1};
   Handle mem_space = own_space(H5Screate_simple(1, count, nullptr));
-  double value = 0;
+  double value[2] = {0, 0};  // room for a complex128
   const bool ok = file_space.valid() && mem_space.valid() &&
                   H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr) >= 0 &&
-                  H5Dread(dset, H5T_NATIVE_DOUBLE, mem_space.get(), file_space.get(), H5P_DEFAULT, &value) >= 0;
+                  H5Dread(dset, native_type(info.natural), mem_space.get(), file_space.get(), H5P_DEFAULT, value) >= 0;
   H5Eclear2(H5E_DEFAULT);
   return ok;
 }
@@ -348,8 +371,10 @@ OpenDataset open_matrix(const DatasetRef& ref) {
   if (!type.valid()) throw_io("cannot read the type of " + in_quotes(ref));
   const TypeDesc td = describe_type(type.get());
   if (!td.supported)
-    throw InputError(in_quotes(ref) + " has unsupported type " + td.name +
-                     "; use float16, bfloat16, float32, float64 or an integer type");
+    throw InputError(
+        in_quotes(ref) + " has unsupported type " + td.name +
+        "; use float16, bfloat16, float32, float64, an integer type, or complex64 / complex128 (h5py's compound "
+        "of r and i)");
   od.info.stored_type = td.name;
   od.info.is_integer = td.is_integer;
   od.info.natural = td.natural;

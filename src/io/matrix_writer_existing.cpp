@@ -94,9 +94,13 @@ void MatrixWriter::Impl::open_window_in_existing_file() {
   } catch (const InputError& e) {
     throw InputError("output " + named + " (a window of an existing dataset): " + e.what());
   }
-  if (info.is_integer || (info.stored_type != "float32" && info.stored_type != "float64"))
-    throw InputError("output " + named + " is a window of a dataset of " + info.stored_type +
-                     ": tessera writes C into float32 or float64 datasets only");
+  const bool complex_c = is_complex(w.dtype);
+  const bool takes = complex_c ? info.stored_type == "complex64" || info.stored_type == "complex128"
+                               : !info.is_integer && (info.stored_type == "float32" || info.stored_type == "float64");
+  if (!takes)
+    throw InputError("output " + named + " is a window of a dataset of " + info.stored_type + ": tessera writes a " +
+                     (complex_c ? "complex C into complex64 or complex128" : "real C into float32 or float64") +
+                     " datasets only");
   if (info.stacked())
     throw InputError("output " + named + " is a whole 3-D dataset with a window: name one matrix of it, e.g. [0, ...]");
   if (info.rows != w.rows || info.cols != w.cols)

@@ -50,15 +50,22 @@ bool all_finite(const Bits* bits, std::size_t n) {
 void NonfiniteCount::add(const void* data, DType dtype, std::int64_t rows, std::int64_t cols, std::int64_t row0,
                          std::int64_t col0, std::int64_t ld_total) {
   // The common case, all finite, at memory speed; only data that holds some is counted below.
-  const auto n = static_cast<std::size_t>(rows * cols);
-  if (n == 0 || (dtype == DType::f32 ? all_finite(static_cast<const std::uint32_t*>(data), n)
-                                     : all_finite(static_cast<const std::uint64_t*>(data), n)))
+  // A complex element is two values of its part's type side by side; it counts once, when either
+  // part is not finite.
+  const std::size_t parts = is_complex(dtype) ? 2 : 1;
+  const bool single = real_of(dtype) == DType::f32;
+  const auto n = static_cast<std::size_t>(rows * cols) * parts;
+  if (n == 0 || (single ? all_finite(static_cast<const std::uint32_t*>(data), n)
+                        : all_finite(static_cast<const std::uint64_t*>(data), n)))
     return;
+  const auto value = [&](std::size_t at) {
+    return single ? static_cast<double>(static_cast<const float*>(data)[at]) : static_cast<const double*>(data)[at];
+  };
   for (std::int64_t i = 0; i < rows; ++i)
     for (std::int64_t j = 0; j < cols; ++j) {
-      const auto at = static_cast<std::size_t>(i * cols + j);
-      const double v = dtype == DType::f32 ? static_cast<const float*>(data)[at] : static_cast<const double*>(data)[at];
-      if (!std::isfinite(v)) {
+      const auto at = static_cast<std::size_t>(i * cols + j) * parts;
+      const bool finite = std::isfinite(value(at)) && (parts == 1 || std::isfinite(value(at + 1)));
+      if (!finite) {
         first = std::min(first, static_cast<double>((row0 + i) * ld_total + col0 + j));
         count += 1;
       }

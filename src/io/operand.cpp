@@ -1,6 +1,7 @@
 #include "io/operand.hpp"
 
 #include <algorithm>
+#include <complex>
 #include <cstring>
 #include <thread>
 #include <utility>
@@ -59,7 +60,12 @@ void transpose(const void* in, std::int64_t rows, std::int64_t cols, std::size_t
     std::memcpy(out, in, static_cast<std::size_t>(rows * cols) * esize);
     return;
   }
-  if (esize == 8)
+  struct Pair {  // a complex128, moved as it is
+    std::uint64_t re, im;
+  };
+  if (esize == 16)
+    transpose_typed(static_cast<const Pair*>(in), rows, cols, static_cast<Pair*>(out), ld);
+  else if (esize == 8)
     transpose_typed(static_cast<const std::uint64_t*>(in), rows, cols, static_cast<std::uint64_t*>(out), ld);
   else if (esize == 4)
     transpose_typed(static_cast<const std::uint32_t*>(in), rows, cols, static_cast<std::uint32_t*>(out), ld);
@@ -73,8 +79,26 @@ DatasetInfo inspect_operand(const Operand& op) {
   return info;
 }
 
+namespace {
+template <typename R>
+void conjugate(void* data, std::int64_t count) {
+  auto* x = static_cast<std::complex<R>*>(data);
+  for (std::int64_t i = 0; i < count; ++i) x[i] = std::conj(x[i]);
+}
+void read_plain_or_transposed(const Operand& op, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
+                              std::int64_t ncols, DType as, void* out);
+}  // namespace
+
 void read_operand_block(const Operand& op, std::int64_t row0, std::int64_t nrows, std::int64_t col0, std::int64_t ncols,
                         DType as, void* out) {
+  read_plain_or_transposed(op, row0, nrows, col0, ncols, as, out);
+  if (op.conjugated && as == DType::c64) conjugate<float>(out, nrows * ncols);
+  if (op.conjugated && as == DType::c128) conjugate<double>(out, nrows * ncols);
+}
+
+namespace {
+void read_plain_or_transposed(const Operand& op, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
+                              std::int64_t ncols, DType as, void* out) {
   if (!op.transposed) {
     read_block(op.ref, row0, nrows, col0, ncols, as, out);
     return;
@@ -96,5 +120,7 @@ void read_operand_block(const Operand& op, std::int64_t row0, std::int64_t nrows
               ncols);
   }
 }
+
+}  // namespace
 
 }  // namespace tessera::io

@@ -15,6 +15,7 @@ namespace tessera::io {
 struct Operand {
   DatasetRef ref;
   bool transposed = false;
+  bool conjugated = false;  // with transposed: op(X) = X^H, a complex X's parts negated as read
 };
 
 // The operand's shape: the stored one, swapped when transposed. Throws as inspect() does.
@@ -23,11 +24,12 @@ DatasetInfo inspect_operand(const Operand& op);
 // Rows [row0, row0+nrows) x cols [col0, col0+ncols) of the operand into `out` (row-major,
 // nrows x ncols, as `as`). Transposed: stored rows [col0, col0+ncols) x cols [row0, row0+nrows)
 // are read into a scratch buffer, in pieces of about 64 MiB, each transposed into its columns of
-// `out` (a large block does not need twice its memory).
+// `out` (a large block does not need twice its memory). Conjugated (a complex `as`): every element's
+// imaginary part negated.
 void read_operand_block(const Operand& op, std::int64_t row0, std::int64_t nrows, std::int64_t col0, std::int64_t ncols,
                         DType as, void* out);
 
-// out (cols x rows) = in (rows x cols)^T, both row-major with elements of `esize` bytes (4 or 8);
+// out (cols x rows) = in (rows x cols)^T, both row-major with elements of `esize` bytes (4, 8 or 16);
 // out's rows are `ld_out` elements apart (0: `rows`, out contiguous), so the transpose can fill
 // columns of a wider matrix. Cache-blocked; split over threads in row stripes of `out` when
 // large. in and out must not overlap.

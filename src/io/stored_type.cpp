@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "io/direct_io.hpp"
+#include "io/hdf5_library.hpp"
 
 namespace tessera::io {
 
@@ -188,6 +189,7 @@ bool converts(Stored s, DType computed) {
 }
 
 hid_t stored_file_type(Stored s, DType computed) {
+  if (is_complex(computed)) return hdf5::complex_file_type(computed);  // stored as computed (converts() refuses)
   if (s == Stored::same) s = computed == DType::f32 ? Stored::f32 : Stored::f64;
   if (s == Stored::f32) return H5Tcopy(H5T_IEEE_F32LE);
   if (s == Stored::f64) return H5Tcopy(H5T_IEEE_F64LE);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <vector>
 
 namespace tessera::job {
@@ -17,35 +18,58 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64: every rank draws the same x
   return x ^ (x >> 31);
 }
 
-struct Sums {                      // one block's contributions for one vector
-  std::vector<double> bx, bx_abs;  // K: B_j x_j and |B_j||x_j|
-  std::vector<double> cx;          // rows_i: C_ij x_j
+// Accumulated in float64, or complex float64 for complex matrices (x is a real sign vector in both).
+template <class T>
+struct Acc {
+  using type = double;
+};
+template <class R>
+struct Acc<std::complex<R>> {
+  using type = std::complex<double>;
 };
 
-template <class T>
+bool finite(double v) { return std::isfinite(v); }
+bool finite(std::complex<double> v) { return std::isfinite(v.real()) && std::isfinite(v.imag()); }
+
+// The communicator's sum of `v`'s elements in place (a complex one as its two parts).
+void sum_in_place(const comm::Comm& row, std::vector<double>& v) { row.sum_in_place(v.data(), v.size()); }
+void sum_in_place(const comm::Comm& row, std::vector<std::complex<double>>& v) {
+  row.sum_in_place(reinterpret_cast<double*>(v.data()), 2 * v.size());
+}
+
+template <class A>
+struct Sums {                  // one block's contributions for one vector
+  std::vector<A> bx;           // K: B_j x_j
+  std::vector<double> bx_abs;  // K: |B_j||x_j|
+  std::vector<A> cx;           // rows_i: C_ij x_j
+};
+
+template <class T, class A = typename Acc<T>::type>
 void local_products(const partition::Partition& part, int rank, const T* b, const T* c, const std::vector<double>& x,
-                    Sums& s, long long& nonfinite, bool count_nonfinite) {
+                    Sums<A>& s, long long& nonfinite, bool count_nonfinite) {
   const auto cols = part.cols_of(rank), rows = part.rows_of(rank);
   const std::int64_t nc = cols.size(), k = part.k();
-  s.bx.assign(static_cast<std::size_t>(k), 0.0);
+  s.bx.assign(static_cast<std::size_t>(k), A(0));
   s.bx_abs.assign(static_cast<std::size_t>(k), 0.0);
-  s.cx.assign(static_cast<std::size_t>(rows.size()), 0.0);
+  s.cx.assign(static_cast<std::size_t>(rows.size()), A(0));
   for (std::int64_t p = 0; p < k; ++p) {
-    double acc = 0, acc_abs = 0;
+    A acc(0);
+    double acc_abs = 0;
     const T* brow = b + p * nc;
     for (std::int64_t q = 0; q < nc; ++q) {
-      acc += static_cast<double>(brow[q]) * x[static_cast<std::size_t>(q)];
-      acc_abs += std::fabs(static_cast<double>(brow[q]));
+      const auto v = static_cast<A>(brow[q]);
+      acc += v * x[static_cast<std::size_t>(q)];
+      acc_abs += std::abs(v);
     }
     s.bx[static_cast<std::size_t>(p)] = acc;
     s.bx_abs[static_cast<std::size_t>(p)] = acc_abs;
   }
   for (std::int64_t i = 0; i < rows.size(); ++i) {
-    double acc = 0;
+    A acc(0);
     const T* crow = c + i * nc;
     for (std::int64_t q = 0; q < nc; ++q) {
-      const double v = static_cast<double>(crow[q]);
-      if (!std::isfinite(v)) {
+      const auto v = static_cast<A>(crow[q]);
+      if (!finite(v)) {
         if (count_nonfinite) ++nonfinite;
         continue;
       }
@@ -55,19 +79,21 @@ void local_products(const partition::Partition& part, int rank, const T* b, cons
   }
 }
 
-template <class T>
-void row_products(const partition::Partition& part, int rank, const T* a, const Sums& s, std::vector<double>& abx,
+template <class T, class A = typename Acc<T>::type>
+void row_products(const partition::Partition& part, int rank, const T* a, const Sums<A>& s, std::vector<A>& abx,
                   std::vector<double>& abx_abs) {
   const auto rows = part.rows_of(rank);
   const std::int64_t k = part.k();
-  abx.assign(static_cast<std::size_t>(rows.size()), 0.0);
+  abx.assign(static_cast<std::size_t>(rows.size()), A(0));
   abx_abs.assign(static_cast<std::size_t>(rows.size()), 0.0);
   for (std::int64_t i = 0; i < rows.size(); ++i) {
-    double acc = 0, acc_abs = 0;
+    A acc(0);
+    double acc_abs = 0;
     const T* arow = a + i * k;
     for (std::int64_t p = 0; p < k; ++p) {
-      acc += static_cast<double>(arow[p]) * s.bx[static_cast<std::size_t>(p)];
-      acc_abs += std::fabs(static_cast<double>(arow[p])) * s.bx_abs[static_cast<std::size_t>(p)];
+      const auto v = static_cast<A>(arow[p]);
+      acc += v * s.bx[static_cast<std::size_t>(p)];
+      acc_abs += std::abs(v) * s.bx_abs[static_cast<std::size_t>(p)];
     }
     abx[static_cast<std::size_t>(i)] = acc;
     abx_abs[static_cast<std::size_t>(i)] = acc_abs;
@@ -82,7 +108,9 @@ FreivaldsResult run(const comm::Comm& comm, const partition::Partition& part, DT
   // One communicator per block-row: the ranks whose partial sums add up to Bx and Cx.
   const comm::Comm row = comm.split(active ? part.block_row(rank) : -1);
   const double n = static_cast<double>(part.n());
-  const double scale = safety * gamma_bound(dtype, part.k()) / std::sqrt(n);
+  // A complex product's elements carry sqrt(2) gamma_(K+2) of |A||B| (Higham, sec. 3.6).
+  const double scale = is_complex(dtype) ? safety * std::sqrt(2.0) * gamma_bound(dtype, part.k() + 2) / std::sqrt(n)
+                                         : safety * gamma_bound(dtype, part.k()) / std::sqrt(n);
   // Our own float64 sums: A(Bx) and Cx each carry at most gamma_{K+N}(f64) of |A||B||x|.
   const double own = 4 * gamma_bound(DType::f64, part.k() + part.n());
 
@@ -90,8 +118,10 @@ FreivaldsResult run(const comm::Comm& comm, const partition::Partition& part, DT
   res.vectors = vectors;
   long long nonfinite = 0;
   double max_ratio = 0, max_rel = 0;
-  Sums s;
-  std::vector<double> abx, abx_abs, x;
+  using A = typename Acc<T>::type;
+  Sums<A> s;
+  std::vector<A> abx;
+  std::vector<double> abx_abs, x;
   for (int v = 0; v < vectors; ++v) {
     if (!active) continue;
     const auto cols = part.cols_of(rank);
@@ -104,19 +134,19 @@ FreivaldsResult run(const comm::Comm& comm, const partition::Partition& part, DT
               ? 1.0
               : -1.0;
     local_products(part, rank, b, c, x, s, nonfinite, v == 0);
-    row.sum_in_place(s.bx.data(), s.bx.size());
-    row.sum_in_place(s.bx_abs.data(), s.bx_abs.size());
-    row.sum_in_place(s.cx.data(), s.cx.size());
+    sum_in_place(row, s.bx);
+    sum_in_place(row, s.bx_abs);
+    sum_in_place(row, s.cx);
     if (part.block_col(rank) != 0) continue;  // one rank per block-row compares
     row_products(part, rank, a, s, abx, abx_abs);
     double r2 = 0, ref2 = 0;
     for (std::size_t i = 0; i < abx.size(); ++i) {
-      const double r = std::fabs(abx[i] - s.cx[i]);
+      const double r = std::abs(abx[i] - s.cx[i]);
       const double bound = (scale + own) * abx_abs[i];
       const double ratio = bound > 0 ? r / bound : (r > 0 ? INFINITY : 0.0);
       max_ratio = std::max(max_ratio, std::isnan(r) ? INFINITY : ratio);
       r2 += r * r;
-      ref2 += abx[i] * abx[i];
+      ref2 += std::norm(abx[i]);
     }
     max_rel = std::max(max_rel, ref2 > 0 ? std::sqrt(r2 / ref2) : std::sqrt(r2));
   }
@@ -136,6 +166,14 @@ FreivaldsResult run(const comm::Comm& comm, const partition::Partition& part, DT
 
 FreivaldsResult freivalds(const comm::Comm& comm, const partition::Partition& part, DType storage, DType dtype,
                           const void* a, const void* b, const void* c, int vectors, double safety, std::uint64_t seed) {
+  if (storage == DType::c64)
+    return run(comm, part, dtype, static_cast<const std::complex<float>*>(a),
+               static_cast<const std::complex<float>*>(b), static_cast<const std::complex<float>*>(c), vectors, safety,
+               seed);
+  if (storage == DType::c128)
+    return run(comm, part, dtype, static_cast<const std::complex<double>*>(a),
+               static_cast<const std::complex<double>*>(b), static_cast<const std::complex<double>*>(c), vectors,
+               safety, seed);
   if (storage == DType::f32)
     return run(comm, part, dtype, static_cast<const float*>(a), static_cast<const float*>(b),
                static_cast<const float*>(c), vectors, safety, seed);

@@ -43,13 +43,13 @@ void Job::compute() {
 // leaves (OutputRoute::add_old_c); this scan reads every rank's slice of C_old's rows once more, up
 // front, so that all ranks refuse at the same step (not needed with --allow-nonfinite).
 void Job::scan_old_c() {
-  if (o_.beta == 0 || o_.allow_nonfinite) return;
+  if ((o_.beta == 0 && o_.beta_imag == 0) || o_.allow_nonfinite) return;
   comm_.step([&] { scan_old_c_ = job::scan_old_c(o_, rank_, comm_.size(), problem_); });
 }
 
 void Job::refuse_inputs() {
   std::vector<Scanned> scans{{"A", o_.a, tally_.a, plan_.k}, {"B", o_.b, tally_.b, plan_.n}};
-  if (o_.beta != 0) scans.push_back({"C_old", {o_.c, false}, scan_old_c_, plan_.n});
+  if (o_.beta != 0 || o_.beta_imag != 0) scans.push_back({"C_old", {o_.c, false}, scan_old_c_, plan_.n});
   refuse_nonfinite(comm_, scans, o_.allow_nonfinite);
 }
 

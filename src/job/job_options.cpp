@@ -44,8 +44,8 @@ io::DatasetRef reference(const std::string& text) {
 JobOptions job_options(const RunOptions& o) {
   JobOptions j;
   j.asked = asked_of(o);  // every word, shape and size checked against its row first
-  j.a = {reference(o.a), o.transpose_a || o.conjugate_a};
-  j.b = {reference(o.b), o.transpose_b || o.conjugate_b};
+  j.a = {reference(o.a), o.transpose_a || o.conjugate_a, o.conjugate_a};
+  j.b = {reference(o.b), o.transpose_b || o.conjugate_b, o.conjugate_b};
   j.c = reference(o.c);
   j.alpha = o.alpha, j.beta = o.beta;
   j.alpha_imag = o.alpha_imag, j.beta_imag = o.beta_imag;

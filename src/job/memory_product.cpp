@@ -294,7 +294,7 @@ report::JobReport multiply_in_memory(const JobOptions& o, const MemoryMatrix& a,
   me.active = true;
   me.block_row = me.block_col = 0;
   me.row_end = m, me.col_end = n;
-  me.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  me.flops = 2.0 * real_work(dtype) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   if (in_place) {
     const double t = now();
     const std::vector<backend::PhaseTime> phases = be->gemm_in_place(kernel, held);

@@ -23,6 +23,12 @@ io::Stored stored_of(const std::string& word) {
   return s;
 }
 
+DType computed_of(const std::string& word) {
+  DType t = DType::f64;
+  if (!parse_any_dtype(word, &t)) throw Error("rank 0's plan of C's route names no dtype");
+  return t;
+}
+
 std::uint64_t random_token() {
   std::random_device rd;
   return (std::uint64_t{rd()} << 32) ^ rd() ^
@@ -65,7 +71,7 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
               {"fence_inode", t.fence.inode},
               {"fence_stamp_at", t.fence.stamp_at},
               {"fence_stamp", t.fence.stamp},
-              {"computed", t.computed == DType::f32 ? "f32" : "f64"},
+              {"computed", dtype_word(t.computed)},
               {"stored", io::stored_word(t.stored)}};
     }
   });
@@ -98,7 +104,7 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
       plan["esize"],
       io::Fence{plan["fence"].get<std::string>(), plan["fence_inode"].get<std::uint64_t>(),
                 plan["fence_stamp_at"].get<std::int64_t>(), plan["fence_stamp"].get<std::uint64_t>()},
-      plan["computed"].get<std::string>() == "f32" ? DType::f32 : DType::f64,
+      computed_of(plan["computed"].get<std::string>()),
       stored_of(plan["stored"].get<std::string>())};
   bool sees = true;
   if (rank != kRoot) {
@@ -166,20 +172,20 @@ void OutputRoute::gather(const comm::Comm& comm, const partition::Partition& par
   const auto progress = progress_ ? progress_ : [](const std::string&) {};
   // Each rank compresses its own chunks where its block travels by host MPI and is C's own (no
   // beta C_old is added on rank 0).
-  const bool compressed_here = chunks_ && !transport.send && counted_.beta == 0;
+  const bool compressed_here = chunks_ && !transport.send && counted_.beta == 0.0;
   gather_and_write(comm, part, dtype_, c, spare.empty() ? nullptr : spare.data(), sink(), progress, phases, transport,
                    root_written, compressed_here ? &*chunks_ : nullptr);
 }
 
-void OutputRoute::add_old_c(const io::DatasetRef& old, double beta) {
+void OutputRoute::add_old_c(const io::DatasetRef& old, std::complex<double> beta) {
   counted_.old = old;
   counted_.beta = beta;
 }
 
 namespace {
-// out = c + beta old, elementwise over n elements of T.
-template <typename T>
-void add_scaled(const void* c, double beta, T* old, std::int64_t n) {
+// out = c + beta old, elementwise over n elements of T (float, double or a std::complex of them).
+template <typename T, typename B>
+void add_scaled(const void* c, B beta, T* old, std::int64_t n) {
   const auto* x = static_cast<const T*>(c);
   const auto b = static_cast<T>(beta);
   for (std::int64_t i = 0; i < n; ++i) old[i] = x[i] + b * old[i];
@@ -188,7 +194,7 @@ void add_scaled(const void* c, double beta, T* old, std::int64_t n) {
 
 void OutputRoute::Counted::write_block(std::int64_t row0, std::int64_t col0, std::int64_t rows, std::int64_t cols,
                                        const void* data) {
-  if (beta == 0 || rows == 0 || cols == 0) {
+  if (beta == 0.0 || rows == 0 || cols == 0) {
     inner->write_block(row0, col0, rows, cols, data);
   } else {
     // The old block, read just before this block of the temporary is written (the old dataset
@@ -202,9 +208,13 @@ void OutputRoute::Counted::write_block(std::int64_t row0, std::int64_t col0, std
       const auto* c = static_cast<const unsigned char*>(data) + static_cast<std::size_t>(r) * row_bytes;
       io::read_block(old, row0 + r, count, col0, cols, dtype, sum.data());
       if (dtype == DType::f32)
-        add_scaled(c, beta, reinterpret_cast<float*>(sum.data()), count * cols);
+        add_scaled(c, beta.real(), reinterpret_cast<float*>(sum.data()), count * cols);
+      else if (dtype == DType::f64)
+        add_scaled(c, beta.real(), reinterpret_cast<double*>(sum.data()), count * cols);
+      else if (dtype == DType::c64)
+        add_scaled(c, beta, reinterpret_cast<std::complex<float>*>(sum.data()), count * cols);
       else
-        add_scaled(c, beta, reinterpret_cast<double*>(sum.data()), count * cols);
+        add_scaled(c, beta, reinterpret_cast<std::complex<double>*>(sum.data()), count * cols);
       inner->write_block(row0 + r, col0, count, cols, sum.data());
     }
   }

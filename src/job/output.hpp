@@ -10,6 +10,7 @@
 //    ranks do not share the file (e.g. nodes without a common file system), where HDF5 writes the
 //    output itself (TESSERA_HDF5_DIRECT=0), or when asked for (--write gather).
 #include <atomic>
+#include <complex>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -54,7 +55,7 @@ class OutputRoute final : public algorithms::COut {
   // before it is written. One place for every algorithm and every way C leaves (streamed rows,
   // bands, a gather, a whole block); a block computed is never changed in memory (--verify checks
   // it, and a gather may send it from the GPU).
-  void add_old_c(const io::DatasetRef& old, double beta);
+  void add_old_c(const io::DatasetRef& old, std::complex<double> beta);
 
   // Collective: NaN and Inf in all of C as written, over every rank's writes (result on every
   // rank), for job/result.hpp's commit_result.
@@ -71,14 +72,14 @@ class OutputRoute final : public algorithms::COut {
     std::size_t esize = 0;
     DType dtype = DType::f64;
     std::atomic<std::int64_t> bytes{0};
-    double beta = 0;
-    io::DatasetRef old;  // with beta != 0
+    std::complex<double> beta = 0;  // complex for a complex C (a real C uses the real part)
+    io::DatasetRef old;             // with beta != 0
     void write_block(std::int64_t row0, std::int64_t col0, std::int64_t rows, std::int64_t cols,
                      const void* data) override;
     // Chunks compressed by the block's rank are C's own only where no beta C_old is added here.
     void write_block(std::int64_t row0, std::int64_t col0, std::int64_t rows, std::int64_t cols, const void* data,
                      const std::vector<io::CompressedChunk>& ready) override {
-      if (beta != 0 || ready.empty()) return write_block(row0, col0, rows, cols, data);
+      if (beta != 0.0 || ready.empty()) return write_block(row0, col0, rows, cols, data);
       inner->write_block(row0, col0, rows, cols, data, ready);
       bytes += rows * cols * static_cast<std::int64_t>(esize);
     }

@@ -19,12 +19,41 @@
 namespace tessera::job {
 
 DType pick_dtype(std::optional<DType> want, const io::DatasetInfo& a, const io::DatasetInfo& b) {
+  if (is_complex(a.natural) != is_complex(b.natural)) {
+    const bool a_complex = is_complex(a.natural);
+    throw InputError(
+        fmt::format("A is {} and B is {}: a product of a complex and a real matrix is not done; store "
+                    "the real one as complex ({} with a zero imaginary part)",
+                    a.stored_type, b.stored_type,
+                    dtype_name(real_of(a_complex ? a.natural : b.natural) == DType::f32 ? DType::c64 : DType::c128)));
+  }
+  if (is_complex(a.natural)) {  // --dtype names the precision of the parts
+    if (want) return real_of(*want) == DType::f32 ? DType::c64 : DType::c128;
+    return a.natural == DType::c64 && b.natural == DType::c64 ? DType::c64 : DType::c128;
+  }
   if (want) return *want;
   return a.natural == DType::f32 && b.natural == DType::f32 ? DType::f32 : DType::f64;
 }
 
+void refuse_complex_options(const JobOptions& o, DType dtype, const std::string& what) {
+  if (!is_complex(dtype) && (o.alpha_imag != 0 || o.beta_imag != 0))
+    throw InputError(
+        fmt::format("--alpha-imag {:g} / --beta-imag {:g}: a complex alpha or beta (an imaginary "
+                    "part) takes complex matrices, and {}",
+                    o.alpha_imag, o.beta_imag, what));
+  if (is_complex(dtype) && o.asked.kernel != "auto" && o.asked.kernel != "openblas" && o.asked.kernel != "cublas")
+    throw InputError("--kernel " + o.asked.kernel + ": a complex product runs through the BLAS's complex GEMM (" +
+                     "openblas on the CPU, cublas on a GPU); use --kernel auto");
+}
+
 io::Stored stored_for(const std::string& c_dtype, const Shapes& s, DType computed) {
   io::Stored stored = io::Stored::same;
+  if (is_complex(computed)) {  // C stored as computed
+    if (!c_dtype.empty() && c_dtype != "auto")
+      throw InputError("--c-dtype " + c_dtype + " converts a real C; a complex C is stored as computed (" +
+                       dtype_name(computed) + "): leave --c-dtype auto");
+    return stored;
+  }
   if (c_dtype.empty() || c_dtype == "auto") {
     // Half-precision inputs give a half-precision C (half the bytes written), as numpy would.
     if (s.a.stored_type == s.b.stored_type && s.a.stored_type == "float16") stored = io::Stored::f16;
@@ -79,7 +108,7 @@ Shapes inspect_shapes(const JobOptions& o) {
 }
 
 void check_old_c(const JobOptions& o, std::int64_t m, std::int64_t n) {
-  if (o.beta == 0) return;
+  if (o.beta == 0 && o.beta_imag == 0) return;
   const io::DatasetRef& cref = o.c;
   const std::string why =
       fmt::format("--beta {:g} adds beta times the existing C '{}' to the product", o.beta, cref.text());
@@ -105,7 +134,8 @@ void check_c_window(const JobOptions& o, const Shapes& s) {
 }
 
 Plan Plan::make(const JobOptions& o, int nranks) {
-  for (const auto& [name, v] : {std::pair{"--alpha", o.alpha}, std::pair{"--beta", o.beta}})
+  for (const auto& [name, v] : {std::pair{"--alpha", o.alpha}, std::pair{"--beta", o.beta},
+                                std::pair{"--alpha-imag", o.alpha_imag}, std::pair{"--beta-imag", o.beta_imag}})
     if (!std::isfinite(v)) throw InputError(fmt::format("{} must be a finite number (got {})", name, v));
   const Shapes s = inspect_shapes(o);
   check_c_window(o, s);
@@ -116,6 +146,7 @@ Plan Plan::make(const JobOptions& o, int nranks) {
   plan.k = s.k;
   plan.matrices = s.matrices;
   plan.dtype = pick_dtype(o.asked.dtype, s.a, s.b);
+  refuse_complex_options(o, plan.dtype, "A is " + s.a.stored_type + ", B " + s.b.stored_type);
   plan.stored = stored_for(o.c_dtype, s, plan.dtype);
   plan.grid = o.asked.grid.value_or(partition::choose_grid(plan.m, plan.n, plan.k, nranks));
   partition::Partition check(plan.m, plan.n, plan.k, nranks, plan.grid);  // validates the grid
@@ -126,7 +157,7 @@ nlohmann::json Plan::to_json() const {
   return {{"m", m},
           {"n", n},
           {"k", k},
-          {"dtype", dtype == DType::f32 ? "f32" : "f64"},
+          {"dtype", dtype_word(dtype)},
           {"stored", io::stored_word(stored)},
           {"grid", {grid.rows, grid.cols}}};
 }
@@ -136,7 +167,7 @@ Plan Plan::from_json(const nlohmann::json& j) {
   p.m = j.at("m").get<std::int64_t>();
   p.n = j.at("n").get<std::int64_t>();
   p.k = j.at("k").get<std::int64_t>();
-  if (!parse_dtype(j.at("dtype").get<std::string>(), &p.dtype)) throw Error("a plan names no dtype");
+  if (!parse_any_dtype(j.at("dtype").get<std::string>(), &p.dtype)) throw Error("a plan names no dtype");
   if (!io::parse_stored(j.at("stored").get<std::string>(), &p.stored)) throw Error("a plan names no stored type");
   p.grid = {j.at("grid").at(0).get<int>(), j.at("grid").at(1).get<int>()};
   return p;

@@ -61,6 +61,10 @@ void check_old_c(const JobOptions& o, std::int64_t m, std::int64_t n);
 // --dtype `want` (nullopt: auto) for inputs described by `a` and `b`: auto is f32 when both are
 // float32, else f64.
 DType pick_dtype(std::optional<DType> want, const io::DatasetInfo& a, const io::DatasetInfo& b);
+// What a product of `dtype` refuses of `o`: a complex alpha or beta for real data (`what` names
+// the data: "A is float64, B float64"), a kernel other than the BLAS's for complex data. Throws
+// InputError.
+void refuse_complex_options(const JobOptions& o, DType dtype, const std::string& what);
 
 // What the ranks would have, as the process running the dry run sees it, one GPU per rank
 // (a run agrees on its own: job/environment.hpp).

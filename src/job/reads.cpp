@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <complex>
 #include <vector>
 
 #include "io/hdf5_io.hpp"
@@ -15,15 +16,26 @@ namespace tessera::job {
 
 namespace {
 
-// x *= factor over `count` elements of `dtype`.
-void scale(void* data, DType dtype, std::int64_t count, double factor) {
-  if (dtype == DType::f32) {
+template <typename R>
+void scale_complex(void* data, std::int64_t count, std::complex<double> factor) {
+  auto* x = static_cast<std::complex<R>*>(data);
+  const auto f = static_cast<std::complex<R>>(factor);
+  for (std::int64_t i = 0; i < count; ++i) x[i] *= f;
+}
+
+// x *= factor over `count` elements of `dtype` (a real dtype: the factor's real part).
+void scale(void* data, DType dtype, std::int64_t count, std::complex<double> factor) {
+  if (dtype == DType::c64) {
+    scale_complex<float>(data, count, factor);
+  } else if (dtype == DType::c128) {
+    scale_complex<double>(data, count, factor);
+  } else if (dtype == DType::f32) {
     auto* x = static_cast<float*>(data);
-    const auto f = static_cast<float>(factor);
+    const auto f = static_cast<float>(factor.real());
     for (std::int64_t i = 0; i < count; ++i) x[i] *= f;
   } else {
     auto* x = static_cast<double*>(data);
-    for (std::int64_t i = 0; i < count; ++i) x[i] *= factor;
+    for (std::int64_t i = 0; i < count; ++i) x[i] *= factor.real();
   }
 }
 
@@ -41,13 +53,13 @@ algorithms::StagedReads rank_reads(const JobOptions& o, const algorithms::Share&
     if (s->count_a) tally.a.merge(scan_nonfinite(into, dtype, rows, cols, s->a_rows.begin + row0, s->a_cols.begin, k));
     tally.seconds += MPI_Wtime() - t;
   };
-  reads.b = [s, &tally, dtype, n = p.n, alpha = o.alpha, op = o.b](std::int64_t row0, std::int64_t rows,
-                                                                            void* into) {
+  reads.b = [s, &tally, dtype, n = p.n, alpha = std::complex<double>(o.alpha, o.alpha_imag), op = o.b](
+                std::int64_t row0, std::int64_t rows, void* into) {
     const double t = MPI_Wtime();
     const std::int64_t cols = s->b_cols.size();
     io::read_operand_block(op, s->b_rows.begin + row0, rows, s->b_cols.begin, cols, dtype, into);
     if (s->count_b) tally.b.merge(scan_nonfinite(into, dtype, rows, cols, s->b_rows.begin + row0, s->b_cols.begin, n));
-    if (alpha != 1) scale(into, dtype, rows * cols, alpha);  // B's block is the smaller
+    if (alpha != 1.0) scale(into, dtype, rows * cols, alpha);  // B's block is the smaller
     tally.seconds += MPI_Wtime() - t;
   };
   return reads;

@@ -16,13 +16,13 @@ void check_repeat_options(const RunOptions& o) {
   if (o.repeat < 1) throw InputError(fmt::format("--repeat {} is not a run count: it must be at least 1", o.repeat));
   if (o.warmup && *o.warmup < 0)
     throw InputError(fmt::format("--warmup {} is not a run count: it must be 0 or more", *o.warmup));
-  if (o.repeat > 1 && o.beta != 0)
+  if (o.repeat > 1 && (o.beta != 0 || o.beta_imag != 0))
     throw InputError(fmt::format(
         "--repeat {} with --beta {:g}: each run would add beta times the C that the run before it wrote, so no two "
         "runs would compute the same C; repeat with --beta 0",
         o.repeat, o.beta));
   // A warm-up commits C too, so the counted run would add beta times the warm-up's C, not C_old.
-  if (warmup_of(o) > 0 && o.beta != 0)
+  if (warmup_of(o) > 0 && (o.beta != 0 || o.beta_imag != 0))
     throw InputError(fmt::format(
         "--warmup {} with --beta {:g}: each warm-up run commits C, so the run after it would add beta times the C "
         "that the warm-up wrote, not the C given; use --warmup 0 with --beta",

@@ -239,7 +239,7 @@ void Job::bound_waits(double predicted_seconds) const {
 
 // 2. The backend, the algorithm's check that the plan holds, host memory refused up front.
 void Job::start() {
-  if (o_.beta != 0) route_->add_old_c(o_.c, o_.beta);  // as each block of C leaves
+  if (o_.beta != 0 || o_.beta_imag != 0) route_->add_old_c(o_.c, {o_.beta, o_.beta_imag});  // as each block of C leaves
   job_.write = route_->description();
   bool show_progress = o_.progress.value_or(false);
   if (!o_.progress && rank_ == kRoot) show_progress = job_.predicted["seconds"].get<double>() > 5;

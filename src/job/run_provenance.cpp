@@ -29,7 +29,7 @@ report::InputRecord input_record(const std::string& role, const io::DatasetRef& 
 
 std::vector<report::InputRecord> input_records(const JobOptions& o) {
   std::vector<report::InputRecord> inputs = {input_record("a", o.a.ref), input_record("b", o.b.ref)};
-  if (o.beta != 0) inputs.push_back(input_record("c", o.c));
+  if (o.beta != 0 || o.beta_imag != 0) inputs.push_back(input_record("c", o.c));
   return inputs;
 }
 

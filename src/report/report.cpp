@@ -40,7 +40,8 @@ double RankRecord::write_gbps() const {
 }
 
 double JobReport::total_flops() const {
-  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const double per = dtype == "complex64" || dtype == "complex128" ? 8.0 : 2.0;  // a complex multiply-add: 4 real
+  return per * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
 }
 double JobReport::max_compute_seconds() const {
   double mx = 0;
