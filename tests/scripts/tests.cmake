@@ -372,11 +372,12 @@ add_mpi_test(half.float16.gzip.f64.np2 2 half_inputs.py --layout gzip --dtype f6
 add_mpi_test(half.bfloat16.np2 2 half_inputs.py --store bfloat16)
 add_mpi_test(half.bfloat16.gzip.np3 3 half_inputs.py --store bfloat16 --layout gzip)
 # Complex datasets as h5py stores them (issue 43 item 2; complex_run.py): every op (N, T, H),
-# complex alpha and beta, every algorithm, in place / gathered / compressed C, a window of C; the
+# complex alpha and beta, every algorithm, in place / gathered / compressed C, a window of C, 1-4 ranks; the
 # refusals (real with complex, a complex alpha on real data, --c-dtype, an own kernel).
 add_mpi_test(complex.run.c128.np1 1 complex_run.py)
 add_mpi_test(complex.run.c64.np2 2 complex_run.py --store complex64)
 add_mpi_test(complex.run.c128.np3 3 complex_run.py)
+add_mpi_test(complex.run.c64.np4 4 complex_run.py --store complex64)
 add_mpi_test(complex.refusals.np2 2 complex_run.py --case refusals)
 add_mpi_test(complex.run.cuda.c64.np1 1 complex_run.py --store complex64 --backend cuda --need-gpus 1)
 # C stored as float16 / bfloat16 (--c-dtype; half_output.py): bit-exact against numpy's rounding of
