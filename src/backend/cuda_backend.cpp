@@ -113,11 +113,7 @@ class CudaBackend final : public Backend {
 
   std::unique_ptr<PanelProduct> panel_product(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
                                               std::int64_t max_w, void* host_c, bool host_staging) override {
-    if (is_complex(dtype))
-      throw InputError(std::string("summa's panels of a ") + dtype_name(dtype) +
-                       " product on a GPU are not done yet: use --algorithm panels or ksplit with --comm host, or "
-                       "--backend cpu");
-    ready(kernel, kernels::GpuGemm{dtype, m, n, max_w});
+    ready(kernel, kernels::GpuGemm{real_of(dtype), m, n, max_w});  // a complex one: cuBLAS's (the kernel)
     return make_cuda_panel_product(gpu_, kernel, dtype, m, n, max_w, host_c, memory_budget(limit_), host_staging);
   }
 

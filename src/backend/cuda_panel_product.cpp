@@ -1,7 +1,6 @@
-// A C block summed over panels of K on one GPU (backend.hpp's PanelProduct): C stays on the device; panels arrive on a copy
-// stream into two slots and multiply on a compute stream, ordered by a DoubleBuffer without the
-// host waiting: a slot's copies wait for the multiply that last read it, a multiply waits for its
-// slot's copies.
+// A C block summed over panels of K on one GPU (backend.hpp's PanelProduct): C stays on the device; panels arrive on a
+// copy stream into two slots and multiply on a compute stream, ordered by a DoubleBuffer without the host waiting: a
+// slot's copies wait for the multiply that last read it, a multiply waits for its slot's copies.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -75,6 +74,18 @@ class CudaPanelProduct final : public PanelProduct {
   }
   void multiply(int slot, std::int64_t w) override {
     CUDA_CHECK(cudaSetDevice(gpu_.device));
+    if (is_complex(dtype_)) {  // cuBLAS's complex GEMM adds the panels' product to C (beta 1)
+      kernels::GpuComplexGemm g;
+      g.dtype = dtype_, g.m = m_, g.n = n_, g.k = w;
+      g.a = dev_[slot][kA].get(), g.lda = std::max<std::int64_t>(w, 1);
+      g.b = dev_[slot][kB].get(), g.ldb = std::max<std::int64_t>(n_, 1);
+      g.c = c_.get(), g.ldc = std::max<std::int64_t>(n_, 1);
+      g.beta[0] = 1;
+      g.stream = compute_.get();
+      slots_.use(slot, compute_.get(),
+                 [&] { steps_.time(kernel_s_, compute_.get(), [&] { kernels::gpu_complex_gemm(g, gpu_.context); }); });
+      return;
+    }
     kernels::GpuGemm g{dtype_, m_, n_, w, dev_[slot][kA].get(), dev_[slot][kB].get(), c_.get(), compute_.get()};
     g.accumulate = true;
     slots_.use(slot, compute_.get(),

@@ -80,8 +80,7 @@ if args.case == "products":
     run_case("A^H B (conjugate of A^T stored)", ["--a", IN + ":/At", "--conjugate-a"], A.conj() @ B)
     run_case("alpha A B", ["--a", IN + ":/A", "--alpha", "0.5", "--alpha-imag", "-2"], (0.5 - 2j) * (A @ B),
              scale=abs(0.5 - 2j))
-    # (summa's panels of a complex product on a GPU are not done: refused, naming what to use)
-    for algorithm in ("panels", "summa", "ksplit") if args.backend == "cpu" else ("panels", "ksplit"):
+    for algorithm in ("panels", "summa", "ksplit"):
         run_case(f"A B, {algorithm}", ["--a", IN + ":/A", "--algorithm", algorithm], A @ B)
     run_case("A B, gathered", ["--a", IN + ":/A", "--write", "gather"], A @ B)
     # --verify: Freivalds' check in complex arithmetic before C is committed.
