@@ -30,15 +30,24 @@ job::Product product_of(const toml::table& t, const std::string& path, int index
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
       errors.push_back(where + ": " + not_one_of(k, keys));
     } else if (k == "a" || k == "b" || k == "c") {
-      if (!value.is_string()) errors.push_back(where + ": expected FILE:/DATASET as a string");
-      else (k == "a" ? p.a : k == "b" ? p.b : p.c) = value.as_string()->get();
-    } else if (k == "transpose-a" || k == "transpose-b") {
-      if (!value.is_boolean()) errors.push_back(where + ": expected true or false");
-      else (k == "transpose-a" ? p.transpose_a : p.transpose_b) = value.as_boolean()->get();
+      if (!value.is_string())
+        errors.push_back(where + ": expected FILE:/DATASET as a string");
+      else
+        (k == "a" ? p.a : k == "b" ? p.b : p.c) = value.as_string()->get();
+    } else if (k == "transpose-a" || k == "transpose-b" || k == "conjugate-a" || k == "conjugate-b") {
+      if (!value.is_boolean())
+        errors.push_back(where + ": expected true or false");
+      else
+        (k == "transpose-a"   ? p.transpose_a
+         : k == "transpose-b" ? p.transpose_b
+         : k == "conjugate-a" ? p.conjugate_a
+                              : p.conjugate_b) = value.as_boolean()->get();
     } else {
       const auto number = value.value<double>();
-      if (!number || !std::isfinite(*number)) errors.push_back(where + ": expected a finite number");
-      else (k == "alpha" ? p.alpha : p.beta) = *number;
+      if (!number || !std::isfinite(*number))
+        errors.push_back(where + ": expected a finite number");
+      else
+        (k == "alpha" ? p.alpha : k == "beta" ? p.beta : k == "alpha-imag" ? p.alpha_imag : p.beta_imag) = *number;
     }
   }
   for (const auto& [k, v] : {std::pair{"a", &p.a}, {"b", &p.b}, {"c", &p.c}})
@@ -58,7 +67,8 @@ std::vector<job::Product> read_manifest(const std::string& path) {
     const toml::array* list = value.as_array();
     if (k != "product" || list == nullptr || !list->is_array_of_tables()) {
       errors.push_back(at(path, key.source()) + ": '" + k +
-                       "': a manifest holds [[product]] tables only (a, b, c; transpose-a, transpose-b, alpha, beta)");
+                       "': a manifest holds [[product]] tables only (a, b, c; transpose-a, transpose-b, alpha, beta; "
+                       "conjugate-a, conjugate-b, alpha-imag, beta-imag)");
       continue;
     }
     for (const toml::node& node : *list)

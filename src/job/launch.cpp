@@ -19,9 +19,9 @@
 #include "job/job.hpp"
 #include "job/job_paths.hpp"
 #include "job/repeats.hpp"
+#include "job/result.hpp"
 #include "report/products.hpp"
 #include "report/provenance.hpp"
-#include "job/result.hpp"
 
 namespace tessera::job {
 
@@ -62,6 +62,10 @@ RunOptions product_options(const RunOptions& o, const Product& p) {
   if (p.transpose_b) po.transpose_b = *p.transpose_b;
   if (p.alpha) po.alpha = *p.alpha;
   if (p.beta) po.beta = *p.beta;
+  if (p.conjugate_a) po.conjugate_a = *p.conjugate_a;
+  if (p.conjugate_b) po.conjugate_b = *p.conjugate_b;
+  if (p.alpha_imag) po.alpha_imag = *p.alpha_imag;
+  if (p.beta_imag) po.beta_imag = *p.beta_imag;
   po.listed.clear();  // (the manifest stays: a file the products only read)
   return po;
 }
@@ -106,8 +110,8 @@ std::vector<Product> list_products(const RunOptions& o, const comm::Comm& comm,
   std::string rest = "; " + std::to_string(r.committed()) + " product(s) committed";
   if (failed > 1) rest = "; " + std::to_string(failed) + " products failed (see the report)" + rest;
   if (static_cast<int>(r.products.size()) < r.listed)
-    rest += ", " + std::to_string(r.listed - static_cast<int>(r.products.size())) +
-            " not started (--keep-going runs them)";
+    rest +=
+        ", " + std::to_string(r.listed - static_cast<int>(r.products.size())) + " not started (--keep-going runs them)";
   if (verification) throw VerificationFailed(named + rest);
   throw comm::JobError(named + rest, origin);
 }

@@ -18,6 +18,10 @@ nlohmann::json Product::to_json() const {
   if (transpose_b) j["transpose-b"] = *transpose_b;
   if (alpha) j["alpha"] = *alpha;
   if (beta) j["beta"] = *beta;
+  if (conjugate_a) j["conjugate-a"] = *conjugate_a;
+  if (conjugate_b) j["conjugate-b"] = *conjugate_b;
+  if (alpha_imag) j["alpha-imag"] = *alpha_imag;
+  if (beta_imag) j["beta-imag"] = *beta_imag;
   return j;
 }
 
@@ -27,11 +31,17 @@ Product Product::from_json(const nlohmann::json& j) {
   if (j.contains("transpose-b")) p.transpose_b = j["transpose-b"].get<bool>();
   if (j.contains("alpha")) p.alpha = j["alpha"].get<double>();
   if (j.contains("beta")) p.beta = j["beta"].get<double>();
+  if (j.contains("conjugate-a")) p.conjugate_a = j["conjugate-a"].get<bool>();
+  if (j.contains("conjugate-b")) p.conjugate_b = j["conjugate-b"].get<bool>();
+  if (j.contains("alpha-imag")) p.alpha_imag = j["alpha-imag"].get<double>();
+  if (j.contains("beta-imag")) p.beta_imag = j["beta-imag"].get<double>();
   return p;
 }
 
 const std::vector<std::string>& manifest_keys() {
-  static const std::vector<std::string> keys = {"a", "b", "c", "transpose-a", "transpose-b", "alpha", "beta"};
+  static const std::vector<std::string> keys = {"a",           "b",          "c",        "transpose-a",
+                                                "transpose-b", "alpha",      "beta",     "conjugate-a",
+                                                "conjugate-b", "alpha-imag", "beta-imag"};
   return keys;
 }
 

@@ -19,6 +19,8 @@ struct Product {
   // A manifest's values for this product; unset: the launch's (--transpose-a, --alpha, ...).
   std::optional<bool> transpose_a, transpose_b;
   std::optional<double> alpha, beta;
+  std::optional<bool> conjugate_a, conjugate_b;  // complex data: op(X) = X^H
+  std::optional<double> alpha_imag, beta_imag;   // complex data: the scalars' imaginary parts
 
   nlohmann::json to_json() const;
   static Product from_json(const nlohmann::json& j);

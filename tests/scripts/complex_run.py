@@ -126,6 +126,24 @@ if args.case == "products":
     check(np.array_equal(kept, rest), "the window's outside is unchanged")
     check_c(got[5:42, 4:35], A @ B - whole[5:42, 4:35].astype(np.complex128), "A B - C_old into a window",
             extra=np.abs(whole[5:42, 4:35].astype(np.complex128)))
+    # A manifest: per-product conjugation and complex alpha, one launch.
+    with open(r.path("m.toml"), "w") as fh:
+        fh.write(f'''[[product]]
+a = "{IN}:/At"
+b = "{IN}:/B"
+c = "{r.path('m.h5')}:/P1"
+conjugate-a = true
+[[product]]
+a = "{IN}:/A"
+b = "{IN}:/B"
+c = "{r.path('m.h5')}:/P2"
+alpha = 0
+alpha-imag = 1
+''')
+    r.run(["run", "--manifest", r.path("m.toml"), "-q"] + BACKEND)
+    with h5py.File(r.path("m.h5"), "r") as f:
+        check_c(f["P1"][...], A.conj() @ B, "manifest product 1, conjugate-a")
+        check_c(f["P2"][...], 1j * (A @ B), "manifest product 2, alpha-imag")
     # The report counts a complex multiply-add as 8 flops.
     res = r.run(["run", "--a", IN + ":/A", "--b", IN + ":/B", "--c", r.path("rep.h5") + ":/C", *BACKEND,
                  "-q", "--report", r.path("report.json")])
