@@ -251,6 +251,13 @@ Setting KSplitAlgorithm::settle(const Asked& asked, const Problem& p, const Envi
   const Share first = share(p, 0);
   Setting s = common_setting(asked, p, env, first.gemm_m, first.gemm_n, first.gemm_k);
   s.comm = comm::choose_reduce_path(asked.comm, env.nccl_usable(p.ranks));
+  if (is_complex(p.dtype) && s.comm == comm::Path::nccl) {  // (a product kept on the GPU takes real dtypes)
+    if (asked.comm == comm::Path::nccl)
+      throw InputError(
+          "--comm nccl: ksplit's sum of complex partial products on the GPUs is not done yet; use "
+          "--comm host (or auto) or --algorithm panels");
+    s.comm = comm::Path::host;  // complex partials are summed on the host
+  }
   s.alone = p.ranks == 1;
   s.bands = s.in_place_write ? choose_bands(p, s, m, asked.bands) : 1;
   return s;
@@ -271,7 +278,8 @@ void KSplitAlgorithm::start(RankRun& run) {
     run.me.warnings.push_back(shared + " (fewer GPUs than ranks); ksplit sums their partial products on the host");
   const bool device_sum = s.comm == comm::Path::nccl;
   if (!s.alone && device_sum) note_nccl_transport(comm, run.be.device_id(), run.job, run.me);
-  if (!device_sum && s.gpu && run.asked.comm != comm::Path::host && comm.rank() == kRoot)
+  if (!device_sum && s.gpu && run.asked.comm != comm::Path::host && !is_complex(run.problem.dtype) &&
+      comm.rank() == kRoot)
     run.me.warnings.push_back(
         "ksplit: built without NCCL, so partial products are summed on the host with MPI after D2H (correct, slower)");
   run.job.write = run.out.in_place() ? "in place (every rank writes its rows of C, summed by reduce-scatter)"

@@ -134,7 +134,7 @@ class CudaBackend final : public Backend {
     if (is_complex(p.dtype))
       throw InputError(std::string("a ") + dtype_name(p.dtype) +
                        " product kept on the GPU (ksplit over NCCL) is not done yet: use --comm host or "
-                       "--algorithm panels");
+                       "--algorithm panels");  // (ksplit's settle sums complex partials on the host)
     ready(kernel, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
     if (p.k > 0 && (!p.a || !p.b)) throw InputError("cuda backend: GEMM without host buffers for A or B");
     return gemm_kept_on_device(gpu_, kernel, p);
