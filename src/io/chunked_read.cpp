@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "io/direct_io.hpp"
 #include "io/hdf5_library.hpp"
+#include "io/stored_type.hpp"
 
 #ifdef TESSERA_HAVE_LIBDEFLATE
 #include <libdeflate.h>
@@ -37,13 +38,15 @@ struct Id {
   }
 };
 
-// Stored as native float32 or float64 (same byte order as this machine): bytes per element, or 0.
-std::size_t native_float_size(hid_t dset) {
+// Stored as native float32 or float64 (same byte order as this machine), or as a half type this
+// reader widens itself (`half`, stored_type.hpp): bytes per element, or 0.
+std::size_t native_float_size(hid_t dset, Stored* half) {
   const Id type{H5Dget_type(dset), H5Tclose};
   if (type.id < 0) return 0;
   if (H5Tequal(type.id, H5T_NATIVE_FLOAT) > 0) return 4;
   if (H5Tequal(type.id, H5T_NATIVE_DOUBLE) > 0) return 8;
-  return 0;
+  *half = half_file_type(type.id);
+  return *half == Stored::same ? 0 : 2;
 }
 
 enum class Filter { deflate, shuffle };
@@ -52,7 +55,8 @@ enum class Filter { deflate, shuffle };
 struct Layout {
   std::int64_t rows = 0, cols = 0;
   std::int64_t chunk_rows = 0, chunk_cols = 0;
-  std::size_t stored_size = 4;  // bytes per stored element (4: float32, 8: float64)
+  std::size_t stored_size = 4;  // bytes per stored element (4: float32, 8: float64, 2: `half`)
+  Stored half = Stored::same;   // f16 or bf16 where stored_size is 2
   std::vector<Filter> filters;  // in the order HDF5 applied them when writing
   std::size_t raw_bytes() const { return static_cast<std::size_t>(chunk_rows * chunk_cols) * stored_size; }
 };
@@ -172,7 +176,7 @@ class Inflater {
 
 // Copies the part of a decoded chunk (chunk_rows x chunk_cols of `stored` bytes, at (r0, c0) of
 // the dataset) that lies in the requested block into `out`, converting float32 to float64 where
-// asked.
+// asked, and widening a half type.
 void place(const Layout& p, const RawChunk& ch, const unsigned char* chunk, std::int64_t row0, std::int64_t nrows,
            std::int64_t col0, std::int64_t ncols, DType as, unsigned char* out) {
   const std::int64_t r_begin = std::max(ch.row0, row0), r_end = std::min(ch.row0 + p.chunk_rows, row0 + nrows);
@@ -183,7 +187,14 @@ void place(const Layout& p, const RawChunk& ch, const unsigned char* chunk, std:
     const unsigned char* src =
         chunk + static_cast<std::size_t>((r - ch.row0) * p.chunk_cols + (c_begin - ch.col0)) * p.stored_size;
     unsigned char* dst = out + static_cast<std::size_t>((r - row0) * ncols + (c_begin - col0)) * out_size;
-    if (p.stored_size == out_size) {
+    if (p.stored_size == 2) {
+      std::uint16_t stored[256];
+      for (std::size_t i = 0; i < width; i += 256) {
+        const std::size_t n = std::min<std::size_t>(256, width - i);
+        std::memcpy(stored, src + 2 * i, 2 * n);
+        widen_half(stored, n, p.half, as, dst + i * out_size);
+      }
+    } else if (p.stored_size == out_size) {
       std::memcpy(dst, src, width * out_size);
     } else if (p.stored_size == 4) {  // float32 stored, float64 wanted
       for (std::size_t i = 0; i < width; ++i) {
@@ -208,7 +219,7 @@ std::optional<Layout> layout_of(hid_t dset) {
   const Id dcpl{H5Dget_create_plist(dset), H5Pclose};
   if (dcpl.id < 0 || H5Pget_layout(dcpl.id) != H5D_CHUNKED || H5Pget_external_count(dcpl.id) != 0) return {};
   Layout l;
-  l.stored_size = native_float_size(dset);
+  l.stored_size = native_float_size(dset, &l.half);
   if (l.stored_size == 0 || !known_filters(dcpl.id, l.stored_size, l.filters)) return {};
   // Unfiltered chunks are left to HDF5: it reads them by address at the chunk's nominal size, but
   // H5Dread_chunk reads the length the chunk index records, which HDF5 1.10 does not check against

@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/log.hpp"
@@ -17,6 +19,7 @@
 #include "io/hdf5_io.hpp"
 #include "io/hdf5_library.hpp"
 #include "io/hdf5_open.hpp"
+#include "io/stored_type.hpp"
 
 namespace tessera::io {
 
@@ -93,8 +96,9 @@ namespace {
 
 // Where a dataset's elements lie in its file when they can be read without HDF5: contiguous
 // storage, allocated, no filters or external files, stored exactly in the type asked for (so
-// no conversion), and a plain POSIX file (sec2 driver, no user block). -1 otherwise.
-std::int64_t direct_offset(const OpenDataset& od, DType as) {
+// no conversion) or as a half type this reader widens itself (`half`: stored_type.hpp), and a
+// plain POSIX file (sec2 driver, no user block). -1 otherwise.
+std::int64_t direct_offset(const OpenDataset& od, DType as, Stored* half) {
   if (!direct_io_enabled()) return -1;
   const hid_t dset = od.dataset.get();
   Handle dcpl = own_plist(H5Dget_create_plist(dset));
@@ -102,11 +106,12 @@ std::int64_t direct_offset(const OpenDataset& od, DType as) {
   Handle fapl = own_plist(H5Fget_access_plist(od.file.get()));
   Handle fcpl = own_plist(H5Fget_create_plist(od.file.get()));
   hsize_t userblock = 0;
-  const bool plain = dcpl.valid() && ftype.valid() && fapl.valid() && fcpl.valid() &&
-                     H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS && H5Pget_nfilters(dcpl.get()) == 0 &&
-                     H5Pget_external_count(dcpl.get()) == 0 && H5Tequal(ftype.get(), native_type(as)) > 0 &&
-                     H5Pget_driver(fapl.get()) == H5FD_SEC2 && H5Pget_userblock(fcpl.get(), &userblock) >= 0 &&
-                     userblock == 0;
+  *half = ftype.valid() && !is_complex(as) ? half_file_type(ftype.get()) : Stored::same;
+  const bool plain =
+      dcpl.valid() && ftype.valid() && fapl.valid() && fcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS &&
+      H5Pget_nfilters(dcpl.get()) == 0 && H5Pget_external_count(dcpl.get()) == 0 &&
+      (H5Tequal(ftype.get(), native_type(as)) > 0 || *half != Stored::same) && H5Pget_driver(fapl.get()) == H5FD_SEC2 &&
+      H5Pget_userblock(fcpl.get(), &userblock) >= 0 && userblock == 0;
   // The dataset must live in the file that was named, not behind an external link in another.
   bool same_file = false;
   if (plain) {
@@ -136,11 +141,27 @@ void read_direct(const std::string& path, std::int64_t base, std::int64_t cols, 
                   (rc > 0 ? std::string(std::strerror(rc)) : std::string("the file ends early (truncated?)")));
 }
 
+// The half-typed block: pread a band of rows at a time as stored, then widen it into `out`.
+void read_direct_half(const std::string& path, std::int64_t base, std::int64_t cols, std::int64_t row0,
+                      std::int64_t nrows, std::int64_t col0, std::int64_t ncols, Stored half, DType as, void* out) {
+  constexpr std::int64_t kBandBytes = 8 << 20;
+  const std::int64_t band = std::max<std::int64_t>(1, kBandBytes / (2 * ncols));
+  std::vector<std::uint16_t> stored(static_cast<std::size_t>(std::min(band, nrows) * ncols));
+  auto* dst = static_cast<unsigned char*>(out);
+  for (std::int64_t r = 0; r < nrows; r += band) {
+    const std::int64_t rows = std::min(band, nrows - r);
+    read_direct(path, base, cols, row0 + r, rows, col0, ncols, 2, stored.data());
+    widen_half(stored.data(), static_cast<std::size_t>(rows * ncols), half, as,
+               dst + static_cast<std::size_t>(r * ncols) * dtype_size(as));
+  }
+}
+
 }  // namespace
 
 void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, std::int64_t col0, std::int64_t ncols,
                 DType as, void* out) {
   std::int64_t base = -1, file_cols = 0;
+  Stored half = Stored::same;
   {
     const std::lock_guard<std::mutex> hold(hdf5::lock());
     OpenDataset od = open_matrix(ref);  // (opening switches off this thread's error printing)
@@ -151,7 +172,7 @@ void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, st
     col0 += od.info.col0;
     if (nrows == 0 || ncols == 0) return;
     if (out == nullptr) throw std::invalid_argument("read_block: null output buffer");
-    base = direct_offset(od, as);
+    base = direct_offset(od, as, &half);
     file_cols = od.info.stored_cols;
     // A matrix of a 3-D dataset: its own rows, after those of the matrices before it (a stack of
     // them is read as the one matrix it is in a contiguous file).
@@ -175,7 +196,10 @@ void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, st
       return;
     }
   }
-  read_direct(ref.file, base, file_cols, row0, nrows, col0, ncols, dtype_size(as), out);
+  if (half != Stored::same)
+    read_direct_half(ref.file, base, file_cols, row0, nrows, col0, ncols, half, as, out);
+  else
+    read_direct(ref.file, base, file_cols, row0, nrows, col0, ncols, dtype_size(as), out);
 }
 
 }  // namespace tessera::io

@@ -143,3 +143,54 @@ TEST_CASE("a block converted to float16 is to_f16 of each element, whatever path
   CHECK(expected_overflow > 1);  // 2^17-scaled values overflow too
   CHECK(overflow.count == static_cast<double>(expected_overflow));
 }
+
+TEST_CASE("half data is widened as HDF5 would, and only h5py's float16 and tessera's bfloat16 are", "[io][stored]") {
+  // Every bit pattern, in a block whose length is not a multiple of eight (the F16C path's tail),
+  // widened to float32 and float64 against HDF5's own conversion of the same bits.
+  for (const Stored s : {Stored::f16, Stored::bf16}) {
+    std::vector<std::uint16_t> bits(0x10000u + 3);
+    for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = static_cast<std::uint16_t>(i * 40503u);
+    std::vector<float> f(bits.size());
+    std::vector<double> d(bits.size());
+    io::widen_half(bits.data(), bits.size(), s, DType::f32, f.data());
+    io::widen_half(bits.data(), bits.size(), s, DType::f64, d.data());
+    const hid_t t = io::stored_file_type(s, DType::f32);
+    REQUIRE(t >= 0);
+    CHECK(io::half_file_type(t) == s);
+    std::vector<float> converted(bits.size());
+    for (std::size_t i = 0; i < bits.size(); ++i) {
+      std::uint16_t one[2] = {bits[i], 0};
+      REQUIRE(H5Tconvert(t, H5T_NATIVE_FLOAT, 1, one, nullptr, H5P_DEFAULT) >= 0);
+      std::memcpy(&converted[i], one, sizeof(float));
+    }
+    H5Tclose(t);
+    for (std::size_t i = 0; i < bits.size(); ++i) {
+      const float want = s == Stored::f16 ? io::from_f16(bits[i]) : io::from_bf16(bits[i]);
+      if (std::isnan(want)) {
+        REQUIRE(std::isnan(f[i]));
+        REQUIRE(std::isnan(d[i]));
+        REQUIRE(std::isnan(converted[i]));
+        continue;
+      }
+      REQUIRE(f[i] == want);
+      REQUIRE(d[i] == static_cast<double>(want));
+      REQUIRE(converted[i] == want);
+    }
+  }
+  // h5py's float16 (IEEE_F32LE with the fields of binary16) is recognised; a big-endian half, a
+  // 16-bit float of other fields, an integer and float32 are not.
+  const hid_t h5py_f16 = H5Tcopy(H5T_IEEE_F32LE);
+  REQUIRE(H5Tset_fields(h5py_f16, 15, 10, 5, 0, 10) >= 0);
+  REQUIRE(H5Tset_size(h5py_f16, 2) >= 0);
+  REQUIRE(H5Tset_ebias(h5py_f16, 15) >= 0);
+  CHECK(io::half_file_type(h5py_f16) == Stored::f16);
+  const hid_t big = H5Tcopy(h5py_f16);
+  REQUIRE(H5Tset_order(big, H5T_ORDER_BE) >= 0);
+  CHECK(io::half_file_type(big) == Stored::same);
+  const hid_t other = H5Tcopy(h5py_f16);
+  REQUIRE(H5Tset_fields(other, 15, 9, 6, 0, 9) >= 0);
+  CHECK(io::half_file_type(other) == Stored::same);
+  CHECK(io::half_file_type(H5T_STD_I16LE) == Stored::same);
+  CHECK(io::half_file_type(H5T_IEEE_F32LE) == Stored::same);
+  for (const hid_t t : {h5py_f16, big, other}) H5Tclose(t);
+}
