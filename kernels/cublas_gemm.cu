@@ -14,6 +14,10 @@
 //                         the context's operand scratch, then the BF16 GEMM below: what a cuBLAS
 //                         user with float32 data does for BF16 speed, and the baseline of
 //                         tessera's bf16 kernels, which take float32 data and round it too.
+//   "cublas-f16"          float32 data (opt-in): the same with IEEE FP16 (CUDA_R_16F, FP32
+//                         accumulation); values beyond FP16's range (65504) become Inf. What `auto`
+//                         runs for A and B stored as float16 (job plan: the rounding is then exact),
+//                         as "cublas-bf16" for bfloat16 data: the tensor cores at no loss.
 //   "cublas-bf16-stored"  A and B already stored as BF16 (GpuGemm::inputs, opt-in): the BF16
 //                         GEMM alone (CUDA_R_16BF inputs, CUBLAS_COMPUTE_32F, float32 C), cuBLAS's
 //                         BF16 ceiling. tessera's own kernels never get BF16 data, so it is reported
@@ -27,12 +31,14 @@
 // C, ldc = n). No transposes are performed; only the roles of the operands swap.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cublas_library.hpp"
@@ -44,11 +50,28 @@ namespace {
 
 // ---- the rounding pass ------------------------------------------------------------------------
 
-// out[i] = bf16(in[i]) for i < count, grid-stride. VEC: `in` 16-byte and `out` 8-byte aligned, so
-// four values move with one 16-byte load and one 8-byte store; the last count % 4 one by one.
-template <bool VEC>
-__global__ void round_to_bf16_kernel(std::int64_t count, const float* __restrict__ in,
-                                     __nv_bfloat16* __restrict__ out) {
+// out[i] = in[i] rounded to nearest (ties to even) as HALF (__nv_bfloat16 or __half), for
+// i < count, grid-stride. VEC: `in` 16-byte and `out` 8-byte aligned, so four values move with one
+// 16-byte load and one 8-byte store; the last count % 4 one by one.
+template <class HALF>
+__device__ HALF round_one(float v) {
+  if constexpr (std::is_same_v<HALF, __half>)
+    return __float2half_rn(v);
+  else
+    return __float2bfloat16_rn(v);
+}
+template <class HALF>
+__device__ unsigned round_two(float x, float y) {
+  if constexpr (std::is_same_v<HALF, __half>) {
+    const __half2 h = __floats2half2_rn(x, y);
+    return *reinterpret_cast<const unsigned*>(&h);
+  } else {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+    return *reinterpret_cast<const unsigned*>(&h);
+  }
+}
+template <class HALF, bool VEC>
+__global__ void round_to_half_kernel(std::int64_t count, const float* __restrict__ in, HALF* __restrict__ out) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   const std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
   std::int64_t done = 0;
@@ -56,15 +79,27 @@ __global__ void round_to_bf16_kernel(std::int64_t count, const float* __restrict
     const std::int64_t quads = count / 4;
     for (std::int64_t q = first; q < quads; q += stride) {
       const float4 v = reinterpret_cast<const float4*>(in)[q];
-      const __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
       uint2 bits;
-      bits.x = *reinterpret_cast<const unsigned*>(&lo);
-      bits.y = *reinterpret_cast<const unsigned*>(&hi);
+      bits.x = round_two<HALF>(v.x, v.y);
+      bits.y = round_two<HALF>(v.z, v.w);
       reinterpret_cast<uint2*>(out)[q] = bits;
     }
     done = quads * 4;
   }
-  for (std::int64_t i = done + first; i < count; i += stride) out[i] = __float2bfloat16_rn(in[i]);
+  for (std::int64_t i = done + first; i < count; i += stride) out[i] = round_one<HALF>(in[i]);
+}
+
+template <class HALF>
+void round_to_half(const float* in, void* out, std::int64_t count, cudaStream_t stream) {
+  if (count <= 0) return;
+  constexpr int kThreads = 256;
+  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(ceil_div(count, 4 * kThreads), 65535));
+  static_switch(
+      [&](auto vec) {
+        round_to_half_kernel<HALF, vec()><<<blocks, kThreads, 0, stream>>>(count, in, static_cast<HALF*>(out));
+      },
+      is_aligned(in, 16) && is_aligned(out, 8));
+  CUDA_CHECK_LAUNCH();
 }
 
 // ---- the calls ----------------------------------------------------------------------------------
@@ -79,6 +114,7 @@ constexpr Call kFp32{CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
 constexpr Call kFp64{CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F};
 constexpr Call kTf32{CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32};
 constexpr Call kBf16{CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F};
+constexpr Call kF16{CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F};
 
 // The one place cuBLAS is called: C = A * B (C += A * B with g.accumulate: beta = 1), with `a`
 // and `b` stored as call.inputs. alpha and beta have the compute type's precision.
@@ -144,29 +180,22 @@ void run_cublas(const GpuGemm& g, GpuContext& ctx) { gemm_ex(g, ctx, g.a, g.b, g
 void run_cublas_tf32(const GpuGemm& g, GpuContext& ctx) { gemm_ex(g, ctx, g.a, g.b, kTf32); }
 void run_cublas_bf16_stored(const GpuGemm& g, GpuContext& ctx) { gemm_ex(g, ctx, g.a, g.b, kBf16); }
 
-// The rounding pass into the operand scratch (A, then B from a 256-byte boundary), then the BF16
+// The rounding pass into the operand scratch (A, then B from a 256-byte boundary), then the 16-bit
 // GEMM on the copies: 6 bytes moved per element of A and B, ~0.3 ms at 8192^3 on the H200.
-void run_cublas_bf16(const GpuGemm& g, GpuContext& ctx) {
+template <class HALF>
+void run_cublas_half(const GpuGemm& g, GpuContext& ctx) {
   const auto a_count = static_cast<std::size_t>(g.m * g.k), b_count = static_cast<std::size_t>(g.k * g.n);
-  const std::size_t b_offset = (a_count * sizeof(__nv_bfloat16) + 255) / 256 * 256;
-  auto* const scratch = static_cast<unsigned char*>(ctx.operand_scratch(b_offset + b_count * sizeof(__nv_bfloat16)));
-  gpu_round_to_bf16(static_cast<const float*>(g.a), scratch, g.m * g.k, g.stream);
-  gpu_round_to_bf16(static_cast<const float*>(g.b), scratch + b_offset, g.k * g.n, g.stream);
-  gemm_ex(g, ctx, scratch, scratch + b_offset, kBf16);
+  const std::size_t b_offset = (a_count * sizeof(HALF) + 255) / 256 * 256;
+  auto* const scratch = static_cast<unsigned char*>(ctx.operand_scratch(b_offset + b_count * sizeof(HALF)));
+  round_to_half<HALF>(static_cast<const float*>(g.a), scratch, g.m * g.k, g.stream);
+  round_to_half<HALF>(static_cast<const float*>(g.b), scratch + b_offset, g.k * g.n, g.stream);
+  gemm_ex(g, ctx, scratch, scratch + b_offset, std::is_same_v<HALF, __half> ? kF16 : kBf16);
 }
 
 }  // namespace
 
 void gpu_round_to_bf16(const float* in, void* out, std::int64_t count, cudaStream_t stream) {
-  if (count <= 0) return;
-  constexpr int kThreads = 256;
-  const auto blocks = static_cast<unsigned>(std::min<std::int64_t>(ceil_div(count, 4 * kThreads), 65535));
-  static_switch(
-      [&](auto vec) {
-        round_to_bf16_kernel<vec()><<<blocks, kThreads, 0, stream>>>(count, in, static_cast<__nv_bfloat16*>(out));
-      },
-      is_aligned(in, 16) && is_aligned(out, 8));
-  CUDA_CHECK_LAUNCH();
+  round_to_half<__nv_bfloat16>(in, out, count, stream);
 }
 
 // The full-precision "cublas" is a candidate for `auto` (on the H200 the fastest GEMM at 4096-16384);
@@ -174,6 +203,7 @@ void gpu_round_to_bf16(const float* in, void* out, std::int64_t count, cudaStrea
 std::vector<GpuKernel> cublas_kernels() {
   constexpr double kTf32UnitRoundoff = 0x1p-11;  // measured: cuBLAS rounds to nearest (2.6e-4 at 8192^3)
   constexpr double kBf16UnitRoundoff = 0x1p-8;
+  constexpr double kF16UnitRoundoff = 0x1p-11;
   std::vector<GpuKernel> kernels{
       {"cublas", "cuBLAS GemmEx, CUBLAS_COMPUTE_32F (float32) or _64F (float64): full precision", &cublas_can_implement,
        &run_cublas},
@@ -181,7 +211,10 @@ std::vector<GpuKernel> cublas_kernels() {
        &run_cublas_tf32, kTf32UnitRoundoff, true},
       {"cublas-bf16",
        "float32 rounded to BF16 by a pass over A and B, then cuBLAS GemmEx on BF16, FP32 accumulation (opt-in)",
-       &cublas_f32_can_implement, &run_cublas_bf16, kBf16UnitRoundoff, true},
+       &cublas_f32_can_implement, &run_cublas_half<__nv_bfloat16>, kBf16UnitRoundoff, true},
+      {"cublas-f16",
+       "float32 rounded to FP16 by a pass over A and B, then cuBLAS GemmEx on FP16, FP32 accumulation (opt-in)",
+       &cublas_f32_can_implement, &run_cublas_half<__half>, kF16UnitRoundoff, true},
   };
   GpuKernel stored("cublas-bf16-stored",
                    "cuBLAS GemmEx on A and B stored as BF16, FP32 accumulation: the GEMM alone (opt-in)",

@@ -52,6 +52,11 @@ Setting common_setting(const Asked& asked, const Problem& p, const Environment& 
   Setting s;
   s.gpu = environment.gpu;
   s.kernel = backend::resolve_kernel(s.backend(), asked.kernel, p.dtype, gemm_m, gemm_n, gemm_k);
+  // Half-precision data on GPUs (resolved: a GPU this process sees): the tensor cores, where the
+  // rounding pass of cublas-f16 / cublas-bf16 changes no value.
+  if (s.gpu && (asked.kernel.empty() || asked.kernel == "auto") && s.kernel != "auto" && p.dtype == DType::f32 &&
+      !p.half_inputs.empty())
+    s.kernel = "cublas-" + p.half_inputs;
   // A kernel (or baseline) of the backend the ranks settled on: here, before anything starts.
   // ("auto" stays unresolved only in a dry run for GPUs this process does not see.)
   if (s.kernel != "auto") backend::check_kernel(s.backend(), s.kernel);

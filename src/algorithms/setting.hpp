@@ -73,6 +73,10 @@ struct Problem {
   // `compress_threads` (io::io_threads()), the others by HDF5's filter pipeline on one thread.
   std::string compression = "none";
   int compress_threads = 1;
+  // "f16" / "bf16": every value of A and B is exact in that 16-bit type (both stored so, alpha 1;
+  // job::half_inputs_of), so `auto` on GPUs multiplies on its tensor cores (cublas-f16 /
+  // cublas-bf16: FP32 accumulation, the same accuracy as the float32 GEMM); "": full precision.
+  std::string half_inputs{};
   std::int64_t c_bytes() const { return m * n * static_cast<std::int64_t>(dtype_size(dtype)); }
   bool multi_node() const { return ranks_per_node > 0 && ranks > ranks_per_node; }
   int node_of(int rank) const { return ranks_per_node > 0 ? rank / ranks_per_node : 0; }

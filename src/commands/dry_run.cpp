@@ -147,6 +147,7 @@ algorithms::Problem problem_of(const job::RunOptions& o, const job::JobOptions& 
     p.n = s.n;
     p.k = s.k;
     p.dtype = job::pick_dtype(asked.dtype, s.a, s.b);
+    p.half_inputs = job::half_inputs_of(s, p.dtype, jo.alpha);
     job::refuse_complex_options(jo, p.dtype, "A is " + s.a.stored_type + ", B " + s.b.stored_type);
   } else {
     job::refuse_complex_options(jo, p.dtype, "--m/--n/--k plan a real product");

@@ -64,6 +64,12 @@ io::Stored stored_for(const std::string& c_dtype, const Shapes& s, DType compute
   return io::converts(stored, computed) ? stored : io::Stored::same;
 }
 
+std::string half_inputs_of(const Shapes& s, DType computed, double alpha) {
+  // (alpha scales B as it is read: another alpha leaves values no 16-bit type holds.)
+  if (computed != DType::f32 || alpha != 1 || s.a.stored_type != s.b.stored_type) return "";
+  return s.a.stored_type == "float16" ? "f16" : s.a.stored_type == "bfloat16" ? "bf16" : "";
+}
+
 namespace {
 // "5x3", or "5x3 (stored 3x5, --transpose-a)": what the user sees in the file is the stored shape.
 std::string shape_text(const io::DatasetInfo& info, bool transposed, const char* flag) {
@@ -148,6 +154,7 @@ Plan Plan::make(const JobOptions& o, int nranks) {
   plan.dtype = pick_dtype(o.asked.dtype, s.a, s.b);
   refuse_complex_options(o, plan.dtype, "A is " + s.a.stored_type + ", B " + s.b.stored_type);
   plan.stored = stored_for(o.c_dtype, s, plan.dtype);
+  plan.half_inputs = half_inputs_of(s, plan.dtype, o.alpha);
   plan.grid = o.asked.grid.value_or(partition::choose_grid(plan.m, plan.n, plan.k, nranks));
   partition::Partition check(plan.m, plan.n, plan.k, nranks, plan.grid);  // validates the grid
   return plan;
@@ -159,6 +166,7 @@ nlohmann::json Plan::to_json() const {
           {"k", k},
           {"dtype", dtype_word(dtype)},
           {"stored", io::stored_word(stored)},
+          {"half_inputs", half_inputs},
           {"grid", {grid.rows, grid.cols}}};
 }
 
@@ -169,6 +177,7 @@ Plan Plan::from_json(const nlohmann::json& j) {
   p.k = j.at("k").get<std::int64_t>();
   if (!parse_any_dtype(j.at("dtype").get<std::string>(), &p.dtype)) throw Error("a plan names no dtype");
   if (!io::parse_stored(j.at("stored").get<std::string>(), &p.stored)) throw Error("a plan names no stored type");
+  p.half_inputs = j.at("half_inputs").get<std::string>();
   p.grid = {j.at("grid").at(0).get<int>(), j.at("grid").at(1).get<int>()};
   return p;
 }

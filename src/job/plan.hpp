@@ -27,6 +27,8 @@ struct Plan {
   DType dtype = DType::f64;
   // What C is stored as (--c-dtype; auto: float16 / bfloat16 when A and B both are, else as computed).
   io::Stored stored = io::Stored::same;
+  // "f16" / "bf16": A and B are both stored so (half_inputs_of); "" otherwise.
+  std::string half_inputs;
   partition::GridShape grid;
 
   // Rank 0 looks at the inputs and decides shapes, dtype and grid. Throws InputError. (The paths
@@ -50,6 +52,12 @@ Shapes inspect_shapes(const JobOptions& o);
 // What C is stored as for --c-dtype `c_dtype` (auto: float16 / bfloat16 where A and B both are,
 // else as computed), `same` where that is the computed type. Throws InputError for another word.
 io::Stored stored_for(const std::string& c_dtype, const Shapes& s, DType computed);
+
+// "f16" or "bf16" where A and B are both stored as float16 (both as bfloat16), the product is
+// computed in float32 and alpha is 1: every value the GEMM takes is then exact in that type, so
+// GPUs multiply them on its tensor cores (FP32 accumulation) at no loss (algorithms::Problem);
+// "" otherwise.
+std::string half_inputs_of(const Shapes& s, DType computed, double alpha);
 
 // C named with a window (written in place into an existing dataset): not with a batch of A.
 // Throws InputError.

@@ -759,7 +759,7 @@ TEST_CASE("the cuda backend computes through the Backend interface and times its
 
 TEST_CASE("tensor-core kernels are opt-in, float32 only, and carry their input precision", "[gpu][small]") {
   const std::vector<std::string> full = kernels::gpu_auto_candidates();
-  for (const std::string kernel : {"tf32", "bf16", "cublas-tf32", "cublas-bf16", "cublas-bf16-stored"}) {
+  for (const std::string kernel : {"tf32", "bf16", "cublas-tf32", "cublas-bf16", "cublas-f16", "cublas-bf16-stored"}) {
     INFO("kernel " << kernel);
     kernels::GpuKernelTraits traits;
     REQUIRE(kernels::gpu_kernel_traits(kernel, &traits));
@@ -790,7 +790,7 @@ TEST_CASE("the cuBLAS calls: full precision for auto, the reduced-precision ones
   CHECK_FALSE(cublas.opt_in);
   CHECK(cublas.input_unit_roundoff == 0);
   CHECK(std::find(full.begin(), full.end(), "cublas") != full.end());
-  for (const std::string kernel : {"cublas-tf32", "cublas-bf16", "cublas-bf16-stored"}) {
+  for (const std::string kernel : {"cublas-tf32", "cublas-bf16", "cublas-f16", "cublas-bf16-stored"}) {
     INFO("kernel " << kernel);
     kernels::GpuKernelTraits traits;
     REQUIRE(kernels::gpu_kernel_traits(kernel, &traits));

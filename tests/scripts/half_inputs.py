@@ -4,10 +4,12 @@ declare it), contiguous or gzip-chunked, whole or as a window (--slice: A[5:50, 
 dataset, B stored transposed), are read widened to float32 by tessera's own reader (pread or its
 chunk decoder, not HDF5's slow conversion; exactly: every half value is a float32 value) and multiplied in float32 (C float32) or, with --dtype f64, in float64; numpy
 checks C against the float64 product of the stored values (read back through h5py)."""
+import json
+
 import h5py
 import numpy as np
 
-from common import bfloat16_type, check, check_product, parser, Runner
+from common import bfloat16_type, check, check_product, parser, Runner, skip_without_gpus
 
 p = parser(__doc__)
 p.add_argument("--store", default="float16", choices=["float16", "bfloat16"])
@@ -16,19 +18,25 @@ p.add_argument("--dtype", default="auto", choices=["auto", "f64"])
 p.add_argument("--slice", action="store_true",
                help="A as a window of a larger half dataset, B stored transposed (--transpose-b): the "
                     "reader's strided and transposed blocks of half data")
+p.add_argument("--backend", default="cpu", choices=["cpu", "cuda"],
+               help="cuda: `auto` must pick the tensor-core GEMM (cublas-f16 / cublas-bf16) for float32 "
+                    "products of half data, and full precision again with an alpha other than 1")
+p.add_argument("--need-gpus", type=int, default=0)
 args = p.parse_args()
+skip_without_gpus(args)  # --need-gpus N with --backend cuda: SKIP visibly where there are fewer
 
 r = Runner(args)
 rng = np.random.default_rng(16)
-a32 = (rng.random((45, 37)) * 2 - 1).astype(np.float32)
-b32 = (rng.random((37, 29)) * 2 - 1).astype(np.float32)
+m, k, n = (45, 37, 29) if args.backend == "cpu" else (300, 2000, 260)  # GPU: a K the accumulation shows in
+a32 = (rng.random((m, k)) * 2 - 1).astype(np.float32)
+b32 = (rng.random((k, n)) * 2 - 1).astype(np.float32)
 kw = dict(chunks=(8, 16), compression="gzip") if args.layout == "gzip" else {}
 
 
 stored = {"A": a32, "B": b32}
 if args.slice:  # A inside a bigger dataset (rows 5..50, cols 3..40), B as its transpose
-    big = (rng.random((61, 47)) * 2 - 1).astype(np.float32)
-    big[5:50, 3:40] = a32
+    big = (rng.random((m + 16, k + 10)) * 2 - 1).astype(np.float32)
+    big[5:5 + m, 3:3 + k] = a32
     stored = {"A": big, "B": np.ascontiguousarray(b32.T)}
 with h5py.File(r.path("in.h5"), "w") as f:
     for name, x in stored.items():
@@ -45,18 +53,29 @@ with h5py.File(r.path("in.h5"), "r") as f:  # the stored values, widened (exactl
     a = f["A"].astype(np.float64)[...]
     b = f["B"].astype(np.float64)[...]
 if args.slice:
-    a, b = a[5:50, 3:40], b.T
+    a, b = a[5:5 + m, 3:3 + k], b.T
 check(not np.array_equal(a, a32.astype(np.float64)), "the inputs were stored in half precision (rounded)")
 
-a_ref = r.path("in.h5") + (":/A[5:50, 3:40]" if args.slice else ":/A")
-res = r.run(["run", "--a", a_ref, "--b", r.path("in.h5") + ":/B", "--c", r.path("c.h5") + ":/C",
-             "--backend", "cpu", "--dtype", args.dtype, "--report", r.path("report.json"),
-             # C as computed (half_output.py checks C stored in half precision, the default here).
-             "--c-dtype", "f64" if args.dtype == "f64" else "f32"] + (["--transpose-b"] if args.slice else []))
-with h5py.File(r.path("c.h5"), "r") as f:
-    c = f["C"][...]
-want_dtype = np.float64 if args.dtype == "f64" else np.float32
-check(c.dtype == want_dtype, f"C is {c.dtype}, expected {want_dtype}")
-rel = check_product(a, b, c, want_dtype)
-print(f"ok: C {c.shape} {c.dtype} from {args.store} inputs, relative error {rel:.3e}")
+a_ref = r.path("in.h5") + (f":/A[5:{5 + m}, 3:{3 + k}]" if args.slice else ":/A")
+half_kernel = "cublas-" + ("f16" if args.store == "float16" else "bf16")
+# (float16 inputs hold values exact in float16: their products are exact in float32, so the tensor
+# cores' FP32 accumulation is the float32 GEMM's error; the bound allows for its truncating adds.)
+safety = 4.0 if args.backend == "cuda" else 2.0
+for alpha in (1.0, 0.75) if args.backend == "cuda" else (1.0,):
+    res = r.run(["run", "--a", a_ref, "--b", r.path("in.h5") + ":/B", "--c", r.path("c.h5") + ":/C", "--overwrite",
+                 "--backend", args.backend, "--dtype", args.dtype, "--report", r.path("report.json"),
+                 "--alpha", str(alpha),
+                 # C as computed (half_output.py checks C stored in half precision, the default here).
+                 "--c-dtype", "f64" if args.dtype == "f64" else "f32"] + (["--transpose-b"] if args.slice else []))
+    with h5py.File(r.path("c.h5"), "r") as f:
+        c = f["C"][...]
+    want_dtype = np.float64 if args.dtype == "f64" else np.float32
+    check(c.dtype == want_dtype, f"C is {c.dtype}, expected {want_dtype}")
+    rel = check_product(a, alpha * b, c, want_dtype, safety=safety)  # (alpha 0.75: exact in float64)
+    kernel = json.load(open(r.path("report.json")))["kernel"]
+    if args.backend == "cuda":
+        tensor = args.dtype == "auto" and alpha == 1.0
+        check((kernel == half_kernel) == tensor,
+              f"alpha {alpha}, --dtype {args.dtype}: kernel {kernel}; expected {half_kernel if tensor else 'not ' + half_kernel}")
+    print(f"ok: C {c.shape} {c.dtype} from {args.store} inputs, alpha {alpha}, kernel {kernel}, relative error {rel:.3e}")
 print("PASS")

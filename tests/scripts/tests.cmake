@@ -373,6 +373,10 @@ add_mpi_test(half.bfloat16.np2 2 half_inputs.py --store bfloat16)
 add_mpi_test(half.bfloat16.gzip.np3 3 half_inputs.py --store bfloat16 --layout gzip)
 add_mpi_test(half.float16.slice.np2 2 half_inputs.py --slice)
 add_mpi_test(half.bfloat16.slice.np3 3 half_inputs.py --store bfloat16 --slice)
+# On a GPU, `auto` multiplies half data on the tensor cores (cublas-f16 / -bf16), and not with alpha != 1.
+add_mpi_test(half.cuda.float16.np1 1 half_inputs.py --backend cuda --need-gpus 1)
+add_mpi_test(half.cuda.bfloat16.slice.np2 2 half_inputs.py --store bfloat16 --slice --backend cuda --need-gpus 1)
+add_mpi_test(half.cuda.float16.gzip.f64.np1 1 half_inputs.py --layout gzip --dtype f64 --backend cuda --need-gpus 1)
 # Complex datasets as h5py stores them (issue 43 item 2; complex_run.py): every op (N, T, H),
 # complex alpha and beta, every algorithm, in place / gathered / compressed C, a window of C, 1-4 ranks; the
 # refusals (real with complex, a complex alpha on real data, --c-dtype, an own kernel).
