@@ -18,6 +18,10 @@ of those rows of A with all of B; printed as the largest |C - AB| / (|A||B|) and
 Frobenius error, next to the bound a float16 C can be held to: u_S (C's rounding to S) + gamma_K of
 float32 (the accumulation) in units of |A||B|.
 
+--accuracy-ks 256,4096,65536: before the timings, C's error by K (512 x K times K x 512, C stored as
+float32 and as the half type) against the float64 product, in a table of its own (docs/usage.md's
+accuracy figures).
+
 --torch adds h5py + torch.matmul in the stored half type (what a user would write), timed as a
 whole process. Writes OUTDIR/half.md and OUTDIR/half.json and each run's report.
 """
@@ -117,6 +121,48 @@ def accuracy(paths, c_path, store, rows):
                 bound=bound, rows=len(rows))
 
 
+def write_half(path, x32, store):
+    """x32 rounded to `store`, written as X; returns the stored values as float64."""
+    with h5py.File(path, "w") as f:
+        if store == "f16":
+            h = x32.astype(np.float16)
+            f.create_dataset("X", data=h)
+            return h.astype(np.float64)
+        bits = to_bf16_bits(x32)
+        d = h5py.h5d.create(f.id, b"X", bf16_type(), h5py.h5s.create_simple(x32.shape))
+        d.write(h5py.h5s.ALL, h5py.h5s.ALL, bits, mtype=bf16_type())
+        return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+def accuracy_by_k(args, out, data, env, mpirun, tessera):
+    lines = ["| stored as | K | kernel | C float32: max err/(abs(A)abs(B)) | rel. Frobenius | C stored half: "
+             "max err/(abs(A)abs(B)) | rel. Frobenius |", "|---|---|---|---|---|---|---|"]
+    rng = np.random.default_rng(11)
+    for store in args.stores.split(","):
+        for k in (int(x) for x in args.accuracy_ks.split(",")):
+            a = write_half(f"{data}/acc-a.h5", (rng.random((512, k), dtype=np.float32) * 2 - 1), store)
+            b = write_half(f"{data}/acc-b.h5", (rng.random((k, 512), dtype=np.float32) * 2 - 1), store)
+            ref, mag = a @ b, np.abs(a) @ np.abs(b)
+            row = [store, str(k)]
+            for c_dtype in ("f32", "auto"):
+                c_path = f"{data}/acc-c.h5"
+                cmd = mpirun + [tessera, "run", "--a", f"{data}/acc-a.h5:/X", "--b", f"{data}/acc-b.h5:/X", "--c",
+                                f"{c_path}:/C", "--overwrite", "-q", "--c-dtype", c_dtype, "--report",
+                                f"{out}/acc.json"] + args.extra.split()
+                s, rc = run(cmd, env, f"{out}/acc-{store}-{k}-{c_dtype}.log")
+                if rc != 0:
+                    row += ["failed", "-"] if c_dtype == "auto" else ["-", "failed", "-"]
+                    continue
+                if c_dtype == "f32":
+                    row.append(json.load(open(f"{out}/acc.json"))["kernel"])
+                c = read_rows(c_path, range(512))
+                row += [f"{(np.abs(c - ref) / mag).max():.2e}", f"{np.linalg.norm(c - ref) / np.linalg.norm(ref):.2e}"]
+            lines.append("| " + " | ".join(row) + " |")
+            print(lines[-1], flush=True)
+    open(f"{out}/accuracy.md", "w").write("\n".join(lines) + "\n")
+    print("\n".join(lines), flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out")
@@ -129,6 +175,7 @@ def main():
     p.add_argument("--extra", default="")
     p.add_argument("--sample-rows", type=int, default=16)
     p.add_argument("--torch", action="store_true")
+    p.add_argument("--accuracy-ks", default="")
     args = p.parse_args()
     out, data, tessera = (os.path.abspath(x) for x in (args.out, args.data, args.tessera))
     os.makedirs(out, exist_ok=True)
@@ -136,6 +183,8 @@ def main():
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", NCCL_NVLS_ENABLE="0")
     mpirun = ["mpirun", "--bind-to", "none", "-np", str(args.np)]
     n = args.size
+    if args.accuracy_ks:
+        accuracy_by_k(args, out, data, env, mpirun, tessera)
     results = {}
     for store in args.stores.split(","):
         t0 = time.perf_counter()
