@@ -8,8 +8,11 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
@@ -141,19 +144,47 @@ void read_direct(const std::string& path, std::int64_t base, std::int64_t cols, 
                   (rc > 0 ? std::string(std::strerror(rc)) : std::string("the file ends early (truncated?)")));
 }
 
-// The half-typed block: pread a band of rows at a time as stored, then widen it into `out`.
+// The half-typed block: rows split over the I/O threads (as transfer_direct splits a pread, 4 MiB
+// of output at least each), each reading bands of 2 MiB as stored and widening them into `out`.
 void read_direct_half(const std::string& path, std::int64_t base, std::int64_t cols, std::int64_t row0,
                       std::int64_t nrows, std::int64_t col0, std::int64_t ncols, Stored half, DType as, void* out) {
-  constexpr std::int64_t kBandBytes = 8 << 20;
-  const std::int64_t band = std::max<std::int64_t>(1, kBandBytes / (2 * ncols));
-  std::vector<std::uint16_t> stored(static_cast<std::size_t>(std::min(band, nrows) * ncols));
-  auto* dst = static_cast<unsigned char*>(out);
-  for (std::int64_t r = 0; r < nrows; r += band) {
-    const std::int64_t rows = std::min(band, nrows - r);
-    read_direct(path, base, cols, row0 + r, rows, col0, ncols, 2, stored.data());
-    widen_half(stored.data(), static_cast<std::size_t>(rows * ncols), half, as,
-               dst + static_cast<std::size_t>(r * ncols) * dtype_size(as));
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw IoError("cannot open " + in_quotes(path) + ": " + std::strerror(errno));
+  const std::size_t out_row = static_cast<std::size_t>(ncols) * dtype_size(as);
+  const auto threads = static_cast<int>(std::clamp<std::size_t>((static_cast<std::size_t>(nrows) * out_row) >> 22, 1,
+                                                                static_cast<std::size_t>(io_threads())));
+  const std::int64_t band = std::max<std::int64_t>(1, (std::int64_t{2} << 20) / (2 * ncols));
+  std::vector<int> failed(static_cast<std::size_t>(threads), 0);
+  const auto work = [&](int t) {
+    const std::int64_t r0 = nrows * t / threads, r1 = nrows * (t + 1) / threads;
+    try {
+      std::vector<std::uint16_t> stored(static_cast<std::size_t>(std::min(band, r1 - r0) * ncols));
+      for (std::int64_t r = r0; r < r1; r += band) {
+        const std::int64_t rows = std::min(band, r1 - r);
+        if (const int rc = transfer_direct(fd, false, base, cols, row0 + r, rows, col0, ncols, 2, stored.data())) {
+          failed[static_cast<std::size_t>(t)] = rc;
+          return;
+        }
+        widen_half(stored.data(), static_cast<std::size_t>(rows * ncols), half, as,
+                   static_cast<unsigned char*>(out) + static_cast<std::size_t>(r) * out_row);
+      }
+    } catch (const std::bad_alloc&) {
+      failed[static_cast<std::size_t>(t)] = ENOMEM;
+    }
+  };
+  std::vector<std::thread> pool;
+  try {
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  } catch (const std::system_error&) {  // no more threads: the ones started finish, this one does the rest
+    for (int t = static_cast<int>(pool.size()) + 1; t < threads; ++t) work(t);
   }
+  work(0);
+  for (auto& th : pool) th.join();
+  ::close(fd);
+  for (const int rc : failed)
+    if (rc != 0)
+      throw IoError("reading " + in_quotes(path) + " failed: " +
+                    (rc > 0 ? std::string(std::strerror(rc)) : std::string("the file ends early (truncated?)")));
 }
 
 }  // namespace

@@ -22,12 +22,15 @@ p.add_argument("--backend", default="cpu", choices=["cpu", "cuda"],
                help="cuda: `auto` must pick the tensor-core GEMM (cublas-f16 / cublas-bf16) for float32 "
                     "products of half data, and full precision again with an alpha other than 1")
 p.add_argument("--need-gpus", type=int, default=0)
+p.add_argument("--big", action="store_true", help="A 1600 x 1700 (11 MB as float32: read by 2 threads)")
 args = p.parse_args()
 skip_without_gpus(args)  # --need-gpus N with --backend cuda: SKIP visibly where there are fewer
 
 r = Runner(args)
 rng = np.random.default_rng(16)
 m, k, n = (45, 37, 29) if args.backend == "cpu" else (300, 2000, 260)  # GPU: a K the accumulation shows in
+if args.big:  # A widened by several reader threads, each in several bands
+    m, k, n = 1600, 1700, 8
 a32 = (rng.random((m, k)) * 2 - 1).astype(np.float32)
 b32 = (rng.random((k, n)) * 2 - 1).astype(np.float32)
 kw = dict(chunks=(8, 16), compression="gzip") if args.layout == "gzip" else {}
