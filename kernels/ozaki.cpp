@@ -1,0 +1,190 @@
+// The Ozaki scheme II on the host (ozaki.hpp): the plan, and the reference GEMM through it.
+#include "kernels/ozaki.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+namespace tessera::kernels::ozaki {
+namespace {
+
+__extension__ typedef unsigned __int128 u128;  // (GCC and Clang on 64-bit targets)
+__extension__ typedef __int128 i128;
+
+int ceil_log2(std::int64_t k) {
+  int bits = 0;
+  while ((std::int64_t{1} << bits) < k) ++bits;
+  return bits;
+}
+
+// x * y mod p for x, y < p < 2^120 (products below 2^128 only where one factor is below 2^8: the
+// rebuild multiplies a residue by a weight; the weights themselves are made by repeated addition).
+u128 add_mod(u128 x, u128 y, u128 p) { return x >= p - y ? x - (p - y) : x + y; }
+u128 mul_small_mod(u128 x, int small, u128 p) {
+  u128 out = 0;
+  for (int i = 0; i < small; ++i) out = add_mod(out, x, p);
+  return out;
+}
+
+// x^-1 mod p (p a small modulus, x coprime with it).
+int inverse_mod(int x, int p) {
+  for (int y = 1; y < p; ++y)
+    if ((x * y) % p == 1) return y;
+  throw std::logic_error("ozaki: moduli not coprime");
+}
+
+struct Weights {
+  u128 p = 0;           // product of the moduli
+  std::vector<u128> w;  // w_l = (P / p_l) ((P / p_l)^-1 mod p_l) mod P
+};
+
+Weights weights(int n) {
+  const std::vector<int>& ps = moduli();
+  Weights out;
+  out.p = 1;
+  for (int l = 0; l < n; ++l) out.p *= static_cast<u128>(ps[static_cast<std::size_t>(l)]);
+  for (int l = 0; l < n; ++l) {
+    const int pl = ps[static_cast<std::size_t>(l)];
+    const u128 ml = out.p / static_cast<u128>(pl);
+    const int inv = inverse_mod(static_cast<int>(ml % static_cast<u128>(pl)), pl);
+    out.w.push_back(mul_small_mod(ml, inv, out.p));
+  }
+  return out;
+}
+
+// The symmetric residue of x modulo p (|r| <= p / 2): an int8 value for p <= 256.
+int symmetric_residue(std::int64_t x, int p) {
+  auto r = static_cast<int>(((x % p) + p) % p);
+  if (r > (p - 1) / 2) r -= p;  // 256: [-128, 127]; odd p: [-(p-1)/2, (p-1)/2]
+  return r;
+}
+
+// Row scales: 2^s with the row's largest magnitude in [2^(bits-1), 2^bits) after scaling; false
+// for a NaN or Inf. `scale` gets s (0 for an all-zero row).
+bool scales(std::int64_t rows, std::int64_t cols, const double* x, std::int64_t row_step, std::int64_t col_step,
+            int bits, std::vector<int>* scale) {
+  scale->assign(static_cast<std::size_t>(rows), 0);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double amax = 0;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const double v = x[r * row_step + c * col_step];
+      if (!std::isfinite(v)) return false;
+      amax = std::max(amax, std::fabs(v));
+    }
+    if (amax > 0) (*scale)[static_cast<std::size_t>(r)] = bits - (std::ilogb(amax) + 1);
+  }
+  return true;
+}
+
+}  // namespace
+
+const std::vector<int>& moduli() {
+  static const std::vector<int> list = [] {
+    std::vector<int> out{256};
+    for (int p = 255; p > 128 && out.size() < 24; p -= 2)
+      if (std::all_of(out.begin(), out.end(), [p](int q) { return std::gcd(p, q) == 1; })) out.push_back(p);
+    return out;
+  }();
+  return list;
+}
+
+int max_moduli() {
+  double log2_p = 0;
+  int n = 0;
+  for (const int p : moduli()) {
+    if (log2_p + std::log2(p) >= 120) break;
+    log2_p += std::log2(p);
+    ++n;
+  }
+  return n;
+}
+
+Plan plan_for(int n, std::int64_t k) {
+  if (n < 1 || n > max_moduli())
+    throw std::invalid_argument("ozaki: " + std::to_string(n) + " moduli (1 to " + std::to_string(max_moduli()) +
+                                " here)");
+  if (k < 1 || k > kMaxK)
+    throw std::invalid_argument("ozaki: K = " + std::to_string(k) + " (1 to " + std::to_string(kMaxK) +
+                                ": the int32 products must stay exact)");
+  Plan plan;
+  plan.n = n;
+  plan.k = k;
+  for (int l = 0; l < n; ++l) plan.log2_p += std::log2(moduli()[static_cast<std::size_t>(l)]);
+  // k 2^(a+b) <= 2^(floor(log2 P) - 2) < P / 2: the rebuilt product's symmetric residue is itself.
+  const int sum = static_cast<int>(std::floor(plan.log2_p)) - 2 - ceil_log2(k);
+  plan.a = std::min(62, sum / 2);  // (int64 scaled integers)
+  plan.b = std::min(62, sum - sum / 2);
+  if (plan.a < 1 || plan.b < 1)
+    throw std::invalid_argument("ozaki: " + std::to_string(n) + " moduli leave no bits for K = " + std::to_string(k));
+  return plan;
+}
+
+int moduli_for_bits(int bits, std::int64_t k) {
+  for (int n = 1; n <= max_moduli(); ++n) {
+    try {
+      const Plan p = plan_for(n, k);
+      if (p.a >= bits && p.b >= bits) return n;
+    } catch (const std::invalid_argument&) {
+    }
+  }
+  return 0;
+}
+
+double error_bound(const Plan& plan, double amax, double bmax) {
+  const double ea = std::ldexp(1.0, -plan.a), eb = std::ldexp(1.0, -plan.b);
+  return static_cast<double>(plan.k) * (ea + eb + ea * eb) * amax * bmax;
+}
+
+bool gemm_host(const Plan& plan, std::int64_t m, std::int64_t n, std::int64_t k, const double* a, std::int64_t lda,
+               const double* b, std::int64_t ldb, double* c, std::int64_t ldc) {
+  if (plan.n < 1 || plan.n > max_moduli() || k > plan.k || k < 0 || m < 0 || n < 0)
+    throw std::invalid_argument("ozaki: the plan does not fit this product");
+  if (m == 0 || n == 0) return true;
+  if (k == 0) {
+    for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0);
+    return true;
+  }
+  // 1. scales and scaled integers (rows of A, columns of B).
+  std::vector<int> s, t;
+  if (!scales(m, k, a, lda, 1, plan.a, &s) || !scales(n, k, b, 1, ldb, plan.b, &t)) return false;
+  std::vector<std::int64_t> ai(static_cast<std::size_t>(m * k)), bi(static_cast<std::size_t>(k * n));
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t h = 0; h < k; ++h)
+      ai[static_cast<std::size_t>(i * k + h)] =
+          std::llround(std::ldexp(a[i * lda + h], s[static_cast<std::size_t>(i)]));
+  for (std::int64_t h = 0; h < k; ++h)
+    for (std::int64_t j = 0; j < n; ++j)
+      bi[static_cast<std::size_t>(h * n + j)] =
+          std::llround(std::ldexp(b[h * ldb + j], t[static_cast<std::size_t>(j)]));
+  // 2-4. per modulus: int8 residues, their exact product, its residue; the rebuild's sum.
+  const Weights wt = weights(plan.n);
+  std::vector<u128> acc(static_cast<std::size_t>(m * n), 0);
+  std::vector<std::int8_t> ra(ai.size()), rb(bi.size());
+  for (int l = 0; l < plan.n; ++l) {
+    const int p = moduli()[static_cast<std::size_t>(l)];
+    for (std::size_t e = 0; e < ai.size(); ++e) ra[e] = static_cast<std::int8_t>(symmetric_residue(ai[e], p));
+    for (std::size_t e = 0; e < bi.size(); ++e) rb[e] = static_cast<std::int8_t>(symmetric_residue(bi[e], p));
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        std::int32_t dot = 0;  // exact: k 128^2 < 2^31
+        for (std::int64_t h = 0; h < k; ++h)
+          dot += static_cast<std::int32_t>(ra[static_cast<std::size_t>(i * k + h)]) *
+                 static_cast<std::int32_t>(rb[static_cast<std::size_t>(h * n + j)]);
+        const int residue = ((dot % p) + p) % p;  // in [0, p): a factor below 2^8
+        u128& sum = acc[static_cast<std::size_t>(i * n + j)];
+        sum = add_mod(sum, static_cast<u128>(residue) * wt.w[static_cast<std::size_t>(l)] % wt.p, wt.p);
+      }
+  }
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      const u128 r = acc[static_cast<std::size_t>(i * n + j)];
+      const i128 value = r > wt.p / 2 ? -static_cast<i128>(wt.p - r) : static_cast<i128>(r);
+      c[i * ldc + j] =
+          std::ldexp(static_cast<double>(value), -(s[static_cast<std::size_t>(i)] + t[static_cast<std::size_t>(j)]));
+    }
+  return true;
+}
+
+}  // namespace tessera::kernels::ozaki

@@ -1,0 +1,184 @@
+// kernels/ozaki.hpp: the Ozaki scheme II's plan and its host reference (issue 45's groundwork):
+// coprime moduli, a plan whose rebuilt products cannot wrap, exact results for integer data,
+// the documented bound held on uniform data and on rows spread over 2^+-30 (against a product
+// summed in binary128), NaN/Inf refused, odd shapes and K = 1.
+#include <catch2/catch_test_macros.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <tuple>
+#include <vector>
+
+#include "kernels/ozaki.hpp"
+
+namespace oz = tessera::kernels::ozaki;
+
+namespace {
+
+struct Product {
+  std::int64_t m, n, k;
+  std::vector<double> a, b;
+};
+
+Product random_product(std::int64_t m, std::int64_t n, std::int64_t k, int spread, unsigned seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::uniform_int_distribution<int> exponent(-spread, spread);
+  Product p{m, n, k, std::vector<double>(static_cast<std::size_t>(m * k)),
+            std::vector<double>(static_cast<std::size_t>(k * n))};
+  for (double& x : p.a) x = std::ldexp(unit(gen), spread ? exponent(gen) : 0);
+  for (double& x : p.b) x = std::ldexp(unit(gen), spread ? exponent(gen) : 0);
+  return p;
+}
+
+// C_ij summed in binary128 (every product of two doubles is exact in it).
+__float128 reference(const Product& p, std::int64_t i, std::int64_t j) {
+  __float128 sum = 0;
+  for (std::int64_t h = 0; h < p.k; ++h)
+    sum += static_cast<__float128>(p.a[static_cast<std::size_t>(i * p.k + h)]) *
+           static_cast<__float128>(p.b[static_cast<std::size_t>(h * p.n + j)]);
+  return sum;
+}
+
+// Every element within error_bound (row and column maxima) plus C's own rounding.
+void check_bound(const oz::Plan& plan, const Product& p) {
+  std::vector<double> c(static_cast<std::size_t>(p.m * p.n), -7.0);
+  REQUIRE(oz::gemm_host(plan, p.m, p.n, p.k, p.a.data(), p.k, p.b.data(), p.n, c.data(), p.n));
+  double worst = 0;
+  for (std::int64_t i = 0; i < p.m; ++i)
+    for (std::int64_t j = 0; j < p.n; ++j) {
+      double amax = 0, bmax = 0;
+      for (std::int64_t h = 0; h < p.k; ++h) {
+        amax = std::max(amax, std::fabs(p.a[static_cast<std::size_t>(i * p.k + h)]));
+        bmax = std::max(bmax, std::fabs(p.b[static_cast<std::size_t>(h * p.n + j)]));
+      }
+      const __float128 ref = reference(p, i, j);
+      const double err =
+          std::fabs(static_cast<double>(static_cast<__float128>(c[static_cast<std::size_t>(i * p.n + j)]) - ref));
+      const double bound = oz::error_bound(plan, amax, bmax) + std::ldexp(std::fabs(static_cast<double>(ref)), -53) +
+                           std::numeric_limits<double>::denorm_min();
+      INFO("C(" << i << ", " << j << ") error " << err << " bound " << bound << ", " << plan.n << " moduli, a "
+                << plan.a);
+      REQUIRE(err <= bound);
+      worst = std::max(worst, err / bound);
+    }
+  // The bound is not slack beyond reason: with few moduli the error reaches a fair part of it.
+  if (plan.a < 30) CHECK(worst > 1e-3);
+}
+
+}  // namespace
+
+TEST_CASE("ozaki: the moduli are pairwise coprime int8-sized numbers, 256 first", "[ozaki]") {
+  const std::vector<int>& ps = oz::moduli();
+  REQUIRE(ps.size() >= 16);
+  CHECK(ps[0] == 256);
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    CHECK(ps[i] <= 256);
+    CHECK(ps[i] > 128);
+    for (std::size_t j = 0; j < i; ++j) CHECK(std::gcd(ps[i], ps[j]) == 1);
+  }
+  double log2_p = 0;
+  for (int l = 0; l < oz::max_moduli(); ++l) log2_p += std::log2(ps[static_cast<std::size_t>(l)]);
+  CHECK(log2_p < 120);
+  CHECK(oz::max_moduli() >= 14);
+}
+
+TEST_CASE("ozaki: a plan leaves room for the whole product (K 2^(a+b) < P / 2)", "[ozaki]") {
+  for (int n = 4; n <= oz::max_moduli(); ++n)
+    for (const std::int64_t k :
+         {std::int64_t{1}, std::int64_t{2}, std::int64_t{1000}, std::int64_t{65536}, oz::kMaxK}) {
+      oz::Plan plan;
+      try {
+        plan = oz::plan_for(n, k);
+      } catch (const std::invalid_argument&) {
+        continue;  // too few moduli for this K
+      }
+      INFO(n << " moduli, K " << k);
+      CHECK(std::log2(static_cast<double>(k)) + plan.a + plan.b < plan.log2_p - 1);
+      CHECK(plan.a <= 62);
+      CHECK(plan.b <= 62);
+    }
+  CHECK_THROWS_AS(oz::plan_for(0, 10), std::invalid_argument);
+  CHECK_THROWS_AS(oz::plan_for(oz::max_moduli() + 1, 10), std::invalid_argument);
+  CHECK_THROWS_AS(oz::plan_for(8, oz::kMaxK + 1), std::invalid_argument);
+  CHECK_THROWS_AS(oz::plan_for(1, 1 << 16), std::invalid_argument);  // 8 bits cannot hold K alone
+  // More bits, more moduli; the answer's plan has them, the one before does not.
+  int last = 0;
+  for (int bits = 10; bits <= 50; bits += 10) {
+    const int n = oz::moduli_for_bits(bits, 4096);
+    REQUIRE(n > 0);
+    CHECK(n >= last);
+    last = n;
+    const oz::Plan plan = oz::plan_for(n, 4096);
+    CHECK(std::min(plan.a, plan.b) >= bits);
+    if (n > 1) {
+      try {
+        const oz::Plan fewer = oz::plan_for(n - 1, 4096);
+        CHECK(std::min(fewer.a, fewer.b) < bits);
+      } catch (const std::invalid_argument&) {
+      }
+    }
+  }
+  CHECK(oz::moduli_for_bits(70, 4096) == 0);  // beyond this host reference's 128-bit rebuild
+}
+
+TEST_CASE("ozaki: integer data comes out exact, on odd shapes and K = 1", "[ozaki]") {
+  std::mt19937 gen(5);
+  std::uniform_int_distribution<int> value(-1000, 1000);
+  for (const auto& [m, n, k] :
+       {std::tuple{13, 11, 37}, std::tuple{1, 1, 1}, std::tuple{7, 5, 1}, std::tuple{3, 17, 64}}) {
+    std::vector<double> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n)),
+        c(static_cast<std::size_t>(m * n));
+    for (double& x : a) x = value(gen);
+    for (double& x : b) x = value(gen);
+    a[0] = 0;  // a zero among them
+    const oz::Plan plan = oz::plan_for(oz::max_moduli(), k);
+    REQUIRE(oz::gemm_host(plan, m, n, k, a.data(), k, b.data(), n, c.data(), n));
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) {
+        std::int64_t exact = 0;
+        for (int h = 0; h < k; ++h)
+          exact += static_cast<std::int64_t>(a[static_cast<std::size_t>(i * k + h)]) *
+                   static_cast<std::int64_t>(b[static_cast<std::size_t>(h * n + j)]);
+        INFO(m << "x" << n << "x" << k << " C(" << i << ", " << j << ")");
+        REQUIRE(c[static_cast<std::size_t>(i * n + j)] == static_cast<double>(exact));
+      }
+  }
+}
+
+TEST_CASE("ozaki: the documented bound holds on uniform and on spread data, with many or few moduli", "[ozaki]") {
+  const Product uniform = random_product(9, 7, 300, 0, 1);
+  const Product spread10 = random_product(6, 5, 211, 10, 2);
+  const Product spread30 = random_product(5, 8, 97, 30, 3);
+  for (const Product* p : {&uniform, &spread10, &spread30})
+    for (const int n : {oz::max_moduli(), 9, 6}) check_bound(oz::plan_for(n, p->k), *p);
+  // With all the moduli and no spread, the scheme is as accurate as float64 (a >= 53 bits).
+  const oz::Plan full = oz::plan_for(oz::max_moduli(), uniform.k);
+  CHECK(full.a >= 53);
+}
+
+TEST_CASE("ozaki: a NaN or Inf in A or B is refused (the caller runs DGEMM), C untouched", "[ozaki]") {
+  Product p = random_product(4, 3, 6, 0, 9);
+  const oz::Plan plan = oz::plan_for(8, p.k);
+  for (const double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    for (const bool in_a : {true, false}) {
+      Product q = p;
+      (in_a ? q.a[5] : q.b[4]) = bad;
+      std::vector<double> c(12, 3.0);
+      CHECK_FALSE(oz::gemm_host(plan, q.m, q.n, q.k, q.a.data(), q.k, q.b.data(), q.n, c.data(), q.n));
+      for (const double x : c) CHECK(x == 3.0);
+    }
+  }
+  // All-zero rows and columns give zeros; K = 0 gives zeros.
+  std::fill(p.a.begin(), p.a.begin() + 6, 0.0);
+  std::vector<double> c(12, 3.0);
+  REQUIRE(oz::gemm_host(plan, p.m, p.n, p.k, p.a.data(), p.k, p.b.data(), p.n, c.data(), p.n));
+  for (int j = 0; j < 3; ++j) CHECK(c[static_cast<std::size_t>(j)] == 0.0);
+  REQUIRE(oz::gemm_host(plan, p.m, p.n, 0, p.a.data(), p.k, p.b.data(), p.n, c.data(), p.n));
+  for (const double x : c) CHECK(x == 0.0);
+}
