@@ -18,6 +18,7 @@ Cases (issue #14):
   f64     8192^3 float64               proj    2,000,000 x 256 times 256 x 256 float32 (a projection)
   gzip    8192^2 float32 x 8192^2, both stored as h5py writes by default with
           chunks=True, compression="gzip"
+  f16     16384^3 stored as float16 (h5py's), C float16: tensor cores on a GPU (issue 43)
 
 For each case, interleaved, REPEATS times: tessera on each rank count of --nps (default options,
 `mpirun --bind-to none`), and scripts/torch_baseline.py; each timed as a whole process. The page
@@ -45,6 +46,7 @@ CASES = {
     "f64": dict(m=8192, n=8192, k=8192, dtype="f64", gzip=False, label="8192³ f64"),
     "proj": dict(m=2_000_000, n=256, k=256, dtype="f32", gzip=False, label="2,000,000×256 · 256×256 f32"),
     "gzip": dict(m=8192, n=8192, k=8192, dtype="f32", gzip=True, label="8192² f32, h5py gzip default"),
+    "f16": dict(m=16384, n=16384, k=16384, dtype="f16", gzip=False, label="16384³ stored float16 (C float16)"),
     "small": dict(m=1031, n=517, k=263, dtype="f32", gzip=True, label="1031×263 · 263×517 f32 gzip (smoke test)"),
 }
 
@@ -63,6 +65,16 @@ def make_inputs(case, data, tessera):
     c = CASES[case]
     a, b = f"{data}/{case}-a.h5", f"{data}/{case}-b.h5"
     if os.path.exists(a) and os.path.exists(b):
+        return a, b
+    if c["dtype"] == "f16":  # as numpy users store it (h5py's float16), in bands of rows
+        rng = np.random.default_rng(7)
+        for path, rows, cols in ((a, c["m"], c["k"]), (b, c["k"], c["n"])):
+            with h5py.File(path + ".tmp", "w") as f:
+                d = f.create_dataset("X", (rows, cols), dtype=np.float16)
+                for r0 in range(0, rows, 2048):
+                    r1 = min(rows, r0 + 2048)
+                    d[r0:r1] = (rng.random((r1 - r0, cols), dtype=np.float32) * 2 - 1).astype(np.float16)
+            os.replace(path + ".tmp", path)
         return a, b
     if c["gzip"]:
         rng = np.random.default_rng(7)
@@ -83,7 +95,7 @@ def cublas_seconds(c):
     code = f"""
 import torch, statistics
 torch.backends.cuda.matmul.allow_tf32 = False
-dt = torch.float32 if "{c['dtype']}" == "f32" else torch.float64
+dt = {{"f32": torch.float32, "f64": torch.float64, "f16": torch.float16}}["{c['dtype']}"]
 a = torch.rand({c['m']}, {c['k']}, device="cuda", dtype=dt); b = torch.rand({c['k']}, {c['n']}, device="cuda", dtype=dt)
 for _ in range(2): a @ b
 torch.cuda.synchronize(); ts = []
@@ -141,7 +153,7 @@ def main():
     for case in args.cases.split(","):
         c = CASES[case]
         a, b = make_inputs(case, args.data, args.tessera)
-        c_bytes = c["m"] * c["n"] * (4 if c["dtype"] == "f32" else 8)
+        c_bytes = c["m"] * c["n"] * {"f32": 4, "f64": 8, "f16": 2}[c["dtype"]]
         out_c = f"{args.data}/{case}-c.h5"
         subprocess.call(["cat", a, b], stdout=subprocess.DEVNULL)  # warm the page cache
         read_s = statistics.median(run(["cat", a, b])[0] for _ in range(3))

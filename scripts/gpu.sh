@@ -38,7 +38,7 @@
 #         GPU_E2E_BASE  revisions to build and compare with (default HEAD~1; name the main you
 #                        started from; "" = the tree alone, no gate): from .ab/REV (carry-base) where
 #                        carried, else `git archive REV`; built in build-ab/REV (the executable only)
-#         GPU_E2E_CASES  e2e_bench.py cases in order (default "16384 f64 gzip proj 32768"), each
+#         GPU_E2E_CASES  e2e_bench.py cases in order (default "16384 f64 gzip f16 proj 32768"), each
 #                        run only when the SECONDS left (default 540) look enough for it
 #         GPU_E2E_NPS, GPU_E2E_REPEATS, GPU_E2E_EXTRA, GPU_E2E_TORCH  the rank counts (default "1";
 #                        ';'-separated; each may carry e2e_bench.py's variables and options:
@@ -284,9 +284,9 @@ e2e() {
     for i in "${!base_bins[@]}"; do nps+=";$np bin=$PWD/${base_bins[$i]} cwd=${base_srcs[$i]}"; done
   done
   [ ${#base_bins[@]} -eq 0 ] || gate=(--gate "${GPU_E2E_GATE:-5}")
-  for c in ${GPU_E2E_CASES:-16384 f64 gzip proj 32768}; do
+  for c in ${GPU_E2E_CASES:-16384 f64 gzip f16 proj 32768}; do
     # Rough cost of a case with 2 repeats on 1 and 2 GPUs, data made once (s), scaled to the repeats.
-    case $c in 16384) need=70 ;; f64) need=45 ;; 32768) need=170 ;; *) need=60 ;; esac
+    case $c in 16384) need=70 ;; f64) need=45 ;; f16) need=90 ;; 32768) need=170 ;; *) need=60 ;; esac
     # (Those figures were for two variants; each build is one more per rank count.)
     need=$((need * (repeats + 1) * ${#counts[@]} * (${#base_bins[@]} + 1) / 6))
     if [ "$(left)" -le $((need + 15)) ]; then skip "e2e-$c" "$(left) s left"; continue; fi
