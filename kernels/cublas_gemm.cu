@@ -181,11 +181,14 @@ void run_cublas_tf32(const GpuGemm& g, GpuContext& ctx) { gemm_ex(g, ctx, g.a, g
 void run_cublas_bf16_stored(const GpuGemm& g, GpuContext& ctx) { gemm_ex(g, ctx, g.a, g.b, kBf16); }
 
 // The rounding pass into the operand scratch (A, then B from a 256-byte boundary), then the 16-bit
-// GEMM on the copies: 6 bytes moved per element of A and B, ~0.3 ms at 8192^3 on the H200.
+// GEMM on the copies: 6 bytes moved per element of A and B, ~0.3 ms at 8192^3 on the H200. Where
+// the copies would not fit in the memory the job left free (an out-of-core product sized to
+// fill the GPU), the FP32 GEMM runs on the float32 data instead: slower, never less accurate.
 template <class HALF>
 void run_cublas_half(const GpuGemm& g, GpuContext& ctx) {
   const auto a_count = static_cast<std::size_t>(g.m * g.k), b_count = static_cast<std::size_t>(g.k * g.n);
   const std::size_t b_offset = (a_count * sizeof(HALF) + 255) / 256 * 256;
+  if (!ctx.operand_scratch_fits(b_offset + b_count * sizeof(HALF))) return gemm_ex(g, ctx, g.a, g.b, kFp32);
   auto* const scratch = static_cast<unsigned char*>(ctx.operand_scratch(b_offset + b_count * sizeof(HALF)));
   round_to_half<HALF>(static_cast<const float*>(g.a), scratch, g.m * g.k, g.stream);
   round_to_half<HALF>(static_cast<const float*>(g.b), scratch + b_offset, g.k * g.n, g.stream);

@@ -49,6 +49,17 @@ void* GpuContext::scratch(std::size_t bytes) {
   return scratch_;
 }
 
+bool GpuContext::operand_scratch_fits(std::size_t bytes) const {
+  if (bytes <= operand_scratch_bytes_) return true;
+  std::size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  constexpr std::size_t kHeadroom = std::size_t{512} << 20;   // cuBLAS's workspace and the like
+  return bytes + kHeadroom <= free + operand_scratch_bytes_;  // (the smaller copy is freed first)
+}
+
 void* GpuContext::operand_scratch(std::size_t bytes) {
   grow_scratch(operand_scratch_, operand_scratch_bytes_, bytes, "converted operands (TF32/BF16 copies of A and B)");
   return operand_scratch_;

@@ -56,6 +56,10 @@ class GpuContext {
   // BF16 copies of A and B), kept the same way; separate from scratch(), so that one call may use
   // both. Same ordering rule.
   void* operand_scratch(std::size_t bytes);
+  // Whether operand_scratch(bytes) would leave at least 512 MiB of the GPU's memory free (a job's
+  // buffers were sized against what was free before any copies: the rounding kernels then run in
+  // FP32 instead of failing).
+  bool operand_scratch_fits(std::size_t bytes) const;
 
  private:
   cublasContext* cublas_ = nullptr;

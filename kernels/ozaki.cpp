@@ -141,6 +141,10 @@ bool gemm_host(const Plan& plan, std::int64_t m, std::int64_t n, std::int64_t k,
                const double* b, std::int64_t ldb, double* c, std::int64_t ldc) {
   if (plan.n < 1 || plan.n > max_moduli() || k > plan.k || k < 0 || m < 0 || n < 0)
     throw std::invalid_argument("ozaki: the plan does not fit this product");
+  // A plan made by hand must not promise more bits than plan_for gives (the rebuild would wrap).
+  const Plan checked = plan_for(plan.n, plan.k);
+  if (plan.a > checked.a || plan.b > checked.b || plan.a < 1 || plan.b < 1)
+    throw std::invalid_argument("ozaki: the plan's bits exceed what its moduli hold for K = " + std::to_string(plan.k));
   if (m == 0 || n == 0) return true;
   if (k == 0) {
     for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0);

@@ -3,7 +3,8 @@
 // arXiv 2504.08009): the groundwork shared by the host reference here and the GPU engine to come.
 //
 //   1. Scale: row i of A by 2^s_i and column j of B by 2^t_j so that every scaled element is
-//      below 2^a (rows) and 2^b (columns) in magnitude, then round to integers A', B' (exact
+//      below 2^a (rows) and 2^b (columns) in magnitude, then round to integers A', B' (at most
+//      2^a and 2^b: the plan's K 2^(a+b) <= P / 4 leaves room for that; exact
 //      powers of two: only the rounding to integers loses anything, at most half a unit).
 //   2. Residues: A' and B' modulo each of N pairwise-coprime moduli p_l <= 256, in the symmetric
 //      range (|r| <= 128): int8 values.
@@ -35,7 +36,7 @@ const std::vector<int>& moduli();
 // (columns of B) the scaled integers may take.
 struct Plan {
   int n = 0;          // moduli used: moduli()[0, n)
-  int a = 0, b = 0;   // |A'| < 2^a, |B'| < 2^b (a + b = floor(log2 P) - 2 - ceil(log2 k))
+  int a = 0, b = 0;   // |A'| <= 2^a, |B'| <= 2^b (a + b = floor(log2 P) - 2 - ceil(log2 k))
   double log2_p = 0;  // log2 of the product of the moduli
   std::int64_t k = 0;
 };

@@ -180,12 +180,18 @@ TypeDesc describe_type(hid_t type) {
       // mantissa) or as bfloat16 is declared (8 and 7): read widened to float32 by HDF5's own
       // conversion, which is exact (every half value is a float32 value).
       std::size_t spos = 0, epos = 0, esize = 0, mpos = 0, msize = 0;
+      // Named float16 / bfloat16 (C stored so by default, tensor cores on GPUs) only with their own
+      // exponent bias and an implied leading bit; the same fields with another bias are read
+      // (HDF5 converts them) under a name of their own: their values need not fit those types.
       if (bits == 16 && H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize) >= 0) {
         d.supported = (esize == 5 && msize == 10) || (esize == 8 && msize == 7);
-        d.name = esize == 5 && msize == 10  ? "float16"
-                 : esize == 8 && msize == 7 ? "bfloat16"
-                                            : "a 16-bit float of " + std::to_string(esize) + " exponent and " +
-                                                  std::to_string(msize) + " mantissa bits";
+        const std::size_t bias = H5Tget_ebias(type);
+        const bool implied = H5Tget_norm(type) == H5T_NORM_IMPLIED;
+        d.name = esize == 5 && msize == 10 && bias == 15 && implied ? "float16"
+                 : esize == 8 && msize == 7 && bias == 127 && implied
+                     ? "bfloat16"
+                     : "a 16-bit float of " + std::to_string(esize) + " exponent and " + std::to_string(msize) +
+                           " mantissa bits, bias " + std::to_string(bias);
         d.natural = DType::f32;
       }
       break;

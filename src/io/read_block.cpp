@@ -148,13 +148,15 @@ void read_direct(const std::string& path, std::int64_t base, std::int64_t cols, 
 // of output at least each), each reading bands of 2 MiB as stored and widening them into `out`.
 void read_direct_half(const std::string& path, std::int64_t base, std::int64_t cols, std::int64_t row0,
                       std::int64_t nrows, std::int64_t col0, std::int64_t ncols, Stored half, DType as, void* out) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw IoError("cannot open " + in_quotes(path) + ": " + std::strerror(errno));
   const std::size_t out_row = static_cast<std::size_t>(ncols) * dtype_size(as);
   const auto threads = static_cast<int>(std::clamp<std::size_t>((static_cast<std::size_t>(nrows) * out_row) >> 22, 1,
                                                                 static_cast<std::size_t>(io_threads())));
   const std::int64_t band = std::max<std::int64_t>(1, (std::int64_t{2} << 20) / (2 * ncols));
   std::vector<int> failed(static_cast<std::size_t>(threads), 0);
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(threads));  // (no allocation while threads run)
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) throw IoError("cannot open " + in_quotes(path) + ": " + std::strerror(errno));
   const auto work = [&](int t) {
     const std::int64_t r0 = nrows * t / threads, r1 = nrows * (t + 1) / threads;
     try {
@@ -172,7 +174,6 @@ void read_direct_half(const std::string& path, std::int64_t base, std::int64_t c
       failed[static_cast<std::size_t>(t)] = ENOMEM;
     }
   };
-  std::vector<std::thread> pool;
   try {
     for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
   } catch (const std::system_error&) {  // no more threads: the ones started finish, this one does the rest

@@ -12,7 +12,9 @@ import numpy as np
 from common import bfloat16_type, check, check_product, parser, Runner, skip_without_gpus
 
 p = parser(__doc__)
-p.add_argument("--store", default="float16", choices=["float16", "bfloat16"])
+p.add_argument("--store", default="float16", choices=["float16", "bfloat16", "e5m10-bias14"],
+               help="e5m10-bias14: float16's fields with another exponent bias: read through HDF5's conversion, "
+                    "but not float16 (C float32 by default, never the float16 tensor cores)")
 p.add_argument("--layout", default="contiguous", choices=["contiguous", "gzip"])
 p.add_argument("--dtype", default="auto", choices=["auto", "f64"])
 p.add_argument("--slice", action="store_true",
@@ -50,7 +52,13 @@ with h5py.File(r.path("in.h5"), "w") as f:
             if kw:
                 dcpl.set_chunk(kw["chunks"])
                 dcpl.set_deflate(4)
-            d = h5py.h5d.create(f.id, name.encode(), bfloat16_type(), h5py.h5s.create_simple(x.shape), dcpl=dcpl)
+            t = bfloat16_type()
+            if args.store == "e5m10-bias14":
+                t = h5py.h5t.IEEE_F32LE.copy()
+                t.set_fields(15, 10, 5, 0, 10)
+                t.set_size(2)
+                t.set_ebias(14)
+            d = h5py.h5d.create(f.id, name.encode(), t, h5py.h5s.create_simple(x.shape), dcpl=dcpl)
             d.write(h5py.h5s.ALL, h5py.h5s.ALL, x)
 with h5py.File(r.path("in.h5"), "r") as f:  # the stored values, widened (exactly) by HDF5
     a = f["A"].astype(np.float64)[...]
@@ -78,7 +86,15 @@ for alpha in (1.0, 0.75) if args.backend == "cuda" else (1.0,):
     kernel = json.load(open(r.path("report.json")))["kernel"]
     if args.backend == "cuda":
         tensor = args.dtype == "auto" and alpha == 1.0
-        check((kernel == half_kernel) == tensor,
+        check((kernel == half_kernel) == (tensor and args.store != "e5m10-bias14"),
               f"alpha {alpha}, --dtype {args.dtype}: kernel {kernel}; expected {half_kernel if tensor else 'not ' + half_kernel}")
+    if args.backend == "cuda" and args.store == "e5m10-bias14":
+        check(kernel != "cublas-f16", "a 16-bit float of another bias is not float16: no float16 tensor cores")
     print(f"ok: C {c.shape} {c.dtype} from {args.store} inputs, alpha {alpha}, kernel {kernel}, relative error {rel:.3e}")
+if args.store == "e5m10-bias14":  # C as computed by default: the inputs are not float16
+    r.run(["run", "--a", a_ref, "--b", r.path("in.h5") + ":/B", "--c", r.path("c2.h5") + ":/C", "--backend",
+           args.backend] + (["--transpose-b"] if args.slice else []))
+    with h5py.File(r.path("c2.h5"), "r") as f:
+        check(f["C"].dtype == np.float32, f"C is {f['C'].dtype}: float32 expected for a non-IEEE 16-bit float")
+    print("ok: a 16-bit float of bias 14 is read, and C defaults to float32")
 print("PASS")

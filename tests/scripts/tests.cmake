@@ -374,6 +374,8 @@ add_mpi_test(half.bfloat16.gzip.np3 3 half_inputs.py --store bfloat16 --layout g
 add_mpi_test(half.float16.slice.np2 2 half_inputs.py --slice)
 add_mpi_test(half.bfloat16.slice.np3 3 half_inputs.py --store bfloat16 --slice)
 add_mpi_test(half.float16.big.np1 1 half_inputs.py --big)
+add_mpi_test(half.e5m10-bias14.np2 2 half_inputs.py --store e5m10-bias14)
+add_mpi_test(half.cuda.e5m10-bias14.np1 1 half_inputs.py --store e5m10-bias14 --backend cuda --need-gpus 1)
 add_mpi_test(half.bfloat16.big.slice.np1 1 half_inputs.py --store bfloat16 --big --slice)
 # On a GPU, `auto` multiplies half data on the tensor cores (cublas-f16 / -bf16), and not with alpha != 1.
 add_mpi_test(half.cuda.float16.np1 1 half_inputs.py --backend cuda --need-gpus 1)
