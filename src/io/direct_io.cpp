@@ -87,6 +87,18 @@ int io_threads() {
 
 void set_io_threads(int threads) { g_io_threads.store(std::max(0, threads)); }
 
+void run_split(int threads, const std::function<void(int)>& work) {
+  std::vector<std::thread> pool;
+  pool.reserve(static_cast<std::size_t>(std::max(0, threads - 1)));  // (no allocation while threads run)
+  try {
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
+  } catch (const std::system_error&) {  // no more threads: the ones started finish, this one does the rest
+    for (int t = static_cast<int>(pool.size()) + 1; t < threads; ++t) work(t);
+  }
+  work(0);
+  for (auto& th : pool) th.join();
+}
+
 bool direct_io_enabled() { return env::flag("TESSERA_HDF5_DIRECT", true); }
 
 // A block between memory and a contiguous dataset at byte `base` of the file open as `fd`, with
@@ -123,14 +135,7 @@ int transfer_direct(int fd, bool write, std::int64_t base, std::int64_t cols, st
         return;
       }
   };
-  std::vector<std::thread> pool;
-  try {
-    for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
-  } catch (const std::system_error&) {  // no more threads: the ones started finish, this one does the rest
-    for (int t = static_cast<int>(pool.size()) + 1; t < threads; ++t) work(t);
-  }
-  work(0);
-  for (auto& th : pool) th.join();
+  run_split(threads, work);
   for (const int rc : failed)
     if (rc != 0) return rc;
   return 0;

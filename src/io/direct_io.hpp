@@ -5,6 +5,7 @@
 // every rank at once.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -25,6 +26,10 @@ bool direct_io_enabled();
 // this machine.
 int io_threads();
 void set_io_threads(int threads);
+// work(0), ..., work(threads - 1): work(0) on this thread, each other on a thread of its own; where
+// no more threads can be started, this thread runs the rest. Returns when all are done. (`work`
+// must not throw.)
+void run_split(int threads, const std::function<void(int)>& work);
 
 // The liveness token of a run writing an output (fencing): a file that is there, with one inode,
 // exactly while that run may write C, and gone once it commits or fails: the existing file's

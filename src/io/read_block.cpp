@@ -11,8 +11,6 @@
 #include <new>
 #include <stdexcept>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "core/error.hpp"
@@ -153,8 +151,6 @@ void read_direct_half(const std::string& path, std::int64_t base, std::int64_t c
                                                                 static_cast<std::size_t>(io_threads())));
   const std::int64_t band = std::max<std::int64_t>(1, (std::int64_t{2} << 20) / (2 * ncols));
   std::vector<int> failed(static_cast<std::size_t>(threads), 0);
-  std::vector<std::thread> pool;
-  pool.reserve(static_cast<std::size_t>(threads));  // (no allocation while threads run)
   const int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) throw IoError("cannot open " + in_quotes(path) + ": " + std::strerror(errno));
   const auto work = [&](int t) {
@@ -175,12 +171,11 @@ void read_direct_half(const std::string& path, std::int64_t base, std::int64_t c
     }
   };
   try {
-    for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
-  } catch (const std::system_error&) {  // no more threads: the ones started finish, this one does the rest
-    for (int t = static_cast<int>(pool.size()) + 1; t < threads; ++t) work(t);
+    run_split(threads, work);
+  } catch (...) {  // (the pool's own allocation)
+    ::close(fd);
+    throw;
   }
-  work(0);
-  for (auto& th : pool) th.join();
   ::close(fd);
   for (const int rc : failed)
     if (rc != 0)
