@@ -19,39 +19,11 @@ int ceil_log2(std::int64_t k) {
   return bits;
 }
 
-// x * y mod p for x, y < p < 2^120 (products below 2^128 only where one factor is below 2^8: the
-// rebuild multiplies a residue by a weight; the weights themselves are made by repeated addition).
-u128 add_mod(u128 x, u128 y, u128 p) { return x >= p - y ? x - (p - y) : x + y; }
-u128 mul_small_mod(u128 x, int small, u128 p) {
-  u128 out = 0;
-  for (int i = 0; i < small; ++i) out = add_mod(out, x, p);
-  return out;
-}
-
 // x^-1 mod p (p a small modulus, x coprime with it).
 int inverse_mod(int x, int p) {
   for (int y = 1; y < p; ++y)
     if ((x * y) % p == 1) return y;
   throw std::logic_error("ozaki: moduli not coprime");
-}
-
-struct Weights {
-  u128 p = 0;           // product of the moduli
-  std::vector<u128> w;  // w_l = (P / p_l) ((P / p_l)^-1 mod p_l) mod P
-};
-
-Weights weights(int n) {
-  const std::vector<int>& ps = moduli();
-  Weights out;
-  out.p = 1;
-  for (int l = 0; l < n; ++l) out.p *= static_cast<u128>(ps[static_cast<std::size_t>(l)]);
-  for (int l = 0; l < n; ++l) {
-    const int pl = ps[static_cast<std::size_t>(l)];
-    const u128 ml = out.p / static_cast<u128>(pl);
-    const int inv = inverse_mod(static_cast<int>(ml % static_cast<u128>(pl)), pl);
-    out.w.push_back(mul_small_mod(ml, inv, out.p));
-  }
-  return out;
 }
 
 // The symmetric residue of x modulo p (|r| <= p / 2): an int8 value for p <= 256.
@@ -83,23 +55,14 @@ bool scales(std::int64_t rows, std::int64_t cols, const double* x, std::int64_t 
 const std::vector<int>& moduli() {
   static const std::vector<int> list = [] {
     std::vector<int> out{256};
-    for (int p = 255; p > 128 && out.size() < 24; p -= 2)
+    for (int p = 255; p > 128 && out.size() < static_cast<std::size_t>(kMaxModuli); p -= 2)
       if (std::all_of(out.begin(), out.end(), [p](int q) { return std::gcd(p, q) == 1; })) out.push_back(p);
     return out;
   }();
   return list;
 }
 
-int max_moduli() {
-  double log2_p = 0;
-  int n = 0;
-  for (const int p : moduli()) {
-    if (log2_p + std::log2(p) >= 120) break;
-    log2_p += std::log2(p);
-    ++n;
-  }
-  return n;
-}
+int max_moduli() { return kMaxModuli; }
 
 Plan plan_for(int n, std::int64_t k) {
   if (n < 1 || n > max_moduli())
@@ -112,8 +75,9 @@ Plan plan_for(int n, std::int64_t k) {
   plan.n = n;
   plan.k = k;
   for (int l = 0; l < n; ++l) plan.log2_p += std::log2(moduli()[static_cast<std::size_t>(l)]);
-  // k 2^(a+b) <= 2^(floor(log2 P) - 2) < P / 2: the rebuilt product's symmetric residue is itself.
-  const int sum = static_cast<int>(std::floor(plan.log2_p)) - 2 - ceil_log2(k);
+  // k 2^(a+b) <= 2^(floor(log2 P) - 2) <= P / 4: the rebuilt product's symmetric residue is itself,
+  // with room for the rounded quotient; and <= 2^126: it fits the rebuild's wrapping 128 bits.
+  const int sum = std::min(static_cast<int>(std::floor(plan.log2_p)) - 2, 126) - ceil_log2(k);
   plan.a = std::min(62, sum / 2);  // (int64 scaled integers)
   plan.b = std::min(62, sum - sum / 2);
   if (plan.a < 1 || plan.b < 1)
@@ -126,6 +90,54 @@ int moduli_for_bits(int bits, std::int64_t k) {
     try {
       const Plan p = plan_for(n, k);
       if (p.a >= bits && p.b >= bits) return n;
+    } catch (const std::invalid_argument&) {
+    }
+  }
+  return 0;
+}
+
+Rebuild rebuild_for(int n) {
+  if (n < 1 || n > max_moduli()) throw std::invalid_argument("ozaki: " + std::to_string(n) + " moduli");
+  Rebuild r;
+  r.n = n;
+  u128 p_all = 1;  // modulo 2^128: unsigned arithmetic wraps
+  for (int l = 0; l < n; ++l) p_all *= static_cast<u128>(moduli()[static_cast<std::size_t>(l)]);
+  r.p_lo = static_cast<std::uint64_t>(p_all);
+  r.p_hi = static_cast<std::uint64_t>(p_all >> 64);
+  for (int l = 0; l < n; ++l) {
+    const int pl = moduli()[static_cast<std::size_t>(l)];
+    u128 ml = 1;
+    int ml_mod = 1;  // M_l mod p_l, exactly
+    for (int j = 0; j < n; ++j) {
+      if (j == l) continue;
+      const int pj = moduli()[static_cast<std::size_t>(j)];
+      ml *= static_cast<u128>(pj);
+      ml_mod = ml_mod * (pj % pl) % pl;
+    }
+    r.p[l] = pl;
+    r.inv[l] = inverse_mod(ml_mod, pl);
+    r.recip[l] = 1.0 / pl;
+    r.m_lo[l] = static_cast<std::uint64_t>(ml);
+    r.m_hi[l] = static_cast<std::uint64_t>(ml >> 64);
+  }
+  return r;
+}
+
+int bits_for_spread(double spread, std::int64_t k, int guard) {
+  int floor_log2_k = 0;
+  while ((std::int64_t{2} << floor_log2_k) <= k) ++floor_log2_k;
+  const int half_log2_k = floor_log2_k / 2;
+  return std::max(8, 56 + guard + static_cast<int>(std::ceil(std::max(0.0, spread))) - half_log2_k);
+}
+
+int moduli_for_spread(double spread_a, double spread_b, std::int64_t k, int guard) {
+  if (!(spread_a >= 0) || !(spread_b >= 0) || std::isinf(spread_a) || std::isinf(spread_b)) return 0;
+  const int need_a = bits_for_spread(spread_a, k, guard), need_b = bits_for_spread(spread_b, k, guard);
+  for (int n = 1; n <= max_moduli(); ++n) {
+    try {
+      const Plan p = plan_for(n, k);
+      // a and b may be traded: the plan splits a + b evenly, the need may not be even.
+      if (p.a + p.b >= need_a + need_b && std::max(need_a, need_b) <= 62) return n;
     } catch (const std::invalid_argument&) {
     }
   }
@@ -162,29 +174,35 @@ bool gemm_host(const Plan& plan, std::int64_t m, std::int64_t n, std::int64_t k,
     for (std::int64_t j = 0; j < n; ++j)
       bi[static_cast<std::size_t>(h * n + j)] =
           std::llround(std::ldexp(b[h * ldb + j], t[static_cast<std::size_t>(j)]));
-  // 2-4. per modulus: int8 residues, their exact product, its residue; the rebuild's sum.
-  const Weights wt = weights(plan.n);
+  // 2-4. per modulus: int8 residues, their exact product, its u_l; the rebuild's sums (wrapping
+  // 128-bit S = sum u_l M_l, and sum u_l / p_l for the quotient).
+  const Rebuild rb = rebuild_for(plan.n);
+  const u128 p_all = (static_cast<u128>(rb.p_hi) << 64) | rb.p_lo;
   std::vector<u128> acc(static_cast<std::size_t>(m * n), 0);
-  std::vector<std::int8_t> ra(ai.size()), rb(bi.size());
+  std::vector<double> frac(static_cast<std::size_t>(m * n), 0.0);
+  std::vector<std::int8_t> ra(ai.size()), rb8(bi.size());
   for (int l = 0; l < plan.n; ++l) {
-    const int p = moduli()[static_cast<std::size_t>(l)];
+    const int p = rb.p[l];
+    const u128 ml = (static_cast<u128>(rb.m_hi[l]) << 64) | rb.m_lo[l];
     for (std::size_t e = 0; e < ai.size(); ++e) ra[e] = static_cast<std::int8_t>(symmetric_residue(ai[e], p));
-    for (std::size_t e = 0; e < bi.size(); ++e) rb[e] = static_cast<std::int8_t>(symmetric_residue(bi[e], p));
+    for (std::size_t e = 0; e < bi.size(); ++e) rb8[e] = static_cast<std::int8_t>(symmetric_residue(bi[e], p));
     for (std::int64_t i = 0; i < m; ++i)
       for (std::int64_t j = 0; j < n; ++j) {
         std::int32_t dot = 0;  // exact: k 128^2 < 2^31
         for (std::int64_t h = 0; h < k; ++h)
           dot += static_cast<std::int32_t>(ra[static_cast<std::size_t>(i * k + h)]) *
-                 static_cast<std::int32_t>(rb[static_cast<std::size_t>(h * n + j)]);
-        const int residue = ((dot % p) + p) % p;  // in [0, p): a factor below 2^8
-        u128& sum = acc[static_cast<std::size_t>(i * n + j)];
-        sum = add_mod(sum, static_cast<u128>(residue) * wt.w[static_cast<std::size_t>(l)] % wt.p, wt.p);
+                 static_cast<std::int32_t>(rb8[static_cast<std::size_t>(h * n + j)]);
+        const int u = static_cast<int>((((dot % p) + p) % p) * static_cast<std::int64_t>(rb.inv[l]) % p);
+        const auto e = static_cast<std::size_t>(i * n + j);
+        acc[e] += static_cast<u128>(u) * ml;  // wraps modulo 2^128
+        frac[e] += u * rb.recip[l];
       }
   }
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
-      const u128 r = acc[static_cast<std::size_t>(i * n + j)];
-      const i128 value = r > wt.p / 2 ? -static_cast<i128>(wt.p - r) : static_cast<i128>(r);
+      const auto e = static_cast<std::size_t>(i * n + j);
+      const auto q = static_cast<u128>(static_cast<std::uint64_t>(std::nearbyint(frac[e])));
+      const auto value = static_cast<i128>(acc[e] - q * p_all);  // |C'| < 2^127: exact
       c[i * ldc + j] =
           std::ldexp(static_cast<double>(value), -(s[static_cast<std::size_t>(i)] + t[static_cast<std::size_t>(j)]));
     }

@@ -10,9 +10,14 @@
 //      range (|r| <= 128): int8 values.
 //   3. Products: C_l = R_A,l R_B,l for each modulus, exact in int32 while K * 128^2 < 2^31
 //      (K <= 131071): the INT8 tensor cores' GEMM on a GPU.
-//   4. Rebuild: C' = A'B' is the symmetric residue of sum_l (C_l mod p_l) w_l modulo P = prod p_l
-//      (Chinese remainder theorem, w_l = (P / p_l) ((P / p_l)^-1 mod p_l)), exact because
-//      |A'B'| <= K 2^(a+b) < P / 2; C = 2^(-s_i - t_j) C', rounded once to float64.
+//   4. Rebuild: C' = A'B' is the symmetric residue of S = sum_l u_l M_l modulo P = prod p_l
+//      (Chinese remainder theorem: M_l = P / p_l, u_l = (C_l mod p_l) (M_l^-1 mod p_l) in [0, p_l)).
+//      S / P = sum_l u_l / p_l = q + C' / P with |C'| <= K 2^(a+b) <= P / 4, so q is that sum
+//      rounded to the nearest integer, which float64 gets right (its error is ~1e-15, the margin
+//      1/4), and C' = S - q P. That identity holds modulo 2^128 too: computed with wrapping
+//      128-bit integers (M_l and P taken modulo 2^128), it gives C' exactly as long as
+//      |C'| < 2^127, whatever the size of P (Rebuild below; the host and the GPU share it).
+//      C = 2^(-s_i - t_j) C', rounded once to float64.
 //
 // Error (the derivation, docs/kernels.md "Ozaki"): |A_ih 2^s_i - A'_ih| <= 1/2 with 2^(a-1) <=
 // max_h |A_ih| 2^s_i < 2^a, so each element of A moves by at most 2^-a max_h |A_ih| (B likewise), and
@@ -29,14 +34,18 @@
 namespace tessera::kernels::ozaki {
 
 // The moduli, in the order they are used: 256 and the largest odd numbers below it that are
-// coprime with every one before them (so any leading N of them are pairwise coprime).
+// coprime with every one before them (so any leading N of them are pairwise coprime): 256, 255,
+// 253, 251, 247, 241, 239, 233, 229, 227, 223, 217, 211, 199, 197, 193, 191, 181, 179, 173.
 const std::vector<int>& moduli();
+// How many of them a plan may use (20). Beyond about 17 they add nothing: the rebuilt product
+// must stay below 2^127 in magnitude (K 2^(a+b) <= 2^126), and a, b <= 62 (int64 scaled values).
+int max_moduli();
 
 // How a product of inner dimension k is split: n moduli, and the bits a (rows of A) and b
 // (columns of B) the scaled integers may take.
 struct Plan {
   int n = 0;          // moduli used: moduli()[0, n)
-  int a = 0, b = 0;   // |A'| <= 2^a, |B'| <= 2^b (a + b = floor(log2 P) - 2 - ceil(log2 k))
+  int a = 0, b = 0;   // |A'| <= 2^a, |B'| <= 2^b (a + b = min(floor(log2 P) - 2, 126) - ceil(log2 k))
   double log2_p = 0;  // log2 of the product of the moduli
   std::int64_t k = 0;
 };
@@ -46,8 +55,30 @@ Plan plan_for(int n, std::int64_t k);
 // The fewest moduli whose plan gives a and b of at least `bits` each (e.g. 53 + ceil(log2 k) + g
 // for the error above); 0 when max_moduli() are not enough.
 int moduli_for_bits(int bits, std::int64_t k);
-// The largest n this host reference takes (P below 2^120: its rebuild works in 128-bit integers).
-int max_moduli();
+
+// The rebuild's constants for n moduli (step 4 above), as the GPU kernel takes them: everything
+// modulo 2^128 as two 64-bit words.
+constexpr int kMaxModuli = 20;
+struct Rebuild {
+  int n = 0;
+  int p[kMaxModuli] = {};               // the moduli
+  int inv[kMaxModuli] = {};             // (M_l mod p_l)^-1 mod p_l
+  double recip[kMaxModuli] = {};        // 1 / p_l
+  std::uint64_t m_lo[kMaxModuli] = {};  // M_l = P / p_l modulo 2^128, low word
+  std::uint64_t m_hi[kMaxModuli] = {};  // and high word
+  std::uint64_t p_lo = 0, p_hi = 0;     // P modulo 2^128
+};
+Rebuild rebuild_for(int n);
+
+// The moduli issue 45's engine takes for a product of inner dimension k whose rows of A have
+// max|A_ih| / mean_h|A_ih| up to 2^spread_a (columns of B: 2^spread_b): enough bits that the
+// scheme's expected error stays below float64 DGEMM's (docs/kernels.md "Ozaki": a random-walk
+// comparison, the scheme's sqrt(K) 2^-a max|A| against the sum's K 2^-53 mean|A|, with `guard`
+// bits to spare):
+//   bits = 56 + guard + ceil(spread) - floor(log2(K) / 2),   at least 8,
+// each side on its own. 0 when even max_moduli() do not give them: the caller runs DGEMM.
+int moduli_for_spread(double spread_a, double spread_b, std::int64_t k, int guard);
+int bits_for_spread(double spread, std::int64_t k, int guard);
 constexpr std::int64_t kMaxK = 131071;  // K * 128^2 < 2^31: the int32 products stay exact
 
 // Bound on |C_ij - computed C_ij| beyond the final rounding, for rows of A whose largest magnitude
@@ -56,10 +87,10 @@ double error_bound(const Plan& plan, double amax, double bmax);
 
 // C = A B, row-major (A m x k, lda; B k x n, ldb; C m x n, ldc), through the scheme on the host:
 // int64 scaled integers, int8 residues, their products in exact integer arithmetic (as the INT8
-// GEMM computes them), the rebuild in 128-bit integers. The reference the GPU engine is checked
-// against, and a test of the plan and the bound. A row of A or column of B that holds a NaN or an
-// Inf makes it return false (nothing written): the caller falls back to DGEMM, which propagates
-// them; an all-zero row or column gives zeros. Throws std::invalid_argument for a bad plan.
+// GEMM computes them), the rebuild in wrapping 128-bit integers (Rebuild, as on the GPU). The reference the GPU engine
+// is checked against, and a test of the plan and the bound. A row of A or column of B that holds a NaN or an Inf makes
+// it return false (nothing written): the caller falls back to DGEMM, which propagates them; an all-zero row or column
+// gives zeros. Throws std::invalid_argument for a bad plan.
 bool gemm_host(const Plan& plan, std::int64_t m, std::int64_t n, std::int64_t k, const double* a, std::int64_t lda,
                const double* b, std::int64_t ldb, double* c, std::int64_t ldc);
 

@@ -20,6 +20,8 @@ namespace oz = tessera::kernels::ozaki;
 
 namespace {
 
+__extension__ typedef unsigned __int128 u128;  // (GCC and Clang on 64-bit targets)
+
 struct Product {
   std::int64_t m, n, k;
   std::vector<double> a, b;
@@ -82,10 +84,34 @@ TEST_CASE("ozaki: the moduli are pairwise coprime int8-sized numbers, 256 first"
     CHECK(ps[i] > 128);
     for (std::size_t j = 0; j < i; ++j) CHECK(std::gcd(ps[i], ps[j]) == 1);
   }
-  double log2_p = 0;
-  for (int l = 0; l < oz::max_moduli(); ++l) log2_p += std::log2(ps[static_cast<std::size_t>(l)]);
-  CHECK(log2_p < 120);
-  CHECK(oz::max_moduli() >= 14);
+  CHECK(oz::max_moduli() == 20);
+  REQUIRE(ps.size() >= static_cast<std::size_t>(oz::max_moduli()));
+  CHECK(ps[15] == 193);
+}
+
+TEST_CASE("ozaki: the rebuild's constants are the CRT's, modulo 2^128", "[ozaki]") {
+  for (const int n : {1, 2, 15, 16, 20}) {
+    const oz::Rebuild r = oz::rebuild_for(n);
+    REQUIRE(r.n == n);
+    u128 p_all = 1;
+    for (int l = 0; l < n; ++l) p_all *= static_cast<unsigned>(r.p[l]);
+    CHECK(r.p_lo == static_cast<std::uint64_t>(p_all));
+    CHECK(r.p_hi == static_cast<std::uint64_t>(p_all >> 64));
+    for (int l = 0; l < n; ++l) {
+      INFO(n << " moduli, l " << l);
+      // M_l p_l = P (modulo 2^128 too), and M_l inv_l = 1 modulo p_l (M_l mod p_l from the small
+      // moduli, since M_l itself may exceed 2^128).
+      const u128 ml = (static_cast<u128>(r.m_hi[l]) << 64) | r.m_lo[l];
+      CHECK(ml * static_cast<unsigned>(r.p[l]) == p_all);
+      int ml_mod = 1;
+      for (int j = 0; j < n; ++j)
+        if (j != l) ml_mod = ml_mod * (r.p[j] % r.p[l]) % r.p[l];
+      CHECK(ml_mod * r.inv[l] % r.p[l] == 1 % r.p[l]);
+      CHECK(r.recip[l] == 1.0 / r.p[l]);
+    }
+  }
+  CHECK_THROWS_AS(oz::rebuild_for(0), std::invalid_argument);
+  CHECK_THROWS_AS(oz::rebuild_for(21), std::invalid_argument);
 }
 
 TEST_CASE("ozaki: a plan leaves room for the whole product (K 2^(a+b) < P / 2)", "[ozaki]") {
@@ -100,6 +126,7 @@ TEST_CASE("ozaki: a plan leaves room for the whole product (K 2^(a+b) < P / 2)",
       }
       INFO(n << " moduli, K " << k);
       CHECK(std::log2(static_cast<double>(k)) + plan.a + plan.b < plan.log2_p - 1);
+      CHECK(std::log2(static_cast<double>(k)) + plan.a + plan.b <= 126);  // |C'| < 2^127
       CHECK(plan.a <= 62);
       CHECK(plan.b <= 62);
     }
@@ -124,7 +151,7 @@ TEST_CASE("ozaki: a plan leaves room for the whole product (K 2^(a+b) < P / 2)",
       }
     }
   }
-  CHECK(oz::moduli_for_bits(70, 4096) == 0);  // beyond this host reference's 128-bit rebuild
+  CHECK(oz::moduli_for_bits(70, 4096) == 0);  // beyond the rebuild's 128 bits (a + b + 12 <= 126)
 }
 
 TEST_CASE("ozaki: integer data comes out exact, on odd shapes and K = 1", "[ozaki]") {
@@ -137,17 +164,20 @@ TEST_CASE("ozaki: integer data comes out exact, on odd shapes and K = 1", "[ozak
     for (double& x : a) x = value(gen);
     for (double& x : b) x = value(gen);
     a[0] = 0;  // a zero among them
-    const oz::Plan plan = oz::plan_for(oz::max_moduli(), k);
-    REQUIRE(oz::gemm_host(plan, m, n, k, a.data(), k, b.data(), n, c.data(), n));
-    for (int i = 0; i < m; ++i)
-      for (int j = 0; j < n; ++j) {
-        std::int64_t exact = 0;
-        for (int h = 0; h < k; ++h)
-          exact += static_cast<std::int64_t>(a[static_cast<std::size_t>(i * k + h)]) *
-                   static_cast<std::int64_t>(b[static_cast<std::size_t>(h * n + j)]);
-        INFO(m << "x" << n << "x" << k << " C(" << i << ", " << j << ")");
-        REQUIRE(c[static_cast<std::size_t>(i * n + j)] == static_cast<double>(exact));
-      }
+    // 20 moduli (P ~ 2^155: the rebuild wraps modulo 2^128), 16 (P ~ 2^125) and 10.
+    for (const int moduli : {oz::max_moduli(), 16, 10}) {
+      const oz::Plan plan = oz::plan_for(moduli, k);
+      REQUIRE(oz::gemm_host(plan, m, n, k, a.data(), k, b.data(), n, c.data(), n));
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+          std::int64_t exact = 0;
+          for (int h = 0; h < k; ++h)
+            exact += static_cast<std::int64_t>(a[static_cast<std::size_t>(i * k + h)]) *
+                     static_cast<std::int64_t>(b[static_cast<std::size_t>(h * n + j)]);
+          INFO(m << "x" << n << "x" << k << " C(" << i << ", " << j << "), " << moduli << " moduli");
+          REQUIRE(c[static_cast<std::size_t>(i * n + j)] == static_cast<double>(exact));
+        }
+    }
   }
 }
 
@@ -156,7 +186,7 @@ TEST_CASE("ozaki: the documented bound holds on uniform and on spread data, with
   const Product spread10 = random_product(6, 5, 211, 10, 2);
   const Product spread30 = random_product(5, 8, 97, 30, 3);
   for (const Product* p : {&uniform, &spread10, &spread30})
-    for (const int n : {oz::max_moduli(), 9, 6}) check_bound(oz::plan_for(n, p->k), *p);
+    for (const int n : {oz::max_moduli(), 16, 15, 9, 6}) check_bound(oz::plan_for(n, p->k), *p);
   // With all the moduli and no spread, the scheme is as accurate as float64 (a >= 53 bits).
   const oz::Plan full = oz::plan_for(oz::max_moduli(), uniform.k);
   CHECK(full.a >= 53);
@@ -181,4 +211,49 @@ TEST_CASE("ozaki: a NaN or Inf in A or B is refused (the caller runs DGEMM), C u
   for (int j = 0; j < 3; ++j) CHECK(c[static_cast<std::size_t>(j)] == 0.0);
   REQUIRE(oz::gemm_host(plan, p.m, p.n, 0, p.a.data(), p.k, p.b.data(), p.n, c.data(), p.n));
   for (const double x : c) CHECK(x == 0.0);
+}
+
+TEST_CASE("ozaki: the moduli for a spread grow with it, shrink with K, and run out", "[ozaki]") {
+  // bits = 56 + guard + ceil(spread) - floor(log2 K) / 2.
+  CHECK(oz::bits_for_spread(1.0, 16384, 2) == 52);
+  CHECK(oz::bits_for_spread(0.3, 1, 0) == 57);
+  CHECK(oz::bits_for_spread(200.0, 1 << 16, 0) == 248);    // the caller then finds no plan
+  CHECK(oz::moduli_for_spread(1.0, 1.0, 16384, 2) == 16);  // uniform data: a + b >= 104
+  CHECK(oz::moduli_for_spread(1.0, 1.0, 65536, 2) == 16);  // a + b >= 102
+  CHECK(oz::moduli_for_spread(6.0, 6.0, 16384, 2) == 0);   // 57 + 57 bits: beyond 2^126 / K
+  int last = 0;
+  for (const double spread : {0.0, 1.0, 2.0, 3.0, 4.0, 5.0}) {
+    const int n = oz::moduli_for_spread(spread, spread, 16384, 2);
+    REQUIRE(n > 0);
+    CHECK(n >= last);
+    last = n;
+  }
+  CHECK(oz::moduli_for_spread(12.0, 0.0, 16384, 2) == 0);  // 63 bits for A: beyond int64's 62
+  CHECK(oz::moduli_for_spread(30.0, 30.0, 16384, 2) == 0);
+  CHECK(oz::moduli_for_spread(std::numeric_limits<double>::infinity(), 0.0, 100, 2) == 0);
+  CHECK(oz::moduli_for_spread(std::numeric_limits<double>::quiet_NaN(), 0.0, 100, 2) == 0);
+}
+
+// The rule's point: with the moduli it picks, the scheme's error on uniform data is no larger than
+// a float64 sum's (here a plain loop of fused multiply-adds, as one DGEMM thread sums its dot).
+TEST_CASE("ozaki: with the moduli the rule picks, the error is within a float64 sum's", "[ozaki]") {
+  const Product p = random_product(6, 6, 4096, 0, 17);
+  const int n = oz::moduli_for_spread(1.0, 1.0, p.k, 2);
+  REQUIRE(n > 0);
+  std::vector<double> c(36);
+  REQUIRE(oz::gemm_host(oz::plan_for(n, p.k), p.m, p.n, p.k, p.a.data(), p.k, p.b.data(), p.n, c.data(), p.n));
+  double worst_scheme = 0, worst_sum = 0;
+  for (std::int64_t i = 0; i < p.m; ++i)
+    for (std::int64_t j = 0; j < p.n; ++j) {
+      double sum = 0;
+      for (std::int64_t h = 0; h < p.k; ++h)
+        sum = std::fma(p.a[static_cast<std::size_t>(i * p.k + h)], p.b[static_cast<std::size_t>(h * p.n + j)], sum);
+      const __float128 ref = reference(p, i, j);
+      worst_sum = std::max(worst_sum, std::fabs(static_cast<double>(static_cast<__float128>(sum) - ref)));
+      worst_scheme = std::max(
+          worst_scheme,
+          std::fabs(static_cast<double>(static_cast<__float128>(c[static_cast<std::size_t>(i * 6 + j)]) - ref)));
+    }
+  INFO(n << " moduli: scheme " << worst_scheme << ", float64 sum " << worst_sum);
+  CHECK(worst_scheme <= worst_sum);
 }
