@@ -197,6 +197,8 @@ void run_cublas_half(const GpuGemm& g, GpuContext& ctx) {
 
 }  // namespace
 
+void gpu_cublas_gemm(const GpuGemm& g, GpuContext& ctx) { run_cublas(g, ctx); }
+
 void gpu_round_to_bf16(const float* in, void* out, std::int64_t count, cudaStream_t stream) {
   round_to_half<__nv_bfloat16>(in, out, count, stream);
 }

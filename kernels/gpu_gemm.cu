@@ -88,7 +88,7 @@ const std::vector<GpuKernel>& registry() {
     std::vector<GpuKernel> kernels;
     for (auto technique : {
              naive_kernels, tiled_kernels, regtile_kernels, vectorized_kernels, warptile_kernels,
-             warptile_staged_kernels, tensorcore_kernels, dmma_kernels, wgmma_kernels,
+             warptile_staged_kernels, tensorcore_kernels, dmma_kernels, wgmma_kernels, ozaki_kernels,
              cublas_kernels,  // keep last: the baselines the others are compared with
          }) {
       for (GpuKernel& kernel : technique()) kernels.push_back(std::move(kernel));
@@ -187,6 +187,7 @@ bool gpu_kernel_traits(const std::string& kernel, GpuKernelTraits* out) {
     out->input_unit_roundoff = found->input_unit_roundoff;
     out->opt_in = found->opt_in;
     out->vendor = found->vendor;
+    out->needs_cublas = found->vendor || found->uses_cublas;
     out->accumulates = found->accumulates;
     out->inputs = found->inputs;
     out->needs_sm90a = found->needs_sm90a;
@@ -242,12 +243,12 @@ bool gpu_can_implement(const std::string& kernel, const GpuGemm& g, std::string*
 
 void gpu_load_library(const std::string& kernel) {
   const GpuKernel* found = find_kernel(kernel);
-  if (found && found->vendor) (void)cublas_api();
+  if (found && (found->vendor || found->uses_cublas)) (void)cublas_api();
 }
 
 void gpu_prepare(const std::string& kernel, GpuContext& ctx) {
   const GpuKernel* found = find_kernel(kernel);
-  if (found && found->vendor) (void)ctx.cublas();
+  if (found && (found->vendor || found->uses_cublas)) (void)ctx.cublas();
 }
 
 namespace {

@@ -82,6 +82,7 @@ struct GpuKernelTraits {
   double input_unit_roundoff = 0;
   bool opt_in = false;                        // chosen only when named: reduced precision (never by `auto`)
   bool vendor = false;                        // a cuBLAS call: what `tessera bench` compares the others with
+  bool needs_cublas = false;                  // loads cuBLAS (the vendor calls, and kernels built on it)
   bool accumulates = false;                   // adds into C itself; else GpuGemm::accumulate uses a scratch C
   InputStorage inputs = InputStorage::dtype;  // how it takes A and B (GpuGemm::inputs)
   bool needs_sm90a = false;                   // Hopper's wgmma and TMA: runs on compute capability 9.0 only

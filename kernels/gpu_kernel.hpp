@@ -47,6 +47,9 @@ struct GpuKernel {
   // A cuBLAS call (kernels/cublas_gemm.cu): a baseline `tessera bench` compares the others with,
   // which needs the library loaded and a handle before its first launch (gpu_prepare).
   bool vendor = false;
+  // Calls cuBLAS itself without being a baseline (f64-ozaki's INT8 GEMMs): the library is loaded
+  // and a handle made before its first launch, as for a vendor kernel.
+  bool uses_cublas = false;
   // Honours GpuGemm::accumulate itself (C += A * B); otherwise the dispatcher emulates it.
   bool accumulates = false;
   // How it takes A and B: in the dtype, or stored as BF16 (GpuGemm::inputs).
@@ -67,7 +70,11 @@ std::vector<GpuKernel> dmma_kernels();             // kernels/dmma.cu (float64)
 // kernels/wgmma.cu: Hopper's wgmma + TMA, built only for sm_90a (TESSERA_HAVE_SM90A); an empty
 // list in other builds (kernels/gpu_gemm.cu).
 std::vector<GpuKernel> wgmma_kernels();
+std::vector<GpuKernel> ozaki_kernels();   // kernels/ozaki_gpu.cu (float64 on int8 tensor cores)
 std::vector<GpuKernel> cublas_kernels();  // kernels/cublas_gemm.cu
+
+// cuBLAS's full-precision GEMM ("cublas") on g: what kernels fall back to (kernels/cublas_gemm.cu).
+void gpu_cublas_gemm(const GpuGemm& g, GpuContext& ctx);
 
 // ---- helpers for launchers -------------------------------------------------------------------
 

@@ -59,7 +59,7 @@ std::string KernelChoice::resolve(DType dtype, std::int64_t m, std::int64_t n, s
   };
   const auto needs_library = [](const std::string& kernel) {
     kernels::GpuKernelTraits traits;
-    return kernels::gpu_kernel_traits(kernel, &traits) && traits.vendor;
+    return kernels::gpu_kernel_traits(kernel, &traits) && traits.needs_cublas;
   };
   // A library this process has loaded already costs nothing more.
   const auto measured = tuned_.load_seconds.find("cublas");
@@ -88,7 +88,7 @@ std::vector<KernelInfo> cuda_kernel_catalog() {
         info.dtypes.emplace_back(dtype == DType::f32 ? "f32" : "f64");
     }
     if (traits.needs_sm90a) info.needs.emplace_back("sm_90a");
-    if (traits.vendor) info.needs.emplace_back("cuBLAS");
+    if (traits.needs_cublas) info.needs.emplace_back("cuBLAS");
     catalog.push_back(std::move(info));
   }
   return catalog;

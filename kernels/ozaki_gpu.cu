@@ -1,0 +1,491 @@
+// "f64-ozaki": float64 C = A * B through the Ozaki scheme II on the INT8 tensor cores (issue 45;
+// the method, the plan and the bound: kernels/ozaki.hpp and docs/kernels.md "Ozaki").
+//
+//   1. Pre-pass (row_stats, col_stats): per row of A and column of B the largest magnitude and the
+//      sum of magnitudes, read back to the host (16 bytes a row or column), which picks the
+//      moduli (ozaki::moduli_for_spread: from K and the worst max/mean ratio) or falls back to
+//      cuBLAS DGEMM: where A or B holds a NaN or an Inf (DGEMM then propagates them as it always
+//      does), where the spread needs more bits than 20 moduli hold, where K > 131071 (the int32
+//      products would wrap) or where the buffers do not fit beside the job's.
+//   2. Residues (residues_rows for A, residues_cols for B through a shared-memory transpose):
+//      each element times its row's (column's) power of two, rounded to an integer, reduced
+//      modulo each p_l to an int8 in the symmetric range; rows K-contiguous, padded with zeros to
+//      a multiple of 32 (what cuBLAS's IMMA kernels want): n_mod x m x kp for A, n_mod x n x kp
+//      for B.
+//   3. Products: one cublasGemmEx per modulus (CUDA_R_8I -> CUDA_R_32I, CUBLAS_COMPUTE_32I, the
+//      "TN" layout both operands K-contiguous), over row bands of C sized to the memory left.
+//   4. Rebuild (rebuild_band): per element, the n_mod int32 products -> u_l -> the wrapping
+//      128-bit sum S and the quotient q (ozaki.hpp step 4) -> C' = S - qP exactly -> float64
+//      (rounded once) times 2^(-s_i - t_j); C = that, or C += it.
+// Kernels know nothing of MPI or HDF5.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/cublas_library.hpp"
+#include "kernels/cuda_check.hpp"
+#include "kernels/gpu_kernel.hpp"
+#include "kernels/ozaki.hpp"
+
+namespace tessera::kernels {
+namespace {
+
+__extension__ typedef unsigned __int128 u128;
+using ull = unsigned long long;
+
+constexpr int kPad = 32;                        // kp: K rounded up to this
+constexpr ull kNonFinite = 0x7ff0000000000000;  // |x|'s bits at or above this: Inf or NaN
+
+// The moduli as compile-time constants (ozaki::moduli(), checked at the first launch), so that the
+// unrolled loops below reduce by constants: multiplications, not divisions.
+constexpr int kModuli[ozaki::kMaxModuli] = {256, 255, 253, 251, 247, 241, 239, 233, 229, 227,
+                                            223, 217, 211, 199, 197, 193, 191, 181, 179, 173};
+
+// x mod P in (-P, P) for |x| < 2^62 and a constant P: the two 32-bit halves reduced apart.
+template <int P>
+__device__ __forceinline__ int mod_small(long long x) {
+  const int hi = static_cast<int>(x >> 32);      // |hi| < 2^30
+  const unsigned lo = static_cast<unsigned>(x);  // x = hi 2^32 + lo
+  constexpr int kTwo32 = static_cast<int>((ull{1} << 32) % P);
+  const int r = (hi % P) * kTwo32 + static_cast<int>(lo % P);  // |r| < P^2 + P
+  return r % P;
+}
+
+// x's residue modulo the l-th modulus in the symmetric range, as an int8 (l a compile-time
+// constant after unrolling: the switch folds away).
+template <int P>
+__device__ __forceinline__ signed char symmetric(long long x) {
+  if constexpr (P == 256) {
+    return static_cast<signed char>(static_cast<unsigned char>(static_cast<unsigned long long>(x) & 0xff));
+  } else {
+    int r = mod_small<P>(x);
+    if (r > P / 2) r -= P;
+    if (r < -(P / 2)) r += P;
+    return static_cast<signed char>(r);
+  }
+}
+
+__device__ __forceinline__ signed char residue(int l, long long x) {
+  switch (l) {
+    case 0:
+      return symmetric<kModuli[0]>(x);
+    case 1:
+      return symmetric<kModuli[1]>(x);
+    case 2:
+      return symmetric<kModuli[2]>(x);
+    case 3:
+      return symmetric<kModuli[3]>(x);
+    case 4:
+      return symmetric<kModuli[4]>(x);
+    case 5:
+      return symmetric<kModuli[5]>(x);
+    case 6:
+      return symmetric<kModuli[6]>(x);
+    case 7:
+      return symmetric<kModuli[7]>(x);
+    case 8:
+      return symmetric<kModuli[8]>(x);
+    case 9:
+      return symmetric<kModuli[9]>(x);
+    case 10:
+      return symmetric<kModuli[10]>(x);
+    case 11:
+      return symmetric<kModuli[11]>(x);
+    case 12:
+      return symmetric<kModuli[12]>(x);
+    case 13:
+      return symmetric<kModuli[13]>(x);
+    case 14:
+      return symmetric<kModuli[14]>(x);
+    case 15:
+      return symmetric<kModuli[15]>(x);
+    case 16:
+      return symmetric<kModuli[16]>(x);
+    case 17:
+      return symmetric<kModuli[17]>(x);
+    case 18:
+      return symmetric<kModuli[18]>(x);
+    default:
+      return symmetric<kModuli[19]>(x);
+  }
+}
+
+// v in [0, P) for an int32 product and a constant P.
+template <int P>
+__device__ __forceinline__ int unsigned_mod(int v) {
+  int r = v % P;
+  return r < 0 ? r + P : r;
+}
+__device__ __forceinline__ int product_mod(int l, int v) {
+  switch (l) {
+    case 0:
+      return v & 0xff;
+    case 1:
+      return unsigned_mod<kModuli[1]>(v);
+    case 2:
+      return unsigned_mod<kModuli[2]>(v);
+    case 3:
+      return unsigned_mod<kModuli[3]>(v);
+    case 4:
+      return unsigned_mod<kModuli[4]>(v);
+    case 5:
+      return unsigned_mod<kModuli[5]>(v);
+    case 6:
+      return unsigned_mod<kModuli[6]>(v);
+    case 7:
+      return unsigned_mod<kModuli[7]>(v);
+    case 8:
+      return unsigned_mod<kModuli[8]>(v);
+    case 9:
+      return unsigned_mod<kModuli[9]>(v);
+    case 10:
+      return unsigned_mod<kModuli[10]>(v);
+    case 11:
+      return unsigned_mod<kModuli[11]>(v);
+    case 12:
+      return unsigned_mod<kModuli[12]>(v);
+    case 13:
+      return unsigned_mod<kModuli[13]>(v);
+    case 14:
+      return unsigned_mod<kModuli[14]>(v);
+    case 15:
+      return unsigned_mod<kModuli[15]>(v);
+    case 16:
+      return unsigned_mod<kModuli[16]>(v);
+    case 17:
+      return unsigned_mod<kModuli[17]>(v);
+    case 18:
+      return unsigned_mod<kModuli[18]>(v);
+    default:
+      return unsigned_mod<kModuli[19]>(v);
+  }
+}
+
+// The power of two s with the scaled row maximum in [2^(bits-1), 2^bits); 0 for a zero row.
+__device__ __forceinline__ int scale_of(ull amax_bits, int bits) {
+  return amax_bits == 0 ? 0 : bits - (ilogb(__longlong_as_double(static_cast<long long>(amax_bits))) + 1);
+}
+
+// ---- 1. the pre-pass ----------------------------------------------------------------------------
+
+// One warp per row of a row-major rows x cols X: the bits of max |x| (non-negative doubles order
+// as their bit patterns; a NaN's are above an Inf's) and the sum of |x|.
+__global__ void row_stats(std::int64_t rows, std::int64_t cols, const double* __restrict__ x, ull* __restrict__ amax,
+                          double* __restrict__ l1) {
+  const int lane = threadIdx.x % 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
+  for (std::int64_t r = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32; r < rows; r += warps) {
+    const double* row = x + r * cols;
+    ull mx = 0;
+    double sum = 0;
+    for (std::int64_t h = lane; h < cols; h += 32) {
+      const double v = fabs(row[h]);
+      mx = max(mx, static_cast<ull>(__double_as_longlong(v)));
+      sum += v;
+    }
+    for (int off = 16; off > 0; off /= 2) {
+      mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+      sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    }
+    if (lane == 0) amax[r] = mx, l1[r] = sum;
+  }
+}
+
+// Columns of a row-major rows x cols X: thread per column over a band of rows, then atomics into
+// amax and l1 (zeroed first).
+constexpr int kColStatRows = 128;
+__global__ void col_stats(std::int64_t rows, std::int64_t cols, const double* __restrict__ x, ull* __restrict__ amax,
+                          double* __restrict__ l1) {
+  const std::int64_t j = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (j >= cols) return;
+  for (std::int64_t h0 = blockIdx.y * static_cast<std::int64_t>(kColStatRows); h0 < rows;
+       h0 += static_cast<std::int64_t>(gridDim.y) * kColStatRows) {
+    ull mx = 0;
+    double sum = 0;
+    const std::int64_t h1 = min(rows, h0 + kColStatRows);
+    for (std::int64_t h = h0; h < h1; ++h) {
+      const double v = fabs(x[h * cols + j]);
+      mx = max(mx, static_cast<ull>(__double_as_longlong(v)));
+      sum += v;
+    }
+    atomicMax(&amax[j], mx);
+    atomicAdd(&l1[j], sum);
+  }
+}
+
+// ---- 2. residues ----------------------------------------------------------------------------------
+
+// A (row-major rows x cols) -> out[l][r][h], h < kp (zeros beyond cols): thread per 4 elements.
+__global__ void residues_rows(std::int64_t rows, std::int64_t cols, std::int64_t kp, const double* __restrict__ x,
+                              const ull* __restrict__ amax, int bits, int n_mod, signed char* __restrict__ out) {
+  const std::int64_t quads = kp / 4, total = rows * quads;
+  for (std::int64_t e = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t r = e / quads, h0 = (e % quads) * 4;
+    const int s = scale_of(amax[r], bits);
+    long long v[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) v[q] = h0 + q < cols ? llrint(scalbn(x[r * cols + h0 + q], s)) : 0;
+#pragma unroll
+    for (int l = 0; l < ozaki::kMaxModuli; ++l) {
+      if (l >= n_mod) break;
+      const char4 packed = make_char4(residue(l, v[0]), residue(l, v[1]), residue(l, v[2]), residue(l, v[3]));
+      *reinterpret_cast<char4*>(out + (l * rows + r) * kp + h0) = packed;
+    }
+  }
+}
+
+// B (row-major rows=k x cols=n) -> out[l][j][h] (B's columns K-contiguous; np >= n of them, zeros
+// beyond n) through a 32 x 32 tile.
+__global__ void residues_cols(std::int64_t rows, std::int64_t cols, std::int64_t np, std::int64_t kp,
+                              const double* __restrict__ x, const ull* __restrict__ amax, int bits, int n_mod,
+                              signed char* __restrict__ out) {
+  __shared__ long long tile[32][33];
+  const int tx = threadIdx.x, ty = threadIdx.y;  // 32 x 8
+  for (std::int64_t h0 = blockIdx.y * std::int64_t{32}; h0 < kp; h0 += static_cast<std::int64_t>(gridDim.y) * 32) {
+    const std::int64_t j0 = blockIdx.x * std::int64_t{32};
+    const std::int64_t j = j0 + tx;
+    const int s = j < cols ? scale_of(amax[j], bits) : 0;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const std::int64_t h = h0 + ty + 8 * q;
+      tile[ty + 8 * q][tx] = h < rows && j < cols ? llrint(scalbn(x[h * cols + j], s)) : 0;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const std::int64_t jj = j0 + ty + 8 * q;
+      if (jj >= np) continue;
+      const long long v = tile[tx][ty + 8 * q];
+#pragma unroll
+      for (int l = 0; l < ozaki::kMaxModuli; ++l) {
+        if (l >= n_mod) break;
+        out[(l * np + jj) * kp + h0 + tx] = residue(l, v);
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// ---- 4. the rebuild ---------------------------------------------------------------------------------
+
+// A two's-complement 128-bit integer times 2^scale as a double, rounded once (to nearest) where
+// the result is normal: the top 64 bits with a sticky bit for the rest, then one conversion.
+__device__ __forceinline__ double to_double(u128 v, int scale) {
+  const bool negative = static_cast<long long>(static_cast<ull>(v >> 64)) < 0;
+  const u128 mag = negative ? u128{0} - v : v;
+  const ull hi = static_cast<ull>(mag >> 64);
+  double d;
+  if (hi == 0) {
+    d = ldexp(__ull2double_rn(static_cast<ull>(mag)), scale);
+  } else {
+    const int shift = 64 - __clzll(static_cast<long long>(hi));  // 1..63: bits above the low 64
+    const ull top = static_cast<ull>(mag >> shift) | ((mag & ((u128{1} << shift) - 1)) != 0 ? 1ull : 0ull);
+    d = ldexp(__ull2double_rn(top), shift + scale);
+  }
+  return negative ? -d : d;
+}
+
+// C's band of `rows` rows (C's row r at c + r * cols) from the n_mod products (prods[l][r][j] at
+// l * stride + r * np + j).
+__global__ void rebuild_band(std::int64_t rows, std::int64_t cols, std::int64_t np, const int* __restrict__ prods,
+                             std::int64_t stride, const ull* __restrict__ amax_a, const ull* __restrict__ amax_b,
+                             int a_bits, int b_bits, ozaki::Rebuild rb, double* __restrict__ c, bool accumulate) {
+  const std::int64_t total = rows * cols;
+  const u128 p_all = (static_cast<u128>(rb.p_hi) << 64) | rb.p_lo;
+  for (std::int64_t e = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; e < total;
+       e += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t r = e / cols, j = e % cols;
+    const int* at = prods + r * np + j;
+    u128 acc = 0;
+    double frac = 0;
+#pragma unroll
+    for (int l = 0; l < ozaki::kMaxModuli; ++l) {
+      if (l >= rb.n) break;
+      const int u = product_mod(l, product_mod(l, at[l * stride]) * rb.inv[l]);
+      acc += static_cast<u128>(static_cast<ull>(u)) * ((static_cast<u128>(rb.m_hi[l]) << 64) | rb.m_lo[l]);
+      frac += u * rb.recip[l];
+    }
+    const auto q = static_cast<ull>(rint(frac));
+    const u128 value = acc - static_cast<u128>(q) * p_all;  // C' modulo 2^128; |C'| < 2^127
+    const ull am = amax_a[r], bm = amax_b[j];
+    double out = 0;
+    if (am != 0 && bm != 0) out = to_double(value, -(scale_of(am, a_bits) + scale_of(bm, b_bits)));
+    c[e] = accumulate ? c[e] + out : out;
+  }
+}
+
+// ---- the launcher --------------------------------------------------------------------------------
+
+constexpr int kThreads = 256;
+
+std::size_t align256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+unsigned blocks_for(std::int64_t work) {
+  return static_cast<unsigned>(std::min<std::int64_t>(std::max<std::int64_t>(ceil_div(work, kThreads), 1),
+                                                      std::int64_t{multiprocessors()} * 16));
+}
+
+// $TESSERA_OZAKI_MODULI: a fixed number of moduli (the bench's sweep, the tests' small plans);
+// $TESSERA_OZAKI_GUARD: the rule's spare bits (default 2).
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  return std::atoi(v);
+}
+
+// The worst log2(max / mean) over rows (or columns) with anything in them; +Inf for a NaN/Inf
+// element or an overflowing sum.
+double spread(const std::vector<ull>& amax, const std::vector<double>& l1, std::int64_t len) {
+  double worst = 0;
+  for (std::size_t r = 0; r < amax.size(); ++r) {
+    if (amax[r] >= kNonFinite || !std::isfinite(l1[r])) return INFINITY;
+    if (amax[r] == 0) continue;
+    double mx = 0;
+    static_assert(sizeof(mx) == sizeof(amax[r]));
+    std::memcpy(&mx, &amax[r], sizeof mx);
+    worst = std::max(worst, std::log2(mx * static_cast<double>(len) / l1[r]));
+  }
+  return worst;
+}
+
+void run_dgemm(const GpuGemm& g, GpuContext& ctx) { gpu_cublas_gemm(g, ctx); }
+
+void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
+  static const bool moduli_match = [] {
+    for (int l = 0; l < ozaki::kMaxModuli; ++l)
+      if (ozaki::moduli()[static_cast<std::size_t>(l)] != kModuli[l]) return false;
+    return true;
+  }();
+  if (!moduli_match) throw DeviceError("f64-ozaki: the device's moduli differ from ozaki::moduli()");
+  if (g.k > ozaki::kMaxK) return run_dgemm(g, ctx);
+  // kp, np: K and N padded for cuBLAS's int8 kernels (leading dimensions and sizes multiples of 16).
+  const std::int64_t m = g.m, n = g.n, k = g.k, kp = ceil_div(k, kPad) * kPad, np = ceil_div(n, 16) * 16;
+  const auto* a = static_cast<const double*>(g.a);
+  const auto* b = static_cast<const double*>(g.b);
+
+  // 1. the pre-pass, read back.
+  const std::size_t stats_bytes = static_cast<std::size_t>(m + n) * (sizeof(ull) + sizeof(double));
+  auto* stats = static_cast<unsigned char*>(ctx.scratch(stats_bytes));
+  auto* amax_a = reinterpret_cast<ull*>(stats);
+  ull* amax_b = amax_a + m;
+  auto* l1_a = reinterpret_cast<double*>(amax_b + n);
+  double* l1_b = l1_a + m;
+  CUDA_CHECK(cudaMemsetAsync(amax_b, 0, static_cast<std::size_t>(n) * sizeof(ull), g.stream));
+  CUDA_CHECK(cudaMemsetAsync(l1_b, 0, static_cast<std::size_t>(n) * sizeof(double), g.stream));
+  row_stats<<<blocks_for(m * 32), kThreads, 0, g.stream>>>(m, k, a, amax_a, l1_a);
+  CUDA_CHECK_LAUNCH();
+  {
+    const dim3 grid(static_cast<unsigned>(ceil_div(n, kThreads)),
+                    static_cast<unsigned>(std::min<std::int64_t>(ceil_div(k, kColStatRows), kMaxGridY)));
+    col_stats<<<grid, kThreads, 0, g.stream>>>(k, n, b, amax_b, l1_b);
+    CUDA_CHECK_LAUNCH();
+  }
+  std::vector<ull> host_amax(static_cast<std::size_t>(m + n));
+  std::vector<double> host_l1(static_cast<std::size_t>(m + n));
+  CUDA_CHECK(
+      cudaMemcpyAsync(host_amax.data(), amax_a, host_amax.size() * sizeof(ull), cudaMemcpyDeviceToHost, g.stream));
+  CUDA_CHECK(cudaMemcpyAsync(host_l1.data(), l1_a, host_l1.size() * sizeof(double), cudaMemcpyDeviceToHost, g.stream));
+  CUDA_CHECK(cudaStreamSynchronize(g.stream));
+  const std::vector<ull> am_a(host_amax.begin(), host_amax.begin() + m), am_b(host_amax.begin() + m, host_amax.end());
+  const std::vector<double> s1_a(host_l1.begin(), host_l1.begin() + m), s1_b(host_l1.begin() + m, host_l1.end());
+  const double spread_a = spread(am_a, s1_a, k), spread_b = spread(am_b, s1_b, k);
+  if (!std::isfinite(spread_a) || !std::isfinite(spread_b)) return run_dgemm(g, ctx);  // NaN/Inf: DGEMM's answer
+
+  // The moduli and the bits: the rule's, or a fixed count.
+  const int guard = env_int("TESSERA_OZAKI_GUARD", 2);
+  const int forced = env_int("TESSERA_OZAKI_MODULI", 0);
+  const int n_mod =
+      forced > 0 ? std::min(forced, ozaki::max_moduli()) : ozaki::moduli_for_spread(spread_a, spread_b, k, guard);
+  if (n_mod == 0) return run_dgemm(g, ctx);
+  ozaki::Plan plan;
+  try {
+    plan = ozaki::plan_for(n_mod, k);
+  } catch (const std::invalid_argument&) {
+    return run_dgemm(g, ctx);  // a forced count too small for this K
+  }
+  int a_bits = plan.a, b_bits = plan.b;
+  if (forced == 0) {  // split a + b as the two sides need it
+    const int need_a = ozaki::bits_for_spread(spread_a, k, guard), need_b = ozaki::bits_for_spread(spread_b, k, guard);
+    const int extra = plan.a + plan.b - need_a - need_b;
+    a_bits = std::min(62, need_a + extra / 2);
+    b_bits = std::min(62, plan.a + plan.b - a_bits);
+  }
+
+  // 2-4 in the operand scratch: residues of A and B, then the products of a band of C's rows.
+  const std::size_t ra_bytes = align256(static_cast<std::size_t>(n_mod * m * kp));
+  const std::size_t rb_bytes = align256(static_cast<std::size_t>(n_mod * np * kp));
+  std::int64_t band = m;
+  const auto prod_bytes = [&](std::int64_t rows) {
+    return align256(static_cast<std::size_t>(n_mod) * static_cast<std::size_t>(rows * np) * sizeof(int));
+  };
+  while (band > 64 && !ctx.operand_scratch_fits(ra_bytes + rb_bytes + prod_bytes(band))) band = (band + 1) / 2;
+  if (!ctx.operand_scratch_fits(ra_bytes + rb_bytes + prod_bytes(band))) return run_dgemm(g, ctx);
+  auto* base = static_cast<unsigned char*>(ctx.operand_scratch(ra_bytes + rb_bytes + prod_bytes(band)));
+  auto* ra = reinterpret_cast<signed char*>(base);
+  auto* rbq = reinterpret_cast<signed char*>(base + ra_bytes);
+  auto* prods = reinterpret_cast<int*>(base + ra_bytes + rb_bytes);
+
+  residues_rows<<<blocks_for(m * (kp / 4)), kThreads, 0, g.stream>>>(m, k, kp, a, amax_a, a_bits, n_mod, ra);
+  CUDA_CHECK_LAUNCH();
+  {
+    const dim3 grid(static_cast<unsigned>(ceil_div(np, 32)),
+                    static_cast<unsigned>(std::min<std::int64_t>(kp / 32, kMaxGridY)));
+    residues_cols<<<grid, dim3(32, 8), 0, g.stream>>>(k, n, np, kp, b, amax_b, b_bits, n_mod, rbq);
+    CUDA_CHECK_LAUNCH();
+  }
+
+  const CublasApi& api = cublas_api();
+  cublasHandle_t handle = ctx.cublas();
+  CUBLAS_CHECK(api.set_stream(handle, g.stream));
+  const int one = 1, zero = 0;
+  const ozaki::Rebuild rebuild = ozaki::rebuild_for(n_mod);
+  auto* c = static_cast<double*>(g.c);
+  for (std::int64_t i0 = 0; i0 < m; i0 += band) {
+    const std::int64_t rows = std::min(band, m - i0);
+    for (int l = 0; l < n_mod; ++l) {
+      // Column-major: C_l^T (np x rows) = RB_l^T (np x kp) * RA_l band (kp x rows).
+      CUBLAS_CHECK(api.gemm_ex(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(np), static_cast<int>(rows),
+                               static_cast<int>(kp), &one, rbq + l * np * kp, CUDA_R_8I, static_cast<int>(kp),
+                               ra + (l * m + i0) * kp, CUDA_R_8I, static_cast<int>(kp), &zero, prods + l * rows * np,
+                               CUDA_R_32I, static_cast<int>(np), CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT));
+    }
+    rebuild_band<<<blocks_for(rows * n), kThreads, 0, g.stream>>>(rows, n, np, prods, rows * np, amax_a + i0, amax_b,
+                                                                  a_bits, b_bits, rebuild, c + i0 * n, g.accumulate);
+    CUDA_CHECK_LAUNCH();
+  }
+}
+
+bool ozaki_can_implement(const GpuGemm& g, std::string* why) {
+  if (g.dtype != DType::f64) {
+    if (why) *why = "f64-ozaki takes float64 (it rebuilds float64 results from int8 products)";
+    return false;
+  }
+  if (g.m > INT_MAX || g.n > INT_MAX || g.k > INT_MAX) {
+    if (why) *why = "f64-ozaki calls cuBLAS, which takes sizes below 2^31";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<GpuKernel> ozaki_kernels() {
+  GpuKernel kernel("f64-ozaki",
+                   "float64 through the Ozaki scheme II: int8 residues of scaled A and B, cuBLAS INT8 GEMMs, a "
+                   "CRT rebuild; as accurate as DGEMM by its rule, DGEMM itself for NaN/Inf or wide spreads (opt-in)",
+                   &ozaki_can_implement, &run_ozaki, 0.0, true);
+  kernel.accumulates = true;
+  kernel.uses_cublas = true;
+  return {kernel};
+}
+
+}  // namespace tessera::kernels
