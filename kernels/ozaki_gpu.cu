@@ -8,10 +8,10 @@
 //      does), where the spread needs more bits than 20 moduli hold, where K > 131071 (the int32
 //      products would wrap) or where the buffers do not fit beside the job's.
 //   2. Residues (residues_rows for A, residues_cols for B through a shared-memory transpose):
-//      each element times its row's (column's) power of two, rounded to an integer, reduced
-//      modulo each p_l to an int8 in the symmetric range; rows K-contiguous, padded with zeros to
-//      a multiple of 32 (what cuBLAS's IMMA kernels want): n_mod x m x kp for A, n_mod x n x kp
-//      for B.
+//      each element times its row's (column's) power of two, rounded to an integer (half away from
+//      zero, as the host reference), reduced modulo each p_l to an int8 in the symmetric range;
+//      rows K-contiguous, padded with zeros to a multiple of 32 (what cuBLAS's IMMA kernels want):
+//      n_mod x m x kp for A, n_mod x np x kp for B (N padded to 16 with zero columns).
 //   3. Products: one cublasGemmEx per modulus (CUDA_R_8I -> CUDA_R_32I, CUBLAS_COMPUTE_32I, the
 //      "TN" layout both operands K-contiguous), over row bands of C sized to the memory left.
 //   4. Rebuild (rebuild_band): per element, the n_mod int32 products -> u_l -> the wrapping
@@ -233,7 +233,7 @@ __global__ void residues_rows(std::int64_t rows, std::int64_t cols, std::int64_t
     const int s = scale_of(amax[r], bits);
     long long v[4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) v[q] = h0 + q < cols ? llrint(scalbn(x[r * cols + h0 + q], s)) : 0;
+    for (int q = 0; q < 4; ++q) v[q] = h0 + q < cols ? llround(scalbn(x[r * cols + h0 + q], s)) : 0;
 #pragma unroll
     for (int l = 0; l < ozaki::kMaxModuli; ++l) {
       if (l >= n_mod) break;
@@ -257,7 +257,7 @@ __global__ void residues_cols(std::int64_t rows, std::int64_t cols, std::int64_t
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const std::int64_t h = h0 + ty + 8 * q;
-      tile[ty + 8 * q][tx] = h < rows && j < cols ? llrint(scalbn(x[h * cols + j], s)) : 0;
+      tile[ty + 8 * q][tx] = h < rows && j < cols ? llround(scalbn(x[h * cols + j], s)) : 0;
     }
     __syncthreads();
 #pragma unroll
