@@ -312,6 +312,7 @@ void gpu_warm_up(const std::string& kernel, DType dtype, int device) {
 void gpu_gemm(const std::string& kernel, const GpuGemm& g, GpuContext& ctx) {
   std::string why;
   if (!gpu_can_implement(kernel, g, &why)) throw InputError(why);
+  ctx.set_note({});                  // a kernel that chooses at run time says what it chose
   if (g.m == 0 || g.n == 0) return;  // C is empty
   if (!g.c || (g.k > 0 && (!g.a || !g.b))) throw InputError("GPU GEMM without a device buffer for A, B or C");
   const std::size_t c_bytes = static_cast<std::size_t>(g.m * g.n) * dtype_size(g.dtype);

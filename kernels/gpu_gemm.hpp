@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.hpp"
@@ -60,8 +61,13 @@ class GpuContext {
   // buffers were sized against what was free before any copies: the rounding kernels then run in
   // FP32 instead of failing).
   bool operand_scratch_fits(std::size_t bytes) const;
+  // What the last call's kernel chose at run time and the error it guarantees (f64-ozaki's moduli,
+  // or the DGEMM it ran instead and why), for the report; kernels that choose nothing leave it.
+  const std::string& note() const { return note_; }
+  void set_note(std::string text) { note_ = std::move(text); }
 
  private:
+  std::string note_;
   cublasContext* cublas_ = nullptr;
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;

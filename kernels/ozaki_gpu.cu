@@ -25,6 +25,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -335,7 +336,7 @@ unsigned blocks_for(std::int64_t work) {
 }
 
 // $TESSERA_OZAKI_MODULI: a fixed number of moduli (the bench's sweep, the tests' small plans);
-// $TESSERA_OZAKI_GUARD: the rule's spare bits (default 2).
+// $TESSERA_OZAKI_GUARD: the rule's spare bits (default 0: the H200 measurements in docs/kernels.md).
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   if (!v || !*v) return fallback;
@@ -357,7 +358,64 @@ double spread(const std::vector<ull>& amax, const std::vector<double>& l1, std::
   return worst;
 }
 
-void run_dgemm(const GpuGemm& g, GpuContext& ctx) { gpu_cublas_gemm(g, ctx); }
+// cuBLAS DGEMM instead, and why (the report's precision line).
+void run_dgemm(const GpuGemm& g, GpuContext& ctx, const std::string& why) {
+  ctx.set_note("f64-ozaki ran cuBLAS DGEMM: " + why);
+  gpu_cublas_gemm(g, ctx);
+}
+
+std::string sci(double v, const char* format) {
+  char text[64];
+  std::snprintf(text, sizeof text, format, v);
+  return text;
+}
+
+// $TESSERA_OZAKI_PROFILE=1: the time of each step on stderr (a diagnostic for tuning; it waits
+// for the stream at the end): 0 the pre-pass and its read-back, 1 the residues, 2 the int8
+// GEMMs, 3 the rebuilds (summed over bands).
+class Profile {
+ public:
+  explicit Profile(cudaStream_t stream) : stream_(stream), on_(env_int("TESSERA_OZAKI_PROFILE", 0) > 0) {
+    if (!on_) return;
+    for (cudaEvent_t& e : events_) CUDA_CHECK(cudaEventCreate(&e));
+    CUDA_CHECK(cudaEventRecord(events_[0], stream_));
+  }
+  ~Profile() {
+    if (on_)
+      for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
+  }
+  Profile(const Profile&) = delete;
+  Profile& operator=(const Profile&) = delete;
+  // The step that just ended.
+  void mark(int step) {
+    if (!on_ || next_ >= kEvents) return;
+    CUDA_CHECK(cudaEventRecord(events_[next_], stream_));
+    steps_[next_] = step;
+    ++next_;
+  }
+  void report(double int_ops, int moduli) {
+    if (!on_) return;
+    CUDA_CHECK(cudaEventSynchronize(events_[next_ - 1]));
+    double ms[4] = {0, 0, 0, 0};
+    for (int e = 1; e < next_; ++e) {
+      float t = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&t, events_[e - 1], events_[e]));
+      ms[steps_[e]] += t;
+    }
+    std::fprintf(stderr,
+                 "f64-ozaki profile: pre-pass %.2f ms, residues %.2f ms, %d int8 GEMMs %.2f ms (%.0f TOPS), "
+                 "rebuild %.2f ms\n",
+                 ms[0], ms[1], moduli, ms[2], int_ops / (ms[2] * 1e-3) / 1e12, ms[3]);
+  }
+
+ private:
+  static constexpr int kEvents = 64;
+  cudaStream_t stream_;
+  bool on_;
+  cudaEvent_t events_[kEvents] = {};
+  int steps_[kEvents] = {};
+  int next_ = 1;
+};
 
 void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
   static const bool moduli_match = [] {
@@ -366,7 +424,8 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
     return true;
   }();
   if (!moduli_match) throw DeviceError("f64-ozaki: the device's moduli differ from ozaki::moduli()");
-  if (g.k > ozaki::kMaxK) return run_dgemm(g, ctx);
+  if (g.k > ozaki::kMaxK)
+    return run_dgemm(g, ctx, "K = " + std::to_string(g.k) + " is above 131071, where the int32 products stay exact");
   // kp, np: K and N padded for cuBLAS's int8 kernels (leading dimensions and sizes multiples of 16).
   const std::int64_t m = g.m, n = g.n, k = g.k, kp = ceil_div(k, kPad) * kPad, np = ceil_div(n, 16) * 16;
   const auto* a = static_cast<const double*>(g.a);
@@ -381,6 +440,7 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
   double* l1_b = l1_a + m;
   CUDA_CHECK(cudaMemsetAsync(amax_b, 0, static_cast<std::size_t>(n) * sizeof(ull), g.stream));
   CUDA_CHECK(cudaMemsetAsync(l1_b, 0, static_cast<std::size_t>(n) * sizeof(double), g.stream));
+  Profile profile(g.stream);
   row_stats<<<blocks_for(m * 32), kThreads, 0, g.stream>>>(m, k, a, amax_a, l1_a);
   CUDA_CHECK_LAUNCH();
   {
@@ -398,19 +458,26 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
   const std::vector<ull> am_a(host_amax.begin(), host_amax.begin() + m), am_b(host_amax.begin() + m, host_amax.end());
   const std::vector<double> s1_a(host_l1.begin(), host_l1.begin() + m), s1_b(host_l1.begin() + m, host_l1.end());
   const double spread_a = spread(am_a, s1_a, k), spread_b = spread(am_b, s1_b, k);
-  if (!std::isfinite(spread_a) || !std::isfinite(spread_b)) return run_dgemm(g, ctx);  // NaN/Inf: DGEMM's answer
+  if (!std::isfinite(spread_a) || !std::isfinite(spread_b))  // DGEMM propagates them as it does
+    return run_dgemm(g, ctx, "A or B holds NaN or Inf (or sums of magnitudes overflow)");
 
   // The moduli and the bits: the rule's, or a fixed count.
-  const int guard = env_int("TESSERA_OZAKI_GUARD", 2);
+  const int guard = env_int("TESSERA_OZAKI_GUARD", 0);
   const int forced = env_int("TESSERA_OZAKI_MODULI", 0);
   const int n_mod =
       forced > 0 ? std::min(forced, ozaki::max_moduli()) : ozaki::moduli_for_spread(spread_a, spread_b, k, guard);
-  if (n_mod == 0) return run_dgemm(g, ctx);
+  if (n_mod == 0) {
+    return run_dgemm(g, ctx,
+                     "a row of A or column of B has its largest magnitude 2^" +
+                         sci(std::max(spread_a, spread_b), "%.1f") +
+                         " times its mean: more bits than 20 moduli give at K = " + std::to_string(k));
+  }
   ozaki::Plan plan;
   try {
     plan = ozaki::plan_for(n_mod, k);
   } catch (const std::invalid_argument&) {
-    return run_dgemm(g, ctx);  // a forced count too small for this K
+    return run_dgemm(g, ctx,
+                     std::to_string(n_mod) + " moduli (TESSERA_OZAKI_MODULI) are too few for K = " + std::to_string(k));
   }
   int a_bits = plan.a, b_bits = plan.b;
   if (forced == 0) {  // split a + b as the two sides need it
@@ -428,12 +495,16 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
     return align256(static_cast<std::size_t>(n_mod) * static_cast<std::size_t>(rows * np) * sizeof(int));
   };
   while (band > 64 && !ctx.operand_scratch_fits(ra_bytes + rb_bytes + prod_bytes(band))) band = (band + 1) / 2;
-  if (!ctx.operand_scratch_fits(ra_bytes + rb_bytes + prod_bytes(band))) return run_dgemm(g, ctx);
+  if (!ctx.operand_scratch_fits(ra_bytes + rb_bytes + prod_bytes(band)))
+    return run_dgemm(g, ctx,
+                     "its int8 residues (" + sci(static_cast<double>(ra_bytes + rb_bytes) / (1 << 30), "%.1f") +
+                         " GiB) do not fit in the GPU memory left");
   auto* base = static_cast<unsigned char*>(ctx.operand_scratch(ra_bytes + rb_bytes + prod_bytes(band)));
   auto* ra = reinterpret_cast<signed char*>(base);
   auto* rbq = reinterpret_cast<signed char*>(base + ra_bytes);
   auto* prods = reinterpret_cast<int*>(base + ra_bytes + rb_bytes);
 
+  profile.mark(0);
   residues_rows<<<blocks_for(m * (kp / 4)), kThreads, 0, g.stream>>>(m, k, kp, a, amax_a, a_bits, n_mod, ra);
   CUDA_CHECK_LAUNCH();
   {
@@ -443,12 +514,20 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
     CUDA_CHECK_LAUNCH();
   }
 
+  {
+    const double ea = std::ldexp(1.0, -a_bits), eb = std::ldexp(1.0, -b_bits);
+    ctx.set_note("f64-ozaki: " + std::to_string(n_mod) + " moduli, rows of A to " + std::to_string(a_bits) +
+                 " bits, columns of B to " + std::to_string(b_bits) + " (max/mean spreads 2^" + sci(spread_a, "%.1f") +
+                 ", 2^" + sci(spread_b, "%.1f") + "): |C_ij - (AB)_ij| <= " +
+                 sci(static_cast<double>(k) * (ea + eb + ea * eb), "%.2e") + " max|A_i.| max|B_.j| + 2^-53 |C_ij|");
+  }
   const CublasApi& api = cublas_api();
   cublasHandle_t handle = ctx.cublas();
   CUBLAS_CHECK(api.set_stream(handle, g.stream));
   const int one = 1, zero = 0;
   const ozaki::Rebuild rebuild = ozaki::rebuild_for(n_mod);
   auto* c = static_cast<double*>(g.c);
+  profile.mark(1);
   for (std::int64_t i0 = 0; i0 < m; i0 += band) {
     const std::int64_t rows = std::min(band, m - i0);
     for (int l = 0; l < n_mod; ++l) {
@@ -458,10 +537,13 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
                                ra + (l * m + i0) * kp, CUDA_R_8I, static_cast<int>(kp), &zero, prods + l * rows * np,
                                CUDA_R_32I, static_cast<int>(np), CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT));
     }
+    profile.mark(2);
     rebuild_band<<<blocks_for(rows * n), kThreads, 0, g.stream>>>(rows, n, np, prods, rows * np, amax_a + i0, amax_b,
                                                                   a_bits, b_bits, rebuild, c + i0 * n, g.accumulate);
     CUDA_CHECK_LAUNCH();
+    profile.mark(3);
   }
+  profile.report(2.0 * static_cast<double>(m) * static_cast<double>(np) * static_cast<double>(kp) * n_mod, n_mod);
 }
 
 bool ozaki_can_implement(const GpuGemm& g, std::string* why) {

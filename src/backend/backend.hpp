@@ -314,6 +314,9 @@ class Backend {
   // Peak device memory in use while this backend computed, less what was in use when it started
   // (read from the device, so it includes library workspaces; 0 on the CPU).
   virtual std::int64_t peak_device_bytes() const { return 0; }
+  // What the last GEMM's kernel chose at run time and the error it guarantees (RankRecord::precision);
+  // empty for kernels whose name says it all.
+  virtual std::string precision() const { return {}; }
   // Called first on a thread of the caller's that frees or touches this backend's memory: a new
   // thread starts on GPU 0, and a CUDA call there would open a context (~0.5 GiB) on it.
   virtual void enter_thread() const {}

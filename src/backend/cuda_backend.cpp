@@ -54,6 +54,7 @@ class CudaBackend final : public Backend {
   std::int64_t peak_device_bytes() const override {
     return std::max<std::int64_t>(0, gpu_.peak_used - gpu_.start_used);
   }
+  std::string precision() const override { return gpu_.context.note(); }
   HostBuffer allocate_host(std::size_t bytes) override { return allocate_page_locked(bytes); }
   std::vector<std::string> warnings() const override {
     auto all = warnings_;

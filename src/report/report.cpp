@@ -111,6 +111,7 @@ nlohmann::json to_json(const RankRecord& r) {
                       {"read_gbps", r.read_gbps()},
                       {"write_gbps", r.write_gbps()},
                       {"staged", r.staged}};
+  if (!r.precision.empty()) j["precision"] = r.precision;
   if (!r.baseline_kernel.empty()) {
     const double s = r.compute_seconds();
     j["baseline"] = {{"kernel", r.baseline_kernel},
@@ -148,6 +149,7 @@ RankRecord rank_from_json(const nlohmann::json& j) {
   r.cpus = j.value("cpus", 0);
   r.read_bytes = j.value("read_bytes", std::int64_t{0});
   r.write_bytes = j.value("write_bytes", std::int64_t{0});
+  r.precision = j.value("precision", std::string());
   r.staged = j.value("staged", false);
   if (j.contains("baseline")) {
     r.baseline_kernel = j["baseline"].at("kernel").get<std::string>();
@@ -323,6 +325,8 @@ std::string format_table(const JobReport& r) {
                        r.predicted.value("bound", std::string("?")), r.predicted.value("machine", std::string("?")));
   out += "\n";
   if (r.repeats.repeated()) out += format_repeats(r.repeats);
+  for (const auto& rr : r.ranks)
+    if (!rr.precision.empty()) out += fmt::format("precision (rank {}): {}\n", rr.rank, rr.precision);
   for (const auto& rr : r.ranks)
     for (const auto& w : rr.warnings) out += fmt::format("warning (rank {}): {}\n", rr.rank, w);
   for (const auto& w : r.warnings) out += fmt::format("warning: {}\n", w);

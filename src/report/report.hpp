@@ -39,6 +39,10 @@ struct RankRecord {
   // A, B and C passed through the backend's own staging buffers, never whole in host memory
   // (backend.hpp's StagedProblem).
   bool staged = false;
+  // What arithmetic the rank's kernel chose at run time and the error it guarantees (f64-ozaki:
+  // its moduli and bits, or the DGEMM it ran instead and why); empty where the kernel's name says
+  // it all.
+  std::string precision;
 
   double phase(const std::string& name) const;  // 0 when absent
   bool has_phase(const std::string& name) const;
