@@ -33,8 +33,8 @@ int symmetric_residue(std::int64_t x, int p) {
   return r;
 }
 
-// Row scales: 2^s with the row's largest magnitude in [2^(bits-1), 2^bits) after scaling; false
-// for a NaN or Inf. `scale` gets s (0 for an all-zero row).
+// Row scales (ozaki.hpp, step 1): from each row's largest magnitude (NaN/Inf: false) and its
+// sum of squares scaled by 2^-2e (e its largest element's exponent: no overflow), scale_for_norm.
 bool scales(std::int64_t rows, std::int64_t cols, const double* x, std::int64_t row_step, std::int64_t col_step,
             int bits, std::vector<int>* scale) {
   scale->assign(static_cast<std::size_t>(rows), 0);
@@ -45,7 +45,14 @@ bool scales(std::int64_t rows, std::int64_t cols, const double* x, std::int64_t 
       if (!std::isfinite(v)) return false;
       amax = std::max(amax, std::fabs(v));
     }
-    if (amax > 0) (*scale)[static_cast<std::size_t>(r)] = bits - (std::ilogb(amax) + 1);
+    if (amax == 0) continue;
+    const int e = std::ilogb(amax);
+    double ssq = 0;
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const double v = std::ldexp(x[r * row_step + c * col_step], -e);
+      ssq += v * v;
+    }
+    (*scale)[static_cast<std::size_t>(r)] = scale_for_norm(e, ssq, bits);
   }
   return true;
 }
@@ -75,12 +82,15 @@ Plan plan_for(int n, std::int64_t k) {
   plan.n = n;
   plan.k = k;
   for (int l = 0; l < n; ++l) plan.log2_p += std::log2(moduli()[static_cast<std::size_t>(l)]);
-  // k 2^(a+b) <= 2^(floor(log2 P) - 2) <= P / 4: the rebuilt product's symmetric residue is itself,
-  // with room for the rounded quotient; and <= 2^126: it fits the rebuild's wrapping 128 bits.
-  const int sum = std::min(static_cast<int>(std::floor(plan.log2_p)) - 2, 126) - ceil_log2(k);
+  // |C'_ij| <= ||A'_i|| ||B'_j|| <= 2^(a+b) <= 2^(floor(log2 P) - 2) <= P / 4: the rebuilt product's
+  // symmetric residue is itself, with room for the rounded quotient; and <= 2^126: it fits the
+  // rebuild's wrapping 128 bits. K does not enter: the norms already hold it.
+  const int sum = std::min(static_cast<int>(std::floor(plan.log2_p)) - 2, 126);
   plan.a = std::min(62, sum / 2);  // (int64 scaled integers)
   plan.b = std::min(62, sum - sum / 2);
-  if (plan.a < 1 || plan.b < 1)
+  // The rounding to integers adds at most sqrt(K) / 2 to a row's norm: within the 2^(a-1) of room
+  // scale_for_norm leaves while 2^(a-1) >= sqrt(K) / 2, i.e. a >= ceil(log2 K) / 2 + 1.
+  if (plan.a < (ceil_log2(k) + 1) / 2 + 1 || plan.b < (ceil_log2(k) + 1) / 2 + 1)
     throw std::invalid_argument("ozaki: " + std::to_string(n) + " moduli leave no bits for K = " + std::to_string(k));
   return plan;
 }
@@ -123,30 +133,34 @@ Rebuild rebuild_for(int n) {
   return r;
 }
 
-int bits_for_spread(double spread, std::int64_t k, int guard) {
-  int floor_log2_k = 0;
-  while ((std::int64_t{2} << floor_log2_k) <= k) ++floor_log2_k;
-  const int half_log2_k = floor_log2_k / 2;
-  return std::max(8, 56 + guard + static_cast<int>(std::ceil(std::max(0.0, spread))) - half_log2_k);
+int scale_for_norm(int e_max, double ssq, int bits) {
+  // ||x|| = 2^e_max sqrt(ssq); the scaled norm at most 2^(bits-1).
+  return bits - 1 - static_cast<int>(std::ceil(e_max + 0.5 * std::log2(ssq)));
+}
+
+int bits_for_spread(double spread, int guard) {
+  return std::max(10, 53 + guard + static_cast<int>(std::ceil(std::max(0.0, spread))));
 }
 
 int moduli_for_spread(double spread_a, double spread_b, std::int64_t k, int guard) {
   if (!(spread_a >= 0) || !(spread_b >= 0) || std::isinf(spread_a) || std::isinf(spread_b)) return 0;
-  const int need_a = bits_for_spread(spread_a, k, guard), need_b = bits_for_spread(spread_b, k, guard);
+  const int need_a = bits_for_spread(spread_a, guard), need_b = bits_for_spread(spread_b, guard);
+  if (std::max(need_a, need_b) > 62) return 0;
   for (int n = 1; n <= max_moduli(); ++n) {
     try {
       const Plan p = plan_for(n, k);
       // a and b may be traded: the plan splits a + b evenly, the need may not be even.
-      if (p.a + p.b >= need_a + need_b && std::max(need_a, need_b) <= 62) return n;
+      if (p.a + p.b >= need_a + need_b) return n;
     } catch (const std::invalid_argument&) {
     }
   }
   return 0;
 }
 
-double error_bound(const Plan& plan, double amax, double bmax) {
-  const double ea = std::ldexp(1.0, -plan.a), eb = std::ldexp(1.0, -plan.b);
-  return static_cast<double>(plan.k) * (ea + eb + ea * eb) * amax * bmax;
+double error_bound(const Plan& plan, double norm_a, double norm_b) {
+  const double ea = std::ldexp(1.0, 1 - plan.a), eb = std::ldexp(1.0, 1 - plan.b);
+  const double k = static_cast<double>(plan.k);
+  return (std::sqrt(k) * (ea + eb) + k * ea * eb) * norm_a * norm_b;
 }
 
 bool gemm_host(const Plan& plan, std::int64_t m, std::int64_t n, std::int64_t k, const double* a, std::int64_t lda,

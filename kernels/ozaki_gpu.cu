@@ -170,9 +170,10 @@ __device__ __forceinline__ int product_mod(int l, int v) {
   }
 }
 
-// The power of two s with the scaled row maximum in [2^(bits-1), 2^bits); 0 for a zero row.
-__device__ __forceinline__ int scale_of(ull amax_bits, int bits) {
-  return amax_bits == 0 ? 0 : bits - (ilogb(__longlong_as_double(static_cast<long long>(amax_bits))) + 1);
+// The exponent e of a row's largest magnitude, from its bits (0 for a zero row): each element times
+// 2^-e is below 2 in magnitude, so its square cannot overflow.
+__device__ __forceinline__ int exponent_of(ull amax_bits) {
+  return amax_bits == 0 ? 0 : ilogb(__longlong_as_double(static_cast<long long>(amax_bits)));
 }
 
 // ---- 1. the pre-pass ----------------------------------------------------------------------------
@@ -222,16 +223,51 @@ __global__ void col_stats(std::int64_t rows, std::int64_t cols, const double* __
   }
 }
 
+// Second pass: the sums of squares of each row (column), every element scaled by its row's
+// (column's) 2^-e first (ozaki::scale_for_norm takes them so).
+__global__ void row_ssq(std::int64_t rows, std::int64_t cols, const double* __restrict__ x,
+                        const ull* __restrict__ amax, double* __restrict__ ssq) {
+  const int lane = threadIdx.x % 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
+  for (std::int64_t r = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32; r < rows; r += warps) {
+    const double* row = x + r * cols;
+    const int e = -exponent_of(amax[r]);
+    double sum = 0;
+    for (std::int64_t h = lane; h < cols; h += 32) {
+      const double v = scalbn(row[h], e);
+      sum = fma(v, v, sum);
+    }
+    for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (lane == 0) ssq[r] = sum;
+  }
+}
+__global__ void col_ssq(std::int64_t rows, std::int64_t cols, const double* __restrict__ x,
+                        const ull* __restrict__ amax, double* __restrict__ ssq) {
+  const std::int64_t j = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if (j >= cols) return;
+  const int e = -exponent_of(amax[j]);
+  for (std::int64_t h0 = blockIdx.y * static_cast<std::int64_t>(kColStatRows); h0 < rows;
+       h0 += static_cast<std::int64_t>(gridDim.y) * kColStatRows) {
+    double sum = 0;
+    const std::int64_t h1 = min(rows, h0 + kColStatRows);
+    for (std::int64_t h = h0; h < h1; ++h) {
+      const double v = scalbn(x[h * cols + j], e);
+      sum = fma(v, v, sum);
+    }
+    atomicAdd(&ssq[j], sum);
+  }
+}
+
 // ---- 2. residues ----------------------------------------------------------------------------------
 
 // A (row-major rows x cols) -> out[l][r][h], h < kp (zeros beyond cols): thread per 4 elements.
 __global__ void residues_rows(std::int64_t rows, std::int64_t cols, std::int64_t kp, const double* __restrict__ x,
-                              const ull* __restrict__ amax, int bits, int n_mod, signed char* __restrict__ out) {
+                              const int* __restrict__ scale, int n_mod, signed char* __restrict__ out) {
   const std::int64_t quads = kp / 4, total = rows * quads;
   for (std::int64_t e = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; e < total;
        e += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::int64_t r = e / quads, h0 = (e % quads) * 4;
-    const int s = scale_of(amax[r], bits);
+    const int s = scale[r];
     long long v[4];
 #pragma unroll
     for (int q = 0; q < 4; ++q) v[q] = h0 + q < cols ? llround(scalbn(x[r * cols + h0 + q], s)) : 0;
@@ -247,14 +283,14 @@ __global__ void residues_rows(std::int64_t rows, std::int64_t cols, std::int64_t
 // B (row-major rows=k x cols=n) -> out[l][j][h] (B's columns K-contiguous; np >= n of them, zeros
 // beyond n) through a 32 x 32 tile.
 __global__ void residues_cols(std::int64_t rows, std::int64_t cols, std::int64_t np, std::int64_t kp,
-                              const double* __restrict__ x, const ull* __restrict__ amax, int bits, int n_mod,
+                              const double* __restrict__ x, const int* __restrict__ scale, int n_mod,
                               signed char* __restrict__ out) {
   __shared__ long long tile[32][33];
   const int tx = threadIdx.x, ty = threadIdx.y;  // 32 x 8
   for (std::int64_t h0 = blockIdx.y * std::int64_t{32}; h0 < kp; h0 += static_cast<std::int64_t>(gridDim.y) * 32) {
     const std::int64_t j0 = blockIdx.x * std::int64_t{32};
     const std::int64_t j = j0 + tx;
-    const int s = j < cols ? scale_of(amax[j], bits) : 0;
+    const int s = j < cols ? scale[j] : 0;
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const std::int64_t h = h0 + ty + 8 * q;
@@ -298,8 +334,8 @@ __device__ __forceinline__ double to_double(u128 v, int scale) {
 // C's band of `rows` rows (C's row r at c + r * cols) from the n_mod products (prods[l][r][j] at
 // l * stride + r * np + j).
 __global__ void rebuild_band(std::int64_t rows, std::int64_t cols, std::int64_t np, const int* __restrict__ prods,
-                             std::int64_t stride, const ull* __restrict__ amax_a, const ull* __restrict__ amax_b,
-                             int a_bits, int b_bits, ozaki::Rebuild rb, double* __restrict__ c, bool accumulate) {
+                             std::int64_t stride, const int* __restrict__ scale_a, const int* __restrict__ scale_b,
+                             ozaki::Rebuild rb, double* __restrict__ c, bool accumulate) {
   const std::int64_t total = rows * cols;
   const u128 p_all = (static_cast<u128>(rb.p_hi) << 64) | rb.p_lo;
   for (std::int64_t e = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; e < total;
@@ -316,10 +352,8 @@ __global__ void rebuild_band(std::int64_t rows, std::int64_t cols, std::int64_t 
       frac += u * rb.recip[l];
     }
     const auto q = static_cast<ull>(rint(frac));
-    const u128 value = acc - static_cast<u128>(q) * p_all;  // C' modulo 2^128; |C'| < 2^127
-    const ull am = amax_a[r], bm = amax_b[j];
-    double out = 0;
-    if (am != 0 && bm != 0) out = to_double(value, -(scale_of(am, a_bits) + scale_of(bm, b_bits)));
+    const u128 value = acc - static_cast<u128>(q) * p_all;            // C' modulo 2^128; |C'| < 2^127
+    const double out = to_double(value, -(scale_a[r] + scale_b[j]));  // zero rows: C' = 0
     c[e] = accumulate ? c[e] + out : out;
   }
 }
@@ -341,21 +375,6 @@ int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   if (!v || !*v) return fallback;
   return std::atoi(v);
-}
-
-// The worst log2(max / mean) over rows (or columns) with anything in them; +Inf for a NaN/Inf
-// element or an overflowing sum.
-double spread(const std::vector<ull>& amax, const std::vector<double>& l1, std::int64_t len) {
-  double worst = 0;
-  for (std::size_t r = 0; r < amax.size(); ++r) {
-    if (amax[r] >= kNonFinite || !std::isfinite(l1[r])) return INFINITY;
-    if (amax[r] == 0) continue;
-    double mx = 0;
-    static_assert(sizeof(mx) == sizeof(amax[r]));
-    std::memcpy(&mx, &amax[r], sizeof mx);
-    worst = std::max(worst, std::log2(mx * static_cast<double>(len) / l1[r]));
-  }
-  return worst;
 }
 
 // cuBLAS DGEMM instead, and why (the report's precision line).
@@ -431,46 +450,68 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
   const auto* a = static_cast<const double*>(g.a);
   const auto* b = static_cast<const double*>(g.b);
 
-  // 1. the pre-pass, read back.
-  const std::size_t stats_bytes = static_cast<std::size_t>(m + n) * (sizeof(ull) + sizeof(double));
+  // 1. the pre-pass: largest magnitudes and sums of magnitudes, then sums of squares; read back.
+  const auto rows_cols = static_cast<std::size_t>(m + n);
+  const std::size_t stats_bytes = rows_cols * (sizeof(ull) + 2 * sizeof(double) + sizeof(int));
   auto* stats = static_cast<unsigned char*>(ctx.scratch(stats_bytes));
   auto* amax_a = reinterpret_cast<ull*>(stats);
   ull* amax_b = amax_a + m;
   auto* l1_a = reinterpret_cast<double*>(amax_b + n);
   double* l1_b = l1_a + m;
+  double* ssq_a = l1_b + n;
+  double* ssq_b = ssq_a + m;
+  auto* scale_a = reinterpret_cast<int*>(ssq_b + n);
+  int* scale_b = scale_a + m;
   CUDA_CHECK(cudaMemsetAsync(amax_b, 0, static_cast<std::size_t>(n) * sizeof(ull), g.stream));
   CUDA_CHECK(cudaMemsetAsync(l1_b, 0, static_cast<std::size_t>(n) * sizeof(double), g.stream));
+  CUDA_CHECK(cudaMemsetAsync(ssq_b, 0, static_cast<std::size_t>(n) * sizeof(double), g.stream));
   Profile profile(g.stream);
+  const dim3 col_grid(static_cast<unsigned>(ceil_div(n, kThreads)),
+                      static_cast<unsigned>(std::min<std::int64_t>(ceil_div(k, kColStatRows), kMaxGridY)));
   row_stats<<<blocks_for(m * 32), kThreads, 0, g.stream>>>(m, k, a, amax_a, l1_a);
   CUDA_CHECK_LAUNCH();
-  {
-    const dim3 grid(static_cast<unsigned>(ceil_div(n, kThreads)),
-                    static_cast<unsigned>(std::min<std::int64_t>(ceil_div(k, kColStatRows), kMaxGridY)));
-    col_stats<<<grid, kThreads, 0, g.stream>>>(k, n, b, amax_b, l1_b);
-    CUDA_CHECK_LAUNCH();
-  }
-  std::vector<ull> host_amax(static_cast<std::size_t>(m + n));
-  std::vector<double> host_l1(static_cast<std::size_t>(m + n));
-  CUDA_CHECK(
-      cudaMemcpyAsync(host_amax.data(), amax_a, host_amax.size() * sizeof(ull), cudaMemcpyDeviceToHost, g.stream));
-  CUDA_CHECK(cudaMemcpyAsync(host_l1.data(), l1_a, host_l1.size() * sizeof(double), cudaMemcpyDeviceToHost, g.stream));
+  col_stats<<<col_grid, kThreads, 0, g.stream>>>(k, n, b, amax_b, l1_b);
+  CUDA_CHECK_LAUNCH();
+  row_ssq<<<blocks_for(m * 32), kThreads, 0, g.stream>>>(m, k, a, amax_a, ssq_a);
+  CUDA_CHECK_LAUNCH();
+  col_ssq<<<col_grid, kThreads, 0, g.stream>>>(k, n, b, amax_b, ssq_b);
+  CUDA_CHECK_LAUNCH();
+  std::vector<ull> amax(rows_cols);
+  std::vector<double> sums(2 * rows_cols);  // l1 then ssq, A's rows before B's columns
+  CUDA_CHECK(cudaMemcpyAsync(amax.data(), amax_a, rows_cols * sizeof(ull), cudaMemcpyDeviceToHost, g.stream));
+  CUDA_CHECK(cudaMemcpyAsync(sums.data(), l1_a, 2 * rows_cols * sizeof(double), cudaMemcpyDeviceToHost, g.stream));
   CUDA_CHECK(cudaStreamSynchronize(g.stream));
-  const std::vector<ull> am_a(host_amax.begin(), host_amax.begin() + m), am_b(host_amax.begin() + m, host_amax.end());
-  const std::vector<double> s1_a(host_l1.begin(), host_l1.begin() + m), s1_b(host_l1.begin() + m, host_l1.end());
-  const double spread_a = spread(am_a, s1_a, k), spread_b = spread(am_b, s1_b, k);
+
+  // The worst log2(rms / mean) of A's rows and of B's columns (+Inf: NaN, Inf, an overflowing sum).
+  std::vector<int> exponents(rows_cols, 0);
+  const auto spread_of = [&](std::size_t from, std::size_t count) {
+    double worst = 0;
+    for (std::size_t r = from; r < from + count; ++r) {
+      if (amax[r] >= kNonFinite || !std::isfinite(sums[r]) || !std::isfinite(sums[rows_cols + r])) return HUGE_VAL;
+      if (amax[r] == 0) continue;
+      double mx = 0;
+      std::memcpy(&mx, &amax[r], sizeof mx);
+      exponents[r] = std::ilogb(mx);
+      // rms / mean = sqrt(K sum x^2) / sum |x|, with sum x^2 = 4^e ssq.
+      const double lk = std::log2(static_cast<double>(k));
+      worst = std::max(worst, exponents[r] + 0.5 * (std::log2(sums[rows_cols + r]) + lk) - std::log2(sums[r]));
+    }
+    return worst;
+  };
+  const double spread_a = spread_of(0, static_cast<std::size_t>(m));
+  const double spread_b = spread_of(static_cast<std::size_t>(m), static_cast<std::size_t>(n));
   if (!std::isfinite(spread_a) || !std::isfinite(spread_b))  // DGEMM propagates them as it does
     return run_dgemm(g, ctx, "A or B holds NaN or Inf (or sums of magnitudes overflow)");
 
   // The moduli and the bits: the rule's, or a fixed count.
-  const int guard = env_int("TESSERA_OZAKI_GUARD", 0);
+  const int guard = env_int("TESSERA_OZAKI_GUARD", 1);
   const int forced = env_int("TESSERA_OZAKI_MODULI", 0);
   const int n_mod =
       forced > 0 ? std::min(forced, ozaki::max_moduli()) : ozaki::moduli_for_spread(spread_a, spread_b, k, guard);
   if (n_mod == 0) {
     return run_dgemm(g, ctx,
-                     "a row of A or column of B has its largest magnitude 2^" +
-                         sci(std::max(spread_a, spread_b), "%.1f") +
-                         " times its mean: more bits than 20 moduli give at K = " + std::to_string(k));
+                     "a row of A or column of B has its rms magnitude 2^" + sci(std::max(spread_a, spread_b), "%.1f") +
+                         " times its mean: more bits than an int64 holds (62)");
   }
   ozaki::Plan plan;
   try {
@@ -481,11 +522,18 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
   }
   int a_bits = plan.a, b_bits = plan.b;
   if (forced == 0) {  // split a + b as the two sides need it
-    const int need_a = ozaki::bits_for_spread(spread_a, k, guard), need_b = ozaki::bits_for_spread(spread_b, k, guard);
+    const int need_a = ozaki::bits_for_spread(spread_a, guard), need_b = ozaki::bits_for_spread(spread_b, guard);
     const int extra = plan.a + plan.b - need_a - need_b;
     a_bits = std::min(62, need_a + extra / 2);
     b_bits = std::min(62, plan.a + plan.b - a_bits);
   }
+  // The scales, made here from the sums (as gemm_host makes them) and sent up.
+  std::vector<int> scales(rows_cols, 0);
+  for (std::size_t r = 0; r < rows_cols; ++r)
+    if (amax[r] != 0)
+      scales[r] =
+          ozaki::scale_for_norm(exponents[r], sums[rows_cols + r], r < static_cast<std::size_t>(m) ? a_bits : b_bits);
+  CUDA_CHECK(cudaMemcpyAsync(scale_a, scales.data(), rows_cols * sizeof(int), cudaMemcpyHostToDevice, g.stream));
 
   // 2-4 in the operand scratch: residues of A and B, then the products of a band of C's rows.
   const std::size_t ra_bytes = align256(static_cast<std::size_t>(n_mod * m * kp));
@@ -505,21 +553,22 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
   auto* prods = reinterpret_cast<int*>(base + ra_bytes + rb_bytes);
 
   profile.mark(0);
-  residues_rows<<<blocks_for(m * (kp / 4)), kThreads, 0, g.stream>>>(m, k, kp, a, amax_a, a_bits, n_mod, ra);
+  residues_rows<<<blocks_for(m * (kp / 4)), kThreads, 0, g.stream>>>(m, k, kp, a, scale_a, n_mod, ra);
   CUDA_CHECK_LAUNCH();
   {
     const dim3 grid(static_cast<unsigned>(ceil_div(np, 32)),
                     static_cast<unsigned>(std::min<std::int64_t>(kp / 32, kMaxGridY)));
-    residues_cols<<<grid, dim3(32, 8), 0, g.stream>>>(k, n, np, kp, b, amax_b, b_bits, n_mod, rbq);
+    residues_cols<<<grid, dim3(32, 8), 0, g.stream>>>(k, n, np, kp, b, scale_b, n_mod, rbq);
     CUDA_CHECK_LAUNCH();
   }
 
   {
-    const double ea = std::ldexp(1.0, -a_bits), eb = std::ldexp(1.0, -b_bits);
-    ctx.set_note("f64-ozaki: " + std::to_string(n_mod) + " moduli, rows of A to " + std::to_string(a_bits) +
-                 " bits, columns of B to " + std::to_string(b_bits) + " (max/mean spreads 2^" + sci(spread_a, "%.1f") +
+    const double ea = std::ldexp(1.0, 1 - a_bits), eb = std::ldexp(1.0, 1 - b_bits);
+    const double kd = static_cast<double>(k);
+    ctx.set_note("f64-ozaki: " + std::to_string(n_mod) + " moduli, rows of A to norms of 2^" + std::to_string(a_bits) +
+                 ", columns of B to 2^" + std::to_string(b_bits) + " (rms/mean up to 2^" + sci(spread_a, "%.1f") +
                  ", 2^" + sci(spread_b, "%.1f") + "): |C_ij - (AB)_ij| <= " +
-                 sci(static_cast<double>(k) * (ea + eb + ea * eb), "%.2e") + " max|A_i.| max|B_.j| + 2^-53 |C_ij|");
+                 sci(std::sqrt(kd) * (ea + eb) + kd * ea * eb, "%.2e") + " ||A_i.|| ||B_.j|| + 2^-53 |C_ij|");
   }
   const CublasApi& api = cublas_api();
   cublasHandle_t handle = ctx.cublas();
@@ -538,8 +587,8 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
                                CUDA_R_32I, static_cast<int>(np), CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT));
     }
     profile.mark(2);
-    rebuild_band<<<blocks_for(rows * n), kThreads, 0, g.stream>>>(rows, n, np, prods, rows * np, amax_a + i0, amax_b,
-                                                                  a_bits, b_bits, rebuild, c + i0 * n, g.accumulate);
+    rebuild_band<<<blocks_for(rows * n), kThreads, 0, g.stream>>>(rows, n, np, prods, rows * np, scale_a + i0, scale_b,
+                                                                  rebuild, c + i0 * n, g.accumulate);
     CUDA_CHECK_LAUNCH();
     profile.mark(3);
   }
