@@ -370,7 +370,7 @@ unsigned blocks_for(std::int64_t work) {
 }
 
 // $TESSERA_OZAKI_MODULI: a fixed number of moduli (the bench's sweep, the tests' small plans);
-// $TESSERA_OZAKI_GUARD: the rule's spare bits (default 0: the H200 measurements in docs/kernels.md).
+// $TESSERA_OZAKI_GUARD: the rule's spare bits (default 4: measured, docs/kernels.md "Ozaki").
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   if (!v || !*v) return fallback;
@@ -504,7 +504,7 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
     return run_dgemm(g, ctx, "A or B holds NaN or Inf (or sums of magnitudes overflow)");
 
   // The moduli and the bits: the rule's, or a fixed count.
-  const int guard = env_int("TESSERA_OZAKI_GUARD", 1);
+  const int guard = env_int("TESSERA_OZAKI_GUARD", 4);
   const int forced = env_int("TESSERA_OZAKI_MODULI", 0);
   const int n_mod =
       forced > 0 ? std::min(forced, ozaki::max_moduli()) : ozaki::moduli_for_spread(spread_a, spread_b, k, guard);
