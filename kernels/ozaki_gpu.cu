@@ -28,9 +28,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "core/env.hpp"
 #include "kernels/cublas_library.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/gpu_kernel.hpp"
@@ -74,49 +77,56 @@ __device__ __forceinline__ signed char symmetric(long long x) {
   }
 }
 
-__device__ __forceinline__ signed char residue(int l, long long x) {
+// f(std::integral_constant<int, p_l>{}) for the l-th modulus: after unrolling, l is a constant
+// and the switch folds away, leaving f with a constant divisor.
+template <class F>
+__device__ __forceinline__ auto with_modulus(int l, F&& f) {
   switch (l) {
     case 0:
-      return symmetric<kModuli[0]>(x);
+      return f(std::integral_constant<int, kModuli[0]>{});
     case 1:
-      return symmetric<kModuli[1]>(x);
+      return f(std::integral_constant<int, kModuli[1]>{});
     case 2:
-      return symmetric<kModuli[2]>(x);
+      return f(std::integral_constant<int, kModuli[2]>{});
     case 3:
-      return symmetric<kModuli[3]>(x);
+      return f(std::integral_constant<int, kModuli[3]>{});
     case 4:
-      return symmetric<kModuli[4]>(x);
+      return f(std::integral_constant<int, kModuli[4]>{});
     case 5:
-      return symmetric<kModuli[5]>(x);
+      return f(std::integral_constant<int, kModuli[5]>{});
     case 6:
-      return symmetric<kModuli[6]>(x);
+      return f(std::integral_constant<int, kModuli[6]>{});
     case 7:
-      return symmetric<kModuli[7]>(x);
+      return f(std::integral_constant<int, kModuli[7]>{});
     case 8:
-      return symmetric<kModuli[8]>(x);
+      return f(std::integral_constant<int, kModuli[8]>{});
     case 9:
-      return symmetric<kModuli[9]>(x);
+      return f(std::integral_constant<int, kModuli[9]>{});
     case 10:
-      return symmetric<kModuli[10]>(x);
+      return f(std::integral_constant<int, kModuli[10]>{});
     case 11:
-      return symmetric<kModuli[11]>(x);
+      return f(std::integral_constant<int, kModuli[11]>{});
     case 12:
-      return symmetric<kModuli[12]>(x);
+      return f(std::integral_constant<int, kModuli[12]>{});
     case 13:
-      return symmetric<kModuli[13]>(x);
+      return f(std::integral_constant<int, kModuli[13]>{});
     case 14:
-      return symmetric<kModuli[14]>(x);
+      return f(std::integral_constant<int, kModuli[14]>{});
     case 15:
-      return symmetric<kModuli[15]>(x);
+      return f(std::integral_constant<int, kModuli[15]>{});
     case 16:
-      return symmetric<kModuli[16]>(x);
+      return f(std::integral_constant<int, kModuli[16]>{});
     case 17:
-      return symmetric<kModuli[17]>(x);
+      return f(std::integral_constant<int, kModuli[17]>{});
     case 18:
-      return symmetric<kModuli[18]>(x);
+      return f(std::integral_constant<int, kModuli[18]>{});
     default:
-      return symmetric<kModuli[19]>(x);
+      return f(std::integral_constant<int, kModuli[19]>{});
   }
+}
+
+__device__ __forceinline__ signed char residue(int l, long long x) {
+  return with_modulus(l, [x](auto p) { return symmetric<decltype(p)::value>(x); });
 }
 
 // v in [0, P) for an int32 product and a constant P.
@@ -126,48 +136,7 @@ __device__ __forceinline__ int unsigned_mod(int v) {
   return r < 0 ? r + P : r;
 }
 __device__ __forceinline__ int product_mod(int l, int v) {
-  switch (l) {
-    case 0:
-      return v & 0xff;
-    case 1:
-      return unsigned_mod<kModuli[1]>(v);
-    case 2:
-      return unsigned_mod<kModuli[2]>(v);
-    case 3:
-      return unsigned_mod<kModuli[3]>(v);
-    case 4:
-      return unsigned_mod<kModuli[4]>(v);
-    case 5:
-      return unsigned_mod<kModuli[5]>(v);
-    case 6:
-      return unsigned_mod<kModuli[6]>(v);
-    case 7:
-      return unsigned_mod<kModuli[7]>(v);
-    case 8:
-      return unsigned_mod<kModuli[8]>(v);
-    case 9:
-      return unsigned_mod<kModuli[9]>(v);
-    case 10:
-      return unsigned_mod<kModuli[10]>(v);
-    case 11:
-      return unsigned_mod<kModuli[11]>(v);
-    case 12:
-      return unsigned_mod<kModuli[12]>(v);
-    case 13:
-      return unsigned_mod<kModuli[13]>(v);
-    case 14:
-      return unsigned_mod<kModuli[14]>(v);
-    case 15:
-      return unsigned_mod<kModuli[15]>(v);
-    case 16:
-      return unsigned_mod<kModuli[16]>(v);
-    case 17:
-      return unsigned_mod<kModuli[17]>(v);
-    case 18:
-      return unsigned_mod<kModuli[18]>(v);
-    default:
-      return unsigned_mod<kModuli[19]>(v);
-  }
+  return with_modulus(l, [v](auto p) { return unsigned_mod<decltype(p)::value>(v); });
 }
 
 // The exponent e of a row's largest magnitude, from its bits (0 for a zero row): each element times
@@ -370,11 +339,12 @@ unsigned blocks_for(std::int64_t work) {
 }
 
 // $TESSERA_OZAKI_MODULI: a fixed number of moduli (the bench's sweep, the tests' small plans);
-// $TESSERA_OZAKI_GUARD: the rule's spare bits (default 4: measured, docs/kernels.md "Ozaki").
+// $TESSERA_OZAKI_GUARD: the rule's spare bits (default 4: measured, docs/kernels.md "Ozaki");
+// $TESSERA_OZAKI_PROFILE=1: the steps' times on stderr. Checked at start-up with tessera's other
+// variables (core/env.hpp).
 int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  return std::atoi(v);
+  const std::optional<std::int64_t> value = env::whole(name);
+  return value ? static_cast<int>(*value) : fallback;
 }
 
 // cuBLAS DGEMM instead, and why (the report's precision line).
@@ -394,7 +364,7 @@ std::string sci(double v, const char* format) {
 // GEMMs, 3 the rebuilds (summed over bands).
 class Profile {
  public:
-  explicit Profile(cudaStream_t stream) : stream_(stream), on_(env_int("TESSERA_OZAKI_PROFILE", 0) > 0) {
+  explicit Profile(cudaStream_t stream) : stream_(stream), on_(env::flag("TESSERA_OZAKI_PROFILE", false)) {
     if (!on_) return;
     for (cudaEvent_t& e : events_) CUDA_CHECK(cudaEventCreate(&e));
     CUDA_CHECK(cudaEventRecord(events_[0], stream_));

@@ -46,6 +46,9 @@ inline const std::vector<Variable>& variables() {
       {"TESSERA_IO_THREADS", {}, 1, 1024},               // io/direct_io.cpp
       {"TESSERA_HOST_MEMORY", {"pinned", "pageable"}},   // backend/cuda_device.cpp
       {"TESSERA_HELD_HOST", {"0", "1"}},                 // backend/cuda_backend.cpp
+      {"TESSERA_OZAKI_MODULI", {}, 1, 20},               // kernels/ozaki_gpu.cu
+      {"TESSERA_OZAKI_GUARD", {}, 0, 60},                // kernels/ozaki_gpu.cu
+      {"TESSERA_OZAKI_PROFILE", {"0", "1"}},             // kernels/ozaki_gpu.cu
       // libtessera_scalapack (src/scalapack/pgemm.cpp, which parses them by the same rules): the
       // binary reads none of them, but a job that sets them for its ScaLAPACK program is no typo
       {"TESSERA_SCALAPACK", {"auto", "tessera", "scalapack"}},

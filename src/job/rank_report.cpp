@@ -32,7 +32,10 @@ void gather_records(const comm::Comm& comm, report::JobReport& job, report::Rank
   me.cpus = cpus_in_use();
   if (const double since = seconds_since_process_start(); since >= 0)
     me.startup_seconds = std::max(0.0, since - (MPI_Wtime() - process_began));
-  if (be) me.peak_gpu_bytes = be->peak_device_bytes(), me.precision = be->precision();
+  if (be) {
+    me.peak_gpu_bytes = be->peak_device_bytes();
+    me.precision = be->precision();
+  }
   const auto records = comm.gather(report::to_json(me).dump(), kRoot);
   job.wall_seconds = comm.max(MPI_Wtime() - started);
   job.ranks.clear();
