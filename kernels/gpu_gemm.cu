@@ -21,6 +21,7 @@ GpuContext::~GpuContext() {
   if (scratch_) (void)cudaFree(scratch_);
   if (operand_scratch_) (void)cudaFree(operand_scratch_);
   if (cublas_) (void)cublas_api().destroy(cublas_);  // a handle exists only once cuBLAS is loaded
+  if (cublaslt_) (void)cublaslt_api().destroy(cublaslt_);
 }
 
 namespace {
@@ -75,6 +76,15 @@ cublasContext* GpuContext::cublas() {
     cublas_ = handle;
   }
   return cublas_;
+}
+
+cublasLtContext* GpuContext::cublaslt() {
+  if (!cublaslt_) {
+    cublasLtHandle_t handle = nullptr;
+    CUBLAS_CHECK(cublaslt_api().create(&handle));
+    cublaslt_ = handle;
+  }
+  return cublaslt_;
 }
 
 // ---- registry ----------------------------------------------------------------------------------

@@ -15,7 +15,8 @@
 
 #include "core/dtype.hpp"
 
-struct cublasContext;  // cublasHandle_t is cublasContext*; kept out of this header
+struct cublasContext;    // cublasHandle_t is cublasContext*; kept out of this header
+struct cublasLtContext;  // cublasLtHandle_t likewise
 
 namespace tessera::kernels {
 
@@ -50,6 +51,9 @@ class GpuContext {
   GpuContext& operator=(const GpuContext&) = delete;
 
   cublasContext* cublas();
+  // A cuBLASLt handle, created on first use (the calls that pick cuBLASLt's algorithm by timing
+  // it: kernels/int8_gemm.hpp).
+  cublasLtContext* cublaslt();
   // Device scratch of at least `bytes`, kept until a larger one is asked for. Calls that use it
   // (accumulating GEMMs) must be ordered: one stream per context.
   void* scratch(std::size_t bytes);
@@ -69,6 +73,7 @@ class GpuContext {
  private:
   std::string note_;
   cublasContext* cublas_ = nullptr;
+  cublasLtContext* cublaslt_ = nullptr;
   void* scratch_ = nullptr;
   std::size_t scratch_bytes_ = 0;
   void* operand_scratch_ = nullptr;

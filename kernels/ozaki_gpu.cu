@@ -12,8 +12,10 @@
 //      zero, as the host reference), reduced modulo each p_l to an int8 in the symmetric range;
 //      rows K-contiguous, padded with zeros to a multiple of 32 (what cuBLAS's IMMA kernels want):
 //      n_mod x m x kp for A, n_mod x np x kp for B (N padded to 16 with zero columns).
-//   3. Products: one cublasGemmEx per modulus (CUDA_R_8I -> CUDA_R_32I, CUBLAS_COMPUTE_32I, the
-//      "TN" layout both operands K-contiguous), over row bands of C sized to the memory left.
+//   3. Products: one cuBLASLt int8 GEMM per modulus (CUDA_R_8I -> CUDA_R_32I, CUBLAS_COMPUTE_32I,
+//      the "TN" layout both operands K-contiguous), over row bands of C sized to the memory left;
+//      the algorithm chosen by timing the heuristic's first few on the first moduli's products
+//      (kernels/int8_gemm.hpp: its first choice runs 16384^3 at 57% of the rate of its second).
 //   4. Rebuild (rebuild_band): per element, the n_mod int32 products -> u_l -> the wrapping
 //      128-bit sum S and the quotient q (ozaki.hpp step 4) -> C' = S - qP exactly -> float64
 //      (rounded once) times 2^(-s_i - t_j); C = that, or C += it.
@@ -37,6 +39,7 @@
 #include "kernels/cublas_library.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/gpu_kernel.hpp"
+#include "kernels/int8_gemm.hpp"
 #include "kernels/ozaki.hpp"
 
 namespace tessera::kernels {
@@ -382,7 +385,8 @@ class Profile {
     steps_[next_] = step;
     ++next_;
   }
-  void report(double int_ops, int moduli) {
+  bool on() const { return on_; }
+  void report(double int_ops, int moduli, const std::string& gemms) {
     if (!on_) return;
     CUDA_CHECK(cudaEventSynchronize(events_[next_ - 1]));
     double ms[4] = {0, 0, 0, 0};
@@ -393,8 +397,8 @@ class Profile {
     }
     std::fprintf(stderr,
                  "f64-ozaki profile: pre-pass %.2f ms, residues %.2f ms, %d int8 GEMMs %.2f ms (%.0f TOPS), "
-                 "rebuild %.2f ms\n",
-                 ms[0], ms[1], moduli, ms[2], int_ops / (ms[2] * 1e-3) / 1e12, ms[3]);
+                 "rebuild %.2f ms; GEMMs by %s\n",
+                 ms[0], ms[1], moduli, ms[2], int_ops / (ms[2] * 1e-3) / 1e12, ms[3], gemms.c_str());
   }
 
  private:
@@ -512,15 +516,19 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
   const auto prod_bytes = [&](std::int64_t rows) {
     return align256(static_cast<std::size_t>(n_mod) * static_cast<std::size_t>(rows * np) * sizeof(int));
   };
-  while (band > 64 && !ctx.operand_scratch_fits(ra_bytes + rb_bytes + prod_bytes(band))) band = (band + 1) / 2;
-  if (!ctx.operand_scratch_fits(ra_bytes + rb_bytes + prod_bytes(band)))
+  const std::size_t ws_bytes = Int8Gemm::kWorkspaceBytes;
+  const auto scratch_bytes = [&](std::int64_t rows) { return ws_bytes + ra_bytes + rb_bytes + prod_bytes(rows); };
+  while (band > 64 && !ctx.operand_scratch_fits(scratch_bytes(band))) band = (band + 1) / 2;
+  if (!ctx.operand_scratch_fits(scratch_bytes(band)))
     return run_dgemm(g, ctx,
                      "its int8 residues (" + sci(static_cast<double>(ra_bytes + rb_bytes) / (1 << 30), "%.1f") +
                          " GiB) do not fit in the GPU memory left");
-  auto* base = static_cast<unsigned char*>(ctx.operand_scratch(ra_bytes + rb_bytes + prod_bytes(band)));
-  auto* ra = reinterpret_cast<signed char*>(base);
-  auto* rbq = reinterpret_cast<signed char*>(base + ra_bytes);
-  auto* prods = reinterpret_cast<int*>(base + ra_bytes + rb_bytes);
+  // Laid out from a 256-byte aligned base: cuBLASLt's workspace, the residues, the products.
+  auto* base = static_cast<unsigned char*>(ctx.operand_scratch(scratch_bytes(band)));
+  void* workspace = base;
+  auto* ra = reinterpret_cast<signed char*>(base + ws_bytes);
+  auto* rbq = reinterpret_cast<signed char*>(base + ws_bytes + ra_bytes);
+  auto* prods = reinterpret_cast<int*>(base + ws_bytes + ra_bytes + rb_bytes);
 
   profile.mark(0);
   residues_rows<<<blocks_for(m * (kp / 4)), kThreads, 0, g.stream>>>(m, k, kp, a, scale_a, n_mod, ra);
@@ -540,29 +548,37 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
                  ", 2^" + sci(spread_b, "%.1f") + "): |C_ij - (AB)_ij| <= " +
                  sci(std::sqrt(kd) * (ea + eb) + kd * ea * eb, "%.2e") + " ||A_i.|| ||B_.j|| + 2^-53 |C_ij|");
   }
-  const CublasApi& api = cublas_api();
-  cublasHandle_t handle = ctx.cublas();
-  CUBLAS_CHECK(api.set_stream(handle, g.stream));
-  const int one = 1, zero = 0;
   const ozaki::Rebuild rebuild = ozaki::rebuild_for(n_mod);
   auto* c = static_cast<double*>(g.c);
+  // The int8 products, column-major: C_l^T (np x rows) = RB_l^T (np x kp) * RA_l band (kp x rows),
+  // through cuBLASLt's fastest algorithm for the shape (kernels/int8_gemm.hpp). The addresses'
+  // alignments: RB_l at l np kp, RA_l's bands at (l m + i0) kp, the products at l rows np ints.
+  const int align_rb = pow2_alignment(static_cast<std::uint64_t>(np * kp));
+  const int align_ra = std::min(pow2_alignment(static_cast<std::uint64_t>(m * kp)),
+                                pow2_alignment(static_cast<std::uint64_t>(band * kp)));
+  std::optional<Int8Gemm> gemm;
+  std::int64_t gemm_rows = -1;
+  std::string gemm_summary;
   profile.mark(1);
   for (std::int64_t i0 = 0; i0 < m; i0 += band) {
     const std::int64_t rows = std::min(band, m - i0);
-    for (int l = 0; l < n_mod; ++l) {
-      // Column-major: C_l^T (np x rows) = RB_l^T (np x kp) * RA_l band (kp x rows).
-      CUBLAS_CHECK(api.gemm_ex(handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(np), static_cast<int>(rows),
-                               static_cast<int>(kp), &one, rbq + l * np * kp, CUDA_R_8I, static_cast<int>(kp),
-                               ra + (l * m + i0) * kp, CUDA_R_8I, static_cast<int>(kp), &zero, prods + l * rows * np,
-                               CUDA_R_32I, static_cast<int>(np), CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT));
+    if (rows != gemm_rows) {  // the first band, or a shorter last one
+      if (gemm && profile.on()) gemm_summary += (gemm_summary.empty() ? "" : "; ") + gemm->summary();
+      gemm.reset();
+      gemm.emplace(ctx, g.stream, np, rows, kp, align_rb, align_ra,
+                   pow2_alignment(static_cast<std::uint64_t>(rows * np) * sizeof(int)), workspace);
+      gemm_rows = rows;
     }
+    for (int l = 0; l < n_mod; ++l) gemm->run(rbq + l * np * kp, ra + (l * m + i0) * kp, prods + l * rows * np);
     profile.mark(2);
     rebuild_band<<<blocks_for(rows * n), kThreads, 0, g.stream>>>(rows, n, np, prods, rows * np, scale_a + i0, scale_b,
                                                                   rebuild, c + i0 * n, g.accumulate);
     CUDA_CHECK_LAUNCH();
     profile.mark(3);
   }
-  profile.report(2.0 * static_cast<double>(m) * static_cast<double>(np) * static_cast<double>(kp) * n_mod, n_mod);
+  if (gemm && profile.on()) gemm_summary += (gemm_summary.empty() ? "" : "; ") + gemm->summary();
+  profile.report(2.0 * static_cast<double>(m) * static_cast<double>(np) * static_cast<double>(kp) * n_mod, n_mod,
+                 gemm_summary);
 }
 
 bool ozaki_can_implement(const GpuGemm& g, std::string* why) {

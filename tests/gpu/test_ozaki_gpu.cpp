@@ -8,7 +8,9 @@
 //   - NaN or Inf in A or B, and a rule asking more bits than any plan holds, give cuBLAS DGEMM's
 //     C exactly (the fall-back), NaN and Inf where DGEMM has them;
 //   - rows and columns dominated by one element are as accurate as DGEMM;
-//   - with the rule's moduli the error on uniform data is no larger than DGEMM's.
+//   - with the rule's moduli the error on uniform data is no larger than DGEMM's;
+//   - its int8 GEMMs (kernels/int8_gemm.hpp) are exact with every algorithm the search times, and
+//     a second product of the shape takes the one the first chose.
 // Each case SKIPs, visibly, without a GPU.
 #include <catch2/catch_test_macros.hpp>
 #include <catch2/generators/catch_generators.hpp>
@@ -27,6 +29,7 @@
 #include "kernels/cuda_check.hpp"
 #include "kernels/cuda_resources.hpp"
 #include "kernels/gpu_gemm.hpp"
+#include "kernels/int8_gemm.hpp"
 #include "kernels/ozaki.hpp"
 
 namespace {
@@ -198,4 +201,65 @@ TEST_CASE("f64-ozaki with its rule is as accurate as DGEMM on uniform data; C +=
       worst = std::max(worst, std::fabs(acc[e] - (c0[e] + exact(p, i, j))));
     }
   CHECK(worst <= 2 * dgemm + 1e-15);
+}
+
+TEST_CASE("f64-ozaki's int8 GEMMs are exact whichever algorithm the search tries", "[gpu][small][ozaki]") {
+  if (backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  struct Case {
+    std::int64_t m, n, k;
+  };
+  // C (m x n, column-major) = A^T B, A k x m and B k x n K-contiguous; k a multiple of 32 and m of
+  // 16 as f64-ozaki pads them; one shape large enough for cuBLASLt to offer several algorithms.
+  const Case c = GENERATE(values<Case>({{16, 1, 32}, {48, 37, 96}, {1024, 768, 2048}}));
+  INFO(c.m << "x" << c.n << "x" << c.k);
+  constexpr int kCalls = 2 * kernels::Int8Gemm::kCandidates;
+  std::mt19937 gen(static_cast<unsigned>(c.m + c.n + c.k));
+  std::uniform_int_distribution<int> value(-128, 127);
+  std::vector<std::vector<signed char>> a(kCalls), b(kCalls);
+  for (int l = 0; l < kCalls; ++l) {
+    a[static_cast<std::size_t>(l)].resize(static_cast<std::size_t>(c.k * c.m));
+    b[static_cast<std::size_t>(l)].resize(static_cast<std::size_t>(c.k * c.n));
+    for (auto& x : a[static_cast<std::size_t>(l)]) x = static_cast<signed char>(value(gen));
+    for (auto& x : b[static_cast<std::size_t>(l)]) x = static_cast<signed char>(value(gen));
+  }
+  const std::size_t a_bytes = static_cast<std::size_t>(c.k * c.m), b_bytes = static_cast<std::size_t>(c.k * c.n),
+                    c_bytes = static_cast<std::size_t>(c.m * c.n) * sizeof(int);
+  kernels::Stream stream;
+  kernels::GpuContext ctx;
+  kernels::DeviceBuffer da(a_bytes * kCalls, "A"), db(b_bytes * kCalls, "B"), dc(c_bytes * kCalls, "C"),
+      ws(kernels::Int8Gemm::kWorkspaceBytes, "workspace");
+  for (int l = 0; l < kCalls; ++l) {
+    CUDA_CHECK(cudaMemcpy(static_cast<char*>(da.get()) + l * a_bytes, a[static_cast<std::size_t>(l)].data(), a_bytes,
+                          cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(static_cast<char*>(db.get()) + l * b_bytes, b[static_cast<std::size_t>(l)].data(), b_bytes,
+                          cudaMemcpyHostToDevice));
+  }
+  CUDA_CHECK(cudaMemset(dc.get(), 0x55, dc.bytes()));  // an element never written fails
+  const auto align = [](std::size_t bytes) { return kernels::pow2_alignment(bytes); };
+  std::string first, second;
+  for (int pass = 0; pass < 2; ++pass) {  // the second object of the shape: the algorithm remembered
+    kernels::Int8Gemm gemm(ctx, stream.get(), c.m, c.n, c.k, align(a_bytes), align(b_bytes), align(c_bytes), ws.get());
+    for (int l = pass * kCalls / 2; l < (pass + 1) * kCalls / 2; ++l)
+      gemm.run(static_cast<const signed char*>(da.get()) + l * a_bytes,
+               static_cast<const signed char*>(db.get()) + l * b_bytes,
+               reinterpret_cast<int*>(static_cast<char*>(dc.get()) + l * c_bytes));
+    (pass == 0 ? first : second) = gemm.summary();
+  }
+  stream.synchronize();
+  INFO("first: " << first << "; second: " << second);
+  CHECK(first.find("cublasGemmEx") == std::string::npos);  // cuBLASLt ran
+  CHECK((second.find("earlier search") != std::string::npos || first.find("its one algorithm") != std::string::npos));
+  std::vector<int> out(static_cast<std::size_t>(c.m * c.n) * kCalls);
+  CUDA_CHECK(cudaMemcpy(out.data(), dc.get(), dc.bytes(), cudaMemcpyDeviceToHost));
+  std::size_t wrong = 0;
+  for (int l = 0; l < kCalls; ++l)
+    for (std::int64_t j = 0; j < c.n; ++j)
+      for (std::int64_t i = 0; i < c.m; ++i) {
+        std::int32_t sum = 0;
+        for (std::int64_t h = 0; h < c.k; ++h)
+          sum += static_cast<std::int32_t>(a[static_cast<std::size_t>(l)][static_cast<std::size_t>(i * c.k + h)]) *
+                 static_cast<std::int32_t>(b[static_cast<std::size_t>(l)][static_cast<std::size_t>(j * c.k + h)]);
+        wrong += out[static_cast<std::size_t>(l * c.m * c.n + j * c.m + i)] == sum ? 0 : 1;
+      }
+  CHECK(wrong == 0);
 }
