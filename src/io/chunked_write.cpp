@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -96,6 +98,146 @@ void filter_all(std::vector<Chunk>& chunks, int threads, const Filter& filter) {
   if (failed) std::rethrow_exception(failed);
 }
 
+// Chunks filtered by helper threads and handed to `store` on the owner's thread in the order they
+// were pushed, while the later ones are still being filtered: storing (HDF5, one thread) overlaps
+// filtering instead of waiting for a whole batch. At most `window` chunks are in flight (memory:
+// a few chunks per thread); a full window makes the owner filter one itself, or wait, then store.
+// The owner is the only thread that stores; a failure of a helper or of `store` stops the helpers
+// and is rethrown on the owner's thread.
+template <class Filter, class StoreFn>
+class OrderedFilter {
+ public:
+  OrderedFilter(int threads, const Filter& filter, const StoreFn& store)
+      : filter_(filter), store_(store), window_(static_cast<std::size_t>(std::max(1, threads)) * 4) {
+    for (int t = 1; t < threads; ++t) {
+      try {
+        helpers_.emplace_back([this] { help(); });
+      } catch (const std::system_error&) {
+        break;  // those that started (or the owner alone) share the chunks
+      }
+    }
+  }
+  ~OrderedFilter() { stop(); }
+  OrderedFilter(const OrderedFilter&) = delete;
+  OrderedFilter& operator=(const OrderedFilter&) = delete;
+
+  // A finished chunk (raw bytes) joins the queue; stores what is ready in order.
+  void push(std::int64_t row0, std::int64_t col0, std::vector<unsigned char> raw) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      slots_.push_back(Slot{row0, col0, std::move(raw), false, false});
+    }
+    work_.notify_one();
+    const std::size_t size = slots_size();
+    drain(size >= window_ ? size - window_ + 1 : 0);
+  }
+  // Every chunk pushed filtered and stored.
+  void finish() { drain(slots_size()); }
+
+ private:
+  struct Slot {
+    std::int64_t row0, col0;
+    std::vector<unsigned char> bytes;  // raw, then filtered
+    bool taken, ready;
+  };
+
+  std::size_t slots_size() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return slots_.size();
+  }
+
+  // Claims the first unclaimed slot (under the lock); nullptr when none.
+  Slot* claim() {
+    for (Slot& s : slots_)
+      if (!s.taken) {
+        s.taken = true;
+        return &s;
+      }
+    return nullptr;
+  }
+
+  // Filters a claimed slot outside the lock (deque elements stay put while others are pushed
+  // at the back or popped from the front, and a slot is popped only once ready).
+  void filter_slot(Slot* s, std::unique_lock<std::mutex>& lock) {
+    lock.unlock();
+    std::vector<unsigned char> out;
+    std::exception_ptr error;
+    try {
+      out = filter_(s->bytes);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    if (error) {
+      if (!failed_) failed_ = error;
+      stopping_ = true;
+      work_.notify_all();
+    } else {
+      s->bytes = std::move(out);
+    }
+    s->ready = true;
+    done_.notify_all();
+  }
+
+  void help() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      Slot* s = nullptr;
+      work_.wait(lock, [&] { return stopping_ || (s = claim()) != nullptr; });
+      if (s == nullptr) return;  // stopping
+      filter_slot(s, lock);
+    }
+  }
+
+  // Stores chunks from the front, in order: at least `count` of them (filtering one itself when
+  // the front is not ready and one is unclaimed, else waiting), then any that are ready.
+  void drain(std::size_t count) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (std::size_t stored = 0; !failed_ && !slots_.empty();) {
+      if (slots_.front().ready) {
+        Slot s = std::move(slots_.front());
+        slots_.pop_front();
+        lock.unlock();
+        store_(s.row0, s.col0, s.bytes);  // may throw: the destructor stops the helpers
+        lock.lock();
+        ++stored;
+      } else if (stored >= count) {
+        break;
+      } else if (Slot* mine = claim()) {
+        filter_slot(mine, lock);
+      } else {
+        done_.wait(lock, [&] { return failed_ || slots_.front().ready; });
+      }
+    }
+    if (failed_) {
+      const std::exception_ptr error = failed_;
+      lock.unlock();
+      stop();
+      std::rethrow_exception(error);
+    }
+  }
+
+  void stop() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    work_.notify_all();
+    for (auto& th : helpers_)
+      if (th.joinable()) th.join();
+  }
+
+  const Filter& filter_;
+  const StoreFn& store_;
+  const std::size_t window_;
+  std::mutex mutex_;
+  std::condition_variable work_, done_;
+  std::deque<Slot> slots_;
+  bool stopping_ = false;
+  std::exception_ptr failed_;
+  std::vector<std::thread> helpers_;
+};
+
 template <class T>
 void put(std::vector<unsigned char>& out, T v) {
   const auto* p = reinterpret_cast<const unsigned char*>(&v);
@@ -164,20 +306,10 @@ void ChunkedWriter::add(std::int64_t row0, std::int64_t col0, std::int64_t nrows
   if (row0 < 0 || col0 < 0 || row0 + nrows > rows_ || col0 + ncols > cols_)
     throw std::invalid_argument("ChunkedWriter::add: the block lies outside the dataset");
   const auto* src = static_cast<const unsigned char*>(data);
-  struct Done {
-    std::int64_t row0, col0;
-    std::vector<unsigned char> bytes;  // raw, then filtered
-  };
-  std::vector<Done> done;
-  // The finished chunks so far compressed by the pool, then stored in order on this thread.
-  const auto flush = [&] {
-    filter_all(done, threads, [this](const std::vector<unsigned char>& raw) { return filter(raw); });
-    for (const Done& d : done) store(d.row0, d.col0, d.bytes);
-    done.clear();
-  };
-  // At most this many finished chunks wait for the pool: enough work for every thread, memory
-  // bounded by a few chunks per thread whatever the block's size.
-  const std::size_t batch = static_cast<std::size_t>(std::max(1, threads)) * 4;
+  // Finished chunks are filtered by the pool while this thread copies the next ones in and stores
+  // the filtered ones in order (OrderedFilter).
+  const auto filter_one = [this](const std::vector<unsigned char>& raw) { return filter(raw); };
+  OrderedFilter<decltype(filter_one), Store> pipeline(threads, filter_one, store);
   const std::int64_t j0 = col0 / chunk_cols_, j1 = (col0 + ncols - 1) / chunk_cols_;
   for (std::int64_t i = row0 / chunk_rows_; i <= (row0 + nrows - 1) / chunk_rows_; ++i) {
     const std::int64_t r0 = std::max(row0, i * chunk_rows_), r1 = std::min(row0 + nrows, (i + 1) * chunk_rows_);
@@ -197,13 +329,13 @@ void ChunkedWriter::add(std::int64_t row0, std::int64_t col0, std::int64_t nrows
                                   (std::min(cols_, (j + 1) * chunk_cols_) - j * chunk_cols_);
       if (w.filled > inside) throw std::logic_error("ChunkedWriter::add: an element of C arrived twice");
       if (w.filled == inside) {
-        done.push_back({i * chunk_rows_, j * chunk_cols_, std::move(w.raw)});
+        std::vector<unsigned char> raw = std::move(w.raw);
         waiting_.erase({i, j});
-        if (done.size() >= batch) flush();
+        pipeline.push(i * chunk_rows_, j * chunk_cols_, std::move(raw));
       }
     }
   }
-  if (!done.empty()) flush();
+  pipeline.finish();
 }
 
 void ChunkedWriter::mark_stored(std::int64_t row0, std::int64_t col0) {

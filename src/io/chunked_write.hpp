@@ -66,8 +66,9 @@ class ChunkedWriter {
   // One finished chunk: its first element's place in the dataset, and its filtered bytes.
   using Store = std::function<void(std::int64_t row0, std::int64_t col0, const std::vector<unsigned char>& bytes)>;
   // A block of C (nrows x ncols at (row0, col0), row-major) added: the chunks it finishes are
-  // compressed by `threads` threads (this one among them), one row of chunks at a time, and handed
-  // to `store` on this thread, in order. Throws what `store` throws.
+  // compressed by `threads` threads (this one among them) and handed to `store` on this thread, in
+  // order, each as soon as it and those before it are ready: storing overlaps the compression of
+  // the next chunks (at most 4 a thread in flight). Throws what `store` throws.
   void add(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols, const void* data, int threads,
            const Store& store);
   // Chunks still waiting for elements (0 once every element of the dataset has arrived).

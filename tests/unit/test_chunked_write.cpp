@@ -119,3 +119,42 @@ TEST_CASE("the message of compressed chunks round-trips and refuses a truncated 
   longer.push_back(0);
   CHECK_THROWS_AS(tessera::io::unpack(longer), tessera::IoError);
 }
+
+TEST_CASE("add() stores chunks in order while its threads compress the next; a failing store stops it",
+          "[io][chunked]") {
+  // 64 x 64 in 4 x 4 chunks: 256 chunks, finished in row-major order, compressed by 1, 3 or 8
+  // threads (a window of 4 a thread in flight) and stored in that order, each the filter's bytes.
+  const std::int64_t n = 64, c = 4;
+  const auto m = matrix(n, n);
+  for (const int threads : {1, 3, 8}) {
+    INFO(threads << " threads");
+    ChunkedWriter writer(n, n, c, c, 4, true, 1);
+    std::vector<std::pair<std::int64_t, std::int64_t>> order;
+    std::size_t wrong = 0;
+    writer.add(0, 0, n, n, m.data(), threads,
+               [&](std::int64_t r0, std::int64_t c0, const std::vector<unsigned char>& bytes) {
+                 order.emplace_back(r0, c0);
+                 const auto raw = block(m, n, r0, r0 + c, c0, c0 + c);
+                 std::vector<unsigned char> raw_bytes(raw.size() * 4);
+                 std::memcpy(raw_bytes.data(), raw.data(), raw_bytes.size());
+                 wrong += bytes == writer.filter(raw_bytes) ? 0 : 1;
+               });
+    REQUIRE(order.size() == 256);
+    for (std::size_t t = 0; t < order.size(); ++t) {
+      CHECK(order[t].first == static_cast<std::int64_t>(t / 16) * c);
+      CHECK(order[t].second == static_cast<std::int64_t>(t % 16) * c);
+    }
+    CHECK(wrong == 0);
+    CHECK(writer.unfinished() == 0);
+
+    // The 10th store throws: add() rethrows it (the threads stopped), nothing stored after it.
+    ChunkedWriter failing(n, n, c, c, 4, false, 1);
+    std::size_t stores = 0;
+    CHECK_THROWS_AS(failing.add(0, 0, n, n, m.data(), threads,
+                                [&](std::int64_t, std::int64_t, const std::vector<unsigned char>&) {
+                                  if (++stores == 10) throw tessera::IoError("disk full");
+                                }),
+                    tessera::IoError);
+    CHECK(stores == 10);
+  }
+}
