@@ -51,6 +51,21 @@ struct Int8Gemm::Impl {
 
   Impl(GpuContext& c, cudaStream_t s, std::int64_t m_, std::int64_t n_, std::int64_t k_, void* ws)
       : ctx(c), stream(s), m(m_), n(n_), k(k_), workspace(ws) {}
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  // Also when the constructor throws part-way: what was created is destroyed.
+  ~Impl() {
+    for (auto& [start, end] : events) {  // released once their calls complete
+      if (start) (void)cudaEventDestroy(start);
+      if (end) (void)cudaEventDestroy(end);
+    }
+    if (lt) {
+      if (la) (void)lt->layout_destroy(la);
+      if (lb) (void)lt->layout_destroy(lb);
+      if (lc) (void)lt->layout_destroy(lc);
+      if (desc) (void)lt->desc_destroy(desc);
+    }
+  }
 
   cublasStatus_t matmul(const cublasLtMatmulAlgo_t& algo, const signed char* a, const signed char* b, int* c) {
     const int one = 1, zero = 0;
@@ -91,7 +106,7 @@ struct Int8Gemm::Impl {
 
 Int8Gemm::Int8Gemm(GpuContext& ctx, cudaStream_t stream, std::int64_t m, std::int64_t n, std::int64_t k, int align_a,
                    int align_b, int align_c, void* workspace)
-    : impl_(new Impl(ctx, stream, m, n, k, workspace)) {
+    : impl_(std::make_unique<Impl>(ctx, stream, m, n, k, workspace)) {
   Impl& s = *impl_;
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
@@ -150,20 +165,7 @@ Int8Gemm::Int8Gemm(GpuContext& ctx, cudaStream_t stream, std::int64_t m, std::in
   }
 }
 
-Int8Gemm::~Int8Gemm() {
-  Impl& s = *impl_;
-  for (auto& [start, end] : s.events) {  // released once their calls complete
-    if (start) (void)cudaEventDestroy(start);
-    if (end) (void)cudaEventDestroy(end);
-  }
-  if (s.lt) {
-    if (s.la) (void)s.lt->layout_destroy(s.la);
-    if (s.lb) (void)s.lt->layout_destroy(s.lb);
-    if (s.lc) (void)s.lt->layout_destroy(s.lc);
-    if (s.desc) (void)s.lt->desc_destroy(s.desc);
-  }
-  delete impl_;
-}
+Int8Gemm::~Int8Gemm() = default;
 
 void Int8Gemm::run(const signed char* a, const signed char* b, int* c) {
   Impl& s = *impl_;

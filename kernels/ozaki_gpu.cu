@@ -558,13 +558,15 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
                                 pow2_alignment(static_cast<std::uint64_t>(band * kp)));
   std::optional<Int8Gemm> gemm;
   std::int64_t gemm_rows = -1;
-  std::string gemm_summary;
+  std::string gemm_summary;  // what each Int8Gemm ran, for the profile
+  const auto summarise = [&] {
+    if (gemm && profile.on()) gemm_summary += (gemm_summary.empty() ? "" : "; ") + gemm->summary();
+  };
   profile.mark(1);
   for (std::int64_t i0 = 0; i0 < m; i0 += band) {
     const std::int64_t rows = std::min(band, m - i0);
     if (rows != gemm_rows) {  // the first band, or a shorter last one
-      if (gemm && profile.on()) gemm_summary += (gemm_summary.empty() ? "" : "; ") + gemm->summary();
-      gemm.reset();
+      summarise();
       gemm.emplace(ctx, g.stream, np, rows, kp, align_rb, align_ra,
                    pow2_alignment(static_cast<std::uint64_t>(rows * np) * sizeof(int)), workspace);
       gemm_rows = rows;
@@ -576,7 +578,7 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
     CUDA_CHECK_LAUNCH();
     profile.mark(3);
   }
-  if (gemm && profile.on()) gemm_summary += (gemm_summary.empty() ? "" : "; ") + gemm->summary();
+  summarise();
   profile.report(2.0 * static_cast<double>(m) * static_cast<double>(np) * static_cast<double>(kp) * n_mod, n_mod,
                  gemm_summary);
 }

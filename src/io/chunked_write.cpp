@@ -1,7 +1,6 @@
 #include "io/chunked_write.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -68,42 +67,12 @@ std::vector<unsigned char> deflated(const std::vector<unsigned char>& in, int le
   return out;
 }
 
-// Each chunk's raw bytes replaced by its filtered bytes, by `threads` threads (this one among
-// them; each takes the next chunk, the first failure stops them all and is rethrown here).
-template <class Chunk, class Filter>
-void filter_all(std::vector<Chunk>& chunks, int threads, const Filter& filter) {
-  std::atomic<std::size_t> next{0};
-  std::mutex failing;
-  std::exception_ptr failed;
-  const auto work = [&] {
-    try {
-      for (std::size_t t; (t = next.fetch_add(1)) < chunks.size();) chunks[t].bytes = filter(chunks[t].bytes);
-    } catch (...) {
-      const std::lock_guard<std::mutex> hold(failing);
-      if (!failed) failed = std::current_exception();
-      next = chunks.size();
-    }
-  };
-  std::vector<std::thread> pool;
-  const int helpers = std::min<int>(threads, static_cast<int>(chunks.size())) - 1;
-  for (int t = 0; t < helpers; ++t) {
-    try {
-      pool.emplace_back(work);
-    } catch (const std::system_error&) {
-      break;  // those that started (or this thread alone) share the chunks
-    }
-  }
-  work();
-  for (auto& th : pool) th.join();
-  if (failed) std::rethrow_exception(failed);
-}
-
-// Chunks filtered by helper threads and handed to `store` on the owner's thread in the order they
-// were pushed, while the later ones are still being filtered: storing (HDF5, one thread) overlaps
-// filtering instead of waiting for a whole batch. At most `window` chunks are in flight (memory:
-// a few chunks per thread); a full window makes the owner filter one itself, or wait, then store.
-// The owner is the only thread that stores; a failure of a helper or of `store` stops the helpers
-// and is rethrown on the owner's thread.
+// Chunks filtered by helper threads (the one pool of this file: add() and compress_inside()) and
+// handed to `store` on the owner's thread in the order they were pushed, while the later ones are still being filtered:
+// storing (HDF5, one thread) overlaps filtering instead of waiting for a whole batch. At most `window` chunks are in
+// flight (memory: a few chunks per thread); a full window makes the owner filter one itself, or wait, then store. The
+// owner is the only thread that stores; a failure of a helper or of `store` stops the helpers and is rethrown on the
+// owner's thread.
 template <class Filter, class StoreFn>
 class OrderedFilter {
  public:
@@ -353,6 +322,13 @@ std::vector<CompressedChunk> ChunkedWriter::compress_inside(std::int64_t row0, s
   if (row0 < 0 || col0 < 0 || row0 + nrows > rows_ || col0 + ncols > cols_)
     throw std::invalid_argument("ChunkedWriter::compress_inside: the block lies outside the dataset");
   const auto* src = static_cast<const unsigned char*>(data);
+  // Each chunk copied out, then filtered by the pool while the next are copied (OrderedFilter,
+  // which hands them back in order).
+  const auto filter_one = [this](const std::vector<unsigned char>& raw) { return filter(raw); };
+  const auto keep = [&chunks](std::int64_t r0, std::int64_t c0, std::vector<unsigned char>& bytes) {
+    chunks.push_back({r0, c0, std::move(bytes)});
+  };
+  OrderedFilter<decltype(filter_one), decltype(keep)> pipeline(threads, filter_one, keep);
   // Chunk i's rows within the dataset: [i * chunk_rows_, min(rows_, (i + 1) * chunk_rows_)).
   const std::int64_t i0 = (row0 + chunk_rows_ - 1) / chunk_rows_, j0 = (col0 + chunk_cols_ - 1) / chunk_cols_;
   for (std::int64_t i = i0; i * chunk_rows_ < row0 + nrows; ++i) {
@@ -361,16 +337,16 @@ std::vector<CompressedChunk> ChunkedWriter::compress_inside(std::int64_t row0, s
     for (std::int64_t j = j0; j * chunk_cols_ < col0 + ncols; ++j) {
       const std::int64_t c1 = std::min(cols_, (j + 1) * chunk_cols_);
       if (c1 > col0 + ncols) break;
-      CompressedChunk c{i * chunk_rows_, j * chunk_cols_, {}};
-      c.bytes.assign(static_cast<std::size_t>(chunk_rows_ * chunk_cols_) * esize_, 0);
-      for (std::int64_t r = c.row0; r < r1; ++r)
-        std::memcpy(c.bytes.data() + static_cast<std::size_t>((r - c.row0) * chunk_cols_) * esize_,
-                    src + static_cast<std::size_t>((r - row0) * ncols + (c.col0 - col0)) * esize_,
-                    static_cast<std::size_t>(c1 - c.col0) * esize_);
-      chunks.push_back(std::move(c));
+      const std::int64_t cr0 = i * chunk_rows_, cc0 = j * chunk_cols_;
+      std::vector<unsigned char> raw(static_cast<std::size_t>(chunk_rows_ * chunk_cols_) * esize_, 0);
+      for (std::int64_t r = cr0; r < r1; ++r)
+        std::memcpy(raw.data() + static_cast<std::size_t>((r - cr0) * chunk_cols_) * esize_,
+                    src + static_cast<std::size_t>((r - row0) * ncols + (cc0 - col0)) * esize_,
+                    static_cast<std::size_t>(c1 - cc0) * esize_);
+      pipeline.push(cr0, cc0, std::move(raw));
     }
   }
-  filter_all(chunks, threads, [this](const std::vector<unsigned char>& raw) { return filter(raw); });
+  pipeline.finish();
   return chunks;
 }
 
