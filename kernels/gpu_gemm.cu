@@ -6,6 +6,7 @@
 #include "kernels/cublas_library.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,11 @@
 #include "kernels/gpu_kernel.hpp"
 
 namespace tessera::kernels {
+
+std::uint64_t new_operand_key() {
+  static std::atomic<std::uint64_t> last{0};
+  return ++last;
+}
 
 // ---- GpuContext --------------------------------------------------------------------------------
 
@@ -62,6 +68,7 @@ bool GpuContext::operand_scratch_fits(std::size_t bytes) const {
 }
 
 void* GpuContext::operand_scratch(std::size_t bytes) {
+  ++operand_scratch_calls_;
   grow_scratch(operand_scratch_, operand_scratch_bytes_, bytes, "converted operands (TF32/BF16 copies of A and B)");
   return operand_scratch_;
 }

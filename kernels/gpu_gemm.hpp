@@ -9,6 +9,8 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,7 +40,15 @@ struct GpuGemm {
   // dispatcher then adds: one more read and write of C per call.
   bool accumulate = false;
   InputStorage inputs = InputStorage::dtype;
+  // Nonzero: the caller promises that B's device memory holds the same values in every call
+  // carrying this key (B uploaded once for many tiles of A's rows; a new upload takes a new key,
+  // new_operand_key()). A kernel may then keep what it made of B between such calls (f64-ozaki:
+  // B's pre-pass and int8 residues). 0: nothing is promised.
+  std::uint64_t b_key = 0;
 };
+
+// A key no earlier call of this process was given (GpuGemm::b_key).
+std::uint64_t new_operand_key();
 
 // Per-device state the kernels share: a cuBLAS handle, created on first use on the current
 // device in the default math mode (each cuBLAS call names its compute type: FP32 stays FP32,
@@ -65,6 +75,13 @@ class GpuContext {
   // buffers were sized against what was free before any copies: the rounding kernels then run in
   // FP32 instead of failing).
   bool operand_scratch_fits(std::size_t bytes) const;
+  // How many times operand_scratch() was called, and its size now: a kernel that left data in it
+  // finds it intact while no other call took it and it was not reallocated (grown).
+  std::uint64_t operand_scratch_calls() const { return operand_scratch_calls_; }
+  std::size_t operand_scratch_capacity() const { return operand_scratch_bytes_; }
+  // State a kernel keeps between its calls on this context, by kernel name (f64-ozaki: what it
+  // made of a B the caller promised unchanged, GpuGemm::b_key); empty until the kernel sets it.
+  std::shared_ptr<void>& kept(const std::string& kernel) { return kept_[kernel]; }
   // What the last call's kernel chose at run time and the error it guarantees (f64-ozaki's moduli,
   // or the DGEMM it ran instead and why), for the report; kernels that choose nothing leave it.
   const std::string& note() const { return note_; }
@@ -78,6 +95,8 @@ class GpuContext {
   std::size_t scratch_bytes_ = 0;
   void* operand_scratch_ = nullptr;
   std::size_t operand_scratch_bytes_ = 0;
+  std::uint64_t operand_scratch_calls_ = 0;
+  std::map<std::string, std::shared_ptr<void>> kept_;
 };
 
 // Registered kernel names, in bench order (the naive baseline first, the cuBLAS calls last).

@@ -142,10 +142,20 @@ int bits_for_spread(double spread, int guard) {
   return std::max(10, 53 + guard + static_cast<int>(std::ceil(std::max(0.0, spread))));
 }
 
+Bits bits_needed(double spread_a, double spread_b, int guard) {
+  if (!(spread_a >= 0) || !(spread_b >= 0) || std::isinf(spread_a) || std::isinf(spread_b)) return {};
+  Bits need{bits_for_spread(spread_a, guard), bits_for_spread(spread_b, guard)};
+  if (std::max(need.a, need.b) <= 62) return need;
+  // Past an int64's 62 bits: the guard bits give way, down to kMinGuard (or the caller's fewer).
+  const int floor_guard = std::min(guard, kMinGuard);
+  if (std::max(bits_for_spread(spread_a, floor_guard), bits_for_spread(spread_b, floor_guard)) > 62) return {};
+  return {std::min(need.a, 62), std::min(need.b, 62)};
+}
+
 int moduli_for_spread(double spread_a, double spread_b, std::int64_t k, int guard) {
-  if (!(spread_a >= 0) || !(spread_b >= 0) || std::isinf(spread_a) || std::isinf(spread_b)) return 0;
-  const int need_a = bits_for_spread(spread_a, guard), need_b = bits_for_spread(spread_b, guard);
-  if (std::max(need_a, need_b) > 62) return 0;
+  const Bits need = bits_needed(spread_a, spread_b, guard);
+  if (need.a == 0) return 0;
+  const int need_a = need.a, need_b = need.b;
   for (int n = 1; n <= max_moduli(); ++n) {
     try {
       const Plan p = plan_for(n, k);

@@ -77,8 +77,15 @@ Rebuild rebuild_for(int n);
 // enough bits that the scheme's expected error stays below float64 DGEMM's (the comparison
 // above, with `guard` bits to spare):
 //   bits = 53 + guard + ceil(spread),   at least 10,
-// each side on its own. 0 when they are more than 62 or even max_moduli() do not give them: the
+// each side on its own. Where that is more than an int64's 62 bits, the guard gives way down to
+// kMinGuard (62 bits a side, 17 moduli; measured: phi 2 and 3 data then err below a float64 FMA
+// sum, docs/kernels.md). 0 when even that is more than 62 or max_moduli() do not give them: the
 // caller runs DGEMM.
+constexpr int kMinGuard = 2;
+struct Bits {
+  int a = 0, b = 0;  // 0: no plan covers the spread
+};
+Bits bits_needed(double spread_a, double spread_b, int guard);
 int moduli_for_spread(double spread_a, double spread_b, std::int64_t k, int guard);
 int bits_for_spread(double spread, int guard);
 // The scale s of a row (column) whose largest element has exponent e_max (ilogb) and whose sum of

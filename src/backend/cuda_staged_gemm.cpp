@@ -44,8 +44,8 @@ std::size_t need_bytes(const StagedProblem& p, std::int64_t mr) {
 
 std::int64_t staged_tile_rows(const StagedProblem& p, std::size_t budget) {
   const std::size_t a_bytes = static_cast<std::size_t>(p.m * p.k) * dtype_size(p.dtype);
-  const std::int64_t tiles =
-      std::max<std::int64_t>(kPipelineTiles, static_cast<std::int64_t>((a_bytes + kStagedTileBytes - 1) / kStagedTileBytes));
+  const std::int64_t tiles = std::max<std::int64_t>(
+      kPipelineTiles, static_cast<std::int64_t>((a_bytes + kStagedTileBytes - 1) / kStagedTileBytes));
   std::int64_t mr = std::max<std::int64_t>((p.m + tiles - 1) / tiles, std::min(p.m, kMinTileRows));
   mr = std::max<std::int64_t>(1, std::min(mr, p.m));
   while (mr > 1 && need_bytes(p, mr) > budget) mr = (mr + 1) / 2;
@@ -93,9 +93,7 @@ class StagedRun : CopyStreams {
 
  private:
   unsigned char* up_slot(int s) const { return staging_ + static_cast<std::size_t>(s) * slot_bytes_; }
-  unsigned char* down_slot(int s) const {
-    return staging_ + static_cast<std::size_t>(kUpSlots + s) * slot_bytes_;
-  }
+  unsigned char* down_slot(int s) const { return staging_ + static_cast<std::size_t>(kUpSlots + s) * slot_bytes_; }
 
   // Rows [row0, row0 + rows) through the upload ring into `device` (contiguous rows of
   // `row_bytes`), on the copy-in stream: a slot is refilled once its last copy is done.
@@ -128,7 +126,8 @@ class StagedRun : CopyStreams {
     const cudaStream_t run = gpu_.stream.get();
     a_ring_.before_use(t, run);
     c_ring_.before_fill(t, run);  // the tile two back has left this C buffer
-    const kernels::GpuGemm g{p_.dtype, rows, p_.n, p_.k, a_[t].get(), b_.get(), c_[t].get(), run};
+    kernels::GpuGemm g{p_.dtype, rows, p_.n, p_.k, a_[t].get(), b_.get(), c_[t].get(), run};
+    g.b_key = b_key_;  // B went up once: the same in every tile (f64-ozaki keeps its residues)
     steps_.time(kernel_s_, run, [&] { kernels::gpu_gemm(kernel_, g, gpu_.context); });
     c_ring_.after_fill(t, run);
     a_ring_.after_use(t, run);
@@ -224,6 +223,7 @@ class StagedRun : CopyStreams {
   std::int64_t mr_;
   std::size_t slot_bytes_ = 0;
   kernels::DeviceBuffer b_, a_[DoubleBuffer::kSlots], c_[DoubleBuffer::kSlots];
+  const std::uint64_t b_key_ = kernels::new_operand_key();
   unsigned char* staging_ = nullptr;  // kUpSlots then kDownSlots slots of slot_bytes_, page-locked (gpu_.staging)
   kernels::Event b_ready_, up_copied_[kUpSlots], down_copied_[kDownSlots];
   DoubleBuffer a_ring_, c_ring_;

@@ -129,7 +129,8 @@ class StreamedGemm : CopyStreams {
     a_ring_.before_use(sa, run);
     b_ring_.before_use(sb, run);
     c_ring_.before_fill(st, run);  // the tile two back has left this C buffer
-    const kernels::GpuGemm g{p_.dtype, rows, cols, p_.k, a_[sa].get(), b_[sb].get(), c_[st].get(), run};
+    kernels::GpuGemm g{p_.dtype, rows, cols, p_.k, a_[sa].get(), b_[sb].get(), c_[st].get(), run};
+    if (b_once_) g.b_key = b_key_;  // all of B went up once: the same in every tile
     steps_.time(kernel_s_, run, [&] { kernels::gpu_gemm(kernel_, g, gpu_.context); });
     c_ring_.after_fill(st, run);
     a_ring_.after_use(sa, run);
@@ -169,7 +170,8 @@ class StreamedGemm : CopyStreams {
   std::size_t elem_;
   Tiles t_;
   bool b_once_;
-  std::vector<RowsDone> done_;  // outlives the streams' work (run() waits for it)
+  std::uint64_t b_key_ = kernels::new_operand_key();  // (used where b_once_)
+  std::vector<RowsDone> done_;                        // outlives the streams' work (run() waits for it)
   kernels::DeviceBuffer a_[DoubleBuffer::kSlots], b_[DoubleBuffer::kSlots], c_[DoubleBuffer::kSlots];
   DoubleBuffer a_ring_, b_ring_, c_ring_;
 };

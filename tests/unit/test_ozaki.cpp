@@ -223,6 +223,16 @@ TEST_CASE("ozaki: the moduli for a spread grow with it, do not depend on K, and 
   CHECK(oz::moduli_for_spread(0.2, 0.2, 65536, 0) == 14);
   CHECK(oz::moduli_for_spread(1.0, 1.0, 16384, 2) == 15);  // a + b >= 112
   CHECK(oz::moduli_for_spread(10.0, 0.0, 16384, 0) == 0);  // 63 bits for A: beyond int64's 62
+  // Past 62 bits the guard gives way down to kMinGuard (2): phi 2 and 3 data (the spreads of
+  // 24x24x16384 phi-generator data, docs/performance.md) run with 62 bits a side, 17 moduli,
+  // instead of DGEMM; one bit more does not.
+  CHECK(oz::bits_needed(5.07, 4.56, 4).a == 62);
+  CHECK(oz::bits_needed(5.07, 4.56, 4).b == 62);
+  CHECK(oz::moduli_for_spread(5.07, 4.56, 16384, 4) == 17);
+  CHECK(oz::moduli_for_spread(6.77, 6.38, 16384, 4) == 17);
+  CHECK(oz::moduli_for_spread(7.2, 1.0, 16384, 4) == 0);  // 53 + 2 + 8 = 63
+  CHECK(oz::bits_needed(7.2, 1.0, 4).a == 0);
+  CHECK(oz::bits_needed(1.0, 1.0, 4).a == 58);  // within 62: the guard stays whole
   int last = 0;
   for (const double spread : {0.0, 1.0, 2.0, 3.0, 4.0, 6.0}) {
     const int n = oz::moduli_for_spread(spread, spread, 16384, 2);
@@ -257,4 +267,61 @@ TEST_CASE("ozaki: with the moduli the rule picks, the error is within a float64 
     }
   INFO(n << " moduli: scheme " << worst_scheme << ", float64 sum " << worst_sum);
   CHECK(worst_scheme <= worst_sum);
+}
+
+// Where the guard gives way (phi = 2 data: values (u - 1/2) e^(2z), rms/mean about 2^5 per row),
+// the rule's 17 moduli still err less than a float64 FMA sum, in the largest relative error.
+TEST_CASE("ozaki: phi 2 data, past 62 bits with the guard, err within a float64 sum's", "[ozaki]") {
+  const std::int64_t m = 12, n = 12, k = 8192;
+  std::mt19937_64 gen(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::normal_distribution<double> z(0, 1);
+  Product p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.a.resize(static_cast<std::size_t>(m * k));
+  p.b.resize(static_cast<std::size_t>(k * n));
+  for (auto& x : p.a) x = (u(gen) - 0.5) * std::exp(2.0 * z(gen));
+  for (auto& x : p.b) x = (u(gen) - 0.5) * std::exp(2.0 * z(gen));
+  // The pre-pass's spread: max over rows (columns) of log2(rms / mean) of the magnitudes.
+  const auto spread = [k](auto at, std::int64_t lines) {
+    double worst = 0;
+    for (std::int64_t l = 0; l < lines; ++l) {
+      double s1 = 0, s2 = 0;
+      for (std::int64_t h = 0; h < k; ++h) {
+        const double x = at(l, h);
+        s1 += std::fabs(x);
+        s2 += x * x;
+      }
+      worst = std::max(worst, std::log2(std::sqrt(s2 / static_cast<double>(k)) / (s1 / static_cast<double>(k))));
+    }
+    return worst;
+  };
+  const double spread_a =
+      spread([&](std::int64_t i, std::int64_t h) { return p.a[static_cast<std::size_t>(i * k + h)]; }, m);
+  const double spread_b =
+      spread([&](std::int64_t j, std::int64_t h) { return p.b[static_cast<std::size_t>(h * n + j)]; }, n);
+  INFO("spreads 2^" << spread_a << ", 2^" << spread_b);
+  REQUIRE(oz::bits_for_spread(std::max(spread_a, spread_b), 4) > 62);  // the guard must give way here
+  const int moduli = oz::moduli_for_spread(spread_a, spread_b, k, 4);
+  REQUIRE(moduli >= 16);  // 16 here: A asks 61 bits, B 62 of its 63
+  std::vector<double> c(static_cast<std::size_t>(m * n));
+  REQUIRE(oz::gemm_host(oz::plan_for(moduli, k), m, n, k, p.a.data(), k, p.b.data(), n, c.data(), n));
+  double worst_scheme = 0, worst_sum = 0;
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (std::int64_t h = 0; h < k; ++h)
+        sum = std::fma(p.a[static_cast<std::size_t>(i * k + h)], p.b[static_cast<std::size_t>(h * n + j)], sum);
+      const __float128 ref = reference(p, i, j);
+      const double mag = std::fabs(static_cast<double>(ref));
+      worst_sum = std::max(worst_sum, std::fabs(static_cast<double>(static_cast<__float128>(sum) - ref)) / mag);
+      worst_scheme = std::max(
+          worst_scheme,
+          std::fabs(static_cast<double>(static_cast<__float128>(c[static_cast<std::size_t>(i * n + j)]) - ref)) / mag);
+    }
+  INFO("largest relative error: scheme " << worst_scheme << ", float64 sum " << worst_sum);
+  CHECK(worst_scheme <= worst_sum);
+  CHECK(worst_scheme > 0);  // the check above compares two real errors
 }
