@@ -67,12 +67,14 @@ if [[ " $parts " == *" tests "* ]]; then
   # dryrun.memory compares predicted memory with the measured peak RSS, which ASan changes. Of the
   # crash sweeps (tests/scripts/crash_sweep.py: ~25 s each under the sanitizers, ~50 s on 3 ranks)
   # the journal's paths run under them once each: a new dataset killed, a full disk, SIGTERM and
-  # SIGINT, two writers; the other files and the 3-rank sweeps run in the main suite only.
+  # SIGINT, two writers; the other files and the 3-rank sweeps run in the main suite only. The
+  # command-line tests (cli.*: hundreds of 2-rank launches, 210 s under the sanitizers on 2 cores,
+  # each holding both) run in the main suite only: fuzz_options runs the same parser under them.
   set +e
   ASAN_OPTIONS="detect_leaks=1:exitcode=0:check_initialization_order=1:strict_init_order=1:log_path=$reports/asan" \
   UBSAN_OPTIONS="$ubsan_opts:log_path=$reports/ubsan" LSAN_OPTIONS="$lsan_opts" \
     ctest --test-dir "$build" --output-on-failure -j "$jobs" -L '^(unit|mpi)$' \
-      -E '^dryrun\.memory|^crash\..*\.np3$|^crash\.(kill|enospc)\.(overwrite|beta|leftover|latest)\.' \
+      -E '^dryrun\.memory|^cli\.|^crash\..*\.np3$|^crash\.(kill|enospc)\.(overwrite|beta|leftover|latest)\.' \
     > "$build/ctest-sanitize.log" 2>&1
   ctest_rc=$?
   set -e
