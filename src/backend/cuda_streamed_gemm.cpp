@@ -170,8 +170,8 @@ class StreamedGemm : CopyStreams {
   std::size_t elem_;
   Tiles t_;
   bool b_once_;
-  std::uint64_t b_key_ = kernels::new_operand_key();  // (used where b_once_)
-  std::vector<RowsDone> done_;                        // outlives the streams' work (run() waits for it)
+  const std::uint64_t b_key_ = kernels::new_operand_key();  // (used where b_once_)
+  std::vector<RowsDone> done_;                              // outlives the streams' work (run() waits for it)
   kernels::DeviceBuffer a_[DoubleBuffer::kSlots], b_[DoubleBuffer::kSlots], c_[DoubleBuffer::kSlots];
   DoubleBuffer a_ring_, b_ring_, c_ring_;
 };

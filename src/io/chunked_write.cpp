@@ -68,11 +68,12 @@ std::vector<unsigned char> deflated(const std::vector<unsigned char>& in, int le
 }
 
 // Chunks filtered by helper threads (the one pool of this file: add() and compress_inside()) and
-// handed to `store` on the owner's thread in the order they were pushed, while the later ones are still being filtered:
-// storing (HDF5, one thread) overlaps filtering instead of waiting for a whole batch. At most `window` chunks are in
-// flight (memory: a few chunks per thread); a full window makes the owner filter one itself, or wait, then store. The
-// owner is the only thread that stores; a failure of a helper or of `store` stops the helpers and is rethrown on the
-// owner's thread.
+// handed to `store` on the owner's thread in the order they were pushed, while the later ones are
+// still being filtered: storing (HDF5, one thread) overlaps filtering instead of waiting for a whole
+// batch. At most `window` chunks are in flight (memory: a few chunks per thread); a full window
+// makes the owner filter one itself, or wait, then store. The owner is the only thread that
+// stores; a failure of a helper or of `store` stops the helpers and is rethrown on the owner's
+// thread.
 template <class Filter, class StoreFn>
 class OrderedFilter {
  public:
