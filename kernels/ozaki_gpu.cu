@@ -2,7 +2,8 @@
 // the method, the plan and the bound: kernels/ozaki.hpp and docs/kernels.md "Ozaki").
 //
 //   1. Pre-pass (row_stats, col_stats): per row of A and column of B the largest magnitude and the
-//      sum of magnitudes, read back to the host (16 bytes a row or column), which picks the
+//      sum of magnitudes (A's rows in segments where they are few), then the sums of squares, read
+//      back to the host (24 bytes a row or column; B's columns once per b_key), which picks the
 //      moduli (ozaki::moduli_for_spread: from K and the worst max/mean ratio) or falls back to
 //      cuBLAS DGEMM: where A or B holds a NaN or an Inf (DGEMM then propagates them as it always
 //      does), where the spread needs more bits than 20 moduli hold, where K > 131071 (the int32
@@ -150,17 +151,24 @@ __device__ __forceinline__ int exponent_of(ull amax_bits) {
 
 // ---- 1. the pre-pass ----------------------------------------------------------------------------
 
-// One warp per row of a row-major rows x cols X: the bits of max |x| (non-negative doubles order
-// as their bit patterns; a NaN's are above an Inf's) and the sum of |x|.
-__global__ void row_stats(std::int64_t rows, std::int64_t cols, const double* __restrict__ x, ull* __restrict__ amax,
-                          double* __restrict__ l1) {
+// Rows of a row-major rows x cols X, each cut into `segs` segments of seg_len elements (a multiple
+// of 32), a warp per (row, segment), so that a tile of a few hundred rows still gives every SM
+// warps enough to keep its loads in flight (one warp per row of 1024 rows read at a tenth of the
+// memory's rate): per (row, segment) the bits of max |x| (non-negative doubles order as their bit
+// patterns; a NaN's are above an Inf's) and the sum of |x|, at [r * segs + s]. With segs = 1 these
+// are the row's; else row_finish adds them up in a fixed order (the same sums from run to run).
+__global__ void row_stats(std::int64_t rows, std::int64_t cols, int segs, std::int64_t seg_len,
+                          const double* __restrict__ x, ull* __restrict__ amax, double* __restrict__ l1) {
   const int lane = threadIdx.x % 32;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
-  for (std::int64_t r = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32; r < rows; r += warps) {
+  for (std::int64_t w = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32; w < rows * segs;
+       w += warps) {
+    const std::int64_t r = w / segs, h0 = (w % segs) * seg_len, h1 = min(cols, h0 + seg_len);
     const double* row = x + r * cols;
     ull mx = 0;
     double sum = 0;
-    for (std::int64_t h = lane; h < cols; h += 32) {
+#pragma unroll 4
+    for (std::int64_t h = h0 + lane; h < h1; h += 32) {
       const double v = fabs(row[h]);
       mx = max(mx, static_cast<ull>(__double_as_longlong(v)));
       sum += v;
@@ -169,7 +177,7 @@ __global__ void row_stats(std::int64_t rows, std::int64_t cols, const double* __
       mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, off));
       sum += __shfl_xor_sync(0xffffffffu, sum, off);
     }
-    if (lane == 0) amax[r] = mx, l1[r] = sum;
+    if (lane == 0) amax[w] = mx, l1[w] = sum;
   }
 }
 
@@ -196,21 +204,43 @@ __global__ void col_stats(std::int64_t rows, std::int64_t cols, const double* __
 }
 
 // Second pass: the sums of squares of each row (column), every element scaled by its row's
-// (column's) 2^-e first (ozaki::scale_for_norm takes them so).
-__global__ void row_ssq(std::int64_t rows, std::int64_t cols, const double* __restrict__ x,
-                        const ull* __restrict__ amax, double* __restrict__ ssq) {
+// (column's) 2^-e first (ozaki::scale_for_norm takes them so). Rows in row_stats's segments: the
+// row's largest magnitude from its segments' (amax[r * segs + s]), the sums at [r * segs + s].
+__global__ void row_ssq(std::int64_t rows, std::int64_t cols, int segs, std::int64_t seg_len,
+                        const double* __restrict__ x, const ull* __restrict__ amax, double* __restrict__ ssq) {
   const int lane = threadIdx.x % 32;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * (blockDim.x / 32);
-  for (std::int64_t r = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32; r < rows; r += warps) {
+  for (std::int64_t w = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32; w < rows * segs;
+       w += warps) {
+    const std::int64_t r = w / segs, h0 = (w % segs) * seg_len, h1 = min(cols, h0 + seg_len);
     const double* row = x + r * cols;
-    const int e = -exponent_of(amax[r]);
+    ull mx = 0;
+    for (int s = 0; s < segs; ++s) mx = max(mx, amax[r * segs + s]);
+    const int e = -exponent_of(mx);
     double sum = 0;
-    for (std::int64_t h = lane; h < cols; h += 32) {
+#pragma unroll 4
+    for (std::int64_t h = h0 + lane; h < h1; h += 32) {
       const double v = scalbn(row[h], e);
       sum = fma(v, v, sum);
     }
     for (int off = 16; off > 0; off /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    if (lane == 0) ssq[r] = sum;
+    if (lane == 0) ssq[w] = sum;
+  }
+}
+// The rows' statistics from their segments' (segs > 1), added in segment order.
+__global__ void row_finish(std::int64_t rows, int segs, const ull* __restrict__ amax_part,
+                           const double* __restrict__ l1_part, const double* __restrict__ ssq_part,
+                           ull* __restrict__ amax, double* __restrict__ l1, double* __restrict__ ssq) {
+  for (std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    ull mx = 0;
+    double s1 = 0, s2 = 0;
+    for (int s = 0; s < segs; ++s) {
+      mx = max(mx, amax_part[r * segs + s]);
+      s1 += l1_part[r * segs + s];
+      s2 += ssq_part[r * segs + s];
+    }
+    amax[r] = mx, l1[r] = s1, ssq[r] = s2;
   }
 }
 __global__ void col_ssq(std::int64_t rows, std::int64_t cols, const double* __restrict__ x,
@@ -411,15 +441,19 @@ class Profile {
 };
 
 // What f64-ozaki made of a B its caller promised unchanged from call to call (GpuGemm::b_key: one
-// B for many tiles of A's rows): B's column statistics from the pre-pass, and which residues of B
-// lie in the operand scratch (after cuBLASLt's workspace) -- still there while no other call took
-// the scratch and it did not grow. The pre-pass of B and its residues cost about 3 and 11 ms per
+// B for many tiles of A's rows): what the host made of B's column statistics (the spread, the
+// exponents, the scales for the bits last asked), and which residues of B lie in the operand
+// scratch (after cuBLASLt's workspace) -- still there while no other call took the scratch and it
+// did not grow. The pre-pass of B and its residues cost about 3 and 11 ms per
 // call at K = 65536, N = 8192 on the H100, whatever A's tile.
 struct KeptB {
   std::uint64_t key = 0;
   std::int64_t k = 0, n = 0;
-  std::vector<ull> amax;  // B's columns
-  std::vector<double> l1, ssq;
+  double spread = 0;           // the worst log2(rms / mean) of B's columns
+  std::vector<int> exponents;  // of each column's largest magnitude
+  std::vector<double> ssq;     // each column's sum of squares after 2^-exponent
+  std::vector<int> scales;     // the columns' scales for scale_bits (0: none made)
+  int scale_bits = 0;
   int n_mod = 0, b_bits = 0;  // the residues' (n_mod 0: none kept)
   const void* base = nullptr;
   std::uint64_t scratch_calls = 0;  // ctx.operand_scratch_calls() after this kernel's last call
@@ -447,8 +481,16 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
   const bool b_known = g.b_key != 0 && kept.key == g.b_key && kept.k == k && kept.n == n;
 
   // 1. the pre-pass: largest magnitudes and sums of magnitudes, then sums of squares; read back.
+  // A's rows in segments where the rows alone are too few warps to fill the GPU (a job's tiles of
+  // 256-1024 rows), their partial sums after the final ones.
+  const std::int64_t target_warps = std::int64_t{multiprocessors()} * 64;
+  const int segs =
+      static_cast<int>(std::max<std::int64_t>(1, std::min(ceil_div(target_warps, m), ceil_div(k, std::int64_t{512}))));
+  const std::int64_t seg_len = ceil_div(ceil_div(k, segs), 32) * 32;
   const auto rows_cols = static_cast<std::size_t>(m + n);
-  const std::size_t stats_bytes = rows_cols * (sizeof(ull) + 2 * sizeof(double) + sizeof(int));
+  const std::size_t parts = segs > 1 ? static_cast<std::size_t>(m) * static_cast<std::size_t>(segs) : 0;
+  const std::size_t stats_bytes =
+      rows_cols * (sizeof(ull) + 2 * sizeof(double) + sizeof(int)) + parts * (sizeof(ull) + 2 * sizeof(double));
   auto* stats = static_cast<unsigned char*>(ctx.scratch(stats_bytes));
   auto* amax_a = reinterpret_cast<ull*>(stats);
   ull* amax_b = amax_a + m;
@@ -456,13 +498,23 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
   double* l1_b = l1_a + m;
   double* ssq_a = l1_b + n;
   double* ssq_b = ssq_a + m;
-  auto* scale_a = reinterpret_cast<int*>(ssq_b + n);
+  auto* amax_part = reinterpret_cast<ull*>(ssq_b + n);  // (segs > 1)
+  auto* l1_part = reinterpret_cast<double*>(amax_part + parts);
+  double* ssq_part = l1_part + parts;
+  auto* scale_a = reinterpret_cast<int*>(ssq_part + parts);
   int* scale_b = scale_a + m;
   Profile profile(g.stream);
-  row_stats<<<blocks_for(m * 32), kThreads, 0, g.stream>>>(m, k, a, amax_a, l1_a);
+  const unsigned row_blocks = blocks_for(m * segs * 32);
+  row_stats<<<row_blocks, kThreads, 0, g.stream>>>(m, k, segs, seg_len, a, segs > 1 ? amax_part : amax_a,
+                                                   segs > 1 ? l1_part : l1_a);
   CUDA_CHECK_LAUNCH();
-  row_ssq<<<blocks_for(m * 32), kThreads, 0, g.stream>>>(m, k, a, amax_a, ssq_a);
+  row_ssq<<<row_blocks, kThreads, 0, g.stream>>>(m, k, segs, seg_len, a, segs > 1 ? amax_part : amax_a,
+                                                 segs > 1 ? ssq_part : ssq_a);
   CUDA_CHECK_LAUNCH();
+  if (segs > 1) {
+    row_finish<<<blocks_for(m), kThreads, 0, g.stream>>>(m, segs, amax_part, l1_part, ssq_part, amax_a, l1_a, ssq_a);
+    CUDA_CHECK_LAUNCH();
+  }
   if (!b_known) {
     CUDA_CHECK(cudaMemsetAsync(amax_b, 0, static_cast<std::size_t>(n) * sizeof(ull), g.stream));
     CUDA_CHECK(cudaMemsetAsync(l1_b, 0, static_cast<std::size_t>(n) * sizeof(double), g.stream));
@@ -474,52 +526,55 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
     col_ssq<<<col_grid, kThreads, 0, g.stream>>>(k, n, b, amax_b, ssq_b);
     CUDA_CHECK_LAUNCH();
   }
-  std::vector<ull> amax(rows_cols);
-  std::vector<double> sums(2 * rows_cols);  // l1 then ssq, A's rows before B's columns
+  // Read back: A's rows, and B's columns unless kept (then only A's: a tile's host work and the
+  // GPU's wait for it grow with the tile, not with N).
+  const auto mm = static_cast<std::size_t>(m);
+  const std::size_t fresh = b_known ? mm : rows_cols;  // statistics read back
+  std::vector<ull> amax(fresh);
+  std::vector<double> sums(2 * fresh);  // l1 then ssq, A's rows before B's columns
   const auto down = [&](void* to, const void* from, std::size_t bytes) {
     CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost, g.stream));
   };
-  if (b_known) {  // A's rows only; B's columns as kept
-    const auto mm = static_cast<std::size_t>(m);
-    down(amax.data(), amax_a, mm * sizeof(ull));
-    down(sums.data(), l1_a, mm * sizeof(double));
-    down(sums.data() + rows_cols, ssq_a, mm * sizeof(double));
-    std::copy(kept.amax.begin(), kept.amax.end(), amax.begin() + m);
-    std::copy(kept.l1.begin(), kept.l1.end(), sums.begin() + m);
-    std::copy(kept.ssq.begin(), kept.ssq.end(), sums.begin() + static_cast<std::ptrdiff_t>(rows_cols) + m);
-  } else {
-    down(amax.data(), amax_a, rows_cols * sizeof(ull));
-    down(sums.data(), l1_a, 2 * rows_cols * sizeof(double));
-  }
+  down(amax.data(), amax_a, fresh * sizeof(ull));
+  down(sums.data(), l1_a, fresh * sizeof(double));
+  down(sums.data() + fresh, b_known ? ssq_a : l1_a + rows_cols, fresh * sizeof(double));
   CUDA_CHECK(cudaStreamSynchronize(g.stream));
-  if (g.b_key != 0 && !b_known) {  // kept for the next call with this key; its residues not yet
+
+  // The worst log2(rms / mean) of rows (columns) [from, from + count) of what was read back, and
+  // their exponents (+Inf: NaN, Inf, an overflowing sum).
+  const double lk = std::log2(static_cast<double>(k));
+  const auto spread_of = [&](std::size_t from, std::size_t count, std::vector<int>& exponents) {
+    exponents.assign(count, 0);
+    double worst = 0;
+    for (std::size_t r = from; r < from + count; ++r) {
+      if (amax[r] >= kNonFinite || !std::isfinite(sums[r]) || !std::isfinite(sums[fresh + r])) return HUGE_VAL;
+      if (amax[r] == 0) continue;
+      double mx = 0;
+      std::memcpy(&mx, &amax[r], sizeof mx);
+      const int e = std::ilogb(mx);
+      exponents[r - from] = e;
+      // rms / mean = sqrt(K sum x^2) / sum |x|, with sum x^2 = 4^e ssq.
+      worst = std::max(worst, e + 0.5 * (std::log2(sums[fresh + r]) + lk) - std::log2(sums[r]));
+    }
+    return worst;
+  };
+  std::vector<int> exponents_a;
+  const double spread_a = spread_of(0, mm, exponents_a);
+  if (g.b_key != 0 && !b_known) {  // B's side kept for the next call with this key; its residues not yet
     kept = KeptB{};
     kept.key = g.b_key;
     kept.k = k;
     kept.n = n;
-    kept.amax.assign(amax.begin() + m, amax.end());
-    kept.l1.assign(sums.begin() + m, sums.begin() + static_cast<std::ptrdiff_t>(rows_cols));
-    kept.ssq.assign(sums.begin() + static_cast<std::ptrdiff_t>(rows_cols) + m, sums.end());
+    kept.spread = spread_of(mm, static_cast<std::size_t>(n), kept.exponents);
+    kept.ssq.assign(sums.begin() + static_cast<std::ptrdiff_t>(fresh + mm), sums.end());
   }
-
-  // The worst log2(rms / mean) of A's rows and of B's columns (+Inf: NaN, Inf, an overflowing sum).
-  std::vector<int> exponents(rows_cols, 0);
-  const auto spread_of = [&](std::size_t from, std::size_t count) {
-    double worst = 0;
-    for (std::size_t r = from; r < from + count; ++r) {
-      if (amax[r] >= kNonFinite || !std::isfinite(sums[r]) || !std::isfinite(sums[rows_cols + r])) return HUGE_VAL;
-      if (amax[r] == 0) continue;
-      double mx = 0;
-      std::memcpy(&mx, &amax[r], sizeof mx);
-      exponents[r] = std::ilogb(mx);
-      // rms / mean = sqrt(K sum x^2) / sum |x|, with sum x^2 = 4^e ssq.
-      const double lk = std::log2(static_cast<double>(k));
-      worst = std::max(worst, exponents[r] + 0.5 * (std::log2(sums[rows_cols + r]) + lk) - std::log2(sums[r]));
-    }
-    return worst;
-  };
-  const double spread_a = spread_of(0, static_cast<std::size_t>(m));
-  const double spread_b = spread_of(static_cast<std::size_t>(m), static_cast<std::size_t>(n));
+  KeptB unkept;  // B's side of a call without a key
+  if (g.b_key == 0) {
+    unkept.spread = spread_of(mm, static_cast<std::size_t>(n), unkept.exponents);
+    unkept.ssq.assign(sums.begin() + static_cast<std::ptrdiff_t>(fresh + mm), sums.end());
+  }
+  KeptB& side_b = g.b_key != 0 ? kept : unkept;
+  const double spread_b = side_b.spread;
   if (!std::isfinite(spread_a) || !std::isfinite(spread_b))  // DGEMM propagates them as it does
     return run_dgemm(g, ctx, "A or B holds NaN or Inf (or sums of magnitudes overflow)");
 
@@ -548,12 +603,18 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
     a_bits = std::min(62, need_a + extra / 2);
     b_bits = std::min(62, plan.a + plan.b - a_bits);
   }
-  // The scales, made here from the sums (as gemm_host makes them) and sent up.
+  // The scales, made here from the sums (as gemm_host makes them) and sent up; B's as kept where
+  // made for these bits before.
   std::vector<int> scales(rows_cols, 0);
-  for (std::size_t r = 0; r < rows_cols; ++r)
-    if (amax[r] != 0)
-      scales[r] =
-          ozaki::scale_for_norm(exponents[r], sums[rows_cols + r], r < static_cast<std::size_t>(m) ? a_bits : b_bits);
+  for (std::size_t r = 0; r < mm; ++r)
+    if (amax[r] != 0) scales[r] = ozaki::scale_for_norm(exponents_a[r], sums[fresh + r], a_bits);
+  if (side_b.scale_bits != b_bits) {
+    side_b.scales.assign(static_cast<std::size_t>(n), 0);
+    for (std::size_t j = 0; j < static_cast<std::size_t>(n); ++j)
+      if (side_b.ssq[j] != 0) side_b.scales[j] = ozaki::scale_for_norm(side_b.exponents[j], side_b.ssq[j], b_bits);
+    side_b.scale_bits = b_bits;
+  }
+  std::copy(side_b.scales.begin(), side_b.scales.end(), scales.begin() + m);
   CUDA_CHECK(cudaMemcpyAsync(scale_a, scales.data(), rows_cols * sizeof(int), cudaMemcpyHostToDevice, g.stream));
 
   // 2-4 in the operand scratch: residues of A and B, then the products of a band of C's rows.

@@ -2,8 +2,9 @@
 // kernel gets in test_gpu_kernels.cpp (odd shapes, 1x1x1, K = 1, C += A * B against a float64
 // reference):
 //   - with a fixed number of moduli it is the host reference (ozaki::gemm_host) bit for bit: the
-//     same scaled integers, residues, exact products and rebuild, on odd shapes, K = 1, and with
-//     20 moduli (the rebuild wrapping modulo 2^128);
+//     same scaled integers, residues, exact products and rebuild, on odd shapes, K = 1, with
+//     20 moduli (the rebuild wrapping modulo 2^128), and with a few rows of a long K (whose
+//     statistics the pre-pass gathers in segments of each row);
 //   - rows and columns scaled by 2^+-500 come out as accurate as unscaled ones (per-row powers of two);
 //   - NaN or Inf in A or B, and data asking more bits than any plan holds, give cuBLAS DGEMM's
 //     C exactly (the fall-back), NaN and Inf where DGEMM has them;
@@ -128,7 +129,10 @@ TEST_CASE("f64-ozaki with fixed moduli is the host reference bit for bit", "[gpu
                                         {37, 29, 53, 14},
                                         {37, 29, 53, 20},
                                         {65, 130, 67, 16},
-                                        {3, 200, 300, 18}}));
+                                        {3, 200, 300, 18},
+                                        // few rows, long K: A's pre-pass in segments of a row
+                                        {5, 7, 3000, 16},
+                                        {2, 33, 20001, 17}}));
   INFO(c.m << "x" << c.n << "x" << c.k << ", " << c.moduli << " moduli");
   const Operands p = uniform(c.m, c.n, c.k, static_cast<unsigned>(c.m * 7 + c.k));
   std::vector<double> host(static_cast<std::size_t>(c.m * c.n));
