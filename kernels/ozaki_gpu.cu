@@ -560,20 +560,20 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
   };
   std::vector<int> exponents_a;
   const double spread_a = spread_of(0, mm, exponents_a);
-  if (g.b_key != 0 && !b_known) {  // B's side kept for the next call with this key; its residues not yet
-    kept = KeptB{};
-    kept.key = g.b_key;
-    kept.k = k;
-    kept.n = n;
-    kept.spread = spread_of(mm, static_cast<std::size_t>(n), kept.exponents);
-    kept.ssq.assign(sums.begin() + static_cast<std::ptrdiff_t>(fresh + mm), sums.end());
-  }
-  KeptB unkept;  // B's side of a call without a key
-  if (g.b_key == 0) {
-    unkept.spread = spread_of(mm, static_cast<std::size_t>(n), unkept.exponents);
-    unkept.ssq.assign(sums.begin() + static_cast<std::ptrdiff_t>(fresh + mm), sums.end());
-  }
+  // B's side: as kept under this key, else made from what was read back (and kept for the next
+  // call with the key; its residues not yet).
+  KeptB unkept;  // a call without a key
   KeptB& side_b = g.b_key != 0 ? kept : unkept;
+  if (!b_known) {
+    if (g.b_key != 0) {
+      kept = KeptB{};
+      kept.key = g.b_key;
+      kept.k = k;
+      kept.n = n;
+    }
+    side_b.spread = spread_of(mm, static_cast<std::size_t>(n), side_b.exponents);
+    side_b.ssq.assign(sums.begin() + static_cast<std::ptrdiff_t>(fresh + mm), sums.end());
+  }
   const double spread_b = side_b.spread;
   if (!std::isfinite(spread_a) || !std::isfinite(spread_b))  // DGEMM propagates them as it does
     return run_dgemm(g, ctx, "A or B holds NaN or Inf (or sums of magnitudes overflow)");
@@ -611,7 +611,8 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
   if (side_b.scale_bits != b_bits) {
     side_b.scales.assign(static_cast<std::size_t>(n), 0);
     for (std::size_t j = 0; j < static_cast<std::size_t>(n); ++j)
-      if (side_b.ssq[j] != 0) side_b.scales[j] = ozaki::scale_for_norm(side_b.exponents[j], side_b.ssq[j], b_bits);
+      if (side_b.ssq[j] != 0)  // (0 for a zero column only: any other's is at least 1)
+        side_b.scales[j] = ozaki::scale_for_norm(side_b.exponents[j], side_b.ssq[j], b_bits);
     side_b.scale_bits = b_bits;
   }
   std::copy(side_b.scales.begin(), side_b.scales.end(), scales.begin() + m);
