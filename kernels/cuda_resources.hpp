@@ -138,6 +138,9 @@ class HostRegistration : public OwnedHandle<void*, Unregister> {
 class Stream : public OwnedHandle<cudaStream_t, DestroyStream> {
  public:
   Stream() { CUDA_CHECK(cudaStreamCreate(&handle_)); }
+  // cudaStreamNonBlocking: a stream that work on the legacy default stream does not wait for,
+  // nor it for that work (ordered only by the events it is given).
+  explicit Stream(unsigned flags) { CUDA_CHECK(cudaStreamCreateWithFlags(&handle_, flags)); }
   void synchronize() const { CUDA_CHECK(cudaStreamSynchronize(handle_)); }
 };
 

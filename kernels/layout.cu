@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "core/error.hpp"
@@ -52,19 +53,52 @@ __global__ void scale_add(std::int64_t rows, std::int64_t cols, T alpha, const T
   }
 }
 
-template <class T>
-__global__ void count_nonfinite(std::int64_t rows, std::int64_t cols, const T* __restrict__ src, std::int64_t ld,
-                                NonfiniteFound* found) {
-  const std::int64_t count = rows * cols;
-  unsigned long long mine = 0, first = ULLONG_MAX;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t r = i / cols, col = i - r * cols;
-    if (!isfinite(src[r * ld + col])) {
+// NaN and Inf counted into *found, with the first one's index (row * cols + col) by atomicMin. A
+// packed matrix 16-byte aligned: a flat pass with 16-byte loads (the scan of a GPU tensor before
+// its product, at the memory's rate: the element-wise pass below, a 64-bit division per element,
+// ran at about a third of it). Else rows along y, columns along x: no division.
+template <class T, class V>
+__global__ void count_nonfinite_packed(std::int64_t count, const T* __restrict__ src, NonfiniteFound* found) {
+  constexpr int kPer = sizeof(V) / sizeof(T);
+  const std::int64_t vectors = count / kPer;
+  const V* __restrict__ v = reinterpret_cast<const V*>(src);
+  unsigned long long mine = 0, first = ~0ull;
+  const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < vectors; i += step) {
+    const V x = v[i];
+    const T* e = reinterpret_cast<const T*>(&x);
+#pragma unroll
+    for (int q = 0; q < kPer; ++q)
+      if (!isfinite(e[q])) {
+        ++mine;
+        first = min(first, static_cast<unsigned long long>(i * kPer + q));
+      }
+  }
+  for (std::int64_t i = vectors * kPer + blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
+       i += step)
+    if (!isfinite(src[i])) {
       ++mine;
       first = min(first, static_cast<unsigned long long>(i));
     }
+  if (mine) {
+    atomicAdd(&found->count, mine);
+    atomicMin(&found->first, first);
   }
+}
+
+// Blocks of 32 columns x 8 rows (a strided view of few columns still keeps 8 rows a block busy).
+template <class T>
+__global__ void count_nonfinite(std::int64_t rows, std::int64_t cols, const T* __restrict__ src, std::int64_t ld,
+                                NonfiniteFound* found) {
+  unsigned long long mine = 0, first = ~0ull;
+  for (std::int64_t r = blockIdx.y * static_cast<std::int64_t>(blockDim.y) + threadIdx.y; r < rows;
+       r += static_cast<std::int64_t>(gridDim.y) * blockDim.y)
+    for (std::int64_t col = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; col < cols;
+         col += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+      if (!isfinite(src[r * ld + col])) {
+        ++mine;
+        first = min(first, static_cast<unsigned long long>(r * cols + col));
+      }
   if (mine) {
     atomicAdd(&found->count, mine);
     atomicMin(&found->first, first);
@@ -72,7 +106,8 @@ __global__ void count_nonfinite(std::int64_t rows, std::int64_t cols, const T* _
 }
 
 unsigned grid_for(std::int64_t count, int threads) {
-  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min<std::int64_t>((count + threads - 1) / threads, 65535)));
+  return static_cast<unsigned>(
+      std::max<std::int64_t>(1, std::min<std::int64_t>((count + threads - 1) / threads, 65535)));
 }
 
 }  // namespace
@@ -82,13 +117,16 @@ void gpu_transpose(DType dtype, std::int64_t rows, std::int64_t cols, const void
   if (rows == 0 || cols == 0) return;
   const std::int64_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;
   if (col_tiles > INT_MAX)
-    throw InputError("transpose of a " + std::to_string(rows) + "x" + std::to_string(cols) + " matrix: too many columns for one launch");
+    throw InputError("transpose of a " + std::to_string(rows) + "x" + std::to_string(cols) +
+                     " matrix: too many columns for one launch");
   const dim3 grid(static_cast<unsigned>(col_tiles), static_cast<unsigned>(std::min<std::int64_t>(row_tiles, 65535))),
       block(kTile, kRowsPerPass);
   if (dtype == DType::f32)
-    transpose_tiles<float><<<grid, block, 0, stream>>>(rows, cols, static_cast<const float*>(src), ld, static_cast<float*>(dst));
+    transpose_tiles<float>
+        <<<grid, block, 0, stream>>>(rows, cols, static_cast<const float*>(src), ld, static_cast<float*>(dst));
   else
-    transpose_tiles<double><<<grid, block, 0, stream>>>(rows, cols, static_cast<const double*>(src), ld, static_cast<double*>(dst));
+    transpose_tiles<double>
+        <<<grid, block, 0, stream>>>(rows, cols, static_cast<const double*>(src), ld, static_cast<double*>(dst));
   CUDA_CHECK_LAUNCH();
 }
 
@@ -98,11 +136,12 @@ void gpu_scale_add(DType dtype, std::int64_t rows, std::int64_t cols, double alp
   constexpr int kThreads = 256;
   const unsigned blocks = grid_for(rows * cols, kThreads);
   if (dtype == DType::f32)
-    scale_add<float><<<blocks, kThreads, 0, stream>>>(rows, cols, static_cast<float>(alpha), static_cast<const float*>(t),
-                                                      static_cast<float>(beta), beta != 0, static_cast<float*>(c), ldc);
+    scale_add<float><<<blocks, kThreads, 0, stream>>>(rows, cols, static_cast<float>(alpha),
+                                                      static_cast<const float*>(t), static_cast<float>(beta), beta != 0,
+                                                      static_cast<float*>(c), ldc);
   else
-    scale_add<double><<<blocks, kThreads, 0, stream>>>(rows, cols, alpha, static_cast<const double*>(t), beta, beta != 0,
-                                                       static_cast<double*>(c), ldc);
+    scale_add<double><<<blocks, kThreads, 0, stream>>>(rows, cols, alpha, static_cast<const double*>(t), beta,
+                                                       beta != 0, static_cast<double*>(c), ldc);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -113,11 +152,25 @@ void gpu_count_nonfinite(DType dtype, std::int64_t rows, std::int64_t cols, cons
   CUDA_CHECK(cudaMemsetAsync(&found->first, 0xFF, sizeof found->first, stream));
   if (rows == 0 || cols == 0) return;
   constexpr int kThreads = 256;
-  const unsigned blocks = std::min(grid_for(rows * cols, kThreads), 4096u);
-  if (dtype == DType::f32)
-    count_nonfinite<float><<<blocks, kThreads, 0, stream>>>(rows, cols, static_cast<const float*>(src), ld, found);
-  else
-    count_nonfinite<double><<<blocks, kThreads, 0, stream>>>(rows, cols, static_cast<const double*>(src), ld, found);
+  const bool packed = (ld == cols || rows == 1) && reinterpret_cast<std::uintptr_t>(src) % 16 == 0;
+  if (packed) {
+    const std::int64_t count = rows * cols;
+    const unsigned blocks = std::min(grid_for(count / (dtype == DType::f32 ? 4 : 2) + 1, kThreads), 4096u);
+    if (dtype == DType::f32)
+      count_nonfinite_packed<float, float4>
+          <<<blocks, kThreads, 0, stream>>>(count, static_cast<const float*>(src), found);
+    else
+      count_nonfinite_packed<double, double2>
+          <<<blocks, kThreads, 0, stream>>>(count, static_cast<const double*>(src), found);
+  } else {
+    const dim3 block(32, 8);
+    const dim3 grid(static_cast<unsigned>(std::min<std::int64_t>((cols + 31) / 32, 64)),
+                    static_cast<unsigned>(std::min<std::int64_t>((rows + 7) / 8, 65535)));
+    if (dtype == DType::f32)
+      count_nonfinite<float><<<grid, block, 0, stream>>>(rows, cols, static_cast<const float*>(src), ld, found);
+    else
+      count_nonfinite<double><<<grid, block, 0, stream>>>(rows, cols, static_cast<const double*>(src), ld, found);
+  }
   CUDA_CHECK_LAUNCH();
 }
 

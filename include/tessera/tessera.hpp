@@ -316,10 +316,12 @@ class TESSERA_API Matrix {
 TESSERA_API Result multiply(const Matrix& a, const Matrix& b, const Matrix& c, const Options& options);
 
 // The same, ordered on the caller's CUDA stream (a cudaStream_t, passed as void*; nullptr: the
-// call above): the product runs after the work `cuda_stream` already holds. With A, B and C all in GPU memory it
+// call above, so the legacy default stream is passed as cudaStreamLegacy): the product runs after
+// the work `cuda_stream` already holds. With A, B and C all in GPU memory it
 // returns once the product is enqueued there: C is complete when the stream gets past it, and the Result's only phase
 // is "enqueue". Otherwise it returns when C is complete. NaN/Inf in A and B are still refused unless allow_nonfinite:
-// the scan waits for the stream to reach it.
+// for float32/float64 the scan runs beside the product (into a scratch C, copied into C once the
+// scan found nothing) and the call waits for the scan alone.
 TESSERA_API Result multiply(const Matrix& a, const Matrix& b, const Matrix& c, const Options& options,
                             void* cuda_stream);
 

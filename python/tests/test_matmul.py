@@ -273,6 +273,18 @@ class GpuMatmulTest(unittest.TestCase):
         side.synchronize()
         torch.testing.assert_close(got, (a * 2) @ b, rtol=1e-4, atol=1e-3)
         torch.testing.assert_close(got2, ((a * 2) @ b).T, rtol=1e-4, atol=1e-3)
+        # On torch's default stream (handle 0) the product is enqueued there too, not waited for:
+        # the call returns while ~0.1 s of work queued ahead of it is still running, and C is
+        # right once the stream gets past it.
+        if hasattr(torch.cuda, "_sleep"):
+            torch.cuda.synchronize()
+            torch.cuda._sleep(200_000_000)
+            a3 = a * 3  # made behind the sleep, on the default stream
+            got3 = tessera.matmul(a3, b, allow_nonfinite=True)
+            pending = not torch.cuda.current_stream().query()
+            torch.cuda.synchronize()
+            self.assertTrue(pending, "tessera.matmul on the default stream waited for the stream to drain")
+            torch.testing.assert_close(got3, (a * 3) @ b, rtol=1e-4, atol=1e-3)
         bad = a.clone()
         bad[3, 7] = float("inf")
         out = torch.full((512, 256), 9.0, device="cuda")

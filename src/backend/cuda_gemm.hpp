@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,10 @@ struct HeldScratch {
   kernels::DeviceBuffer a, b, c, stored, found;
   kernels::Event done;
   bool used = false;
+  // The NaN/Inf scan of a stream-ordered product of GPU memory runs beside its GEMM (made at its
+  // first use, on the product's GPU): a non-blocking stream, and the event it starts from.
+  std::optional<kernels::Stream> scan_stream;
+  std::optional<kernels::Event> scan_from;
   std::size_t bytes() const { return a.bytes() + b.bytes() + c.bytes() + stored.bytes() + found.bytes(); }
 };
 

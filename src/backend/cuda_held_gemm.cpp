@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -29,8 +30,17 @@ constexpr std::uintptr_t kAlignment = 256;
 bool aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kAlignment == 0; }
 
 bool used_as_is(const HeldMatrix& x) { return x.device && !x.transposed && x.ld == x.cols && aligned(x.data); }
-bool direct_c(const HeldProblem& p) {
-  return p.c_device && p.alpha == 1 && p.beta == 0 && p.ldc == p.n && aligned(p.c);
+// A product of GPU memory ordered on the caller's stream, A and B to be scanned for NaN and Inf:
+// the scan runs on a stream of its own beside the GEMM, which writes a scratch C; only once the
+// host has the scan's verdict does C get the result (a refusal leaves C as it was). The host waits
+// for the scan alone, while the GEMM runs: no gap on the GPU for the round trip, and the host's
+// own time per call hidden behind the product, as for a call that scans nothing (a C copy more).
+bool overlapped_scan(const HeldProblem& p) {
+  return p.refuse_nonfinite && !p.wait && p.a.device && p.b.device && p.c_device;
+}
+// `beside`: the scan runs beside the GEMM (overlapped_scan, where the scratch C could be had).
+bool direct_c(const HeldProblem& p, bool beside) {
+  return p.c_device && p.alpha == 1 && p.beta == 0 && p.ldc == p.n && aligned(p.c) && !beside;
 }
 
 // Bytes from a matrix's first element to one past its last (rows `ld` apart).
@@ -48,14 +58,14 @@ struct Needs {
   std::size_t a = 0, b = 0, stored = 0, c = 0, found = 0;
 };
 
-Needs needs_of(const HeldProblem& p) {
+Needs needs_of(const HeldProblem& p, bool beside) {
   Needs need;
   const std::size_t es = dtype_size(p.dtype), c_bytes = static_cast<std::size_t>(p.m * p.n) * es;
   if (!used_as_is(p.a)) need.a = bytes_of(p.a, p.dtype);
   if (!used_as_is(p.b)) need.b = bytes_of(p.b, p.dtype);
   for (const HeldMatrix* x : {&p.a, &p.b})
     if (!x->device && x->transposed) need.stored = std::max(need.stored, bytes_of(*x, p.dtype));
-  if (!direct_c(p)) need.c = c_bytes;
+  if (!direct_c(p, beside)) need.c = c_bytes;
   if (!p.c_device && p.beta != 0) need.stored = std::max(need.stored, c_bytes);
   if (p.refuse_nonfinite) need.found = 2 * sizeof(kernels::NonfiniteFound);
   return need;
@@ -106,6 +116,12 @@ Placed place(const HeldMatrix& x, DType dtype, void* slot, void* stored_slot, cu
   }
   return {slot, stored};
 }
+
+// A waited call's step times (its four events: made only then, a stream-ordered call of GPU
+// memory creates none).
+struct StepEvents {
+  kernels::Event start, placed, computed, finished;
+};
 
 void check_addressable(const void* ptr, bool device, int gpu, const char* name) {
   const char* why = "";
@@ -159,8 +175,11 @@ std::vector<PhaseTime> gemm_held_complex(Gpu& gpu, HeldScratch& scratch, const H
   });
   const bool waited = p.wait || !p.c_device || !p.a.device || !p.b.device;
   const std::size_t c_row = static_cast<std::size_t>(p.n) * es, ldc_bytes = static_cast<std::size_t>(p.ldc) * es;
-  kernels::Event start, placed, computed, finished;
-  if (waited) start.record(s);
+  std::optional<StepEvents> t;
+  if (waited) {
+    t.emplace();
+    t->start.record(s);
+  }
   try {
     // Up, packed, as stored: {data, ld} on the device.
     const auto up = [&](const HeldMatrix& x, void* into) -> View {
@@ -186,7 +205,7 @@ std::vector<PhaseTime> gemm_held_complex(Gpu& gpu, HeldScratch& scratch, const H
     if (!p.c_device && reads_c && p.m > 0 && p.n > 0)
       CUDA_CHECK(cudaMemcpy2DAsync(slot_c, c_row, p.c, ldc_bytes, c_row, static_cast<std::size_t>(p.m),
                                    cudaMemcpyHostToDevice, s));
-    if (waited) placed.record(s);
+    if (waited) t->placed.record(s);
     const auto op = [](const HeldMatrix& x) { return x.conjugated ? 'C' : x.transposed ? 'T' : 'N'; };
     kernels::GpuComplexGemm g;
     g.dtype = p.dtype, g.op_a = op(p.a), g.op_b = op(p.b);
@@ -199,7 +218,7 @@ std::vector<PhaseTime> gemm_held_complex(Gpu& gpu, HeldScratch& scratch, const H
     } catch (const std::length_error& e) {
       throw InputError(std::string(e.what()) + of_gemm);
     }
-    if (waited) computed.record(s);
+    if (waited) t->computed.record(s);
     if (!p.c_device && p.m > 0 && p.n > 0)
       CUDA_CHECK(cudaMemcpy2DAsync(p.c, ldc_bytes, slot_c, c_row, c_row, static_cast<std::size_t>(p.m),
                                    cudaMemcpyDeviceToHost, s));
@@ -210,18 +229,18 @@ std::vector<PhaseTime> gemm_held_complex(Gpu& gpu, HeldScratch& scratch, const H
     throw;
   }
   if (!waited) return {};
-  finished.record(s);
+  t->finished.record(s);
   CUDA_CHECK(cudaStreamSynchronize(s));
   gpu.note_peak();
-  return {{"h2d", pin_seconds + placed.seconds_since(start)},
-          {"kernel", computed.seconds_since(placed)},
-          {"d2h", finished.seconds_since(computed)}};
+  return {{"h2d", pin_seconds + t->placed.seconds_since(t->start)},
+          {"kernel", t->computed.seconds_since(t->placed)},
+          {"d2h", t->finished.seconds_since(t->computed)}};
 }
 
 }  // namespace
 
 std::size_t held_bytes_missing(const HeldScratch& scratch, const HeldProblem& p) {
-  const Needs need = needs_of(p);
+  const Needs need = needs_of(p, overlapped_scan(p));
   const auto more = [](std::size_t want, const kernels::DeviceBuffer& have) { return want > have.bytes() ? want : 0; };
   return more(need.a, scratch.a) + more(need.b, scratch.b) + more(need.c, scratch.c) +
          more(need.stored, scratch.stored) + more(need.found, scratch.found);
@@ -235,8 +254,35 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
   const cudaStream_t s = p.stream ? static_cast<cudaStream_t>(p.stream) : gpu.stream.get();
   const std::size_t es = dtype_size(p.dtype);
   const std::string of_gemm = fmt::format(" of a {}x{}x{} {} product", p.m, p.n, p.k, dtype_name(p.dtype));
-  const Needs need = needs_of(p);
+  // The scan beside the GEMM needs a scratch C: taken where the GPU has room for it beside the
+  // other buffers, with some to spare for the GEMM's own; else the scan runs first and the GEMM
+  // writes C itself, as a call that waits does.
+  bool beside = overlapped_scan(p);
+  const std::size_t c_bytes = static_cast<std::size_t>(p.m * p.n) * es;
+  if (beside && scratch.c.bytes() < c_bytes) {
+    constexpr std::size_t kSpare = std::size_t{256} << 20;
+    const Needs with = needs_of(p, true);
+    const auto more = [](std::size_t want, const kernels::DeviceBuffer& have) {
+      return want > have.bytes() ? want : 0;
+    };
+    const std::size_t others = more(with.a, scratch.a) + more(with.b, scratch.b) + more(with.stored, scratch.stored) +
+                               more(with.found, scratch.found);
+    std::size_t free_bytes = 0, total_bytes = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    beside = free_bytes + scratch.c.bytes() >= c_bytes + others + kSpare;  // (the old scratch C freed first)
+  }
+  // The scan starts where the caller's stream is now (A and B made), not after the previous
+  // call's work on the scratch (`done`), which it does not touch: the host waits for no more.
+  cudaStream_t scan = s;
+  if (beside) {
+    if (!scratch.scan_stream) scratch.scan_stream.emplace(cudaStreamNonBlocking);
+    if (!scratch.scan_from) scratch.scan_from.emplace();
+    scan = scratch.scan_stream->get();
+    scratch.scan_from->record(s);
+    CUDA_CHECK(cudaStreamWaitEvent(scan, scratch.scan_from->get(), 0));
+  }
   if (scratch.used) CUDA_CHECK(cudaStreamWaitEvent(s, scratch.done.get(), 0));
+  const Needs need = needs_of(p, beside);
   void* slot_a = grown(scratch.a, need.a, "op(A)" + of_gemm);
   void* slot_b = grown(scratch.b, need.b, "op(B)" + of_gemm);
   void* slot_c = grown(scratch.c, need.c, "a scratch C" + of_gemm);
@@ -254,24 +300,31 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
     if (host_c) pin_c = kernels::HostRegistration(p.c, span_bytes(p.m, p.n, p.ldc, es), kPinMinBytes);
   });
   const bool waited = p.wait || host_c || !p.a.device || !p.b.device;
-  kernels::Event start, placed, computed, finished;
-  if (waited) start.record(s);
+  std::optional<StepEvents> t;
+  if (waited) {
+    t.emplace();
+    t->start.record(s);
+  }
   try {
     const Placed a = place(p.a, p.dtype, slot_a, stored, s);
     if (p.refuse_nonfinite)
-      kernels::gpu_count_nonfinite(p.dtype, p.a.rows, p.a.cols, a.stored.data, a.stored.ld, found, s);
+      kernels::gpu_count_nonfinite(p.dtype, p.a.rows, p.a.cols, a.stored.data, a.stored.ld, found, scan);
     const Placed b = place(p.b, p.dtype, slot_b, stored, s);
     if (p.refuse_nonfinite) {
-      kernels::gpu_count_nonfinite(p.dtype, p.b.rows, p.b.cols, b.stored.data, b.stored.ld, found + 1, s);
-      refuse_found(found, p, s);
+      kernels::gpu_count_nonfinite(p.dtype, p.b.rows, p.b.cols, b.stored.data, b.stored.ld, found + 1, scan);
+      if (!beside) refuse_found(found, p, s);
     }
-    if (waited) placed.record(s);
-    void* into = direct_c(p) ? p.c : slot_c;
+    if (waited) t->placed.record(s);
+    void* into = direct_c(p, beside) ? p.c : slot_c;
     kernels::gpu_gemm(kernel, {p.dtype, p.m, p.n, p.k, a.op, b.op, into, s}, gpu.context);
-    if (waited) computed.record(s);
-    if (!direct_c(p) && p.m > 0 && p.n > 0) {
+    if (beside) refuse_found(found, p, scan);  // the host waits for the scan; the GEMM runs on
+    if (waited) t->computed.record(s);
+    if (!direct_c(p, beside) && p.m > 0 && p.n > 0) {
       const std::size_t row = static_cast<std::size_t>(p.n) * es, ldc_bytes = static_cast<std::size_t>(p.ldc) * es;
-      if (p.c_device) {
+      if (p.c_device && p.alpha == 1 && p.beta == 0) {
+        CUDA_CHECK(cudaMemcpy2DAsync(p.c, ldc_bytes, slot_c, row, row, static_cast<std::size_t>(p.m),
+                                     cudaMemcpyDeviceToDevice, s));
+      } else if (p.c_device) {
         kernels::gpu_scale_add(p.dtype, p.m, p.n, p.alpha, slot_c, p.beta, p.c, p.ldc, s);
       } else {
         void* result = slot_c;
@@ -290,16 +343,16 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
     scratch.done.record(s);
     scratch.used = true;
   } catch (...) {
-    synchronize_quietly({s});
+    synchronize_quietly({s, scan});  // the scan too: it may still read A and B, and write `found`
     throw;
   }
   if (!waited) return {};
-  finished.record(s);
+  t->finished.record(s);
   CUDA_CHECK(cudaStreamSynchronize(s));
   gpu.note_peak();
-  return {{"h2d", pin_seconds + placed.seconds_since(start)},
-          {"kernel", computed.seconds_since(placed)},
-          {"d2h", finished.seconds_since(computed)}};
+  return {{"h2d", pin_seconds + t->placed.seconds_since(t->start)},
+          {"kernel", t->computed.seconds_since(t->placed)},
+          {"d2h", t->finished.seconds_since(t->computed)}};
 }
 
 }  // namespace tessera::backend

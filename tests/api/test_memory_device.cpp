@@ -169,11 +169,12 @@ struct Enqueued {
     for (T* p : {a, b, cm}) (void)cudaFree(p);
     (void)cudaFreeHost(pinned);
   }
-  // The product enqueued on `stream` behind the copies, without a NaN scan (nothing waits).
-  void multiply(cudaStream_t stream) {
+  // The product enqueued on `stream` behind the copies, without a NaN scan (nothing waits), or
+  // with it (`scan`: beside the GEMM, the host waiting for the scan alone).
+  void multiply(cudaStream_t stream, bool scan = false) {
     using tessera::Memory;
     tessera::Options o;
-    o.backend("cuda").transpose_a(c.ta).transpose_b(c.tb).alpha(c.alpha).beta(c.beta).allow_nonfinite();
+    o.backend("cuda").transpose_a(c.ta).transpose_b(c.tb).alpha(c.alpha).beta(c.beta).allow_nonfinite(!scan);
     const tessera::Result r =
         tessera::multiply(tessera::Matrix(static_cast<const T*>(a), x.ar, x.ac, x.lda, Memory::device),
                           tessera::Matrix(static_cast<const T*>(b), x.br, x.bc, x.ldb, Memory::device),
@@ -200,13 +201,37 @@ TEST_CASE("multiply(a, b, c, options, stream) on the GPU: ordered on the caller'
   for (int round = 0; round < 3; ++round) {
     INFO("round " << round);
     Enqueued<float> first(one, round % 2 ? s1 : s2);
-    first.multiply(round % 2 ? s1 : s2);
+    first.multiply(round % 2 ? s1 : s2, round == 2);
     Enqueued<double> second(two, round % 2 ? s2 : s1);
-    second.multiply(round % 2 ? s2 : s1);
+    second.multiply(round % 2 ? s2 : s1, round >= 1);
     REQUIRE_CUDA(cudaStreamSynchronize(s1));
     REQUIRE_CUDA(cudaStreamSynchronize(s2));
     CHECK(first.wrong() == 0);
     CHECK(second.wrong() == 0);
+  }
+  // Scanned beside the GEMM with alpha 1, beta 0 (the scratch C copied into C), then refused for
+  // a NaN planted in A on the stream: the refusal names it, and C is as the call found it.
+  {
+    const Case plain{61, 47, 33, false, false, 1, 0, 0};
+    Enqueued<float> e(plain, s1);
+    e.multiply(s1, true);
+    REQUIRE_CUDA(cudaStreamSynchronize(s1));
+    CHECK(e.wrong() == 0);
+    std::vector<float> before(e.x.c0.size()), after(e.x.c0.size());
+    REQUIRE_CUDA(cudaMemcpy(before.data(), e.cm, before.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    REQUIRE_CUDA(cudaMemcpyAsync(e.a + 40, &nan, sizeof nan, cudaMemcpyHostToDevice, s1));
+    try {
+      e.multiply(s1, true);
+      FAIL("accepted");
+    } catch (const tessera::MultiplyError& err) {
+      INFO(err.what());
+      CHECK(std::string(err.what()).find("A holds 1 non-finite value(s) (NaN/Inf), the first at (1, 7)") !=
+            std::string::npos);
+    }
+    REQUIRE_CUDA(cudaStreamSynchronize(s1));
+    REQUIRE_CUDA(cudaMemcpy(after.data(), e.cm, after.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    CHECK(after == before);
   }
   // A host-memory product right after (the backend's own stream): it waits for the held work.
   check_case<double>({37, 29, 53, false, false, 1, 0, 0}, {false, false, false});

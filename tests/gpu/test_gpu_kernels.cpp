@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <random>
@@ -31,6 +32,7 @@
 #include "kernels/cuda_check.hpp"
 #include "kernels/cuda_resources.hpp"
 #include "kernels/gpu_gemm.hpp"
+#include "kernels/gpu_layout.hpp"
 #include "kernels/tail_split.hpp"
 
 namespace {
@@ -1024,5 +1026,65 @@ TEST_CASE("pageable vs registered host-to-device copies", "[.][gpu][pinning]") {
     WARN(kernels::format_bytes(static_cast<double>(bytes))
          << ": pageable copy " << gib / pageable << " GiB/s; register + copy + unregister " << gib / with_pinning
          << " GiB/s (the copy alone " << gib / registered_copy << " GiB/s)");
+  }
+}
+
+TEST_CASE("gpu_count_nonfinite: NaN and Inf counted, the first found, packed, strided and unaligned", "[gpu][small]") {
+  if (backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  // The scan before a product of GPU memory (backend/cuda_held_gemm.cpp): a packed matrix whose
+  // address is 16-byte aligned takes the vector pass (a tail of 1-3 elements past the last vector),
+  // others the row pass; each against a count on the host, with the first (row * cols + col).
+  struct Case {
+    std::int64_t rows, cols, ld, offset;  // offset: elements past an aligned address
+  };
+  const Case c = GENERATE(values<Case>({{1, 1, 1, 0},
+                                        {1, 7, 7, 0},
+                                        {37, 29, 29, 0},
+                                        {37, 29, 29, 1},
+                                        {37, 29, 31, 0},
+                                        {1, 5, 9, 3},
+                                        {1, 5, 9, 0},
+                                        {1500, 1003, 1003, 0},
+                                        {700, 300, 333, 2}}));
+  for (const DType dtype : {DType::f32, DType::f64}) {
+    INFO(c.rows << "x" << c.cols << " ld " << c.ld << " offset " << c.offset << " " << dtype_name(dtype));
+    const std::size_t es = dtype_size(dtype);
+    const auto total = static_cast<std::size_t>(c.offset + (c.rows - 1) * c.ld + c.cols);
+    for (int planted : {0, 1, 5}) {
+      std::vector<double> values(total, 0.5);
+      std::mt19937 gen(static_cast<unsigned>(c.rows * 31 + c.cols + planted));
+      std::vector<std::int64_t> at;  // logical indices planted
+      for (int p = 0; p < planted; ++p) {
+        const std::int64_t r = static_cast<std::int64_t>(gen() % static_cast<unsigned>(c.rows));
+        const std::int64_t col = static_cast<std::int64_t>(gen() % static_cast<unsigned>(c.cols));
+        values[static_cast<std::size_t>(c.offset + r * c.ld + col)] =
+            p % 2 ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
+        at.push_back(r * c.cols + col);
+      }
+      // The padding between rows holds NaN too: never to be counted.
+      for (std::int64_t r = 0; r < c.rows; ++r)
+        for (std::int64_t col = c.cols; col < c.ld && r + 1 < c.rows; ++col)
+          values[static_cast<std::size_t>(c.offset + r * c.ld + col)] = std::numeric_limits<double>::quiet_NaN();
+      std::sort(at.begin(), at.end());
+      at.erase(std::unique(at.begin(), at.end()), at.end());
+      std::vector<unsigned char> bytes(total * es);
+      for (std::size_t e = 0; e < total; ++e) {
+        if (dtype == DType::f32) {
+          const auto f = static_cast<float>(values[e]);
+          std::memcpy(bytes.data() + e * es, &f, es);
+        } else {
+          std::memcpy(bytes.data() + e * es, &values[e], es);
+        }
+      }
+      kernels::DeviceBuffer x(bytes.size(), "X"), found(sizeof(kernels::NonfiniteFound), "found");
+      CUDA_CHECK(cudaMemcpy(x.get(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+      const auto* src = static_cast<const unsigned char*>(x.get()) + static_cast<std::size_t>(c.offset) * es;
+      kernels::gpu_count_nonfinite(dtype, c.rows, c.cols, src, c.ld, static_cast<kernels::NonfiniteFound*>(found.get()),
+                                   nullptr);
+      kernels::NonfiniteFound got{};
+      CUDA_CHECK(cudaMemcpy(&got, found.get(), sizeof got, cudaMemcpyDeviceToHost));
+      CHECK(got.count == at.size());
+      if (!at.empty()) CHECK(got.first == static_cast<unsigned long long>(at.front()));
+    }
   }
 }

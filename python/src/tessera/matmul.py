@@ -81,16 +81,24 @@ def _gpu_layout(x: Any, name: str) -> tuple:
     return cai["data"][0], shape, strides, dtype
 
 
+# CUDA's handle for the legacy default stream (cudaStreamLegacy): what torch's and cupy's default
+# stream, whose handle is 0, is passed as, since 0 tells libtessera that no stream was declared
+# (it then runs on its own stream and waits for the product, as a host caller wants).
+_LEGACY_STREAM = 1
+
+
 def _stream_of(x: Any) -> int:
     """The caller's current stream for x's library (torch's or cupy's current stream, an
     interface's declared stream), as an integer cudaStream_t; 0: none declared."""
     library = _library(x)
     if library == "torch":
         import torch
-        return int(torch.cuda.current_stream(x.device).cuda_stream)
+        return int(torch.cuda.current_stream(x.device).cuda_stream) or _LEGACY_STREAM
     if library == "cupy":
         import cupy
-        return int(cupy.cuda.get_current_stream().ptr)
+        return int(cupy.cuda.get_current_stream().ptr) or _LEGACY_STREAM
+    # __cuda_array_interface__ v3: None (no ordering asked), 1 (legacy default), 2 (per-thread
+    # default) or a stream's handle, each a valid cudaStream_t as it is.
     stream = x.__cuda_array_interface__.get("stream")
     return int(stream) if stream else 0
 
@@ -230,7 +238,7 @@ def matmul(a: Any, b: Any, *, c: Any = None, alpha: complex = 1.0, beta: complex
     kernel, backend  as `tessera run --kernel/--backend` ("auto": tessera's choice; GPU arrays
              take the cuda backend)
     allow_nonfinite  multiply a and b holding NaN or Inf; otherwise they are refused (on the GPU
-             the scan waits for the stream to reach it)
+             the call waits for the scan, which runs beside the product)
 
     Raises TesseraError for what tessera refuses (a shape, NaN or Inf in a or b, a kernel), with
     its message; out is then left as it was, unless c was copied into it."""
