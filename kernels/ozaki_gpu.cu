@@ -133,16 +133,6 @@ __device__ __forceinline__ signed char residue(int l, long long x) {
   return with_modulus(l, [x](auto p) { return symmetric<decltype(p)::value>(x); });
 }
 
-// v in [0, P) for an int32 product and a constant P.
-template <int P>
-__device__ __forceinline__ int unsigned_mod(int v) {
-  int r = v % P;
-  return r < 0 ? r + P : r;
-}
-__device__ __forceinline__ int product_mod(int l, int v) {
-  return with_modulus(l, [v](auto p) { return unsigned_mod<decltype(p)::value>(v); });
-}
-
 // The exponent e of a row's largest magnitude, from its bits (0 for a zero row): each element times
 // 2^-e is below 2 in magnitude, so its square cannot overflow.
 __device__ __forceinline__ int exponent_of(ull amax_bits) {
@@ -262,22 +252,27 @@ __global__ void col_ssq(std::int64_t rows, std::int64_t cols, const double* __re
 
 // ---- 2. residues ----------------------------------------------------------------------------------
 
-// A (row-major rows x cols) -> out[l][r][h], h < kp (zeros beyond cols): thread per 4 elements.
+// A (row-major rows x cols) -> out[l][r][h], h < kp (zeros beyond cols): a thread per 4 elements,
+// rows over y (rows_launch: no division of a 64-bit index per element).
 __global__ void residues_rows(std::int64_t rows, std::int64_t cols, std::int64_t kp, const double* __restrict__ x,
                               const int* __restrict__ scale, int n_mod, signed char* __restrict__ out) {
-  const std::int64_t quads = kp / 4, total = rows * quads;
-  for (std::int64_t e = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; e < total;
-       e += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t r = e / quads, h0 = (e % quads) * 4;
+  const std::int64_t quads = kp / 4;
+  for (std::int64_t r = blockIdx.y * static_cast<std::int64_t>(blockDim.y) + threadIdx.y; r < rows;
+       r += static_cast<std::int64_t>(gridDim.y) * blockDim.y) {
     const int s = scale[r];
-    long long v[4];
+    const double* row = x + r * cols;
+    for (std::int64_t e = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; e < quads;
+         e += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      const std::int64_t h0 = e * 4;
+      long long v[4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) v[q] = h0 + q < cols ? llround(scalbn(x[r * cols + h0 + q], s)) : 0;
+      for (int q = 0; q < 4; ++q) v[q] = h0 + q < cols ? llround(scalbn(row[h0 + q], s)) : 0;
 #pragma unroll
-    for (int l = 0; l < ozaki::kMaxModuli; ++l) {
-      if (l >= n_mod) break;
-      const char4 packed = make_char4(residue(l, v[0]), residue(l, v[1]), residue(l, v[2]), residue(l, v[3]));
-      *reinterpret_cast<char4*>(out + (l * rows + r) * kp + h0) = packed;
+      for (int l = 0; l < ozaki::kMaxModuli; ++l) {
+        if (l >= n_mod) break;
+        const char4 packed = make_char4(residue(l, v[0]), residue(l, v[1]), residue(l, v[2]), residue(l, v[3]));
+        *reinterpret_cast<char4*>(out + (l * rows + r) * kp + h0) = packed;
+      }
     }
   }
 }
@@ -333,31 +328,85 @@ __device__ __forceinline__ double to_double(u128 v, int scale) {
   return negative ? -d : d;
 }
 
-// C's band of `rows` rows (C's row r at c + r * cols) from the n_mod products (prods[l][r][j] at
-// l * stride + r * np + j).
+// The rebuild's constants in 32-bit limbs (made on the host from ozaki::Rebuild, ozaki_gpu's
+// rebuild_consts): M_l and P modulo 2^128, the inverses, the offset that turns a residue of
+// v + 2^31 into one of v, and 2^32 / p_l rounded, for the quotient.
+struct RebuildConsts {
+  int n = 0;
+  unsigned inv[ozaki::kMaxModuli] = {};
+  unsigned offset[ozaki::kMaxModuli] = {};  // ((p_l - 2^31 mod p_l) inv_l) mod p_l
+  unsigned w[ozaki::kMaxModuli] = {};       // round(2^32 / p_l)
+  unsigned m[ozaki::kMaxModuli][4] = {};    // M_l's limbs, low first
+  unsigned p[4] = {};                       // P's
+};
+
+// C's band of `rows` rows (C's row r at c + r * ldc) from the n_mod products (prods[l][r][j] at
+// l * stride + r * np + j), rows over y (rows_launch). Per element and modulus: u_l = v_l inv_l mod
+// p_l from the int32 product v_l (taken as the unsigned v_l + 2^31, reduced by a constant, the
+// 2^31 folded into `offset`), then u_l M_l added limb by limb into four 64-bit sums (each below
+// 20 * 2^40: no carry until the end) and u_l round(2^32 / p_l) into the quotient's fixed-point sum.
+// q = round(sum u_l / p_l) is exact with 2^-32 steps: C' = S - qP lies within P/4 of 0 (the plan's
+// |C'| <= 2^(a+b) <= P/4), so sum u_l / p_l = q + C'/P is never near a half. Then S - qP modulo
+// 2^128, carried once, is C' exactly, as the host's 128-bit sum gives it.
 __global__ void rebuild_band(std::int64_t rows, std::int64_t cols, std::int64_t np, const int* __restrict__ prods,
                              std::int64_t stride, const int* __restrict__ scale_a, const int* __restrict__ scale_b,
-                             ozaki::Rebuild rb, double* __restrict__ c, bool accumulate) {
-  const std::int64_t total = rows * cols;
-  const u128 p_all = (static_cast<u128>(rb.p_hi) << 64) | rb.p_lo;
-  for (std::int64_t e = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; e < total;
-       e += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t r = e / cols, j = e % cols;
-    const int* at = prods + r * np + j;
-    u128 acc = 0;
-    double frac = 0;
+                             RebuildConsts rc, double* __restrict__ c, std::int64_t ldc, bool accumulate) {
+  for (std::int64_t r = blockIdx.y * static_cast<std::int64_t>(blockDim.y) + threadIdx.y; r < rows;
+       r += static_cast<std::int64_t>(gridDim.y) * blockDim.y) {
+    const int sa = scale_a[r];
+    for (std::int64_t j = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; j < cols;
+         j += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      const int* at = prods + r * np + j;
+      ull s0 = 0, s1 = 0, s2 = 0, s3 = 0, f = 0;
 #pragma unroll
-    for (int l = 0; l < ozaki::kMaxModuli; ++l) {
-      if (l >= rb.n) break;
-      const int u = product_mod(l, product_mod(l, at[l * stride]) * rb.inv[l]);
-      acc += static_cast<u128>(static_cast<ull>(u)) * ((static_cast<u128>(rb.m_hi[l]) << 64) | rb.m_lo[l]);
-      frac += u * rb.recip[l];
+      for (int l = 0; l < ozaki::kMaxModuli; ++l) {
+        if (l >= rc.n) break;
+        const unsigned t = static_cast<unsigned>(at[l * stride]) ^ 0x80000000u;  // v + 2^31
+        const unsigned u = with_modulus(l, [&](auto p) {
+          constexpr unsigned P = decltype(p)::value;
+          return ((t % P) * rc.inv[l] + rc.offset[l]) % P;
+        });
+        s0 += static_cast<ull>(u) * rc.m[l][0];
+        s1 += static_cast<ull>(u) * rc.m[l][1];
+        s2 += static_cast<ull>(u) * rc.m[l][2];
+        s3 += static_cast<ull>(u) * rc.m[l][3];
+        f += static_cast<ull>(u) * rc.w[l];
+      }
+      const auto q = static_cast<long long>((f + (1ull << 31)) >> 32);
+      // S - qP limb by limb (each limb's difference within +-2^46), the carries then passed up
+      // (d >> 32: nvcc shifts a negative long long arithmetically, floor(d / 2^32)).
+      long long d = static_cast<long long>(s0) - q * rc.p[0];
+      const ull l0 = static_cast<unsigned>(d);
+      d = static_cast<long long>(s1) - q * rc.p[1] + (d >> 32);
+      const ull l1 = static_cast<unsigned>(d);
+      d = static_cast<long long>(s2) - q * rc.p[2] + (d >> 32);
+      const ull l2 = static_cast<unsigned>(d);
+      d = static_cast<long long>(s3) - q * rc.p[3] + (d >> 32);
+      const ull l3 = static_cast<unsigned>(d);
+      const u128 value = (static_cast<u128>(l3 << 32 | l2) << 64) | (l1 << 32 | l0);  // C' modulo 2^128
+      const double out = to_double(value, -(sa + scale_b[j]));                        // zero rows: C' = 0
+      double* to = c + r * ldc + j;
+      *to = accumulate ? *to + out : out;
     }
-    const auto q = static_cast<ull>(rint(frac));
-    const u128 value = acc - static_cast<u128>(q) * p_all;            // C' modulo 2^128; |C'| < 2^127
-    const double out = to_double(value, -(scale_a[r] + scale_b[j]));  // zero rows: C' = 0
-    c[e] = accumulate ? c[e] + out : out;
   }
+}
+
+RebuildConsts rebuild_consts(const ozaki::Rebuild& rb) {
+  RebuildConsts rc;
+  rc.n = rb.n;
+  const auto limbs = [](std::uint64_t lo, std::uint64_t hi, unsigned* out) {
+    out[0] = static_cast<unsigned>(lo), out[1] = static_cast<unsigned>(lo >> 32);
+    out[2] = static_cast<unsigned>(hi), out[3] = static_cast<unsigned>(hi >> 32);
+  };
+  for (int l = 0; l < rb.n; ++l) {
+    const auto p = static_cast<std::uint64_t>(rb.p[l]), inv = static_cast<std::uint64_t>(rb.inv[l]);
+    rc.inv[l] = static_cast<unsigned>(inv);
+    rc.offset[l] = static_cast<unsigned>((p - (std::uint64_t{1} << 31) % p) % p * inv % p);
+    rc.w[l] = static_cast<unsigned>(((std::uint64_t{1} << 32) + p / 2) / p);
+    limbs(rb.m_lo[l], rb.m_hi[l], rc.m[l]);
+  }
+  limbs(rb.p_lo, rb.p_hi, rc.p);
+  return rc;
 }
 
 // ---- the launcher --------------------------------------------------------------------------------
@@ -369,6 +418,23 @@ std::size_t align256(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 unsigned blocks_for(std::int64_t work) {
   return static_cast<unsigned>(std::min<std::int64_t>(std::max<std::int64_t>(ceil_div(work, kThreads), 1),
                                                       std::int64_t{multiprocessors()} * 16));
+}
+
+// A launch over `rows` rows of `per_row` items a thread each: threads and blocks x over a row's
+// items, y over rows (both strided), kThreads threads a block (a row's items rounded up to a warp,
+// the rest of the block on further rows), about 16 blocks an SM in all.
+struct Launch {
+  dim3 grid, block;
+};
+Launch rows_launch(std::int64_t rows, std::int64_t per_row) {
+  std::int64_t tx = 32;
+  while (tx < kThreads && tx < per_row) tx *= 2;
+  const std::int64_t ty = kThreads / tx;
+  const std::int64_t x = std::max<std::int64_t>(1, std::min<std::int64_t>(ceil_div(per_row, tx), 64));
+  const std::int64_t budget = std::int64_t{multiprocessors()} * 16;
+  const std::int64_t y = std::max<std::int64_t>(1, std::min({ceil_div(rows, ty), ceil_div(budget, x), kMaxGridY}));
+  return {dim3(static_cast<unsigned>(x), static_cast<unsigned>(y)),
+          dim3(static_cast<unsigned>(tx), static_cast<unsigned>(ty))};
 }
 
 // $TESSERA_OZAKI_MODULI: a fixed number of moduli (the bench's sweep, the tests' small plans);
@@ -645,7 +711,8 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
   auto* prods = reinterpret_cast<int*>(base + ws_bytes + rb_bytes + ra_bytes);
 
   profile.mark(0);
-  residues_rows<<<blocks_for(m * (kp / 4)), kThreads, 0, g.stream>>>(m, k, kp, a, scale_a, n_mod, ra);
+  const Launch for_a = rows_launch(m, kp / 4);
+  residues_rows<<<for_a.grid, for_a.block, 0, g.stream>>>(m, k, kp, a, scale_a, n_mod, ra);
   CUDA_CHECK_LAUNCH();
   if (!b_residues_kept) {
     kept.n_mod = 0;  // (invalid until they are made)
@@ -669,7 +736,7 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
                  ", 2^" + sci(spread_b, "%.1f") + "): |C_ij - (AB)_ij| <= " +
                  sci(std::sqrt(kd) * (ea + eb) + kd * ea * eb, "%.2e") + " ||A_i.|| ||B_.j|| + 2^-53 |C_ij|");
   }
-  const ozaki::Rebuild rebuild = ozaki::rebuild_for(n_mod);
+  const RebuildConsts rebuild = rebuild_consts(ozaki::rebuild_for(n_mod));
   auto* c = static_cast<double*>(g.c);
   // The int8 products, column-major: C_l^T (np x rows) = RB_l^T (np x kp) * RA_l band (kp x rows),
   // through cuBLASLt's fastest algorithm for the shape (kernels/int8_gemm.hpp). The addresses'
@@ -694,8 +761,9 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
     }
     for (int l = 0; l < n_mod; ++l) gemm->run(rbq + l * np * kp, ra + (l * m + i0) * kp, prods + l * rows * np);
     profile.mark(2);
-    rebuild_band<<<blocks_for(rows * n), kThreads, 0, g.stream>>>(rows, n, np, prods, rows * np, scale_a + i0, scale_b,
-                                                                  rebuild, c + i0 * n, g.accumulate);
+    const Launch launch = rows_launch(rows, n);
+    rebuild_band<<<launch.grid, launch.block, 0, g.stream>>>(rows, n, np, prods, rows * np, scale_a + i0, scale_b,
+                                                             rebuild, c + i0 * n, n, g.accumulate);
     CUDA_CHECK_LAUNCH();
     profile.mark(3);
   }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -24,6 +25,11 @@
 
 namespace tessera::backend {
 namespace {
+
+// The most device scratch that products of host matrices keep from call to call (holds_in_place):
+// one call below kPipelineMinBytes needs at most that, and as much again for an operand
+// transposed on the GPU.
+constexpr std::size_t kHeldHostBytes = 2 * kPipelineMinBytes;
 
 // The default first, then the rest in registry (bench) order.
 std::vector<std::string> kernel_list(const std::string& first) {
@@ -87,14 +93,14 @@ class CudaBackend final : public Backend {
 
     const std::size_t elem = dtype_size(p.dtype);
     const std::size_t bytes = static_cast<std::size_t>(p.m * p.k + p.k * p.n + p.m * p.n) * elem;
-    const std::size_t budget = memory_budget(limit_);
-    if (bytes > budget) return gemm_streamed(gpu_, kernel, p, budget, 1, true, &out_of_core_note_);
+    const std::size_t room = budget();
+    if (bytes > room) return gemm_streamed(gpu_, kernel, p, room, 1, true, &out_of_core_note_);
     // Large enough that the copies cost time: stream C in row tiles (at least kPipelineTiles),
     // so the copies of one tile overlap the kernel of another. B goes up once, first.
     // So is a streamed GEMM (A's rows still arriving, C's rows awaited), whatever its size.
     const bool streamed = p.a_rows || p.c_rows;
     if ((bytes >= kPipelineMinBytes || streamed) && p.m >= 2 * kPipelineTiles)
-      return gemm_streamed(gpu_, kernel, p, budget, kPipelineTiles, false, nullptr);
+      return gemm_streamed(gpu_, kernel, p, room, kPipelineTiles, false, nullptr);
     return gemm_in_core(gpu_, kernel, p);
   }
 
@@ -103,27 +109,36 @@ class CudaBackend final : public Backend {
     StagedProblem shape;
     shape.dtype = dtype;
     shape.m = m, shape.n = n, shape.k = k;
-    return staged_tile_rows(shape, memory_budget(limit_)) > 0;
+    return staged_tile_rows(shape, budget()) > 0;
   }
 
   std::vector<PhaseTime> gemm_staged(const std::string& kernel, const StagedProblem& p) override {
     if (!stages(p.dtype, p.m, p.n, p.k)) return Backend::gemm_staged(kernel, p);
     ready(kernel, kernels::GpuGemm{p.dtype, p.m, p.n, p.k});
-    return gemm_staged_on_gpu(gpu_, kernel, p, staged_tile_rows(p, memory_budget(limit_)));
+    return gemm_staged_on_gpu(gpu_, kernel, p, staged_tile_rows(p, budget()));
   }
 
   std::unique_ptr<PanelProduct> panel_product(const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
                                               std::int64_t max_w, void* host_c, bool host_staging) override {
     ready(kernel, kernels::GpuGemm{real_of(dtype), m, n, max_w});  // a complex one: cuBLAS's (the kernel)
-    return make_cuda_panel_product(gpu_, kernel, dtype, m, n, max_w, host_c, memory_budget(limit_), host_staging);
+    return make_cuda_panel_product(gpu_, kernel, dtype, m, n, max_w, host_c, budget(), host_staging);
   }
 
-  // Matrices in GPU memory. Host-only products keep the in-core and streamed GEMMs (gemm()) until
-  // the held path's copies are measured against them on a GPU (TESSERA_HELD_HOST=1 tries it).
+  // Matrices in GPU memory; and host-only products below the pipeline's threshold, which gemm()
+  // would run in core with device buffers of the call's own: the held path makes the same copies
+  // into scratch kept from call to call (as torch's allocator keeps its blocks) and scans A and B
+  // on the GPU. Larger ones keep gemm()'s streamed tiles, whose copies overlap the kernel.
+  // TESSERA_HELD_HOST=0/1 forces either way (a diagnostic, to measure one against the other).
   bool holds_in_place(const std::string&, const HeldProblem& p) const override {
     if (p.a.device || p.b.device || p.c_device) return true;  // only here can they be used
     if (is_complex(p.dtype)) return true;                     // cuBLAS's, the only complex GEMM here
-    return held_host_ && held_bytes_missing(held_, p) <= memory_budget(limit_);
+    const std::size_t missing = held_bytes_missing(held_, p);
+    if (missing > budget()) return false;
+    if (held_host_) return *held_host_ == "1";
+    // What the scratch keeps after such calls stays bounded (it only grows: one call of a large
+    // A then one of a large B would keep both): past kHeldHostBytes, the call's own buffers.
+    const auto elements = static_cast<std::size_t>(p.m * p.k + p.k * p.n + p.m * p.n);
+    return elements * dtype_size(p.dtype) < kPipelineMinBytes && held_.bytes() + missing <= kHeldHostBytes;
   }
 
   std::vector<PhaseTime> gemm_in_place(const std::string& kernel, const HeldProblem& p) override {
@@ -163,6 +178,14 @@ class CudaBackend final : public Backend {
     return phases;
   }
 
+  // What the GEMMs may take of the GPU's memory: --gpu-memory less the held path's kept scratch
+  // (without a limit, the free memory, which already leaves it out).
+  std::size_t budget() const {
+    const std::size_t all = memory_budget(limit_);
+    if (limit_ == 0) return all;
+    return all > held_.bytes() ? all - held_.bytes() : 0;
+  }
+
   void ready(const std::string& kernel, const kernels::GpuGemm& g, bool held = false) {
     std::string why;
     if (!kernels::gpu_can_implement(kernel, g, &why))
@@ -184,7 +207,7 @@ class CudaBackend final : public Backend {
   std::thread library_loader_;                      // prepare()'s, joined on destruction
   std::set<std::pair<std::string, DType>> warmed_;  // what prepare() has warmed up
   HeldScratch held_;  // gemm_in_place's, kept from call to call; freed first, while the GPU is set up
-  const bool held_host_ = env::flag("TESSERA_HELD_HOST", false);
+  const std::optional<std::string> held_host_ = env::word("TESSERA_HELD_HOST");  // unset: holds_in_place's rule
 };
 
 }  // namespace

@@ -298,8 +298,16 @@ report::JobReport multiply_in_memory(const JobOptions& o, const MemoryMatrix& a,
   if (in_place) {
     const double t = now();
     const std::vector<backend::PhaseTime> phases = be->gemm_in_place(kernel, held);
+    // Host matrices alone on a GPU report the phases of the copying path: read and write empty
+    // (the GPU packs and scales), compute the whole GEMM with its h2d, kernel and d2h inside (the
+    // CPU's BLAS reports its compute itself).
+    const bool host_only = !a.device && !b.device && !c.device &&
+                           std::none_of(phases.begin(), phases.end(),
+                                        [](const backend::PhaseTime& phase) { return phase.name == "compute"; });
     if (phases.empty()) me.phases.emplace_back("enqueue", now() - t);
+    if (host_only) me.phases.emplace_back("read", 0.0), me.phases.emplace_back("compute", now() - t);
     for (const auto& phase : phases) me.phases.emplace_back(phase.name, phase.seconds);
+    if (host_only) me.phases.emplace_back("write", 0.0);
     return finished(job, me, *be, kernel, began);
   }
   double t = now();
