@@ -239,11 +239,16 @@ std::vector<PhaseTime> gemm_held_complex(Gpu& gpu, HeldScratch& scratch, const H
 
 }  // namespace
 
-std::size_t held_bytes_missing(const HeldScratch& scratch, const HeldProblem& p) {
-  const Needs need = needs_of(p, overlapped_scan(p));
+// Device bytes the scratch would grow by for `need` (a buffer too small is replaced whole); the
+// scratch C left out where `with_c` is false.
+std::size_t growth(const HeldScratch& scratch, const Needs& need, bool with_c) {
   const auto more = [](std::size_t want, const kernels::DeviceBuffer& have) { return want > have.bytes() ? want : 0; };
-  return more(need.a, scratch.a) + more(need.b, scratch.b) + more(need.c, scratch.c) +
+  return more(need.a, scratch.a) + more(need.b, scratch.b) + (with_c ? more(need.c, scratch.c) : 0) +
          more(need.stored, scratch.stored) + more(need.found, scratch.found);
+}
+
+std::size_t held_bytes_missing(const HeldScratch& scratch, const HeldProblem& p) {
+  return growth(scratch, needs_of(p, overlapped_scan(p)), true);
 }
 
 std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::string& kernel, const HeldProblem& p) {
@@ -261,12 +266,7 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
   const std::size_t c_bytes = static_cast<std::size_t>(p.m * p.n) * es;
   if (beside && scratch.c.bytes() < c_bytes) {
     constexpr std::size_t kSpare = std::size_t{256} << 20;
-    const Needs with = needs_of(p, true);
-    const auto more = [](std::size_t want, const kernels::DeviceBuffer& have) {
-      return want > have.bytes() ? want : 0;
-    };
-    const std::size_t others = more(with.a, scratch.a) + more(with.b, scratch.b) + more(with.stored, scratch.stored) +
-                               more(with.found, scratch.found);
+    const std::size_t others = growth(scratch, needs_of(p, true), false);
     std::size_t free_bytes = 0, total_bytes = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     beside = free_bytes + scratch.c.bytes() >= c_bytes + others + kSpare;  // (the old scratch C freed first)

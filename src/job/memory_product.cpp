@@ -301,13 +301,14 @@ report::JobReport multiply_in_memory(const JobOptions& o, const MemoryMatrix& a,
     // Host matrices alone on a GPU report the phases of the copying path: read and write empty
     // (the GPU packs and scales), compute the whole GEMM with its h2d, kernel and d2h inside (the
     // CPU's BLAS reports its compute itself).
-    const bool host_only = !a.device && !b.device && !c.device &&
-                           std::none_of(phases.begin(), phases.end(),
-                                        [](const backend::PhaseTime& phase) { return phase.name == "compute"; });
+    const bool host_on_gpu = be->kind() == backend::Kind::cuda && !a.device && !b.device && !c.device;
     if (phases.empty()) me.phases.emplace_back("enqueue", now() - t);
-    if (host_only) me.phases.emplace_back("read", 0.0), me.phases.emplace_back("compute", now() - t);
+    if (host_on_gpu) {
+      me.phases.emplace_back("read", 0.0);
+      me.phases.emplace_back("compute", now() - t);
+    }
     for (const auto& phase : phases) me.phases.emplace_back(phase.name, phase.seconds);
-    if (host_only) me.phases.emplace_back("write", 0.0);
+    if (host_on_gpu) me.phases.emplace_back("write", 0.0);
     return finished(job, me, *be, kernel, began);
   }
   double t = now();
