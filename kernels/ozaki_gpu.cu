@@ -57,27 +57,22 @@ constexpr ull kNonFinite = 0x7ff0000000000000;  // |x|'s bits at or above this: 
 constexpr int kModuli[ozaki::kMaxModuli] = {256, 255, 253, 251, 247, 241, 239, 233, 229, 227,
                                             223, 217, 211, 199, 197, 193, 191, 181, 179, 173};
 
-// x mod P in (-P, P) for |x| < 2^62 and a constant P: the two 32-bit halves reduced apart.
-template <int P>
-__device__ __forceinline__ int mod_small(long long x) {
-  const int hi = static_cast<int>(x >> 32);      // |hi| < 2^30
-  const unsigned lo = static_cast<unsigned>(x);  // x = hi 2^32 + lo
-  constexpr int kTwo32 = static_cast<int>((ull{1} << 32) % P);
-  const int r = (hi % P) * kTwo32 + static_cast<int>(lo % P);  // |r| < P^2 + P
-  return r % P;
-}
-
 // x's residue modulo the l-th modulus in the symmetric range, as an int8 (l a compile-time
-// constant after unrolling: the switch folds away).
+// constant after unrolling: the switch folds away), for |x| < 2^62. Unsigned reductions by a
+// constant are the cheapest (a multiply-high, a shift, a multiply-add): x plus a multiple of P of
+// at least 2^62 is a non-negative 64-bit value of the same residue, its two 32-bit halves reduced
+// apart and combined.
 template <int P>
 __device__ __forceinline__ signed char symmetric(long long x) {
   if constexpr (P == 256) {
     return static_cast<signed char>(static_cast<unsigned char>(static_cast<unsigned long long>(x) & 0xff));
   } else {
-    int r = mod_small<P>(x);
-    if (r > P / 2) r -= P;
-    if (r < -(P / 2)) r += P;
-    return static_cast<signed char>(r);
+    constexpr ull kBias = ((ull{1} << 62) + P - 1) / P * P;  // below 2^62 + P
+    constexpr unsigned kTwo32 = static_cast<unsigned>((ull{1} << 32) % P);
+    constexpr unsigned kP = P;
+    const ull ux = static_cast<ull>(x) + kBias;  // x + kBias in (0, 2^63 + P)
+    const unsigned r = ((static_cast<unsigned>(ux >> 32) % kP) * kTwo32 + static_cast<unsigned>(ux) % kP) % kP;
+    return static_cast<signed char>(r > kP / 2 ? static_cast<int>(r) - P : static_cast<int>(r));
   }
 }
 
@@ -340,53 +335,70 @@ struct RebuildConsts {
   unsigned p[4] = {};                       // P's
 };
 
+// C' from the limb sums of S = sum u_l M_l and the fixed-point sum f of u_l round(2^32 / p_l)
+// (rebuild_band): q = round(f / 2^32), then S - qP limb by limb (each limb's difference within
+// +-2^46), the carries passed up once (d >> 32: nvcc shifts a negative long long arithmetically,
+// floor(d / 2^32)); C' modulo 2^128.
+__device__ __forceinline__ u128 crt_value(const ull (&s)[4], ull f, const RebuildConsts& rc) {
+  const auto q = static_cast<long long>((f + (1ull << 31)) >> 32);
+  long long d = static_cast<long long>(s[0]) - q * rc.p[0];
+  const ull l0 = static_cast<unsigned>(d);
+  d = static_cast<long long>(s[1]) - q * rc.p[1] + (d >> 32);
+  const ull l1 = static_cast<unsigned>(d);
+  d = static_cast<long long>(s[2]) - q * rc.p[2] + (d >> 32);
+  const ull l2 = static_cast<unsigned>(d);
+  d = static_cast<long long>(s[3]) - q * rc.p[3] + (d >> 32);
+  const ull l3 = static_cast<unsigned>(d);
+  return (static_cast<u128>(l3 << 32 | l2) << 64) | (l1 << 32 | l0);
+}
+
 // C's band of `rows` rows (C's row r at c + r * ldc) from the n_mod products (prods[l][r][j] at
-// l * stride + r * np + j), rows over y (rows_launch). Per element and modulus: u_l = v_l inv_l mod
-// p_l from the int32 product v_l (taken as the unsigned v_l + 2^31, reduced by a constant, the
-// 2^31 folded into `offset`), then u_l M_l added limb by limb into four 64-bit sums (each below
-// 20 * 2^40: no carry until the end) and u_l round(2^32 / p_l) into the quotient's fixed-point sum.
-// q = round(sum u_l / p_l) is exact with 2^-32 steps: C' = S - qP lies within P/4 of 0 (the plan's
-// |C'| <= 2^(a+b) <= P/4), so sum u_l / p_l = q + C'/P is never near a half. Then S - qP modulo
-// 2^128, carried once, is C' exactly, as the host's 128-bit sum gives it.
+// l * stride + r * np + j; np and stride multiples of 16, prods 256-byte aligned), rows over y
+// (rows_launch), four columns a thread read as one 16-byte load per modulus (columns n..np-1 are
+// the GEMMs' padding: read, not written). Per element and modulus: u_l = v_l inv_l mod p_l from
+// the int32 product v_l (taken as the unsigned v_l + 2^31, reduced by a constant, the 2^31 folded
+// into `offset`), then u_l M_l added limb by limb into four 64-bit sums (each below 20 * 2^40: no
+// carry until the end) and u_l round(2^32 / p_l) into the quotient's fixed-point sum. q = round(sum
+// u_l / p_l) is exact with 2^-32 steps: C' = S - qP lies within P/4 of 0 (the plan's |C'| <=
+// 2^(a+b) <= P/4), so sum u_l / p_l = q + C'/P is never near a half. Then S - qP modulo 2^128,
+// carried once, is C' exactly, as the host's 128-bit sum gives it.
 __global__ void rebuild_band(std::int64_t rows, std::int64_t cols, std::int64_t np, const int* __restrict__ prods,
                              std::int64_t stride, const int* __restrict__ scale_a, const int* __restrict__ scale_b,
                              RebuildConsts rc, double* __restrict__ c, std::int64_t ldc, bool accumulate) {
+  const std::int64_t quads = (cols + 3) / 4, stride4 = stride / 4;
   for (std::int64_t r = blockIdx.y * static_cast<std::int64_t>(blockDim.y) + threadIdx.y; r < rows;
        r += static_cast<std::int64_t>(gridDim.y) * blockDim.y) {
     const int sa = scale_a[r];
-    for (std::int64_t j = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; j < cols;
-         j += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-      const int* at = prods + r * np + j;
-      ull s0 = 0, s1 = 0, s2 = 0, s3 = 0, f = 0;
+    for (std::int64_t e = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; e < quads;
+         e += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+      const std::int64_t j0 = e * 4;
+      const int4* at = reinterpret_cast<const int4*>(prods + r * np + j0);
+      ull s[4][4] = {}, f[4] = {};
 #pragma unroll
       for (int l = 0; l < ozaki::kMaxModuli; ++l) {
         if (l >= rc.n) break;
-        const unsigned t = static_cast<unsigned>(at[l * stride]) ^ 0x80000000u;  // v + 2^31
-        const unsigned u = with_modulus(l, [&](auto p) {
-          constexpr unsigned P = decltype(p)::value;
-          return ((t % P) * rc.inv[l] + rc.offset[l]) % P;
-        });
-        s0 += static_cast<ull>(u) * rc.m[l][0];
-        s1 += static_cast<ull>(u) * rc.m[l][1];
-        s2 += static_cast<ull>(u) * rc.m[l][2];
-        s3 += static_cast<ull>(u) * rc.m[l][3];
-        f += static_cast<ull>(u) * rc.w[l];
+        const int4 v = at[l * stride4];
+        const int vs[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const unsigned t = static_cast<unsigned>(vs[q]) ^ 0x80000000u;  // v + 2^31
+          const unsigned u = with_modulus(l, [&](auto p) {
+            constexpr unsigned P = decltype(p)::value;
+            return ((t % P) * rc.inv[l] + rc.offset[l]) % P;
+          });
+#pragma unroll
+          for (int i = 0; i < 4; ++i) s[q][i] += static_cast<ull>(u) * rc.m[l][i];
+          f[q] += static_cast<ull>(u) * rc.w[l];
+        }
       }
-      const auto q = static_cast<long long>((f + (1ull << 31)) >> 32);
-      // S - qP limb by limb (each limb's difference within +-2^46), the carries then passed up
-      // (d >> 32: nvcc shifts a negative long long arithmetically, floor(d / 2^32)).
-      long long d = static_cast<long long>(s0) - q * rc.p[0];
-      const ull l0 = static_cast<unsigned>(d);
-      d = static_cast<long long>(s1) - q * rc.p[1] + (d >> 32);
-      const ull l1 = static_cast<unsigned>(d);
-      d = static_cast<long long>(s2) - q * rc.p[2] + (d >> 32);
-      const ull l2 = static_cast<unsigned>(d);
-      d = static_cast<long long>(s3) - q * rc.p[3] + (d >> 32);
-      const ull l3 = static_cast<unsigned>(d);
-      const u128 value = (static_cast<u128>(l3 << 32 | l2) << 64) | (l1 << 32 | l0);  // C' modulo 2^128
-      const double out = to_double(value, -(sa + scale_b[j]));                        // zero rows: C' = 0
-      double* to = c + r * ldc + j;
-      *to = accumulate ? *to + out : out;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const std::int64_t j = j0 + q;
+        if (j >= cols) break;
+        const double out = to_double(crt_value(s[q], f[q], rc), -(sa + scale_b[j]));  // zero rows: C' = 0
+        double* to = c + r * ldc + j;
+        *to = accumulate ? *to + out : out;
+      }
     }
   }
 }
@@ -761,7 +773,7 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
     }
     for (int l = 0; l < n_mod; ++l) gemm->run(rbq + l * np * kp, ra + (l * m + i0) * kp, prods + l * rows * np);
     profile.mark(2);
-    const Launch launch = rows_launch(rows, n);
+    const Launch launch = rows_launch(rows, ceil_div(n, std::int64_t{4}));
     rebuild_band<<<launch.grid, launch.block, 0, g.stream>>>(rows, n, np, prods, rows * np, scale_a + i0, scale_b,
                                                              rebuild, c + i0 * n, n, g.accumulate);
     CUDA_CHECK_LAUNCH();
