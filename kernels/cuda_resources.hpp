@@ -141,6 +141,8 @@ class Stream : public OwnedHandle<cudaStream_t, DestroyStream> {
   // cudaStreamNonBlocking: a stream that work on the legacy default stream does not wait for,
   // nor it for that work (ordered only by the events it is given).
   explicit Stream(unsigned flags) { CUDA_CHECK(cudaStreamCreateWithFlags(&handle_, flags)); }
+  // With a scheduling priority: cudaDeviceGetStreamPriorityRange's numbers, lower is sooner.
+  Stream(unsigned flags, int priority) { CUDA_CHECK(cudaStreamCreateWithPriority(&handle_, flags, priority)); }
   void synchronize() const { CUDA_CHECK(cudaStreamSynchronize(handle_)); }
 };
 

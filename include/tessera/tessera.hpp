@@ -320,8 +320,9 @@ TESSERA_API Result multiply(const Matrix& a, const Matrix& b, const Matrix& c, c
 // the work `cuda_stream` already holds. With A, B and C all in GPU memory it
 // returns once the product is enqueued there: C is complete when the stream gets past it, and the Result's only phase
 // is "enqueue". Otherwise it returns when C is complete. NaN/Inf in A and B are still refused unless allow_nonfinite:
-// for float32/float64 the scan runs beside the product (into a scratch C, copied into C once the
-// scan found nothing) and the call waits for the scan alone.
+// for float32/float64 the scan runs beside the product and the call waits for the scan alone. With
+// beta 0 the product writes C meanwhile (a refusal leaves the product, NaN/Inf carried through);
+// with beta != 0 it writes a scratch C folded into C once the scan found nothing (C as it was).
 TESSERA_API Result multiply(const Matrix& a, const Matrix& b, const Matrix& c, const Options& options,
                             void* cuda_stream);
 

@@ -288,9 +288,16 @@ class GpuMatmulTest(unittest.TestCase):
         bad = a.clone()
         bad[3, 7] = float("inf")
         out = torch.full((512, 256), 9.0, device="cuda")
-        with self.assertRaises(tessera.TesseraError) as cm:
+        with self.assertRaises(tessera.TesseraError) as cm:  # beta 0: out written while the scan ran
             tessera.matmul(bad, b, out=out)
         self.assertIn("the first at (3, 7)", str(cm.exception))
+        torch.cuda.synchronize()
+        self.assertFalse(bool(torch.isfinite(out[3]).any()))  # the product as IEEE gives it
+        torch.testing.assert_close(out[4:], (a @ b)[4:], rtol=1e-4, atol=1e-3)
+        out.fill_(9.0)
+        with self.assertRaises(tessera.TesseraError):  # beta != 0: the old out is an input, kept
+            tessera.matmul(bad, b, c=out, beta=0.5, out=out)
+        torch.cuda.synchronize()
         self.assertTrue(bool((out == 9.0).all()))
         self.assertTrue(bool(torch.isinf(tessera.matmul(bad, b, allow_nonfinite=True)[3]).any()))
         cases = [((a, a), {}, "inner dimensions disagree"),

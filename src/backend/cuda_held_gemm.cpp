@@ -31,16 +31,20 @@ bool aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % kAlig
 
 bool used_as_is(const HeldMatrix& x) { return x.device && !x.transposed && x.ld == x.cols && aligned(x.data); }
 // A product of GPU memory ordered on the caller's stream, A and B to be scanned for NaN and Inf:
-// the scan runs on a stream of its own beside the GEMM, which writes a scratch C; only once the
-// host has the scan's verdict does C get the result (a refusal leaves C as it was). The host waits
-// for the scan alone, while the GEMM runs: no gap on the GPU for the round trip, and the host's
-// own time per call hidden behind the product, as for a call that scans nothing (a C copy more).
+// the scan runs on a stream of its own beside the GEMM and the host waits for the scan alone,
+// while the GEMM runs: no gap on the GPU for the round trip, and the host's own time per call
+// hidden behind the product, as for a call that scans nothing.
 bool overlapped_scan(const HeldProblem& p) {
   return p.refuse_nonfinite && !p.wait && p.a.device && p.b.device && p.c_device;
 }
-// `beside`: the scan runs beside the GEMM (overlapped_scan, where the scratch C could be had).
-bool direct_c(const HeldProblem& p, bool beside) {
-  return p.c_device && p.alpha == 1 && p.beta == 0 && p.ldc == p.n && aligned(p.c) && !beside;
+// With beta != 0 the old C is an input: beside the scan the GEMM then writes a scratch C, folded
+// into C only once the host has the verdict, so a refusal leaves C as it was. With beta == 0 C is
+// written while the scan runs (a refusal leaves the product as IEEE arithmetic gives it, NaN and
+// Inf carried through, and raises): no C copy per call.
+bool holds_c(const HeldProblem& p) { return overlapped_scan(p) && p.beta != 0; }
+// `hold`: C waits for the verdict in a scratch (holds_c, where the scratch C could be had).
+bool direct_c(const HeldProblem& p, bool hold) {
+  return p.c_device && p.alpha == 1 && p.beta == 0 && p.ldc == p.n && aligned(p.c) && !hold;
 }
 
 // Bytes from a matrix's first element to one past its last (rows `ld` apart).
@@ -58,14 +62,14 @@ struct Needs {
   std::size_t a = 0, b = 0, stored = 0, c = 0, found = 0;
 };
 
-Needs needs_of(const HeldProblem& p, bool beside) {
+Needs needs_of(const HeldProblem& p, bool hold) {
   Needs need;
   const std::size_t es = dtype_size(p.dtype), c_bytes = static_cast<std::size_t>(p.m * p.n) * es;
   if (!used_as_is(p.a)) need.a = bytes_of(p.a, p.dtype);
   if (!used_as_is(p.b)) need.b = bytes_of(p.b, p.dtype);
   for (const HeldMatrix* x : {&p.a, &p.b})
     if (!x->device && x->transposed) need.stored = std::max(need.stored, bytes_of(*x, p.dtype));
-  if (!direct_c(p, beside)) need.c = c_bytes;
+  if (!direct_c(p, hold)) need.c = c_bytes;
   if (!p.c_device && p.beta != 0) need.stored = std::max(need.stored, c_bytes);
   if (p.refuse_nonfinite) need.found = 2 * sizeof(kernels::NonfiniteFound);
   return need;
@@ -248,7 +252,7 @@ std::size_t growth(const HeldScratch& scratch, const Needs& need, bool with_c) {
 }
 
 std::size_t held_bytes_missing(const HeldScratch& scratch, const HeldProblem& p) {
-  return growth(scratch, needs_of(p, overlapped_scan(p)), true);
+  return growth(scratch, needs_of(p, holds_c(p)), true);
 }
 
 std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::string& kernel, const HeldProblem& p) {
@@ -259,30 +263,36 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
   const cudaStream_t s = p.stream ? static_cast<cudaStream_t>(p.stream) : gpu.stream.get();
   const std::size_t es = dtype_size(p.dtype);
   const std::string of_gemm = fmt::format(" of a {}x{}x{} {} product", p.m, p.n, p.k, dtype_name(p.dtype));
-  // The scan beside the GEMM needs a scratch C: taken where the GPU has room for it beside the
+  // Holding C for the verdict needs a scratch C: taken where the GPU has room for it beside the
   // other buffers, with some to spare for the GEMM's own; else the scan runs first and the GEMM
   // writes C itself, as a call that waits does.
-  bool beside = overlapped_scan(p);
+  bool beside = overlapped_scan(p), hold = holds_c(p);
   const std::size_t c_bytes = static_cast<std::size_t>(p.m * p.n) * es;
-  if (beside && scratch.c.bytes() < c_bytes) {
+  if (hold && scratch.c.bytes() < c_bytes) {
     constexpr std::size_t kSpare = std::size_t{256} << 20;
     const std::size_t others = growth(scratch, needs_of(p, true), false);
     std::size_t free_bytes = 0, total_bytes = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    beside = free_bytes + scratch.c.bytes() >= c_bytes + others + kSpare;  // (the old scratch C freed first)
+    hold = beside = free_bytes + scratch.c.bytes() >= c_bytes + others + kSpare;  // (the old scratch C freed first)
   }
   // The scan starts where the caller's stream is now (A and B made), not after the previous
-  // call's work on the scratch (`done`), which it does not touch: the host waits for no more.
+  // call's work on the scratch (`done`), which it does not touch: the host waits for no more. Its
+  // stream has the device's highest priority, so its blocks are scheduled before the GEMM's
+  // (which would otherwise fill the GPU and leave the scan, and the host, waiting for it).
   cudaStream_t scan = s;
   if (beside) {
-    if (!scratch.scan_stream) scratch.scan_stream.emplace(cudaStreamNonBlocking);
+    if (!scratch.scan_stream) {
+      int least = 0, greatest = 0;
+      CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+      scratch.scan_stream.emplace(cudaStreamNonBlocking, greatest);
+    }
     if (!scratch.scan_from) scratch.scan_from.emplace();
     scan = scratch.scan_stream->get();
     scratch.scan_from->record(s);
     CUDA_CHECK(cudaStreamWaitEvent(scan, scratch.scan_from->get(), 0));
   }
   if (scratch.used) CUDA_CHECK(cudaStreamWaitEvent(s, scratch.done.get(), 0));
-  const Needs need = needs_of(p, beside);
+  const Needs need = needs_of(p, hold);
   void* slot_a = grown(scratch.a, need.a, "op(A)" + of_gemm);
   void* slot_b = grown(scratch.b, need.b, "op(B)" + of_gemm);
   void* slot_c = grown(scratch.c, need.c, "a scratch C" + of_gemm);
@@ -315,11 +325,11 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
       if (!beside) refuse_found(found, p, s);
     }
     if (waited) t->placed.record(s);
-    void* into = direct_c(p, beside) ? p.c : slot_c;
+    void* into = direct_c(p, hold) ? p.c : slot_c;
     kernels::gpu_gemm(kernel, {p.dtype, p.m, p.n, p.k, a.op, b.op, into, s}, gpu.context);
-    if (beside) refuse_found(found, p, scan);  // the host waits for the scan; the GEMM runs on
+    if (hold) refuse_found(found, p, scan);  // the host waits for the scan; the GEMM runs on
     if (waited) t->computed.record(s);
-    if (!direct_c(p, beside) && p.m > 0 && p.n > 0) {
+    if (!direct_c(p, hold) && p.m > 0 && p.n > 0) {
       const std::size_t row = static_cast<std::size_t>(p.n) * es, ldc_bytes = static_cast<std::size_t>(p.ldc) * es;
       if (p.c_device && p.alpha == 1 && p.beta == 0) {
         CUDA_CHECK(cudaMemcpy2DAsync(p.c, ldc_bytes, slot_c, row, row, static_cast<std::size_t>(p.m),
@@ -342,6 +352,7 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
     }
     scratch.done.record(s);
     scratch.used = true;
+    if (beside && !hold) refuse_found(found, p, scan);  // C is being written: the verdict last
   } catch (...) {
     synchronize_quietly({s, scan});  // the scan too: it may still read A and B, and write `found`
     throw;

@@ -209,11 +209,12 @@ TEST_CASE("multiply(a, b, c, options, stream) on the GPU: ordered on the caller'
     CHECK(first.wrong() == 0);
     CHECK(second.wrong() == 0);
   }
-  // Scanned beside the GEMM with alpha 1, beta 0 (the scratch C copied into C), then refused for
-  // a NaN planted in A on the stream: the refusal names it, and C is as the call found it.
-  {
-    const Case plain{61, 47, 33, false, false, 1, 0, 0};
-    Enqueued<float> e(plain, s1);
+  // Scanned beside the GEMM, then refused for a NaN planted in A on the stream: the refusal names
+  // it. With beta 0 the GEMM wrote C meanwhile: row 1 (A's NaN row) is NaN, the other rows the
+  // product as before. With beta != 0 (the old C an input) C is as the call found it.
+  for (const Case& kind : {Case{61, 47, 33, false, false, 1, 0, 0}, Case{61, 47, 33, false, false, 1, 0.5, 0}}) {
+    INFO("beta " << kind.beta);
+    Enqueued<float> e(kind, s1);
     e.multiply(s1, true);
     REQUIRE_CUDA(cudaStreamSynchronize(s1));
     CHECK(e.wrong() == 0);
@@ -231,7 +232,17 @@ TEST_CASE("multiply(a, b, c, options, stream) on the GPU: ordered on the caller'
     }
     REQUIRE_CUDA(cudaStreamSynchronize(s1));
     REQUIRE_CUDA(cudaMemcpy(after.data(), e.cm, after.size() * sizeof(float), cudaMemcpyDeviceToHost));
-    CHECK(after == before);
+    if (kind.beta != 0) {
+      CHECK(after == before);
+    } else {
+      std::int64_t off = 0;
+      for (std::int64_t i = 0; i < kind.m; ++i)
+        for (std::int64_t j = 0; j < kind.n; ++j) {
+          const std::size_t at = static_cast<std::size_t>(i * e.x.ldc + j);
+          if (i == 1 ? !std::isnan(after[at]) : after[at] != before[at]) ++off;
+        }
+      CHECK(off == 0);
+    }
   }
   // A host-memory product right after (the backend's own stream): it waits for the held work.
   check_case<double>({37, 29, 53, false, false, 1, 0, 0}, {false, false, false});
