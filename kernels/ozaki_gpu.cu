@@ -247,57 +247,66 @@ __global__ void col_ssq(std::int64_t rows, std::int64_t cols, const double* __re
 
 // ---- 2. residues ----------------------------------------------------------------------------------
 
-// A (row-major rows x cols) -> out[l][r][h], h < kp (zeros beyond cols): a thread per 4 elements,
-// rows over y (rows_launch: no division of a 64-bit index per element).
+// Eight residues of one modulus packed into the 8 bytes they are stored as (the lowest h first).
+__device__ __forceinline__ uint2 pack8(int l, const long long (&v)[8]) {
+  const auto byte = [&](int i) { return static_cast<unsigned>(static_cast<unsigned char>(residue(l, v[i]))); };
+  return make_uint2(byte(0) | byte(1) << 8 | byte(2) << 16 | byte(3) << 24,
+                    byte(4) | byte(5) << 8 | byte(6) << 16 | byte(7) << 24);
+}
+
+// A (row-major rows x cols) -> out[l][r][h], h < kp (zeros beyond cols): a thread per 8 elements,
+// one 8-byte store per modulus (kp is a multiple of 32), rows over y (rows_launch: no division of a
+// 64-bit index per element).
 __global__ void residues_rows(std::int64_t rows, std::int64_t cols, std::int64_t kp, const double* __restrict__ x,
                               const int* __restrict__ scale, int n_mod, signed char* __restrict__ out) {
-  const std::int64_t quads = kp / 4;
+  const std::int64_t octets = kp / 8;
   for (std::int64_t r = blockIdx.y * static_cast<std::int64_t>(blockDim.y) + threadIdx.y; r < rows;
        r += static_cast<std::int64_t>(gridDim.y) * blockDim.y) {
     const int s = scale[r];
     const double* row = x + r * cols;
-    for (std::int64_t e = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; e < quads;
+    for (std::int64_t e = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; e < octets;
          e += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-      const std::int64_t h0 = e * 4;
-      long long v[4];
+      const std::int64_t h0 = e * 8;
+      long long v[8];
 #pragma unroll
-      for (int q = 0; q < 4; ++q) v[q] = h0 + q < cols ? llround(scalbn(row[h0 + q], s)) : 0;
+      for (int q = 0; q < 8; ++q) v[q] = h0 + q < cols ? llround(scalbn(row[h0 + q], s)) : 0;
 #pragma unroll
       for (int l = 0; l < ozaki::kMaxModuli; ++l) {
         if (l >= n_mod) break;
-        const char4 packed = make_char4(residue(l, v[0]), residue(l, v[1]), residue(l, v[2]), residue(l, v[3]));
-        *reinterpret_cast<char4*>(out + (l * rows + r) * kp + h0) = packed;
+        *reinterpret_cast<uint2*>(out + (l * rows + r) * kp + h0) = pack8(l, v);
       }
     }
   }
 }
 
 // B (row-major rows=k x cols=n) -> out[l][j][h] (B's columns K-contiguous; np >= n of them, zeros
-// beyond n) through a 32 x 32 tile.
+// beyond n) through a 64 (h) x 32 (j) tile: loaded along B's rows, then each thread turns 8
+// consecutive h of one column into one 8-byte store per modulus (8 threads a column: 64 bytes).
 __global__ void residues_cols(std::int64_t rows, std::int64_t cols, std::int64_t np, std::int64_t kp,
                               const double* __restrict__ x, const int* __restrict__ scale, int n_mod,
                               signed char* __restrict__ out) {
-  __shared__ long long tile[32][33];
+  __shared__ long long tile[64][33];
   const int tx = threadIdx.x, ty = threadIdx.y;  // 32 x 8
-  for (std::int64_t h0 = blockIdx.y * std::int64_t{32}; h0 < kp; h0 += static_cast<std::int64_t>(gridDim.y) * 32) {
-    const std::int64_t j0 = blockIdx.x * std::int64_t{32};
-    const std::int64_t j = j0 + tx;
-    const int s = j < cols ? scale[j] : 0;
+  const int t = ty * 32 + tx, oct = t % 8, jl = t / 8;
+  const std::int64_t j0 = blockIdx.x * std::int64_t{32};
+  const std::int64_t j = j0 + tx, jj = j0 + jl;
+  const int s = j < cols ? scale[j] : 0;
+  for (std::int64_t h0 = blockIdx.y * std::int64_t{64}; h0 < kp; h0 += static_cast<std::int64_t>(gridDim.y) * 64) {
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
+    for (int q = 0; q < 8; ++q) {
       const std::int64_t h = h0 + ty + 8 * q;
       tile[ty + 8 * q][tx] = h < rows && j < cols ? llround(scalbn(x[h * cols + j], s)) : 0;
     }
     __syncthreads();
+    const std::int64_t hh = h0 + 8 * oct;
+    if (jj < np && hh < kp) {
+      long long v[8];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const std::int64_t jj = j0 + ty + 8 * q;
-      if (jj >= np) continue;
-      const long long v = tile[tx][ty + 8 * q];
+      for (int i = 0; i < 8; ++i) v[i] = tile[8 * oct + i][jl];
 #pragma unroll
       for (int l = 0; l < ozaki::kMaxModuli; ++l) {
         if (l >= n_mod) break;
-        out[(l * np + jj) * kp + h0 + tx] = residue(l, v);
+        *reinterpret_cast<uint2*>(out + (l * np + jj) * kp + hh) = pack8(l, v);
       }
     }
     __syncthreads();
@@ -723,13 +732,13 @@ void run_ozaki(const GpuGemm& g, GpuContext& ctx) {
   auto* prods = reinterpret_cast<int*>(base + ws_bytes + rb_bytes + ra_bytes);
 
   profile.mark(0);
-  const Launch for_a = rows_launch(m, kp / 4);
+  const Launch for_a = rows_launch(m, kp / 8);
   residues_rows<<<for_a.grid, for_a.block, 0, g.stream>>>(m, k, kp, a, scale_a, n_mod, ra);
   CUDA_CHECK_LAUNCH();
   if (!b_residues_kept) {
     kept.n_mod = 0;  // (invalid until they are made)
     const dim3 grid(static_cast<unsigned>(ceil_div(np, 32)),
-                    static_cast<unsigned>(std::min<std::int64_t>(kp / 32, kMaxGridY)));
+                    static_cast<unsigned>(std::min<std::int64_t>(ceil_div(kp, 64), kMaxGridY)));
     residues_cols<<<grid, dim3(32, 8), 0, g.stream>>>(k, n, np, kp, b, scale_b, n_mod, rbq);
     CUDA_CHECK_LAUNCH();
     if (g.b_key != 0 && kept.key == g.b_key) {
