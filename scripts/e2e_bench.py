@@ -19,6 +19,7 @@ Cases (issue #14):
   gzip    8192^2 float32 x 8192^2, both stored as h5py writes by default with
           chunks=True, compression="gzip"
   f16     16384^3 stored as float16 (h5py's), C float16: tensor cores on a GPU (issue 43)
+  f16-32768  the same at 32768^3 (issue 43's done-when: against the 32768 case's job)
 
 For each case, interleaved, REPEATS times: tessera on each rank count of --nps (default options,
 `mpirun --bind-to none`), and scripts/torch_baseline.py; each timed as a whole process. The page
@@ -47,6 +48,7 @@ CASES = {
     "proj": dict(m=2_000_000, n=256, k=256, dtype="f32", gzip=False, label="2,000,000×256 · 256×256 f32"),
     "gzip": dict(m=8192, n=8192, k=8192, dtype="f32", gzip=True, label="8192² f32, h5py gzip default"),
     "f16": dict(m=16384, n=16384, k=16384, dtype="f16", gzip=False, label="16384³ stored float16 (C float16)"),
+    "f16-32768": dict(m=32768, n=32768, k=32768, dtype="f16", gzip=False, label="32768³ stored float16 (C float16)"),
     "small": dict(m=1031, n=517, k=263, dtype="f32", gzip=True, label="1031×263 · 263×517 f32 gzip (smoke test)"),
 }
 
