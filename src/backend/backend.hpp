@@ -128,8 +128,9 @@ struct HeldMatrix {
 // `stream` (an opaque cudaStream_t; nullptr: the backend's own) orders the work after the
 // caller's: with `wait` false and all three matrices on the GPU, the call returns once the work is
 // enqueued there (the caller's stream holds it); else it returns when C is complete. With
-// `refuse_nonfinite`, A and B are scanned for NaN and Inf first and the product refused (C
-// untouched) when they hold any.
+// `refuse_nonfinite`, A and B are scanned for NaN and Inf and the product refused when they hold
+// any: C untouched, except where the call is enqueued with all three on the GPU and beta 0 (the
+// scan then runs beside the product, which writes C meanwhile: C holds it, NaN/Inf carried).
 struct HeldProblem {
   DType dtype = DType::f64;
   std::int64_t m = 0, n = 0, k = 0;

@@ -37,14 +37,16 @@ bool used_as_is(const HeldMatrix& x) { return x.device && !x.transposed && x.ld 
 bool overlapped_scan(const HeldProblem& p) {
   return p.refuse_nonfinite && !p.wait && p.a.device && p.b.device && p.c_device;
 }
-// With beta != 0 the old C is an input: beside the scan the GEMM then writes a scratch C, folded
-// into C only once the host has the verdict, so a refusal leaves C as it was. With beta == 0 C is
-// written while the scan runs (a refusal leaves the product as IEEE arithmetic gives it, NaN and
-// Inf carried through, and raises): no C copy per call.
+// With beta != 0 the old C is an input: beside the scan the GEMM then writes its scratch C,
+// folded into C only once the host has the verdict, so a refusal leaves C as it was. With beta == 0
+// C is written while the scan runs (a refusal leaves alpha times the product as IEEE arithmetic
+// gives it, NaN and Inf carried through, and raises): no C copy per call where the kernel can
+// write C itself.
 bool holds_c(const HeldProblem& p) { return overlapped_scan(p) && p.beta != 0; }
-// `hold`: C waits for the verdict in a scratch (holds_c, where the scratch C could be had).
-bool direct_c(const HeldProblem& p, bool hold) {
-  return p.c_device && p.alpha == 1 && p.beta == 0 && p.ldc == p.n && aligned(p.c) && !hold;
+// The kernel writes C itself (else a scratch C that alpha and beta then fold into C; always so
+// where holds_c, whose beta is not 0).
+bool direct_c(const HeldProblem& p) {
+  return p.c_device && p.alpha == 1 && p.beta == 0 && p.ldc == p.n && aligned(p.c);
 }
 
 // Bytes from a matrix's first element to one past its last (rows `ld` apart).
@@ -62,14 +64,14 @@ struct Needs {
   std::size_t a = 0, b = 0, stored = 0, c = 0, found = 0;
 };
 
-Needs needs_of(const HeldProblem& p, bool hold) {
+Needs needs_of(const HeldProblem& p) {
   Needs need;
   const std::size_t es = dtype_size(p.dtype), c_bytes = static_cast<std::size_t>(p.m * p.n) * es;
   if (!used_as_is(p.a)) need.a = bytes_of(p.a, p.dtype);
   if (!used_as_is(p.b)) need.b = bytes_of(p.b, p.dtype);
   for (const HeldMatrix* x : {&p.a, &p.b})
     if (!x->device && x->transposed) need.stored = std::max(need.stored, bytes_of(*x, p.dtype));
-  if (!direct_c(p, hold)) need.c = c_bytes;
+  if (!direct_c(p)) need.c = c_bytes;
   if (!p.c_device && p.beta != 0) need.stored = std::max(need.stored, c_bytes);
   if (p.refuse_nonfinite) need.found = 2 * sizeof(kernels::NonfiniteFound);
   return need;
@@ -243,16 +245,12 @@ std::vector<PhaseTime> gemm_held_complex(Gpu& gpu, HeldScratch& scratch, const H
 
 }  // namespace
 
-// Device bytes the scratch would grow by for `need` (a buffer too small is replaced whole); the
-// scratch C left out where `with_c` is false.
-std::size_t growth(const HeldScratch& scratch, const Needs& need, bool with_c) {
-  const auto more = [](std::size_t want, const kernels::DeviceBuffer& have) { return want > have.bytes() ? want : 0; };
-  return more(need.a, scratch.a) + more(need.b, scratch.b) + (with_c ? more(need.c, scratch.c) : 0) +
-         more(need.stored, scratch.stored) + more(need.found, scratch.found);
-}
-
+// Device bytes the scratch would grow by for p (a buffer too small is replaced whole).
 std::size_t held_bytes_missing(const HeldScratch& scratch, const HeldProblem& p) {
-  return growth(scratch, needs_of(p, holds_c(p)), true);
+  const Needs need = needs_of(p);
+  const auto more = [](std::size_t want, const kernels::DeviceBuffer& have) { return want > have.bytes() ? want : 0; };
+  return more(need.a, scratch.a) + more(need.b, scratch.b) + more(need.c, scratch.c) +
+         more(need.stored, scratch.stored) + more(need.found, scratch.found);
 }
 
 std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::string& kernel, const HeldProblem& p) {
@@ -263,18 +261,7 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
   const cudaStream_t s = p.stream ? static_cast<cudaStream_t>(p.stream) : gpu.stream.get();
   const std::size_t es = dtype_size(p.dtype);
   const std::string of_gemm = fmt::format(" of a {}x{}x{} {} product", p.m, p.n, p.k, dtype_name(p.dtype));
-  // Holding C for the verdict needs a scratch C: taken where the GPU has room for it beside the
-  // other buffers, with some to spare for the GEMM's own; else the scan runs first and the GEMM
-  // writes C itself, as a call that waits does.
-  bool beside = overlapped_scan(p), hold = holds_c(p);
-  const std::size_t c_bytes = static_cast<std::size_t>(p.m * p.n) * es;
-  if (hold && scratch.c.bytes() < c_bytes) {
-    constexpr std::size_t kSpare = std::size_t{256} << 20;
-    const std::size_t others = growth(scratch, needs_of(p, true), false);
-    std::size_t free_bytes = 0, total_bytes = 0;
-    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    hold = beside = free_bytes + scratch.c.bytes() >= c_bytes + others + kSpare;  // (the old scratch C freed first)
-  }
+  const bool beside = overlapped_scan(p), hold = holds_c(p);
   // The scan starts where the caller's stream is now (A and B made), not after the previous
   // call's work on the scratch (`done`), which it does not touch: the host waits for no more. Its
   // stream has the device's highest priority, so its blocks are scheduled before the GEMM's
@@ -292,7 +279,7 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
     CUDA_CHECK(cudaStreamWaitEvent(scan, scratch.scan_from->get(), 0));
   }
   if (scratch.used) CUDA_CHECK(cudaStreamWaitEvent(s, scratch.done.get(), 0));
-  const Needs need = needs_of(p, hold);
+  const Needs need = needs_of(p);
   void* slot_a = grown(scratch.a, need.a, "op(A)" + of_gemm);
   void* slot_b = grown(scratch.b, need.b, "op(B)" + of_gemm);
   void* slot_c = grown(scratch.c, need.c, "a scratch C" + of_gemm);
@@ -325,11 +312,11 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
       if (!beside) refuse_found(found, p, s);
     }
     if (waited) t->placed.record(s);
-    void* into = direct_c(p, hold) ? p.c : slot_c;
+    void* into = direct_c(p) ? p.c : slot_c;
     kernels::gpu_gemm(kernel, {p.dtype, p.m, p.n, p.k, a.op, b.op, into, s}, gpu.context);
     if (hold) refuse_found(found, p, scan);  // the host waits for the scan; the GEMM runs on
     if (waited) t->computed.record(s);
-    if (!direct_c(p, hold) && p.m > 0 && p.n > 0) {
+    if (!direct_c(p) && p.m > 0 && p.n > 0) {
       const std::size_t row = static_cast<std::size_t>(p.n) * es, ldc_bytes = static_cast<std::size_t>(p.ldc) * es;
       if (p.c_device && p.alpha == 1 && p.beta == 0) {
         CUDA_CHECK(cudaMemcpy2DAsync(p.c, ldc_bytes, slot_c, row, row, static_cast<std::size_t>(p.m),

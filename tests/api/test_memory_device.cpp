@@ -210,9 +210,11 @@ TEST_CASE("multiply(a, b, c, options, stream) on the GPU: ordered on the caller'
     CHECK(second.wrong() == 0);
   }
   // Scanned beside the GEMM, then refused for a NaN planted in A on the stream: the refusal names
-  // it. With beta 0 the GEMM wrote C meanwhile: row 1 (A's NaN row) is NaN, the other rows the
-  // product as before. With beta != 0 (the old C an input) C is as the call found it.
-  for (const Case& kind : {Case{61, 47, 33, false, false, 1, 0, 0}, Case{61, 47, 33, false, false, 1, 0.5, 0}}) {
+  // it. With beta 0 the GEMM wrote C meanwhile (itself, or through the scratch C for alpha 1.5 and
+  // rows 3 elements apart): row 1 (A's NaN row) is NaN, the other rows the product as before.
+  // With beta != 0 (the old C an input) C is as the call found it.
+  for (const Case& kind : {Case{61, 47, 33, false, false, 1, 0, 0}, Case{61, 47, 33, false, false, 1.5, 0, 3},
+                           Case{61, 47, 33, false, false, 1, 0.5, 0}}) {
     INFO("beta " << kind.beta);
     Enqueued<float> e(kind, s1);
     e.multiply(s1, true);
@@ -221,7 +223,7 @@ TEST_CASE("multiply(a, b, c, options, stream) on the GPU: ordered on the caller'
     std::vector<float> before(e.x.c0.size()), after(e.x.c0.size());
     REQUIRE_CUDA(cudaMemcpy(before.data(), e.cm, before.size() * sizeof(float), cudaMemcpyDeviceToHost));
     const float nan = std::numeric_limits<float>::quiet_NaN();
-    REQUIRE_CUDA(cudaMemcpyAsync(e.a + 40, &nan, sizeof nan, cudaMemcpyHostToDevice, s1));
+    REQUIRE_CUDA(cudaMemcpyAsync(e.a + e.x.lda + 7, &nan, sizeof nan, cudaMemcpyHostToDevice, s1));
     try {
       e.multiply(s1, true);
       FAIL("accepted");

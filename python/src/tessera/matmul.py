@@ -242,7 +242,8 @@ def matmul(a: Any, b: Any, *, c: Any = None, alpha: complex = 1.0, beta: complex
 
     Raises TesseraError for what tessera refuses (a shape, NaN or Inf in a or b, a kernel), with
     its message; out is then left as it was, unless c was copied into it, or (GPU arrays, beta 0)
-    NaN or Inf was found while the product was written: out then holds that product."""
+    NaN or Inf was found while the product was written: out then holds alpha a b as IEEE
+    arithmetic gives it, NaN/Inf carried through."""
     native = _native()
     if any(_on_gpu(x) for x in (a, b, c, out) if x is not None):
         if backend not in ("auto", "cuda"):
