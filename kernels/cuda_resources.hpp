@@ -139,9 +139,8 @@ class Stream : public OwnedHandle<cudaStream_t, DestroyStream> {
  public:
   Stream() { CUDA_CHECK(cudaStreamCreate(&handle_)); }
   // cudaStreamNonBlocking: a stream that work on the legacy default stream does not wait for,
-  // nor it for that work (ordered only by the events it is given).
-  explicit Stream(unsigned flags) { CUDA_CHECK(cudaStreamCreateWithFlags(&handle_, flags)); }
-  // With a scheduling priority: cudaDeviceGetStreamPriorityRange's numbers, lower is sooner.
+  // nor it for that work (ordered only by the events it is given); `priority` in
+  // cudaDeviceGetStreamPriorityRange's numbers, lower is sooner (0: the default).
   Stream(unsigned flags, int priority) { CUDA_CHECK(cudaStreamCreateWithPriority(&handle_, flags, priority)); }
   void synchronize() const { CUDA_CHECK(cudaStreamSynchronize(handle_)); }
 };
