@@ -216,6 +216,20 @@ void put(std::vector<unsigned char>& out, T v) {
 
 }  // namespace
 
+std::int64_t chunks_tiling(const ChunkLayout& layout, std::int64_t row0, std::int64_t col0, std::int64_t nrows,
+                           std::int64_t ncols) {
+  if (layout.chunk_rows < 1 || layout.chunk_cols < 1 || nrows < 1 || ncols < 1 || row0 < 0 || col0 < 0 ||
+      row0 + nrows > layout.rows || col0 + ncols > layout.cols)
+    return 0;
+  // One dimension: [begin, begin + size) starts a chunk and ends one (or the dataset).
+  const auto whole = [](std::int64_t begin, std::int64_t size, std::int64_t chunk, std::int64_t extent) {
+    return begin % chunk == 0 && ((begin + size) % chunk == 0 || begin + size == extent);
+  };
+  if (!whole(row0, nrows, layout.chunk_rows, layout.rows) || !whole(col0, ncols, layout.chunk_cols, layout.cols))
+    return 0;
+  return ((nrows + layout.chunk_rows - 1) / layout.chunk_rows) * ((ncols + layout.chunk_cols - 1) / layout.chunk_cols);
+}
+
 std::vector<unsigned char> pack(const std::vector<CompressedChunk>& chunks) {
   std::vector<unsigned char> out;
   put<std::uint64_t>(out, chunks.size());

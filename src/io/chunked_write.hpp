@@ -35,6 +35,12 @@ struct ChunkLayout {
   int level = 1;
 };
 
+// How many chunks of `layout` tile the block nrows x ncols at (row0, col0) exactly: each wholly
+// inside it (a chunk at the dataset's edge by its part inside the dataset) and every element of the
+// block in one of them. 0 where the block cuts a chunk, lies outside the dataset or is empty.
+std::int64_t chunks_tiling(const ChunkLayout& layout, std::int64_t row0, std::int64_t col0, std::int64_t nrows,
+                           std::int64_t ncols);
+
 // One chunk, filtered: its first element's place in the dataset, and its bytes.
 struct CompressedChunk {
   std::int64_t row0 = 0, col0 = 0;

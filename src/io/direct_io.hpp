@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,14 @@ class BlockSink {
                            const void* data, const std::vector<CompressedChunk>& ready) {
     (void)ready;
     write_block(row0, col0, nrows, ncols, data);
+  }
+  // A block every element of which lies in `ready`'s chunks (each wholly inside the block), sent
+  // compressed by its rank without the block itself; `seen`: its NaN and Inf as that rank counted
+  // them. Only a sink that compresses C (chunk_layout()) takes one: any other throws logic_error.
+  virtual void write_chunks(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
+                            const std::vector<CompressedChunk>& ready, const NonfiniteCount& seen) {
+    (void)row0, (void)col0, (void)nrows, (void)ncols, (void)ready, (void)seen;
+    throw std::logic_error("write_chunks: this sink does not store compressed chunks");
   }
   // NaN and Inf among the elements written through this sink so far (a product of finite inputs
   // can overflow: the run warns or refuses before it commits C).

@@ -197,6 +197,8 @@ class MatrixWriter : public BlockSink {
                    const void* data) override;
   void write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols, const void* data,
                    const std::vector<CompressedChunk>& ready) override;
+  void write_chunks(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
+                    const std::vector<CompressedChunk>& ready, const NonfiniteCount& seen) override;
   // The chunks and pipeline of a C whose chunks tessera compresses (gzip into a new dataset),
   // for the other ranks to compress theirs (ChunkedWriter::compress_inside); nullopt otherwise.
   std::optional<ChunkLayout> chunk_layout() const;
@@ -223,6 +225,11 @@ class MatrixWriter : public BlockSink {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  // write_block's and write_chunks' part in HDF5: a block as stored (its NaN and Inf counted);
+  // where C is compressed, `ready` stored as they are and the rest of the block (`data`: null
+  // where `ready` tiles it) compressed and stored.
+  void write_counted(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols, const void* data,
+                     const std::vector<CompressedChunk>& ready);
 };
 
 // Read all attributes of a dataset as text (for `verify`, tests and `info`).

@@ -298,6 +298,29 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
     const std::lock_guard<std::mutex> hold(w.nonfinite_lock);
     w.nonfinite.merge(seen);
   }
+  write_counted(row0, col0, nrows, ncols, data, ready);
+}
+
+void MatrixWriter::write_chunks(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
+                                const std::vector<CompressedChunk>& ready, const NonfiniteCount& seen) {
+  Impl& w = *impl_;
+  if (w.committed || (!w.dataset.valid() && !w.in_file))
+    throw IoError("cannot write to " + in_quotes(w.target) + ": the writer is already committed or closed");
+  if (!w.chunked || w.direct_file || converts(w.stored, w.dtype))
+    throw std::logic_error("write_chunks: C is not compressed by tessera as computed");
+  const auto tiles = chunks_tiling(w.chunked->layout(), row0, col0, nrows, ncols);
+  if (tiles == 0 || static_cast<std::size_t>(tiles) != ready.size())
+    throw std::invalid_argument("write_chunks: the chunks do not tile " + block_text(row0, nrows, col0, ncols));
+  {
+    const std::lock_guard<std::mutex> hold(w.nonfinite_lock);
+    w.nonfinite.merge(seen);
+  }
+  write_counted(row0, col0, nrows, ncols, nullptr, ready);  // (each chunk inside, once: the count makes them all)
+}
+
+void MatrixWriter::write_counted(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
+                                 const void* data, const std::vector<CompressedChunk>& ready) {
+  Impl& w = *impl_;
   const std::lock_guard<std::mutex> hold(hdf5::lock());
   ensure_init();
   // Into an existing file, HDF5 has it open only while it writes this block: its space was
@@ -324,7 +347,7 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
       w.chunked->mark_stored(c.row0, c.col0);
       store(c.row0, c.col0, c.bytes);
     }
-    w.chunked->add(row0, col0, nrows, ncols, data, io_threads(), store);
+    if (data != nullptr) w.chunked->add(row0, col0, nrows, ncols, data, io_threads(), store);
     if (w.in_file) {
       file->close(opened, failed);
       file->close(failed);

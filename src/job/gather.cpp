@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <optional>
 #include <string>
@@ -11,6 +12,8 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "io/chunked_write.hpp"
+#include "io/nonfinite.hpp"
 
 namespace tessera::job {
 
@@ -19,17 +22,39 @@ constexpr int kRoot = 0;
 constexpr int kTagBlock = 101;
 constexpr int kTagChunks = 102;
 
-// The chunks wholly inside this rank's block, compressed by its threads, as one message; an empty
-// list where that fails (rank 0 then compresses them: the bytes are the same).
+// What a rank sends rank 0 ahead of its compressed chunks (kTagChunks): the chunks' message size,
+// whether its block follows (kTagBlock), and, where it does not, the block's NaN and Inf.
+struct ChunksHeader {
+  std::uint64_t bytes = 0;
+  std::uint64_t block_follows = 1;
+  double nonfinite = 0, first = 0;
+};
+
+// Rank `rank`'s compressed chunks (those wholly inside its block, compressed by its threads): the
+// message and its header. Where they tile the block, the block itself need not travel: its NaN and
+// Inf are counted here instead. An empty list where compressing fails (rank 0 then compresses
+// them from the block: the bytes are the same).
 std::vector<unsigned char> compressed_inside(const io::ChunkLayout& layout, const partition::Partition& part, int rank,
-                                             const void* c_block) {
+                                             const void* c_block, DType dtype, ChunksHeader& header) {
+  const auto rows = part.rows_of(rank), cols = part.cols_of(rank);
+  std::vector<io::CompressedChunk> chunks;
   try {
-    const auto rows = part.rows_of(rank), cols = part.cols_of(rank);
-    return io::pack(io::ChunkedWriter(layout).compress_inside(rows.begin, cols.begin, rows.size(), cols.size(), c_block,
-                                                              io::io_threads()));
+    chunks = io::ChunkedWriter(layout).compress_inside(rows.begin, cols.begin, rows.size(), cols.size(), c_block,
+                                                       io::io_threads());
   } catch (const std::exception&) {
-    return io::pack({});
+    chunks.clear();
   }
+  const std::int64_t tiles = io::chunks_tiling(layout, rows.begin, cols.begin, rows.size(), cols.size());
+  header.block_follows = !(tiles > 0 && static_cast<std::size_t>(tiles) == chunks.size());
+  if (!header.block_follows) {
+    const io::NonfiniteCount seen =
+        io::count_nonfinite(c_block, dtype, rows.size(), cols.size(), rows.begin, cols.begin, layout.cols);
+    header.nonfinite = seen.count;
+    header.first = seen.first;
+  }
+  std::vector<unsigned char> message = io::pack(chunks);
+  header.bytes = message.size();
+  return message;
 }
 }  // namespace
 
@@ -43,40 +68,43 @@ void gather_and_write(const comm::Comm& comm, const partition::Partition& part, 
     const double t = MPI_Wtime();
     if (rank != kRoot) {
       if (!part.active(rank)) return;
-      std::vector<unsigned char> ready;
-      if (chunks) ready = compressed_inside(*chunks, part, rank, c_block);
-      if (transport.send)
-        transport.send();
-      else
-        comm.send_bytes(c_block, static_cast<std::size_t>(part.c_elements(rank)) * esize, kRoot, kTagBlock);
-      if (chunks) {
-        const std::uint64_t size = ready.size();
-        comm.send_bytes(&size, sizeof size, kRoot, kTagChunks);
+      ChunksHeader header;
+      if (chunks) {  // the chunks first; the block after them only where they do not tile it
+        const std::vector<unsigned char> ready = compressed_inside(*chunks, part, rank, c_block, dtype, header);
+        comm.send_bytes(&header, sizeof header, kRoot, kTagChunks);
         comm.send_bytes(ready.data(), ready.size(), kRoot, kTagChunks);
       }
+      if (transport.send)
+        transport.send();
+      else if (header.block_follows)
+        comm.send_bytes(c_block, static_cast<std::size_t>(part.c_elements(rank)) * esize, kRoot, kTagBlock);
       phases.emplace_back("gather", MPI_Wtime() - t);
       return;
     }
     const int blocks = part.grid().size();
     std::optional<std::string> write_error;
     double write_s = 0, receive_s = 0;
-    // Block r's chunks that its rank compressed (with `chunks`), beside the buffer it arrived in.
+    // Block r's chunks that its rank compressed (with `chunks`), beside the buffer it arrived in;
+    // where they tile the block, its NaN and Inf as that rank counted them, and no block.
     std::vector<io::CompressedChunk> ready[2];
+    std::optional<io::NonfiniteCount> tiled[2];
     const auto receive = [&](int r, void* into) {
       const double t0 = MPI_Wtime();
       const std::size_t bytes = static_cast<std::size_t>(part.c_elements(r)) * esize;
-      if (chunks) comm.await_message(r, kTagBlock);  // rank r compresses first: its core, not a spin here
-      if (transport.receive)
-        transport.receive(r, into, bytes);
-      else
-        comm.recv_bytes(into, bytes, r, kTagBlock);
+      ChunksHeader header;
       if (chunks) {
-        std::uint64_t size = 0;
-        comm.recv_bytes(&size, sizeof size, r, kTagChunks);
-        std::vector<unsigned char> message(static_cast<std::size_t>(size));
+        comm.await_message(r, kTagChunks);  // rank r compresses first: its core, not a spin here
+        comm.recv_bytes(&header, sizeof header, r, kTagChunks);
+        std::vector<unsigned char> message(static_cast<std::size_t>(header.bytes));
         comm.recv_bytes(message.data(), message.size(), r, kTagChunks);
         ready[r % 2] = io::unpack(message);
+        tiled[r % 2].reset();
+        if (!header.block_follows) tiled[r % 2] = io::NonfiniteCount{header.nonfinite, header.first};
       }
+      if (transport.receive)
+        transport.receive(r, into, bytes);
+      else if (header.block_follows)
+        comm.recv_bytes(into, bytes, r, kTagBlock);
       receive_s += MPI_Wtime() - t0;
     };
     // Only this function's one writer thread at a time calls HDF5.
@@ -85,7 +113,10 @@ void gather_and_write(const comm::Comm& comm, const partition::Partition& part, 
       const auto rows = part.rows_of(r), cols = part.cols_of(r);
       const auto t0 = std::chrono::steady_clock::now();
       try {
-        writer->write_block(rows.begin, cols.begin, rows.size(), cols.size(), data, ready[r % 2]);
+        if (r != kRoot && tiled[r % 2])
+          writer->write_chunks(rows.begin, cols.begin, rows.size(), cols.size(), ready[r % 2], *tiled[r % 2]);
+        else
+          writer->write_block(rows.begin, cols.begin, rows.size(), cols.size(), data, ready[r % 2]);
       } catch (const std::exception& e) {
         write_error = e.what();
       }

@@ -24,9 +24,11 @@ namespace tessera::job {
 // host MPI unless `send` (senders) and `receive` (rank 0: rank r's block of `bytes` into `into`) say otherwise, e.g.
 // GPU to GPU. `progress` hears of each block rank 0 writes.
 // With `chunks` (C compressed chunk by chunk, its layout on every rank; host MPI only), each rank
-// but 0 first compresses the chunks wholly inside its block with its own threads and sends them
-// after the block; rank 0 stores them as they are and compresses only its own block's and the
-// chunks that straddle blocks. A rank whose compression fails sends none (rank 0 compresses them).
+// but 0 first compresses the chunks wholly inside its block with its own threads and sends them,
+// then its block only where they do not tile it (chunks straddle blocks): rank 0 stores them as
+// they are and compresses only its own block's and the straddling chunks. A block that does not
+// travel has its NaN and Inf counted by its rank. A rank whose compression fails sends no chunks
+// and its block (rank 0 compresses them).
 using BlockTransport = algorithms::COut::Transport;
 void gather_and_write(const comm::Comm& comm, const partition::Partition& part, DType dtype, void* c_block, void* spare,
                       io::BlockSink* writer, const std::function<void(const std::string&)>& progress,

@@ -14,7 +14,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "algorithms/algorithm.hpp"
 #include "backend/backend.hpp"
@@ -81,6 +83,13 @@ class OutputRoute final : public algorithms::COut {
                      const std::vector<io::CompressedChunk>& ready) override {
       if (beta != 0.0 || ready.empty()) return write_block(row0, col0, rows, cols, data);
       inner->write_block(row0, col0, rows, cols, data, ready);
+      bytes += rows * cols * static_cast<std::int64_t>(esize);
+    }
+    // (Only where no beta C_old is added: OutputRoute::gather compresses on the ranks only then.)
+    void write_chunks(std::int64_t row0, std::int64_t col0, std::int64_t rows, std::int64_t cols,
+                      const std::vector<io::CompressedChunk>& ready, const io::NonfiniteCount& seen) override {
+      if (beta != 0.0) throw std::logic_error("write_chunks: beta C_old is added to blocks, not to chunks");
+      inner->write_chunks(row0, col0, rows, cols, ready, seen);
       bytes += rows * cols * static_cast<std::int64_t>(esize);
     }
     io::NonfiniteCount nonfinite_written() const override { return inner->nonfinite_written(); }

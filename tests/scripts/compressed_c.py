@@ -15,7 +15,7 @@ from common import Runner, check, check_product, leftovers, parser, write
 
 p = parser(__doc__)
 p.add_argument("--compression", default="gzip", choices=["gzip", "lz4", "bzip2"])
-p.add_argument("--case", default="new", choices=["new", "existing", "refusals"])
+p.add_argument("--case", default="new", choices=["new", "existing", "refusals", "tiled"])
 p.add_argument("--hdf5", action="store_true", help="TESSERA_HDF5_DIRECT=0: HDF5 compresses")
 args = p.parse_args()
 
@@ -62,6 +62,35 @@ if args.case == "refusals":
         check("Abort" not in err and "MPI_ABORT" not in err, f"{what}: a clean failure on every rank")
         check(not os.path.exists(r.path("new.h5")) and not leftovers(r.dir), f"{what}: something was written")
         print(f"ok: {what}: {lines[0]}")
+    print("PASS")
+    raise SystemExit(0)
+
+if args.case == "tiled":
+    # 60 x 52 in chunks of 10 x 13: the ranks' blocks (grids 2x1, 3x1, 2x2: rows 30/30 or 20/20/20,
+    # columns 52 or 26/26) are whole chunks, so a rank sends its chunks alone, not its block, and
+    # counts the block's NaN and Inf itself (job/gather.cpp; panels: summa's blocks travel by its
+    # own link and rank 0 compresses them). Row 45 (the last rank's rows) overflows float32: every
+    # one of its 52 elements is +Inf, which rank 0 must still report, with the first one's place.
+    m, n = 60, 52
+    a = (rng.random((m, k)) * 2 - 1).astype(np.float32)
+    a[45, :] = 1e38
+    b = (rng.random((k, n)) + 0.25).astype(np.float32)  # 19 terms >= 2.5e37 each: the sum overflows
+    write(r.path("tiled.h5"), "/A", a)
+    write(r.path("tiled.h5"), "/B", b)
+    res = r.run(["run", "--a", r.path("tiled.h5") + ":/A", "--b", r.path("tiled.h5") + ":/B", "--backend", "cpu",
+                 "-q", "--c", out + ":/C", "--chunk", "10x13", "--compression", "gzip", "--algorithm", "panels", "--report",
+                 r.path("report.json")], env=env)
+    warned = [ln for ln in res.stderr.splitlines() if "warning" in ln and "non-finite" in ln]
+    check(len(warned) == 1 and "52 non-finite" in warned[0] and "(45, 0)" in warned[0],
+          f"one warning naming 52 non-finite values from (45, 0): {warned}")
+    with h5py.File(out, "r") as f:
+        c = f["/C"][...]
+    check(c.shape == (m, n) and c.dtype == np.float32, f"C is {c.dtype} {c.shape}")
+    check(np.all(np.isposinf(c[45])), "row 45 must be +Inf")
+    rows = [i for i in range(m) if i != 45]
+    check_product(a[rows].astype(np.float64), b.astype(np.float64), c[rows], np.float32)
+    check(not leftovers(r.dir), "a temporary file is left")
+    print(f"ok: tiled blocks on {args.np} rank(s): C right, the overflow counted and placed")
     print("PASS")
     raise SystemExit(0)
 

@@ -158,3 +158,22 @@ TEST_CASE("add() stores chunks in order while its threads compress the next; a f
     CHECK(stores == 10);
   }
 }
+
+TEST_CASE("chunks_tiling counts the chunks that tile a block exactly, and 0 where a block cuts one", "[io][chunked]") {
+  using tessera::io::ChunkLayout;
+  using tessera::io::chunks_tiling;
+  const ChunkLayout l{60, 52, 10, 13, 4, false, 1};
+  CHECK(chunks_tiling(l, 0, 0, 60, 52) == 24);   // the whole dataset
+  CHECK(chunks_tiling(l, 30, 26, 30, 26) == 6);  // a 2 x 2 grid's last block
+  CHECK(chunks_tiling(l, 20, 0, 20, 52) == 8);   // rows 20-40: two chunk rows
+  CHECK(chunks_tiling(l, 0, 0, 25, 52) == 0);    // ends inside a chunk row
+  CHECK(chunks_tiling(l, 5, 0, 10, 52) == 0);    // starts inside one
+  CHECK(chunks_tiling(l, 0, 13, 60, 20) == 0);   // columns 13-33 end inside a chunk
+  CHECK(chunks_tiling(l, 0, 0, 0, 52) == 0);     // empty
+  CHECK(chunks_tiling(l, 50, 0, 20, 52) == 0);   // past the dataset
+  // The dataset's edge ends a chunk that reaches past it: 67 x 53 in chunks of 10 x 13.
+  const ChunkLayout edge{67, 53, 10, 13, 4, false, 1};
+  CHECK(chunks_tiling(edge, 60, 52, 7, 1) == 1);
+  CHECK(chunks_tiling(edge, 30, 0, 37, 53) == 4 * 5);
+  CHECK(chunks_tiling(edge, 30, 0, 36, 53) == 0);
+}
