@@ -14,8 +14,9 @@
 // pipeline (io/matrix_writer.cpp); everything else is left to HDF5.
 //
 // Every rank may compress its own part (job/gather.hpp): the chunks that lie wholly inside its
-// block of C (compress_inside), sent to rank 0 beside the block, which stores them as they came
-// (mark_stored) and compresses only the chunks that straddle blocks. The bytes are the same
+// block of C (compress_inside), sent to rank 0 (with the block only where they do not tile it),
+// which stores them as they came (mark_stored, or MatrixWriter::write_chunks for a tiled block)
+// and compresses only the chunks that straddle blocks. The bytes are the same
 // whoever compresses them.
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,6 @@
 #include "job/gather.hpp"
 
+#include <fmt/format.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/log.hpp"
 #include "io/chunked_write.hpp"
 #include "io/nonfinite.hpp"
 
@@ -37,24 +39,26 @@ struct ChunksHeader {
 std::vector<unsigned char> compressed_inside(const io::ChunkLayout& layout, const partition::Partition& part, int rank,
                                              const void* c_block, DType dtype, ChunksHeader& header) {
   const auto rows = part.rows_of(rank), cols = part.cols_of(rank);
-  std::vector<io::CompressedChunk> chunks;
   try {
-    chunks = io::ChunkedWriter(layout).compress_inside(rows.begin, cols.begin, rows.size(), cols.size(), c_block,
-                                                       io::io_threads());
-  } catch (const std::exception&) {
-    chunks.clear();
+    const std::vector<io::CompressedChunk> chunks = io::ChunkedWriter(layout).compress_inside(
+        rows.begin, cols.begin, rows.size(), cols.size(), c_block, io::io_threads());
+    const std::int64_t tiles = io::chunks_tiling(layout, rows.begin, cols.begin, rows.size(), cols.size());
+    header.block_follows = !(tiles > 0 && static_cast<std::size_t>(tiles) == chunks.size());
+    if (!header.block_follows) {
+      const io::NonfiniteCount seen =
+          io::count_nonfinite(c_block, dtype, rows.size(), cols.size(), rows.begin, cols.begin, layout.cols);
+      header.nonfinite = seen.count;
+      header.first = seen.first;
+    }
+    std::vector<unsigned char> message = io::pack(chunks);
+    header.bytes = message.size();
+    return message;
+  } catch (const std::exception&) {  // (out of memory): no chunks, the block follows; rank 0 is never left waiting
+    header = ChunksHeader{};
+    std::vector<unsigned char> none = io::pack({});
+    header.bytes = none.size();
+    return none;
   }
-  const std::int64_t tiles = io::chunks_tiling(layout, rows.begin, cols.begin, rows.size(), cols.size());
-  header.block_follows = !(tiles > 0 && static_cast<std::size_t>(tiles) == chunks.size());
-  if (!header.block_follows) {
-    const io::NonfiniteCount seen =
-        io::count_nonfinite(c_block, dtype, rows.size(), cols.size(), rows.begin, cols.begin, layout.cols);
-    header.nonfinite = seen.count;
-    header.first = seen.first;
-  }
-  std::vector<unsigned char> message = io::pack(chunks);
-  header.bytes = message.size();
-  return message;
 }
 }  // namespace
 
@@ -84,8 +88,8 @@ void gather_and_write(const comm::Comm& comm, const partition::Partition& part, 
     const int blocks = part.grid().size();
     std::optional<std::string> write_error;
     double write_s = 0, receive_s = 0;
-    // Block r's chunks that its rank compressed (with `chunks`), beside the buffer it arrived in;
-    // where they tile the block, its NaN and Inf as that rank counted them, and no block.
+    // Block r's chunks that its rank compressed (with `chunks`); where they tile the block, its NaN
+    // and Inf as that rank counted them and no block (else the block, in the buffer it arrived in).
     std::vector<io::CompressedChunk> ready[2];
     std::optional<io::NonfiniteCount> tiled[2];
     const auto receive = [&](int r, void* into) {
@@ -113,10 +117,13 @@ void gather_and_write(const comm::Comm& comm, const partition::Partition& part, 
       const auto rows = part.rows_of(r), cols = part.cols_of(r);
       const auto t0 = std::chrono::steady_clock::now();
       try {
-        if (r != kRoot && tiled[r % 2])
+        if (r != kRoot && tiled[r % 2]) {
+          log::debug(fmt::format("C: block {} stored as its rank's {} compressed chunks (the block stayed there)", r,
+                                 ready[r % 2].size()));
           writer->write_chunks(rows.begin, cols.begin, rows.size(), cols.size(), ready[r % 2], *tiled[r % 2]);
-        else
+        } else {
           writer->write_block(rows.begin, cols.begin, rows.size(), cols.size(), data, ready[r % 2]);
+        }
       } catch (const std::exception& e) {
         write_error = e.what();
       }

@@ -27,8 +27,8 @@ namespace tessera::job {
 // but 0 first compresses the chunks wholly inside its block with its own threads and sends them,
 // then its block only where they do not tile it (chunks straddle blocks): rank 0 stores them as
 // they are and compresses only its own block's and the straddling chunks. A block that does not
-// travel has its NaN and Inf counted by its rank. A rank whose compression fails sends no chunks
-// and its block (rank 0 compresses them).
+// travel has its NaN and Inf counted by its rank. A rank whose compression fails sends an empty
+// list of chunks, then its block (rank 0 compresses them).
 using BlockTransport = algorithms::COut::Transport;
 void gather_and_write(const comm::Comm& comm, const partition::Partition& part, DType dtype, void* c_block, void* spare,
                       io::BlockSink* writer, const std::function<void(const std::string&)>& progress,

@@ -66,31 +66,39 @@ if args.case == "refusals":
     raise SystemExit(0)
 
 if args.case == "tiled":
-    # 60 x 52 in chunks of 10 x 13: the ranks' blocks (grids 2x1, 3x1, 2x2: rows 30/30 or 20/20/20,
-    # columns 52 or 26/26) are whole chunks, so a rank sends its chunks alone, not its block, and
-    # counts the block's NaN and Inf itself (job/gather.cpp; panels: summa's blocks travel by its
-    # own link and rank 0 compresses them). Row 45 (the last rank's rows) overflows float32: every
-    # one of its 52 elements is +Inf, which rank 0 must still report, with the first one's place.
+    # 60 x 52 in chunks of 10 x 13, on grids of whole chunks (2x1, 3x1, 2x2: rows 30/30 or 20/20/20,
+    # columns 52 or 26/26): each rank but 0 sends its chunks alone, not its block, and counts the
+    # block's NaN and Inf itself (job/gather.cpp; panels: summa's blocks travel by its own link and
+    # rank 0 compresses them). Row 45 (in the last rank row of the grid) overflows float32 in its
+    # columns 26-51 only (B's columns 0-25 scaled down): 26 +Inf, the first at (45, 26), which
+    # rank 0 must still report from the counts the ranks sent.
+    grid = {2: "2x1", 3: "3x1", 4: "2x2"}[args.np]
     m, n = 60, 52
     a = (rng.random((m, k)) * 2 - 1).astype(np.float32)
     a[45, :] = 1e38
     b = (rng.random((k, n)) + 0.25).astype(np.float32)  # 19 terms >= 2.5e37 each: the sum overflows
+    b[:, :26] *= np.float32(0.01)  # ... but not in columns 0-25 (<= 2.4e37 a row)
     write(r.path("tiled.h5"), "/A", a)
     write(r.path("tiled.h5"), "/B", b)
     res = r.run(["run", "--a", r.path("tiled.h5") + ":/A", "--b", r.path("tiled.h5") + ":/B", "--backend", "cpu",
-                 "-q", "--c", out + ":/C", "--chunk", "10x13", "--compression", "gzip", "--algorithm", "panels", "--report",
-                 r.path("report.json")], env=env)
+                 "-q", "--c", out + ":/C", "--chunk", "10x13", "--compression", "gzip", "--algorithm", "panels",
+                 "--grid", grid, "--log-level", "debug", "--report", r.path("report.json")], env=env)
+    check(json.load(open(r.path("report.json")))["grid"] == {"rows": int(grid[0]), "cols": int(grid[2])},
+          f"the grid is not {grid}")
+    stayed = [ln for ln in res.stderr.splitlines() if "the block stayed there" in ln]
+    check(len(stayed) == args.np - 1, f"{args.np - 1} blocks must stay on their ranks: {stayed}")
     warned = [ln for ln in res.stderr.splitlines() if "warning" in ln and "non-finite" in ln]
-    check(len(warned) == 1 and "52 non-finite" in warned[0] and "(45, 0)" in warned[0],
-          f"one warning naming 52 non-finite values from (45, 0): {warned}")
+    check(len(warned) == 1 and "26 non-finite" in warned[0] and "(45, 26)" in warned[0],
+          f"one warning naming 26 non-finite values from (45, 26): {warned}")
     with h5py.File(out, "r") as f:
         c = f["/C"][...]
     check(c.shape == (m, n) and c.dtype == np.float32, f"C is {c.dtype} {c.shape}")
-    check(np.all(np.isposinf(c[45])), "row 45 must be +Inf")
+    check(np.all(np.isposinf(c[45, 26:])) and np.all(np.isfinite(c[45, :26])), "row 45: +Inf from column 26 on")
     rows = [i for i in range(m) if i != 45]
     check_product(a[rows].astype(np.float64), b.astype(np.float64), c[rows], np.float32)
+    check_product(a[45:46].astype(np.float64), b[:, :26].astype(np.float64), c[45:46, :26], np.float32)
     check(not leftovers(r.dir), "a temporary file is left")
-    print(f"ok: tiled blocks on {args.np} rank(s): C right, the overflow counted and placed")
+    print(f"ok: grid {grid}, {len(stayed)} blocks stayed on their ranks: C right, the overflow counted and placed")
     print("PASS")
     raise SystemExit(0)
 
