@@ -16,7 +16,11 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
 fi
 cmake --build "$build" -j "$(nproc)"
 status=0
-ctest --test-dir "$build" --output-on-failure -j "$(nproc)" "$@" || status=$?
+# Twice as many tests at once as cores: most are MPI launches that wait more than they compute (each
+# holds as many slots as ranks, PROCESSORS); on the 2-core CI machine the suite takes ~1200 s
+# instead of ~1700 s. Tests that time a run, build in the build folder or start daemons run alone
+# (RUN_SERIAL).
+ctest --test-dir "$build" --output-on-failure -j "$((2 * $(nproc)))" "$@" || status=$?
 if [ "$status" != 0 ]; then
   # Each failed test's verdict again, at the end where a log cut to its tail still shows it.
   python3 "$repo/scripts/ctest_tails.py" "$build" || true

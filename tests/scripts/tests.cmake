@@ -117,7 +117,8 @@ endforeach()
 
 # The README's demo command, as written (setup is a no-op once installed; the build is reused).
 add_test(NAME readme.demo COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/demo.sh)
-set_tests_properties(readme.demo PROPERTIES TIMEOUT 600 PROCESSORS 2
+# RUN_SERIAL: demo.sh builds in this build folder, which no other test may run from meanwhile.
+set_tests_properties(readme.demo PROPERTIES TIMEOUT 600 RUN_SERIAL TRUE
   ENVIRONMENT "TESSERA_BUILD_DIR=${PROJECT_BINARY_DIR};TESSERA_DEMO_SIZE=512;TESSERA_DEMO_DIR=${CMAKE_CURRENT_BINARY_DIR}/demo-work;OMPI_MCA_btl_vader_single_copy_mechanism=none")
 file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/demo-work)
 # The README's five-minute tour, every command as written, against this build.
