@@ -4,6 +4,7 @@ the work done with a percentage and an ETA, and `auto` turns it on for a run tha
 although the machine model predicted well under 5 s (the model was measured on another machine);
 off on a terminal, and auto in a batch log of a short run, print none; --progress on in a batch
 log prints plain lines, never a rewritten one."""
+import json
 import os
 import pty
 import select
@@ -88,15 +89,21 @@ elif args.case == "log-level":
     check(res.returncode == 2 and "--log-level" in res.stderr, "a bad level is a usage error")
 elif args.case == "progress-terminal":
     # The run must pass 3 s on any machine without costing CPU: every rank holds 3 s as the compute
-    # phase begins (TESSERA_TEST_HOLD), then computes for a second or more (several of the
-    # ticker's 0.5 s ticks); under the sanitizers (TESSERA_TEST_TIME_SCALE) a smaller product does.
+    # phase begins (TESSERA_TEST_HOLD), then computes for about 1.5 s (three of the ticker's 0.5 s
+    # ticks), the size chosen from a timed run of 500^3 on this machine (or build: sanitizers).
+    def naive(n):
+        return run_args(n, "--algorithm", "summa", "--kernel", "cpu-naive", "--panel-width", "50")
+    inputs(500)
+    r.run(naive(500) + ["--report", r.path("calibrate.json")])
+    with open(r.path("calibrate.json")) as fh:
+        t500 = max(json.load(fh)["ranks"][0]["phases"]["compute"], 1e-3)
+    n = int(min(2500, max(500, 500 * (1.5 / t500) ** (1 / 3))))
+    print(f"500^3 computed in {t500:.3f} s here: n = {n}")
     os.environ["TESSERA_TEST_HOLD"] = "compute:3"
-    n = 1300 if float(os.environ.get("TESSERA_TEST_TIME_SCALE", "1")) <= 1 else 900
     inputs(n)
-    slow = run_args(n, "--algorithm", "summa", "--kernel", "cpu-naive", "--panel-width", "50")
+    slow = naive(n)
     plan = r.run(["run", "--dry-run", "--m", str(n), "--n", str(n), "--k", str(n), "--backend", "cpu",
                   "--algorithm", "summa", "--report", "-"], np_=1)
-    import json
     predicted = json.loads(plan.stdout)["predicted_seconds"]
     check(predicted < 5, f"the model must predict a short run here (it says {predicted:.1f} s)")
     t0 = time.monotonic()
