@@ -68,12 +68,12 @@ if [[ " $parts " == *" tests "* ]]; then
   # crash sweeps (tests/scripts/crash_sweep.py: ~25 s each under the sanitizers, ~50 s on 3 ranks)
   # the journal's paths run under them once each: a new dataset killed, a full disk, SIGTERM and
   # SIGINT, two writers; the other files and the 3-rank sweeps run in the main suite only. The kill
-  # and full-disk sweeps stop at every third write here (TESSERA_CRASH_SWEEP_STRIDE; the main suite
+  # and full-disk sweeps stop at every third write here (TESSERA_TEST_CRASH_SWEEP_STRIDE; the main suite
   # stops at every one): ~25-70 s each under the sanitizers otherwise, most of this stage. The
   # command-line tests (cli.*: hundreds of 2-rank launches, 210 s under the sanitizers on 2 cores,
   # each holding both) run in the main suite only: fuzz_options runs the same parser under them.
   set +e
-  TESSERA_CRASH_SWEEP_STRIDE=3 \
+  TESSERA_TEST_CRASH_SWEEP_STRIDE=3 \
   ASAN_OPTIONS="detect_leaks=1:exitcode=0:check_initialization_order=1:strict_init_order=1:log_path=$reports/asan" \
   UBSAN_OPTIONS="$ubsan_opts:log_path=$reports/ubsan" LSAN_OPTIONS="$lsan_opts" \
     ctest --test-dir "$build" --output-on-failure -j "$jobs" -L '^(unit|mpi)$' \

@@ -6,7 +6,7 @@ file must hold every earlier object unchanged and either no new C (or the old C)
 byte for byte the file it was - or the complete new C with its attributes; no journal or
 temporary file may stay.
 
-TESSERA_CRASH_SWEEP_STRIDE=S (scripts/sanitize.sh: 3) stops at N = 1, 1+S, 1+2S, ... only, for the kill
+TESSERA_TEST_CRASH_SWEEP_STRIDE=S (scripts/sanitize.sh: 3) stops at N = 1, 1+S, 1+2S, ... only, for the kill
 and enospc sweeps: under the sanitizers a process runs several times slower, and every write is
 swept by the main suite; S odd keeps the kill sweep alternating between recover and the next run.
 
@@ -173,9 +173,9 @@ outcomes = {}
 stops = 0
 first_in_commit = 0
 # The signal sweeps must hit the commit's few writes: every write, always.
-stride = max(1, int(os.environ.get("TESSERA_CRASH_SWEEP_STRIDE", "1"))) if args.stop in ("kill", "enospc") else 1
+stride = max(1, int(os.environ.get("TESSERA_TEST_CRASH_SWEEP_STRIDE", "1"))) if args.stop in ("kill", "enospc") else 1
 if stride > 1:
-    print(f"stops at writes 1, {1 + stride}, {1 + 2 * stride}, ... (TESSERA_CRASH_SWEEP_STRIDE={stride})")
+    print(f"stops at writes 1, {1 + stride}, {1 + 2 * stride}, ... (TESSERA_TEST_CRASH_SWEEP_STRIDE={stride})")
 for nth in range(1, 400 * stride, stride):
     with open(pristine, "rb") as src, open(data, "wb") as dst:
         dst.write(src.read())
