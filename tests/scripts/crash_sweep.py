@@ -221,7 +221,7 @@ for nth in range(1, 400 * stride, stride):
     outcomes[state] = outcomes.get(state, 0) + 1
 else:
     fail("the run never completed")
-check(stops * stride >= 10, f"only {stops} stop(s) at every {stride}th write before the run completed: is the hook "
+check(stops * stride >= 10, f"only {stops} stop(s), {stride} write(s) apart, before the run completed: is the hook "
                             "counting?")
 if args.stop in ("TERM", "INT") and args.case == "overwrite":
     check(outcomes.get("committed despite the signal", 0) >= 1, "no stop fell inside the commit")
