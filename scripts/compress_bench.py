@@ -16,7 +16,7 @@ for name, rows, cols, seed in (("a", 16384, 64, 1), ("b", 64, 16384, 2)):
                            "--seed", str(seed), "--overwrite"], stdout=subprocess.DEVNULL)
 variants = {"none": [], "gzip1": ["--compression", "gzip", "--compression-level", "1"],
             "gzip1-shuffle": ["--compression", "gzip", "--compression-level", "1", "--shuffle"],
-            "lz4": ["--compression", "lz4"]}
+            "lz4": ["--compression", "lz4"], "lz4-shuffle": ["--compression", "lz4", "--shuffle"]}
 res = {v: [] for v in variants}
 cbytes = 16384 * 16384 * 4
 for rep in range(3):

@@ -90,6 +90,7 @@ have_header /usr/include/toml++/toml.h         || missing+=(libtomlplusplus-dev)
 command -v help2man >/dev/null                 || missing+=(help2man)  # the man page, written at build time
 have_header /usr/include/libdeflate.h          || missing+=(libdeflate-dev)  # parallel inflate of gzip inputs
 have_header /usr/include/liblzf/lzf.h /usr/include/lzf.h || missing+=(liblzf-dev)  # h5py's LZF inputs
+have_header /usr/include/lz4.h                 || missing+=(liblz4-dev)  # LZ4-compressed C by tessera's threads
 # OpenBLAS itself, not only some cblas.h (reference BLAS ships one too)
 have_header /usr/lib/*/libopenblas.so /usr/lib/*/openblas*/libopenblas.so /usr/lib/libopenblas.so \
   || missing+=(libopenblas-dev)

@@ -66,8 +66,9 @@ struct MachineModel {
   double cpu_flops_f64 = 50e9;
   // Compressing C (--compression), bytes of C per second: gzip per thread of rank 0's pool
   // (libdeflate, level 1 with shuffle: 80 MB/s a core on the 2-core development machine,
-  // 2026-12-04), lz4 and bzip2 through HDF5's pipeline on one thread (h5py with hdf5plugin's
-  // filters on the same machine, 2026-12-05: lz4 700-950 MB/s, bzip2 10 MB/s).
+  // 2026-12-04); lz4 per thread too (tessera's threads where built with liblz4, else HDF5's
+  // pipeline on one: h5py with hdf5plugin's filter on the same machine, 2026-12-05, 700-950 MB/s);
+  // bzip2 through HDF5's pipeline on one thread (10 MB/s).
   double gzip_bytes_per_s_per_thread = 80e6;
   double lz4_bytes_per_s = 700e6;
   double bzip2_bytes_per_s = 10e6;
@@ -82,10 +83,10 @@ struct MachineModel {
   std::int64_t nccl_p2p_receive_gpu_bytes = 512ll << 20;
 
   // Seconds rank 0 spends compressing `bytes` of C with `compression` on `threads` threads (0 for
-  // none or an unknown name).
+  // none or an unknown name; bzip2 takes one).
   double compress_seconds(const std::string& compression, double bytes, int threads) const {
     if (compression == "gzip") return bytes / (gzip_bytes_per_s_per_thread * std::max(1, threads));
-    if (compression == "lz4") return bytes / lz4_bytes_per_s;
+    if (compression == "lz4") return bytes / (lz4_bytes_per_s * std::max(1, threads));
     if (compression == "bzip2") return bytes / bzip2_bytes_per_s;
     return 0;
   }

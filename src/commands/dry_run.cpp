@@ -126,7 +126,7 @@ std::string to_text(const Footprint& f, const algorithms::Problem& p, const std:
   out += fmt::format("  C written     {}\n", to_root ? "by rank 0" : "in place, every rank its own rows");
   if (at.compress > 0)
     out += fmt::format("  compressed    {} on rank 0{}: {:.2f} s, part of the write\n", p.compression,
-                       p.compression == "gzip"
+                       p.compress_threads > 1 || p.compression == "gzip"
                            ? fmt::format(" by {} thread{}", p.compress_threads, p.compress_threads == 1 ? "" : "s")
                            : " (HDF5's filter, one thread)",
                        at.compress);
@@ -160,7 +160,7 @@ algorithms::Problem problem_of(const job::RunOptions& o, const job::JobOptions& 
   p.compression = o.compression.empty() ? "none" : o.compression;
   // Rank 0's share of this machine's cores, as a run here would give its pool.
   const int per_node = p.ranks_per_node > 0 ? p.ranks_per_node : ranks;
-  p.compress_threads = std::max(1, io::io_threads() / std::max(1, per_node));
+  p.compress_threads = io::compression_threads(p.compression, std::max(1, io::io_threads() / std::max(1, per_node)));
   return p;
 }
 

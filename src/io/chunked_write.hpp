@@ -1,12 +1,14 @@
 #pragma once
-// Parallel writing of a chunked, gzip-compressed C (issue 43 item 4): `run --compression gzip`.
+// Parallel writing of a chunked, compressed C (issue 43 item 4): `run --compression gzip|lz4`.
 //
 // HDF5 compresses the chunks of one H5Dwrite on the calling thread, one after the other: a
 // compressed C would be written at the speed of one core's deflate. Here the blocks of C are cut
-// into their chunks, each chunk shuffled (where asked) and deflated by a pool of threads that never
-// enter HDF5, and the calling thread hands the finished chunks to HDF5 with H5Dwrite_chunk (the
-// "direct chunk write": HDF5 only stores them and indexes them). The bytes are what HDF5's own
-// pipeline [shuffle,] deflate would write, so h5py and every HDF5 reader read them as usual.
+// into their chunks, each chunk shuffled (where asked) and compressed by a pool of threads that
+// never enter HDF5, and the calling thread hands the finished chunks to HDF5 with H5Dwrite_chunk
+// (the "direct chunk write": HDF5 only stores them and indexes them). The bytes are what HDF5's
+// pipeline [shuffle,] deflate, or [shuffle,] the registered LZ4 filter 32004 (the one h5py users
+// write through hdf5plugin.LZ4), would write, so every HDF5 reader with that filter reads them as
+// usual; the LZ4 one needs no plugin here, only to be read.
 //
 // A chunk is finished when every one of its elements inside the dataset has arrived: blocks may
 // come in any order and cut chunks anywhere (the blocks of several ranks, gathered); the pieces
@@ -28,12 +30,20 @@
 
 namespace tessera::io {
 
+// The compression of each chunk: deflate (a zlib stream at `level`, HDF5's filter 1) or LZ4 (HDF5's
+// registered filter 32004: an 8-byte big-endian size, a 4-byte block size, then each block as a
+// 4-byte big-endian length and LZ4 bytes, or the block as is where LZ4 would not shrink it).
+enum class Codec : int { deflate = 0, lz4 = 1 };
+// Whether this build compresses `codec` itself (LZ4 needs liblz4 at build time; deflate always).
+bool codec_built(Codec codec);
+
 // The dataset and pipeline a ChunkedWriter writes: what another rank needs to compress its part.
 struct ChunkLayout {
   std::int64_t rows = 0, cols = 0, chunk_rows = 0, chunk_cols = 0;
   std::size_t esize = 0;
   bool shuffle = false;
-  int level = 1;
+  int level = 1;  // deflate's, 1-9; 1 for LZ4 (the filter's default acceleration)
+  Codec codec = Codec::deflate;
 };
 
 // How many chunks of `layout` tile the block nrows x ncols at (row0, col0) exactly: each wholly
@@ -54,13 +64,14 @@ std::vector<CompressedChunk> unpack(const std::vector<unsigned char>& message);
 class ChunkedWriter {
  public:
   // A rows x cols dataset of `esize`-byte elements in chunks of chunk_rows x chunk_cols, filtered
-  // by shuffle (if `shuffle`) then deflate at `level` (1-9).
+  // by shuffle (if `shuffle`) then deflate at `level` (1-9) or LZ4 (`level` 1). std::invalid_argument
+  // for a codec this build lacks (codec_built) or an LZ4 chunk of 2 GiB or more (the filter's limit).
   ChunkedWriter(std::int64_t rows, std::int64_t cols, std::int64_t chunk_rows, std::int64_t chunk_cols,
-                std::size_t esize, bool shuffle, int level);
+                std::size_t esize, bool shuffle, int level, Codec codec = Codec::deflate);
   explicit ChunkedWriter(const ChunkLayout& layout)
       : ChunkedWriter(layout.rows, layout.cols, layout.chunk_rows, layout.chunk_cols, layout.esize, layout.shuffle,
-                      layout.level) {}
-  ChunkLayout layout() const { return {rows_, cols_, chunk_rows_, chunk_cols_, esize_, shuffle_, level_}; }
+                      layout.level, layout.codec) {}
+  ChunkLayout layout() const { return {rows_, cols_, chunk_rows_, chunk_cols_, esize_, shuffle_, level_, codec_}; }
 
   // The chunks wholly inside a block (nrows x ncols at (row0, col0), row-major; a chunk at the
   // dataset's edge counts by its part inside the dataset), filtered by `threads` threads: what
@@ -94,6 +105,7 @@ class ChunkedWriter {
   std::size_t esize_;
   bool shuffle_;
   int level_;
+  Codec codec_;
   std::map<std::pair<std::int64_t, std::int64_t>, Waiting> waiting_;  // by chunk (row, col) index
   std::set<std::pair<std::int64_t, std::int64_t>> stored_;            // mark_stored's, by index
 };

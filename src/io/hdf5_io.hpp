@@ -140,6 +140,10 @@ struct WriteOptions {
 // The HDF5 filter id of a compression written through its plugin ("lz4", "bzip2"), or 0
 // for a name that is none of them.
 int filter_plugin_id(const std::string& name);
+// The threads that compress a C of `compression` ("gzip", "lz4", ...) out of a pool of `threads`:
+// the pool where tessera compresses it itself (gzip; lz4 where built with liblz4), else 1 (HDF5's
+// filter pipeline, on the writing thread).
+int compression_threads(const std::string& compression, int threads);
 
 // Several results written into one new file and committed together (the products of one launch:
 // job/launch.hpp). The first MatrixWriter given the batch creates the file under its temporary name

@@ -44,10 +44,22 @@ bool wants_chunks(const WriteOptions& opts) {
   return !opts.chunk.empty() || opts.gzip_level > 0 || opts.plugin_filter > 0 || opts.shuffle;
 }
 
+constexpr int kLz4Filter = 32004;
+
+// The compression tessera's threads do themselves (io/chunked_write.hpp) for a new rows x cols
+// dataset written with `opts`: gzip always, LZ4 where this build has liblz4; none for a batch's 3-D
+// C, an empty one, or under TESSERA_HDF5_DIRECT=0 (every byte left to HDF5).
+std::optional<Codec> own_codec(std::int64_t rows, std::int64_t cols, const WriteOptions& opts) {
+  if (opts.matrices > 0 || rows < 1 || cols < 1 || !direct_io_enabled()) return std::nullopt;
+  if (opts.gzip_level > 0 && opts.plugin_filter == 0) return Codec::deflate;
+  if (opts.plugin_filter == kLz4Filter && codec_built(Codec::lz4)) return Codec::lz4;
+  return std::nullopt;
+}
+
 // The new dataset's creation properties: attributes in creation order; chunks (--chunk, else up
-// to 256 x 256) and gzip where asked for and the matrix has elements.
+// to 256 x 256) and the compression where asked for and the matrix has elements.
 Handle creation_properties(const DatasetRef& target, std::int64_t rows, std::int64_t cols, DType dtype,
-                           const WriteOptions& opts) {
+                           const WriteOptions& opts, std::optional<Codec> own) {
   Handle dcpl = own_plist(H5Pcreate(H5P_DATASET_CREATE));
   if (!dcpl.valid()) throw_io("cannot set up HDF5 to write " + in_quotes(target));
   // Lets read_attributes list attributes in the order they were written.
@@ -80,7 +92,17 @@ Handle creation_properties(const DatasetRef& target, std::int64_t rows, std::int
     if (H5Pset_deflate(dcpl.get(), static_cast<unsigned>(opts.gzip_level)) < 0)
       throw_io("cannot set up gzip compression for " + in_quotes(target));
   }
-  if (opts.plugin_filter > 0) {
+  if (opts.plugin_filter > 0 && own) {
+    // tessera writes the filter's bytes itself: HDF5 only records the filter in the pipeline, as
+    // h5py does for a filter it names by number (optional: creating the dataset needs no plugin
+    // here; reading it needs one, hdf5plugin's or Debian's).
+    if (H5Pset_filter(dcpl.get(), static_cast<H5Z_filter_t>(opts.plugin_filter), H5Z_FLAG_OPTIONAL, 0, nullptr) < 0)
+      throw_io("cannot set up the compression filter " + std::to_string(opts.plugin_filter) + " for " +
+               in_quotes(target));
+    if (chunk_bytes >= 2147483648.0)
+      throw InputError("chunk " + shape_text(chunk_rows, chunk_cols) + " for " + in_quotes(target) +
+                       " is too large for LZ4: its HDF5 filter takes chunks under 2 GiB");
+  } else if (opts.plugin_filter > 0) {
     if (H5Zfilter_avail(static_cast<H5Z_filter_t>(opts.plugin_filter)) <= 0) {
       H5Eclear2(H5E_DEFAULT);
       throw InputError("the compression filter " + std::to_string(opts.plugin_filter) + " for " + in_quotes(target) +
@@ -96,8 +118,13 @@ Handle creation_properties(const DatasetRef& target, std::int64_t rows, std::int
 
 }  // namespace
 
+int compression_threads(const std::string& compression, int threads) {
+  const bool own = compression == "gzip" || (compression == "lz4" && codec_built(Codec::lz4));
+  return own ? std::max(1, threads) : 1;
+}
+
 int filter_plugin_id(const std::string& name) {
-  if (name == "lz4") return 32004;
+  if (name == "lz4") return kLz4Filter;
   if (name == "bzip2") return 307;
   return 0;
 }
@@ -105,17 +132,16 @@ int filter_plugin_id(const std::string& name) {
 namespace {
 
 // C's chunks compressed by tessera's threads (io/chunked_write.hpp): a new 2-D dataset whose
-// pipeline is [shuffle,] gzip, unless TESSERA_HDF5_DIRECT=0 leaves every byte to HDF5.
+// pipeline is [shuffle,] gzip or LZ4 (own_codec), unless TESSERA_HDF5_DIRECT=0 leaves every byte
+// to HDF5.
 std::unique_ptr<ChunkedWriter> chunked_writer(hid_t dcpl, std::int64_t rows, std::int64_t cols, DType dtype,
-                                              const WriteOptions& opts) {
-  if (opts.gzip_level <= 0 || opts.plugin_filter > 0 || opts.matrices > 0 || rows < 1 || cols < 1 ||
-      !direct_io_enabled())
-    return nullptr;
+                                              const WriteOptions& opts, std::optional<Codec> own) {
+  if (!own) return nullptr;
   hsize_t chunk[2] = {0, 0};
   if (H5Pget_chunk(dcpl, 2, chunk) != 2) return nullptr;
   return std::make_unique<ChunkedWriter>(rows, cols, static_cast<std::int64_t>(chunk[0]),
                                          static_cast<std::int64_t>(chunk[1]), stored_size(opts.stored, dtype),
-                                         opts.shuffle, opts.gzip_level);
+                                         opts.shuffle, *own == Codec::lz4 ? 1 : opts.gzip_level, *own);
 }
 
 }  // namespace
@@ -202,9 +228,10 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
     w.stacked_rows = rows / opts.matrices;
     dims = {static_cast<hsize_t>(opts.matrices), static_cast<hsize_t>(w.stacked_rows), static_cast<hsize_t>(cols)};
   }
-  Handle dcpl = creation_properties(target, rows, cols, dtype, opts);
+  const std::optional<Codec> own = own_codec(rows, cols, opts);
+  Handle dcpl = creation_properties(target, rows, cols, dtype, opts, own);
 
-  w.chunked = chunked_writer(dcpl.get(), rows, cols, dtype, opts);
+  w.chunked = chunked_writer(dcpl.get(), rows, cols, dtype, opts, own);
   if (w.in_file) {
     w.create_in_existing_file(dcpl.get(), dims);
     if (w.direct.valid()) w.direct_file = std::make_unique<BlockFile>(w.direct);

@@ -52,7 +52,8 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
     if (rank != kRoot) return;
     const io::DirectTarget t = writer->direct_target();
     if (const std::optional<io::ChunkLayout> l = writer->chunk_layout()) {
-      plan["chunks"] = {l->rows, l->cols, l->chunk_rows, l->chunk_cols, l->esize, l->shuffle, l->level};
+      plan["chunks"] = {l->rows,    l->cols,  l->chunk_rows, l->chunk_cols,
+                        l->esize,   l->shuffle, l->level,    static_cast<int>(l->codec)};
     }
     if (want == WriteRoute::gather) {
       plan["why"] = "--write gather";
@@ -78,7 +79,7 @@ std::unique_ptr<OutputRoute> OutputRoute::choose(const comm::Comm& comm, io::Mat
   plan = nlohmann::json::parse(comm.broadcast(plan.dump(), kRoot));
   if (plan.contains("chunks") && comm.size() > 1) {
     const nlohmann::json& l = plan["chunks"];
-    route.chunks_ = io::ChunkLayout{l[0], l[1], l[2], l[3], l[4], l[5], l[6]};
+    route.chunks_ = io::ChunkLayout{l[0], l[1], l[2], l[3], l[4], l[5], l[6], static_cast<io::Codec>(l[7].get<int>())};
   }
   if (plan.contains("why")) {
     comm.step([&] {  // the same refusal on every rank

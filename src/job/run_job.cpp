@@ -158,7 +158,7 @@ void Job::plan() {
   problem_ = {plan_.m, plan_.n, plan_.k, plan_.dtype, comm_.size(), plan_.grid, ranks_per_node()};
   problem_.compression = series_.compression();
   problem_.half_inputs = plan_.half_inputs;
-  problem_.compress_threads = io::io_threads();  // rank 0's, where the model runs
+  problem_.compress_threads = io::compression_threads(problem_.compression, io::io_threads());  // rank 0's
   // Where C goes (in place, or gathered): agreed before anything is settled.
   route_ = OutputRoute::choose(comm_, writer_.get(), o_.asked.write, plan_.dtype);
   setup_mark("plan broadcast, route agreed");

@@ -103,8 +103,8 @@ std::vector<RunOption>& table() {
              c_dtype_words)
           .empty_is("auto"),
       choice("compression", &RunOptions::compression,
-             "C compressed (chunked): gzip (by tessera's threads on every core), lz4 or bzip2 (HDF5's filter "
-             "plugins, by rank 0), or none",
+             "C compressed (chunked): gzip or lz4 (by tessera's threads on every core), bzip2 (HDF5's filter "
+             "plugin, by rank 0), or none",
              compression_words)
           .empty_is("none"),
       integer("compression-level", &RunOptions::compression_level, "gzip's level, 1 (fastest) to 9; 0: 1", 0, 9)

@@ -3,6 +3,7 @@
 // and the message carrying them between ranks round-trips (and refuses a truncated one).
 #include <catch2/catch_test_macros.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -10,10 +11,14 @@
 #include <utility>
 #include <vector>
 
+#include <hdf5.h>
+
 #include "core/error.hpp"
 #include "io/chunked_write.hpp"
+#include "io/hdf5_io.hpp"
 
 using tessera::io::ChunkedWriter;
+using tessera::io::Codec;
 using tessera::io::CompressedChunk;
 
 namespace {
@@ -48,9 +53,12 @@ TEST_CASE("chunks compressed by a block's rank are the writer's own bytes; the r
       REQUIRE(s.emplace(std::make_pair(r0, c0), bytes).second);  // each chunk once
     };
   };
+  for (const Codec codec : {Codec::deflate, Codec::lz4})
   for (const bool shuffle : {false, true}) {
+    if (!tessera::io::codec_built(codec)) continue;  // LZ4 without liblz4: the case below says so
+    INFO((codec == Codec::lz4 ? "lz4" : "deflate") << (shuffle ? ", shuffled" : ""));
     Stored whole;  // one writer, blocks added as they are
-    ChunkedWriter one(rows, cols, 8, 6, 4, shuffle, 1);
+    ChunkedWriter one(rows, cols, 8, 6, 4, shuffle, 1, codec);
     const struct {
       std::int64_t r0, r1, c0, c1;
     } blocks[] = {{0, 19, 0, cols}, {19, rows, 0, 13}, {19, rows, 13, cols}};
@@ -60,7 +68,8 @@ TEST_CASE("chunks compressed by a block's rank are the writer's own bytes; the r
     CHECK(whole.size() == 5 * 5);
 
     Stored parallel;  // the second and third blocks' inner chunks compressed "by their ranks"
-    ChunkedWriter root(rows, cols, 8, 6, 4, shuffle, 1);
+    ChunkedWriter root(rows, cols, 8, 6, 4, shuffle, 1, codec);
+    CHECK(ChunkedWriter(root.layout()).layout().codec == codec);
     for (const auto& b : blocks) {
       const auto data = block(m, cols, b.r0, b.r1, b.c0, b.c1);
       std::vector<CompressedChunk> ready;
@@ -176,4 +185,86 @@ TEST_CASE("chunks_tiling counts the chunks that tile a block exactly, and 0 wher
   CHECK(chunks_tiling(edge, 60, 52, 7, 1) == 1);
   CHECK(chunks_tiling(edge, 30, 0, 37, 53) == 4 * 5);
   CHECK(chunks_tiling(edge, 30, 0, 36, 53) == 0);
+}
+
+namespace {
+
+std::uint64_t big_endian(const unsigned char* at, int bytes) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = v << 8 | at[i];
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("an LZ4 chunk is HDF5's LZ4 filter format: sizes big-endian, a block LZ4 cannot shrink stored as is",
+          "[io][chunked]") {
+  if (!tessera::io::codec_built(Codec::lz4)) {
+    CHECK_THROWS_AS(ChunkedWriter(8, 8, 8, 8, 4, false, 1, Codec::lz4), std::invalid_argument);
+    SKIP("this build has no liblz4: --compression lz4 goes through HDF5's plugin");
+  }
+  CHECK_THROWS_AS(ChunkedWriter(8, 8, 8, 8, 4, false, 3, Codec::lz4), std::invalid_argument);  // no levels
+  CHECK_THROWS_AS(ChunkedWriter(1 << 20, 1 << 20, 1 << 14, 1 << 15, 4, false, 1, Codec::lz4),  // 2 GiB
+                  std::invalid_argument);
+  const ChunkedWriter w(64, 64, 64, 64, 4, false, 1, Codec::lz4);
+  // Repetitive: compressed. Each 4-byte element from a counter mixed by a multiply: LZ4 finds
+  // nothing to match and the block is stored as it is.
+  std::vector<unsigned char> repetitive(64 * 64 * 4), noise(64 * 64 * 4);
+  for (std::size_t i = 0; i < repetitive.size(); ++i) repetitive[i] = static_cast<unsigned char>(i % 12);
+  std::uint64_t x = 88172645463325252ull;
+  for (unsigned char& b : noise) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b = static_cast<unsigned char>(x >> 29);
+  }
+  const auto small = w.filter(repetitive), same = w.filter(noise);
+  for (const auto* bytes : {&small, &same}) {
+    REQUIRE(bytes->size() >= 16);
+    CHECK(big_endian(bytes->data(), 8) == 64 * 64 * 4);     // the chunk's size
+    CHECK(big_endian(bytes->data() + 8, 4) == 64 * 64 * 4);  // one block: the whole chunk
+    CHECK(big_endian(bytes->data() + 12, 4) == bytes->size() - 16);
+  }
+  CHECK(small.size() < 1000);
+  // The model's threads for each compression (io/hdf5_io.hpp): lz4 on the pool, as gzip.
+  CHECK(tessera::io::compression_threads("gzip", 6) == 6);
+  CHECK(tessera::io::compression_threads("lz4", 6) == 6);
+  CHECK(tessera::io::compression_threads("bzip2", 6) == 1);
+  CHECK(tessera::io::compression_threads("gzip", 0) == 1);
+  CHECK(same.size() == 16 + noise.size());
+  CHECK(std::equal(noise.begin(), noise.end(), same.begin() + 16));
+}
+
+TEST_CASE("LZ4 chunks written with H5Dwrite_chunk read back through HDF5's LZ4 plugin", "[io][chunked]") {
+  if (!tessera::io::codec_built(Codec::lz4)) SKIP("this build has no liblz4");
+  if (H5Zfilter_avail(32004) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    SKIP("HDF5 finds no LZ4 plugin here (Debian's hdf5-filter-plugin): nothing to read the chunks with");
+  }
+  const std::int64_t rows = 37, cols = 29;
+  const auto m = matrix(rows, cols);
+  for (const bool shuffle : {false, true}) {
+    INFO((shuffle ? "shuffled" : "not shuffled"));
+    const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    REQUIRE(H5Pset_fapl_core(fapl, 1 << 20, 0) >= 0);  // in memory, never stored
+    const hid_t file = H5Fcreate("lz4-chunks.h5", H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    REQUIRE(file >= 0);
+    const hsize_t dims[2] = {rows, cols}, chunk[2] = {8, 6};
+    const hid_t space = H5Screate_simple(2, dims, nullptr), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    REQUIRE(H5Pset_chunk(dcpl, 2, chunk) >= 0);
+    if (shuffle) REQUIRE(H5Pset_shuffle(dcpl) >= 0);
+    REQUIRE(H5Pset_filter(dcpl, 32004, H5Z_FLAG_OPTIONAL, 0, nullptr) >= 0);
+    const hid_t set = H5Dcreate2(file, "/C", H5T_NATIVE_FLOAT, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    REQUIRE(set >= 0);
+    ChunkedWriter w(rows, cols, 8, 6, 4, shuffle, 1, Codec::lz4);
+    int stored = 0;
+    w.add(0, 0, rows, cols, m.data(), 3, [&](std::int64_t r0, std::int64_t c0, const std::vector<unsigned char>& b) {
+      const hsize_t at[2] = {static_cast<hsize_t>(r0), static_cast<hsize_t>(c0)};
+      REQUIRE(H5Dwrite_chunk(set, H5P_DEFAULT, 0, at, b.size(), b.data()) >= 0);
+      ++stored;
+    });
+    CHECK(stored == 5 * 5);
+    std::vector<float> back(m.size(), -1.0f);
+    REQUIRE(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, back.data()) >= 0);
+    CHECK(back == m);
+    H5Dclose(set), H5Pclose(dcpl), H5Sclose(space), H5Fclose(file), H5Pclose(fapl);
+  }
 }
