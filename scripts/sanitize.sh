@@ -72,11 +72,13 @@ if [[ " $parts " == *" tests "* ]]; then
   # stops at every one): ~25-70 s each under the sanitizers otherwise, most of this stage. The
   # command-line tests (cli.*: hundreds of 2-rank launches, 210 s under the sanitizers on 2 cores,
   # each holding both) run in the main suite only: fuzz_options runs the same parser under them.
+  # Twice as many tests as cores, as in the main suite (scripts/test.sh): the MPI tests wait on
+  # their launches more than they compute.
   set +e
   TESSERA_TEST_CRASH_SWEEP_STRIDE=3 \
   ASAN_OPTIONS="detect_leaks=1:exitcode=0:check_initialization_order=1:strict_init_order=1:log_path=$reports/asan" \
   UBSAN_OPTIONS="$ubsan_opts:log_path=$reports/ubsan" LSAN_OPTIONS="$lsan_opts" \
-    ctest --test-dir "$build" --output-on-failure -j "$jobs" -L '^(unit|mpi)$' \
+    ctest --test-dir "$build" --output-on-failure -j "$((2 * jobs))" -L '^(unit|mpi)$' \
       -E '^dryrun\.memory|^cli\.|^crash\..*\.np3$|^crash\.(kill|enospc)\.(overwrite|beta|leftover|latest)\.' \
     > "$build/ctest-sanitize.log" 2>&1
   ctest_rc=$?

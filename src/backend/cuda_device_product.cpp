@@ -115,8 +115,8 @@ std::unique_ptr<DeviceProduct> gemm_kept_on_device(Gpu& gpu, const std::string& 
   double h2d = 0, kernel_s = 0;
   kernels::HostRegistration pin_a, pin_b;
   h2d += host_seconds([&] {
-    pin_a = kernels::HostRegistration(p.a, static_cast<std::size_t>(p.m * p.k) * elem, kPinMinBytes);
-    pin_b = kernels::HostRegistration(p.b, static_cast<std::size_t>(p.k * p.n) * elem, kPinMinBytes);
+    pin_a = kernels::HostRegistration(p.a, static_cast<std::size_t>(p.m * p.k) * elem, pin_min_bytes());
+    pin_b = kernels::HostRegistration(p.b, static_cast<std::size_t>(p.k * p.n) * elem, pin_min_bytes());
   });
   const auto* ha = static_cast<const unsigned char*>(p.a);
   const auto* hb = static_cast<const unsigned char*>(p.b);
@@ -146,7 +146,7 @@ std::unique_ptr<DeviceProduct> gemm_kept_on_device(Gpu& gpu, const std::string& 
       if (c_bytes) steps.time(kernel_s, s, [&] { kernels::gpu_gemm(kernel, g, gpu.context); });
     });
   }
-  kernels::HostRegistration pin_c(p.c, c_bytes, kPinMinBytes);
+  kernels::HostRegistration pin_c(p.c, c_bytes, pin_min_bytes());
   copy.synchronize();
   gpu.stream.synchronize();  // the chunk buffers are freed on return
   gpu.note_peak();

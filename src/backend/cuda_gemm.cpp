@@ -27,10 +27,10 @@ std::vector<PhaseTime> gemm_in_core(Gpu& gpu, const std::string& kernel, const G
   // time too, so it is counted in the phase it serves (A, B in h2d; C in d2h).
   kernels::HostRegistration pin_a, pin_b, pin_c;
   const double pin_in_seconds = host_seconds([&] {
-    pin_a = kernels::HostRegistration(p.a, a_bytes, kPinMinBytes);
-    pin_b = kernels::HostRegistration(p.b, b_bytes, kPinMinBytes);
+    pin_a = kernels::HostRegistration(p.a, a_bytes, pin_min_bytes());
+    pin_b = kernels::HostRegistration(p.b, b_bytes, pin_min_bytes());
   });
-  const double pin_out_seconds = host_seconds([&] { pin_c = kernels::HostRegistration(p.c, c_bytes, kPinMinBytes); });
+  const double pin_out_seconds = host_seconds([&] { pin_c = kernels::HostRegistration(p.c, c_bytes, pin_min_bytes()); });
 
   if (p.a_rows) p.a_rows->wait_for(p.m);
   kernels::Event start, copied_in, computed, copied_out;

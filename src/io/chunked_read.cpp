@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "io/direct_io.hpp"
 #include "io/hdf5_library.hpp"
+#include "io/lz4_filter.hpp"
 #include "io/stored_type.hpp"
 
 #ifdef TESSERA_HAVE_LIBDEFLATE
@@ -49,7 +50,7 @@ std::size_t native_float_size(hid_t dset, Stored* half) {
   return *half == Stored::same ? 0 : 2;
 }
 
-enum class Filter { deflate, shuffle };
+enum class Filter { deflate, shuffle, lz4 };
 
 // What the reader needs to know of a dataset's storage.
 struct Layout {
@@ -69,7 +70,8 @@ struct RawChunk {
 };
 
 // The filters in write order (any order, each any number of times), or false when one of them is
-// not deflate or shuffle, or a shuffle's element size is not the stored element's.
+// not deflate, shuffle or LZ4 (32004, in a build with liblz4), or a shuffle's element size is not
+// the stored element's.
 bool known_filters(hid_t dcpl, std::size_t stored_size, std::vector<Filter>& filters) {
   const int n = H5Pget_nfilters(dcpl);
   if (n < 0) return false;
@@ -84,6 +86,8 @@ bool known_filters(hid_t dcpl, std::size_t stored_size, std::vector<Filter>& fil
       filters.push_back(Filter::deflate);
     else if (id == H5Z_FILTER_SHUFFLE && (nvalues == 0 || values[0] == stored_size))
       filters.push_back(Filter::shuffle);
+    else if (id == 32004 && lz4_built())
+      filters.push_back(Filter::lz4);
     else
       return false;
   }
@@ -273,6 +277,13 @@ bool decode(const Layout& l, const RawChunk& ch, Inflater& inflater, std::vector
         return false;
       }
       if (f == last) cur_bytes = raw;
+    } else if (l.filters[f] == Filter::lz4) {
+      // The format names its own size: the chunk itself for the last step, at most `limit` else.
+      if (!lz4_decode(cur, cur_bytes, next, f == last ? raw : limit) || (f == last && next.size() != raw)) {
+        why = "does not decompress";
+        return false;
+      }
+      cur_bytes = next.size();
     } else {
       if (next.size() < cur_bytes) next.resize(cur_bytes);
       unshuffle(cur, next.data(), cur_bytes, l.stored_size);

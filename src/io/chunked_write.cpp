@@ -14,14 +14,12 @@
 #include <utility>
 
 #include "core/error.hpp"
+#include "io/lz4_filter.hpp"
 
 #ifdef TESSERA_HAVE_LIBDEFLATE
 #include <libdeflate.h>
 #else
 #include <zlib.h>
-#endif
-#ifdef TESSERA_HAVE_LZ4
-#include <lz4.h>
 #endif
 
 namespace tessera::io {
@@ -69,43 +67,6 @@ std::vector<unsigned char> deflated(const std::vector<unsigned char>& in, int le
 #endif
   return out;
 }
-
-// HDF5's LZ4 filter (registered id 32004; the plugin of Debian's hdf5-filter-plugin and of
-// hdf5plugin.LZ4, whose block size defaults to 1 GiB): the chunk's size as 8 big-endian bytes,
-// the block size as 4, then each block as its compressed length (4 big-endian bytes) and the LZ4
-// bytes, or its own bytes with their own length where LZ4 would not make it smaller.
-#ifdef TESSERA_HAVE_LZ4
-constexpr std::size_t kLz4Block = std::size_t{1} << 30;
-
-void put_be(unsigned char* at, std::uint64_t v, int bytes) {
-  for (int i = bytes - 1; i >= 0; --i, v >>= 8) at[i] = static_cast<unsigned char>(v & 0xff);
-}
-
-std::vector<unsigned char> lz4_framed(const std::vector<unsigned char>& in) {
-  const std::size_t total = in.size(), block = std::min(kLz4Block, std::max<std::size_t>(total, 1));
-  const std::size_t blocks = total == 0 ? 0 : (total - 1) / block + 1;
-  std::vector<unsigned char> out(12 + blocks * (4 + static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(block)))));
-  put_be(out.data(), total, 8);
-  put_be(out.data() + 8, block, 4);
-  std::size_t at = 12;
-  for (std::size_t b = 0; b < blocks; ++b) {
-    const std::size_t from = b * block, size = std::min(block, total - from);
-    const auto* src = reinterpret_cast<const char*>(in.data() + from);
-    auto* dst = reinterpret_cast<char*>(out.data() + at + 4);
-    const int got = LZ4_compress_default(src, dst, static_cast<int>(size), LZ4_compressBound(static_cast<int>(size)));
-    if (got <= 0) throw IoError("compressing a chunk of C (LZ4) failed");
-    std::size_t stored = static_cast<std::size_t>(got);
-    if (stored >= size) {  // no gain: the block as it is, its length saying so
-      std::memcpy(dst, src, size);
-      stored = size;
-    }
-    put_be(out.data() + at, stored, 4);
-    at += 4 + stored;
-  }
-  out.resize(at);
-  return out;
-}
-#endif
 
 // Chunks filtered by helper threads (the one pool of this file: add() and compress_inside()) and
 // handed to `store` on the owner's thread in the order they were pushed, while the later ones are
@@ -307,13 +268,7 @@ std::vector<CompressedChunk> unpack(const std::vector<unsigned char>& message) {
   return chunks;
 }
 
-bool codec_built(Codec codec) {
-#ifdef TESSERA_HAVE_LZ4
-  return codec == Codec::deflate || codec == Codec::lz4;
-#else
-  return codec == Codec::deflate;
-#endif
-}
+bool codec_built(Codec codec) { return codec == Codec::deflate || (codec == Codec::lz4 && lz4_built()); }
 
 ChunkedWriter::ChunkedWriter(std::int64_t rows, std::int64_t cols, std::int64_t chunk_rows, std::int64_t chunk_cols,
                              std::size_t esize, bool shuffle, int level, Codec codec)
@@ -337,9 +292,7 @@ std::vector<unsigned char> ChunkedWriter::filter(const std::vector<unsigned char
   std::vector<unsigned char> rearranged;  // raw itself unless shuffled (no copy)
   if (shuffle_ && esize_ > 1) rearranged = shuffled(raw, esize_);
   const std::vector<unsigned char>& in = rearranged.empty() ? raw : rearranged;
-#ifdef TESSERA_HAVE_LZ4
-  if (codec_ == Codec::lz4) return lz4_framed(in);
-#endif
+  if (codec_ == Codec::lz4) return lz4_encode(in.data(), in.size());
   return deflated(in, level_);
 }
 

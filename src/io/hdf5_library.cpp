@@ -4,6 +4,7 @@
 #include <hdf5.h>
 
 #include "core/error.hpp"
+#include "io/lz4_filter.hpp"
 #include "io/lzf_filter.hpp"
 
 namespace tessera::io::hdf5 {
@@ -12,6 +13,7 @@ void ensure_init() {
   static const bool initialized = [] {
     H5open();
     register_lzf_filter();  // h5py's LZF, where HDF5 has no plugin it can load
+    register_lz4_filter();  // LZ4 (32004) by tessera's own, plugin or not
     return true;
   }();
   thread_local const bool quiet = [] {

@@ -16,6 +16,7 @@
 #include "core/error.hpp"
 #include "io/chunked_write.hpp"
 #include "io/hdf5_io.hpp"
+#include "io/lz4_filter.hpp"
 
 using tessera::io::ChunkedWriter;
 using tessera::io::Codec;
@@ -233,12 +234,31 @@ TEST_CASE("an LZ4 chunk is HDF5's LZ4 filter format: sizes big-endian, a block L
   CHECK(std::equal(noise.begin(), noise.end(), same.begin() + 16));
 }
 
+namespace {
+
+// HDF5 with its own LZ4 plugin (Debian's hdf5-filter-plugin, an implementation independent of
+// tessera's), tessera's filter unregistered while it lives and registered again after; false where
+// no plugin is installed.
+struct PluginLz4 {
+  bool found = false;
+  PluginLz4() {
+    H5open();
+    (void)H5Zunregister(32004);
+    found = H5Zfilter_avail(32004) > 0;
+    H5Eclear2(H5E_DEFAULT);
+  }
+  ~PluginLz4() {
+    (void)H5Zunregister(32004);
+    tessera::io::hdf5::register_lz4_filter();
+  }
+};
+
+}  // namespace
+
 TEST_CASE("LZ4 chunks written with H5Dwrite_chunk read back through HDF5's LZ4 plugin", "[io][chunked]") {
   if (!tessera::io::codec_built(Codec::lz4)) SKIP("this build has no liblz4");
-  if (H5Zfilter_avail(32004) <= 0) {
-    H5Eclear2(H5E_DEFAULT);
-    SKIP("HDF5 finds no LZ4 plugin here (Debian's hdf5-filter-plugin): nothing to read the chunks with");
-  }
+  const PluginLz4 plugin;
+  if (!plugin.found) SKIP("HDF5 finds no LZ4 plugin here (Debian's hdf5-filter-plugin): nothing to read the chunks with");
   const std::int64_t rows = 37, cols = 29;
   const auto m = matrix(rows, cols);
   for (const bool shuffle : {false, true}) {
@@ -267,4 +287,72 @@ TEST_CASE("LZ4 chunks written with H5Dwrite_chunk read back through HDF5's LZ4 p
     CHECK(back == m);
     H5Dclose(set), H5Pclose(dcpl), H5Sclose(space), H5Fclose(file), H5Pclose(fapl);
   }
+}
+
+TEST_CASE("tessera's LZ4 decoder reads the plugin's chunks, in one block or many", "[io][chunked]") {
+  if (!tessera::io::lz4_built()) SKIP("this build has no liblz4");
+  const PluginLz4 plugin;
+  if (!plugin.found) SKIP("HDF5 finds no LZ4 plugin here (Debian's hdf5-filter-plugin): nothing wrote the chunks");
+  const std::int64_t rows = 40, cols = 30;  // chunks of 16 x 16: 3 x 2, cut at both edges
+  auto m = matrix(rows, cols);
+  m[7] = 1e30f;  // some variety for LZ4 to find and miss
+  for (const unsigned block : {0u, 100u, 1000u}) {  // the filter's value: 0 the default (one block)
+    INFO("block size " << block);
+    const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    REQUIRE(H5Pset_fapl_core(fapl, 1 << 20, 0) >= 0);
+    const hid_t file = H5Fcreate("plugin-lz4.h5", H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    const hsize_t dims[2] = {rows, cols}, chunk[2] = {16, 16};
+    const hid_t space = H5Screate_simple(2, dims, nullptr), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    REQUIRE(H5Pset_chunk(dcpl, 2, chunk) >= 0);
+    REQUIRE(H5Pset_filter(dcpl, 32004, H5Z_FLAG_MANDATORY, block ? 1 : 0, &block) >= 0);
+    const hid_t set = H5Dcreate2(file, "/C", H5T_NATIVE_FLOAT, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    REQUIRE(set >= 0);
+    REQUIRE(H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, m.data()) >= 0);
+    for (hsize_t r = 0; r < rows; r += 16)
+      for (hsize_t c = 0; c < cols; c += 16) {
+        const hsize_t at[2] = {r, c};
+        hsize_t size = 0;
+        REQUIRE(H5Dget_chunk_storage_size(set, at, &size) >= 0);
+        std::vector<unsigned char> stored(size), back;
+        std::uint32_t mask = 0;
+        REQUIRE(H5Dread_chunk(set, H5P_DEFAULT, at, &mask, stored.data()) >= 0);
+        CHECK(mask == 0);
+        REQUIRE(tessera::io::lz4_decode(stored.data(), stored.size(), back, 16 * 16 * 4));
+        REQUIRE(back.size() == 16 * 16 * 4);
+        for (hsize_t i = 0; i < 16 && r + i < rows; ++i)
+          for (hsize_t j = 0; j < 16 && c + j < cols; ++j) {
+            float v = 0;
+            std::memcpy(&v, back.data() + (i * 16 + j) * 4, 4);
+            CHECK(v == m[(r + i) * cols + c + j]);
+          }
+      }
+    H5Dclose(set), H5Pclose(dcpl), H5Sclose(space), H5Fclose(file), H5Pclose(fapl);
+  }
+}
+
+TEST_CASE("tessera's LZ4 decoder refuses what is not a whole chunk of the format", "[io][chunked]") {
+  if (!tessera::io::lz4_built()) SKIP("this build has no liblz4");
+  std::vector<unsigned char> raw(5000);
+  for (std::size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<unsigned char>((i * i) % 251 % 17);
+  const auto good = tessera::io::lz4_encode(raw.data(), raw.size(), 1024);  // 5 blocks, the last 904 bytes
+  std::vector<unsigned char> out;
+  REQUIRE(tessera::io::lz4_decode(good.data(), good.size(), out, raw.size()));
+  CHECK(out == raw);
+  CHECK_FALSE(tessera::io::lz4_decode(good.data(), good.size(), out, raw.size() - 1));  // above the limit
+  for (const std::size_t cut : {std::size_t{0}, std::size_t{11}, std::size_t{14}, good.size() - 1})
+    CHECK_FALSE(tessera::io::lz4_decode(good.data(), cut, out, raw.size()));  // truncated
+  auto longer = good;
+  longer.push_back(0);
+  CHECK_FALSE(tessera::io::lz4_decode(longer.data(), longer.size(), out, raw.size()));  // bytes past its end
+  auto zero_block = good;
+  zero_block[8] = zero_block[9] = zero_block[10] = zero_block[11] = 0;
+  CHECK_FALSE(tessera::io::lz4_decode(zero_block.data(), zero_block.size(), out, raw.size()));
+  auto past = good;
+  past[12] = 0x7f;  // the first block's length far past the end
+  CHECK_FALSE(tessera::io::lz4_decode(past.data(), past.size(), out, raw.size()));
+  auto damaged = good;  // a block's LZ4 bytes damaged: it no longer decodes to its size
+  const std::size_t first = static_cast<std::size_t>(damaged[14]) << 8 | damaged[15];
+  REQUIRE(first < 1024);  // compressed
+  for (std::size_t i = 16; i < 16 + first; ++i) damaged[i] = 0xff;
+  CHECK_FALSE(tessera::io::lz4_decode(damaged.data(), damaged.size(), out, raw.size()));
 }
