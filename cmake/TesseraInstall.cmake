@@ -59,11 +59,11 @@ set(TESSERA_CONFIG_ZLIB OFF)
 if(TARGET ZLIB::ZLIB)
   set(TESSERA_CONFIG_ZLIB ON)
 endif()
-# Libraries the static archives name by their full path (HDF5, NCCL, libdeflate, liblzf, liblz4): checked at
-# find_package time, so a missing one is named instead of failing at link time.
+# Libraries the static archives name by their full path (HDF5, NCCL, libdeflate, liblzf, liblz4,
+# libzstd): checked at find_package time, so a missing one is named instead of failing at link time.
 set(TESSERA_CONFIG_LIBRARY_FILES)
 foreach(_lib IN LISTS HDF5_C_LIBRARIES TESSERA_NCCL_LIBRARY TESSERA_LIBDEFLATE_LIBRARY TESSERA_LZF_LIBRARY
-                  TESSERA_LZ4_LIBRARY)
+                  TESSERA_LZ4_LIBRARY TESSERA_ZSTD_LIBRARY)
   if(IS_ABSOLUTE "${_lib}")
     list(APPEND TESSERA_CONFIG_LIBRARY_FILES "${_lib}")
   endif()
@@ -90,7 +90,7 @@ if(NOT TESSERA_SHARED_LIBRARY)
     endif()
   endforeach()
   foreach(_lib IN LISTS HDF5_C_LIBRARIES TESSERA_BLAS_LIBRARIES TESSERA_NCCL_LIBRARY TESSERA_LIBDEFLATE_LIBRARY TESSERA_LZF_LIBRARY
-                  TESSERA_LZ4_LIBRARY)
+                  TESSERA_LZ4_LIBRARY TESSERA_ZSTD_LIBRARY)
     if(_lib)
       list(APPEND _pc "${_lib}")
     endif()

@@ -45,6 +45,7 @@ const Fields& fields() {
                          {"cpu_flops_f64", &MachineModel::cpu_flops_f64},
                          {"gzip_bytes_per_s_per_thread", &MachineModel::gzip_bytes_per_s_per_thread},
                          {"lz4_bytes_per_s", &MachineModel::lz4_bytes_per_s},
+                         {"zstd_bytes_per_s_per_thread", &MachineModel::zstd_bytes_per_s_per_thread},
                          {"bzip2_bytes_per_s", &MachineModel::bzip2_bytes_per_s}},
                         {{"host_overhead_bytes", &MachineModel::host_overhead_bytes},
                          {"gpu_host_overhead_bytes", &MachineModel::gpu_host_overhead_bytes},

@@ -69,9 +69,9 @@ struct Problem {
   // them by default); 0: every rank on one node. Messages between nodes go at the machine's
   // internode rate, through each node's one link.
   int ranks_per_node = 0;
-  // C's compression (--compression: none, gzip, lz4, bzip2), done on rank 0: by its pool of
-  // `compress_threads` (io::compression_threads: gzip, and lz4 where built with liblz4), else by
-  // HDF5's filter pipeline on one thread (compress_threads 1).
+  // C's compression (--compression: none, gzip, lz4, zstd, bzip2), done on rank 0: by its pool of
+  // `compress_threads` (io::compression_threads: gzip, and lz4, zstd where built with their
+  // libraries), else by HDF5's filter pipeline on one thread (compress_threads 1).
   std::string compression = "none";
   int compress_threads = 1;
   // "f16" / "bf16": every value of A and B is exact in that 16-bit type (both stored so, alpha 1;

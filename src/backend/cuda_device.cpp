@@ -127,6 +127,12 @@ std::size_t pin_min_bytes() {
   return bytes;
 }
 
+std::size_t held_pin_min_bytes() {
+  static const auto bytes =
+      static_cast<std::size_t>(env::whole("TESSERA_PIN_MIN_BYTES").value_or(std::int64_t{8} << 20));
+  return bytes;
+}
+
 // cudaHostAlloc zeroes and locks the pages in one thread, about 0.37 s per GiB on the H200
 // machine, which cost more than the copies it speeds up: hence touching in parallel, then
 // registering. If registering fails (a locked-memory limit), the memory stays pageable: slower

@@ -19,6 +19,12 @@ namespace tessera::backend {
 // 2.66 ms against 3.08 ms pageable at 32 MiB on the H200 machine). TESSERA_PIN_MIN_BYTES sets
 // another threshold: a diagnostic, to measure one against the other (docs/usage.md).
 std::size_t pin_min_bytes();
+// The same threshold for the host operands of a held product (cuda_held_gemm.cpp: numpy arrays,
+// the C++ API's host matrices): 8 MiB. One H200, tessera.matmul on numpy float32 (2026-12-07,
+// scripts/matmul_bench.py, alternated twice): at 2048 (16 MiB operands) 0.65 / 0.72 of torch's
+// round trip page-locked against 1.03 / 1.07 pageable; at 1024 (4 MiB) page-locking did not pay
+// (1.28 / 1.13 against 1.00 / 1.13). TESSERA_PIN_MIN_BYTES sets both.
+std::size_t held_pin_min_bytes();
 
 // GPU local_rank % count among the visible ones, made current. Throws DeviceError when none is.
 int select_device(const Placement& where);

@@ -174,10 +174,10 @@ std::vector<PhaseTime> gemm_held_complex(Gpu& gpu, HeldScratch& scratch, const H
   kernels::HostRegistration pin_a, pin_b, pin_c;
   const double pin_seconds = host_seconds([&] {
     if (!p.a.device)
-      pin_a = kernels::HostRegistration(p.a.data, span_bytes(p.a.rows, p.a.cols, p.a.ld, es), pin_min_bytes());
+      pin_a = kernels::HostRegistration(p.a.data, span_bytes(p.a.rows, p.a.cols, p.a.ld, es), held_pin_min_bytes());
     if (!p.b.device)
-      pin_b = kernels::HostRegistration(p.b.data, span_bytes(p.b.rows, p.b.cols, p.b.ld, es), pin_min_bytes());
-    if (!p.c_device) pin_c = kernels::HostRegistration(p.c, span_bytes(p.m, p.n, p.ldc, es), pin_min_bytes());
+      pin_b = kernels::HostRegistration(p.b.data, span_bytes(p.b.rows, p.b.cols, p.b.ld, es), held_pin_min_bytes());
+    if (!p.c_device) pin_c = kernels::HostRegistration(p.c, span_bytes(p.m, p.n, p.ldc, es), held_pin_min_bytes());
   });
   const bool waited = p.wait || !p.c_device || !p.a.device || !p.b.device;
   const std::size_t c_row = static_cast<std::size_t>(p.n) * es, ldc_bytes = static_cast<std::size_t>(p.ldc) * es;
@@ -291,10 +291,10 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
   kernels::HostRegistration pin_a, pin_b, pin_c;
   const double pin_seconds = host_seconds([&] {
     if (!p.a.device)
-      pin_a = kernels::HostRegistration(p.a.data, span_bytes(p.a.rows, p.a.cols, p.a.ld, es), pin_min_bytes());
+      pin_a = kernels::HostRegistration(p.a.data, span_bytes(p.a.rows, p.a.cols, p.a.ld, es), held_pin_min_bytes());
     if (!p.b.device)
-      pin_b = kernels::HostRegistration(p.b.data, span_bytes(p.b.rows, p.b.cols, p.b.ld, es), pin_min_bytes());
-    if (host_c) pin_c = kernels::HostRegistration(p.c, span_bytes(p.m, p.n, p.ldc, es), pin_min_bytes());
+      pin_b = kernels::HostRegistration(p.b.data, span_bytes(p.b.rows, p.b.cols, p.b.ld, es), held_pin_min_bytes());
+    if (host_c) pin_c = kernels::HostRegistration(p.c, span_bytes(p.m, p.n, p.ldc, es), held_pin_min_bytes());
   });
   const bool waited = p.wait || host_c || !p.a.device || !p.b.device;
   std::optional<StepEvents> t;

@@ -18,6 +18,7 @@
 #include "io/direct_io.hpp"
 #include "io/hdf5_library.hpp"
 #include "io/lz4_filter.hpp"
+#include "io/zstd_filter.hpp"
 #include "io/stored_type.hpp"
 
 #ifdef TESSERA_HAVE_LIBDEFLATE
@@ -50,7 +51,7 @@ std::size_t native_float_size(hid_t dset, Stored* half) {
   return *half == Stored::same ? 0 : 2;
 }
 
-enum class Filter { deflate, shuffle, lz4 };
+enum class Filter { deflate, shuffle, lz4, zstd };
 
 // What the reader needs to know of a dataset's storage.
 struct Layout {
@@ -70,8 +71,8 @@ struct RawChunk {
 };
 
 // The filters in write order (any order, each any number of times), or false when one of them is
-// not deflate, shuffle or LZ4 (32004, in a build with liblz4), or a shuffle's element size is not
-// the stored element's.
+// not deflate, shuffle, LZ4 (32004) or Zstandard (32015, each in a build with its library), or a
+// shuffle's element size is not the stored element's.
 bool known_filters(hid_t dcpl, std::size_t stored_size, std::vector<Filter>& filters) {
   const int n = H5Pget_nfilters(dcpl);
   if (n < 0) return false;
@@ -88,6 +89,8 @@ bool known_filters(hid_t dcpl, std::size_t stored_size, std::vector<Filter>& fil
       filters.push_back(Filter::shuffle);
     else if (id == 32004 && lz4_built())
       filters.push_back(Filter::lz4);
+    else if (id == 32015 && zstd_built())
+      filters.push_back(Filter::zstd);
     else
       return false;
   }
@@ -277,9 +280,12 @@ bool decode(const Layout& l, const RawChunk& ch, Inflater& inflater, std::vector
         return false;
       }
       if (f == last) cur_bytes = raw;
-    } else if (l.filters[f] == Filter::lz4) {
-      // The format names its own size: the chunk itself for the last step, at most `limit` else.
-      if (!lz4_decode(cur, cur_bytes, next, f == last ? raw : limit) || (f == last && next.size() != raw)) {
+    } else if (l.filters[f] == Filter::lz4 || l.filters[f] == Filter::zstd) {
+      // Each format names its own size: the chunk itself for the last step, at most `limit` else.
+      const std::size_t most = f == last ? raw : limit;
+      const bool ok = l.filters[f] == Filter::lz4 ? lz4_decode(cur, cur_bytes, next, most)
+                                                  : zstd_decode(cur, cur_bytes, next, most);
+      if (!ok || (f == last && next.size() != raw)) {
         why = "does not decompress";
         return false;
       }

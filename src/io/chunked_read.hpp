@@ -1,5 +1,5 @@
 #pragma once
-// Parallel reading of chunked (and deflate/LZ4/shuffle-compressed) HDF5 datasets.
+// Parallel reading of chunked (and deflate/LZ4/zstd/shuffle-compressed) HDF5 datasets.
 //
 // HDF5 decompresses the chunks of one H5Dread on the calling thread, one after the other, through
 // its chunk cache: a gzip-compressed input (h5py's `compression="gzip"`) reads at the speed of one
@@ -8,8 +8,8 @@
 // decompresses, unshuffles and places the chunks while the next ones are fetched.
 //
 // Taken only where every step is understood: a chunked 2-D dataset stored as native float32 or
-// float64 (read as either), filtered by deflate, LZ4 (HDF5's filter 32004, in a build with liblz4:
-// io/lz4_filter.hpp), shuffle, in any order and any number of times (HDF5 undoes a pipeline in the
+// float64 (read as either), filtered by deflate, LZ4 or Zstandard (HDF5's filters 32004 and 32015,
+// in a build with their libraries: io/lz4_filter.hpp, io/zstd_filter.hpp), shuffle, in any order and any number of times (HDF5 undoes a pipeline in the
 // reverse of the order it was written in, and so does this reader). Everything else, unfiltered
 // chunks included, is left to HDF5.
 #include <hdf5.h>

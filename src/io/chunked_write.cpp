@@ -15,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "io/lz4_filter.hpp"
+#include "io/zstd_filter.hpp"
 
 #ifdef TESSERA_HAVE_LIBDEFLATE
 #include <libdeflate.h>
@@ -268,7 +269,9 @@ std::vector<CompressedChunk> unpack(const std::vector<unsigned char>& message) {
   return chunks;
 }
 
-bool codec_built(Codec codec) { return codec == Codec::deflate || (codec == Codec::lz4 && lz4_built()); }
+bool codec_built(Codec codec) {
+  return codec == Codec::deflate || (codec == Codec::lz4 && lz4_built()) || (codec == Codec::zstd && zstd_built());
+}
 
 ChunkedWriter::ChunkedWriter(std::int64_t rows, std::int64_t cols, std::int64_t chunk_rows, std::int64_t chunk_cols,
                              std::size_t esize, bool shuffle, int level, Codec codec)
@@ -280,12 +283,13 @@ ChunkedWriter::ChunkedWriter(std::int64_t rows, std::int64_t cols, std::int64_t 
       shuffle_(shuffle),
       level_(level),
       codec_(codec) {
-  if (rows < 1 || cols < 1 || chunk_rows < 1 || chunk_cols < 1 || esize == 0 || level < 1 || level > 9)
+  const int top = codec == Codec::zstd ? kZstdMaxLevel : codec == Codec::lz4 ? 1 : 9;
+  if (rows < 1 || cols < 1 || chunk_rows < 1 || chunk_cols < 1 || esize == 0 || level < 1 || level > top)
     throw std::invalid_argument("ChunkedWriter: bad shape, chunk, element size or level");
-  if (!codec_built(codec)) throw std::invalid_argument("ChunkedWriter: this build has no LZ4 (liblz4)");
-  if (codec == Codec::lz4 && (level != 1 || static_cast<double>(chunk_rows) * static_cast<double>(chunk_cols) *
-                                                    static_cast<double>(esize) >= 2147483648.0))
-    throw std::invalid_argument("ChunkedWriter: LZ4 takes level 1 and chunks under 2 GiB");
+  if (!codec_built(codec)) throw std::invalid_argument("ChunkedWriter: this build lacks the codec's library");
+  if (codec == Codec::lz4 &&
+      static_cast<double>(chunk_rows) * static_cast<double>(chunk_cols) * static_cast<double>(esize) >= 2147483648.0)
+    throw std::invalid_argument("ChunkedWriter: LZ4 takes chunks under 2 GiB");
 }
 
 std::vector<unsigned char> ChunkedWriter::filter(const std::vector<unsigned char>& raw) const {
@@ -293,6 +297,7 @@ std::vector<unsigned char> ChunkedWriter::filter(const std::vector<unsigned char
   if (shuffle_ && esize_ > 1) rearranged = shuffled(raw, esize_);
   const std::vector<unsigned char>& in = rearranged.empty() ? raw : rearranged;
   if (codec_ == Codec::lz4) return lz4_encode(in.data(), in.size());
+  if (codec_ == Codec::zstd) return zstd_encode(in.data(), in.size(), level_);
   return deflated(in, level_);
 }
 

@@ -6,9 +6,9 @@
 // into their chunks, each chunk shuffled (where asked) and compressed by a pool of threads that
 // never enter HDF5, and the calling thread hands the finished chunks to HDF5 with H5Dwrite_chunk
 // (the "direct chunk write": HDF5 only stores them and indexes them). The bytes are what HDF5's
-// pipeline [shuffle,] deflate, or [shuffle,] the registered LZ4 filter 32004 (the one h5py users
-// write through hdf5plugin.LZ4), would write, so every HDF5 reader with that filter reads them as
-// usual; the LZ4 one needs no plugin here, only to be read.
+// pipeline [shuffle,] deflate, or [shuffle,] the registered LZ4 filter 32004 or Zstandard filter
+// 32015 (those h5py users write through hdf5plugin.LZ4 and .Zstd), would write, so every HDF5
+// reader with that filter reads them as usual (io/lz4_filter.hpp, io/zstd_filter.hpp).
 //
 // A chunk is finished when every one of its elements inside the dataset has arrived: blocks may
 // come in any order and cut chunks anywhere (the blocks of several ranks, gathered); the pieces
@@ -30,11 +30,11 @@
 
 namespace tessera::io {
 
-// The compression of each chunk: deflate (a zlib stream at `level`, HDF5's filter 1) or LZ4 (HDF5's
-// registered filter 32004: an 8-byte big-endian size, a 4-byte block size, then each block as a
-// 4-byte big-endian length and LZ4 bytes, or the block as is where LZ4 would not shrink it).
-enum class Codec : int { deflate = 0, lz4 = 1 };
-// Whether this build compresses `codec` itself (LZ4 needs liblz4 at build time; deflate always).
+// The compression of each chunk: deflate (a zlib stream at `level`, HDF5's filter 1), LZ4 (HDF5's
+// registered filter 32004, io/lz4_filter.hpp) or Zstandard (32015 at `level`, io/zstd_filter.hpp).
+enum class Codec : int { deflate = 0, lz4 = 1, zstd = 2 };
+// Whether this build compresses `codec` itself (LZ4 and zstd need liblz4 and libzstd at build
+// time; deflate always).
 bool codec_built(Codec codec);
 
 // The dataset and pipeline a ChunkedWriter writes: what another rank needs to compress its part.
@@ -42,7 +42,7 @@ struct ChunkLayout {
   std::int64_t rows = 0, cols = 0, chunk_rows = 0, chunk_cols = 0;
   std::size_t esize = 0;
   bool shuffle = false;
-  int level = 1;  // deflate's, 1-9; 1 for LZ4 (the filter's default acceleration)
+  int level = 1;  // deflate's 1-9, zstd's 1-22; 1 for LZ4 (the filter's default acceleration)
   Codec codec = Codec::deflate;
 };
 
@@ -64,8 +64,9 @@ std::vector<CompressedChunk> unpack(const std::vector<unsigned char>& message);
 class ChunkedWriter {
  public:
   // A rows x cols dataset of `esize`-byte elements in chunks of chunk_rows x chunk_cols, filtered
-  // by shuffle (if `shuffle`) then deflate at `level` (1-9) or LZ4 (`level` 1). std::invalid_argument
-  // for a codec this build lacks (codec_built) or an LZ4 chunk of 2 GiB or more (the filter's limit).
+  // by shuffle (if `shuffle`) then deflate at `level` (1-9), LZ4 (`level` 1) or zstd (`level`
+  // 1-22). std::invalid_argument for a codec this build lacks (codec_built), a level out of its
+  // range, or an LZ4 chunk of 2 GiB or more (the filter's limit).
   ChunkedWriter(std::int64_t rows, std::int64_t cols, std::int64_t chunk_rows, std::int64_t chunk_cols,
                 std::size_t esize, bool shuffle, int level, Codec codec = Codec::deflate);
   explicit ChunkedWriter(const ChunkLayout& layout)

@@ -126,9 +126,11 @@ struct WriteOptions {
   // the same (rows x cols) blocks as a 2-D one: the matrices stacked. Contiguous only.
   std::int64_t matrices = 0;
   int gzip_level = 0;  // 0: none; 1..9 needs chunk (defaulted if empty)
-  // Another compression, by the HDF5 filter plugin of this id instead of gzip (lz4 32004, bzip2
-  // 307: filter_plugin_id); 0: none. Needs chunks (defaulted if empty).
+  // Another compression, by the HDF5 filter of this id instead of gzip (lz4 32004, zstd 32015: by
+  // tessera's threads where built with their libraries; bzip2 307 through its plugin:
+  // filter_plugin_id); 0: none. Needs chunks (defaulted if empty).
   int plugin_filter = 0;
+  int plugin_level = 0;  // that filter's level where it has one (zstd: 1-22); 0: its default
   bool shuffle = false;  // HDF5's shuffle filter before the compression (needs chunks)
   // What C's elements are stored as when not as computed (--c-dtype: io/stored_type.hpp): the
   // blocks given to write_block are converted first. A new dataset only (not a window).
@@ -137,12 +139,12 @@ struct WriteOptions {
   OutputBatch* batch = nullptr;
 };
 
-// The HDF5 filter id of a compression written through its plugin ("lz4", "bzip2"), or 0
-// for a name that is none of them.
+// The HDF5 filter id of a compression other than gzip ("lz4", "zstd", "bzip2"), or 0 for a name
+// that is none of them.
 int filter_plugin_id(const std::string& name);
 // The threads that compress a C of `compression` ("gzip", "lz4", ...) out of a pool of `threads`:
-// the pool where tessera compresses it itself (gzip; lz4 where built with liblz4), else 1 (HDF5's
-// filter pipeline, on the writing thread).
+// the pool where tessera compresses it itself (gzip; lz4 and zstd where built with their
+// libraries), else 1 (HDF5's filter pipeline, on the writing thread).
 int compression_threads(const std::string& compression, int threads);
 
 // Several results written into one new file and committed together (the products of one launch:

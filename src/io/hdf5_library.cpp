@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "io/lz4_filter.hpp"
 #include "io/lzf_filter.hpp"
+#include "io/zstd_filter.hpp"
 
 namespace tessera::io::hdf5 {
 
@@ -13,7 +14,8 @@ void ensure_init() {
   static const bool initialized = [] {
     H5open();
     register_lzf_filter();  // h5py's LZF, where HDF5 has no plugin it can load
-    register_lz4_filter();  // LZ4 (32004) by tessera's own, plugin or not
+    register_lz4_filter();   // LZ4 (32004) by tessera's own, plugin or not
+    register_zstd_filter();  // Zstandard (32015) likewise
     return true;
   }();
   thread_local const bool quiet = [] {

@@ -33,6 +33,7 @@
 #include "io/matrix_writer_impl.hpp"
 #include "io/nonfinite.hpp"
 #include "io/test_hooks.hpp"
+#include "io/zstd_filter.hpp"
 
 namespace tessera::io {
 
@@ -44,15 +45,23 @@ bool wants_chunks(const WriteOptions& opts) {
   return !opts.chunk.empty() || opts.gzip_level > 0 || opts.plugin_filter > 0 || opts.shuffle;
 }
 
-constexpr int kLz4Filter = 32004;
+constexpr int kLz4Filter = 32004, kZstdFilter = 32015;
 
 // The compression tessera's threads do themselves (io/chunked_write.hpp) for a new rows x cols
-// dataset written with `opts`: gzip always, LZ4 where this build has liblz4; none for a batch's 3-D
-// C, an empty one, or under TESSERA_HDF5_DIRECT=0 (every byte left to HDF5).
+// dataset written with `opts`: gzip always, LZ4 and zstd where this build has their libraries; none
+// for a batch's 3-D C, an empty one, or under TESSERA_HDF5_DIRECT=0 (every byte left to HDF5).
+// The level the filter writes at: zstd's (hdf5plugin's default 3 where none was asked for); 1
+// for the others, which have none (LZ4's acceleration 1).
+int plugin_level(const WriteOptions& opts) {
+  if (opts.plugin_filter == kZstdFilter) return opts.plugin_level > 0 ? opts.plugin_level : kZstdDefaultLevel;
+  return 1;
+}
+
 std::optional<Codec> own_codec(std::int64_t rows, std::int64_t cols, const WriteOptions& opts) {
   if (opts.matrices > 0 || rows < 1 || cols < 1 || !direct_io_enabled()) return std::nullopt;
   if (opts.gzip_level > 0 && opts.plugin_filter == 0) return Codec::deflate;
   if (opts.plugin_filter == kLz4Filter && codec_built(Codec::lz4)) return Codec::lz4;
+  if (opts.plugin_filter == kZstdFilter && codec_built(Codec::zstd)) return Codec::zstd;
   return std::nullopt;
 }
 
@@ -94,22 +103,27 @@ Handle creation_properties(const DatasetRef& target, std::int64_t rows, std::int
   }
   if (opts.plugin_filter > 0 && own) {
     // tessera writes the filter's bytes itself: HDF5 only records the filter in the pipeline, as
-    // h5py does for a filter it names by number (optional: creating the dataset needs no plugin
-    // here; reading it needs one, hdf5plugin's or Debian's).
-    if (H5Pset_filter(dcpl.get(), static_cast<H5Z_filter_t>(opts.plugin_filter), H5Z_FLAG_OPTIONAL, 0, nullptr) < 0)
+    // h5py does for a filter it names by number (optional: creating the dataset needs no plugin;
+    // other readers need the filter, hdf5plugin's or Debian's plugin, tessera its own).
+    const unsigned level = static_cast<unsigned>(plugin_level(opts));  // zstd's, recorded as hdf5plugin does
+    if (H5Pset_filter(dcpl.get(), static_cast<H5Z_filter_t>(opts.plugin_filter), H5Z_FLAG_OPTIONAL,
+                      opts.plugin_filter == kZstdFilter ? 1 : 0, &level) < 0)
       throw_io("cannot set up the compression filter " + std::to_string(opts.plugin_filter) + " for " +
                in_quotes(target));
-    if (chunk_bytes >= 2147483648.0)
+    if (*own == Codec::lz4 && chunk_bytes >= 2147483648.0)
       throw InputError("chunk " + shape_text(chunk_rows, chunk_cols) + " for " + in_quotes(target) +
                        " is too large for LZ4: its HDF5 filter takes chunks under 2 GiB");
   } else if (opts.plugin_filter > 0) {
     if (H5Zfilter_avail(static_cast<H5Z_filter_t>(opts.plugin_filter)) <= 0) {
       H5Eclear2(H5E_DEFAULT);
       throw InputError("the compression filter " + std::to_string(opts.plugin_filter) + " for " + in_quotes(target) +
-                       " is not available: HDF5 found no plugin for it (scripts/setup.sh installs Debian's "
-                       "hdf5-filter-plugin; or set HDF5_PLUGIN_PATH)");
+                       " is not available: HDF5 found no plugin for it and this build of tessera has no "
+                       "library for it (scripts/setup.sh installs Debian's hdf5-filter-plugin, liblz4-dev "
+                       "and libzstd-dev; or set HDF5_PLUGIN_PATH)");
     }
-    if (H5Pset_filter(dcpl.get(), static_cast<H5Z_filter_t>(opts.plugin_filter), H5Z_FLAG_MANDATORY, 0, nullptr) < 0)
+    const unsigned level = static_cast<unsigned>(plugin_level(opts));
+    if (H5Pset_filter(dcpl.get(), static_cast<H5Z_filter_t>(opts.plugin_filter), H5Z_FLAG_MANDATORY,
+                      opts.plugin_filter == kZstdFilter ? 1 : 0, &level) < 0)
       throw_io("cannot set up the compression filter " + std::to_string(opts.plugin_filter) + " for " +
                in_quotes(target));
   }
@@ -119,12 +133,14 @@ Handle creation_properties(const DatasetRef& target, std::int64_t rows, std::int
 }  // namespace
 
 int compression_threads(const std::string& compression, int threads) {
-  const bool own = compression == "gzip" || (compression == "lz4" && codec_built(Codec::lz4));
+  const bool own = compression == "gzip" || (compression == "lz4" && codec_built(Codec::lz4)) ||
+                   (compression == "zstd" && codec_built(Codec::zstd));
   return own ? std::max(1, threads) : 1;
 }
 
 int filter_plugin_id(const std::string& name) {
   if (name == "lz4") return kLz4Filter;
+  if (name == "zstd") return kZstdFilter;
   if (name == "bzip2") return 307;
   return 0;
 }
@@ -141,7 +157,8 @@ std::unique_ptr<ChunkedWriter> chunked_writer(hid_t dcpl, std::int64_t rows, std
   if (H5Pget_chunk(dcpl, 2, chunk) != 2) return nullptr;
   return std::make_unique<ChunkedWriter>(rows, cols, static_cast<std::int64_t>(chunk[0]),
                                          static_cast<std::int64_t>(chunk[1]), stored_size(opts.stored, dtype),
-                                         opts.shuffle, *own == Codec::lz4 ? 1 : opts.gzip_level, *own);
+                                         opts.shuffle, *own == Codec::deflate ? opts.gzip_level : plugin_level(opts),
+                                         *own);
 }
 
 }  // namespace

@@ -32,14 +32,17 @@ void check_repeat_options(const RunOptions& o) {
 io::WriteOptions output_layout(const RunOptions& o) {
   io::WriteOptions wo;
   const std::string& z = o.compression;
-  if (o.compression_level != 0 && z != "gzip")
-    throw InputError(fmt::format("--compression-level {} is gzip's (--compression gzip); {} takes none",
+  if (o.compression_level != 0 && z != "gzip" && z != "zstd")
+    throw InputError(fmt::format("--compression-level {} is gzip's or zstd's (--compression gzip|zstd); {} takes none",
                                  o.compression_level, z.empty() || z == "none" ? "no compression" : z));
+  if (z == "gzip" && o.compression_level > 9)
+    throw InputError(fmt::format("--compression-level {} is out of gzip's range, 1 to 9", o.compression_level));
   if (z == "gzip") {
     wo.gzip_level = o.compression_level > 0 ? static_cast<int>(o.compression_level) : 1;
   } else if (!z.empty() && z != "none") {
     wo.plugin_filter = io::filter_plugin_id(z);
-    if (wo.plugin_filter == 0) throw InputError("--compression " + z + " is not one of none, gzip, lz4, bzip2");
+    if (wo.plugin_filter == 0) throw InputError("--compression " + z + " is not one of none, gzip, lz4, zstd, bzip2");
+    wo.plugin_level = static_cast<int>(o.compression_level);  // zstd's (0: its default)
   }
   if (o.shuffle && wo.gzip_level == 0 && wo.plugin_filter == 0)
     throw InputError("--shuffle rearranges C's bytes for a compression: give --compression too");

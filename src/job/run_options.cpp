@@ -66,7 +66,7 @@ std::vector<std::string> kernel_words() { return with_auto(every_kernel()); }
 std::vector<std::string> algorithm_words() { return with_auto(algorithms::algorithm_names()); }
 std::vector<std::string> run_dtype_words() { return with_auto(dtype_words()); }
 std::vector<std::string> progress_words() { return {"auto", "on", "off"}; }
-std::vector<std::string> compression_words() { return {"none", "gzip", "lz4", "bzip2"}; }
+std::vector<std::string> compression_words() { return {"none", "gzip", "lz4", "zstd", "bzip2"}; }
 std::vector<std::string> c_dtype_words() { return {"auto", "f16", "bf16", "f32", "f64"}; }
 
 std::vector<RunOption>& table() {
@@ -103,11 +103,12 @@ std::vector<RunOption>& table() {
              c_dtype_words)
           .empty_is("auto"),
       choice("compression", &RunOptions::compression,
-             "C compressed (chunked): gzip or lz4 (by tessera's threads on every core), bzip2 (HDF5's filter "
-             "plugin, by rank 0), or none",
+             "C compressed (chunked): gzip, lz4 or zstd (by tessera's threads on every core), bzip2 (HDF5's "
+             "filter plugin, by rank 0), or none",
              compression_words)
           .empty_is("none"),
-      integer("compression-level", &RunOptions::compression_level, "gzip's level, 1 (fastest) to 9; 0: 1", 0, 9)
+      integer("compression-level", &RunOptions::compression_level,
+              "gzip's level, 1 (fastest) to 9, or zstd's, 1 to 22; 0: gzip 1, zstd 3", 0, 22)
           .shown(),
       flag("shuffle", &RunOptions::shuffle,
            "HDF5's shuffle filter before the compression (groups the floats' bytes: smaller files)"),

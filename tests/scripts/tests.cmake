@@ -428,8 +428,8 @@ add_mpi_test(cwindow.matrix.np2 2 c_windows.py --case matrix)
 add_mpi_test(cwindow.matrix.gzip.np1 1 c_windows.py --case matrix --layout gzip)
 add_mpi_test(error.cwindow.np2 2 c_windows.py --case refusals)
 
-# Chunked and compressed C (issue 43 item 4; compressed_c.py): gzip and lz4 by tessera's threads
-# (lz4 also with no plugin in tessera's reach; both also by HDF5, TESSERA_HDF5_DIRECT=0), bzip2
+# Chunked and compressed C (issue 43 item 4; compressed_c.py): gzip, lz4 and zstd by tessera's threads
+# (lz4 and zstd also with no plugin in tessera's reach; each also by HDF5, TESSERA_HDF5_DIRECT=0), bzip2
 # through HDF5's plugin, with shuffle, chunks that cut the ranks' blocks, into a new and an existing
 # file, 1-4 ranks; the refusals.
 add_mpi_test(cz.gzip.np1 1 compressed_c.py)
@@ -443,6 +443,9 @@ add_mpi_test(cz.lz4.np2 2 compressed_c.py --compression lz4)
 add_mpi_test(cz.lz4.noplugin.np3 3 compressed_c.py --compression lz4 --no-plugin --case existing)
 add_mpi_test(cz.lz4.tiled.np3 3 compressed_c.py --compression lz4 --case tiled --no-plugin)
 add_mpi_test(cz.lz4.hdf5.np1 1 compressed_c.py --compression lz4 --hdf5)
+add_mpi_test(cz.zstd.np3 3 compressed_c.py --compression zstd --no-plugin)
+add_mpi_test(cz.zstd.existing.np2 2 compressed_c.py --compression zstd --case existing)
+add_mpi_test(cz.zstd.hdf5.np1 1 compressed_c.py --compression zstd --hdf5)
 add_mpi_test(cz.bzip2.existing.np1 1 compressed_c.py --compression bzip2 --case existing)
 add_mpi_test(error.cz.np2 2 compressed_c.py --case refusals)
 

@@ -17,6 +17,7 @@
 #include "io/chunked_write.hpp"
 #include "io/hdf5_io.hpp"
 #include "io/lz4_filter.hpp"
+#include "io/zstd_filter.hpp"
 
 using tessera::io::ChunkedWriter;
 using tessera::io::Codec;
@@ -54,10 +55,10 @@ TEST_CASE("chunks compressed by a block's rank are the writer's own bytes; the r
       REQUIRE(s.emplace(std::make_pair(r0, c0), bytes).second);  // each chunk once
     };
   };
-  for (const Codec codec : {Codec::deflate, Codec::lz4})
+  for (const Codec codec : {Codec::deflate, Codec::lz4, Codec::zstd})
   for (const bool shuffle : {false, true}) {
     if (!tessera::io::codec_built(codec)) continue;  // LZ4 without liblz4: the case below says so
-    INFO((codec == Codec::lz4 ? "lz4" : "deflate") << (shuffle ? ", shuffled" : ""));
+    INFO((codec == Codec::lz4 ? "lz4" : codec == Codec::zstd ? "zstd" : "deflate") << (shuffle ? ", shuffled" : ""));
     Stored whole;  // one writer, blocks added as they are
     ChunkedWriter one(rows, cols, 8, 6, 4, shuffle, 1, codec);
     const struct {
@@ -355,4 +356,59 @@ TEST_CASE("tessera's LZ4 decoder refuses what is not a whole chunk of the format
   REQUIRE(first < 1024);  // compressed
   for (std::size_t i = 16; i < 16 + first; ++i) damaged[i] = 0xff;
   CHECK_FALSE(tessera::io::lz4_decode(damaged.data(), damaged.size(), out, raw.size()));
+}
+
+TEST_CASE("zstd chunks: one frame each, decoded back; tessera's HDF5 filter writes and reads them; bad frames refused",
+          "[io][chunked]") {
+  if (!tessera::io::zstd_built()) {
+    CHECK_THROWS_AS(ChunkedWriter(8, 8, 8, 8, 4, false, 3, Codec::zstd), std::invalid_argument);
+    SKIP("this build has no libzstd");
+  }
+  CHECK_THROWS_AS(ChunkedWriter(8, 8, 8, 8, 4, false, 23, Codec::zstd), std::invalid_argument);  // levels 1-22
+  std::vector<unsigned char> raw(6000);
+  for (std::size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<unsigned char>((i * i) % 251 % 17);
+  for (const int level : {1, 3, 19}) {
+    const auto frame = tessera::io::zstd_encode(raw.data(), raw.size(), level);
+    CHECK(frame.size() < raw.size());
+    std::vector<unsigned char> out;
+    REQUIRE(tessera::io::zstd_decode(frame.data(), frame.size(), out, raw.size()));
+    CHECK(out == raw);
+    CHECK_FALSE(tessera::io::zstd_decode(frame.data(), frame.size(), out, raw.size() - 1));  // above the limit
+    CHECK_FALSE(tessera::io::zstd_decode(frame.data(), frame.size() - 1, out, raw.size()));  // truncated
+    auto longer = frame;
+    longer.push_back(0);
+    CHECK_FALSE(tessera::io::zstd_decode(longer.data(), longer.size(), out, raw.size()));  // bytes past the frame
+    auto damaged = frame;
+    for (std::size_t i = frame.size() / 2; i < frame.size() - 4; ++i) damaged[i] ^= 0x5a;
+    CHECK_FALSE(tessera::io::zstd_decode(damaged.data(), damaged.size(), out, raw.size()));
+  }
+  std::vector<unsigned char> out;
+  CHECK_FALSE(tessera::io::zstd_decode(raw.data(), 100, out, 1 << 20));  // no frame at all
+
+  // Through HDF5's pipeline with tessera's filter registered: written at level 5, read back.
+  tessera::io::hdf5::register_zstd_filter();
+  const std::int64_t rows = 37, cols = 29;
+  const auto m = matrix(rows, cols);
+  const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  REQUIRE(H5Pset_fapl_core(fapl, 1 << 20, 0) >= 0);
+  const hid_t file = H5Fcreate("zstd-chunks.h5", H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  const hsize_t dims[2] = {rows, cols}, chunk[2] = {8, 6};
+  const hid_t space = H5Screate_simple(2, dims, nullptr), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  REQUIRE(H5Pset_chunk(dcpl, 2, chunk) >= 0);
+  const unsigned level = 5;
+  REQUIRE(H5Pset_filter(dcpl, 32015, H5Z_FLAG_MANDATORY, 1, &level) >= 0);
+  const hid_t set = H5Dcreate2(file, "/C", H5T_NATIVE_FLOAT, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  REQUIRE(set >= 0);
+  REQUIRE(H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, m.data()) >= 0);
+  const hsize_t first[2] = {0, 0};
+  hsize_t size = 0;
+  REQUIRE(H5Dget_chunk_storage_size(set, first, &size) >= 0);
+  std::vector<unsigned char> stored(size), back;
+  std::uint32_t mask = 0;
+  REQUIRE(H5Dread_chunk(set, H5P_DEFAULT, first, &mask, stored.data()) >= 0);
+  REQUIRE(tessera::io::zstd_decode(stored.data(), stored.size(), back, 8 * 6 * 4));  // a plain frame
+  std::vector<float> all(m.size(), -1.0f);
+  REQUIRE(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data()) >= 0);
+  CHECK(all == m);
+  H5Dclose(set), H5Pclose(dcpl), H5Sclose(space), H5Fclose(file), H5Pclose(fapl);
 }
