@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "core/error.hpp"
 
@@ -63,35 +64,63 @@ std::vector<unsigned char> lz4_encode(const unsigned char* in, std::size_t bytes
   return out;
 }
 
-bool lz4_decode(const unsigned char* in, std::size_t bytes, std::vector<unsigned char>& out, std::size_t limit) {
-  if (bytes < kHeader) return false;
+namespace {
+
+// The chunk's size where `in` is a whole chunk of the format whose size is at most `limit` and
+// which its blocks could decode to (each stored block as long as its part, each LZ4 one at most
+// 255 times its length plus a little: LZ4's largest ratio); else nothing. Walks the block headers
+// before anything is allocated, so a header claiming gigabytes from a few bytes costs nothing.
+std::optional<std::size_t> checked_size(const unsigned char* in, std::size_t bytes, std::size_t limit) {
+  if (bytes < kHeader) return std::nullopt;
   const std::uint64_t total = get_be(in, 8);
   std::uint64_t block = get_be(in + 8, 4);
-  if (total > limit || (block == 0 && total > 0)) return false;
+  if (total > limit || (block == 0 && total > 0)) return std::nullopt;
   block = std::min(block, total);
-  out.resize(static_cast<std::size_t>(total));
+  std::size_t at = kHeader;
+  for (std::uint64_t done = 0; done < total;) {
+    const std::uint64_t size = std::min<std::uint64_t>(block, total - done);
+    if (bytes - at < 4) return std::nullopt;
+    const std::uint64_t stored = get_be(in + at, 4);
+    at += 4;
+    if (stored > bytes - at || (stored != size && size > 255 * stored + 64)) return std::nullopt;
+    at += static_cast<std::size_t>(stored);
+    done += size;
+  }
+  if (at != bytes) return std::nullopt;
+  return static_cast<std::size_t>(total);
+}
+
+// Decodes a chunk checked_size accepted into `out` (its size long).
+bool decode_into(const unsigned char* in, std::size_t total, unsigned char* out) {
+  const std::size_t block = std::min<std::size_t>(static_cast<std::size_t>(get_be(in + 8, 4)), total);
   std::size_t at = kHeader, done = 0;
   while (done < total) {
-    const std::size_t size = static_cast<std::size_t>(std::min<std::uint64_t>(block, total - done));
-    if (bytes - at < 4) return false;
+    const std::size_t size = std::min(block, total - done);
     const auto stored = static_cast<std::size_t>(get_be(in + at, 4));
     at += 4;
-    if (stored > bytes - at) return false;
     if (stored == size) {
-      std::memcpy(out.data() + done, in + at, size);
+      std::memcpy(out + done, in + at, size);
     } else {
       // Blocks are at most 1 GiB by the writers' rule, 4 GiB by the format: beyond int, refused.
       if (size > static_cast<std::size_t>(LZ4_MAX_INPUT_SIZE) || stored > static_cast<std::size_t>(LZ4_MAX_INPUT_SIZE))
         return false;
-      const int got = LZ4_decompress_safe(reinterpret_cast<const char*>(in + at),
-                                          reinterpret_cast<char*>(out.data() + done), static_cast<int>(stored),
-                                          static_cast<int>(size));
+      const int got = LZ4_decompress_safe(reinterpret_cast<const char*>(in + at), reinterpret_cast<char*>(out + done),
+                                          static_cast<int>(stored), static_cast<int>(size));
       if (got < 0 || static_cast<std::size_t>(got) != size) return false;
     }
     at += stored;
     done += size;
   }
-  return at == bytes;
+  return true;
+}
+
+}  // namespace
+
+bool lz4_decode(const unsigned char* in, std::size_t bytes, std::vector<unsigned char>& out, std::size_t limit) {
+  const std::optional<std::size_t> total = checked_size(in, bytes, limit);
+  if (!total) return false;
+  out.resize(*total);
+  return decode_into(in, *total, out.data());
 }
 
 namespace hdf5 {
@@ -103,15 +132,25 @@ namespace {
 size_t filter(unsigned flags, size_t cd_nelmts, const unsigned cd_values[], size_t nbytes, size_t* buf_size,
               void** buf) {
   try {
-    std::vector<unsigned char> result;
     const auto* in = static_cast<const unsigned char*>(*buf);
     if (flags & H5Z_FLAG_REVERSE) {
-      // A chunk is under 4 GiB in HDF5.
-      if (!lz4_decode(in, nbytes, result, std::size_t{0xffffffff})) return 0;
-    } else {
-      if (nbytes > static_cast<size_t>(LZ4_MAX_INPUT_SIZE)) return 0;
-      result = lz4_encode(in, nbytes, cd_nelmts > 0 ? cd_values[0] : 0);
+      // Straight into the buffer HDF5 takes: a chunk is under 4 GiB in HDF5, and no larger than
+      // its blocks can decode to (checked before anything is allocated).
+      const std::optional<std::size_t> total = checked_size(in, nbytes, std::size_t{0xffffffff});
+      if (!total) return 0;
+      void* out = std::malloc(std::max<std::size_t>(*total, 1));
+      if (out == nullptr) return 0;
+      if (!decode_into(in, *total, static_cast<unsigned char*>(out))) {
+        std::free(out);
+        return 0;
+      }
+      std::free(*buf);
+      *buf = out;
+      *buf_size = std::max<std::size_t>(*total, 1);
+      return *total;
     }
+    if (nbytes > static_cast<size_t>(LZ4_MAX_INPUT_SIZE)) return 0;
+    const std::vector<unsigned char> result = lz4_encode(in, nbytes, cd_nelmts > 0 ? cd_values[0] : 0);
     void* out = std::malloc(std::max<std::size_t>(result.size(), 1));
     if (out == nullptr) return 0;
     if (!result.empty()) std::memcpy(out, result.data(), result.size());

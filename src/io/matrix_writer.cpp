@@ -207,10 +207,10 @@ MatrixWriter::MatrixWriter(const DatasetRef& target, std::int64_t rows, std::int
     if (!w.in_file) throw InputError("output " + named + ": a window of C cannot go into a file this run replaces");
     if (opts.matrices > 0)
       throw InputError("output " + named + ": a batch's C is written as a whole 3-D dataset, not into a window");
-    if (!opts.chunk.empty() || opts.gzip_level > 0)
+    if (wants_chunks(opts))  // --chunk, --compression (any), --shuffle
       throw InputError("output " + named +
                        ": chunks and compression are the existing dataset's own; a window of "
-                       "it takes no --chunk or --compression");
+                       "it takes no --chunk, --compression or --shuffle");
     if (opts.stored != Stored::same)
       throw InputError("output " + named + ": a window of C is stored in its dataset's own type; it takes no " +
                        "--c-dtype (" + stored_word(opts.stored) + ")");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/error.hpp"
@@ -40,22 +41,37 @@ Contexts& contexts() {
 bool zstd_built() { return true; }
 
 std::vector<unsigned char> zstd_encode(const unsigned char* in, std::size_t bytes, int level) {
+  ZSTD_CCtx* c = contexts().c;
+  // The frame carries its content's checksum (any Zstandard reader checks it): a damaged chunk is
+  // refused rather than read as other values.
+  std::size_t r = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, std::clamp(level, ZSTD_minCLevel(), kZstdMaxLevel));
+  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+  if (ZSTD_isError(r)) throw IoError(std::string("setting up zstd failed: ") + ZSTD_getErrorName(r));
   std::vector<unsigned char> out(ZSTD_compressBound(bytes));
-  const std::size_t got = ZSTD_compressCCtx(contexts().c, out.data(), out.size(), in, bytes,
-                                            std::clamp(level, kZstdMinLevel, kZstdMaxLevel));
+  const std::size_t got = ZSTD_compress2(c, out.data(), out.size(), in, bytes);
   if (ZSTD_isError(got)) throw IoError(std::string("compressing a chunk with zstd failed: ") + ZSTD_getErrorName(got));
   out.resize(got);
   return out;
 }
 
-bool zstd_decode(const unsigned char* in, std::size_t bytes, std::vector<unsigned char>& out, std::size_t limit) {
+namespace {
+
+// The content size of `in` where it is one whole frame naming a size of at most `limit`.
+std::optional<std::size_t> frame_size(const unsigned char* in, std::size_t bytes, std::size_t limit) {
   const unsigned long long size = ZSTD_getFrameContentSize(in, bytes);
-  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > limit) return false;
-  // One frame, nothing after it.
-  if (ZSTD_findFrameCompressedSize(in, bytes) != bytes) return false;
-  out.resize(static_cast<std::size_t>(size));
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN || size > limit) return std::nullopt;
+  if (ZSTD_findFrameCompressedSize(in, bytes) != bytes) return std::nullopt;  // one frame, nothing after it
+  return static_cast<std::size_t>(size);
+}
+
+}  // namespace
+
+bool zstd_decode(const unsigned char* in, std::size_t bytes, std::vector<unsigned char>& out, std::size_t limit) {
+  const std::optional<std::size_t> size = frame_size(in, bytes, limit);
+  if (!size) return false;
+  out.resize(*size);
   const std::size_t got = ZSTD_decompressDCtx(contexts().d, out.data(), out.size(), in, bytes);
-  return !ZSTD_isError(got) && got == size;
+  return !ZSTD_isError(got) && got == *size;
 }
 
 namespace hdf5 {
@@ -67,16 +83,48 @@ namespace {
 size_t filter(unsigned flags, size_t cd_nelmts, const unsigned cd_values[], size_t nbytes, size_t* buf_size,
               void** buf) {
   try {
-    std::vector<unsigned char> result;
     const auto* in = static_cast<const unsigned char*>(*buf);
     if (flags & H5Z_FLAG_REVERSE) {
-      if (!zstd_decode(in, nbytes, result, std::size_t{0xffffffff})) return 0;  // a chunk is under 4 GiB
-    } else {
-      const int level = cd_nelmts > 0 && cd_values[0] > 0 && cd_values[0] <= kZstdMaxLevel
-                            ? static_cast<int>(cd_values[0])
-                            : kZstdDefaultLevel;
-      result = zstd_encode(in, nbytes, level);
+      // A chunk is under 4 GiB in HDF5. The frame names its size, which a few bytes can claim
+      // (zstd's blocks may repeat one byte 128 Ki times): the output grows with what is decoded,
+      // from a few times the input, and never past the named size.
+      const std::optional<std::size_t> size = frame_size(in, nbytes, std::size_t{0xffffffff});
+      if (!size) return 0;
+      std::size_t cap = std::min(*size, std::max<std::size_t>(std::size_t{1} << 20, 8 * nbytes));
+      auto* out = static_cast<unsigned char*>(std::malloc(std::max<std::size_t>(cap, 1)));
+      if (out == nullptr) return 0;
+      ZSTD_DCtx* d = contexts().d;
+      ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
+      ZSTD_inBuffer src{in, nbytes, 0};
+      ZSTD_outBuffer dst{out, cap, 0};
+      for (;;) {
+        const std::size_t r = ZSTD_decompressStream(d, &dst, &src);
+        if (ZSTD_isError(r) || dst.pos > *size) break;
+        if (r == 0) {  // the frame ended: all of it, to its named size
+          if (src.pos != nbytes || dst.pos != *size) break;
+          std::free(*buf);
+          *buf = out;
+          *buf_size = std::max<std::size_t>(cap, 1);
+          return *size;
+        }
+        if (dst.pos == cap) {  // full: grow, at most to the named size
+          if (cap == *size) break;
+          const std::size_t grown = std::min(*size, 2 * cap);
+          auto* more = static_cast<unsigned char*>(std::realloc(out, grown));
+          if (more == nullptr) break;
+          out = more, cap = grown;
+          dst = {out, cap, dst.pos};
+        } else if (src.pos == nbytes) {
+          break;  // input used up before the frame ended
+        }
+      }
+      std::free(out);
+      return 0;
     }
+    // The level as hdf5plugin stores it (an int, negative ones as large unsigned values; 0: the
+    // default), clamped to zstd's range.
+    const int asked = cd_nelmts > 0 ? static_cast<int>(cd_values[0]) : 0;
+    const std::vector<unsigned char> result = zstd_encode(in, nbytes, asked == 0 ? kZstdDefaultLevel : asked);
     void* out = std::malloc(std::max<std::size_t>(result.size(), 1));
     if (out == nullptr) return 0;
     if (!result.empty()) std::memcpy(out, result.data(), result.size());

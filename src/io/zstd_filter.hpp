@@ -18,7 +18,8 @@ bool zstd_built();
 // The levels a chunk may be written at, and the filter's default (hdf5plugin's).
 inline constexpr int kZstdMinLevel = 1, kZstdMaxLevel = 22, kZstdDefaultLevel = 3;
 
-// One chunk of `bytes` bytes as a frame at `level`. Throws IoError where libzstd fails.
+// One chunk of `bytes` bytes as a frame at `level` (clamped to zstd's levels, its fast negative
+// ones included), its content's checksum in it. Throws IoError where libzstd fails.
 std::vector<unsigned char> zstd_encode(const unsigned char* in, std::size_t bytes, int level);
 
 // One chunk back into `out` (resized to its size): false where `in` is not one whole frame whose

@@ -412,3 +412,42 @@ TEST_CASE("zstd chunks: one frame each, decoded back; tessera's HDF5 filter writ
   CHECK(all == m);
   H5Dclose(set), H5Pclose(dcpl), H5Sclose(space), H5Fclose(file), H5Pclose(fapl);
 }
+
+TEST_CASE("tessera's LZ4 HDF5 filter writes and reads through HDF5 in blocks; a header claiming more than its blocks hold is refused",
+          "[io][chunked]") {
+  if (!tessera::io::lz4_built()) SKIP("this build has no liblz4");
+  // A header claiming 3.75 GiB (under the 4 GiB limit) from one 2-byte block: refused from the
+  // headers (more than LZ4 could make of it, and blocks missing), nothing allocated.
+  std::vector<unsigned char> liar = {0, 0, 0, 0, 0xf0, 0, 0, 0, 0x40, 0, 0, 0, 0, 0, 0, 2, 0x10, 0};
+  std::vector<unsigned char> out;
+  CHECK_FALSE(tessera::io::lz4_decode(liar.data(), liar.size(), out, std::size_t{0xffffffff}));
+  CHECK(out.empty());
+  (void)H5Zunregister(32004);
+  tessera::io::hdf5::register_lz4_filter();
+  const std::int64_t rows = 37, cols = 29;
+  const auto m = matrix(rows, cols);
+  const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  REQUIRE(H5Pset_fapl_core(fapl, 1 << 20, 0) >= 0);
+  const hid_t file = H5Fcreate("lz4-own.h5", H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  const hsize_t dims[2] = {rows, cols}, chunk[2] = {8, 6};
+  const hid_t space = H5Screate_simple(2, dims, nullptr), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  REQUIRE(H5Pset_chunk(dcpl, 2, chunk) >= 0);
+  const unsigned block = 100;  // 192-byte chunks in blocks of 100: two a chunk
+  REQUIRE(H5Pset_filter(dcpl, 32004, H5Z_FLAG_MANDATORY, 1, &block) >= 0);
+  const hid_t set = H5Dcreate2(file, "/C", H5T_NATIVE_FLOAT, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  REQUIRE(set >= 0);
+  REQUIRE(H5Dwrite(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, m.data()) >= 0);
+  const hsize_t first[2] = {0, 0};
+  hsize_t size = 0;
+  REQUIRE(H5Dget_chunk_storage_size(set, first, &size) >= 0);
+  std::vector<unsigned char> stored(size);
+  std::uint32_t mask = 0;
+  REQUIRE(H5Dread_chunk(set, H5P_DEFAULT, first, &mask, stored.data()) >= 0);
+  CHECK(mask == 0);
+  REQUIRE(stored.size() >= 16);
+  CHECK(big_endian(stored.data() + 8, 4) == 100);
+  std::vector<float> all(m.size(), -1.0f);
+  REQUIRE(H5Dread(set, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, all.data()) >= 0);
+  CHECK(all == m);
+  H5Dclose(set), H5Pclose(dcpl), H5Sclose(space), H5Fclose(file), H5Pclose(fapl);
+}
