@@ -91,6 +91,14 @@ std::string format_info(const nlohmann::json& i) {
                      i["hdf5"]["parallel"].get<bool>() ? "parallel" : "serial");
   out += fmt::format("  BLAS     : {}, {} thread(s): {}\n", i["blas"]["library"].get<std::string>(),
                      i["blas"]["threads"].get<int>(), i["blas"]["config"].get<std::string>());
+  // The compressions tessera does itself (C written, inputs read, on its threads; no plugin).
+  std::string codecs;
+  for (const char* codec : {"gzip", "lz4", "zstd"}) {
+    const nlohmann::json& lib = i["libraries"].value(codec, nlohmann::json());
+    codecs += fmt::format("{}{} ({})", codecs.empty() ? "" : ", ", codec,
+                          lib.is_string() ? lib.get<std::string>() : "not built: HDF5's plugin");
+  }
+  out += fmt::format("  codecs   : {}\n", codecs);
   if (i["gpus"].empty())
     out += "  GPUs     : none visible\n";
   else

@@ -74,7 +74,10 @@ nlohmann::json library_versions() {
           {"blas_config", or_null(kernels::openblas_config_string())},
           {"cuda_runtime", or_null(runtime)},
           {"cuda_driver", or_null(driver)},
-          {"nccl", or_null(nccl_version())}};
+          {"nccl", or_null(nccl_version())},
+          {"gzip", or_null(io::compression_library("gzip"))},
+          {"lz4", or_null(io::compression_library("lz4"))},
+          {"zstd", or_null(io::compression_library("zstd"))}};
 }
 
 nlohmann::json visible_gpus() {

@@ -16,6 +16,7 @@
 
 #include "core/error.hpp"
 #include "io/direct_io.hpp"
+#include "io/hdf5_io.hpp"
 #include "io/hdf5_library.hpp"
 #include "io/lz4_filter.hpp"
 #include "io/zstd_filter.hpp"
@@ -310,12 +311,17 @@ std::string chunk_text(const std::string& where, std::int64_t r, std::int64_t c)
 
 }  // namespace
 
-const char* inflate_library() {
+std::string compression_library(const std::string& codec) {
+  if (codec == "gzip") {
 #ifdef TESSERA_HAVE_LIBDEFLATE
-  return "libdeflate";
+    return std::string("libdeflate ") + LIBDEFLATE_VERSION_STRING;
 #else
-  return "zlib";
+    return std::string("zlib ") + zlibVersion();
 #endif
+  }
+  if (codec == "lz4") return lz4_built() ? std::string("liblz4 ") + lz4_library_version() : "";
+  if (codec == "zstd") return zstd_built() ? std::string("libzstd ") + zstd_library_version() : "";
+  return "";
 }
 
 namespace {

@@ -31,7 +31,5 @@ namespace tessera::io {
 bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
                   std::int64_t ncols, DType as, void* out);
 
-// Which inflate the reader was built with ("libdeflate" or "zlib"), for `tessera info`.
-const char* inflate_library();
 
 }  // namespace tessera::io

@@ -146,6 +146,10 @@ int filter_plugin_id(const std::string& name);
 // the pool where tessera compresses it itself (gzip; lz4 and zstd where built with their
 // libraries), else 1 (HDF5's filter pipeline, on the writing thread).
 int compression_threads(const std::string& compression, int threads);
+// The library tessera compresses and decompresses `codec` ("gzip", "lz4", "zstd") with, and its
+// version ("libdeflate 1.14", "zlib 1.2.13", "liblz4 1.9.4", "libzstd 1.5.4"); "" where this build
+// has none (lz4 and zstd then go through HDF5's plugins). For `tessera info` and the provenance.
+std::string compression_library(const std::string& codec);
 
 // Several results written into one new file and committed together (the products of one launch:
 // job/launch.hpp). The first MatrixWriter given the batch creates the file under its temporary name

@@ -36,6 +36,7 @@ std::uint64_t get_be(const unsigned char* at, int bytes) {
 }  // namespace
 
 bool lz4_built() { return true; }
+const char* lz4_library_version() { return LZ4_versionString(); }
 
 std::vector<unsigned char> lz4_encode(const unsigned char* in, std::size_t bytes, std::size_t block) {
   if (block == 0 || block > kDefaultBlock) block = kDefaultBlock;
@@ -175,6 +176,7 @@ void register_lz4_filter() {
 }  // namespace hdf5
 #else
 bool lz4_built() { return false; }
+const char* lz4_library_version() { return ""; }
 std::vector<unsigned char> lz4_encode(const unsigned char*, std::size_t, std::size_t) {
   throw IoError("this build of tessera has no LZ4 (liblz4)");
 }

@@ -16,6 +16,8 @@ namespace tessera::io {
 // Whether this build has liblz4 (else nothing below does anything: lz4_encode and lz4_decode
 // must not be called, and register_lz4_filter is a no-op).
 bool lz4_built();
+// liblz4's version ("1.9.4"), "" without it.
+const char* lz4_library_version();
 
 // One chunk of `bytes` bytes in the filter's format, in blocks of `block` bytes (0: the default,
 // the whole chunk up to 1 GiB). Throws IoError where liblz4 fails.

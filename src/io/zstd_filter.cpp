@@ -39,6 +39,7 @@ Contexts& contexts() {
 }  // namespace
 
 bool zstd_built() { return true; }
+const char* zstd_library_version() { return ZSTD_versionString(); }
 
 std::vector<unsigned char> zstd_encode(const unsigned char* in, std::size_t bytes, int level) {
   ZSTD_CCtx* c = contexts().c;
@@ -149,6 +150,7 @@ void register_zstd_filter() {
 }  // namespace hdf5
 #else
 bool zstd_built() { return false; }
+const char* zstd_library_version() { return ""; }
 std::vector<unsigned char> zstd_encode(const unsigned char*, std::size_t, int) {
   throw IoError("this build of tessera has no zstd (libzstd)");
 }

@@ -14,6 +14,8 @@ namespace tessera::io {
 // Whether this build has libzstd (else zstd_encode throws, zstd_decode returns false and
 // register_zstd_filter does nothing).
 bool zstd_built();
+// libzstd's version ("1.5.4"), "" without it.
+const char* zstd_library_version();
 
 // The levels a chunk may be written at, and the filter's default (hdf5plugin's).
 inline constexpr int kZstdMinLevel = 1, kZstdMaxLevel = 22, kZstdDefaultLevel = 3;
