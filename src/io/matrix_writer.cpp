@@ -47,9 +47,6 @@ bool wants_chunks(const WriteOptions& opts) {
 
 constexpr int kLz4Filter = 32004, kZstdFilter = 32015;
 
-// The compression tessera's threads do themselves (io/chunked_write.hpp) for a new rows x cols
-// dataset written with `opts`: gzip always, LZ4 and zstd where this build has their libraries; none
-// for a batch's 3-D C, an empty one, or under TESSERA_HDF5_DIRECT=0 (every byte left to HDF5).
 // The level the filter writes at: zstd's (hdf5plugin's default 3 where none was asked for); 1
 // for the others, which have none (LZ4's acceleration 1).
 int plugin_level(const WriteOptions& opts) {
@@ -57,6 +54,9 @@ int plugin_level(const WriteOptions& opts) {
   return 1;
 }
 
+// The compression tessera's threads do themselves (io/chunked_write.hpp) for a new rows x cols
+// dataset written with `opts`: gzip always, LZ4 and zstd where this build has their libraries; none
+// for a batch's 3-D C, an empty one, or under TESSERA_HDF5_DIRECT=0 (every byte left to HDF5).
 std::optional<Codec> own_codec(std::int64_t rows, std::int64_t cols, const WriteOptions& opts) {
   if (opts.matrices > 0 || rows < 1 || cols < 1 || !direct_io_enabled()) return std::nullopt;
   if (opts.gzip_level > 0 && opts.plugin_filter == 0) return Codec::deflate;
@@ -148,8 +148,8 @@ int filter_plugin_id(const std::string& name) {
 namespace {
 
 // C's chunks compressed by tessera's threads (io/chunked_write.hpp): a new 2-D dataset whose
-// pipeline is [shuffle,] gzip or LZ4 (own_codec), unless TESSERA_HDF5_DIRECT=0 leaves every byte
-// to HDF5.
+// pipeline is [shuffle,] gzip, LZ4 or zstd (own_codec), unless TESSERA_HDF5_DIRECT=0 leaves every
+// byte to HDF5.
 std::unique_ptr<ChunkedWriter> chunked_writer(hid_t dcpl, std::int64_t rows, std::int64_t cols, DType dtype,
                                               const WriteOptions& opts, std::optional<Codec> own) {
   if (!own) return nullptr;
