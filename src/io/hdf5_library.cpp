@@ -1,5 +1,7 @@
 #include "io/hdf5_library.hpp"
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include <hdf5.h>
 
@@ -24,6 +26,20 @@ void ensure_init() {
   }();
   (void)initialized;
   (void)quiet;
+}
+
+std::size_t hand_to_hdf5(void** buf, std::size_t* buf_size, void* out, std::size_t allocated, std::size_t bytes) {
+  std::free(*buf);
+  *buf = out;
+  *buf_size = std::max<std::size_t>(allocated, 1);
+  return bytes;
+}
+
+std::size_t hand_to_hdf5(void** buf, std::size_t* buf_size, const std::vector<unsigned char>& bytes) {
+  void* out = std::malloc(std::max<std::size_t>(bytes.size(), 1));
+  if (out == nullptr) return 0;
+  if (!bytes.empty()) std::memcpy(out, bytes.data(), bytes.size());
+  return hand_to_hdf5(buf, buf_size, out, bytes.size(), bytes.size());
 }
 
 std::mutex& lock() {

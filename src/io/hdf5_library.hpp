@@ -22,6 +22,13 @@ namespace tessera::io::hdf5 {
 // thread-safe HDF5 that setting belongs to the thread, so each thread switches it off once.
 void ensure_init();
 
+// A filter callback's output handed to HDF5 (tessera's LZ4 and zstd filters): `out`, malloc'd,
+// `allocated` bytes, replaces `*buf` (freed); returns `bytes`, the filtered size.
+std::size_t hand_to_hdf5(void** buf, std::size_t* buf_size, void* out, std::size_t allocated, std::size_t bytes);
+// The same for bytes in a vector, copied into a malloc'd buffer first; 0 (HDF5's failure) where
+// that cannot be allocated, `*buf` then untouched.
+std::size_t hand_to_hdf5(void** buf, std::size_t* buf_size, const std::vector<unsigned char>& bytes);
+
 // The pipeline reads A on one thread while it writes C on another. HDF5 built without thread
 // safety must not be entered by two threads at once, so the entry points that may run on such
 // threads (read_block, write_block) hold this lock around their HDF5 calls; the bulk pread and

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "core/error.hpp"
+#include "io/hdf5_library.hpp"
 
 #ifdef TESSERA_HAVE_LZ4
 #include <lz4.h>
@@ -145,20 +146,10 @@ size_t filter(unsigned flags, size_t cd_nelmts, const unsigned cd_values[], size
         std::free(out);
         return 0;
       }
-      std::free(*buf);
-      *buf = out;
-      *buf_size = std::max<std::size_t>(*total, 1);
-      return *total;
+      return hand_to_hdf5(buf, buf_size, out, *total, *total);
     }
     if (nbytes > static_cast<size_t>(LZ4_MAX_INPUT_SIZE)) return 0;
-    const std::vector<unsigned char> result = lz4_encode(in, nbytes, cd_nelmts > 0 ? cd_values[0] : 0);
-    void* out = std::malloc(std::max<std::size_t>(result.size(), 1));
-    if (out == nullptr) return 0;
-    if (!result.empty()) std::memcpy(out, result.data(), result.size());
-    std::free(*buf);
-    *buf = out;
-    *buf_size = std::max<std::size_t>(result.size(), 1);
-    return result.size();
+    return hand_to_hdf5(buf, buf_size, lz4_encode(in, nbytes, cd_nelmts > 0 ? cd_values[0] : 0));
   } catch (...) {
     return 0;
   }

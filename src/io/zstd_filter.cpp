@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "io/hdf5_library.hpp"
 
 #ifdef TESSERA_HAVE_ZSTD
 #include <zstd.h>
@@ -103,10 +104,7 @@ size_t filter(unsigned flags, size_t cd_nelmts, const unsigned cd_values[], size
         if (ZSTD_isError(r) || dst.pos > *size) break;
         if (r == 0) {  // the frame ended: all of it, to its named size
           if (src.pos != nbytes || dst.pos != *size) break;
-          std::free(*buf);
-          *buf = out;
-          *buf_size = std::max<std::size_t>(cap, 1);
-          return *size;
+          return hand_to_hdf5(buf, buf_size, out, cap, *size);
         }
         if (dst.pos == cap) {  // full: grow, at most to the named size
           if (cap == *size) break;
@@ -125,14 +123,7 @@ size_t filter(unsigned flags, size_t cd_nelmts, const unsigned cd_values[], size
     // The level as hdf5plugin stores it (an int, negative ones as large unsigned values; 0: the
     // default), clamped to zstd's range.
     const int asked = cd_nelmts > 0 ? static_cast<int>(cd_values[0]) : 0;
-    const std::vector<unsigned char> result = zstd_encode(in, nbytes, asked == 0 ? kZstdDefaultLevel : asked);
-    void* out = std::malloc(std::max<std::size_t>(result.size(), 1));
-    if (out == nullptr) return 0;
-    if (!result.empty()) std::memcpy(out, result.data(), result.size());
-    std::free(*buf);
-    *buf = out;
-    *buf_size = std::max<std::size_t>(result.size(), 1);
-    return result.size();
+    return hand_to_hdf5(buf, buf_size, zstd_encode(in, nbytes, asked == 0 ? kZstdDefaultLevel : asked));
   } catch (...) {
     return 0;
   }
