@@ -26,10 +26,18 @@
 namespace tessera::backend {
 namespace {
 
-// The most device scratch that products of host matrices keep from call to call (holds_in_place):
-// one call below kPipelineMinBytes needs at most that, and as much again for an operand
-// transposed on the GPU.
-constexpr std::size_t kHeldHostBytes = 2 * kPipelineMinBytes;
+// The most device scratch that products of host matrices keep from call to call (gemm_in_place):
+// a quarter of the GPU's memory (35 GB on an H200: a 32768^3 f64 product's A, B, C and C_old
+// scratch), at least 512 MiB. A program that is done multiplying gives it back with the kept
+// backend (job::release_memory_backend).
+std::size_t held_keep_bytes() {
+  std::size_t free = 0, total = 0;
+  if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
+    (void)cudaGetLastError();
+    total = 0;
+  }
+  return std::max(total / 4, 2 * kPipelineMinBytes);
+}
 
 // The default first, then the rest in registry (bench) order.
 std::vector<std::string> kernel_list(const std::string& first) {
@@ -124,10 +132,13 @@ class CudaBackend final : public Backend {
     return make_cuda_panel_product(gpu_, kernel, dtype, m, n, max_w, host_c, budget(), host_staging);
   }
 
-  // Matrices in GPU memory; and host-only products below the pipeline's threshold, which gemm()
-  // would run in core with device buffers of the call's own: the held path makes the same copies
-  // into scratch kept from call to call (as torch's allocator keeps its blocks) and scans A and B
-  // on the GPU. Larger ones keep gemm()'s streamed tiles, whose copies overlap the kernel.
+  // Matrices in GPU memory; and host products whose scratch fits the GPU: the held path copies
+  // them up into scratch kept from call to call (as torch's allocator and COSMA keep theirs),
+  // large ones through page-locked staging lanes of its own at the bus's speed, scans A and B
+  // on the GPU and applies alpha and beta there. (gemm()'s paths allocate device buffers and
+  // page-locked memory per call, and combine alpha and beta on one host thread: an 8192^3 f64
+  // product of host matrices took 0.53-0.61 s there, issue 44.) Those that do not fit take
+  // gemm()'s streamed tiles, out of core.
   // TESSERA_HELD_HOST=0/1 forces either way (a diagnostic, to measure one against the other).
   bool holds_in_place(const std::string&, const HeldProblem& p) const override {
     if (p.a.device || p.b.device || p.c_device) return true;  // only here can they be used
@@ -135,15 +146,22 @@ class CudaBackend final : public Backend {
     const std::size_t missing = held_bytes_missing(held_, p);
     if (missing > budget()) return false;
     if (held_host_) return *held_host_ == "1";
-    // What the scratch keeps after such calls stays bounded (it only grows: one call of a large
-    // A then one of a large B would keep both): past kHeldHostBytes, the call's own buffers.
-    const auto elements = static_cast<std::size_t>(p.m * p.k + p.k * p.n + p.m * p.n);
-    return elements * dtype_size(p.dtype) < kPipelineMinBytes && held_.bytes() + missing <= kHeldHostBytes;
+    return true;
   }
 
   std::vector<PhaseTime> gemm_in_place(const std::string& kernel, const HeldProblem& p) override {
     ready(kernel, kernels::GpuGemm{real_of(p.dtype), p.m, p.n, p.k}, true);
-    return gemm_held(gpu_, held_, kernel, p);
+    std::vector<PhaseTime> phases = gemm_held(gpu_, held_, kernel, p);
+    // The scratch only grows (a large A, then a large B, would keep both): past what it may keep,
+    // a waited call (its work done) gives its device buffers back, and the next large call takes
+    // them again (cudaMalloc, ~milliseconds).
+    if (!phases.empty() && held_.bytes() > held_keep_bytes()) {
+      held_.a = kernels::DeviceBuffer();
+      held_.b = kernels::DeviceBuffer();
+      held_.c = kernels::DeviceBuffer();
+      held_.stored = kernels::DeviceBuffer();
+    }
+    return phases;
   }
 
   std::unique_ptr<DeviceProduct> gemm_on_device(const std::string& kernel, const GemmProblem& p) override {

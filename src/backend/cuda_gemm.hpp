@@ -11,6 +11,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/cuda_device.hpp"
+#include "backend/cuda_host_staging.hpp"
 #include "backend/step_times.hpp"
 #include "kernels/cuda_resources.hpp"
 
@@ -76,6 +77,9 @@ struct HeldScratch {
   // first use, on the product's GPU): a non-blocking stream, and the event it starts from.
   std::optional<kernels::Stream> scan_stream;
   std::optional<kernels::Event> scan_from;
+  // Host matrices of stage_min_bytes and more go up and down through these page-locked lanes
+  // (cuda_host_staging.hpp), made at their first use and kept.
+  std::unique_ptr<HostStaging> staging;
   std::size_t bytes() const { return a.bytes() + b.bytes() + c.bytes() + stored.bytes() + found.bytes(); }
 };
 

@@ -98,17 +98,53 @@ struct Placed {
   View stored;
 };
 
-Placed place(const HeldMatrix& x, DType dtype, void* slot, void* stored_slot, cudaStream_t s) {
+// Host rows to and from packed device rows: through the staging lanes from stage_min_bytes on
+// (page-locked buffers of tessera's, the caller's memory left as it is), else one
+// cudaMemcpy2DAsync (page-locked where HostRegistration made it so). Stream-ordered on `s` either
+// way; down() returns when the host holds the rows where the lanes carried them.
+struct HostCopies {
+  HeldScratch& scratch;
+  int gpu;
+  static bool staged(std::int64_t rows, std::size_t row_bytes) {
+    return HostStaging::takes(rows, row_bytes) && static_cast<std::size_t>(rows) * row_bytes >= stage_min_bytes();
+  }
+  HostStaging& lanes() const {
+    if (!scratch.staging) scratch.staging = std::make_unique<HostStaging>();
+    return *scratch.staging;
+  }
+  void up(const void* host, std::size_t ld_bytes, std::int64_t rows, std::size_t row_bytes, void* device,
+          cudaStream_t s, cudaEvent_t after = nullptr) const {
+    if (rows <= 0 || row_bytes == 0) return;
+    if (staged(rows, row_bytes)) return lanes().up(gpu, host, rows, row_bytes, ld_bytes, device, s, after);
+    CUDA_CHECK(cudaMemcpy2DAsync(device, row_bytes, host, ld_bytes, row_bytes, static_cast<std::size_t>(rows),
+                                 cudaMemcpyHostToDevice, s));
+  }
+  void down(const void* device, std::int64_t rows, std::size_t row_bytes, void* host, std::size_t ld_bytes,
+            cudaStream_t s) const {
+    if (rows <= 0 || row_bytes == 0) return;
+    if (staged(rows, row_bytes)) return lanes().down(gpu, device, rows, row_bytes, host, ld_bytes, s);
+    CUDA_CHECK(cudaMemcpy2DAsync(host, ld_bytes, device, row_bytes, row_bytes, static_cast<std::size_t>(rows),
+                                 cudaMemcpyDeviceToHost, s));
+  }
+};
+
+// A host range to page-lock for its copy: none where the staging lanes carry it.
+kernels::HostRegistration pin_unless_staged(const void* p, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                                            std::size_t es) {
+  if (HostCopies::staged(rows, static_cast<std::size_t>(cols) * es)) return {};
+  return kernels::HostRegistration(p, span_bytes(rows, cols, ld, es), held_pin_min_bytes());
+}
+
+Placed place(const HeldMatrix& x, DType dtype, void* slot, void* stored_slot, cudaStream_t s,
+             const HostCopies& copies) {
   const std::size_t es = dtype_size(dtype);
   if (used_as_is(x)) return {x.data, {x.data, x.ld}};
   View stored{x.data, x.ld};
   if (!x.device) {
     // Up as stored, packed: into the slot itself when no transpose follows.
     void* into = x.transposed ? stored_slot : slot;
-    if (x.rows > 0 && x.cols > 0)
-      CUDA_CHECK(cudaMemcpy2DAsync(into, static_cast<std::size_t>(x.cols) * es, x.data,
-                                   static_cast<std::size_t>(x.ld) * es, static_cast<std::size_t>(x.cols) * es,
-                                   static_cast<std::size_t>(x.rows), cudaMemcpyHostToDevice, s));
+    if (x.cols > 0)
+      copies.up(x.data, static_cast<std::size_t>(x.ld) * es, x.rows, static_cast<std::size_t>(x.cols) * es, into, s);
     stored = {into, x.cols};
     if (!x.transposed) return {into, stored};
   }
@@ -171,13 +207,12 @@ std::vector<PhaseTime> gemm_held_complex(Gpu& gpu, HeldScratch& scratch, const H
   void* slot_c = slot(scratch.c, !p.c_device, static_cast<std::size_t>(p.m * p.n) * es, "a scratch C" + of_gemm);
   auto* found = static_cast<kernels::NonfiniteFound*>(
       slot(scratch.found, p.refuse_nonfinite, 2 * sizeof(kernels::NonfiniteFound), "a NaN/Inf count"));
+  const HostCopies copies{scratch, gpu.device};
   kernels::HostRegistration pin_a, pin_b, pin_c;
   const double pin_seconds = host_seconds([&] {
-    if (!p.a.device)
-      pin_a = kernels::HostRegistration(p.a.data, span_bytes(p.a.rows, p.a.cols, p.a.ld, es), held_pin_min_bytes());
-    if (!p.b.device)
-      pin_b = kernels::HostRegistration(p.b.data, span_bytes(p.b.rows, p.b.cols, p.b.ld, es), held_pin_min_bytes());
-    if (!p.c_device) pin_c = kernels::HostRegistration(p.c, span_bytes(p.m, p.n, p.ldc, es), held_pin_min_bytes());
+    if (!p.a.device) pin_a = pin_unless_staged(p.a.data, p.a.rows, p.a.cols, p.a.ld, es);
+    if (!p.b.device) pin_b = pin_unless_staged(p.b.data, p.b.rows, p.b.cols, p.b.ld, es);
+    if (!p.c_device) pin_c = pin_unless_staged(p.c, p.m, p.n, p.ldc, es);
   });
   const bool waited = p.wait || !p.c_device || !p.a.device || !p.b.device;
   const std::size_t c_row = static_cast<std::size_t>(p.n) * es, ldc_bytes = static_cast<std::size_t>(p.ldc) * es;
@@ -190,10 +225,7 @@ std::vector<PhaseTime> gemm_held_complex(Gpu& gpu, HeldScratch& scratch, const H
     // Up, packed, as stored: {data, ld} on the device.
     const auto up = [&](const HeldMatrix& x, void* into) -> View {
       if (x.device) return {x.data, x.ld};
-      if (x.rows > 0 && x.cols > 0)
-        CUDA_CHECK(cudaMemcpy2DAsync(into, static_cast<std::size_t>(x.cols) * es, x.data,
-                                     static_cast<std::size_t>(x.ld) * es, static_cast<std::size_t>(x.cols) * es,
-                                     static_cast<std::size_t>(x.rows), cudaMemcpyHostToDevice, s));
+      copies.up(x.data, static_cast<std::size_t>(x.ld) * es, x.rows, static_cast<std::size_t>(x.cols) * es, into, s);
       return {into, x.cols};
     };
     const View a = up(p.a, slot_a), b = up(p.b, slot_b);
@@ -208,9 +240,7 @@ std::vector<PhaseTime> gemm_held_complex(Gpu& gpu, HeldScratch& scratch, const H
     void* c = p.c_device ? p.c : slot_c;
     const std::int64_t ldc = p.c_device ? p.ldc : p.n;
     const bool reads_c = p.beta != 0 || p.beta_imag != 0;
-    if (!p.c_device && reads_c && p.m > 0 && p.n > 0)
-      CUDA_CHECK(cudaMemcpy2DAsync(slot_c, c_row, p.c, ldc_bytes, c_row, static_cast<std::size_t>(p.m),
-                                   cudaMemcpyHostToDevice, s));
+    if (!p.c_device && reads_c) copies.up(p.c, ldc_bytes, p.m, c_row, slot_c, s);
     if (waited) t->placed.record(s);
     const auto op = [](const HeldMatrix& x) { return x.conjugated ? 'C' : x.transposed ? 'T' : 'N'; };
     kernels::GpuComplexGemm g;
@@ -225,9 +255,7 @@ std::vector<PhaseTime> gemm_held_complex(Gpu& gpu, HeldScratch& scratch, const H
       throw InputError(std::string(e.what()) + of_gemm);
     }
     if (waited) t->computed.record(s);
-    if (!p.c_device && p.m > 0 && p.n > 0)
-      CUDA_CHECK(cudaMemcpy2DAsync(p.c, ldc_bytes, slot_c, c_row, c_row, static_cast<std::size_t>(p.m),
-                                   cudaMemcpyDeviceToHost, s));
+    if (!p.c_device) copies.down(slot_c, p.m, c_row, p.c, ldc_bytes, s);
     scratch.done.record(s);
     scratch.used = true;
   } catch (...) {
@@ -288,13 +316,12 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
 
   // Large host operands page-locked for their copies (as the in-core GEMM does), C for its way down.
   const bool host_c = !p.c_device;
+  const HostCopies copies{scratch, gpu.device};
   kernels::HostRegistration pin_a, pin_b, pin_c;
   const double pin_seconds = host_seconds([&] {
-    if (!p.a.device)
-      pin_a = kernels::HostRegistration(p.a.data, span_bytes(p.a.rows, p.a.cols, p.a.ld, es), held_pin_min_bytes());
-    if (!p.b.device)
-      pin_b = kernels::HostRegistration(p.b.data, span_bytes(p.b.rows, p.b.cols, p.b.ld, es), held_pin_min_bytes());
-    if (host_c) pin_c = kernels::HostRegistration(p.c, span_bytes(p.m, p.n, p.ldc, es), held_pin_min_bytes());
+    if (!p.a.device) pin_a = pin_unless_staged(p.a.data, p.a.rows, p.a.cols, p.a.ld, es);
+    if (!p.b.device) pin_b = pin_unless_staged(p.b.data, p.b.rows, p.b.cols, p.b.ld, es);
+    if (host_c) pin_c = pin_unless_staged(p.c, p.m, p.n, p.ldc, es);
   });
   const bool waited = p.wait || host_c || !p.a.device || !p.b.device;
   std::optional<StepEvents> t;
@@ -303,10 +330,10 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
     t->start.record(s);
   }
   try {
-    const Placed a = place(p.a, p.dtype, slot_a, stored, s);
+    const Placed a = place(p.a, p.dtype, slot_a, stored, s, copies);
     if (p.refuse_nonfinite)
       kernels::gpu_count_nonfinite(p.dtype, p.a.rows, p.a.cols, a.stored.data, a.stored.ld, found, scan);
-    const Placed b = place(p.b, p.dtype, slot_b, stored, s);
+    const Placed b = place(p.b, p.dtype, slot_b, stored, s, copies);
     if (p.refuse_nonfinite) {
       kernels::gpu_count_nonfinite(p.dtype, p.b.rows, p.b.cols, b.stored.data, b.stored.ld, found + 1, scan);
       if (!beside) refuse_found(found, p, s);
@@ -326,15 +353,15 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
       } else {
         void* result = slot_c;
         if (p.beta != 0) {  // C_old up, packed, then alpha T + beta C_old there
-          CUDA_CHECK(cudaMemcpy2DAsync(stored, row, p.c, ldc_bytes, row, static_cast<std::size_t>(p.m),
-                                       cudaMemcpyHostToDevice, s));
+          // Its copy overlaps the GEMM (it waits only for the operands' placing, the last use of
+          // `stored` before it): the host copies it while the kernel runs.
+          copies.up(p.c, ldc_bytes, p.m, row, stored, s, t->placed.get());
           kernels::gpu_scale_add(p.dtype, p.m, p.n, p.alpha, slot_c, p.beta, stored, p.n, s);
           result = stored;
         } else if (p.alpha != 1) {
           kernels::gpu_scale_add(p.dtype, p.m, p.n, p.alpha, slot_c, 0, slot_c, p.n, s);
         }
-        CUDA_CHECK(cudaMemcpy2DAsync(p.c, ldc_bytes, result, row, row, static_cast<std::size_t>(p.m),
-                                     cudaMemcpyDeviceToHost, s));
+        copies.down(result, p.m, row, p.c, ldc_bytes, s);
       }
     }
     scratch.done.record(s);

@@ -47,6 +47,7 @@ inline const std::vector<Variable>& variables() {
       {"TESSERA_HOST_MEMORY", {"pinned", "pageable"}},   // backend/cuda_device.cpp
       {"TESSERA_HELD_HOST", {"0", "1"}},                 // backend/cuda_backend.cpp
       {"TESSERA_PIN_MIN_BYTES", {}, 0, INT64_MAX},       // backend/cuda_device.cpp
+      {"TESSERA_STAGE_MIN_BYTES", {}, 0, INT64_MAX},     // backend/cuda_host_staging.cpp
       {"TESSERA_OZAKI_MODULI", {}, 1, 20},               // kernels/ozaki_gpu.cu
       {"TESSERA_OZAKI_GUARD", {}, 0, 60},                // kernels/ozaki_gpu.cu
       {"TESSERA_OZAKI_PROFILE", {"0", "1"}},             // kernels/ozaki_gpu.cu

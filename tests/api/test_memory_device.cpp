@@ -96,6 +96,22 @@ TEST_CASE("multiply(a, b, c) on the GPU: matrices in device memory, alone and mi
   }
 }
 
+// Host matrices of 32 MiB and more (TESSERA_STAGE_MIN_BYTES' default) go up and down through
+// the backend's page-locked staging lanes, their rows split over up to 8 host threads, each
+// through two 8 MiB buffers in turn: a C of 34 MiB (2 lanes) and of 134 MiB (8 lanes, three
+// chunks each, rows padded), the old C going up beside the kernel (beta != 0); A and B of 34-35
+// MiB transposed on the GPU from their staged stored form (float64). Run in a row, so later calls
+// reuse the lanes and the kept scratch of earlier, larger ones.
+TEST_CASE("multiply(a, b, c) on the GPU: large host matrices through the staging lanes") {
+  if (!have_gpu()) SKIP("no GPU visible: the staged copies of host matrices are not tried");
+  const Where host{false, false, false};
+  check_case<float>({8200, 4100, 16, false, false, 1, 0.5, 1}, host);
+  check_case<float>({4100, 2100, 64, false, false, -1.5, 0.5, 3}, host);
+  check_case<double>({2100, 96, 2050, true, false, 1, 0, 5}, host);
+  check_case<double>({64, 2100, 2100, false, true, 1, 1, 0}, host);
+  check_case<float>({4100, 2100, 64, false, false, 1, 0, 0}, host);  // C written packed, alpha 1, beta 0
+}
+
 template <class T>
 void check_complex_case(const memory_test::ComplexCase& c, Where where) {
   INFO(c.m << "x" << c.n << "x" << c.k << " op " << c.op_a << c.op_b << " alpha " << c.alpha << " beta " << c.beta
