@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -185,13 +186,16 @@ void BlockFile::write_block(std::int64_t row0, std::int64_t col0, std::int64_t n
   if (row0 < 0 || col0 < 0 || row0 + nrows > t_.rows || col0 + ncols > t_.cols)
     throw InputError("block " + std::to_string(nrows) + "x" + std::to_string(ncols) + " at (" + std::to_string(row0) +
                      ", " + std::to_string(col0) + ") is outside the output '" + t_.file + "'");
-  std::vector<unsigned char> stored;  // the block as stored, where that is not as computed
+  // The block as stored, where that is not as computed: left uninitialized (convert_block's
+  // threads write every byte, and take its first-touch page faults between them; a zero-filled
+  // vector cost a pass on one thread over a buffer as large as the block).
+  std::unique_ptr<unsigned char[]> stored;
   {
     NonfiniteCount seen = count_nonfinite(data, t_.computed, nrows, ncols, row0, col0, t_.cols);
     if (converts(t_.stored, t_.computed)) {
-      stored.resize(static_cast<std::size_t>(nrows * ncols) * t_.esize);
-      convert_block(data, t_.computed, nrows, ncols, t_.stored, stored.data(), &seen, row0, col0, t_.cols);
-      data = stored.data();
+      stored.reset(new unsigned char[static_cast<std::size_t>(nrows * ncols) * t_.esize]);
+      convert_block(data, t_.computed, nrows, ncols, t_.stored, stored.get(), &seen, row0, col0, t_.cols);
+      data = stored.get();
     }
     const std::lock_guard<std::mutex> hold(counted_lock_);
     counted_.merge(seen);

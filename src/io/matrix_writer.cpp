@@ -331,13 +331,13 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
   }
   // The block as stored (--c-dtype), converted here where that is not as computed; the values the
   // conversion made Inf counted with the product's own NaN and Inf.
-  std::vector<unsigned char> stored;
+  std::unique_ptr<unsigned char[]> stored;  // uninitialized: convert_block writes every byte
   {
     NonfiniteCount seen = count_nonfinite(data, w.dtype, nrows, ncols, row0, col0, w.cols);
     if (converts(w.stored, w.dtype)) {
-      stored.resize(static_cast<std::size_t>(nrows * ncols) * w.esize());
-      convert_block(data, w.dtype, nrows, ncols, w.stored, stored.data(), &seen, row0, col0, w.cols);
-      data = stored.data();
+      stored.reset(new unsigned char[static_cast<std::size_t>(nrows * ncols) * w.esize()]);
+      convert_block(data, w.dtype, nrows, ncols, w.stored, stored.get(), &seen, row0, col0, w.cols);
+      data = stored.get();
     }
     const std::lock_guard<std::mutex> hold(w.nonfinite_lock);
     w.nonfinite.merge(seen);
