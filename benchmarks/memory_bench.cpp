@@ -9,6 +9,7 @@
 // (scripts/memory_bench_ab.sh).
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -49,7 +50,8 @@ int bench(std::int64_t m, std::int64_t n, std::int64_t k, int warmup, int repeat
   const double median = times[times.size() / 2];
   std::printf("memory_bench %.5f %.5f %.5f %.1f kernel %s", median, times.front(), times.back(),
               2.0 * double(m) * double(n) * double(k) / median * 1e-9, last.kernel().c_str());
-  for (const std::string& phase : last.phase_names(0)) std::printf(" %s %.5f", phase.c_str(), last.phase_seconds(0, phase));
+  for (const std::string& phase : last.phase_names(0))
+    std::printf(" %s %.5f", phase.c_str(), last.phase_seconds(0, phase));
   std::printf("\n");
   return 0;
 }

@@ -28,15 +28,17 @@ namespace {
 
 // The most device scratch that products of host matrices keep from call to call (gemm_in_place):
 // a quarter of the GPU's memory (35 GB on an H200: a 32768^3 f64 product's A, B, C and C_old
-// scratch), at least 512 MiB. A program that is done multiplying gives it back with the kept
-// backend (job::release_memory_backend).
-std::size_t held_keep_bytes() {
+// scratch), at least 512 MiB; with --gpu-memory (`limit`), at most half of it, so that the
+// paths that take what is left of the limit keep room. A program that is done multiplying gives
+// it back with the kept backend (job::release_memory_backend).
+std::size_t held_keep_bytes(std::size_t limit) {
   std::size_t free = 0, total = 0;
   if (cudaMemGetInfo(&free, &total) != cudaSuccess) {
     (void)cudaGetLastError();
     total = 0;
   }
-  return std::max(total / 4, 2 * kPipelineMinBytes);
+  const std::size_t keep = std::max(total / 4, 2 * kPipelineMinBytes);
+  return limit > 0 ? std::min(keep, limit / 2) : keep;
 }
 
 // The default first, then the rest in registry (bench) order.
@@ -143,24 +145,25 @@ class CudaBackend final : public Backend {
   bool holds_in_place(const std::string&, const HeldProblem& p) const override {
     if (p.a.device || p.b.device || p.c_device) return true;  // only here can they be used
     if (is_complex(p.dtype)) return true;                     // cuBLAS's, the only complex GEMM here
+    // A quarter more than the scratch it adds: room for the kernel's own workspace (cuBLAS's,
+    // f64-ozaki's residues) beside it.
     const std::size_t missing = held_bytes_missing(held_, p);
-    if (missing > budget()) return false;
+    if (missing + missing / 4 > budget()) return false;
     if (held_host_) return *held_host_ == "1";
     return true;
   }
 
   std::vector<PhaseTime> gemm_in_place(const std::string& kernel, const HeldProblem& p) override {
     ready(kernel, kernels::GpuGemm{real_of(p.dtype), p.m, p.n, p.k}, true);
-    std::vector<PhaseTime> phases = gemm_held(gpu_, held_, kernel, p);
-    // The scratch only grows (a large A, then a large B, would keep both): past what it may keep,
-    // a waited call (its work done) gives its device buffers back, and the next large call takes
-    // them again (cudaMalloc, ~milliseconds).
-    if (!phases.empty() && held_.bytes() > held_keep_bytes()) {
-      held_.a = kernels::DeviceBuffer();
-      held_.b = kernels::DeviceBuffer();
-      held_.c = kernels::DeviceBuffer();
-      held_.stored = kernels::DeviceBuffer();
+    std::vector<PhaseTime> phases;
+    try {
+      phases = gemm_held(gpu_, held_, kernel, p);
+    } catch (...) {
+      // gemm_held waited for its streams before the failure came up: the scratch is idle.
+      trim_held();
+      throw;
     }
+    if (!phases.empty()) trim_held();  // a waited call: its work is done
     return phases;
   }
 
@@ -194,6 +197,17 @@ class CudaBackend final : public Backend {
     std::vector<PhaseTime> phases = gemm_in_place(kernel, h);
     if (p.c_rows) p.c_rows->publish(p.m);
     return phases;
+  }
+
+  // The scratch only grows (a large A, then a large B, would keep both): past what it may keep,
+  // its device buffers go back (only where their work is done), and the next large call takes
+  // them again (cudaMalloc, ~milliseconds).
+  void trim_held() {
+    if (held_.bytes() <= held_keep_bytes(limit_)) return;
+    held_.a = kernels::DeviceBuffer();
+    held_.b = kernels::DeviceBuffer();
+    held_.c = kernels::DeviceBuffer();
+    held_.stored = kernels::DeviceBuffer();
   }
 
   // What the GEMMs may take of the GPU's memory: --gpu-memory less the held path's kept scratch

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <system_error>
 #include <thread>
 
 #include "backend/cuda_device.hpp"
@@ -29,8 +30,8 @@ struct Rows {
 
 // Rows between a buffer (packed) and the caller's memory (ld_bytes apart): one memcpy where the
 // caller's rows are packed too.
-void copy_rows(unsigned char* to, std::size_t to_ld, const unsigned char* from, std::size_t from_ld,
-               std::int64_t rows, std::size_t row_bytes) {
+void copy_rows(unsigned char* to, std::size_t to_ld, const unsigned char* from, std::size_t from_ld, std::int64_t rows,
+               std::size_t row_bytes) {
   if (to_ld == row_bytes && from_ld == row_bytes) {
     std::memcpy(to, from, static_cast<std::size_t>(rows) * row_bytes);
     return;
@@ -40,7 +41,8 @@ void copy_rows(unsigned char* to, std::size_t to_ld, const unsigned char* from, 
 }
 
 // Runs work(0..n-1) on n threads (0 on the caller's), each with `gpu` current; rethrows the first
-// failure once all have finished.
+// failure once all have finished. Where no more threads can be started, the caller's thread does
+// the shares not started.
 template <class Work>
 void on_lanes(std::size_t n, int gpu, const Work& work) {
   std::vector<std::exception_ptr> failed(n);
@@ -54,11 +56,22 @@ void on_lanes(std::size_t n, int gpu, const Work& work) {
   };
   std::vector<std::thread> pool;
   pool.reserve(n);
-  for (std::size_t i = 1; i < n; ++i) pool.emplace_back(run, i);
+  try {
+    for (std::size_t i = 1; i < n; ++i) pool.emplace_back(run, i);
+  } catch (const std::system_error&) {
+    for (std::size_t i = pool.size() + 1; i < n; ++i) run(i);
+  }
   run(0);
   for (auto& t : pool) t.join();
   for (const auto& e : failed)
     if (e) std::rethrow_exception(e);
+}
+
+// After a lane failed: waits for what every lane of the copy enqueued (their DMAs may still read
+// or write the buffers), ignoring further errors, before the failure goes up.
+template <class Lanes>
+void settle(const Lanes& lanes, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) (void)cudaStreamSynchronize(lanes[i]->stream.get());
 }
 
 }  // namespace
@@ -71,9 +84,9 @@ std::size_t stage_min_bytes() {
 
 struct HostStaging::Lane {
   HostBuffer slot[2];
-  kernels::Stream stream;    // made on the GPU current when the lane is
-  kernels::Event moved[2];   // the last DMA from or into slot[i]
-  kernels::Event end;        // the lane's last DMA of a call
+  kernels::Stream stream;   // made on the GPU current when the lane is
+  kernels::Event moved[2];  // the last DMA from or into slot[i]
+  kernels::Event end;       // the lane's last DMA of a call
 };
 
 HostStaging::HostStaging()
@@ -107,8 +120,8 @@ HostStaging::Lane& HostStaging::lane(std::size_t i, int gpu) {
 void HostStaging::up(int gpu, const void* host, std::int64_t rows, std::size_t row_bytes, std::size_t ld_bytes,
                      void* device, cudaStream_t s, cudaEvent_t after) {
   if (!takes(rows, row_bytes)) return;
-  const std::size_t n = std::min<std::size_t>(lanes_for(static_cast<std::size_t>(rows) * row_bytes),
-                                              static_cast<std::size_t>(rows));
+  const std::size_t n =
+      std::min<std::size_t>(lanes_for(static_cast<std::size_t>(rows) * row_bytes), static_cast<std::size_t>(rows));
   for (std::size_t i = 0; i < n; ++i) lane(i, gpu);
   kernels::Event from;  // where `s` is: the lanes' DMAs start after it (the device buffer is free)
   if (!after) {
@@ -119,31 +132,36 @@ void HostStaging::up(int gpu, const void* host, std::int64_t rows, std::size_t r
   const auto per_chunk = static_cast<std::int64_t>(kSlotBytes / row_bytes);
   const auto* src = static_cast<const unsigned char*>(host);
   auto* dst = static_cast<unsigned char*>(device);
-  on_lanes(n, gpu, [&](std::size_t i) {
-    Lane& l = *lanes_[i];
-    const Rows part{rows * static_cast<std::int64_t>(i) / static_cast<std::int64_t>(n),
-                    rows * static_cast<std::int64_t>(i + 1) / static_cast<std::int64_t>(n), per_chunk};
-    for (std::int64_t j = 0; j < part.chunks(); ++j) {
-      const int b = static_cast<int>(j % 2);
-      const std::int64_t r = part.first(j), count = part.count(j);
-      CUDA_CHECK(cudaEventSynchronize(l.moved[b].get()));  // its previous DMA has read it
-      copy_rows(l.slot[b].data(), row_bytes, src + static_cast<std::size_t>(r) * ld_bytes, ld_bytes, count,
-                row_bytes);
-      CUDA_CHECK(cudaMemcpyAsync(dst + static_cast<std::size_t>(r) * row_bytes, l.slot[b].data(),
-                                 static_cast<std::size_t>(count) * row_bytes, cudaMemcpyHostToDevice,
-                                 l.stream.get()));
-      l.moved[b].record(l.stream.get());
-    }
-    l.end.record(l.stream.get());
-  });
+  try {
+    on_lanes(n, gpu, [&](std::size_t i) {
+      Lane& l = *lanes_[i];
+      const Rows part{rows * static_cast<std::int64_t>(i) / static_cast<std::int64_t>(n),
+                      rows * static_cast<std::int64_t>(i + 1) / static_cast<std::int64_t>(n), per_chunk};
+      for (std::int64_t j = 0; j < part.chunks(); ++j) {
+        const int b = static_cast<int>(j % 2);
+        const std::int64_t r = part.first(j), count = part.count(j);
+        CUDA_CHECK(cudaEventSynchronize(l.moved[b].get()));  // its previous DMA has read it
+        copy_rows(l.slot[b].data(), row_bytes, src + static_cast<std::size_t>(r) * ld_bytes, ld_bytes, count,
+                  row_bytes);
+        CUDA_CHECK(cudaMemcpyAsync(dst + static_cast<std::size_t>(r) * row_bytes, l.slot[b].data(),
+                                   static_cast<std::size_t>(count) * row_bytes, cudaMemcpyHostToDevice,
+                                   l.stream.get()));
+        l.moved[b].record(l.stream.get());
+      }
+      l.end.record(l.stream.get());
+    });
+  } catch (...) {
+    settle(lanes_, n);
+    throw;
+  }
   for (std::size_t i = 0; i < n; ++i) CUDA_CHECK(cudaStreamWaitEvent(s, lanes_[i]->end.get(), 0));
 }
 
 void HostStaging::down(int gpu, const void* device, std::int64_t rows, std::size_t row_bytes, void* host,
                        std::size_t ld_bytes, cudaStream_t s) {
   if (!takes(rows, row_bytes)) return;
-  const std::size_t n = std::min<std::size_t>(lanes_for(static_cast<std::size_t>(rows) * row_bytes),
-                                              static_cast<std::size_t>(rows));
+  const std::size_t n =
+      std::min<std::size_t>(lanes_for(static_cast<std::size_t>(rows) * row_bytes), static_cast<std::size_t>(rows));
   for (std::size_t i = 0; i < n; ++i) lane(i, gpu);
   kernels::Event from;  // the work that makes the device rows
   from.record(s);
@@ -151,27 +169,32 @@ void HostStaging::down(int gpu, const void* device, std::int64_t rows, std::size
   const auto per_chunk = static_cast<std::int64_t>(kSlotBytes / row_bytes);
   const auto* src = static_cast<const unsigned char*>(device);
   auto* dst = static_cast<unsigned char*>(host);
-  on_lanes(n, gpu, [&](std::size_t i) {
-    Lane& l = *lanes_[i];
-    const Rows part{rows * static_cast<std::int64_t>(i) / static_cast<std::int64_t>(n),
-                    rows * static_cast<std::int64_t>(i + 1) / static_cast<std::int64_t>(n), per_chunk};
-    const auto fetch = [&](std::int64_t j) {  // chunk j's DMA into its buffer
-      const int b = static_cast<int>(j % 2);
-      CUDA_CHECK(cudaMemcpyAsync(l.slot[b].data(), src + static_cast<std::size_t>(part.first(j)) * row_bytes,
-                                 static_cast<std::size_t>(part.count(j)) * row_bytes, cudaMemcpyDeviceToHost,
-                                 l.stream.get()));
-      l.moved[b].record(l.stream.get());
-    };
-    if (part.chunks() > 0) fetch(0);
-    for (std::int64_t j = 0; j < part.chunks(); ++j) {
-      if (j + 1 < part.chunks()) fetch(j + 1);  // its buffer was emptied by chunk j-1's copy below
-      const int b = static_cast<int>(j % 2);
-      CUDA_CHECK(cudaEventSynchronize(l.moved[b].get()));
-      copy_rows(dst + static_cast<std::size_t>(part.first(j)) * ld_bytes, ld_bytes, l.slot[b].data(), row_bytes,
-                part.count(j), row_bytes);
-    }
-    l.end.record(l.stream.get());
-  });
+  try {
+    on_lanes(n, gpu, [&](std::size_t i) {
+      Lane& l = *lanes_[i];
+      const Rows part{rows * static_cast<std::int64_t>(i) / static_cast<std::int64_t>(n),
+                      rows * static_cast<std::int64_t>(i + 1) / static_cast<std::int64_t>(n), per_chunk};
+      const auto fetch = [&](std::int64_t j) {  // chunk j's DMA into its buffer
+        const int b = static_cast<int>(j % 2);
+        CUDA_CHECK(cudaMemcpyAsync(l.slot[b].data(), src + static_cast<std::size_t>(part.first(j)) * row_bytes,
+                                   static_cast<std::size_t>(part.count(j)) * row_bytes, cudaMemcpyDeviceToHost,
+                                   l.stream.get()));
+        l.moved[b].record(l.stream.get());
+      };
+      if (part.chunks() > 0) fetch(0);
+      for (std::int64_t j = 0; j < part.chunks(); ++j) {
+        if (j + 1 < part.chunks()) fetch(j + 1);  // its buffer was emptied by chunk j-1's copy below
+        const int b = static_cast<int>(j % 2);
+        CUDA_CHECK(cudaEventSynchronize(l.moved[b].get()));
+        copy_rows(dst + static_cast<std::size_t>(part.first(j)) * ld_bytes, ld_bytes, l.slot[b].data(), row_bytes,
+                  part.count(j), row_bytes);
+      }
+      l.end.record(l.stream.get());
+    });
+  } catch (...) {
+    settle(lanes_, n);
+    throw;
+  }
   // Nothing of the lanes is left to wait for (each waited for its last DMA); `s` is ordered after
   // them all the same, for the next call's work on the device rows.
   for (std::size_t i = 0; i < n; ++i) CUDA_CHECK(cudaStreamWaitEvent(s, lanes_[i]->end.get(), 0));

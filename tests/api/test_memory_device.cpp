@@ -98,10 +98,12 @@ TEST_CASE("multiply(a, b, c) on the GPU: matrices in device memory, alone and mi
 
 // Host matrices of 32 MiB and more (TESSERA_STAGE_MIN_BYTES' default) go up and down through
 // the backend's page-locked staging lanes, their rows split over up to 8 host threads, each
-// through two 8 MiB buffers in turn: a C of 34 MiB (2 lanes) and of 134 MiB (8 lanes, three
-// chunks each, rows padded), the old C going up beside the kernel (beta != 0); A and B of 34-35
-// MiB transposed on the GPU from their staged stored form (float64). Run in a row, so later calls
-// reuse the lanes and the kept scratch of earlier, larger ones.
+// through two 8 MiB buffers in turn: a C of 33 MiB (2 lanes) and of 128 MiB (8 lanes where the
+// machine has 16 cores or more, three chunks each, rows padded), the old C going up beside the
+// kernel (beta != 0); A and B of 33 MiB transposed on the GPU from their staged stored form
+// (float64). Run in a row, so later calls reuse the lanes and the kept scratch of earlier, larger
+// ones. (Not here: both operands staged and transposed in one call, a reference of 9 G
+// multiply-adds on the host.)
 TEST_CASE("multiply(a, b, c) on the GPU: large host matrices through the staging lanes") {
   if (!have_gpu()) SKIP("no GPU visible: the staged copies of host matrices are not tried");
   const Where host{false, false, false};
