@@ -1,5 +1,7 @@
 #include "backend/cuda_host_staging.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -76,6 +78,17 @@ void settle(const Lanes& lanes, std::size_t n) {
 
 }  // namespace
 
+// The cores this process may run on: its affinity (mpirun's binding, a Slurm task's cpuset), so
+// that ranks sharing a node start no more copying threads than their share of its cores; the
+// machine's count where the affinity cannot be read.
+std::size_t usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return static_cast<std::size_t>(CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 std::size_t stage_min_bytes() {
   static const auto bytes =
       static_cast<std::size_t>(env::whole("TESSERA_STAGE_MIN_BYTES").value_or(std::int64_t{32} << 20));
@@ -89,8 +102,7 @@ struct HostStaging::Lane {
   kernels::Event end;       // the lane's last DMA of a call
 };
 
-HostStaging::HostStaging()
-    : max_lanes_(std::clamp<std::size_t>(std::max(1u, std::thread::hardware_concurrency()) / 2, 1, 8)) {}
+HostStaging::HostStaging() : max_lanes_(std::clamp<std::size_t>(usable_cores() / 2, 1, 8)) {}
 HostStaging::~HostStaging() = default;
 
 bool HostStaging::takes(std::int64_t rows, std::size_t row_bytes) {

@@ -25,6 +25,9 @@ namespace tessera::backend {
 // another threshold (a diagnostic, to measure one against the other).
 std::size_t stage_min_bytes();
 
+// The cores this process may run on (its CPU affinity); the lanes are at most half of them, and 8.
+std::size_t usable_cores();
+
 class HostStaging {
  public:
   HostStaging();
