@@ -102,7 +102,9 @@ struct HostStaging::Lane {
   kernels::Event end;       // the lane's last DMA of a call
 };
 
-HostStaging::HostStaging() : max_lanes_(std::clamp<std::size_t>(usable_cores() / 2, 1, 8)) {}
+HostStaging::HostStaging()
+    : max_lanes_(std::clamp<std::size_t>(
+          std::min<std::size_t>(usable_cores(), std::max(1u, std::thread::hardware_concurrency()) / 2), 1, 8)) {}
 HostStaging::~HostStaging() = default;
 
 bool HostStaging::takes(std::int64_t rows, std::size_t row_bytes) {

@@ -25,7 +25,9 @@ namespace tessera::backend {
 // another threshold (a diagnostic, to measure one against the other).
 std::size_t stage_min_bytes();
 
-// The cores this process may run on (its CPU affinity); the lanes are at most half of them, and 8.
+// The cores this process may run on (its CPU affinity). The lanes are at most as many, at most
+// half of the machine's cores, and at most 8: 8 on the 16-core GPU machine as measured, and where
+// a binding gives fewer cores, as many threads as can run at once.
 std::size_t usable_cores();
 
 class HostStaging {
