@@ -143,8 +143,7 @@ Placed place(const HeldMatrix& x, DType dtype, void* slot, void* stored_slot, cu
   if (!x.device) {
     // Up as stored, packed: into the slot itself when no transpose follows.
     void* into = x.transposed ? stored_slot : slot;
-    if (x.cols > 0)
-      copies.up(x.data, static_cast<std::size_t>(x.ld) * es, x.rows, static_cast<std::size_t>(x.cols) * es, into, s);
+    copies.up(x.data, static_cast<std::size_t>(x.ld) * es, x.rows, static_cast<std::size_t>(x.cols) * es, into, s);
     stored = {into, x.cols};
     if (!x.transposed) return {into, stored};
   }
@@ -314,7 +313,8 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
   void* stored = grown(scratch.stored, need.stored, "an operand as stored" + of_gemm);
   auto* found = static_cast<kernels::NonfiniteFound*>(grown(scratch.found, need.found, "a NaN/Inf count"));
 
-  // Large host operands page-locked for their copies (as the in-core GEMM does), C for its way down.
+  // Host operands and C of held_pin_min_bytes and more page-locked for their copies (as the in-core
+  // GEMM does), those of stage_min_bytes and more carried by the staging lanes instead.
   const bool host_c = !p.c_device;
   const HostCopies copies{scratch, gpu.device};
   kernels::HostRegistration pin_a, pin_b, pin_c;
