@@ -203,6 +203,10 @@ void gpu_round_to_bf16(const float* in, void* out, std::int64_t count, cudaStrea
   round_to_half<__nv_bfloat16>(in, out, count, stream);
 }
 
+void gpu_round_to_f16(const float* in, void* out, std::int64_t count, cudaStream_t stream) {
+  round_to_half<__half>(in, out, count, stream);
+}
+
 // The full-precision "cublas" is a candidate for `auto` (on the H200 the fastest GEMM at 4096-16384);
 // the reduced-precision calls are opt-in, as tessera's own tensor-core kernels are.
 std::vector<GpuKernel> cublas_kernels() {

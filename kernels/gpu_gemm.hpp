@@ -182,5 +182,8 @@ void gpu_warm_up(const std::string& kernel, DType dtype, int device);
 // the rounding pass of "cublas-bf16", and how callers make BF16-stored inputs for
 // "cublas-bf16-stored". `out` holds count 2-byte values.
 void gpu_round_to_bf16(const float* in, void* out, std::int64_t count, cudaStream_t stream);
+// The same to IEEE FP16 (beyond 65504: Inf): how a float32 C stored as float16 leaves the GPU
+// (the staged GEMM), rounded as the host's F16C instruction rounds it.
+void gpu_round_to_f16(const float* in, void* out, std::int64_t count, cudaStream_t stream);
 
 }  // namespace tessera::kernels

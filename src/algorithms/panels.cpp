@@ -205,6 +205,18 @@ class Panels final : public Algorithm {
       write_s += seconds_since(t);
       c_done.publish(row0 + rows);
     };
+    // A float32 C stored as a 16-bit float: rounded by the backend where it can (on the GPU, as
+    // the host would round it), so half the bytes come back and the writer only writes them.
+    if (const io::Stored half = sink->takes_rounded(); half != io::Stored::same && p.dtype == DType::f32) {
+      p.c_rounded = half == io::Stored::f16 ? backend::StagedProblem::Rounded::f16
+                                            : backend::StagedProblem::Rounded::bf16;
+      p.take_c_rounded = [&](std::int64_t row0, std::int64_t rows, const void* from) {
+        const double t = MPI_Wtime();
+        sink->write_rounded_block(s.rows.begin + row0, s.cols.begin, rows, s.cols.size(), from);
+        write_s += seconds_since(t);
+        c_done.publish(row0 + rows);
+      };
+    }
     const auto watching = run.work ? run.work->watch(s.rows.size(), "rows of C", [&] { return c_done.wait_for(0); })
                                    : report::Progress::Watch{};
     const double t = MPI_Wtime();

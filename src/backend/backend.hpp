@@ -104,6 +104,14 @@ struct StagedProblem {
   std::function<void(std::int64_t row0, std::int64_t rows, void* into)> fill_a;        // rows of A, k wide
   std::function<void(std::int64_t row0, std::int64_t rows, void* into)> fill_b;        // rows of B, n wide
   std::function<void(std::int64_t row0, std::int64_t rows, const void* from)> take_c;  // rows of C, n wide
+  // Optional, for a float32 C stored as a 16-bit float: a backend that can round C's rows to
+  // `c_rounded` as they leave its memory (to nearest, ties to even; beyond the type's range Inf:
+  // as io::convert_block rounds on the host) hands them, so rounded, to take_c_rounded instead of
+  // take_c: half the bytes to copy and write, and no pass over them on the host. A backend that
+  // cannot (the CPU's) hands them to take_c as computed.
+  enum class Rounded { none, f16, bf16 };
+  Rounded c_rounded = Rounded::none;
+  std::function<void(std::int64_t row0, std::int64_t rows, const void* from)> take_c_rounded;  // 2-byte values
 };
 
 // Bytes of a staged piece: 32 MiB, or TESSERA_STAGE_BYTES (a test and diagnostic knob; an

@@ -3,7 +3,9 @@
 // few small page-locked buffers (the upload ring) and copied up; each tile of C comes back in
 // pieces into another ring (the download ring), handed to the caller's take_c on a writer thread
 // while the next tiles are read and multiplied. What the GPU holds: all of B, two tiles of A's
-// rows and two of C's (DoubleBuffer, as the streamed GEMM).
+// rows and two of C's (DoubleBuffer, as the streamed GEMM). A float32 C stored as a 16-bit float
+// (StagedProblem::c_rounded) is rounded on the GPU, into two more tiles of 2-byte values, and
+// comes back so: half the bytes copied and written, no pass of the host's over them.
 //
 // Why: the whole-block path page-locks A, B and C (about 0.1 s per GiB to allocate and as much to
 // free, docs/performance.md); here the page-locked memory is a few hundred MiB whatever the size.
@@ -35,9 +37,15 @@ static_assert(kUpSlots + kDownSlots == kStagingSlots, "the footprint model count
 // come back early, and the kernel still runs on large tiles.
 constexpr std::int64_t kMinTileRows = 128;
 
+// Whether C's tiles are rounded on the GPU before they come back (2 bytes an element).
+bool rounds_c(const StagedProblem& p) {
+  return p.dtype == DType::f32 && p.c_rounded != StagedProblem::Rounded::none && p.take_c_rounded != nullptr;
+}
+
 std::size_t need_bytes(const StagedProblem& p, std::int64_t mr) {
   const auto es = static_cast<std::size_t>(dtype_size(p.dtype));
-  return (static_cast<std::size_t>(p.k * p.n) + 2 * static_cast<std::size_t>(mr * (p.k + p.n))) * es;
+  const std::size_t rounded = rounds_c(p) ? 2 * static_cast<std::size_t>(mr * p.n) * 2 : 0;
+  return (static_cast<std::size_t>(p.k * p.n) + 2 * static_cast<std::size_t>(mr * (p.k + p.n))) * es + rounded;
 }
 
 }  // namespace
@@ -57,12 +65,20 @@ namespace {
 class StagedRun : CopyStreams {
  public:
   StagedRun(Gpu& gpu, std::string kernel, const StagedProblem& p, std::int64_t mr)
-      : CopyStreams(gpu), kernel_(std::move(kernel)), p_(p), es_(dtype_size(p.dtype)), mr_(mr) {
+      : CopyStreams(gpu),
+        kernel_(std::move(kernel)),
+        p_(p),
+        es_(dtype_size(p.dtype)),
+        mr_(mr),
+        rounds_(rounds_c(p)),
+        ces_(rounds_ ? 2 : es_) {
     const std::string what = " (staged, " + std::to_string(mr_) + "-row tiles)";
     b_ = kernels::DeviceBuffer(static_cast<std::size_t>(p.k * p.n) * es_, "B" + what);
     for (int s = 0; s < DoubleBuffer::kSlots; ++s) {
       a_[s] = kernels::DeviceBuffer(static_cast<std::size_t>(mr_ * p.k) * es_, "A rows" + what);
       c_[s] = kernels::DeviceBuffer(static_cast<std::size_t>(mr_ * p.n) * es_, "C tile" + what);
+      if (rounds_)
+        rounded_[s] = kernels::DeviceBuffer(static_cast<std::size_t>(mr_ * p.n) * ces_, "C tile, rounded" + what);
     }
     // Slots hold whole rows: a piece, or one row where a row is larger.
     const std::size_t widest = static_cast<std::size_t>(std::max(p.k, p.n)) * es_;
@@ -88,7 +104,9 @@ class StagedRun : CopyStreams {
       stop_writer();
       throw;
     }
-    return phases();
+    std::vector<PhaseTime> times = phases();
+    if (rounds_) times.push_back({"round C", round_s_});
+    return times;
   }
 
  private:
@@ -129,16 +147,25 @@ class StagedRun : CopyStreams {
     kernels::GpuGemm g{p_.dtype, rows, p_.n, p_.k, a_[t].get(), b_.get(), c_[t].get(), run};
     g.b_key = b_key_;  // B went up once: the same in every tile (f64-ozaki keeps its residues)
     steps_.time(kernel_s_, run, [&] { kernels::gpu_gemm(kernel_, g, gpu_.context); });
+    if (rounds_)  // (behind the kernel on its stream: the C buffer is not reused before this is done)
+      steps_.time(round_s_, run, [&] {
+        const auto* from = c_[t].as<float>();
+        if (p_.c_rounded == StagedProblem::Rounded::f16)
+          kernels::gpu_round_to_f16(from, rounded_[t].get(), rows * p_.n, run);
+        else
+          kernels::gpu_round_to_bf16(from, rounded_[t].get(), rows * p_.n, run);
+      });
     c_ring_.after_fill(t, run);
     a_ring_.after_use(t, run);
     c_ring_.before_use(t, out());
-    const std::size_t row_bytes = static_cast<std::size_t>(p_.n) * es_;
+    const unsigned char* tile = rounds_ ? rounded_[t].as<unsigned char>() : c_[t].as<unsigned char>();
+    const std::size_t row_bytes = static_cast<std::size_t>(p_.n) * ces_;
     const std::int64_t step = std::max<std::int64_t>(1, static_cast<std::int64_t>(slot_bytes_ / row_bytes));
     for (std::int64_t r = 0; r < rows; r += step) {
       const std::int64_t count = std::min(step, rows - r);
       const int s = take_down_slot();
       steps_.time(d2h_, out(), [&] {
-        CUDA_CHECK(cudaMemcpyAsync(down_slot(s), c_[t].as<unsigned char>() + static_cast<std::size_t>(r) * row_bytes,
+        CUDA_CHECK(cudaMemcpyAsync(down_slot(s), tile + static_cast<std::size_t>(r) * row_bytes,
                                    static_cast<std::size_t>(count) * row_bytes, cudaMemcpyDeviceToHost, out()));
       });
       down_copied_[s].record(out());
@@ -183,7 +210,7 @@ class StagedRun : CopyStreams {
       }
       try {
         CUDA_CHECK(cudaEventSynchronize(down_copied_[piece.slot].get()));
-        p_.take_c(piece.row0, piece.rows, down_slot(piece.slot));
+        (rounds_ ? p_.take_c_rounded : p_.take_c)(piece.row0, piece.rows, down_slot(piece.slot));
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex_);
         write_error_ = std::current_exception();
@@ -221,8 +248,11 @@ class StagedRun : CopyStreams {
   const StagedProblem& p_;
   std::size_t es_;
   std::int64_t mr_;
+  bool rounds_;      // C rounded to 16 bits on the GPU (rounded_), handed to take_c_rounded
+  std::size_t ces_;  // bytes of an element of C as it comes back
+  double round_s_ = 0;
   std::size_t slot_bytes_ = 0;
-  kernels::DeviceBuffer b_, a_[DoubleBuffer::kSlots], c_[DoubleBuffer::kSlots];
+  kernels::DeviceBuffer b_, a_[DoubleBuffer::kSlots], c_[DoubleBuffer::kSlots], rounded_[DoubleBuffer::kSlots];
   const std::uint64_t b_key_ = kernels::new_operand_key();
   unsigned char* staging_ = nullptr;  // kUpSlots then kDownSlots slots of slot_bytes_, page-locked (gpu_.staging)
   kernels::Event b_ready_, up_copied_[kUpSlots], down_copied_[kDownSlots];

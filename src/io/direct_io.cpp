@@ -183,9 +183,7 @@ BlockFile::~BlockFile() {
 void BlockFile::write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
                             const void* data) {
   if (nrows <= 0 || ncols <= 0) return;
-  if (row0 < 0 || col0 < 0 || row0 + nrows > t_.rows || col0 + ncols > t_.cols)
-    throw InputError("block " + std::to_string(nrows) + "x" + std::to_string(ncols) + " at (" + std::to_string(row0) +
-                     ", " + std::to_string(col0) + ") is outside the output '" + t_.file + "'");
+  check_inside(row0, col0, nrows, ncols);
   // The block as stored, where that is not as computed: left uninitialized (convert_block's
   // threads write every byte, and take its first-touch page faults between them; a zero-filled
   // vector cost a pass on one thread over a buffer as large as the block).
@@ -200,6 +198,36 @@ void BlockFile::write_block(std::int64_t row0, std::int64_t col0, std::int64_t n
     const std::lock_guard<std::mutex> hold(counted_lock_);
     counted_.merge(seen);
   }
+  put(row0, col0, nrows, ncols, data);
+}
+
+void BlockFile::check_inside(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols) const {
+  if (row0 < 0 || col0 < 0 || row0 + nrows > t_.rows || col0 + ncols > t_.cols)
+    throw InputError("block " + std::to_string(nrows) + "x" + std::to_string(ncols) + " at (" + std::to_string(row0) +
+                     ", " + std::to_string(col0) + ") is outside the output '" + t_.file + "'");
+}
+
+Stored BlockFile::takes_rounded() const {
+  const bool half = t_.stored == Stored::f16 || t_.stored == Stored::bf16;
+  return half && t_.computed == DType::f32 ? t_.stored : Stored::same;
+}
+
+void BlockFile::write_rounded_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
+                                    const void* data) {
+  if (takes_rounded() == Stored::same)
+    throw std::logic_error("write_rounded_block: '" + t_.file + "' stores C as computed");
+  if (nrows <= 0 || ncols <= 0) return;
+  check_inside(row0, col0, nrows, ncols);
+  NonfiniteCount seen;
+  seen.add_half(data, t_.stored == Stored::bf16, nrows, ncols, row0, col0, t_.cols);
+  {
+    const std::lock_guard<std::mutex> hold(counted_lock_);
+    counted_.merge(seen);
+  }
+  put(row0, col0, nrows, ncols, data);
+}
+
+void BlockFile::put(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols, const void* data) {
   if (log::enabled(log::Level::info))
     log::info("writing C rows " + std::to_string(row0) + ".." + std::to_string(row0 + nrows - 1) + ", columns " +
               std::to_string(col0) + ".." + std::to_string(col0 + ncols - 1) + " into '" + t_.file + "' (pwrite)");

@@ -124,6 +124,19 @@ class BlockSink {
   // NaN and Inf among the elements written through this sink so far (a product of finite inputs
   // can overflow: the run warns or refuses before it commits C).
   virtual NonfiniteCount nonfinite_written() const = 0;
+  // Stored::f16 or Stored::bf16 where this sink stores a float32 C as that 16-bit type and takes
+  // blocks already rounded to it (write_rounded_block: rounded on the GPU); Stored::same where
+  // it takes blocks only as computed.
+  virtual Stored takes_rounded() const { return Stored::same; }
+  // A block of 2-byte values, rounded as convert_block rounds (to nearest, ties to even; Inf
+  // beyond the range), so that what is stored is what write_block would have stored; its NaN
+  // and Inf counted as stored (the product's own and those of overflow alike). Only a sink whose
+  // takes_rounded() is not Stored::same takes one; any other throws logic_error.
+  virtual void write_rounded_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
+                                   const void* data) {
+    (void)row0, (void)col0, (void)nrows, (void)ncols, (void)data;
+    throw std::logic_error("write_rounded_block: this sink takes C only as computed");
+  }
 };
 
 // One process's handle on an output it shares with others (DirectTarget): writes its blocks with
@@ -138,10 +151,16 @@ class BlockFile : public BlockSink {
   void write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
                    const void* data) override;
   NonfiniteCount nonfinite_written() const override;
+  Stored takes_rounded() const override;
+  void write_rounded_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
+                           const void* data) override;
   // fsync: what this process wrote is on the disk (network file systems report write errors here).
   void sync();
 
  private:
+  void check_inside(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols) const;
+  // The block as stored, at its place (pwrite), its write-back started.
+  void put(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols, const void* stored);
   DirectTarget t_;
   std::unique_ptr<FenceCheck> fence_;
   int fd_ = -1;

@@ -209,6 +209,11 @@ class MatrixWriter : public BlockSink {
                    const std::vector<CompressedChunk>& ready) override;
   void write_chunks(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
                     const std::vector<CompressedChunk>& ready, const NonfiniteCount& seen) override;
+  // A float32 C stored as float16 or bfloat16 (--c-dtype, or inputs so stored) takes blocks
+  // already rounded to it, as every path of this writer stores them.
+  Stored takes_rounded() const override;
+  void write_rounded_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
+                           const void* data) override;
   // The chunks and pipeline of a C whose chunks tessera compresses (gzip into a new dataset),
   // for the other ranks to compress theirs (ChunkedWriter::compress_inside); nullopt otherwise.
   std::optional<ChunkLayout> chunk_layout() const;

@@ -345,6 +345,36 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
   write_counted(row0, col0, nrows, ncols, data, ready);
 }
 
+Stored MatrixWriter::takes_rounded() const {
+  const Impl& w = *impl_;
+  const bool half = w.stored == Stored::f16 || w.stored == Stored::bf16;
+  return half && w.dtype == DType::f32 ? w.stored : Stored::same;
+}
+
+void MatrixWriter::write_rounded_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
+                                       const void* data) {
+  Impl& w = *impl_;
+  if (takes_rounded() == Stored::same) throw std::logic_error("write_rounded_block: C is stored as computed");
+  if (w.committed || (!w.dataset.valid() && !w.in_file))
+    throw IoError("cannot write to " + in_quotes(w.target) + ": the writer is already committed or closed");
+  if (!in_range(row0, nrows, w.rows) || !in_range(col0, ncols, w.cols))
+    throw InputError(block_text(row0, nrows, col0, ncols) + " is outside " + in_quotes(w.target) + " (" +
+                     shape_text(w.rows, w.cols) + ")");
+  if (nrows == 0 || ncols == 0) return;
+  if (data == nullptr) throw std::invalid_argument("write_rounded_block: null data");
+  if (w.direct_file) {
+    w.direct_file->write_rounded_block(row0, col0, nrows, ncols, data);
+    return;
+  }
+  {
+    NonfiniteCount seen;
+    seen.add_half(data, w.stored == Stored::bf16, nrows, ncols, row0, col0, w.cols);
+    const std::lock_guard<std::mutex> hold(w.nonfinite_lock);
+    w.nonfinite.merge(seen);
+  }
+  write_counted(row0, col0, nrows, ncols, data, {});
+}
+
 void MatrixWriter::write_chunks(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
                                 const std::vector<CompressedChunk>& ready, const NonfiniteCount& seen) {
   Impl& w = *impl_;

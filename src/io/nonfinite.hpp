@@ -18,6 +18,9 @@ struct NonfiniteCount {
   // rows are `ld_total` long.
   void add(const void* data, DType dtype, std::int64_t rows, std::int64_t cols, std::int64_t row0, std::int64_t col0,
            std::int64_t ld_total);
+  // The same for 16-bit floats (float16, or bfloat16 where `bfloat16`) as stored.
+  void add_half(const void* data, bool bfloat16, std::int64_t rows, std::int64_t cols, std::int64_t row0,
+                std::int64_t col0, std::int64_t ld_total);
   void merge(const NonfiniteCount& other);
 };
 

@@ -93,6 +93,16 @@ class OutputRoute final : public algorithms::COut {
       bytes += rows * cols * static_cast<std::int64_t>(esize);
     }
     io::NonfiniteCount nonfinite_written() const override { return inner->nonfinite_written(); }
+    // Rounded blocks only where no beta C_old is added here (it is added to C as computed).
+    io::Stored takes_rounded() const override {
+      return beta == 0.0 && inner ? inner->takes_rounded() : io::Stored::same;
+    }
+    void write_rounded_block(std::int64_t row0, std::int64_t col0, std::int64_t rows, std::int64_t cols,
+                             const void* data) override {
+      if (beta != 0.0) throw std::logic_error("write_rounded_block: beta C_old is added to C as computed");
+      inner->write_rounded_block(row0, col0, rows, cols, data);
+      bytes += rows * cols * static_cast<std::int64_t>(esize);  // (as computed, as write_block counts)
+    }
   };
 
   bool in_place_ = false;

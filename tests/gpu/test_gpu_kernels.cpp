@@ -28,6 +28,8 @@
 #include "backend/gpu_telemetry.hpp"
 #include "core/dtype.hpp"
 #include "core/error.hpp"
+#include "io/nonfinite.hpp"
+#include "io/stored_type.hpp"
 #include "kernels/cublas_library.hpp"
 #include "kernels/cuda_check.hpp"
 #include "kernels/cuda_resources.hpp"
@@ -719,6 +721,105 @@ TEST_CASE("unknown kernels and unsupported sizes are refused with InputError", "
   } catch (const InputError& e) {
     CHECK(std::string(e.what()).find("'auto'") != std::string::npos);
   }
+}
+
+// A float32 C stored as a 16-bit float leaves the staged GEMM rounded on the GPU
+// (StagedProblem::c_rounded): bit for bit what the host's conversion (io::convert_block) makes of
+// the same C as computed, overflow to Inf and the product's own NaN and Inf included; in pieces of
+// one row or less and with remainders, and every row handed over once, in order.
+TEST_CASE("the staged GEMM rounds a 16-bit C on the GPU as the host would", "[gpu][small]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  auto cuda = backend::make_cuda_backend({0, 1});
+  const char* const was = std::getenv("TESSERA_STAGE_BYTES");
+  const std::string kept = was ? was : "";
+  for (const Shape s : {Shape{1, 1, 1}, Shape{37, 29, 53}, Shape{300, 257, 64}, Shape{129, 1, 7}})
+    for (const char* piece : {"6", "1000", "33554432"}) {
+      INFO(shape_str(s) << ", pieces of " << piece << " bytes");
+      ::setenv("TESSERA_STAGE_BYTES", piece, 1);
+      Problem<float> p(s, 11);
+      // Row 0 of C beyond FP16's 65504 (at least 5e5 - k: A(0, 0) = 1e6 and B's row 0 in
+      // [0.5, 1)), within BF16's range; a NaN and an Inf in A where there are rows enough.
+      p.a[0] = 1.0e6f;
+      for (std::int64_t c = 0; c < s.n; ++c)
+        p.b[static_cast<std::size_t>(c)] = 0.5f + 0.5f * std::fabs(p.b[static_cast<std::size_t>(c)]);
+      if (s.m > 2) {
+        p.a[static_cast<std::size_t>(1 * s.k)] = std::numeric_limits<float>::quiet_NaN();
+        p.a[static_cast<std::size_t>(2 * s.k)] = std::numeric_limits<float>::infinity();
+      }
+      const auto run = [&](backend::StagedProblem::Rounded rounded, std::size_t esize) {
+        std::vector<unsigned char> c(static_cast<std::size_t>(s.m * s.n) * esize, 0xA5);
+        std::int64_t next = 0;
+        backend::StagedProblem sp;
+        sp.dtype = DType::f32;
+        sp.m = s.m, sp.n = s.n, sp.k = s.k;
+        sp.fill_a = [&](std::int64_t r0, std::int64_t rows, void* into) {
+          std::memcpy(into, p.a.data() + r0 * s.k, static_cast<std::size_t>(rows * s.k) * sizeof(float));
+        };
+        sp.fill_b = [&](std::int64_t r0, std::int64_t rows, void* into) {
+          std::memcpy(into, p.b.data() + r0 * s.n, static_cast<std::size_t>(rows * s.n) * sizeof(float));
+        };
+        const auto take = [&](std::int64_t r0, std::int64_t rows, const void* from) {
+          CHECK(r0 == next);
+          next = r0 + rows;
+          std::memcpy(c.data() + static_cast<std::size_t>(r0 * s.n) * esize, from,
+                      static_cast<std::size_t>(rows * s.n) * esize);
+        };
+        if (rounded == backend::StagedProblem::Rounded::none) {
+          sp.take_c = take;
+        } else {
+          sp.take_c = [](std::int64_t, std::int64_t, const void*) { FAIL("C came back as computed"); };
+          sp.c_rounded = rounded;
+          sp.take_c_rounded = take;
+        }
+        REQUIRE(cuda->stages(DType::f32, s.m, s.n, s.k));
+        const auto phases = cuda->gemm_staged("tiled32", sp);
+        CHECK(next == s.m);
+        const bool timed_rounding = std::any_of(phases.begin(), phases.end(), [](const backend::PhaseTime& t) {
+          return t.name == "round C";
+        });
+        CHECK(timed_rounding == (rounded != backend::StagedProblem::Rounded::none));
+        return c;
+      };
+      const std::vector<unsigned char> computed = run(backend::StagedProblem::Rounded::none, sizeof(float));
+      for (const io::Stored stored : {io::Stored::f16, io::Stored::bf16}) {
+        INFO(io::stored_word(stored));
+        std::vector<std::uint16_t> expected(static_cast<std::size_t>(s.m * s.n));
+        io::NonfiniteCount overflow;
+        io::convert_block(computed.data(), DType::f32, s.m, s.n, stored, expected.data(), &overflow, 0, 0, s.n);
+        const std::vector<unsigned char> got = run(
+            stored == io::Stored::f16 ? backend::StagedProblem::Rounded::f16 : backend::StagedProblem::Rounded::bf16, 2);
+        const std::uint16_t exponent = stored == io::Stored::f16 ? 0x7c00u : 0x7f80u;
+        std::int64_t differ = 0, nans = 0, infs = 0;
+        for (std::size_t i = 0; i < expected.size(); ++i) {
+          std::uint16_t g = 0;
+          std::memcpy(&g, got.data() + 2 * i, 2);
+          const std::uint16_t e = expected[i];
+          const bool nan_e = (e & exponent) == exponent && (e & ~exponent & 0x7fffu) != 0;
+          const bool nan_g = (g & exponent) == exponent && (g & ~exponent & 0x7fffu) != 0;
+          if (nan_e) ++nans;
+          if ((e & 0x7fffu) == exponent) ++infs;
+          if (nan_e ? !nan_g : g != e) ++differ;  // (a NaN's payload may differ)
+        }
+        CHECK(differ == 0);
+        CHECK(infs >= (stored == io::Stored::f16 ? s.n : 0));  // row 0 overflows FP16
+        CHECK((overflow.count > 0) == (stored == io::Stored::f16));
+        if (s.m > 2) {
+          CHECK(nans > 0);  // row 1
+          CHECK(infs > 0);  // row 2
+        }
+        // What the writer counts of the rounded block: the product's NaN and Inf and the overflow.
+        io::NonfiniteCount as_stored;
+        as_stored.add_half(got.data(), stored == io::Stored::bf16, s.m, s.n, 0, 0, s.n);
+        io::NonfiniteCount as_computed = io::count_nonfinite(computed.data(), DType::f32, s.m, s.n, 0, 0, s.n);
+        as_computed.merge(overflow);
+        CHECK(as_stored.count == as_computed.count);
+        CHECK(as_stored.first == as_computed.first);
+      }
+    }
+  if (was)
+    ::setenv("TESSERA_STAGE_BYTES", kept.c_str(), 1);
+  else
+    ::unsetenv("TESSERA_STAGE_BYTES");
 }
 
 TEST_CASE("the cuda backend computes through the Backend interface and times its phases", "[gpu][small]") {
