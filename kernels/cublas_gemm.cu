@@ -207,6 +207,14 @@ void gpu_round_to_f16(const float* in, void* out, std::int64_t count, cudaStream
   round_to_half<__half>(in, out, count, stream);
 }
 
+void gpu_cublas_half_stored(const GpuGemm& g, bool bfloat16, GpuContext& ctx) {
+  if (g.dtype != DType::f32) throw std::invalid_argument("gpu_cublas_half_stored: C is float32");
+  std::string why;
+  if (!cublas_can_implement(g, &why)) throw InputError(why);
+  if (g.m == 0 || g.n == 0) return;
+  gemm_ex(g, ctx, g.a, g.b, bfloat16 ? kBf16 : kF16);
+}
+
 // The full-precision "cublas" is a candidate for `auto` (on the H200 the fastest GEMM at 4096-16384);
 // the reduced-precision calls are opt-in, as tessera's own tensor-core kernels are.
 std::vector<GpuKernel> cublas_kernels() {

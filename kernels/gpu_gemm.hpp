@@ -186,4 +186,11 @@ void gpu_round_to_bf16(const float* in, void* out, std::int64_t count, cudaStrea
 // (the staged GEMM), rounded as the host's F16C instruction rounds it.
 void gpu_round_to_f16(const float* in, void* out, std::int64_t count, cudaStream_t stream);
 
+// C (float32) = A B on A and B stored as 16-bit floats (FP16, or BF16 where `bfloat16`), FP32
+// accumulation: what "cublas-f16" / "cublas-bf16" compute after their rounding pass, for
+// operands that arrive already so (the staged GEMM uploads half-precision files as stored). The
+// caller has made cuBLAS ready (gpu_prepare of "cublas-f16" / "cublas-bf16"); g.dtype float32,
+// g.a and g.b point to 2-byte values, C = A B or C += A B (g.accumulate).
+void gpu_cublas_half_stored(const GpuGemm& g, bool bfloat16, GpuContext& ctx);
+
 }  // namespace tessera::kernels

@@ -75,6 +75,11 @@ class COut {
 // a staged GEMM (backend.hpp's StagedProblem): the harness's own reads, checked and scaled.
 struct StagedReads {
   std::function<void(std::int64_t row0, std::int64_t rows, void*into)> a, b;
+  // Where A and B are both stored as a 16-bit float and read as such (the job's half_inputs, no
+  // transpose, alpha 1): the same rows as their 2-byte values, not widened (StagedProblem's
+  // fill_a_half / fill_b_half); `half` names the type (io::Stored::f16 / bf16; same: none).
+  io::Stored half = io::Stored::same;
+  std::function<void(std::int64_t row0, std::int64_t rows, void*into)> a_half, b_half;
 };
 
 // One rank's run of an algorithm: what the harness hands it, and what it leaves for the report.

@@ -199,6 +199,12 @@ class Panels final : public Algorithm {
     p.m = s.rows.size(), p.n = s.cols.size(), p.k = run.problem.k;
     p.fill_a = run.staged->a;
     p.fill_b = run.staged->b;
+    if (run.staged->half != io::Stored::same && run.staged->a_half && run.staged->b_half) {
+      p.operands = run.staged->half == io::Stored::f16 ? backend::StagedProblem::Rounded::f16
+                                                       : backend::StagedProblem::Rounded::bf16;
+      p.fill_a_half = run.staged->a_half;
+      p.fill_b_half = run.staged->b_half;
+    }
     p.take_c = [&](std::int64_t row0, std::int64_t rows, const void* from) {
       const double t = MPI_Wtime();
       sink->write_block(s.rows.begin + row0, s.cols.begin, rows, s.cols.size(), from);

@@ -112,6 +112,13 @@ struct StagedProblem {
   enum class Rounded { none, f16, bf16 };
   Rounded c_rounded = Rounded::none;
   std::function<void(std::int64_t row0, std::int64_t rows, const void* from)> take_c_rounded;  // 2-byte values
+  // Optional, for float32 products of A and B both stored as this 16-bit float (the job's
+  // half_inputs, alpha 1), multiplied by a kernel that rounds its inputs to it (cublas-f16 /
+  // cublas-bf16, which then changes no value): a backend that can multiply them as stored asks
+  // fill_a_half / fill_b_half for their 2-byte values instead of fill_a / fill_b (half the bytes
+  // read and copied up, no widening on the host). Either both pairs are asked, or only fill_a/b.
+  Rounded operands = Rounded::none;
+  std::function<void(std::int64_t row0, std::int64_t rows, void* into)> fill_a_half, fill_b_half;
 };
 
 // Bytes of a staged piece: 32 MiB, or TESSERA_STAGE_BYTES (a test and diagnostic knob; an

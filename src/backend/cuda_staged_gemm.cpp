@@ -5,7 +5,10 @@
 // while the next tiles are read and multiplied. What the GPU holds: all of B, two tiles of A's
 // rows and two of C's (DoubleBuffer, as the streamed GEMM). A float32 C stored as a 16-bit float
 // (StagedProblem::c_rounded) is rounded on the GPU, into two more tiles of 2-byte values, and
-// comes back so: half the bytes copied and written, no pass of the host's over them.
+// comes back so: half the bytes copied and written, no pass of the host's over them. Likewise A
+// and B stored as that 16-bit float, for the kernel that rounds to it (cublas-f16 / cublas-bf16,
+// where the rounding changes no value): asked for as stored (fill_a_half / fill_b_half), uploaded
+// so and multiplied as they are, with no widening on the host and half the bytes copied up.
 //
 // Why: the whole-block path page-locks A, B and C (about 0.1 s per GiB to allocate and as much to
 // free, docs/performance.md); here the page-locked memory is a few hundred MiB whatever the size.
@@ -42,6 +45,14 @@ bool rounds_c(const StagedProblem& p) {
   return p.dtype == DType::f32 && p.c_rounded != StagedProblem::Rounded::none && p.take_c_rounded != nullptr;
 }
 
+// Whether A and B come up as their stored 2-byte values: the kernel rounds to exactly that type.
+bool takes_halves(const StagedProblem& p, const std::string& kernel) {
+  if (p.dtype != DType::f32 || !p.fill_a_half || !p.fill_b_half) return false;
+  return (p.operands == StagedProblem::Rounded::f16 && kernel == "cublas-f16") ||
+         (p.operands == StagedProblem::Rounded::bf16 && kernel == "cublas-bf16");
+}
+
+// (A and B counted at the dtype's size, what they take when not uploaded as halves.)
 std::size_t need_bytes(const StagedProblem& p, std::int64_t mr) {
   const auto es = static_cast<std::size_t>(dtype_size(p.dtype));
   const std::size_t rounded = rounds_c(p) ? 2 * static_cast<std::size_t>(mr * p.n) * 2 : 0;
@@ -71,11 +82,13 @@ class StagedRun : CopyStreams {
         es_(dtype_size(p.dtype)),
         mr_(mr),
         rounds_(rounds_c(p)),
-        ces_(rounds_ ? 2 : es_) {
+        ces_(rounds_ ? 2 : es_),
+        halves_(takes_halves(p, kernel_)),
+        ies_(halves_ ? 2 : es_) {
     const std::string what = " (staged, " + std::to_string(mr_) + "-row tiles)";
-    b_ = kernels::DeviceBuffer(static_cast<std::size_t>(p.k * p.n) * es_, "B" + what);
+    b_ = kernels::DeviceBuffer(static_cast<std::size_t>(p.k * p.n) * ies_, "B" + what);
     for (int s = 0; s < DoubleBuffer::kSlots; ++s) {
-      a_[s] = kernels::DeviceBuffer(static_cast<std::size_t>(mr_ * p.k) * es_, "A rows" + what);
+      a_[s] = kernels::DeviceBuffer(static_cast<std::size_t>(mr_ * p.k) * ies_, "A rows" + what);
       c_[s] = kernels::DeviceBuffer(static_cast<std::size_t>(mr_ * p.n) * es_, "C tile" + what);
       if (rounds_)
         rounded_[s] = kernels::DeviceBuffer(static_cast<std::size_t>(mr_ * p.n) * ces_, "C tile, rounded" + what);
@@ -93,7 +106,7 @@ class StagedRun : CopyStreams {
   std::vector<PhaseTime> run() {
     writer_ = std::thread([this] { write_pieces(); });
     try {
-      upload(p_.fill_b, 0, p_.k, static_cast<std::size_t>(p_.n) * es_, b_.get());
+      upload(halves_ ? p_.fill_b_half : p_.fill_b, 0, p_.k, static_cast<std::size_t>(p_.n) * ies_, b_.get());
       b_ready_.record(in());
       CUDA_CHECK(cudaStreamWaitEvent(gpu_.stream.get(), b_ready_.get(), 0));
       for (std::int64_t i0 = 0, row = 0; i0 < p_.m; i0 += mr_, ++row) tile_row(static_cast<int>(row % 2), i0);
@@ -139,14 +152,19 @@ class StagedRun : CopyStreams {
   void tile_row(int t, std::int64_t i0) {
     const std::int64_t rows = std::min(mr_, p_.m - i0);
     a_ring_.before_fill(t, in());
-    upload(p_.fill_a, i0, rows, static_cast<std::size_t>(p_.k) * es_, a_[t].get());
+    upload(halves_ ? p_.fill_a_half : p_.fill_a, i0, rows, static_cast<std::size_t>(p_.k) * ies_, a_[t].get());
     a_ring_.after_fill(t, in());
     const cudaStream_t run = gpu_.stream.get();
     a_ring_.before_use(t, run);
     c_ring_.before_fill(t, run);  // the tile two back has left this C buffer
     kernels::GpuGemm g{p_.dtype, rows, p_.n, p_.k, a_[t].get(), b_.get(), c_[t].get(), run};
     g.b_key = b_key_;  // B went up once: the same in every tile (f64-ozaki keeps its residues)
-    steps_.time(kernel_s_, run, [&] { kernels::gpu_gemm(kernel_, g, gpu_.context); });
+    steps_.time(kernel_s_, run, [&] {
+      if (halves_)  // (cuBLAS made ready for kernel_ by the backend)
+        kernels::gpu_cublas_half_stored(g, p_.operands == StagedProblem::Rounded::bf16, gpu_.context);
+      else
+        kernels::gpu_gemm(kernel_, g, gpu_.context);
+    });
     if (rounds_)  // (behind the kernel on its stream: the C buffer is not reused before this is done)
       steps_.time(round_s_, run, [&] {
         const auto* from = c_[t].as<float>();
@@ -250,6 +268,8 @@ class StagedRun : CopyStreams {
   std::int64_t mr_;
   bool rounds_;      // C rounded to 16 bits on the GPU (rounded_), handed to take_c_rounded
   std::size_t ces_;  // bytes of an element of C as it comes back
+  bool halves_;      // A and B uploaded as their stored 16-bit values (fill_a_half / fill_b_half)
+  std::size_t ies_;  // bytes of an element of A and B as uploaded
   double round_s_ = 0;
   std::size_t slot_bytes_ = 0;
   kernels::DeviceBuffer b_, a_[DoubleBuffer::kSlots], c_[DoubleBuffer::kSlots], rounded_[DoubleBuffer::kSlots];

@@ -60,6 +60,7 @@ struct Layout {
   std::int64_t chunk_rows = 0, chunk_cols = 0;
   std::size_t stored_size = 4;  // bytes per stored element (4: float32, 8: float64, 2: `half`)
   Stored half = Stored::same;   // f16 or bf16 where stored_size is 2
+  bool keep_half = false;       // the 2-byte values placed as they are (read_chunked's keep_half)
   std::vector<Filter> filters;  // in the order HDF5 applied them when writing
   std::size_t raw_bytes() const { return static_cast<std::size_t>(chunk_rows * chunk_cols) * stored_size; }
 };
@@ -189,13 +190,15 @@ void place(const Layout& p, const RawChunk& ch, const unsigned char* chunk, std:
            std::int64_t col0, std::int64_t ncols, DType as, unsigned char* out) {
   const std::int64_t r_begin = std::max(ch.row0, row0), r_end = std::min(ch.row0 + p.chunk_rows, row0 + nrows);
   const std::int64_t c_begin = std::max(ch.col0, col0), c_end = std::min(ch.col0 + p.chunk_cols, col0 + ncols);
-  const std::size_t out_size = dtype_size(as);
+  const std::size_t out_size = p.keep_half ? 2 : dtype_size(as);
   const auto width = static_cast<std::size_t>(c_end - c_begin);
   for (std::int64_t r = r_begin; r < r_end; ++r) {
     const unsigned char* src =
         chunk + static_cast<std::size_t>((r - ch.row0) * p.chunk_cols + (c_begin - ch.col0)) * p.stored_size;
     unsigned char* dst = out + static_cast<std::size_t>((r - row0) * ncols + (c_begin - col0)) * out_size;
-    if (p.stored_size == 2) {
+    if (p.stored_size == 2 && p.keep_half) {
+      std::memcpy(dst, src, width * 2);
+    } else if (p.stored_size == 2) {
       std::uint16_t stored[256];
       for (std::size_t i = 0; i < width; i += 256) {
         const std::size_t n = std::min<std::size_t>(256, width - i);
@@ -414,9 +417,11 @@ void decode_in_parallel(std::size_t count, int helpers, std::size_t raw_bytes, c
 }  // namespace
 
 bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
-                  std::int64_t ncols, DType as, void* out) {
-  const std::optional<Layout> layout = layout_of(dset);
+                  std::int64_t ncols, DType as, void* out, bool keep_half) {
+  std::optional<Layout> layout = layout_of(dset);
   if (!layout) return false;
+  if (keep_half && layout->stored_size != 2) throw std::logic_error("read_chunked: not a 16-bit dataset");
+  layout->keep_half = keep_half;
   const Layout& l = *layout;
 
   std::vector<std::pair<std::int64_t, std::int64_t>> origins;

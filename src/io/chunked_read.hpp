@@ -28,8 +28,9 @@ namespace tessera::io {
 // returns the fill value there; io/data_sources decides up front whether that is allowed).
 // Throws IoError when a chunk cannot be read or does not decompress. Call with the HDF5 lock held (only this thread
 // enters HDF5; io_threads() - 1 helpers decompress, io/direct_io.hpp).
+// keep_half: a dataset stored as a 16-bit float is read as its 2-byte values (not widened).
 bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
-                  std::int64_t ncols, DType as, void* out);
+                  std::int64_t ncols, DType as, void* out, bool keep_half = false);
 
 
 }  // namespace tessera::io

@@ -95,6 +95,11 @@ DatasetInfo inspect(const DatasetRef& ref);
 // converted to `as`). Only that hyperslab is read from the file.
 void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, std::int64_t col0, std::int64_t ncols,
                 DType as, void* out);
+// The same block of a dataset stored as the 16-bit float `half` (Stored::f16 or Stored::bf16),
+// as its 2-byte values, not widened (what the staged GEMM uploads to multiply them as stored).
+// Throws InputError where the dataset is stored otherwise.
+void read_block_half(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
+                     std::int64_t ncols, Stored half, void* out);
 
 // Attributes written on a dataset.
 struct Attribute {

@@ -183,15 +183,20 @@ void read_direct_half(const std::string& path, std::int64_t base, std::int64_t c
                     (rc > 0 ? std::string(std::strerror(rc)) : std::string("the file ends early (truncated?)")));
 }
 
-}  // namespace
-
-void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, std::int64_t col0, std::int64_t ncols,
-                DType as, void* out) {
+// read_block, or with `keep` (f16 / bf16) read_block_half: the 2-byte values of a dataset stored
+// so, not widened.
+void read_block_as(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, std::int64_t col0, std::int64_t ncols,
+                   DType as, Stored keep, void* out) {
   std::int64_t base = -1, file_cols = 0;
   Stored half = Stored::same;
   {
     const std::lock_guard<std::mutex> hold(hdf5::lock());
     OpenDataset od = open_matrix(ref);  // (opening switches off this thread's error printing)
+    if (keep != Stored::same) {
+      const Handle ftype = own_type(H5Dget_type(od.dataset.get()));
+      if (!ftype.valid() || half_file_type(ftype.get()) != keep)
+        throw InputError(in_quotes(ref) + " is not stored as " + stored_name(keep, DType::f32));
+    }
     if (!in_range(row0, nrows, od.info.rows) || !in_range(col0, ncols, od.info.cols))
       throw InputError(block_text(row0, nrows, col0, ncols) + " is outside " + in_quotes(ref) + " (" +
                        shape_text(od.info.rows, od.info.cols) + ")");
@@ -200,6 +205,7 @@ void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, st
     if (nrows == 0 || ncols == 0) return;
     if (out == nullptr) throw std::invalid_argument("read_block: null output buffer");
     base = direct_offset(od, as, &half);
+    if (keep != Stored::same) half = keep;  // (contiguous: read as the plain 2-byte elements they are)
     file_cols = od.info.stored_cols;
     // A matrix of a 3-D dataset: its own rows, after those of the matrices before it (a stack of
     // them is read as the one matrix it is in a contiguous file).
@@ -210,7 +216,7 @@ void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, st
     // Chunked (and compressed) storage: decompressed by many threads (2-D datasets; a matrix of a
     // 3-D one goes through HDF5).
     if (base < 0 && od.info.stored_matrices == 0 && direct_io_enabled() &&
-        read_chunked(od.dataset.get(), ref.str(), row0, nrows, col0, ncols, as, out))
+        read_chunked(od.dataset.get(), ref.str(), row0, nrows, col0, ncols, as, out, keep != Stored::same))
       return;
     if (base >= 0 && index >= 0) row0 += index * od.info.stored_rows;  // contiguous: the matrices one after another
     if (base < 0) {
@@ -218,15 +224,34 @@ void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, st
           block_spaces(od.dataset.get(), row0, nrows, col0, ncols, index, od.info.stacked() ? od.info.stored_rows : 0);
       if (!file_space.valid())
         throw_io("cannot select " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref));
-      if (H5Dread(od.dataset.get(), native_type(as), mem_space.get(), file_space.get(), H5P_DEFAULT, out) < 0)
+      // (Kept as stored: the memory type is the file's own 16-bit float, so HDF5 copies it.)
+      const Handle kept = own_type(keep != Stored::same ? stored_file_type(keep, DType::f32) : -1);
+      if (keep != Stored::same && !kept.valid()) throw_io("cannot describe " + stored_name(keep, DType::f32));
+      if (H5Dread(od.dataset.get(), kept.valid() ? kept.get() : native_type(as), mem_space.get(), file_space.get(),
+                  H5P_DEFAULT, out) < 0)
         throw_io("reading " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref) + " failed");
       return;
     }
   }
-  if (half != Stored::same)
+  if (keep != Stored::same)
+    read_direct(ref.file, base, file_cols, row0, nrows, col0, ncols, 2, out);
+  else if (half != Stored::same)
     read_direct_half(ref.file, base, file_cols, row0, nrows, col0, ncols, half, as, out);
   else
     read_direct(ref.file, base, file_cols, row0, nrows, col0, ncols, dtype_size(as), out);
+}
+
+}  // namespace
+
+void read_block(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, std::int64_t col0, std::int64_t ncols,
+                DType as, void* out) {
+  read_block_as(ref, row0, nrows, col0, ncols, as, Stored::same, out);
+}
+
+void read_block_half(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
+                     std::int64_t ncols, Stored half, void* out) {
+  if (half != Stored::f16 && half != Stored::bf16) throw std::invalid_argument("read_block_half: f16 or bf16");
+  read_block_as(ref, row0, nrows, col0, ncols, DType::f32, half, out);
 }
 
 }  // namespace tessera::io

@@ -42,7 +42,7 @@ void scale(void* data, DType dtype, std::int64_t count, std::complex<double> fac
 }  // namespace
 
 algorithms::StagedReads rank_reads(const JobOptions& o, const algorithms::Share& share, const algorithms::Problem& p,
-                                   ReadTally& tally) {
+                                   ReadTally& tally, const std::string& kernel) {
   const algorithms::Share* s = &share;
   const DType dtype = p.dtype;
   algorithms::StagedReads reads;
@@ -60,6 +60,28 @@ algorithms::StagedReads rank_reads(const JobOptions& o, const algorithms::Share&
     io::read_operand_block(op, s->b_rows.begin + row0, rows, s->b_cols.begin, cols, dtype, into);
     if (s->count_b) tally.b.merge(scan_nonfinite(into, dtype, rows, cols, s->b_rows.begin + row0, s->b_cols.begin, n));
     if (alpha != 1.0) scale(into, dtype, rows * cols, alpha);  // B's block is the smaller
+    tally.seconds += MPI_Wtime() - t;
+  };
+  // As stored: half_inputs means float32, alpha 1 and both operands of that one type.
+  const io::Stored half = p.half_inputs == "f16"    ? io::Stored::f16
+                          : p.half_inputs == "bf16" ? io::Stored::bf16
+                                                    : io::Stored::same;
+  if (half == io::Stored::same || o.a.transposed || o.b.transposed || kernel != "cublas-" + p.half_inputs)
+    return reads;
+  reads.half = half;
+  const bool bf16 = half == io::Stored::bf16;
+  reads.a_half = [s, &tally, half, bf16, k = p.k, ref = o.a.ref](std::int64_t row0, std::int64_t rows, void* into) {
+    const double t = MPI_Wtime();
+    const std::int64_t cols = s->a_cols.size();
+    io::read_block_half(ref, s->a_rows.begin + row0, rows, s->a_cols.begin, cols, half, into);
+    if (s->count_a) tally.a.add_half(into, bf16, rows, cols, s->a_rows.begin + row0, s->a_cols.begin, k);
+    tally.seconds += MPI_Wtime() - t;
+  };
+  reads.b_half = [s, &tally, half, bf16, n = p.n, ref = o.b.ref](std::int64_t row0, std::int64_t rows, void* into) {
+    const double t = MPI_Wtime();
+    const std::int64_t cols = s->b_cols.size();
+    io::read_block_half(ref, s->b_rows.begin + row0, rows, s->b_cols.begin, cols, half, into);
+    if (s->count_b) tally.b.add_half(into, bf16, rows, cols, s->b_rows.begin + row0, s->b_cols.begin, n);
     tally.seconds += MPI_Wtime() - t;
   };
   return reads;

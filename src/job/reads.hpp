@@ -22,9 +22,11 @@ struct ReadTally {
 // (io/operand.hpp); each piece's NaN/Inf counted into `tally` (every element by one rank) and B's
 // scaled by alpha (after the count: the refusal names the file's values). Called once for whole
 // blocks, or by a staged GEMM's backend piece by piece, in row order, on the calling thread.
-// `share` and `tally` must outlive them.
+// `share` and `tally` must outlive them. Where A and B are both stored as one 16-bit float (the
+// problem's half_inputs), neither transposed, and `kernel` is the one that rounds to that type
+// (cublas-f16 / cublas-bf16, changing no value), also a_half / b_half: the same rows as stored.
 algorithms::StagedReads rank_reads(const JobOptions& o, const algorithms::Share& share, const algorithms::Problem& p,
-                                   ReadTally& tally);
+                                   ReadTally& tally, const std::string& kernel);
 
 // With --beta: the NaN/Inf of this rank's slice of C_old's rows (`rank` of `ranks`), read once
 // more up front, in pieces of about 64 MiB. Not collective.

@@ -259,9 +259,11 @@ void Job::start() {
   // B's first rows read while the GPU starts (job/read_ahead.hpp): no HDF5 call of this thread's
   // until stop().
   if (share_.active && ReadAhead::wanted()) {
-    reads_ = rank_reads(o_, share_, problem_, tally_);
-    read_ahead_.start(reads_.b, share_.b_rows.size(),
-                      static_cast<std::size_t>(share_.b_cols.size()) * dtype_size(plan_.dtype),
+    reads_ = rank_reads(o_, share_, problem_, tally_, setting_.kernel);
+    // (B as stored where a staged GEMM may take it so: StagedReads::b_half)
+    const bool half = reads_.half != io::Stored::same;
+    read_ahead_.start(half ? reads_.b_half : reads_.b, share_.b_rows.size(),
+                      static_cast<std::size_t>(share_.b_cols.size()) * (half ? 2 : dtype_size(plan_.dtype)),
                       ReadAhead::default_bound());
   }
   start_backend();
@@ -325,13 +327,17 @@ void Job::read() {
   comm_.step([&] {
     if (!s.active) return;
     const double t = MPI_Wtime();
-    reads_ = rank_reads(o_, share_, problem_, tally_);
-    reads_.b = read_ahead_.serving(std::move(reads_.b));
+    reads_ = rank_reads(o_, share_, problem_, tally_, setting_.kernel);
+    if (reads_.half != io::Stored::same)
+      reads_.b_half = read_ahead_.serving(std::move(reads_.b_half));
+    else
+      reads_.b = read_ahead_.serving(std::move(reads_.b));
     if (stage_gemm()) {  // nothing read yet: the backend asks for the rows as it goes (compute)
       run_->staged = &reads_;
       me_.staged = true;
-      me_.read_bytes =
-          static_cast<std::int64_t>((s.a_rows.size() * s.a_cols.size() + s.b_rows.size() * s.b_cols.size()) * es);
+      // (A and B read as stored where they are 16-bit floats the GEMM takes so: StagedReads::half)
+      me_.read_bytes = static_cast<std::int64_t>((s.a_rows.size() * s.a_cols.size() + s.b_rows.size() * s.b_cols.size()) *
+                                                 (reads_.half != io::Stored::same ? 2 : es));
       me_.phases.emplace_back("read", seconds_since(t));
       return;
     }

@@ -822,6 +822,98 @@ TEST_CASE("the staged GEMM rounds a 16-bit C on the GPU as the host would", "[gp
     ::unsetenv("TESSERA_STAGE_BYTES");
 }
 
+// A and B stored as a 16-bit float, for the kernel that rounds to it (cublas-f16 / cublas-bf16):
+// the staged GEMM asks for them as stored (fill_a_half / fill_b_half, never fill_a / fill_b),
+// uploads the 2-byte values and multiplies them as they are, within the kernel's bound of the
+// float64 product and as the float32 route computes them; for any other kernel it asks for float32.
+TEST_CASE("the staged GEMM multiplies half-precision operands as stored", "[gpu][small]") {
+  if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
+  auto cuda = backend::make_cuda_backend({0, 1});
+  const char* const was = std::getenv("TESSERA_STAGE_BYTES");
+  const std::string kept = was ? was : "";
+  for (const io::Stored stored : {io::Stored::f16, io::Stored::bf16})
+    for (const Shape s : {Shape{1, 1, 1}, Shape{37, 29, 1}, Shape{300, 257, 611}})
+      for (const char* piece : {"5", "33554432"}) {
+        INFO(io::stored_word(stored) << " " << shape_str(s) << ", pieces of " << piece << " bytes");
+        ::setenv("TESSERA_STAGE_BYTES", piece, 1);
+        const Problem<float> p(s, 23);
+        // The operands as stored (rounded once) and their exact float32 values.
+        const auto halve = [&](const std::vector<float>& x, std::int64_t rows, std::int64_t cols) {
+          std::vector<std::uint16_t> h(x.size());
+          io::convert_block(x.data(), DType::f32, rows, cols, stored, h.data(), nullptr, 0, 0, cols);
+          return h;
+        };
+        const std::vector<std::uint16_t> a16 = halve(p.a, s.m, s.k), b16 = halve(p.b, s.k, s.n);
+        std::vector<float> a(a16.size()), b(b16.size());
+        io::widen_half(a16.data(), a16.size(), stored, DType::f32, a.data());
+        io::widen_half(b16.data(), b16.size(), stored, DType::f32, b.data());
+        const std::string kernel = stored == io::Stored::f16 ? "cublas-f16" : "cublas-bf16";
+        const auto rows_of = [](const auto& x, std::int64_t width) {
+          return [&x, width](std::int64_t r0, std::int64_t rows, void* into) {
+            std::memcpy(into, x.data() + r0 * width, static_cast<std::size_t>(rows * width) * sizeof(x[0]));
+          };
+        };
+        int widened = 0, as_stored = 0;
+        const auto run = [&](const std::string& name, bool offer_halves) {
+          std::vector<float> c(static_cast<std::size_t>(s.m * s.n), std::numeric_limits<float>::quiet_NaN());
+          backend::StagedProblem sp;
+          sp.dtype = DType::f32;
+          sp.m = s.m, sp.n = s.n, sp.k = s.k;
+          const auto fill_a = rows_of(a, s.k), fill_b = rows_of(b, s.n);
+          const auto fill_a16 = rows_of(a16, s.k), fill_b16 = rows_of(b16, s.n);
+          sp.fill_a = [&](std::int64_t r0, std::int64_t rows, void* into) { ++widened, fill_a(r0, rows, into); };
+          sp.fill_b = [&](std::int64_t r0, std::int64_t rows, void* into) { ++widened, fill_b(r0, rows, into); };
+          if (offer_halves) {
+            sp.operands = stored == io::Stored::f16 ? backend::StagedProblem::Rounded::f16
+                                                    : backend::StagedProblem::Rounded::bf16;
+            sp.fill_a_half = [&](std::int64_t r0, std::int64_t rows, void* into) { ++as_stored, fill_a16(r0, rows, into); };
+            sp.fill_b_half = [&](std::int64_t r0, std::int64_t rows, void* into) { ++as_stored, fill_b16(r0, rows, into); };
+          }
+          sp.take_c = [&](std::int64_t r0, std::int64_t rows, const void* from) {
+            std::memcpy(c.data() + r0 * s.n, from, static_cast<std::size_t>(rows * s.n) * sizeof(float));
+          };
+          REQUIRE(cuda->stages(DType::f32, s.m, s.n, s.k));
+          cuda->gemm_staged(name, sp);
+          return c;
+        };
+        const std::vector<float> via_float = run(kernel, false);
+        CHECK((widened > 0 && as_stored == 0));
+        widened = 0;
+        const std::vector<float> via_halves = run(kernel, true);
+        CHECK(widened == 0);
+        CHECK(as_stored > 0);
+        as_stored = 0;
+        const std::vector<float> other = run("tiled32", true);  // (rounds nothing: takes float32)
+        CHECK(as_stored == 0);
+        CHECK(widened > 0);
+        // Against the float64 product of the stored values: K products exact in FP32, FP32 sums.
+        double worst = 0, worst_vs_float = 0, worst_other = 0;
+        for (std::int64_t i = 0; i < s.m; ++i)
+          for (std::int64_t j = 0; j < s.n; ++j) {
+            double ref = 0, mag = 0;
+            for (std::int64_t l = 0; l < s.k; ++l) {
+              const double x = static_cast<double>(a[static_cast<std::size_t>(i * s.k + l)]) *
+                               b[static_cast<std::size_t>(l * s.n + j)];
+              ref += x;
+              mag += std::fabs(x);
+            }
+            const std::size_t at = static_cast<std::size_t>(i * s.n + j);
+            const double scale = std::max(mag, 1e-30);
+            worst = std::max(worst, std::fabs(via_halves[at] - ref) / scale);
+            worst_vs_float = std::max(worst_vs_float, std::fabs(via_halves[at] - via_float[at]) / scale);
+            worst_other = std::max(worst_other, std::fabs(other[at] - ref) / scale);
+          }
+        const double bound = 4.0 * static_cast<double>(s.k + 2) * 0x1p-24;
+        CHECK(worst <= bound);
+        CHECK(worst_vs_float <= 2 * bound);
+        CHECK(worst_other <= bound);
+      }
+  if (was)
+    ::setenv("TESSERA_STAGE_BYTES", kept.c_str(), 1);
+  else
+    ::unsetenv("TESSERA_STAGE_BYTES");
+}
+
 TEST_CASE("the cuda backend computes through the Backend interface and times its phases", "[gpu][small]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
   auto cuda = backend::make_cuda_backend({0, 1});

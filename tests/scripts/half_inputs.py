@@ -9,7 +9,7 @@ import json
 import h5py
 import numpy as np
 
-from common import bfloat16_type, check, check_product, parser, Runner, skip_without_gpus
+from common import forced_env, bfloat16_type, check, check_product, parser, Runner, skip_without_gpus
 
 p = parser(__doc__)
 p.add_argument("--store", default="float16", choices=["float16", "bfloat16", "e5m10-bias14"],
@@ -25,6 +25,9 @@ p.add_argument("--backend", default="cpu", choices=["cpu", "cuda"],
                     "products of half data, and full precision again with an alpha other than 1")
 p.add_argument("--need-gpus", type=int, default=0)
 p.add_argument("--big", action="store_true", help="A 1600 x 1700 (11 MB as float32: read by 2 threads)")
+p.add_argument("--staged", action="store_true",
+               help="the staged GEMM (forced, in small pieces): with cuda, A and B of the tensor-core kernel are "
+                    "read and uploaded as stored (2 bytes an element, the report's read bytes say so)")
 args = p.parse_args()
 skip_without_gpus(args)  # --need-gpus N with --backend cuda: SKIP visibly where there are fewer
 
@@ -73,17 +76,29 @@ half_kernel = "cublas-" + ("f16" if args.store == "float16" else "bf16")
 # cores' FP32 accumulation is the float32 GEMM's error; the bound allows for its truncating adds.)
 safety = 4.0 if args.backend == "cuda" else 2.0
 for alpha in (1.0, 0.75) if args.backend == "cuda" else (1.0,):
+    env = forced_env(stream_chunks=4, staged="on", stage_bytes=3000) if args.staged else None
     res = r.run(["run", "--a", a_ref, "--b", r.path("in.h5") + ":/B", "--c", r.path("c.h5") + ":/C", "--overwrite",
                  "--backend", args.backend, "--dtype", args.dtype, "--report", r.path("report.json"),
                  "--alpha", str(alpha),
                  # C as computed (half_output.py checks C stored in half precision, the default here).
-                 "--c-dtype", "f64" if args.dtype == "f64" else "f32"] + (["--transpose-b"] if args.slice else []))
+                 "--c-dtype", "f64" if args.dtype == "f64" else "f32"] + (["--transpose-b"] if args.slice else []),
+                env=env)
     with h5py.File(r.path("c.h5"), "r") as f:
         c = f["C"][...]
     want_dtype = np.float64 if args.dtype == "f64" else np.float32
     check(c.dtype == want_dtype, f"C is {c.dtype}, expected {want_dtype}")
     rel = check_product(a, alpha * b, c, want_dtype, safety=safety)  # (alpha 0.75: exact in float64)
-    kernel = json.load(open(r.path("report.json")))["kernel"]
+    report = json.load(open(r.path("report.json")))
+    kernel = report["kernel"]
+    if args.staged:
+        busy = [e for e in report["ranks"] if e["active"]]
+        check(busy and all(e["staged"] for e in busy), "the GEMM was not staged")
+        # As stored (2 bytes) only for the tensor-core kernel of the stored type, untransposed.
+        as_stored = kernel == half_kernel and not args.slice
+        want = (m * k + k * n) * (2 if as_stored else np.dtype(want_dtype).itemsize)
+        got = sum(e["read_bytes"] for e in busy)
+        # (One rank reads A and B once; more read B once per block row.)
+        check(len(busy) > 1 or got == want, f"read {got} bytes of A and B, expected {want} ({'as stored' if as_stored else 'widened'})")
     if args.backend == "cuda":
         tensor = args.dtype == "auto" and alpha == 1.0
         check((kernel == half_kernel) == (tensor and args.store != "e5m10-bias14"),

@@ -382,6 +382,14 @@ add_mpi_test(half.bfloat16.big.slice.np1 1 half_inputs.py --store bfloat16 --big
 add_mpi_test(half.cuda.float16.np1 1 half_inputs.py --backend cuda --need-gpus 1)
 add_mpi_test(half.cuda.bfloat16.slice.np2 2 half_inputs.py --store bfloat16 --slice --backend cuda --need-gpus 1)
 add_mpi_test(half.cuda.float16.gzip.f64.np1 1 half_inputs.py --layout gzip --dtype f64 --backend cuda --need-gpus 1)
+# Staged: on a GPU the tensor-core kernel's A and B are read and uploaded as stored (2 bytes an
+# element: no widening, half the copies); transposed (--slice) or float64 products widen as before.
+add_mpi_test(half.staged.float16.np1 1 half_inputs.py --staged)
+add_mpi_test(half.staged.bfloat16.gzip.np2 2 half_inputs.py --staged --store bfloat16 --layout gzip)
+add_mpi_test(half.cuda.staged.float16.np1 1 half_inputs.py --staged --backend cuda --need-gpus 1)
+add_mpi_test(half.cuda.staged.bfloat16.gzip.np1 1 half_inputs.py --staged --store bfloat16 --layout gzip --backend cuda --need-gpus 1)
+add_mpi_test(half.cuda.staged.float16.slice.np1 1 half_inputs.py --staged --slice --backend cuda --need-gpus 1)
+add_mpi_test(half.cuda.staged.float16.f64.np1 1 half_inputs.py --staged --dtype f64 --backend cuda --need-gpus 1)
 # Complex datasets as h5py stores them (issue 43 item 2; complex_run.py): every op (N, T, H),
 # complex alpha and beta, every algorithm, in place / gathered / compressed C, a window of C, 1-4 ranks; the
 # refusals (real with complex, a complex alpha on real data, --c-dtype, an own kernel).
