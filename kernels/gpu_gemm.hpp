@@ -183,7 +183,8 @@ void gpu_warm_up(const std::string& kernel, DType dtype, int device);
 // "cublas-bf16-stored". `out` holds count 2-byte values.
 void gpu_round_to_bf16(const float* in, void* out, std::int64_t count, cudaStream_t stream);
 // The same to IEEE FP16 (beyond 65504: Inf): how a float32 C stored as float16 leaves the GPU
-// (the staged GEMM), rounded as the host's F16C instruction rounds it.
+// (the staged GEMM): every number rounded as the host's conversion rounds it; a NaN stays a NaN
+// (the GPU writes its canonical one, the host may keep a payload).
 void gpu_round_to_f16(const float* in, void* out, std::int64_t count, cudaStream_t stream);
 
 // C (float32) = A B on A and B stored as 16-bit floats (FP16, or BF16 where `bfloat16`), FP32

@@ -19,6 +19,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -52,10 +53,12 @@ bool takes_halves(const StagedProblem& p, const std::string& kernel) {
          (p.operands == StagedProblem::Rounded::bf16 && kernel == "cublas-bf16");
 }
 
-// (A and B counted at the dtype's size, what they take when not uploaded as halves.)
+// A and B counted at the dtype's size, what they take when not uploaded as halves; a float32 C's
+// rounded tiles whether asked for or not, so that Backend::stages (which asks with the shape
+// alone) and the run agree on the tile rows.
 std::size_t need_bytes(const StagedProblem& p, std::int64_t mr) {
   const auto es = static_cast<std::size_t>(dtype_size(p.dtype));
-  const std::size_t rounded = rounds_c(p) ? 2 * static_cast<std::size_t>(mr * p.n) * 2 : 0;
+  const std::size_t rounded = p.dtype == DType::f32 ? 2 * static_cast<std::size_t>(mr * p.n) * 2 : 0;
   return (static_cast<std::size_t>(p.k * p.n) + 2 * static_cast<std::size_t>(mr * (p.k + p.n))) * es + rounded;
 }
 
@@ -85,6 +88,7 @@ class StagedRun : CopyStreams {
         ces_(rounds_ ? 2 : es_),
         halves_(takes_halves(p, kernel_)),
         ies_(halves_ ? 2 : es_) {
+    if (mr_ <= 0) throw std::logic_error("staged GEMM without room for a tile row (Backend::stages said yes)");
     const std::string what = " (staged, " + std::to_string(mr_) + "-row tiles)";
     b_ = kernels::DeviceBuffer(static_cast<std::size_t>(p.k * p.n) * ies_, "B" + what);
     for (int s = 0; s < DoubleBuffer::kSlots; ++s) {

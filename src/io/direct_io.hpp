@@ -129,7 +129,8 @@ class BlockSink {
   // it takes blocks only as computed.
   virtual Stored takes_rounded() const { return Stored::same; }
   // A block of 2-byte values, rounded as convert_block rounds (to nearest, ties to even; Inf
-  // beyond the range), so that what is stored is what write_block would have stored; its NaN
+  // beyond the range), so that what is stored is what write_block would have stored (a NaN's
+  // payload aside); its NaN
   // and Inf counted as stored (the product's own and those of overflow alike). Only a sink whose
   // takes_rounded() is not Stored::same takes one; any other throws logic_error.
   virtual void write_rounded_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,

@@ -192,10 +192,15 @@ void read_block_as(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows,
   {
     const std::lock_guard<std::mutex> hold(hdf5::lock());
     OpenDataset od = open_matrix(ref);  // (opening switches off this thread's error printing)
+    // Kept as stored: the exact little-endian type by tessera's reads, any other 16-bit float
+    // with the same fields (the job plan names types by their fields: a big-endian float16 too)
+    // through HDF5, whose conversion to the kept type is then exact.
+    bool keep_exact = false;
     if (keep != Stored::same) {
       const Handle ftype = own_type(H5Dget_type(od.dataset.get()));
-      if (!ftype.valid() || half_file_type(ftype.get()) != keep)
-        throw InputError(in_quotes(ref) + " is not stored as " + stored_name(keep, DType::f32));
+      if (!ftype.valid() || H5Tget_class(ftype.get()) != H5T_FLOAT || H5Tget_size(ftype.get()) != 2)
+        throw InputError(in_quotes(ref) + " is not stored as a 16-bit float (" + stored_name(keep, DType::f32) + ")");
+      keep_exact = half_file_type(ftype.get()) == keep;
     }
     if (!in_range(row0, nrows, od.info.rows) || !in_range(col0, ncols, od.info.cols))
       throw InputError(block_text(row0, nrows, col0, ncols) + " is outside " + in_quotes(ref) + " (" +
@@ -205,6 +210,7 @@ void read_block_as(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows,
     if (nrows == 0 || ncols == 0) return;
     if (out == nullptr) throw std::invalid_argument("read_block: null output buffer");
     base = direct_offset(od, as, &half);
+    if (keep != Stored::same && !keep_exact) base = -1;  // (through HDF5, below)
     if (keep != Stored::same) half = keep;  // (contiguous: read as the plain 2-byte elements they are)
     file_cols = od.info.stored_cols;
     // A matrix of a 3-D dataset: its own rows, after those of the matrices before it (a stack of
@@ -215,7 +221,7 @@ void read_block_as(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows,
                 (base >= 0 ? "pread" : od.info.layout + ", through HDF5") + ")");
     // Chunked (and compressed) storage: decompressed by many threads (2-D datasets; a matrix of a
     // 3-D one goes through HDF5).
-    if (base < 0 && od.info.stored_matrices == 0 && direct_io_enabled() &&
+    if (base < 0 && od.info.stored_matrices == 0 && direct_io_enabled() && (keep == Stored::same || keep_exact) &&
         read_chunked(od.dataset.get(), ref.str(), row0, nrows, col0, ncols, as, out, keep != Stored::same))
       return;
     if (base >= 0 && index >= 0) row0 += index * od.info.stored_rows;  // contiguous: the matrices one after another

@@ -43,6 +43,9 @@ class ReadAhead {
   // `read` with the rows read ahead served from memory (copied by a few threads); the memory is
   // given back once a request reaches the last of them. Call after stop().
   RowRead serving(RowRead read);
+  // Gives the rows read ahead back unused (they were read in a form the GEMM will not take: the
+  // caller reads them again, and forgets what their reads counted). Call after stop().
+  void drop() { release(); }
   std::int64_t rows_ready() const { return ready_rows_; }
 
  private:

@@ -328,11 +328,24 @@ void Job::read() {
     if (!s.active) return;
     const double t = MPI_Wtime();
     reads_ = rank_reads(o_, share_, problem_, tally_, setting_.kernel);
+    // A and B as stored only where the GPU's staged GEMM takes them so (its kernel is the one
+    // rank_reads checked); B's rows read ahead as halves for any other GEMM are read again.
+    const bool staged = stage_gemm();
+    if (reads_.half != io::Stored::same &&
+        !(staged && be_->stages(plan_.dtype, share_.rows.size(), share_.cols.size(), plan_.k))) {
+      reads_.half = io::Stored::same;
+      reads_.a_half = nullptr;
+      reads_.b_half = nullptr;
+      if (read_ahead_.rows_ready() > 0) {
+        read_ahead_.drop();
+        tally_.b = {};  // (only the read ahead had read B: its NaN/Inf are counted again)
+      }
+    }
     if (reads_.half != io::Stored::same)
       reads_.b_half = read_ahead_.serving(std::move(reads_.b_half));
     else
       reads_.b = read_ahead_.serving(std::move(reads_.b));
-    if (stage_gemm()) {  // nothing read yet: the backend asks for the rows as it goes (compute)
+    if (staged) {  // nothing read yet: the backend asks for the rows as it goes (compute)
       run_->staged = &reads_;
       me_.staged = true;
       // (A and B read as stored where they are 16-bit floats the GEMM takes so: StagedReads::half)
