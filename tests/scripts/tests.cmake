@@ -408,6 +408,7 @@ add_mpi_test(half.out.overflow.np2 2 half_output.py --case overflow)
 # On a GPU the staged GEMM rounds C to 16 bits itself (StagedProblem::c_rounded): the same bits.
 add_mpi_test(half.out.cuda.float16.np1 1 half_output.py --backend cuda --need-gpus 1)
 add_mpi_test(half.out.cuda.bfloat16.np1 1 half_output.py --store bfloat16 --backend cuda --need-gpus 1)
+add_mpi_test(half.out.cuda.float16.np2 2 half_output.py --backend cuda --need-gpus 1)
 add_mpi_test(half.out.cuda.overflow.np1 1 half_output.py --case overflow --backend cuda --need-gpus 1)
 # One matrix of a 3-D dataset, FILE:/A[i] (issue 42 item 2's reading side; batch_inputs.py).
 add_mpi_test(batch.contiguous.np1 1 batch_inputs.py)
