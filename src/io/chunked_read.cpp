@@ -332,9 +332,13 @@ namespace {
 // The chunks a block needs (their origins and stored sizes), each looked up in the file's chunk
 // index before anything is read (H5Dget_chunk_info_by_coord would walk all chunks each time in
 // HDF5 1.10). False where HDF5 should read the block itself.
-bool list_chunks(hid_t dset, const Layout& l, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
-                 std::int64_t ncols, std::vector<std::pair<std::int64_t, std::int64_t>>& origins,
+// A stored size past what any filter makes of a chunk (deflate, lz4 and zstd grow incompressible
+// data by well under 1%, shuffle not at all; the raw chunk where none applies) is a corrupt index:
+// the file is refused before a buffer of that size is asked for.
+bool list_chunks(hid_t dset, const Layout& l, const std::string& where, std::int64_t row0, std::int64_t nrows,
+                 std::int64_t col0, std::int64_t ncols, std::vector<std::pair<std::int64_t, std::int64_t>>& origins,
                  std::vector<std::size_t>& stored) {
+  const std::size_t most = 2 * l.raw_bytes() + (std::size_t{64} << 10);
   for (std::int64_t r = floor_to(row0, l.chunk_rows); r < row0 + nrows; r += l.chunk_rows)
     for (std::int64_t c = floor_to(col0, l.chunk_cols); c < col0 + ncols; c += l.chunk_cols) {
       const hsize_t offset[2] = {static_cast<hsize_t>(r), static_cast<hsize_t>(c)};
@@ -353,6 +357,9 @@ bool list_chunks(hid_t dset, const Layout& l, std::int64_t row0, std::int64_t nr
       // was decided before the run read anything (io/data_sources: only with a declared fill
       // value); HDF5 then reads the block.
       if (size == 0) return false;
+      if (size > most)
+        throw IoError(chunk_text(where, r, c) + "is stored as " + std::to_string(size) + " bytes, more than any filter makes of its " +
+                      std::to_string(l.raw_bytes()) + ": the file is corrupt");
       origins.emplace_back(r, c);
       stored.push_back(static_cast<std::size_t>(size));
     }
@@ -426,7 +433,7 @@ bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::
 
   std::vector<std::pair<std::int64_t, std::int64_t>> origins;
   std::vector<std::size_t> stored;
-  if (!list_chunks(dset, l, row0, nrows, col0, ncols, origins, stored)) return false;
+  if (!list_chunks(dset, l, where, row0, nrows, col0, ncols, origins, stored)) return false;
 
   auto* const dst = static_cast<unsigned char*>(out);
   const auto put = [&](const RawChunk& ch) {

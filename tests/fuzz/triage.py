@@ -49,9 +49,13 @@ def parse_frame(line):
             "<unknown module>" in rest)
 
 
-def owner(frame, source_dir, binaries=()):
+def owner(frame, source_dir, binaries=(), through_std=False):
+    """Who a frame belongs to. `through_std`: a C++ standard-library template compiled into the
+    target (std::vector growing, zero-filling) counts as its caller's, as the C++ runtime does."""
     func, path, module, unknown = frame
     if RUNTIME_FUNC.match(func):
+        return "runtime"
+    if through_std and (func.startswith("std::") or (path and "/include/c++/" in path)):
         return "runtime"
     if path:
         if any(p in path for p in ("compiler-rt", "/sanitizer_common/", "/libsanitizer/", "/libfuzzer/")):
@@ -73,8 +77,8 @@ def owner(frame, source_dir, binaries=()):
     return "other"
 
 
-def innermost(stack, source_dir, binaries=()):
-    return next((o for o in (owner(f, source_dir, binaries) for f in stack) if o != "runtime"), "other")
+def innermost(stack, source_dir, binaries=(), through_std=False):
+    return next((o for o in (owner(f, source_dir, binaries, through_std) for f in stack) if o != "runtime"), "other")
 
 
 def read_report(log):
@@ -135,8 +139,11 @@ def verdict(kind, head, stacks, source_dir, binaries=(), context=()):
     # Resource findings (libFuzzer's RSS limit, a slow input, a signal) are tessera's only when
     # the first stack (the largest allocation, the hanging or crashing thread) is in its code;
     # else libhdf5, ASan's quarantine or libFuzzer itself grew: reported, not failed.
+    # The standard library's frames count as their caller's here: a timeout in std::vector's
+    # zero-fill of a buffer tessera sized from a corrupt chunk index (2026-12-07) is tessera's.
     if kind.startswith(("out-of-memory", "timeout", "deadly signal")):
-        return "tessera" if owners and owners[0] == "tessera" else "unattributed"
+        first = innermost(stacks[0], source_dir, binaries, through_std=True)
+        return "tessera" if first == "tessera" else "unattributed"
     # A bad READ whose access stack is in libhdf5 is libhdf5 decoding a damaged file past its own
     # buffers (tessera hands HDF5 buffers only to fill, i.e. to WRITE). The other stacks of such a
     # report describe whatever block lies nearest the address, which may be one of tessera's.

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -180,6 +181,53 @@ TEST_CASE("a chunk that does not decompress is an error naming the dataset", "[i
   ::unsetenv("TESSERA_HDF5_DIRECT");
   CHECK_THROWS_WITH(tessera::io::read_block(DatasetRef{file, "/M"}, 0, 64, 0, 64, DType::f32, out.data()),
                     ContainsSubstring(file) && ContainsSubstring("/M"));
+}
+
+TEST_CASE("a chunk index recording more bytes than any filter makes is a corrupt file, refused before allocating",
+          "[io][chunked]") {
+  // The fuzzer's input (tests/fuzz/regressions/hdf5_input/chunk-index-size-huge.h5): an index that
+  // records 4294967295 bytes for a 72-byte chunk had the reader zero-fill a 4 GiB buffer before
+  // HDF5 failed to read it. Here: the size in a deflated chunk's B-tree key (v1: size, filter mask,
+  // offsets) raised to 2^32 - 1.
+  const Scratch s;
+  const std::string file = s.file("huge.h5");
+  write_chunked<float>(file, 32, 32, Layout{32, 32, false, true});
+  hsize_t size = 0;
+  {
+    const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    const hid_t ds = H5Dopen2(f, "/M", H5P_DEFAULT);
+    const hsize_t origin[2] = {0, 0};
+    unsigned mask = 0;
+    haddr_t addr = 0;
+    REQUIRE(H5Dget_chunk_info_by_coord(ds, origin, &mask, &addr, &size) >= 0);
+    H5Dclose(ds);
+    H5Fclose(f);
+  }
+  std::string bytes;
+  {
+    std::ifstream in(file, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // The key: the 32-bit size, a zero filter mask and three zero 64-bit offsets (row, column, element).
+  std::string key(4 + 4 + 24, '\0');
+  const auto size32 = static_cast<std::uint32_t>(size);
+  std::memcpy(key.data(), &size32, 4);
+  const auto at = bytes.find(key);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(bytes.find(key, at + 1) == std::string::npos);
+  const std::uint32_t huge = 0xffffffffu;
+  std::memcpy(bytes.data() + at, &huge, 4);
+  {
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  std::vector<float> out(32 * 32);
+  ::unsetenv("TESSERA_HDF5_DIRECT");
+  CHECK_THROWS_AS(tessera::io::read_block(DatasetRef{file, "/M"}, 0, 32, 0, 32, DType::f32, out.data()),
+                  tessera::IoError);
+  CHECK_THROWS_WITH(tessera::io::read_block(DatasetRef{file, "/M"}, 0, 32, 0, 32, DType::f32, out.data()),
+                    ContainsSubstring(file + ":/M") && ContainsSubstring("4294967295 bytes") &&
+                        ContainsSubstring("the file is corrupt"));
 }
 
 TEST_CASE("only filtered chunks are fetched raw; unfiltered ones are left to HDF5", "[io][chunked]") {
