@@ -207,10 +207,7 @@ void BlockFile::check_inside(std::int64_t row0, std::int64_t col0, std::int64_t 
                      ", " + std::to_string(col0) + ") is outside the output '" + t_.file + "'");
 }
 
-Stored BlockFile::takes_rounded() const {
-  const bool half = t_.stored == Stored::f16 || t_.stored == Stored::bf16;
-  return half && t_.computed == DType::f32 ? t_.stored : Stored::same;
-}
+Stored BlockFile::takes_rounded() const { return io::takes_rounded(t_.stored, t_.computed); }
 
 void BlockFile::write_rounded_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
                                     const void* data) {

@@ -245,6 +245,11 @@ class MatrixWriter : public BlockSink {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  // The checks every block passes first (the writer open, the block inside C, data given): false
+  // for an empty block, which writes nothing; throws for any other failing one. `what` names the
+  // caller in a logic error.
+  bool takes_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols, const void* data,
+                   const char* what) const;
   // write_block's and write_chunks' part in HDF5: a block as stored (its NaN and Inf counted);
   // where C is compressed, `ready` stored as they are and the rest of the block (`data`: null
   // where `ready` tiles it) compressed and stored.

@@ -318,13 +318,7 @@ std::optional<ChunkLayout> MatrixWriter::chunk_layout() const {
 void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
                                const void* data, const std::vector<CompressedChunk>& ready) {
   Impl& w = *impl_;
-  if (w.committed || (!w.dataset.valid() && !w.in_file))
-    throw IoError("cannot write to " + in_quotes(w.target) + ": the writer is already committed or closed");
-  if (!in_range(row0, nrows, w.rows) || !in_range(col0, ncols, w.cols))
-    throw InputError(block_text(row0, nrows, col0, ncols) + " is outside " + in_quotes(w.target) + " (" +
-                     shape_text(w.rows, w.cols) + ")");
-  if (nrows == 0 || ncols == 0) return;
-  if (data == nullptr) throw std::invalid_argument("write_block: null data");
+  if (!takes_block(row0, col0, nrows, ncols, data, "write_block")) return;
   if (w.direct_file) {
     w.direct_file->write_block(row0, col0, nrows, ncols, data);
     return;
@@ -345,23 +339,26 @@ void MatrixWriter::write_block(std::int64_t row0, std::int64_t col0, std::int64_
   write_counted(row0, col0, nrows, ncols, data, ready);
 }
 
-Stored MatrixWriter::takes_rounded() const {
+bool MatrixWriter::takes_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
+                               const void* data, const char* what) const {
   const Impl& w = *impl_;
-  const bool half = w.stored == Stored::f16 || w.stored == Stored::bf16;
-  return half && w.dtype == DType::f32 ? w.stored : Stored::same;
-}
-
-void MatrixWriter::write_rounded_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
-                                       const void* data) {
-  Impl& w = *impl_;
-  if (takes_rounded() == Stored::same) throw std::logic_error("write_rounded_block: C is stored as computed");
   if (w.committed || (!w.dataset.valid() && !w.in_file))
     throw IoError("cannot write to " + in_quotes(w.target) + ": the writer is already committed or closed");
   if (!in_range(row0, nrows, w.rows) || !in_range(col0, ncols, w.cols))
     throw InputError(block_text(row0, nrows, col0, ncols) + " is outside " + in_quotes(w.target) + " (" +
                      shape_text(w.rows, w.cols) + ")");
-  if (nrows == 0 || ncols == 0) return;
-  if (data == nullptr) throw std::invalid_argument("write_rounded_block: null data");
+  if (nrows == 0 || ncols == 0) return false;
+  if (data == nullptr) throw std::invalid_argument(std::string(what) + ": null data");
+  return true;
+}
+
+Stored MatrixWriter::takes_rounded() const { return io::takes_rounded(impl_->stored, impl_->dtype); }
+
+void MatrixWriter::write_rounded_block(std::int64_t row0, std::int64_t col0, std::int64_t nrows, std::int64_t ncols,
+                                       const void* data) {
+  Impl& w = *impl_;
+  if (takes_rounded() == Stored::same) throw std::logic_error("write_rounded_block: C is stored as computed");
+  if (!takes_block(row0, col0, nrows, ncols, data, "write_rounded_block")) return;
   if (w.direct_file) {
     w.direct_file->write_rounded_block(row0, col0, nrows, ncols, data);
     return;

@@ -229,6 +229,10 @@ bool converts(Stored s, DType computed) {
   return s != Stored::same && stored_size(s, computed) != dtype_size(computed);
 }
 
+Stored takes_rounded(Stored s, DType computed) {
+  return (s == Stored::f16 || s == Stored::bf16) && computed == DType::f32 ? s : Stored::same;
+}
+
 hid_t stored_file_type(Stored s, DType computed) {
   if (is_complex(computed)) return hdf5::complex_file_type(computed);  // stored as computed (converts() refuses)
   if (s == Stored::same) s = computed == DType::f32 ? Stored::f32 : Stored::f64;

@@ -26,6 +26,9 @@ std::string stored_name(Stored s, DType computed);
 std::size_t stored_size(Stored s, DType computed);
 // Whether blocks of `computed` are converted to be stored as `s`.
 bool converts(Stored s, DType computed);
+// The 16-bit type a writer storing `computed` blocks as `s` also takes already rounded (a float32
+// C stored as float16 or bfloat16: BlockSink::write_rounded_block); Stored::same for any other.
+Stored takes_rounded(Stored s, DType computed);
 // The HDF5 file type of a stored element: a type the caller closes (H5Tclose).
 hid_t stored_file_type(Stored s, DType computed);
 

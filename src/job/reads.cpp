@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <complex>
+#include <functional>
 #include <vector>
 
 #include "io/hdf5_io.hpp"
@@ -39,6 +40,23 @@ void scale(void* data, DType dtype, std::int64_t count, std::complex<double> fac
   }
 }
 
+// Rows [row0, row0 + rows) of one operand's block (`rows` x `cols` of the file's matrix) read as
+// stored, 16-bit (`half`); their NaN/Inf counted into `seen` where this rank counts them (`count`),
+// positions in a matrix `width` columns wide; the time added to `seconds`. Pointers into the
+// rank's Share and ReadTally, which outlive the reads.
+std::function<void(std::int64_t, std::int64_t, void*)> half_rows(const io::DatasetRef& ref,
+                                                                 const partition::Range* rows,
+                                                                 const partition::Range* cols, const bool* count,
+                                                                 io::NonfiniteCount* seen, double* seconds,
+                                                                 io::Stored half, std::int64_t width) {
+  return [=](std::int64_t row0, std::int64_t n, void* into) {
+    const double t = MPI_Wtime();
+    io::read_block_half(ref, rows->begin + row0, n, cols->begin, cols->size(), half, into);
+    if (*count) seen->add_half(into, half == io::Stored::bf16, n, cols->size(), rows->begin + row0, cols->begin, width);
+    *seconds += MPI_Wtime() - t;
+  };
+}
+
 }  // namespace
 
 algorithms::StagedReads rank_reads(const JobOptions& o, const algorithms::Share& share, const algorithms::Problem& p,
@@ -69,21 +87,8 @@ algorithms::StagedReads rank_reads(const JobOptions& o, const algorithms::Share&
   if (half == io::Stored::same || o.a.transposed || o.b.transposed || kernel != "cublas-" + p.half_inputs)
     return reads;
   reads.half = half;
-  const bool bf16 = half == io::Stored::bf16;
-  reads.a_half = [s, &tally, half, bf16, k = p.k, ref = o.a.ref](std::int64_t row0, std::int64_t rows, void* into) {
-    const double t = MPI_Wtime();
-    const std::int64_t cols = s->a_cols.size();
-    io::read_block_half(ref, s->a_rows.begin + row0, rows, s->a_cols.begin, cols, half, into);
-    if (s->count_a) tally.a.add_half(into, bf16, rows, cols, s->a_rows.begin + row0, s->a_cols.begin, k);
-    tally.seconds += MPI_Wtime() - t;
-  };
-  reads.b_half = [s, &tally, half, bf16, n = p.n, ref = o.b.ref](std::int64_t row0, std::int64_t rows, void* into) {
-    const double t = MPI_Wtime();
-    const std::int64_t cols = s->b_cols.size();
-    io::read_block_half(ref, s->b_rows.begin + row0, rows, s->b_cols.begin, cols, half, into);
-    if (s->count_b) tally.b.add_half(into, bf16, rows, cols, s->b_rows.begin + row0, s->b_cols.begin, n);
-    tally.seconds += MPI_Wtime() - t;
-  };
+  reads.a_half = half_rows(o.a.ref, &share.a_rows, &share.a_cols, &share.count_a, &tally.a, &tally.seconds, half, p.k);
+  reads.b_half = half_rows(o.b.ref, &share.b_rows, &share.b_cols, &share.count_b, &tally.b, &tally.seconds, half, p.n);
   return reads;
 }
 

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -217,6 +218,28 @@ void check_every_kernel(const Shape& s, DType dtype) {
   else
     check_every_kernel<double>(s);
 }
+
+// An environment variable as it was before the test, restored however the test case ends (a
+// failed REQUIRE throws past the end of a loop).
+class ScopedEnv {
+ public:
+  explicit ScopedEnv(const char* name) : name_(name) {
+    const char* was = std::getenv(name);
+    if (was) was_ = was;
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() {
+    if (was_)
+      ::setenv(name_, was_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> was_;
+};
 
 }  // namespace
 
@@ -730,8 +753,7 @@ TEST_CASE("unknown kernels and unsupported sizes are refused with InputError", "
 TEST_CASE("the staged GEMM rounds a 16-bit C on the GPU as the host would", "[gpu][small]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
   auto cuda = backend::make_cuda_backend({0, 1});
-  const char* const was = std::getenv("TESSERA_STAGE_BYTES");
-  const std::string kept = was ? was : "";
+  const ScopedEnv stage_bytes("TESSERA_STAGE_BYTES");
   for (const Shape s : {Shape{1, 1, 1}, Shape{37, 29, 53}, Shape{300, 257, 64}, Shape{129, 1, 7}})
     for (const char* piece : {"6", "1000", "33554432"}) {
       INFO(shape_str(s) << ", pieces of " << piece << " bytes");
@@ -816,10 +838,6 @@ TEST_CASE("the staged GEMM rounds a 16-bit C on the GPU as the host would", "[gp
         CHECK(as_stored.first == as_computed.first);
       }
     }
-  if (was)
-    ::setenv("TESSERA_STAGE_BYTES", kept.c_str(), 1);
-  else
-    ::unsetenv("TESSERA_STAGE_BYTES");
 }
 
 // A and B stored as a 16-bit float, for the kernel that rounds to it (cublas-f16 / cublas-bf16):
@@ -829,8 +847,7 @@ TEST_CASE("the staged GEMM rounds a 16-bit C on the GPU as the host would", "[gp
 TEST_CASE("the staged GEMM multiplies half-precision operands as stored", "[gpu][small]") {
   if (tessera::backend::cuda_device_count() == 0) SKIP("no GPU visible");
   auto cuda = backend::make_cuda_backend({0, 1});
-  const char* const was = std::getenv("TESSERA_STAGE_BYTES");
-  const std::string kept = was ? was : "";
+  const ScopedEnv stage_bytes("TESSERA_STAGE_BYTES");
   for (const io::Stored stored : {io::Stored::f16, io::Stored::bf16})
     for (const Shape s : {Shape{1, 1, 1}, Shape{37, 29, 1}, Shape{300, 257, 611}})
       for (const char* piece : {"5", "33554432"}) {
@@ -908,10 +925,6 @@ TEST_CASE("the staged GEMM multiplies half-precision operands as stored", "[gpu]
         CHECK(worst_vs_float <= 2 * bound);
         CHECK(worst_other <= bound);
       }
-  if (was)
-    ::setenv("TESSERA_STAGE_BYTES", kept.c_str(), 1);
-  else
-    ::unsetenv("TESSERA_STAGE_BYTES");
 }
 
 TEST_CASE("the cuda backend computes through the Backend interface and times its phases", "[gpu][small]") {
