@@ -12,9 +12,9 @@
 # The build: build-gpu/, `cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release
 # -DCMAKE_CUDA_ARCHITECTURES=90` (sm_90 and the sm_90a wgmma kernels; CUDA_ARCH=80 etc. for
 # another GPU), warnings as errors. GPU_FRESH=0 keeps an existing build-gpu/ (a second call on a
-# machine still warm). GPU_CMAKE_ARGS: more configure arguments, e.g.
-# "-DTESSERA_TOMLPP_INCLUDE=$PWD/.deps/tomlpp" where no package provides toml++ (the GPU machine:
-# copy /usr/include/toml++ there from a machine with libtomlplusplus-dev). Each step has a time
+# machine still warm). GPU_CMAKE_ARGS: more configure arguments; unset, those for what
+# scripts/gpu-deps.sh put in .deps/ (toml++, lz4, libdeflate: the GPU machine has no packages of
+# them; run it here before the call and carry ".deps"). Each step has a time
 # limit; a failed step is recorded and the next still
 # runs (those that need the build are skipped when it failed). OUT gets one log per step, the
 # machine (environment.log) and summary.txt, the step table, printed last; the exit status is
@@ -75,6 +75,18 @@ cd "$(dirname "$0")/.." || exit 2
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
 export PATH="$PATH:/usr/local/cuda/bin"
 build="build-gpu"
+# Unset GPU_CMAKE_ARGS: what scripts/gpu-deps.sh put in .deps/ (toml++, lz4, libdeflate), for the
+# tree and every base alike ("" keeps the machine's own packages only).
+if [ -z "${GPU_CMAKE_ARGS+set}" ]; then
+  GPU_CMAKE_ARGS=""
+  [ -f .deps/tomlpp/toml++/toml.h ] && GPU_CMAKE_ARGS+=" -DTESSERA_TOMLPP_INCLUDE=$PWD/.deps/tomlpp"
+  [ -f .deps/lz4/liblz4.a ] &&
+    GPU_CMAKE_ARGS+=" -DTESSERA_LZ4_INCLUDE_DIR=$PWD/.deps/lz4 -DTESSERA_LZ4_LIBRARY=$PWD/.deps/lz4/liblz4.a"
+  [ -f .deps/libdeflate/libdeflate.a ] &&
+    GPU_CMAKE_ARGS+=" -DTESSERA_LIBDEFLATE_INCLUDE_DIR=$PWD/.deps/libdeflate -DTESSERA_LIBDEFLATE_LIBRARY=$PWD/.deps/libdeflate/libdeflate.a"
+  export GPU_CMAKE_ARGS
+  echo "GPU_CMAKE_ARGS (from .deps/):${GPU_CMAKE_ARGS:- none}"
+fi
 read -r -a cmake_extra <<<"${GPU_CMAKE_ARGS:-}"
 tessera=$build/tessera
 gpu_tests=$build/tests/tessera_gpu_tests
