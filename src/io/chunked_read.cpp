@@ -423,6 +423,8 @@ void decode_in_parallel(std::size_t count, int helpers, std::size_t raw_bytes, c
 
 }  // namespace
 
+bool chunk_reader_takes(hid_t dset) { return layout_of(dset).has_value(); }
+
 bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
                   std::int64_t ncols, DType as, void* out, bool keep_half) {
   std::optional<Layout> layout = layout_of(dset);

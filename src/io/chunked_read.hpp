@@ -32,5 +32,9 @@ namespace tessera::io {
 bool read_chunked(hid_t dset, const std::string& where, std::int64_t row0, std::int64_t nrows, std::int64_t col0,
                   std::int64_t ncols, DType as, void* out, bool keep_half = false);
 
+// Whether read_chunked takes `dset` at all (its layout, type and filters; a block of it may still
+// go to HDF5 where a chunk it needs was never written): for what `-v` says of a read.
+bool chunk_reader_takes(hid_t dset);
+
 
 }  // namespace tessera::io

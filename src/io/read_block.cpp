@@ -216,14 +216,22 @@ void read_block_as(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows,
     // A matrix of a 3-D dataset: its own rows, after those of the matrices before it (a stack of
     // them is read as the one matrix it is in a contiguous file).
     const std::int64_t index = od.info.index;
-    if (log::enabled(log::Level::info))
-      log::info("reading " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref) + " (" +
-                (base >= 0 ? "pread" : od.info.layout + ", through HDF5") + ")");
     // Chunked (and compressed) storage: decompressed by many threads (2-D datasets; a matrix of a
     // 3-D one goes through HDF5).
-    if (base < 0 && od.info.stored_matrices == 0 && direct_io_enabled() && (keep == Stored::same || keep_exact) &&
+    const bool try_chunks =
+        base < 0 && od.info.stored_matrices == 0 && direct_io_enabled() && (keep == Stored::same || keep_exact);
+    const bool say = log::enabled(log::Level::info);
+    const bool by_chunks = say && try_chunks && chunk_reader_takes(od.dataset.get());
+    if (say)
+      log::info("reading " + block_text(row0, nrows, col0, ncols) + " of " + in_quotes(ref) + " (" +
+                (base >= 0     ? std::string("pread")
+                 : by_chunks ? od.info.layout + ", decompressed by tessera on up to " + std::to_string(io_threads()) + " thread(s)"
+                             : od.info.layout + ", through HDF5") +
+                ")");
+    if (try_chunks &&
         read_chunked(od.dataset.get(), ref.str(), row0, nrows, col0, ncols, as, out, keep != Stored::same))
       return;
+    if (by_chunks) log::info("a chunk of that block is not in the file: HDF5 reads the block (the fill value there)");
     if (base >= 0 && index >= 0) row0 += index * od.info.stored_rows;  // contiguous: the matrices one after another
     if (base < 0) {
       auto [file_space, mem_space] =
