@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tessera's build needs on the GPU machine that its packages lack, taken from this machine's own
-# packages (scripts/setup.sh installs them) into .deps/ (git-ignored): toml++'s headers, and lz4
+# packages (scripts/setup.sh installs them) into .deps/ (.gitignore): toml++'s headers, and lz4
 # and libdeflate as static libraries (headers + .a), so that the GPU build reads and writes
 # compressed data as a user's build does (without libdeflate, gzip inputs inflate through zlib,
 # about 10% slower end to end on 8192² gzip: a gate run without it measures another program).
@@ -11,10 +11,12 @@
 # the tree and every base commit of an e2e gate alike.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-lib=/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+arch=$(gcc -print-multiarch 2>/dev/null || true)
+lib=/usr/lib/${arch:-x86_64-linux-gnu}
 need() { [ -e "$1" ] || { echo "gpu-deps: $1 missing: run scripts/setup.sh first" >&2; exit 1; }; }
 need /usr/include/toml++/toml.h
 need /usr/include/lz4.h
+need /usr/include/lz4hc.h
 need "$lib/liblz4.a"
 need /usr/include/libdeflate.h
 need "$lib/libdeflate.a"
@@ -23,6 +25,5 @@ mkdir -p .deps/tomlpp .deps/lz4 .deps/libdeflate
 cp -r /usr/include/toml++ .deps/tomlpp/
 cp /usr/include/lz4.h /usr/include/lz4hc.h "$lib/liblz4.a" .deps/lz4/
 cp /usr/include/libdeflate.h "$lib/libdeflate.a" .deps/libdeflate/
-grep -qxF '/.deps/' .git/info/exclude 2>/dev/null || { mkdir -p .git/info && echo '/.deps/' >>.git/info/exclude; }
 du -sh .deps/tomlpp .deps/lz4 .deps/libdeflate
 echo "carry \".deps\" with the device call; scripts/gpu.sh configures with it (GPU_CMAKE_ARGS unset)"

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -62,7 +64,27 @@ struct Layout {
   Stored half = Stored::same;   // f16 or bf16 where stored_size is 2
   bool keep_half = false;       // the 2-byte values placed as they are (read_chunked's keep_half)
   std::vector<Filter> filters;  // in the order HDF5 applied them when writing
+  std::vector<std::size_t> lz4_block;  // per filter: an LZ4 filter's block size (0: its default)
   std::size_t raw_bytes() const { return static_cast<std::size_t>(chunk_rows * chunk_cols) * stored_size; }
+  // The most a chunk of this pipeline can be stored as, with room to spare: twice what each
+  // filter's worst growth makes of the raw chunk (deflate and zstd a fraction of a percent, LZ4 4
+  // bytes a block, which for tiny blocks is several times the data), and never under 2 x raw +
+  // 64 KiB. A chunk index recording more is corrupt (list_chunks).
+  std::size_t most_stored() const {
+    long double x = static_cast<long double>(raw_bytes());
+    for (std::size_t f = 0; f < filters.size(); ++f) {
+      if (filters[f] == Filter::deflate)
+        x += x / 1000 + 64;
+      else if (filters[f] == Filter::zstd)
+        x += x / 128 + 1024;
+      else if (filters[f] == Filter::lz4) {
+        const long double block = lz4_block[f] == 0 ? x : static_cast<long double>(lz4_block[f]);
+        x += 4 * std::ceil(x / std::max<long double>(block, 1)) + 16;
+      }
+    }
+    const long double most = std::max<long double>(2 * x, 2.0L * raw_bytes() + (64 << 10));
+    return most >= 0x1p62L ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(most);
+  }
 };
 
 // One chunk as stored in the file, fetched by a worker (one at a time) for it to decode.
@@ -75,7 +97,8 @@ struct RawChunk {
 // The filters in write order (any order, each any number of times), or false when one of them is
 // not deflate, shuffle, LZ4 (32004) or Zstandard (32015, each in a build with its library), or a
 // shuffle's element size is not the stored element's.
-bool known_filters(hid_t dcpl, std::size_t stored_size, std::vector<Filter>& filters) {
+bool known_filters(hid_t dcpl, std::size_t stored_size, std::vector<Filter>& filters,
+                   std::vector<std::size_t>& lz4_block) {
   const int n = H5Pget_nfilters(dcpl);
   if (n < 0) return false;
   for (int i = 0; i < n; ++i) {
@@ -95,6 +118,7 @@ bool known_filters(hid_t dcpl, std::size_t stored_size, std::vector<Filter>& fil
       filters.push_back(Filter::zstd);
     else
       return false;
+    lz4_block.push_back(filters.back() == Filter::lz4 && nvalues > 0 ? values[0] : 0);
   }
   return true;
 }
@@ -231,7 +255,7 @@ std::optional<Layout> layout_of(hid_t dset) {
   if (dcpl.id < 0 || H5Pget_layout(dcpl.id) != H5D_CHUNKED || H5Pget_external_count(dcpl.id) != 0) return {};
   Layout l;
   l.stored_size = native_float_size(dset, &l.half);
-  if (l.stored_size == 0 || !known_filters(dcpl.id, l.stored_size, l.filters)) return {};
+  if (l.stored_size == 0 || !known_filters(dcpl.id, l.stored_size, l.filters, l.lz4_block)) return {};
   // Unfiltered chunks are left to HDF5: it reads them by address at the chunk's nominal size, but
   // H5Dread_chunk reads the length the chunk index records, which HDF5 1.10 does not check against
   // the size H5Dget_chunk_storage_size reports for an unfiltered chunk (a damaged index made it
@@ -332,13 +356,12 @@ namespace {
 // The chunks a block needs (their origins and stored sizes), each looked up in the file's chunk
 // index before anything is read (H5Dget_chunk_info_by_coord would walk all chunks each time in
 // HDF5 1.10). False where HDF5 should read the block itself.
-// A stored size past what any filter makes of a chunk (deflate, lz4 and zstd grow incompressible
-// data by well under 1%, shuffle not at all; the raw chunk where none applies) is a corrupt index:
-// the file is refused before a buffer of that size is asked for.
+// A stored size past what the dataset's filters can make of a chunk (Layout::most_stored) is a
+// corrupt index: the file is refused before a buffer of that size is asked for.
 bool list_chunks(hid_t dset, const Layout& l, const std::string& where, std::int64_t row0, std::int64_t nrows,
                  std::int64_t col0, std::int64_t ncols, std::vector<std::pair<std::int64_t, std::int64_t>>& origins,
                  std::vector<std::size_t>& stored) {
-  const std::size_t most = 2 * l.raw_bytes() + (std::size_t{64} << 10);
+  const std::size_t most = l.most_stored();
   for (std::int64_t r = floor_to(row0, l.chunk_rows); r < row0 + nrows; r += l.chunk_rows)
     for (std::int64_t c = floor_to(col0, l.chunk_cols); c < col0 + ncols; c += l.chunk_cols) {
       const hsize_t offset[2] = {static_cast<hsize_t>(r), static_cast<hsize_t>(c)};
@@ -358,7 +381,7 @@ bool list_chunks(hid_t dset, const Layout& l, const std::string& where, std::int
       // value); HDF5 then reads the block.
       if (size == 0) return false;
       if (size > most)
-        throw IoError(chunk_text(where, r, c) + "is stored as " + std::to_string(size) + " bytes, more than any filter makes of its " +
+        throw IoError(chunk_text(where, r, c) + "is stored as " + std::to_string(size) + " bytes, more than its filters make of its " +
                       std::to_string(l.raw_bytes()) + ": the file is corrupt");
       origins.emplace_back(r, c);
       stored.push_back(static_cast<std::size_t>(size));

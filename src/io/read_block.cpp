@@ -231,7 +231,8 @@ void read_block_as(const DatasetRef& ref, std::int64_t row0, std::int64_t nrows,
     if (try_chunks &&
         read_chunked(od.dataset.get(), ref.str(), row0, nrows, col0, ncols, as, out, keep != Stored::same))
       return;
-    if (by_chunks) log::info("a chunk of that block is not in the file: HDF5 reads the block (the fill value there)");
+    if (by_chunks)
+      log::info("the chunk reader left that block to HDF5 (a chunk it needs is not in the file, or HDF5 could not list it)");
     if (base >= 0 && index >= 0) row0 += index * od.info.stored_rows;  // contiguous: the matrices one after another
     if (base < 0) {
       auto [file_space, mem_space] =
