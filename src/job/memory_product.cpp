@@ -73,9 +73,10 @@ void check_matrix(const MemoryMatrix& x, const char* name, bool written) {
 io::NonfiniteCount packed_nonfinite(const MemoryMatrix& x) {
   const std::size_t row_bytes = static_cast<std::size_t>(x.cols) * dtype_size(x.dtype);
   const std::size_t bytes = static_cast<std::size_t>(x.rows) * row_bytes;
-  const auto threads = static_cast<std::int64_t>(
-      std::min<std::size_t>({std::max<std::size_t>(bytes >> 22, 1), std::max(1u, std::thread::hardware_concurrency()),
-                             static_cast<std::size_t>(std::max<std::int64_t>(x.rows, 1))}));
+  // hardware_concurrency() reads /sys at every call (10 us, most of a small product's): asked once.
+  static const std::size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto threads = static_cast<std::int64_t>(std::min<std::size_t>(
+      {std::max<std::size_t>(bytes >> 22, 1), cores, static_cast<std::size_t>(std::max<std::int64_t>(x.rows, 1))}));
   std::vector<io::NonfiniteCount> parts(static_cast<std::size_t>(threads));
   const auto scan = [&](std::int64_t t) {
     const std::int64_t r0 = x.rows * t / threads, r1 = x.rows * (t + 1) / threads;
@@ -147,9 +148,13 @@ void combine(const T* t, const MemoryMatrix& c, double alpha, double beta) {
   }
 }
 
-std::string host_name() {
-  char name[256] = {};
-  return ::gethostname(name, sizeof(name) - 1) == 0 ? name : "";
+// The host's name, asked once a process (a loop of small products would make a system call each).
+const std::string& host_name() {
+  static const std::string name = [] {
+    char text[256] = {};
+    return ::gethostname(text, sizeof(text) - 1) == 0 ? std::string(text) : std::string();
+  }();
+  return name;
 }
 
 // A one-rank run's header (job_header), its operands named by where they are.

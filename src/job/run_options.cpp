@@ -231,29 +231,49 @@ const RunOption* find_run_option(const std::string& name) {
   return nullptr;
 }
 
-std::vector<std::string> choices_of(const RunOption& r) { return r.choices ? r.choices() : std::vector<std::string>{}; }
+std::vector<std::string> choices_of(const RunOption& r) { return words_of(r); }
+
+const std::vector<std::string>& words_of(const RunOption& r) {
+  static const std::vector<std::string> kNone;
+  if (!r.choices || !r.choice_words) return kNone;
+  ChoiceWords& w = *r.choice_words;
+  std::call_once(w.listed, [&] { w.words = r.choices(); });
+  return w.words;
+}
+
+namespace {
+// The row's value where it is text (a string member or a registered row's), else nullptr.
+const std::string* text_of(const RunOptions& o, const RunOption& r) {
+  if (const auto* member = std::get_if<std::string RunOptions::*>(&r.member)) return &(o.**member);
+  if (std::holds_alternative<ExtraValue>(r.member)) {
+    const auto found = o.extra.find(r.name);
+    return found == o.extra.end() ? nullptr : &found->second;
+  }
+  return nullptr;
+}
+}  // namespace
 
 std::string check_value(const RunOption& r, const std::string& value) {
-  const std::string option = "--" + r.name;
   if (value.empty() && r.optional) return {};
+  const auto option = [&r] { return "--" + r.name; };
   switch (r.kind) {
     case OptionKind::text:
       return {};
     case OptionKind::choice: {
-      const std::vector<std::string> words = choices_of(r);
+      const std::vector<std::string>& words = words_of(r);
       if (std::find(words.begin(), words.end(), value) != words.end()) return {};
       return not_one_of(value, words);
     }
     case OptionKind::shape:
       try {
-        (void)partition::parse_grid(value, option);
+        (void)partition::parse_grid(value, option());
         return {};
       } catch (const InputError& e) {
         return e.what();
       }
     case OptionKind::size:
       try {
-        (void)parse_bytes(value, option.c_str());
+        (void)parse_bytes(value, option().c_str());
         return {};
       } catch (const InputError& e) {
         return e.what();
@@ -319,10 +339,9 @@ nlohmann::json typed_options(const RunOptions& o) {
 
 void check_run_options(const RunOptions& o) {
   for (const RunOption& r : table()) {
-    const nlohmann::json v = get_value(o, r);
-    if (!v.is_string()) continue;
-    if (const std::string why = check_value(r, v.get<std::string>()); !why.empty())
-      throw OptionError("--" + r.name + ": " + why);
+    const std::string* v = text_of(o, r);
+    if (v == nullptr) continue;
+    if (const std::string why = check_value(r, *v); !why.empty()) throw OptionError("--" + r.name + ": " + why);
   }
   // A kernel named for a backend named: one of that backend's (a build without CUDA lists none).
   const std::optional<backend::Kind> kind = backend::parse_kind(o.backend);

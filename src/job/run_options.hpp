@@ -15,6 +15,8 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <variant>
@@ -106,6 +108,14 @@ using Member =
     std::variant<std::string RunOptions::*, bool RunOptions::*, double RunOptions::*, std::int64_t RunOptions::*,
                  int RunOptions::*, std::optional<int> RunOptions::*, ExtraValue>;
 
+// A choice row's words, listed once per row: they come from the build's catalogues (kernels,
+// algorithms, dtypes, ...), which do not change while the process runs, and a call that checks
+// its options (libtessera's, in a loop of small products) should not list them again.
+struct ChoiceWords {
+  std::once_flag listed;
+  std::vector<std::string> words;
+};
+
 struct RunOption {
   std::string name;  // --name on the command line, the [run] key, Options::set's name, the report's
   OptionKind kind = OptionKind::text;
@@ -113,6 +123,7 @@ struct RunOption {
   std::string help;
   std::int64_t low = 0, high = std::numeric_limits<std::int64_t>::max();  // integer: its range
   std::function<std::vector<std::string>()> choices;                      // choice: the words it takes
+  std::shared_ptr<ChoiceWords> choice_words = std::make_shared<ChoiceWords>();  // choices(), once (words_of)
   std::string short_name;                                                 // "-q": a second spelling on the command line
   bool show_default = false;                                              // --help shows the default
   std::string empty_means;  // libtessera's setters: "" stands for this word (e.g. auto)
@@ -133,6 +144,8 @@ const std::vector<RunOption>& run_options();
 const RunOption* find_run_option(const std::string& name);
 // The row's words (choice), "" where it takes any.
 std::vector<std::string> choices_of(const RunOption& row);
+// The same, listed on the first call and kept (the row's choices() is asked once).
+const std::vector<std::string>& words_of(const RunOption& row);
 
 // "" when `text` is a value the row takes, else why not, in words ("'nope' is not one of: auto,
 // openblas, ... (did you mean ...)"): the words, the shape, the size or the range. The callers
