@@ -85,6 +85,17 @@ void* grown(kernels::DeviceBuffer& buffer, std::size_t bytes, const std::string&
   return buffer.get();
 }
 
+// " of a MxNxK dtype product", for what a scratch buffer holds (its allocation's error message).
+std::string of_product(const HeldProblem& p) {
+  return fmt::format(" of a {}x{}x{} {} product", p.m, p.n, p.k, dtype_name(p.dtype));
+}
+
+// The same, its description made only where the buffer grows (not on every call of a loop of
+// small products that finds its scratch large enough).
+void* grown(kernels::DeviceBuffer& buffer, std::size_t bytes, const char* what, const HeldProblem& p) {
+  return buffer.bytes() < bytes ? grown(buffer, bytes, what + of_product(p)) : buffer.get();
+}
+
 // A device view of a stored matrix: where it is and its leading dimension.
 struct View {
   const void* data = nullptr;
@@ -196,7 +207,7 @@ void refuse_found(const kernels::NonfiniteFound* found, const HeldProblem& p, cu
 std::vector<PhaseTime> gemm_held_complex(Gpu& gpu, HeldScratch& scratch, const HeldProblem& p) {
   const cudaStream_t s = p.stream ? static_cast<cudaStream_t>(p.stream) : gpu.stream.get();
   const std::size_t es = dtype_size(p.dtype);
-  const std::string of_gemm = fmt::format(" of a {}x{}x{} {} product", p.m, p.n, p.k, dtype_name(p.dtype));
+  const std::string of_gemm = of_product(p);
   if (scratch.used) CUDA_CHECK(cudaStreamWaitEvent(s, scratch.done.get(), 0));
   const auto slot = [&](kernels::DeviceBuffer& buffer, bool needed, std::size_t bytes, const std::string& what) {
     return needed ? grown(buffer, bytes, what) : nullptr;
@@ -287,7 +298,6 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
   if (is_complex(p.dtype)) return gemm_held_complex(gpu, scratch, p);
   const cudaStream_t s = p.stream ? static_cast<cudaStream_t>(p.stream) : gpu.stream.get();
   const std::size_t es = dtype_size(p.dtype);
-  const std::string of_gemm = fmt::format(" of a {}x{}x{} {} product", p.m, p.n, p.k, dtype_name(p.dtype));
   const bool beside = overlapped_scan(p), hold = holds_c(p);
   // The scan starts where the caller's stream is now (A and B made), not after the previous
   // call's work on the scratch (`done`), which it does not touch: the host waits for no more. Its
@@ -307,10 +317,10 @@ std::vector<PhaseTime> gemm_held(Gpu& gpu, HeldScratch& scratch, const std::stri
   }
   if (scratch.used) CUDA_CHECK(cudaStreamWaitEvent(s, scratch.done.get(), 0));
   const Needs need = needs_of(p);
-  void* slot_a = grown(scratch.a, need.a, "op(A)" + of_gemm);
-  void* slot_b = grown(scratch.b, need.b, "op(B)" + of_gemm);
-  void* slot_c = grown(scratch.c, need.c, "a scratch C" + of_gemm);
-  void* stored = grown(scratch.stored, need.stored, "an operand as stored" + of_gemm);
+  void* slot_a = grown(scratch.a, need.a, "op(A)", p);
+  void* slot_b = grown(scratch.b, need.b, "op(B)", p);
+  void* slot_c = grown(scratch.c, need.c, "a scratch C", p);
+  void* stored = grown(scratch.stored, need.stored, "an operand as stored", p);
   auto* found = static_cast<kernels::NonfiniteFound*>(grown(scratch.found, need.found, "a NaN/Inf count"));
 
   // Host operands and C of held_pin_min_bytes and more page-locked for their copies (as the in-core
