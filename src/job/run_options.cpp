@@ -231,9 +231,7 @@ const RunOption* find_run_option(const std::string& name) {
   return nullptr;
 }
 
-std::vector<std::string> choices_of(const RunOption& r) { return words_of(r); }
-
-const std::vector<std::string>& words_of(const RunOption& r) {
+const std::vector<std::string>& choices_of(const RunOption& r) {
   static const std::vector<std::string> kNone;
   if (!r.choices || !r.choice_words) return kNone;
   ChoiceWords& w = *r.choice_words;
@@ -260,7 +258,7 @@ std::string check_value(const RunOption& r, const std::string& value) {
     case OptionKind::text:
       return {};
     case OptionKind::choice: {
-      const std::vector<std::string>& words = words_of(r);
+      const std::vector<std::string>& words = choices_of(r);
       if (std::find(words.begin(), words.end(), value) != words.end()) return {};
       return not_one_of(value, words);
     }

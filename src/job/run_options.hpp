@@ -123,7 +123,7 @@ struct RunOption {
   std::string help;
   std::int64_t low = 0, high = std::numeric_limits<std::int64_t>::max();  // integer: its range
   std::function<std::vector<std::string>()> choices;                      // choice: the words it takes
-  std::shared_ptr<ChoiceWords> choice_words = std::make_shared<ChoiceWords>();  // choices(), once (words_of)
+  std::shared_ptr<ChoiceWords> choice_words = std::make_shared<ChoiceWords>();  // choices(), once (choices_of)
   std::string short_name;                                                 // "-q": a second spelling on the command line
   bool show_default = false;                                              // --help shows the default
   std::string empty_means;  // libtessera's setters: "" stands for this word (e.g. auto)
@@ -142,10 +142,8 @@ struct RunOption {
 const std::vector<RunOption>& run_options();
 // The row of that name (another spelling, panel_width for panel-width, found too); nullptr for none.
 const RunOption* find_run_option(const std::string& name);
-// The row's words (choice), "" where it takes any.
-std::vector<std::string> choices_of(const RunOption& row);
-// The same, listed on the first call and kept (the row's choices() is asked once).
-const std::vector<std::string>& words_of(const RunOption& row);
+// The row's words (choice), none where it takes any: its choices() asked on the first call, kept.
+const std::vector<std::string>& choices_of(const RunOption& row);
 
 // "" when `text` is a value the row takes, else why not, in words ("'nope' is not one of: auto,
 // openblas, ... (did you mean ...)"): the words, the shape, the size or the range. The callers
