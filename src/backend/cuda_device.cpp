@@ -96,6 +96,11 @@ std::string describe_device(int device) {
 
 std::string device_model(int device) { return properties(device).name; }
 
+std::string device_architecture(int device) {
+  const cudaDeviceProp& p = properties(device);
+  return "sm_" + std::to_string(p.major) + std::to_string(p.minor);
+}
+
 int multiprocessors(int device) {
   int count = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));

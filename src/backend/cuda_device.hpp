@@ -35,6 +35,9 @@ std::string describe_device(int device);
 // The GPU's name as its tune file is named for (backend/tuning.hpp), e.g. "NVIDIA H200".
 std::string device_model(int device);
 
+// Its compute capability as a tune file records it, e.g. "sm_90".
+std::string device_architecture(int device);
+
 int multiprocessors(int device);
 
 // Device memory in use now (all of the device, every process), in bytes; 0 if unknown.

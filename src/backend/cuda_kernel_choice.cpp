@@ -3,6 +3,7 @@
 
 #include "backend/cuda_backend.hpp"
 #include "backend/cuda_device.hpp"
+#include "core/log.hpp"
 #include "kernels/cublas_library.hpp"
 #include "kernels/gpu_gemm.hpp"
 
@@ -26,7 +27,13 @@ bool usable(const std::string& kernel, DType dtype) {
 }
 
 TuneTable load_tuned(int device, std::vector<std::string>* warnings) {
-  TuneTable table = load_tune_table(device_model(device));
+  std::vector<std::string> skipped;
+  TuneTable table = load_tune_table(device_model(device), device_architecture(device), &skipped);
+  for (const std::string& why : skipped) log::debug("tune file of another GPU skipped: " + why);
+  if (table.sibling)
+    log::info("no tune file for " + device_model(device) + ": --kernel auto chooses by " + table.path +
+              ", tuned on " + table.device + " (" + table.architecture +
+              ", the same architecture); `tessera tune` measures this GPU's own");
   for (const auto& c : table.choices) {
     if (!usable(c.kernel, c.dtype)) {
       warnings->push_back("tune file " + table.path + " names kernel '" + c.kernel +

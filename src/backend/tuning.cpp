@@ -130,6 +130,7 @@ TuneTable read_tune_file(const std::string& path) {
   TuneTable table;
   table.path = path;
   table.device = j.value("device", std::string());
+  table.architecture = j.value("architecture", std::string());
   for (const auto& c : j["choices"]) table.choices.push_back(parse_choice(c, path));
   if (j.contains("libraries")) {
     try {
@@ -145,10 +146,43 @@ TuneTable read_tune_file(const std::string& path) {
   return table;
 }
 
-TuneTable load_tune_table(const std::string& gpu_name) {
-  for (const std::string& path : tune_file_candidates(gpu_name)) {
+TuneTable load_tune_table(const std::string& gpu_name, const std::string& architecture,
+                          std::vector<std::string>* skipped) {
+  const std::vector<std::string> candidates = tune_file_candidates(gpu_name);
+  for (const std::string& path : candidates) {
     std::error_code ec;
     if (std::filesystem::is_regular_file(path, ec)) return read_tune_file(path);
+  }
+  if (architecture.empty()) return {};
+  // A sibling's: the folders of the candidates above ($TESSERA_TUNE_FILE names a file, not a folder).
+  std::vector<std::filesystem::path> dirs;
+  const std::string explicit_path = tessera::env::word("TESSERA_TUNE_FILE").value_or("");
+  for (const std::string& path : candidates) {
+    if (!explicit_path.empty() && path == explicit_path) continue;
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+  }
+  for (const std::filesystem::path& dir : dirs) {
+    std::error_code ec;
+    std::vector<std::string> files;
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      std::error_code regular;
+      if (name.rfind("tuned-", 0) == 0 && name.size() > 11 && name.compare(name.size() - 5, 5, ".json") == 0 &&
+          it->is_regular_file(regular))
+        files.push_back(it->path().string());
+    }
+    std::sort(files.begin(), files.end());
+    for (const std::string& path : files) {
+      try {
+        TuneTable table = read_tune_file(path);
+        if (table.architecture != architecture) continue;
+        table.sibling = true;
+        return table;
+      } catch (const std::exception& e) {
+        if (skipped) skipped->push_back(e.what());
+      }
+    }
   }
   return {};
 }

@@ -32,8 +32,10 @@ struct TunedChoice {
 };
 
 struct TuneTable {
-  std::string path;    // where it was read from ("" when none was found)
-  std::string device;  // the GPU it was tuned on
+  std::string path;          // where it was read from ("" when none was found)
+  std::string device;        // the GPU it was tuned on
+  std::string architecture;  // its compute capability, "sm_90" ("" in files written before 2026-12-07)
+  bool sibling = false;      // read for another GPU of the same architecture (load_tune_table)
   std::vector<TunedChoice> choices;
   // Seconds a process pays the first time it runs a kernel of a library (cuBLAS: loading
   // libcublas and libcublasLt, the handle, the first GEMM's modules), as `tessera tune` measured
@@ -57,7 +59,16 @@ std::string default_tune_output(const std::string& gpu_name);
 // The first existing candidate, parsed; an empty table (path "") when there is none. A file
 // that exists but cannot be parsed throws InputError naming it (a silently ignored tune file
 // would be worse).
-TuneTable load_tune_table(const std::string& gpu_name);
+// Where no file of this GPU exists and `architecture` ("sm_90") is given: a sibling's, the first
+// tuned-*.json (same folders, same order; by name within one) that records the same architecture,
+// marked `sibling`. Kernels of one architecture rank alike on its GPUs (the H100 and the H200
+// share the SM; their GEMM rates differ by clocks, not by kernel), so a sibling's choices and
+// cuBLAS's load time stand in until `tessera tune` measures this GPU. The built-in choice is cuBLAS
+// for every job, its load never weighed: on the H100 (no file of its own), an 8192^2 gzip job
+// through it ran 0.08-0.13 s behind b7d1b05's through its own kernel, every phase alike (2026-12-07). A sibling file that cannot be parsed is skipped (`skipped` names it), not fatal:
+// it was not written for this GPU.
+TuneTable load_tune_table(const std::string& gpu_name, const std::string& architecture = "",
+                          std::vector<std::string>* skipped = nullptr);
 TuneTable read_tune_file(const std::string& path);
 
 // Whether the rows of A (k elements) and of B and C (n elements) are whole 16-byte chunks: the

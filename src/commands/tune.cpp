@@ -38,6 +38,7 @@
 
 #ifdef TESSERA_HAVE_CUDA
 #include "backend/cuda_backend.hpp"
+#include "backend/cuda_device.hpp"
 #include "commands/bench_harness_cuda.hpp"
 #include "kernels/cublas_library.hpp"
 #include "kernels/cuda_check.hpp"
@@ -229,6 +230,7 @@ int run_tune(const TuneOptions& opts) {
       {"schema", report::kTuneSchema},
       {"format", kFormat},
       {"device", device},
+      {"architecture", backend::device_architecture(gpu->device_id())},
       {"created", utc_now()},
       {"tessera_version", kVersion},
       {"timing", fmt::format("median of {} launches after {} warm-up(s), CUDA events", timing.repeats, timing.warmup)},
