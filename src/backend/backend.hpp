@@ -376,11 +376,21 @@ class Backend {
 // A backend of `kind` (nullopt: "auto", cuda when a GPU is visible and tessera was built with CUDA).
 std::unique_ptr<Backend> make_backend(std::optional<Kind> kind, const Placement& where);
 
+// Over what `auto` weighs a library's one-time load against its kernel's speed (backend/tuning.hpp,
+// whole_job_kernel). `job`: a `tessera run` process, whose GEMMs are all known: the load counts
+// against them, and a job that cuBLAS would not finish sooner does not load it. `process`: a
+// process that keeps its backend from call to call (tessera::multiply on buffers, tessera.matmul,
+// the ScaLAPACK drop-in), where one call cannot see the calls to come and the load, paid once,
+// serves them all: the tuned rates alone decide (on the H200's file, cuBLAS at 1024^3 f32 runs
+// 36.9 TFLOP/s against 32.5 for the fastest own kernel; weighing its load against one 1024^3
+// product chose the own kernel for every call of a loop).
+enum class LoadHorizon { job, process };
+
 // The kernel `kernel` stands for ("auto": the backend's choice, on a GPU the tuned winner for the
 // GPU node-local rank 0 computes on) on an m x n x k GEMM of `dtype`; another name as given.
 // Starts no backend: the plan asks it once, for the whole job (algorithms/setting.hpp).
 std::string resolve_kernel(Kind kind, const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
-                           std::int64_t k);
+                           std::int64_t k, LoadHorizon horizon = LoadHorizon::job);
 
 // Backend names compiled into this build.
 std::vector<std::string> compiled_backends();

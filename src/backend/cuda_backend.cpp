@@ -246,9 +246,9 @@ class CudaBackend final : public Backend {
 
 std::unique_ptr<Backend> make_cuda_backend(const Placement& where) { return std::make_unique<CudaBackend>(where); }
 
-std::string cuda_resolve_kernel(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
+std::string cuda_resolve_kernel(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k, LoadHorizon horizon) {
   std::vector<std::string> warnings;  // the tune file's: the backend reports them when it starts
-  return KernelChoice(0, &warnings).resolve(dtype, m, n, k);
+  return KernelChoice(0, &warnings).resolve(dtype, m, n, k, horizon);
 }
 
 }  // namespace tessera::backend

@@ -15,7 +15,7 @@ namespace tessera::backend {
 std::unique_ptr<Backend> make_cuda_backend(const Placement& where);
 
 // backend.hpp's resolve_kernel for "auto": the choice for an m x n x k GEMM on visible GPU 0.
-std::string cuda_resolve_kernel(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k);
+std::string cuda_resolve_kernel(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k, LoadHorizon horizon);
 
 // backend.hpp's gpu_kernel_accumulates, for this backend's kernels and defaults.
 bool cuda_kernel_accumulates(const std::string& kernel, DType dtype);

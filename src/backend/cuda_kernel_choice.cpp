@@ -31,8 +31,8 @@ TuneTable load_tuned(int device, std::vector<std::string>* warnings) {
   TuneTable table = load_tune_table(device_model(device), device_architecture(device), &skipped);
   for (const std::string& why : skipped) log::debug("tune file of another GPU skipped: " + why);
   if (table.sibling)
-    log::info("no tune file for " + device_model(device) + ": --kernel auto chooses by " + table.path +
-              ", tuned on " + table.device + " (" + table.architecture +
+    log::info("no tune file for " + device_model(device) + ": --kernel auto chooses by " + table.path + ", tuned on " +
+              table.device + " (" + table.architecture +
               ", the same architecture); `tessera tune` measures this GPU's own");
   for (const auto& c : table.choices) {
     if (!usable(c.kernel, c.dtype)) {
@@ -57,7 +57,8 @@ std::string KernelChoice::default_kernel() const {
   return largest ? largest->kernel : kDefaultKernel;
 }
 
-std::string KernelChoice::resolve(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const {
+std::string KernelChoice::resolve(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k,
+                                  LoadHorizon horizon) const {
   const kernels::GpuGemm gemm{dtype, m, n, k};
   const TunedChoice* tuned = tuned_choice(tuned_, dtype, m, n, k);
   if (!tuned) return kDefaultKernel;
@@ -68,11 +69,11 @@ std::string KernelChoice::resolve(DType dtype, std::int64_t m, std::int64_t n, s
     kernels::GpuKernelTraits traits;
     return kernels::gpu_kernel_traits(kernel, &traits) && traits.needs_cublas;
   };
-  // A library this process has loaded already costs nothing more.
+  // A library this process has loaded already costs nothing more; nor, over a process's calls to
+  // come, one it has not.
   const auto measured = tuned_.load_seconds.find("cublas");
-  const double load = kernels::cublas_loaded()                ? 0.0
-                      : measured != tuned_.load_seconds.end() ? measured->second
-                                                              : kDefaultLibraryLoadSeconds;
+  double load = measured != tuned_.load_seconds.end() ? measured->second : kDefaultLibraryLoadSeconds;
+  if (horizon == LoadHorizon::process || kernels::cublas_loaded()) load = 0.0;
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const std::string chosen = whole_job_kernel(*tuned, flops, load, needs_library, runs_here);
   return runs_here(chosen) ? chosen : kDefaultKernel;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "backend/tuning.hpp"
 #include "core/dtype.hpp"
 
@@ -23,8 +24,9 @@ class KernelChoice {
   // `auto` for one GEMM: the tuned choice of the nearest tuned size of this dtype and row
   // alignment (tuned_choice), decided for the whole job (whole_job_kernel: a library's load
   // counted against its kernel's time, unless this process has loaded it), if it can run the
-  // problem; else the built-in default.
-  std::string resolve(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) const;
+  // problem; else the built-in default. Over a `process` horizon the load counts nothing.
+  std::string resolve(DType dtype, std::int64_t m, std::int64_t n, std::int64_t k,
+                      LoadHorizon horizon = LoadHorizon::job) const;
 
  private:
   TuneTable tuned_;

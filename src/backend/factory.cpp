@@ -202,14 +202,14 @@ std::unique_ptr<Backend> make_backend(std::optional<Kind> kind, const Placement&
 }
 
 std::string resolve_kernel(Kind kind, const std::string& kernel, DType dtype, std::int64_t m, std::int64_t n,
-                           std::int64_t k) {
+                           std::int64_t k, LoadHorizon horizon) {
   if (kernel != "auto" && !kernel.empty()) return kernel;
   if (is_complex(dtype)) return kind == Kind::cpu ? "openblas" : "cublas";  // the only complex GEMMs
   if (kind == Kind::cpu) return kernels::cpu_kernel_names().front();
 #ifdef TESSERA_HAVE_CUDA
-  if (cuda_device_count() > 0) return cuda_resolve_kernel(dtype, m, n, k);
+  if (cuda_device_count() > 0) return cuda_resolve_kernel(dtype, m, n, k, horizon);
 #else
-  (void)dtype, (void)m, (void)n, (void)k;
+  (void)dtype, (void)m, (void)n, (void)k, (void)horizon;
 #endif
   return kernel;  // no GPU here (a dry run for one): the backend's choice, unresolved
 }

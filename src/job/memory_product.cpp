@@ -51,7 +51,8 @@ std::string kernel_for(backend::Kind kind, const std::string& asked, DType dtype
   const auto key = std::make_tuple(static_cast<int>(kind), asked, static_cast<int>(dtype), m, n, k);
   const auto found = resolved().find(key);
   if (found != resolved().end()) return found->second;
-  std::string kernel = backend::resolve_kernel(kind, asked, dtype, m, n, k);
+  // Over the process: its backend is kept from call to call, and a library's load serves them all.
+  std::string kernel = backend::resolve_kernel(kind, asked, dtype, m, n, k, backend::LoadHorizon::process);
   backend::check_kernel(kind, kernel);
   return resolved()[key] = std::move(kernel);
 }

@@ -1098,6 +1098,13 @@ TEST_CASE("auto weighs cuBLAS's load against the whole job", "[gpu][small]") {
   CHECK(resolve(DType::f32, 16384, 16384, 16384) == (loaded ? "cublas" : "warptile-128x256-16x8"));
   CHECK(resolve(DType::f64, 4096, 4096, 4096) == (loaded ? "cublas" : "dmma8"));
   CHECK(resolve(DType::f64, 65536, 65536, 65536) == "cublas");  // 9.1 s against 9.9 s: pays 0.2 s back
+  // A process that keeps its backend (tessera.matmul, tessera::multiply on buffers): the load serves
+  // every call to come, so the tuned rates alone decide: cuBLAS unless an own kernel beats it by 3%.
+  const auto in_process = [](DType dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
+    return backend::resolve_kernel(backend::Kind::cuda, "auto", dtype, m, n, k, backend::LoadHorizon::process);
+  };
+  CHECK(in_process(DType::f32, 16384, 16384, 16384) == "cublas");  // 51400 against 51000: within the margin
+  CHECK(in_process(DType::f64, 4096, 4096, 4096) == "cublas");
   ::unsetenv("TESSERA_TUNE_FILE");
   std::remove(path.c_str());
   CHECK(kernels::cublas_loaded() == loaded);  // deciding loads nothing

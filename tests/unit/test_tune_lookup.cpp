@@ -93,7 +93,8 @@ TEST_CASE("tune files: a GPU without its own reads a sibling's of the same archi
   const CacheHome cache;
   const std::string broken = cache.put("tuned-Aaa_Broken.json", "{ not json");
   cache.put("tuned-Old_GPU.json", tune_file("Old GPU", "", "regtile"));  // no architecture: never a sibling
-  const std::string hopper = cache.put("tuned-Other_Hopper.json", tune_file("Other Hopper", "sm_90", "warptile-128x128"));
+  const std::string hopper =
+      cache.put("tuned-Other_Hopper.json", tune_file("Other Hopper", "sm_90", "warptile-128x128"));
   const std::string ampere = cache.put("tuned-Other_Ampere.json", tune_file("Other Ampere", "sm_80", "vectorized"));
   cache.put("notes.json", tune_file("Not A Tune File Name", "sm_90", "naive"));
 
@@ -109,7 +110,7 @@ TEST_CASE("tune files: a GPU without its own reads a sibling's of the same archi
   CHECK(skipped[0].find(broken) != std::string::npos);
 
   CHECK(load_tune_table("Fake Ampere", "sm_80").path == ampere);
-  CHECK(load_tune_table("Fake Hopper", "").path.empty());     // no architecture asked: the built-in choice
+  CHECK(load_tune_table("Fake Hopper", "").path.empty());       // no architecture asked: the built-in choice
   CHECK(load_tune_table("Fake Turing", "sm_75").path.empty());  // none of that architecture anywhere
 
   // A file of this GPU wins over every sibling, whatever architecture it records, and is never a sibling.
