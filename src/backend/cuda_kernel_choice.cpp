@@ -10,7 +10,7 @@
 namespace tessera::backend {
 namespace {
 
-// `--kernel auto` without a tune file: cuBLAS's full-precision GEMM (FP32 / FP64 compute, never
+// `--kernel auto` without a tune file (this GPU's or a sibling's of its architecture): cuBLAS's full-precision GEMM (FP32 / FP64 compute, never
 // TF32), which NVIDIA tunes for every GPU; on the H200 it was the fastest float32 GEMM at every
 // size measured and the fastest float64 one at 4096-16384 (docs/kernels.md). A tune file written
 // by `tessera tune` on this GPU names the measured winner per size, tessera's own kernel where
