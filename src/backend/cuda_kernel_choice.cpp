@@ -1,6 +1,8 @@
 // The CUDA backend's kernel choice (cuda_kernel_choice.hpp) and the defaults it falls back to.
 #include "backend/cuda_kernel_choice.hpp"
 
+#include <atomic>
+
 #include "backend/cuda_backend.hpp"
 #include "backend/cuda_device.hpp"
 #include "core/log.hpp"
@@ -10,12 +12,13 @@
 namespace tessera::backend {
 namespace {
 
-// `--kernel auto` without a tune file (this GPU's or a sibling's of its architecture): cuBLAS's full-precision GEMM (FP32 / FP64 compute, never
-// TF32), which NVIDIA tunes for every GPU; on the H200 it was the fastest float32 GEMM at every
-// size measured and the fastest float64 one at 4096-16384 (docs/kernels.md). A tune file written
-// by `tessera tune` on this GPU names the measured winner per size, tessera's own kernel where
-// that was faster; and where the winner is cuBLAS, a job that cuBLAS would not finish sooner,
-// counting the 0.1-0.25 s its libraries take to load, runs the fastest own kernel instead.
+// `--kernel auto` without a tune file (this GPU's or a sibling's of its architecture): cuBLAS's
+// full-precision GEMM (FP32 / FP64 compute, never TF32), which NVIDIA tunes for every GPU; on the
+// H200 it was the fastest float32 GEMM at every size measured and the fastest float64 one at
+// 4096-16384 (docs/kernels.md). A tune file written by `tessera tune` on this GPU names the
+// measured winner per size, tessera's own kernel where that was faster; and where the winner is
+// cuBLAS, a job that cuBLAS would not finish sooner, counting the 0.1-0.25 s its libraries take to
+// load, runs the fastest own kernel instead.
 constexpr const char* kDefaultKernel = "cublas";
 
 // A kernel a tune file may name for `auto`: registered, not opt-in (no reduced precision), and
@@ -30,7 +33,8 @@ TuneTable load_tuned(int device, std::vector<std::string>* warnings) {
   std::vector<std::string> skipped;
   TuneTable table = load_tune_table(device_model(device), device_architecture(device), &skipped);
   for (const std::string& why : skipped) log::debug("tune file of another GPU skipped: " + why);
-  if (table.sibling)
+  static std::atomic<bool> said{false};  // the plan and each backend read the table: say it once
+  if (table.sibling && !said.exchange(true))
     log::info("no tune file for " + device_model(device) + ": --kernel auto chooses by " + table.path + ", tuned on " +
               table.device + " (" + table.architecture +
               ", the same architecture); `tessera tune` measures this GPU's own");

@@ -2,13 +2,17 @@
 #include "backend/tuning.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -116,11 +120,37 @@ std::string default_tune_output(const std::string& gpu_name) {
 }
 
 TuneTable read_tune_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw InputError("tune file '" + path + "' cannot be read");
+  // Opened without blocking and checked on the descriptor: a name checked as a regular file may be
+  // a FIFO by the time it is opened (a shared folder), and a FIFO's open waits for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw InputError("tune file '" + path + "' cannot be read");
+  std::string text;
+  {
+    struct stat st {};
+    const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    constexpr off_t kLargest = off_t{16} << 20;  // a tune file is a few kB; a planted one may be anything
+    if (regular && st.st_size > kLargest) {
+      ::close(fd);
+      throw InputError("tune file '" + path + "' is " + std::to_string(st.st_size) +
+                       " bytes, more than a tune file's 16 MiB at most");
+    }
+    if (regular) {
+      char buffer[1 << 16];
+      for (ssize_t got; (got = ::read(fd, buffer, sizeof buffer)) != 0;) {
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) {
+          ::close(fd);
+          throw InputError("tune file '" + path + "' cannot be read");
+        }
+        text.append(buffer, static_cast<std::size_t>(got));
+      }
+    }
+    ::close(fd);
+    if (!regular) throw InputError("tune file '" + path + "' is not a regular file");
+  }
   nlohmann::json j;
   try {
-    f >> j;
+    j = nlohmann::json::parse(text);
   } catch (const std::exception& e) {
     throw InputError("tune file '" + path + "' is not valid JSON: " + e.what());
   }
@@ -156,10 +186,9 @@ TuneTable load_tune_table(const std::string& gpu_name, const std::string& archit
   if (architecture.empty()) return {};
   // A sibling's: the folders of the candidates above ($TESSERA_TUNE_FILE names a file, not a folder).
   std::vector<std::filesystem::path> dirs;
-  const std::string explicit_path = tessera::env::word("TESSERA_TUNE_FILE").value_or("");
-  for (const std::string& path : candidates) {
-    if (!explicit_path.empty() && path == explicit_path) continue;
-    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  const bool explicit_first = !tessera::env::word("TESSERA_TUNE_FILE").value_or("").empty();
+  for (std::size_t i = explicit_first ? 1 : 0; i < candidates.size(); ++i) {
+    const std::filesystem::path dir = std::filesystem::path(candidates[i]).parent_path();
     if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
   }
   for (const std::filesystem::path& dir : dirs) {

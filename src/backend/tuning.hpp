@@ -65,8 +65,10 @@ std::string default_tune_output(const std::string& gpu_name);
 // share the SM; their GEMM rates differ by clocks, not by kernel), so a sibling's choices and
 // cuBLAS's load time stand in until `tessera tune` measures this GPU. The built-in choice is cuBLAS
 // for every job, its load never weighed: on the H100 (no file of its own), an 8192^2 gzip job
-// through it ran 0.08-0.13 s behind b7d1b05's through its own kernel, every phase alike (2026-12-07). A sibling file that cannot be parsed is skipped (`skipped` names it), not fatal:
-// it was not written for this GPU.
+// through it ran 0.08-0.13 s behind b7d1b05's through its own kernel, every phase alike (2026-12-07).
+// A sibling file that cannot be parsed is skipped (`skipped` names it), not fatal: it was not
+// written for this GPU. Only regular files are read, opened without blocking (a FIFO planted under
+// a tune file's name in a shared folder is refused, never waited on).
 TuneTable load_tune_table(const std::string& gpu_name, const std::string& architecture = "",
                           std::vector<std::string>* skipped = nullptr);
 TuneTable read_tune_file(const std::string& path);

@@ -4,12 +4,14 @@
 // there without a source tree.
 #include <catch2/catch_test_macros.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,8 +57,9 @@ class CacheHome {
   CacheHome() {
     for (const char* name : {"XDG_CACHE_HOME", "TESSERA_TUNE_FILE"})
       if (const char* v = std::getenv(name)) was_.emplace_back(name, v);
-    dir_ = std::filesystem::temp_directory_path() / ("tessera-tune-lookup-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(dir_);
+    std::string pattern = (std::filesystem::temp_directory_path() / "tessera-tune-lookup-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    dir_ = pattern;
     std::filesystem::create_directories(dir_ / "tessera");
     ::setenv("XDG_CACHE_HOME", dir_.c_str(), 1);
     ::unsetenv("TESSERA_TUNE_FILE");
@@ -69,6 +72,7 @@ class CacheHome {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
+  std::string path(const std::string& name) const { return (dir_ / "tessera" / name).string(); }
   std::string put(const std::string& name, const std::string& text) const {
     const std::filesystem::path p = dir_ / "tessera" / name;
     std::ofstream(p) << text;
@@ -131,4 +135,32 @@ TEST_CASE("tune files: the shipped H200 file records its architecture, so an H10
   CHECK(t.device == "NVIDIA H200");
   CHECK(t.architecture == "sm_90");
   CHECK(t.load_seconds.count("cublas") == 1);
+}
+
+TEST_CASE("tune files: siblings by name within a folder; FIFOs, folders and $TESSERA_TUNE_FILE's name", "[tune]") {
+  using tessera::backend::load_tune_table;
+  const CacheHome cache;
+  // Written B first: the directory's own order must not decide.
+  cache.put("tuned-B_Hopper.json", tune_file("B Hopper", "sm_90", "regtile"));
+  const std::string a = cache.put("tuned-A_Hopper.json", tune_file("A Hopper", "sm_90", "vectorized"));
+  // Not regular files under a tune file's name: skipped, never opened (a FIFO's open would wait).
+  REQUIRE(::mkfifo(cache.path("tuned-0_Fifo.json").c_str(), 0600) == 0);
+  std::filesystem::create_directories(cache.path("tuned-0_Folder.json"));
+  std::vector<std::string> skipped;
+  CHECK(load_tune_table("Fake Hopper", "sm_90", &skipped).path == a);
+  CHECK(skipped.empty());
+  // Read directly (a name checked, then swapped for a FIFO): refused at once, not waited on.
+  CHECK_THROWS_AS(tessera::backend::read_tune_file(cache.path("tuned-0_Fifo.json")), tessera::InputError);
+  // Nor is a file far larger than any tune file read whole.
+  const std::string huge = cache.put("tuned-0_Huge.json", "");
+  std::filesystem::resize_file(huge, (std::uintmax_t{16} << 20) + 1);
+  CHECK_THROWS_AS(tessera::backend::read_tune_file(huge), tessera::InputError);
+
+  // $TESSERA_TUNE_FILE naming the cache's own path for this GPU, absent: the cache folder is still
+  // searched for siblings (only the variable's entry is a file and not a folder).
+  ::setenv("TESSERA_TUNE_FILE", cache.path("tuned-Fake_Hopper.json").c_str(), 1);
+  const auto t = load_tune_table("Fake Hopper", "sm_90");
+  ::unsetenv("TESSERA_TUNE_FILE");
+  CHECK(t.path == a);
+  CHECK(t.sibling);
 }
