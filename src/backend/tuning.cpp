@@ -2,11 +2,6 @@
 #include "backend/tuning.hpp"
 
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 
 #include <algorithm>
 #include <cctype>
@@ -18,6 +13,7 @@
 
 #include "core/env.hpp"
 #include "core/error.hpp"
+#include "core/file_kind.hpp"
 #include "core/version.hpp"
 
 namespace tessera::backend {
@@ -120,37 +116,17 @@ std::string default_tune_output(const std::string& gpu_name) {
 }
 
 TuneTable read_tune_file(const std::string& path) {
-  // Opened without blocking and checked on the descriptor: a name checked as a regular file may be
-  // a FIFO by the time it is opened (a shared folder), and a FIFO's open waits for a writer.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw InputError("tune file '" + path + "' cannot be read");
-  std::string text;
-  {
-    struct stat st {};
-    const bool regular = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
-    constexpr off_t kLargest = off_t{16} << 20;  // a tune file is a few kB; a planted one may be anything
-    if (regular && st.st_size > kLargest) {
-      ::close(fd);
-      throw InputError("tune file '" + path + "' is " + std::to_string(st.st_size) +
-                       " bytes, more than a tune file's 16 MiB at most");
-    }
-    if (regular) {
-      char buffer[1 << 16];
-      for (ssize_t got; (got = ::read(fd, buffer, sizeof buffer)) != 0;) {
-        if (got < 0 && errno == EINTR) continue;
-        if (got < 0) {
-          ::close(fd);
-          throw InputError("tune file '" + path + "' cannot be read");
-        }
-        text.append(buffer, static_cast<std::size_t>(got));
-      }
-    }
-    ::close(fd);
-    if (!regular) throw InputError("tune file '" + path + "' is not a regular file");
-  }
+  // Not waited on (a fifo) nor read whole if huge: a tune file is a few kB, a planted one anything.
+  constexpr off_t kLargest = off_t{16} << 20;
+  const SmallFile f = read_small_file(path, kLargest);
+  if (f.error != 0) throw InputError("tune file '" + path + "' cannot be read");
+  if (!f.not_regular.empty()) throw InputError("tune file '" + path + "' is not a regular file");
+  if (f.too_large > 0)
+    throw InputError("tune file '" + path + "' is " + std::to_string(f.too_large) +
+                     " bytes, more than a tune file's 16 MiB at most");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
+    j = nlohmann::json::parse(f.text);
   } catch (const std::exception& e) {
     throw InputError("tune file '" + path + "' is not valid JSON: " + e.what());
   }

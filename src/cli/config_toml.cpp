@@ -319,33 +319,13 @@ std::string read_toml_text(const std::string& path, const std::string& what) {
   // Opened without blocking (a fifo would wait for a writer forever) and checked to be a regular
   // file of sane size before a byte is read (/dev/zero never ends).
   if (path.empty()) throw ConfigFileError(what + "'s name is empty ('')");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw ConfigFileError(path + ": cannot read " + what + ": " + std::strerror(errno));
-  struct stat st {};
-  std::string text;
-  std::string refusal;
-  if (::fstat(fd, &st) != 0) {
-    refusal = "cannot read " + what + ": " + std::strerror(errno);
-  } else if (const std::string kind = not_regular_file(st); !kind.empty()) {
-    refusal = what + " is " + kind + ", not a regular file";
-  } else if (st.st_size > kMaxConfigBytes) {
-    refusal = what + " is " + std::to_string(st.st_size) + " bytes, more than a config file can be (" +
-              std::to_string(kMaxConfigBytes) + ")";
-  } else {
-    text.resize(static_cast<std::size_t>(st.st_size));
-    std::size_t got = 0;
-    while (got < text.size()) {
-      const ssize_t n = ::read(fd, &text[got], text.size() - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) refusal = "cannot read " + what + ": " + std::strerror(errno);
-      if (n <= 0) break;
-      got += static_cast<std::size_t>(n);
-    }
-    text.resize(got);
-  }
-  ::close(fd);
-  if (!refusal.empty()) throw ConfigFileError(path + ": " + refusal);
-  return text;
+  SmallFile f = read_small_file(path, kMaxConfigBytes);
+  if (f.error != 0) throw ConfigFileError(path + ": cannot read " + what + ": " + std::strerror(f.error));
+  if (!f.not_regular.empty()) throw ConfigFileError(path + ": " + what + " is " + f.not_regular + ", not a regular file");
+  if (f.too_large > 0)
+    throw ConfigFileError(path + ": " + what + " is " + std::to_string(f.too_large) +
+                          " bytes, more than a config file can be (" + std::to_string(kMaxConfigBytes) + ")");
+  return std::move(f.text);
 }
 
 std::vector<Setting> read_config(const std::string& path, const Schema& schema) {

@@ -8,6 +8,8 @@
 // checked here nor warned about.
 #pragma once
 
+#include <unistd.h>  // environ (g++ defines _GNU_SOURCE)
+
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -18,8 +20,6 @@
 #include <vector>
 
 #include "core/error.hpp"
-
-extern char** environ;
 
 namespace tessera::env {
 
